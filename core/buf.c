@@ -1,0 +1,85 @@
+/* buf.c - growable byte buffer; see buf.h. */
+#include "buf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+
+int ss_buf_reserve(ss_buf *b, size_t extra)
+{
+    if (extra <= b->cap - b->len)
+        return SS_OK;
+    if (extra > SIZE_MAX / 2 - b->len)
+        return SS_E_NOMEM;
+    size_t need = b->len + extra;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need)
+        cap *= 2;
+    uint8_t *p = realloc(b->data, cap);
+    if (p == NULL)
+        return SS_E_NOMEM;
+    b->data = p;
+    b->cap = cap;
+    return SS_OK;
+}
+
+int ss_buf_append(ss_buf *b, const void *data, size_t len)
+{
+    if (len == 0)
+        return SS_OK;
+    int rc = ss_buf_reserve(b, len);
+    if (rc != SS_OK)
+        return rc;
+    memcpy(b->data + b->len, data, len);
+    b->len += len;
+    return SS_OK;
+}
+
+int ss_buf_append_str(ss_buf *b, const char *s)
+{
+    return ss_buf_append(b, s, strlen(s));
+}
+
+size_t ss_u64_format(uint64_t v, char out[20])
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+int ss_buf_append_u64(ss_buf *b, uint64_t v)
+{
+    char d[20];
+    return ss_buf_append(b, d, ss_u64_format(v, d));
+}
+
+int ss_buf_append_i64(ss_buf *b, int64_t v)
+{
+    if (v >= 0)
+        return ss_buf_append_u64(b, (uint64_t)v);
+    int rc = ss_buf_append(b, "-", 1);
+    if (rc != SS_OK)
+        return rc;
+    /* -(v + 1) + 1 avoids overflow for INT64_MIN. */
+    return ss_buf_append_u64(b, (uint64_t)(-(v + 1)) + 1);
+}
+
+void ss_buf_clear(ss_buf *b)
+{
+    b->len = 0;
+}
+
+void ss_buf_free(ss_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+}

@@ -1,0 +1,121 @@
+/* command.c - the command table and the parsers of each verb. */
+#include "command.h"
+
+#include <stddef.h>
+
+#include "errors.h"
+
+static bool ss__word_is(ss_bytes w, const char *upper)
+{
+    size_t i = 0;
+    for (; upper[i] != '\0'; i++) {
+        if (i >= w.len)
+            return false;
+        uint8_t c = w.data[i];
+        if (c >= 'a' && c <= 'z')
+            c = (uint8_t)(c - 'a' + 'A');
+        if (c != (uint8_t)upper[i])
+            return false;
+    }
+    return i == w.len;
+}
+
+int ss_parse_u64(const uint8_t *p, size_t n, uint64_t max, uint64_t *out)
+{
+    if (n == 0 || n > 19)
+        return SS_E_SYNTAX;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return SS_E_SYNTAX;
+        v = v * 10 + (uint64_t)(p[i] - '0'); /* 19 digits cannot overflow */
+    }
+    if (v > max)
+        return SS_E_SYNTAX;
+    *out = v;
+    return SS_OK;
+}
+
+static int ss__parse_set(const ss_request *req, ss_command *cmd)
+{
+    cmd->value = req->argv[2];
+    bool have_px = false;
+    for (size_t i = 3; i < req->argc; i++) {
+        ss_bytes opt = req->argv[i];
+        if (ss__word_is(opt, "NX") || ss__word_is(opt, "NEX")) {
+            if (cmd->cond != SS_COND_NONE)
+                return SS_E_SYNTAX;
+            cmd->cond = opt.len == 2 ? SS_COND_NX : SS_COND_NEX;
+        } else if (ss__word_is(opt, "PX")) {
+            if (have_px || i + 1 >= req->argc)
+                return SS_E_SYNTAX;
+            i++;
+            int rc = ss_parse_u64(req->argv[i].data, req->argv[i].len, SS_PX_MAX, &cmd->px);
+            if (rc != SS_OK || cmd->px == 0)
+                return SS_E_SYNTAX;
+            have_px = true;
+        } else {
+            return SS_E_SYNTAX;
+        }
+    }
+    return SS_OK;
+}
+
+static int ss__parse_vdel(const ss_request *req, ss_command *cmd)
+{
+    cmd->value = req->argv[2];
+    return SS_OK;
+}
+
+static int ss__parse_keynotify(const ss_request *req, ss_command *cmd)
+{
+    if (req->argc == 3) {
+        if (!ss__word_is(req->argv[2], "STOP"))
+            return SS_E_SYNTAX;
+        cmd->stop = true;
+    }
+    return SS_OK;
+}
+
+struct ss_cmd_spec {
+    const char *name; /* upper case */
+    enum ss_cmd_type type;
+    size_t min_argc; /* including the verb */
+    size_t max_argc;
+    int (*parse)(const ss_request *req, ss_command *cmd); /* NULL: key only */
+};
+
+static const struct ss_cmd_spec ss_cmd_table[] = {
+    {"SET", SS_CMD_SET, 3, SS_REQUEST_MAX_ARGS, ss__parse_set},
+    {"GET", SS_CMD_GET, 2, 2, NULL},
+    {"DEL", SS_CMD_DEL, 2, 2, NULL},
+    {"VDEL", SS_CMD_VDEL, 3, 3, ss__parse_vdel},
+    {"KEYNOTIFY", SS_CMD_KEYNOTIFY, 2, 3, ss__parse_keynotify},
+};
+
+int ss_command_parse(const ss_request *req, ss_command *cmd)
+{
+    if (req->argc == 0)
+        return SS_E_SYNTAX;
+    const struct ss_cmd_spec *spec = NULL;
+    for (size_t i = 0; i < sizeof ss_cmd_table / sizeof ss_cmd_table[0]; i++) {
+        if (ss__word_is(req->argv[0], ss_cmd_table[i].name)) {
+            spec = &ss_cmd_table[i];
+            break;
+        }
+    }
+    if (spec == NULL)
+        return SS_E_UNKNOWN_COMMAND;
+    if (req->argc < spec->min_argc || req->argc > spec->max_argc)
+        return SS_E_ARITY;
+    ss_command c = {.type = spec->type, .key = req->argv[1]};
+    if (c.key.len == 0)
+        return SS_E_KEY_EMPTY;
+    if (spec->parse != NULL) {
+        int rc = spec->parse(req, &c);
+        if (rc != SS_OK)
+            return rc;
+    }
+    *cmd = c;
+    return SS_OK;
+}

@@ -1,0 +1,52 @@
+/* command.h - turn a decoded request into a checked command.
+ *
+ * One table holds each verb with its arity and its parser. Verbs and options
+ * are matched case-insensitively; SET options come in any order. The result
+ * borrows its key and value from the request (and so from the payload).
+ */
+#ifndef SS_COMMAND_H
+#define SS_COMMAND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "codec.h"
+
+enum ss_cmd_type {
+    SS_CMD_SET = 1,
+    SS_CMD_GET,
+    SS_CMD_DEL,
+    SS_CMD_VDEL,
+    SS_CMD_KEYNOTIFY,
+};
+
+enum ss_set_cond {
+    SS_COND_NONE = 0,
+    SS_COND_NX,  /* only if absent */
+    SS_COND_NEX, /* only if absent or equal to the new value */
+};
+
+typedef struct ss_command {
+    enum ss_cmd_type type;
+    ss_bytes key;
+    ss_bytes value;        /* SET, VDEL */
+    enum ss_set_cond cond; /* SET */
+    uint64_t px;           /* SET: expiry in ms, 0 when absent */
+    bool stop;             /* KEYNOTIFY STOP */
+} ss_command;
+
+/* Check req and fill *cmd. Returns 0, or the protocol error to answer:
+ * SS_E_UNKNOWN_COMMAND, SS_E_ARITY, SS_E_KEY_EMPTY or SS_E_SYNTAX (unknown
+ * or repeated option, NX with NEX, PX missing, not a positive integer, or
+ * above SS_PX_MAX). Checks run in that order. */
+int ss_command_parse(const ss_request *req, ss_command *cmd);
+
+/* Largest PX accepted: about 292 million years, so deadlines never overflow. */
+#define SS_PX_MAX ((uint64_t)1 << 53)
+
+/* Parse a positive decimal integer (no sign, no spaces, at most 19 digits)
+ * not above max. 0 or SS_E_SYNTAX. */
+int ss_parse_u64(const uint8_t *p, size_t n, uint64_t max, uint64_t *out);
+
+#endif

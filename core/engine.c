@@ -1,0 +1,309 @@
+/* engine.c - PROTOCOL.md sections 2-6 on top of a store.
+ *
+ * Invariant: every version issued comes from the one clock and is strictly
+ * greater than all earlier ones (persisted with each batch, so also across
+ * restarts); a record whose deadline is <= now is never visible to a
+ * command: it is removed (and its DELETE emitted) before the command runs.
+ */
+#include "engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "command.h"
+#include "errors.h"
+
+struct ss_engine {
+    ss_store *store;
+    ss_engine_options opt;
+    ss_clock clock;
+    ss_buf key_scratch;
+};
+
+int ss_engine_new(ss_store *store, const ss_engine_options *o, ss_engine **out)
+{
+    ss_engine *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return SS_E_NOMEM;
+    e->store = store;
+    if (o)
+        e->opt = *o;
+    if (e->opt.node_id == NULL)
+        e->opt.node_id = SS_NODE_ID_DEFAULT;
+    if (e->opt.limits.max_args == 0 || e->opt.limits.max_size == 0)
+        e->opt.limits = ss_codec_limits_default();
+    if (e->opt.max_key_len == 0 || e->opt.max_key_len > SS_STORE_KEY_MAX)
+        e->opt.max_key_len = SS_STORE_KEY_MAX;
+    if (ss_clock_init(&e->clock, e->opt.node_id, strlen(e->opt.node_id)) != SS_OK) {
+        free(e);
+        return SS_E_INVAL;
+    }
+    e->opt.node_id = NULL; /* borrowed string: not kept past this call */
+    uint64_t wall;
+    uint32_t counter;
+    ss_store_get_clock(store, &wall, &counter);
+    ss_clock_restore(&e->clock, wall, counter);
+    *out = e;
+    return SS_OK;
+}
+
+void ss_engine_free(ss_engine *e)
+{
+    if (e == NULL)
+        return;
+    ss_buf_free(&e->key_scratch);
+    free(e);
+}
+
+ss_hlc ss_engine_clock(const ss_engine *e)
+{
+    ss_hlc h;
+    h.wall = e->clock.wall;
+    h.counter = e->clock.counter;
+    h.node_len = e->clock.node_len;
+    memcpy(h.node, e->clock.node, e->clock.node_len);
+    return h;
+}
+
+static void ss__emit(ss_engine *e, const ss_event *ev)
+{
+    if (e->opt.on_event)
+        e->opt.on_event(e->opt.event_ctx, ev);
+}
+
+static int ss__batch(ss_engine *e)
+{
+    return ss_store_in_batch(e->store) ? SS_OK : ss_store_begin(e->store);
+}
+
+/* Look key up, removing it first if it has expired. 0 with *rec (found),
+ * SS_E_NOTFOUND, or a store failure. */
+static int ss__lookup(ss_engine *e, ss_bytes key, uint64_t now_ms, ss_record *rec)
+{
+    int rc = ss_store_get(e->store, key, rec);
+    if (rc != SS_OK || rec->expiry_ms == 0 || rec->expiry_ms > now_ms)
+        return rc;
+    ss_event ev = {.type = SS_EVENT_DELETE, .key = key, .version = rec->version, .expired = true};
+    if ((rc = ss_store_del(e->store, key)) != SS_OK)
+        return rc;
+    ss__emit(e, &ev);
+    return SS_E_NOTFOUND;
+}
+
+/* The fencing rule for SET/DEL/VDEL on an existing record. */
+static int ss__fence(const ss_record *rec, const ss_hlc *ft)
+{
+    if (!rec->has_ft)
+        return SS_OK;
+    if (ft == NULL)
+        return SS_E_FT_REQUIRED;
+    if (ss_hlc_compare(ft, &rec->ft) < 0)
+        return SS_E_FT_LOWER;
+    return SS_OK;
+}
+
+static bool ss__bytes_eq(ss_bytes a, ss_bytes b)
+{
+    return a.len == b.len && (a.len == 0 || memcmp(a.data, b.data, a.len) == 0);
+}
+
+static int ss__set(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *ts,
+                   const ss_hlc *ft)
+{
+    ss_record old;
+    int rc = ss__lookup(e, c->key, x->now_ms, &old);
+    bool exists = rc == SS_OK;
+    if (rc != SS_OK && rc != SS_E_NOTFOUND)
+        return rc;
+    if (exists) {
+        if ((rc = ss__fence(&old, ft)) != SS_OK)
+            return rc;
+        if (c->cond == SS_COND_NX || (c->cond == SS_COND_NEX && !ss__bytes_eq(old.value, c->value))) {
+            x->has_version = true;
+            x->version = old.version;
+            return ss_codec_put_int(x->response, -1);
+        }
+    }
+    ss_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.value = c->value;
+    rec.version = ss_clock_next(&e->clock, x->now_ms, ts, exists ? &old.version : NULL);
+    if (ft) {
+        rec.has_ft = true;
+        rec.ft = *ft; /* equal or newer than any stored token (checked above) */
+    }
+    rec.expiry_ms = c->px ? x->now_ms + c->px : 0;
+    if ((rc = ss_store_set_clock(e->store, rec.version.wall, rec.version.counter)) != SS_OK)
+        return rc;
+    if ((rc = ss_store_put(e->store, c->key, &rec)) != SS_OK)
+        return rc;
+    if ((rc = ss_codec_put_ok(x->response)) != SS_OK)
+        return rc;
+    x->has_version = true;
+    x->version = rec.version;
+    ss_event ev = {.type = SS_EVENT_SET, .key = c->key, .value = c->value, .version = rec.version};
+    ss__emit(e, &ev);
+    return SS_OK;
+}
+
+static int ss__get(ss_engine *e, ss_exec *x, const ss_command *c)
+{
+    ss_record rec;
+    int rc = ss__lookup(e, c->key, x->now_ms, &rec);
+    if (rc == SS_E_NOTFOUND)
+        return ss_codec_put_nil(x->response);
+    if (rc != SS_OK)
+        return rc;
+    if ((rc = ss_codec_put_bulk(x->response, rec.value.data, rec.value.len)) != SS_OK)
+        return rc;
+    x->has_version = true;
+    x->version = rec.version;
+    return SS_OK;
+}
+
+/* DEL, and VDEL when match is non-NULL. */
+static int ss__del(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *ft,
+                   const ss_bytes *match)
+{
+    ss_record rec;
+    int rc = ss__lookup(e, c->key, x->now_ms, &rec);
+    if (rc == SS_E_NOTFOUND)
+        return ss_codec_put_int(x->response, 0);
+    if (rc != SS_OK)
+        return rc;
+    if ((rc = ss__fence(&rec, ft)) != SS_OK)
+        return rc;
+    if (match && !ss__bytes_eq(rec.value, *match))
+        return ss_codec_put_int(x->response, -1);
+    ss_hlc version = rec.version;
+    if ((rc = ss_store_del(e->store, c->key)) != SS_OK)
+        return rc;
+    if ((rc = ss_codec_put_int(x->response, 1)) != SS_OK)
+        return rc;
+    x->has_version = true;
+    x->version = version;
+    ss_event ev = {.type = SS_EVENT_DELETE, .key = c->key, .version = version};
+    ss__emit(e, &ev);
+    return SS_OK;
+}
+
+static int ss__keynotify(ss_engine *e, ss_exec *x, const ss_command *c)
+{
+    if (e->opt.on_keynotify == NULL)
+        return SS_E_UNKNOWN_COMMAND;
+    int rc = e->opt.on_keynotify(e->opt.keynotify_ctx, x->caller, c->key, c->stop);
+    if (rc < 0)
+        return rc;
+    return rc == 1 ? ss_codec_put_ok(x->response) : ss_codec_put_int(x->response, 0);
+}
+
+/* Parse an optional HLC property and apply the skew check. */
+static int ss__stamp(ss_bytes prop, uint64_t now_ms, int future_err, ss_hlc *out, const ss_hlc **p)
+{
+    *p = NULL;
+    if (prop.data == NULL)
+        return SS_OK;
+    if (ss_hlc_parse(prop.data, prop.len, out) != SS_OK)
+        return SS_E_TS_MALFORMED;
+    if (ss_hlc_too_far_ahead(out, now_ms))
+        return future_err;
+    *p = out;
+    return SS_OK;
+}
+
+static int ss__run(ss_engine *e, ss_exec *x)
+{
+    ss_request req;
+    size_t used;
+    int rc = ss_codec_decode_request(x->payload, x->payload_len, &e->opt.limits, &req, &used);
+    if (rc != SS_OK || used != x->payload_len)
+        return SS_E_SYNTAX;
+    ss_command c;
+    if ((rc = ss_command_parse(&req, &c)) != SS_OK)
+        return rc;
+    if (c.key.len > e->opt.max_key_len)
+        return SS_E_QUOTA;
+
+    ss_hlc ts_buf, ft_buf;
+    const ss_hlc *ts, *ft = NULL;
+    if ((rc = ss__stamp(x->ts, x->now_ms, SS_E_TS_FUTURE, &ts_buf, &ts)) != SS_OK)
+        return rc;
+    if (c.type == SS_CMD_SET && ts == NULL)
+        return SS_E_TS_MISSING;
+    bool fenced_cmd = c.type == SS_CMD_SET || c.type == SS_CMD_DEL || c.type == SS_CMD_VDEL;
+    if (fenced_cmd && (rc = ss__stamp(x->ft, x->now_ms, SS_E_FT_FUTURE, &ft_buf, &ft)) != SS_OK)
+        return rc;
+
+    if (c.type == SS_CMD_KEYNOTIFY)
+        return ss__keynotify(e, x, &c);
+    if ((rc = ss__batch(e)) != SS_OK)
+        return rc;
+    switch (c.type) {
+    case SS_CMD_SET:
+        return ss__set(e, x, &c, ts, ft);
+    case SS_CMD_GET:
+        return ss__get(e, x, &c);
+    case SS_CMD_DEL:
+        return ss__del(e, x, &c, ft, NULL);
+    case SS_CMD_VDEL:
+        return ss__del(e, x, &c, ft, &c.value);
+    case SS_CMD_KEYNOTIFY:
+        break;
+    }
+    return SS_E_UNKNOWN_COMMAND;
+}
+
+int ss_engine_exec(ss_engine *e, ss_exec *x)
+{
+    size_t mark = x->response->len;
+    x->has_version = false;
+    int rc = ss__run(e, x);
+    if (rc == SS_OK)
+        return SS_OK;
+    /* Anything half-written is replaced by the error answer. */
+    x->response->len = mark;
+    x->has_version = false;
+    if (rc == SS_E_NOMEM)
+        return rc;
+    int answered = ss_err_is_wire(rc) ? rc : SS_E_IO;
+    if (ss_codec_put_error(x->response, answered) != SS_OK)
+        return SS_E_NOMEM;
+    return answered;
+}
+
+int ss_engine_expire(ss_engine *e, uint64_t now_ms, unsigned max)
+{
+    if (max == 0 || ss_store_next_expiry(e->store) > now_ms)
+        return 0;
+    int rc = ss__batch(e);
+    if (rc != SS_OK)
+        return rc;
+    int n = 0;
+    while ((unsigned)n < max) {
+        ss_hlc version;
+        rc = ss_store_pop_due(e->store, now_ms, &e->key_scratch, &version);
+        if (rc == SS_E_NOTFOUND)
+            break;
+        if (rc != SS_OK)
+            return rc;
+        ss_event ev = {.type = SS_EVENT_DELETE,
+                       .key = {e->key_scratch.data, e->key_scratch.len},
+                       .version = version,
+                       .expired = true};
+        ss__emit(e, &ev);
+        n++;
+    }
+    return n;
+}
+
+int ss_engine_commit(ss_engine *e, uint64_t now_ms)
+{
+    if (!ss_store_in_batch(e->store))
+        return ss_store_flush(e->store, now_ms);
+    return ss_store_commit(e->store, now_ms);
+}
+
+void ss_engine_abort(ss_engine *e)
+{
+    ss_store_abort(e->store);
+}

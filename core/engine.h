@@ -1,0 +1,99 @@
+/* engine.h - the state store's rules, executed against a store.
+ *
+ * The engine turns one request payload (with its __ts and __ft properties
+ * and the current wall clock) into the response payload, the version to send
+ * back as __ts, and the change events the request causes. It implements
+ * PROTOCOL.md sections 2 to 6: conditions, expiry, versions, fencing. It
+ * knows nothing of MQTT; time is always passed in.
+ *
+ * Writes go into the store's open batch (begun on first use). Nothing is
+ * durable until ss_engine_commit; if the commit fails, every response and
+ * event produced since the last commit must be discarded (answer those
+ * requests with the commit's error instead).
+ */
+#ifndef SS_ENGINE_H
+#define SS_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "codec.h"
+#include "hlc.h"
+#include "store.h"
+
+typedef struct ss_engine ss_engine;
+
+enum ss_event_type { SS_EVENT_SET = 1, SS_EVENT_DELETE };
+
+/* A change to one key. All pointers are borrowed for the duration of the
+ * callback only. */
+typedef struct ss_event {
+    enum ss_event_type type;
+    ss_bytes key;
+    ss_bytes value; /* SET: the new value */
+    ss_hlc version; /* SET: the new version; DELETE: the removed value's */
+    bool expired;   /* DELETE caused by expiry */
+} ss_event;
+
+typedef void (*ss_event_fn)(void *ctx, const ss_event *ev);
+
+/* KEYNOTIFY handler: register (stop false) or unregister caller for key.
+ * Returns 1 when registered / was registered, 0 when STOP found nothing,
+ * or a negative status answered as a protocol error (e.g. SS_E_QUOTA). */
+typedef int (*ss_keynotify_fn)(void *ctx, void *caller, ss_bytes key, bool stop);
+
+typedef struct ss_engine_options {
+    const char *node_id;        /* version node id; NULL: "StateStore" */
+    ss_codec_limits limits;     /* zeroes: ss_codec_limits_default() */
+    size_t max_key_len;         /* 0: SS_STORE_KEY_MAX */
+    ss_event_fn on_event;       /* may be NULL */
+    void *event_ctx;
+    ss_keynotify_fn on_keynotify; /* NULL: KEYNOTIFY answers "unknown command" */
+    void *keynotify_ctx;
+} ss_engine_options;
+
+#define SS_NODE_ID_DEFAULT "StateStore"
+
+/* One request. Inputs are borrowed for the call; the response is appended
+ * to the caller's buffer. */
+typedef struct ss_exec {
+    const uint8_t *payload;
+    size_t payload_len;
+    ss_bytes ts;     /* __ts user property; data NULL when absent */
+    ss_bytes ft;     /* __ft user property; data NULL when absent */
+    uint64_t now_ms; /* wall clock, ms since the Unix epoch */
+    void *caller;    /* handed to on_keynotify */
+    ss_buf *response;
+    bool has_version; /* out: send version as __ts */
+    ss_hlc version;
+} ss_exec;
+
+/* Create an engine on store (borrowed: it must outlive the engine). The
+ * clock resumes above the last version persisted in the store.
+ * Errors: SS_E_INVAL (bad node id), SS_E_NOMEM. */
+int ss_engine_new(ss_store *store, const ss_engine_options *o, ss_engine **out);
+void ss_engine_free(ss_engine *e);
+
+/* Execute one request. A response is always appended unless memory runs
+ * out (SS_E_NOMEM, nothing appended). Returns 0 for a normal answer, or
+ * the status whose error text was answered (protocol errors, and SS_E_IO /
+ * SS_E_CORRUPT answered as "-ERR storage error"). */
+int ss_engine_exec(ss_engine *e, ss_exec *x);
+
+/* Remove up to max keys whose deadline is <= now_ms, earliest first,
+ * emitting a DELETE event for each. Cheap when nothing is due. Returns the
+ * number removed, or a negative status. */
+int ss_engine_expire(ss_engine *e, uint64_t now_ms, unsigned max);
+
+/* Commit everything since the last commit. 0, or the failure (nothing of
+ * the batch remains): SS_E_QUOTA, SS_E_IO. No-op without an open batch. */
+int ss_engine_commit(ss_engine *e, uint64_t now_ms);
+
+/* Drop everything since the last commit. */
+void ss_engine_abort(ss_engine *e);
+
+/* The server clock's last issued stamp (for logs and tests). */
+ss_hlc ss_engine_clock(const ss_engine *e);
+
+#endif

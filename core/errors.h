@@ -1,0 +1,60 @@
+/* errors.h - the one list of status codes of the statestore core.
+ *
+ * Every function of the core returns 0 on success or a negative code from
+ * SS_ERRORS. The first twelve are the protocol's error answers: their text is
+ * sent on the wire byte for byte as "-ERR <text>\r\n" (PROTOCOL.md section 3)
+ * and must never be reused for another meaning. The rest are local failures
+ * that never reach the wire as such.
+ */
+#ifndef SS_ERRORS_H
+#define SS_ERRORS_H
+
+#include <stdbool.h>
+
+/* X(name, value, wire, text): wire is 1 when text is a protocol error text. */
+#define SS_ERRORS(X)                                                                \
+    X(TS_FUTURE, -1, 1,                                                             \
+      "the request timestamp is too far in the future; ensure that the client "     \
+      "and broker system clocks are synchronized")                                  \
+    X(FT_REQUIRED, -2, 1, "a fencing token is required for this request")          \
+    X(FT_FUTURE, -3, 1,                                                             \
+      "the request fencing token timestamp is too far in the future; ensure that " \
+      "the client and broker system clocks are synchronized")                      \
+    X(FT_LOWER, -4, 1,                                                              \
+      "the request fencing token is a lower version than the fencing token "       \
+      "protecting the resource")                                                    \
+    X(QUOTA, -5, 1, "the quota has been exceeded")                                 \
+    X(SYNTAX, -6, 1, "syntax error")                                               \
+    X(NOT_AUTHORIZED, -7, 1, "not authorized")                                     \
+    X(UNKNOWN_COMMAND, -8, 1, "unknown command")                                   \
+    X(ARITY, -9, 1, "wrong number of arguments")                                   \
+    X(TS_MISSING, -10, 1, "missing timestamp")                                     \
+    X(TS_MALFORMED, -11, 1, "malformed timestamp")                                 \
+    X(KEY_EMPTY, -12, 1, "the key length is zero")                                 \
+    X(INCOMPLETE, -20, 0, "more bytes are needed")                                 \
+    X(NOMEM, -21, 0, "out of memory")                                              \
+    X(IO, -22, 0, "storage error")                                                 \
+    X(INVAL, -23, 0, "invalid argument")                                           \
+    X(CORRUPT, -24, 0, "stored record is corrupt")                                 \
+    X(BUSY, -25, 0, "a batch is not open or is already open")                      \
+    X(NOTFOUND, -26, 0, "not found")                                               \
+    X(LIMIT, -27, 0, "a configured limit was reached")
+
+enum ss_status {
+    SS_OK = 0,
+#define SS_ERR_ENUM_(name, value, wire, text) SS_E_##name = (value),
+    SS_ERRORS(SS_ERR_ENUM_)
+#undef SS_ERR_ENUM_
+};
+
+/* Text for a status code; a static string, never NULL ("unknown error" for
+ * codes not in the list). */
+const char *ss_strerror(int code);
+
+/* Name of a status code without prefix ("SYNTAX"), static, never NULL. */
+const char *ss_errname(int code);
+
+/* True when code is one of the protocol's error answers. */
+bool ss_err_is_wire(int code);
+
+#endif

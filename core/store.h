@@ -1,0 +1,120 @@
+/* store.h - the storage interface of the state store.
+ *
+ * A narrow interface: records by key, an expiry index, batches. The engine
+ * holds the protocol's rules; a store only keeps records durably. The one
+ * implementation today is LMDB (store_lmdb.c), embedded in the process.
+ *
+ * Every read and write happens inside a batch (one write transaction):
+ * ss_store_begin, any number of get/put/del/pop_due, then ss_store_commit
+ * (durable per the sync policy) or ss_store_abort (nothing happened). After
+ * any storage failure inside a batch the batch is failed: every further call
+ * returns the same error and ss_store_commit aborts and returns it, so a
+ * batch is applied entirely or not at all.
+ */
+#ifndef SS_STORE_H
+#define SS_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "hlc.h"
+
+typedef struct ss_store ss_store;
+
+enum ss_sync_policy {
+    SS_SYNC_ALWAYS = 0, /* fsync at every commit: survives power loss */
+    SS_SYNC_PERIODIC,   /* fsync at most every sync_interval_ms; commits still
+                           reach the OS, so a process crash loses nothing */
+};
+
+/* Bytes charged per key on top of its key and value bytes (record header,
+ * version, index entries) when counting against max_bytes. */
+#define SS_STORE_RECORD_CHARGE 64u
+/* Keys longer than this are stored under a hashed name (see store_lmdb.c). */
+#define SS_STORE_INLINE_KEY_MAX 480u
+/* Longest key the store accepts. */
+#define SS_STORE_KEY_MAX ((size_t)1 << 20)
+
+typedef struct ss_store_options {
+    const char *path;           /* data directory; created (0700) if missing */
+    uint64_t max_keys;          /* 0: no limit */
+    uint64_t max_bytes;         /* keys + values + SS_STORE_RECORD_CHARGE per key; 0: default 1 GiB */
+    uint64_t map_size;          /* LMDB map size; 0: 4 * max_bytes + 64 MiB */
+    enum ss_sync_policy sync;
+    uint32_t sync_interval_ms;  /* SS_SYNC_PERIODIC: 0 means 1000 */
+    unsigned long_key_hash_bits; /* testing aid: 1..64 bits of the long-key hash kept; 0: 64 */
+} ss_store_options;
+
+#define SS_STORE_MAX_BYTES_DEFAULT ((uint64_t)1 << 30)
+
+/* A stored record. value borrows storage memory: valid until the next
+ * put, del, pop_due, commit or abort on the same store. */
+typedef struct ss_record {
+    ss_bytes value;
+    ss_hlc version;
+    bool has_ft;
+    ss_hlc ft;
+    uint64_t expiry_ms; /* 0: never expires */
+} ss_record;
+
+/* Options with every field at its default (path NULL). */
+ss_store_options ss_store_options_default(void);
+
+/* Open or create the store in o->path. On success *out is owned by the
+ * caller and freed by ss_store_close. Errors: SS_E_INVAL (bad options),
+ * SS_E_IO (directory or LMDB failure; details in errno), SS_E_CORRUPT
+ * (not a statestore directory of this format), SS_E_NOMEM. */
+int ss_store_open(const ss_store_options *o, ss_store **out);
+
+/* Abort any open batch, sync, and free everything. NULL is a no-op. */
+void ss_store_close(ss_store *s);
+
+/* Start a batch. SS_E_BUSY if one is open, SS_E_IO. */
+int ss_store_begin(ss_store *s);
+/* True while a batch is open. */
+bool ss_store_in_batch(const ss_store *s);
+/* Commit the batch; now_ms drives the periodic sync. On failure nothing of
+ * the batch remains: SS_E_QUOTA (the map filled up), SS_E_IO. */
+int ss_store_commit(ss_store *s, uint64_t now_ms);
+/* Drop the batch. */
+void ss_store_abort(ss_store *s);
+/* Outside a batch: fsync if the periodic interval has passed since the
+ * last sync and something is unsynced. 0 or SS_E_IO. */
+int ss_store_flush(ss_store *s, uint64_t now_ms);
+
+/* Look up key in the open batch. 0 and *rec, SS_E_NOTFOUND, or a failure
+ * (SS_E_IO, SS_E_CORRUPT). Expiry is not applied here. */
+int ss_store_get(ss_store *s, ss_bytes key, ss_record *rec);
+
+/* Insert or replace key with *rec (rec->value is copied). Keeps the expiry
+ * index in step. SS_E_QUOTA (max_keys or max_bytes would be exceeded; the
+ * store is unchanged), SS_E_INVAL (key empty or longer than SS_STORE_KEY_MAX),
+ * SS_E_IO. */
+int ss_store_put(ss_store *s, ss_bytes key, const ss_record *rec);
+
+/* Remove key. 0, SS_E_NOTFOUND, SS_E_IO. */
+int ss_store_del(ss_store *s, ss_bytes key);
+
+/* A lower bound of the earliest expiry deadline in the store, or
+ * UINT64_MAX if no key expires. O(1) except the first call after an abort. */
+uint64_t ss_store_next_expiry(ss_store *s);
+
+/* Remove the key with the earliest deadline if that deadline is <= now_ms:
+ * its key is copied into *key (replacing the contents) and its version into
+ * *version. 0, SS_E_NOTFOUND (nothing due), or a failure. */
+int ss_store_pop_due(ss_store *s, uint64_t now_ms, ss_buf *key, ss_hlc *version);
+
+/* Keys and charged bytes as of the open batch (or the last commit). */
+uint64_t ss_store_key_count(const ss_store *s);
+uint64_t ss_store_byte_count(const ss_store *s);
+
+/* The clock stamp persisted with the data: the engine saves the last stamp
+ * it issued so versions keep growing across restarts. set needs a batch. */
+int ss_store_set_clock(ss_store *s, uint64_t wall, uint32_t counter);
+void ss_store_get_clock(const ss_store *s, uint64_t *wall, uint32_t *counter);
+
+/* Effective options after defaults were applied. */
+const ss_store_options *ss_store_options_get(const ss_store *s);
+
+#endif

@@ -1,0 +1,816 @@
+/* store_lmdb.c - the store on LMDB, embedded and durable.
+ *
+ * Three databases in one environment:
+ *   keys: LMDB key -> record   (the records)
+ *   exp:  deadline (8 bytes, big endian) + LMDB key -> ""  (expiry index,
+ *         so a sweep takes due keys in deadline order without a scan)
+ *   meta: format, hash key, charged bytes, persisted clock
+ *
+ * Long keys. LMDB keys are at most 511 bytes, and an expiry index entry
+ * holds 8 more. A key of up to SS_STORE_INLINE_KEY_MAX (480) bytes is its
+ * own LMDB key. A longer key is stored under its first 480 bytes + a keyed
+ * 64-bit SipHash of the whole key + a 16-bit slot number (490 bytes, so it
+ * can never equal an inline key), and the record keeps the rest of the key.
+ * Keys whose names collide take consecutive slots 0, 1, 2...; a lookup
+ * probes slots until it finds the key or an empty slot, and a removal moves
+ * the chain's last slot into the hole so that chains never have gaps.
+ *
+ * Record layout (integers big endian):
+ *   u8 flags (1 fencing token, 2 expiry, 4 long key)
+ *   stamp version: u64 wall, u32 counter, u8 node length, node bytes
+ *   [stamp token] [u64 expiry ms] [u32 tail length, key tail]
+ *   value bytes to the end
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <lmdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "errors.h"
+#include "siphash.h"
+
+#define SS_LKEY_HASHED (SS_STORE_INLINE_KEY_MAX + 8 + 2)
+#define SS_LKEY_MAX SS_LKEY_HASHED
+#define SS_EXPKEY_MAX (8 + SS_LKEY_MAX)
+#define SS_FORMAT_VERSION 1u
+#define SS_REC_FT 1u
+#define SS_REC_EXP 2u
+#define SS_REC_LONG 4u
+
+struct ss_store {
+    ss_store_options opt;
+    char *path;
+    MDB_env *env;
+    MDB_dbi db_keys, db_exp, db_meta;
+    MDB_txn *txn;
+    int failed; /* error that failed the open batch, 0 if none */
+    uint8_t hash_key[16];
+    uint64_t hash_mask;
+    uint64_t keys, bytes;     /* as of the open batch */
+    uint64_t committed_bytes; /* as of the last commit */
+    uint64_t clock_wall, committed_wall;
+    uint32_t clock_counter, committed_counter;
+    uint64_t next_expiry; /* lower bound of the earliest deadline; 0: unknown */
+    uint64_t last_sync_ms;
+    bool unsynced;
+    ss_buf scratch;
+};
+
+/* Where a key lives (or would live) in the keys database. */
+struct ss_loc {
+    uint8_t lk[SS_LKEY_MAX];
+    size_t lk_len;
+    bool found;
+    MDB_val data; /* the stored record when found */
+};
+
+static void ss__put_be(uint8_t *p, uint64_t v, int n)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        p[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+static uint64_t ss__get_be(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static int ss__mdb_err(int rc)
+{
+    if (rc == MDB_NOTFOUND)
+        return SS_E_NOTFOUND;
+    if (rc == MDB_MAP_FULL || rc == MDB_TXN_FULL)
+        return SS_E_QUOTA;
+    if (rc == ENOMEM)
+        return SS_E_NOMEM;
+    return SS_E_IO;
+}
+
+/* Record a write failure: the transaction is unusable from here on. */
+static int ss__fail(ss_store *s, int mdb_rc)
+{
+    int rc = ss__mdb_err(mdb_rc);
+    if (rc == SS_E_NOTFOUND)
+        rc = SS_E_IO;
+    if (s->failed == 0)
+        s->failed = rc;
+    return s->failed;
+}
+
+static uint64_t ss__charge(size_t klen, size_t vlen)
+{
+    return (uint64_t)klen + vlen + SS_STORE_RECORD_CHARGE;
+}
+
+/* ---- records ---------------------------------------------------------- */
+
+static size_t ss__stamp_size(const ss_hlc *h)
+{
+    return 8 + 4 + 1 + (size_t)h->node_len;
+}
+
+static uint8_t *ss__stamp_put(uint8_t *p, const ss_hlc *h)
+{
+    ss__put_be(p, h->wall, 8);
+    ss__put_be(p + 8, h->counter, 4);
+    p[12] = h->node_len;
+    memcpy(p + 13, h->node, h->node_len);
+    return p + 13 + h->node_len;
+}
+
+static int ss__stamp_get(const uint8_t **p, const uint8_t *end, ss_hlc *h)
+{
+    if (end - *p < 13)
+        return SS_E_CORRUPT;
+    h->wall = ss__get_be(*p, 8);
+    h->counter = (uint32_t)ss__get_be(*p + 8, 4);
+    h->node_len = (*p)[12];
+    *p += 13;
+    if (end - *p < h->node_len)
+        return SS_E_CORRUPT;
+    memcpy(h->node, *p, h->node_len);
+    *p += h->node_len;
+    return SS_OK;
+}
+
+/* Decode a stored record; *tail gets the long-key tail (empty if inline). */
+static int ss__rec_decode(const MDB_val *v, ss_record *rec, ss_bytes *tail)
+{
+    const uint8_t *p = v->mv_data, *end = p + v->mv_size;
+    if (v->mv_size < 1)
+        return SS_E_CORRUPT;
+    uint8_t flags = *p++;
+    if (ss__stamp_get(&p, end, &rec->version) != SS_OK)
+        return SS_E_CORRUPT;
+    rec->has_ft = (flags & SS_REC_FT) != 0;
+    if (rec->has_ft && ss__stamp_get(&p, end, &rec->ft) != SS_OK)
+        return SS_E_CORRUPT;
+    rec->expiry_ms = 0;
+    if (flags & SS_REC_EXP) {
+        if (end - p < 8)
+            return SS_E_CORRUPT;
+        rec->expiry_ms = ss__get_be(p, 8);
+        p += 8;
+    }
+    tail->data = NULL;
+    tail->len = 0;
+    if (flags & SS_REC_LONG) {
+        if (end - p < 4)
+            return SS_E_CORRUPT;
+        size_t n = (size_t)ss__get_be(p, 4);
+        p += 4;
+        if ((size_t)(end - p) < n)
+            return SS_E_CORRUPT;
+        tail->data = p;
+        tail->len = n;
+        p += n;
+    }
+    rec->value.data = p;
+    rec->value.len = (size_t)(end - p);
+    return SS_OK;
+}
+
+static size_t ss__rec_size(const ss_record *rec, size_t tail_len, bool is_long)
+{
+    size_t n = 1 + ss__stamp_size(&rec->version);
+    if (rec->has_ft)
+        n += ss__stamp_size(&rec->ft);
+    if (rec->expiry_ms)
+        n += 8;
+    if (is_long)
+        n += 4 + tail_len;
+    return n + rec->value.len;
+}
+
+static void ss__rec_encode(uint8_t *p, const ss_record *rec, const uint8_t *tail, size_t tail_len,
+                           bool is_long)
+{
+    uint8_t flags = (uint8_t)((rec->has_ft ? SS_REC_FT : 0) | (rec->expiry_ms ? SS_REC_EXP : 0) |
+                              (is_long ? SS_REC_LONG : 0));
+    *p++ = flags;
+    p = ss__stamp_put(p, &rec->version);
+    if (rec->has_ft)
+        p = ss__stamp_put(p, &rec->ft);
+    if (rec->expiry_ms) {
+        ss__put_be(p, rec->expiry_ms, 8);
+        p += 8;
+    }
+    if (is_long) {
+        ss__put_be(p, tail_len, 4);
+        memcpy(p + 4, tail, tail_len);
+        p += 4 + tail_len;
+    }
+    if (rec->value.len)
+        memcpy(p, rec->value.data, rec->value.len);
+}
+
+/* ---- key locations ---------------------------------------------------- */
+
+static void ss__set_slot(uint8_t *lk, uint32_t slot)
+{
+    ss__put_be(lk + SS_LKEY_HASHED - 2, slot, 2);
+}
+
+static int ss__find(ss_store *s, ss_bytes key, struct ss_loc *loc)
+{
+    MDB_val k, v;
+    loc->found = false;
+    if (key.len <= SS_STORE_INLINE_KEY_MAX) {
+        memcpy(loc->lk, key.data, key.len);
+        loc->lk_len = key.len;
+        k.mv_data = loc->lk;
+        k.mv_size = loc->lk_len;
+        int rc = mdb_get(s->txn, s->db_keys, &k, &v);
+        if (rc == MDB_NOTFOUND)
+            return SS_OK;
+        if (rc != 0)
+            return ss__mdb_err(rc);
+        loc->found = true;
+        loc->data = v;
+        return SS_OK;
+    }
+    uint64_t h = ss_siphash(s->hash_key, key.data, key.len) & s->hash_mask;
+    memcpy(loc->lk, key.data, SS_STORE_INLINE_KEY_MAX);
+    ss__put_be(loc->lk + SS_STORE_INLINE_KEY_MAX, h, 8);
+    loc->lk_len = SS_LKEY_HASHED;
+    const uint8_t *want = key.data + SS_STORE_INLINE_KEY_MAX;
+    size_t want_len = key.len - SS_STORE_INLINE_KEY_MAX;
+    for (uint32_t slot = 0; slot <= 0xffff; slot++) {
+        ss__set_slot(loc->lk, slot);
+        k.mv_data = loc->lk;
+        k.mv_size = loc->lk_len;
+        int rc = mdb_get(s->txn, s->db_keys, &k, &v);
+        if (rc == MDB_NOTFOUND)
+            return SS_OK; /* loc->lk names the first free slot */
+        if (rc != 0)
+            return ss__mdb_err(rc);
+        ss_record rec;
+        ss_bytes tail;
+        if (ss__rec_decode(&v, &rec, &tail) != SS_OK)
+            return SS_E_CORRUPT;
+        if (tail.len == want_len && memcmp(tail.data, want, want_len) == 0) {
+            loc->found = true;
+            loc->data = v;
+            return SS_OK;
+        }
+    }
+    return SS_E_LIMIT; /* 65536 colliding long keys: cannot be stored */
+}
+
+static int ss__exp_op(ss_store *s, uint64_t deadline, const uint8_t *lk, size_t lk_len, bool add)
+{
+    uint8_t ek[SS_EXPKEY_MAX];
+    ss__put_be(ek, deadline, 8);
+    memcpy(ek + 8, lk, lk_len);
+    MDB_val k = {8 + lk_len, ek}, v = {0, NULL};
+    int rc = add ? mdb_put(s->txn, s->db_exp, &k, &v, 0) : mdb_del(s->txn, s->db_exp, &k, NULL);
+    if (rc == MDB_NOTFOUND && !add)
+        return SS_E_CORRUPT;
+    return rc == 0 ? SS_OK : ss__fail(s, rc);
+}
+
+/* Remove the record at lk (whose decoded record is old), its index entry,
+ * and close the gap in its long-key chain. */
+static int ss__remove(ss_store *s, const uint8_t *lk_in, size_t lk_len, const ss_record *old,
+                      size_t old_klen)
+{
+    uint8_t lk[SS_LKEY_MAX];
+    memcpy(lk, lk_in, lk_len);
+    uint64_t old_charge = ss__charge(old_klen, old->value.len);
+    int rc;
+    if (old->expiry_ms && (rc = ss__exp_op(s, old->expiry_ms, lk, lk_len, false)) != SS_OK)
+        return rc;
+
+    MDB_val k = {lk_len, lk};
+    uint32_t last = 0;
+    MDB_val lastv;
+    if (lk_len == SS_LKEY_HASHED) {
+        /* Find the chain's last slot after this one. */
+        uint32_t slot = (uint32_t)ss__get_be(lk + SS_LKEY_HASHED - 2, 2);
+        uint8_t probe[SS_LKEY_MAX];
+        memcpy(probe, lk, lk_len);
+        for (uint32_t j = slot + 1; j <= 0xffff; j++) {
+            ss__set_slot(probe, j);
+            MDB_val pk = {lk_len, probe}, pv;
+            int grc = mdb_get(s->txn, s->db_keys, &pk, &pv);
+            if (grc == MDB_NOTFOUND)
+                break;
+            if (grc != 0)
+                return ss__fail(s, grc);
+            last = j;
+            lastv = pv;
+        }
+        if (last > slot) {
+            /* Move the last slot into the hole: copy its record first, as
+             * the writes below may move LMDB's pages. */
+            ss_buf_clear(&s->scratch);
+            if (ss_buf_append(&s->scratch, lastv.mv_data, lastv.mv_size) != SS_OK)
+                return SS_E_NOMEM;
+            MDB_val mv = {s->scratch.len, s->scratch.data};
+            ss_record moved;
+            ss_bytes tail;
+            if (ss__rec_decode(&mv, &moved, &tail) != SS_OK)
+                return SS_E_CORRUPT;
+            if ((rc = mdb_put(s->txn, s->db_keys, &k, &mv, 0)) != 0)
+                return ss__fail(s, rc);
+            ss__set_slot(probe, last);
+            MDB_val pk = {lk_len, probe};
+            if ((rc = mdb_del(s->txn, s->db_keys, &pk, NULL)) != 0)
+                return ss__fail(s, rc);
+            if (moved.expiry_ms) {
+                if ((rc = ss__exp_op(s, moved.expiry_ms, probe, lk_len, false)) != SS_OK ||
+                    (rc = ss__exp_op(s, moved.expiry_ms, lk, lk_len, true)) != SS_OK)
+                    return rc;
+            }
+            s->keys--;
+            s->bytes -= old_charge;
+            return SS_OK;
+        }
+    }
+    if ((rc = mdb_del(s->txn, s->db_keys, &k, NULL)) != 0)
+        return ss__fail(s, rc);
+    s->keys--;
+    s->bytes -= old_charge;
+    return SS_OK;
+}
+
+/* ---- public ----------------------------------------------------------- */
+
+ss_store_options ss_store_options_default(void)
+{
+    ss_store_options o;
+    memset(&o, 0, sizeof o);
+    o.max_bytes = SS_STORE_MAX_BYTES_DEFAULT;
+    o.sync = SS_SYNC_ALWAYS;
+    o.sync_interval_ms = 1000;
+    return o;
+}
+
+static int ss__check_batch(const ss_store *s)
+{
+    if (s->txn == NULL)
+        return SS_E_BUSY;
+    return s->failed;
+}
+
+static int ss__meta_get(ss_store *s, const char *name, MDB_val *v)
+{
+    MDB_val k = {strlen(name), (void *)name};
+    int rc = mdb_get(s->txn, s->db_meta, &k, v);
+    return rc == 0 ? SS_OK : ss__mdb_err(rc);
+}
+
+static int ss__meta_put(ss_store *s, const char *name, const void *data, size_t len)
+{
+    MDB_val k = {strlen(name), (void *)name}, v = {len, (void *)data};
+    int rc = mdb_put(s->txn, s->db_meta, &k, &v, 0);
+    return rc == 0 ? SS_OK : ss__fail(s, rc);
+}
+
+/* Read or create the meta records inside the open (setup) batch. */
+static int ss__load_meta(ss_store *s)
+{
+    MDB_val v;
+    int rc = ss__meta_get(s, "format", &v);
+    if (rc == SS_E_NOTFOUND) {
+        MDB_stat st;
+        if (mdb_stat(s->txn, s->db_keys, &st) != 0 || st.ms_entries != 0)
+            return SS_E_CORRUPT;
+        uint8_t fmt[4];
+        ss__put_be(fmt, SS_FORMAT_VERSION, 4);
+        if (getrandom(s->hash_key, sizeof s->hash_key, 0) != (ssize_t)sizeof s->hash_key)
+            return SS_E_IO;
+        if ((rc = ss__meta_put(s, "format", fmt, 4)) != SS_OK ||
+            (rc = ss__meta_put(s, "hashkey", s->hash_key, 16)) != SS_OK)
+            return rc;
+        return SS_OK;
+    }
+    if (rc != SS_OK)
+        return rc;
+    if (v.mv_size != 4 || ss__get_be(v.mv_data, 4) != SS_FORMAT_VERSION)
+        return SS_E_CORRUPT;
+    if (ss__meta_get(s, "hashkey", &v) != SS_OK || v.mv_size != 16)
+        return SS_E_CORRUPT;
+    memcpy(s->hash_key, v.mv_data, 16);
+    rc = ss__meta_get(s, "bytes", &v);
+    if (rc == SS_OK) {
+        if (v.mv_size != 8)
+            return SS_E_CORRUPT;
+        s->committed_bytes = ss__get_be(v.mv_data, 8);
+    } else if (rc != SS_E_NOTFOUND) {
+        return rc;
+    }
+    rc = ss__meta_get(s, "clock", &v);
+    if (rc == SS_OK) {
+        if (v.mv_size != 12)
+            return SS_E_CORRUPT;
+        s->committed_wall = ss__get_be(v.mv_data, 8);
+        s->committed_counter = (uint32_t)ss__get_be((const uint8_t *)v.mv_data + 8, 4);
+    } else if (rc != SS_E_NOTFOUND) {
+        return rc;
+    }
+    return SS_OK;
+}
+
+static int ss__setup(ss_store *s)
+{
+    const ss_store_options *o = &s->opt;
+    if (mkdir(s->path, 0700) != 0 && errno != EEXIST)
+        return SS_E_IO;
+    int rc = mdb_env_create(&s->env);
+    if (rc != 0)
+        return ss__mdb_err(rc);
+    unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
+    if (o->sync == SS_SYNC_PERIODIC)
+        flags |= MDB_NOSYNC;
+    if ((rc = mdb_env_set_maxdbs(s->env, 3)) != 0 ||
+        (rc = mdb_env_set_mapsize(s->env, (size_t)o->map_size)) != 0 ||
+        (rc = mdb_env_open(s->env, s->path, flags, 0600)) != 0)
+        return ss__mdb_err(rc);
+    if (mdb_env_get_maxkeysize(s->env) < (int)SS_EXPKEY_MAX)
+        return SS_E_INVAL;
+    int dead;
+    mdb_reader_check(s->env, &dead);
+    if ((rc = mdb_txn_begin(s->env, NULL, 0, &s->txn)) != 0)
+        return ss__mdb_err(rc);
+    if ((rc = mdb_dbi_open(s->txn, "keys", MDB_CREATE, &s->db_keys)) != 0 ||
+        (rc = mdb_dbi_open(s->txn, "exp", MDB_CREATE, &s->db_exp)) != 0 ||
+        (rc = mdb_dbi_open(s->txn, "meta", MDB_CREATE, &s->db_meta)) != 0) {
+        ss_store_abort(s);
+        return ss__mdb_err(rc);
+    }
+    int lrc = ss__load_meta(s);
+    if (lrc != SS_OK) {
+        ss_store_abort(s);
+        return lrc;
+    }
+    s->bytes = s->committed_bytes;
+    s->clock_wall = s->committed_wall;
+    s->clock_counter = s->committed_counter;
+    rc = mdb_txn_commit(s->txn);
+    s->txn = NULL;
+    if (rc != 0)
+        return ss__mdb_err(rc);
+    return mdb_env_sync(s->env, 1) == 0 ? SS_OK : SS_E_IO;
+}
+
+int ss_store_open(const ss_store_options *o, ss_store **out)
+{
+    if (o == NULL || o->path == NULL || o->path[0] == '\0' || o->long_key_hash_bits > 64)
+        return SS_E_INVAL;
+    ss_store *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return SS_E_NOMEM;
+    s->opt = *o;
+    if (s->opt.max_bytes == 0)
+        s->opt.max_bytes = SS_STORE_MAX_BYTES_DEFAULT;
+    if (s->opt.map_size == 0) {
+        /* Pages hold more than the charged bytes (B-tree fill, page
+         * rounding of large values, index entries): leave ample room so
+         * the map never fills before the quota does. Only address space:
+         * the file grows as it is used. */
+        if (s->opt.max_bytes > (UINT64_MAX - ((uint64_t)64 << 20)) / 4)
+            s->opt.map_size = UINT64_MAX / 2;
+        else
+            s->opt.map_size = 4 * s->opt.max_bytes + ((uint64_t)64 << 20);
+    }
+    if (s->opt.map_size > SIZE_MAX)
+        s->opt.map_size = SIZE_MAX;
+    if (s->opt.sync_interval_ms == 0)
+        s->opt.sync_interval_ms = 1000;
+    unsigned bits = s->opt.long_key_hash_bits ? s->opt.long_key_hash_bits : 64;
+    s->opt.long_key_hash_bits = bits;
+    s->hash_mask = bits == 64 ? UINT64_MAX : (((uint64_t)1 << bits) - 1);
+    s->path = strdup(o->path);
+    s->opt.path = s->path;
+    if (s->path == NULL) {
+        free(s);
+        return SS_E_NOMEM;
+    }
+    int rc = ss__setup(s);
+    if (rc != SS_OK) {
+        ss_store_close(s);
+        return rc;
+    }
+    *out = s;
+    return SS_OK;
+}
+
+void ss_store_close(ss_store *s)
+{
+    if (s == NULL)
+        return;
+    if (s->txn)
+        ss_store_abort(s);
+    if (s->env) {
+        mdb_env_sync(s->env, 1);
+        mdb_env_close(s->env);
+    }
+    ss_buf_free(&s->scratch);
+    free(s->path);
+    free(s);
+}
+
+int ss_store_begin(ss_store *s)
+{
+    if (s->txn != NULL)
+        return SS_E_BUSY;
+    int rc = mdb_txn_begin(s->env, NULL, 0, &s->txn);
+    if (rc != 0) {
+        s->txn = NULL;
+        return ss__mdb_err(rc);
+    }
+    MDB_stat st;
+    if (mdb_stat(s->txn, s->db_keys, &st) != 0) {
+        ss_store_abort(s);
+        return SS_E_IO;
+    }
+    s->failed = 0;
+    s->keys = st.ms_entries;
+    s->bytes = s->committed_bytes;
+    return SS_OK;
+}
+
+bool ss_store_in_batch(const ss_store *s)
+{
+    return s->txn != NULL;
+}
+
+void ss_store_abort(ss_store *s)
+{
+    if (s->txn == NULL)
+        return;
+    mdb_txn_abort(s->txn);
+    s->txn = NULL;
+    s->failed = 0;
+    s->bytes = s->committed_bytes;
+    s->clock_wall = s->committed_wall;
+    s->clock_counter = s->committed_counter;
+    s->next_expiry = 0; /* the batch may have recomputed it from undone state */
+}
+
+int ss_store_commit(ss_store *s, uint64_t now_ms)
+{
+    if (s->txn == NULL)
+        return SS_E_BUSY;
+    int rc = s->failed;
+    if (rc == SS_OK && s->bytes != s->committed_bytes) {
+        uint8_t b[8];
+        ss__put_be(b, s->bytes, 8);
+        rc = ss__meta_put(s, "bytes", b, 8);
+    }
+    if (rc == SS_OK && (s->clock_wall != s->committed_wall || s->clock_counter != s->committed_counter)) {
+        uint8_t c[12];
+        ss__put_be(c, s->clock_wall, 8);
+        ss__put_be(c + 8, s->clock_counter, 4);
+        rc = ss__meta_put(s, "clock", c, 12);
+    }
+    if (rc != SS_OK) {
+        ss_store_abort(s);
+        return rc;
+    }
+    int mrc = mdb_txn_commit(s->txn);
+    s->txn = NULL;
+    if (mrc != 0) {
+        s->txn = NULL;
+        s->bytes = s->committed_bytes;
+        s->clock_wall = s->committed_wall;
+        s->clock_counter = s->committed_counter;
+        s->next_expiry = 0;
+        rc = ss__mdb_err(mrc);
+        return rc == SS_E_NOTFOUND ? SS_E_IO : rc;
+    }
+    s->committed_bytes = s->bytes;
+    s->committed_wall = s->clock_wall;
+    s->committed_counter = s->clock_counter;
+    if (s->opt.sync == SS_SYNC_PERIODIC) {
+        s->unsynced = true;
+        return ss_store_flush(s, now_ms);
+    }
+    return SS_OK;
+}
+
+int ss_store_flush(ss_store *s, uint64_t now_ms)
+{
+    if (!s->unsynced || s->txn != NULL)
+        return SS_OK;
+    if (now_ms >= s->last_sync_ms && now_ms - s->last_sync_ms < s->opt.sync_interval_ms)
+        return SS_OK;
+    if (mdb_env_sync(s->env, 1) != 0)
+        return SS_E_IO;
+    s->last_sync_ms = now_ms;
+    s->unsynced = false;
+    return SS_OK;
+}
+
+int ss_store_get(ss_store *s, ss_bytes key, ss_record *rec)
+{
+    int rc = ss__check_batch(s);
+    if (rc != SS_OK)
+        return rc;
+    if (key.len == 0 || key.len > SS_STORE_KEY_MAX)
+        return SS_E_NOTFOUND;
+    struct ss_loc loc;
+    if ((rc = ss__find(s, key, &loc)) != SS_OK)
+        return rc;
+    if (!loc.found)
+        return SS_E_NOTFOUND;
+    ss_bytes tail;
+    return ss__rec_decode(&loc.data, rec, &tail);
+}
+
+int ss_store_put(ss_store *s, ss_bytes key, const ss_record *rec)
+{
+    int rc = ss__check_batch(s);
+    if (rc != SS_OK)
+        return rc;
+    if (key.len == 0 || key.len > SS_STORE_KEY_MAX)
+        return SS_E_INVAL;
+    struct ss_loc loc;
+    if ((rc = ss__find(s, key, &loc)) != SS_OK)
+        return rc == SS_E_LIMIT ? SS_E_QUOTA : rc;
+
+    uint64_t new_charge = ss__charge(key.len, rec->value.len);
+    uint64_t old_charge = 0, old_expiry = 0;
+    if (loc.found) {
+        ss_record old;
+        ss_bytes tail;
+        if ((rc = ss__rec_decode(&loc.data, &old, &tail)) != SS_OK)
+            return rc;
+        old_charge = ss__charge(key.len, old.value.len);
+        old_expiry = old.expiry_ms;
+    } else if (s->opt.max_keys && s->keys >= s->opt.max_keys) {
+        return SS_E_QUOTA;
+    }
+    /* A write that does not grow the store is allowed even over quota,
+     * so that a full store can always be shrunk. */
+    if (new_charge > old_charge && s->bytes - old_charge + new_charge > s->opt.max_bytes)
+        return SS_E_QUOTA;
+
+    if (old_expiry && (rc = ss__exp_op(s, old_expiry, loc.lk, loc.lk_len, false)) != SS_OK)
+        return rc;
+    bool is_long = key.len > SS_STORE_INLINE_KEY_MAX;
+    size_t tail_len = is_long ? key.len - SS_STORE_INLINE_KEY_MAX : 0;
+    MDB_val k = {loc.lk_len, loc.lk};
+    MDB_val v = {ss__rec_size(rec, tail_len, is_long), NULL};
+    int mrc = mdb_put(s->txn, s->db_keys, &k, &v, MDB_RESERVE);
+    if (mrc != 0)
+        return ss__fail(s, mrc);
+    ss__rec_encode(v.mv_data, rec, key.data + SS_STORE_INLINE_KEY_MAX, tail_len, is_long);
+    if (rec->expiry_ms) {
+        if ((rc = ss__exp_op(s, rec->expiry_ms, loc.lk, loc.lk_len, true)) != SS_OK)
+            return rc;
+        if (s->next_expiry != 0 && rec->expiry_ms < s->next_expiry)
+            s->next_expiry = rec->expiry_ms;
+    }
+    if (!loc.found)
+        s->keys++;
+    s->bytes = s->bytes - old_charge + new_charge;
+    return SS_OK;
+}
+
+int ss_store_del(ss_store *s, ss_bytes key)
+{
+    int rc = ss__check_batch(s);
+    if (rc != SS_OK)
+        return rc;
+    if (key.len == 0 || key.len > SS_STORE_KEY_MAX)
+        return SS_E_NOTFOUND;
+    struct ss_loc loc;
+    if ((rc = ss__find(s, key, &loc)) != SS_OK)
+        return rc;
+    if (!loc.found)
+        return SS_E_NOTFOUND;
+    ss_record old;
+    ss_bytes tail;
+    if ((rc = ss__rec_decode(&loc.data, &old, &tail)) != SS_OK)
+        return rc;
+    return ss__remove(s, loc.lk, loc.lk_len, &old, key.len);
+}
+
+/* The first expiry index entry, or SS_E_NOTFOUND. */
+static int ss__exp_first(ss_store *s, MDB_val *k)
+{
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(s->txn, s->db_exp, &c);
+    if (rc != 0)
+        return ss__mdb_err(rc);
+    MDB_val v;
+    rc = mdb_cursor_get(c, k, &v, MDB_FIRST);
+    mdb_cursor_close(c);
+    if (rc == 0 && k->mv_size < 9)
+        return SS_E_CORRUPT;
+    return rc == 0 ? SS_OK : ss__mdb_err(rc);
+}
+
+uint64_t ss_store_next_expiry(ss_store *s)
+{
+    if (s->next_expiry != 0)
+        return s->next_expiry;
+    bool own = s->txn == NULL;
+    if (own && mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->txn) != 0) {
+        s->txn = NULL;
+        return 0;
+    }
+    MDB_val k;
+    int rc = ss__exp_first(s, &k);
+    if (rc == SS_OK)
+        s->next_expiry = ss__get_be(k.mv_data, 8);
+    else if (rc == SS_E_NOTFOUND)
+        s->next_expiry = UINT64_MAX;
+    if (own) {
+        mdb_txn_abort(s->txn);
+        s->txn = NULL;
+    }
+    return s->next_expiry;
+}
+
+int ss_store_pop_due(ss_store *s, uint64_t now_ms, ss_buf *key, ss_hlc *version)
+{
+    int rc = ss__check_batch(s);
+    if (rc != SS_OK)
+        return rc;
+    MDB_val ek;
+    rc = ss__exp_first(s, &ek);
+    if (rc == SS_E_NOTFOUND) {
+        s->next_expiry = UINT64_MAX;
+        return rc;
+    }
+    if (rc != SS_OK)
+        return rc;
+    uint64_t deadline = ss__get_be(ek.mv_data, 8);
+    if (deadline > now_ms) {
+        s->next_expiry = deadline;
+        return SS_E_NOTFOUND;
+    }
+    uint8_t lk[SS_LKEY_MAX];
+    size_t lk_len = ek.mv_size - 8;
+    if (lk_len > SS_LKEY_MAX)
+        return SS_E_CORRUPT;
+    memcpy(lk, (const uint8_t *)ek.mv_data + 8, lk_len);
+    MDB_val k = {lk_len, lk}, v;
+    int mrc = mdb_get(s->txn, s->db_keys, &k, &v);
+    if (mrc != 0)
+        return mrc == MDB_NOTFOUND ? SS_E_CORRUPT : ss__mdb_err(mrc);
+    ss_record rec;
+    ss_bytes tail;
+    if ((rc = ss__rec_decode(&v, &rec, &tail)) != SS_OK)
+        return rc;
+    size_t prefix = tail.len ? SS_STORE_INLINE_KEY_MAX : lk_len;
+    ss_buf_clear(key);
+    if (ss_buf_reserve(key, prefix + tail.len) != SS_OK)
+        return SS_E_NOMEM;
+    ss_buf_append(key, lk, prefix);
+    ss_buf_append(key, tail.data, tail.len);
+    *version = rec.version;
+    return ss__remove(s, lk, lk_len, &rec, key->len);
+}
+
+uint64_t ss_store_key_count(const ss_store *s)
+{
+    if (s->txn == NULL) {
+        MDB_stat st;
+        MDB_txn *t;
+        if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t) != 0)
+            return 0;
+        uint64_t n = mdb_stat(t, s->db_keys, &st) == 0 ? st.ms_entries : 0;
+        mdb_txn_abort(t);
+        return n;
+    }
+    return s->keys;
+}
+
+uint64_t ss_store_byte_count(const ss_store *s)
+{
+    return s->txn ? s->bytes : s->committed_bytes;
+}
+
+int ss_store_set_clock(ss_store *s, uint64_t wall, uint32_t counter)
+{
+    int rc = ss__check_batch(s);
+    if (rc != SS_OK)
+        return rc;
+    s->clock_wall = wall;
+    s->clock_counter = counter;
+    return SS_OK;
+}
+
+void ss_store_get_clock(const ss_store *s, uint64_t *wall, uint32_t *counter)
+{
+    *wall = s->clock_wall;
+    *counter = s->clock_counter;
+}
+
+const ss_store_options *ss_store_options_get(const ss_store *s)
+{
+    return &s->opt;
+}

@@ -1,0 +1,144 @@
+/* main.c - the test runner: runs every test of tests/list.h (or those
+ * named on the command line) each in a child process with a time limit,
+ * and ends with "N passed, N failed". */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define X(name) void test_##name(void);
+#include "list.h"
+#undef X
+
+struct test_entry {
+    const char *name;
+    void (*fn)(void);
+};
+
+static const struct test_entry tests[] = {
+#define X(name) {#name, test_##name},
+#include "list.h"
+#undef X
+};
+
+static char tmpdir[4096];
+
+static void print_escaped(const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    size_t shown = n > 200 ? 200 : n;
+    fputc('"', stderr);
+    for (size_t i = 0; i < shown; i++) {
+        if (s[i] == '\r')
+            fputs("\\r", stderr);
+        else if (s[i] == '\n')
+            fputs("\\n", stderr);
+        else if (s[i] < 0x20 || s[i] >= 0x7f || s[i] == '"' || s[i] == '\\')
+            fprintf(stderr, "\\x%02x", s[i]);
+        else
+            fputc(s[i], stderr);
+    }
+    fputc('"', stderr);
+    if (shown < n)
+        fprintf(stderr, "... (%zu bytes)", n);
+}
+
+void test_fail(const char *file, int line, const char *what)
+{
+    fprintf(stderr, "  %s:%d: assertion failed: %s\n", file, line, what);
+    exit(1);
+}
+
+void test_fail_int(const char *file, int line, const char *a_txt, const char *b_txt, long long a,
+                   long long b)
+{
+    fprintf(stderr, "  %s:%d: %s == %s failed: %lld != %lld\n", file, line, a_txt, b_txt, a, b);
+    exit(1);
+}
+
+void test_fail_mem(const char *file, int line, const char *a_txt, const void *a, size_t an,
+                   const void *b, size_t bn)
+{
+    fprintf(stderr, "  %s:%d: %s differs\n    got:    ", file, line, a_txt);
+    print_escaped(a, an);
+    fprintf(stderr, "\n    wanted: ");
+    print_escaped(b, bn);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+const char *test_tmpdir(void)
+{
+    return tmpdir;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int run_one(const struct test_entry *t, unsigned timeout_s)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ss-test-%s-XXXXXX", t->name);
+    if (mkdtemp(tmpdir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(timeout_s);
+        t->fn();
+        exit(0);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        printf("ok   %s\n", t->name);
+        return 0;
+    }
+    if (WIFSIGNALED(status))
+        printf("FAIL %s (signal %d%s)\n", t->name, WTERMSIG(status),
+               WTERMSIG(status) == SIGALRM ? ": timed out" : "");
+    else
+        printf("FAIL %s\n", t->name);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    unsigned timeout_s = 120;
+    const char *env = getenv("SS_TEST_TIMEOUT");
+    if (env && atoi(env) > 0)
+        timeout_s = (unsigned)atoi(env);
+    size_t n = sizeof tests / sizeof tests[0];
+    int passed = 0, failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (argc > 1) {
+            int wanted = 0;
+            for (int a = 1; a < argc; a++)
+                if (strcmp(argv[a], tests[i].name) == 0)
+                    wanted = 1;
+            if (!wanted)
+                continue;
+        }
+        if (run_one(&tests[i], timeout_s) == 0)
+            passed++;
+        else
+            failed++;
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 && passed > 0 ? 0 : 1;
+}
