@@ -292,7 +292,7 @@ static int ss__remove(ss_store *s, const uint8_t *lk_in, size_t lk_len, const ss
 
     MDB_val k = {lk_len, lk};
     uint32_t last = 0;
-    MDB_val lastv;
+    MDB_val lastv = {0, NULL};
     if (lk_len == SS_LKEY_HASHED) {
         /* Find the chain's last slot after this one. */
         uint32_t slot = (uint32_t)ss__get_be(lk + SS_LKEY_HASHED - 2, 2);

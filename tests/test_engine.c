@@ -1,0 +1,608 @@
+/* test_engine.c - PROTOCOL.md sections 2-6 through the engine, with a
+ * fake clock: responses byte for byte, versions, events. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/codec.h"
+#include "../core/engine.h"
+#include "../core/errors.h"
+#include "test.h"
+
+#define T0 1700000000000ull /* the fake wall clock starts here */
+
+struct fx {
+    ss_store_options so;
+    ss_store *store;
+    ss_engine *eng;
+    uint64_t now;
+    ss_buf resp;
+    bool has_version;
+    char version[SS_HLC_TEXT_MAX + 1];
+    int status;
+    /* events, as text lines "SET key=value @version" / "DELETE key @version" */
+    char events[8192];
+    /* KEYNOTIFY registrations of the fake caller */
+    char watched[16][64];
+    int nwatched;
+};
+
+static void on_event(void *ctx, const ss_event *ev)
+{
+    struct fx *f = ctx;
+    char v[SS_HLC_TEXT_MAX + 1];
+    v[ss_hlc_format(&ev->version, v)] = '\0';
+    size_t used = strlen(f->events);
+    snprintf(f->events + used, sizeof f->events - used, "%s %.*s%s%.*s @%s%s\n",
+             ev->type == SS_EVENT_SET ? "SET" : "DELETE", (int)(ev->key.len > 40 ? 40 : ev->key.len),
+             (const char *)ev->key.data, ev->type == SS_EVENT_SET ? "=" : "",
+             ev->type == SS_EVENT_SET ? (int)(ev->value.len > 40 ? 40 : ev->value.len) : 0,
+             ev->type == SS_EVENT_SET ? (const char *)ev->value.data : "", v,
+             ev->expired ? " expired" : "");
+}
+
+static int on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)
+{
+    struct fx *f = ctx;
+    ASSERT_TRUE(caller == f);
+    for (int i = 0; i < f->nwatched; i++) {
+        if (strlen(f->watched[i]) == key.len && memcmp(f->watched[i], key.data, key.len) == 0) {
+            if (stop)
+                f->watched[i][0] = '\0';
+            return 1;
+        }
+    }
+    if (stop)
+        return 0;
+    if (f->nwatched == 16)
+        return SS_E_QUOTA;
+    snprintf(f->watched[f->nwatched++], 64, "%.*s", (int)key.len, (const char *)key.data);
+    return 1;
+}
+
+static void fx_open(struct fx *f)
+{
+    ss_engine_options eo = {.on_event = on_event,
+                            .event_ctx = f,
+                            .on_keynotify = on_keynotify,
+                            .keynotify_ctx = f};
+    f->so.path = test_tmpdir();
+    ASSERT_EQ(ss_store_open(&f->so, &f->store), SS_OK);
+    ASSERT_EQ(ss_engine_new(f->store, &eo, &f->eng), SS_OK);
+}
+
+static void fx_init(struct fx *f)
+{
+    memset(f, 0, sizeof *f);
+    f->so = ss_store_options_default();
+    f->now = T0;
+    fx_open(f);
+}
+
+static void fx_close(struct fx *f)
+{
+    ASSERT_EQ(ss_engine_commit(f->eng, f->now), SS_OK);
+    ss_engine_free(f->eng);
+    ss_store_close(f->store);
+    f->eng = NULL;
+    f->store = NULL;
+}
+
+static void fx_free(struct fx *f)
+{
+    fx_close(f);
+    ss_buf_free(&f->resp);
+}
+
+/* Run one request given as words; ts/ft NULL when absent. The response is
+ * in f->resp (as a C string too: payloads in these tests have no NUL
+ * unless the test looks at resp.len). */
+static void run_argv(struct fx *f, const char *ts, const char *ft, size_t argc, const ss_bytes *argv)
+{
+    ss_buf req = SS_BUF_INIT;
+    ASSERT_EQ(ss_codec_put_request(&req, argc, argv), SS_OK);
+    ss_buf_clear(&f->resp);
+    ss_exec x = {.payload = req.data, .payload_len = req.len, .now_ms = f->now, .caller = f,
+                 .response = &f->resp};
+    if (ts) {
+        x.ts.data = (const uint8_t *)ts;
+        x.ts.len = strlen(ts);
+    }
+    if (ft) {
+        x.ft.data = (const uint8_t *)ft;
+        x.ft.len = strlen(ft);
+    }
+    f->status = ss_engine_exec(f->eng, &x);
+    f->has_version = x.has_version;
+    f->version[0] = '\0';
+    if (x.has_version)
+        f->version[ss_hlc_format(&x.version, f->version)] = '\0';
+    ss_buf_append(&f->resp, "", 1);
+    f->resp.len--;
+    ss_buf_free(&req);
+}
+
+static void run(struct fx *f, const char *ts, const char *ft, ...)
+{
+    ss_bytes argv[SS_REQUEST_MAX_ARGS];
+    size_t argc = 0;
+    va_list ap;
+    va_start(ap, ft);
+    const char *w;
+    while ((w = va_arg(ap, const char *)) != NULL) {
+        argv[argc].data = (const uint8_t *)w;
+        argv[argc++].len = strlen(w);
+    }
+    va_end(ap);
+    run_argv(f, ts, ft, argc, argv);
+}
+
+/* A client timestamp equal to the fake wall clock. */
+static const char *now_ts(struct fx *f)
+{
+    static char buf[64];
+    snprintf(buf, sizeof buf, "%llu:0:client", (unsigned long long)f->now);
+    return buf;
+}
+
+#define RESP(f, lit) ASSERT_BUF((f)->resp, lit)
+#define VERSION(f, lit) ASSERT_MEM((f)->version, strlen((f)->version), lit, strlen(lit))
+#define NO_VERSION(f) ASSERT_TRUE(!(f)->has_version)
+#define EVENTS(f, lit)                                                                  \
+    do {                                                                                \
+        ASSERT_MEM((f)->events, strlen((f)->events), lit, strlen(lit));                 \
+        (f)->events[0] = '\0';                                                          \
+    } while (0)
+
+TEST(engine_protocol_example)
+{
+    struct fx f;
+    fx_init(&f);
+    f.now = 1696374425000ull;
+    run(&f, "1696374425000:0:CLIENT", NULL, "SET", "testkey", "testvalue", NULL);
+    RESP(&f, "+OK\r\n");
+    VERSION(&f, "1696374425000:1:StateStore");
+    EVENTS(&f, "SET testkey=testvalue @1696374425000:1:StateStore\n");
+    run(&f, "1696374425000:0:CLIENT", NULL, "GET", "testkey", NULL);
+    RESP(&f, "$9\r\ntestvalue\r\n");
+    VERSION(&f, "1696374425000:1:StateStore");
+    run(&f, NULL, NULL, "GET", "missing", NULL);
+    RESP(&f, "$-1\r\n");
+    NO_VERSION(&f);
+    run(&f, NULL, NULL, "DEL", "testkey", NULL);
+    RESP(&f, ":1\r\n");
+    VERSION(&f, "1696374425000:1:StateStore");
+    EVENTS(&f, "DELETE testkey @1696374425000:1:StateStore\n");
+    run(&f, NULL, NULL, "DEL", "testkey", NULL);
+    RESP(&f, ":0\r\n");
+    NO_VERSION(&f);
+    EVENTS(&f, "");
+    fx_free(&f);
+}
+
+TEST(engine_every_error_text)
+{
+    struct fx f;
+    fx_init(&f);
+    const char *ts = now_ts(&f);
+    char future[64], ft_future[64];
+    snprintf(future, sizeof future, "%llu:0:c", (unsigned long long)(f.now + 60001));
+    snprintf(ft_future, sizeof ft_future, "%llu:0:c", (unsigned long long)(f.now + 60001));
+    run(&f, future, NULL, "SET", "k", "v", NULL);
+    RESP(&f, "-ERR the request timestamp is too far in the future; ensure that the client and "
+             "broker system clocks are synchronized\r\n");
+    ASSERT_EQ(f.status, SS_E_TS_FUTURE);
+    run(&f, future, NULL, "GET", "k", NULL);
+    ASSERT_EQ(f.status, SS_E_TS_FUTURE);
+    run(&f, ts, "1:0:x", "SET", "k", "v", NULL); /* the key is now fenced by 1:0:x */
+    RESP(&f, "+OK\r\n");
+    run(&f, ts, NULL, "SET", "k", "v", NULL);
+    RESP(&f, "-ERR a fencing token is required for this request\r\n");
+    run(&f, ts, ft_future, "SET", "k", "v", NULL);
+    RESP(&f, "-ERR the request fencing token timestamp is too far in the future; ensure that the "
+             "client and broker system clocks are synchronized\r\n");
+    run(&f, ts, "0:5:x", "SET", "k", "v", NULL);
+    RESP(&f, "-ERR the request fencing token is a lower version than the fencing token "
+             "protecting the resource\r\n");
+    run(&f, ts, NULL, "SET", "", "v", NULL);
+    RESP(&f, "-ERR the key length is zero\r\n");
+    run(&f, ts, NULL, "SET", "k", NULL);
+    RESP(&f, "-ERR wrong number of arguments\r\n");
+    run(&f, ts, NULL, "FROB", "k", NULL);
+    RESP(&f, "-ERR unknown command\r\n");
+    run(&f, ts, NULL, "SET", "k2", "v", "PX", "0", NULL);
+    RESP(&f, "-ERR syntax error\r\n");
+    run(&f, NULL, NULL, "SET", "k2", "v", NULL);
+    RESP(&f, "-ERR missing timestamp\r\n");
+    run(&f, "12:34", NULL, "SET", "k2", "v", NULL);
+    RESP(&f, "-ERR malformed timestamp\r\n");
+    run(&f, ts, "bogus", "DEL", "k", NULL);
+    RESP(&f, "-ERR malformed timestamp\r\n");
+    run(&f, "x:y:z", NULL, "GET", "k", NULL);
+    RESP(&f, "-ERR malformed timestamp\r\n");
+    /* Payloads that are not one whole request. */
+    ss_buf_clear(&f.resp);
+    static const uint8_t partial[] = "*2\r\n$3\r\nGET\r\n$1\r\n";
+    static const uint8_t trailing[] = "*2\r\n$3\r\nGET\r\n$1\r\nk\r\nX";
+    ss_exec x = {.payload = partial, .payload_len = sizeof partial - 1, .now_ms = f.now,
+                 .response = &f.resp};
+    ASSERT_EQ(ss_engine_exec(f.eng, &x), SS_E_SYNTAX);
+    ASSERT_BUF(f.resp, "-ERR syntax error\r\n");
+    ss_buf_clear(&f.resp);
+    x.payload = trailing;
+    x.payload_len = sizeof trailing - 1;
+    ASSERT_EQ(ss_engine_exec(f.eng, &x), SS_E_SYNTAX);
+    ASSERT_BUF(f.resp, "-ERR syntax error\r\n");
+    ss_buf_clear(&f.resp);
+    x.payload = NULL;
+    x.payload_len = 0;
+    ASSERT_EQ(ss_engine_exec(f.eng, &x), SS_E_SYNTAX);
+    ASSERT_BUF(f.resp, "-ERR syntax error\r\n");
+    /* Quota: the last of the twelve ("not authorized" is decided by the
+     * authorization layer in front of the engine). */
+    fx_free(&f);
+    fx_init(&f);
+    fx_close(&f);
+    f.so.max_keys = 2; /* "k" from above, and one more */
+    fx_open(&f);
+    run(&f, now_ts(&f), NULL, "SET", "a", "v", NULL);
+    RESP(&f, "+OK\r\n");
+    run(&f, now_ts(&f), NULL, "SET", "b", "v", NULL);
+    RESP(&f, "-ERR the quota has been exceeded\r\n");
+    NO_VERSION(&f);
+    EVENTS(&f, "SET a=v @1700000000000:2:StateStore\n"); /* the clock resumed */
+    run(&f, NULL, NULL, "GET", "b", NULL);
+    RESP(&f, "$-1\r\n");
+    fx_free(&f);
+}
+
+TEST(engine_nx_nex)
+{
+    struct fx f;
+    fx_init(&f);
+    const char *ts = now_ts(&f);
+    run(&f, ts, NULL, "SET", "lock", "me", "NX", NULL);
+    RESP(&f, "+OK\r\n");
+    VERSION(&f, "1700000000000:1:StateStore");
+    run(&f, ts, NULL, "SET", "lock", "me", "NX", NULL);
+    RESP(&f, ":-1\r\n");
+    VERSION(&f, "1700000000000:1:StateStore"); /* the current version */
+    run(&f, ts, NULL, "SET", "lock", "other", "NEX", NULL);
+    RESP(&f, ":-1\r\n");
+    VERSION(&f, "1700000000000:1:StateStore");
+    EVENTS(&f, "SET lock=me @1700000000000:1:StateStore\n");
+    run(&f, ts, NULL, "SET", "lock", "me", "nex", NULL);
+    RESP(&f, "+OK\r\n");
+    VERSION(&f, "1700000000000:2:StateStore");
+    run(&f, ts, NULL, "SET", "fresh", "x", "NEX", NULL);
+    RESP(&f, "+OK\r\n");
+    run(&f, NULL, NULL, "GET", "lock", NULL);
+    RESP(&f, "$2\r\nme\r\n");
+    VERSION(&f, "1700000000000:2:StateStore");
+    EVENTS(&f, "SET lock=me @1700000000000:2:StateStore\nSET fresh=x @1700000000000:3:StateStore\n");
+    fx_free(&f);
+}
+
+TEST(engine_px_and_expiry_at_exact_millisecond)
+{
+    struct fx f;
+    fx_init(&f);
+    run(&f, now_ts(&f), NULL, "SET", "k", "v", "PX", "1000", NULL);
+    RESP(&f, "+OK\r\n");
+    f.events[0] = '\0';
+    f.now = T0 + 999;
+    run(&f, NULL, NULL, "GET", "k", NULL);
+    RESP(&f, "$1\r\nv\r\n");
+    f.now = T0 + 1000; /* the deadline itself: already absent */
+    run(&f, NULL, NULL, "GET", "k", NULL);
+    RESP(&f, "$-1\r\n");
+    NO_VERSION(&f);
+    EVENTS(&f, "DELETE k @1700000000000:1:StateStore expired\n");
+    run(&f, NULL, NULL, "DEL", "k", NULL);
+    RESP(&f, ":0\r\n");
+    EVENTS(&f, "");
+
+    /* The same through the sweep, with several keys due in order. */
+    f.now = T0 + 2000;
+    run(&f, now_ts(&f), NULL, "SET", "b", "1", "PX", "20", NULL);
+    run(&f, now_ts(&f), NULL, "SET", "a", "1", "PX", "10", NULL);
+    run(&f, now_ts(&f), NULL, "SET", "c", "1", "PX", "30", NULL);
+    f.events[0] = '\0';
+    ASSERT_EQ(ss_engine_commit(f.eng, f.now), SS_OK);
+    ASSERT_EQ(ss_engine_expire(f.eng, T0 + 2009, 100), 0);
+    ASSERT_EQ(ss_engine_expire(f.eng, T0 + 2020, 100), 2);
+    EVENTS(&f, "DELETE a @1700000002000:2:StateStore expired\n"
+               "DELETE b @1700000002000:1:StateStore expired\n");
+    ASSERT_EQ(ss_engine_expire(f.eng, T0 + 5000, 0), 0); /* bounded work */
+    ASSERT_EQ(ss_engine_expire(f.eng, T0 + 5000, 100), 1);
+    EVENTS(&f, "DELETE c @1700000002000:3:StateStore expired\n");
+    fx_free(&f);
+}
+
+TEST(engine_set_without_px_clears_expiry)
+{
+    struct fx f;
+    fx_init(&f);
+    run(&f, now_ts(&f), NULL, "SET", "k", "v1", "PX", "100", NULL);
+    run(&f, now_ts(&f), NULL, "SET", "k", "v2", NULL);
+    f.now = T0 + 100000;
+    ASSERT_EQ(ss_engine_expire(f.eng, f.now, 100), 0);
+    run(&f, NULL, NULL, "GET", "k", NULL);
+    RESP(&f, "$2\r\nv2\r\n");
+    /* And a new PX replaces the old one. */
+    run(&f, now_ts(&f), NULL, "SET", "k", "v3", "PX", "50", NULL);
+    run(&f, now_ts(&f), NULL, "SET", "k", "v4", "PX", "500", NULL);
+    f.now += 100;
+    run(&f, NULL, NULL, "GET", "k", NULL);
+    RESP(&f, "$2\r\nv4\r\n");
+    /* A failed NX leaves the expiry alone. */
+    run(&f, now_ts(&f), NULL, "SET", "k", "other", "NX", NULL);
+    RESP(&f, ":-1\r\n");
+    f.now += 400;
+    run(&f, NULL, NULL, "GET", "k", NULL);
+    RESP(&f, "$-1\r\n");
+    fx_free(&f);
+}
+
+TEST(engine_fencing)
+{
+    struct fx f;
+    fx_init(&f);
+    const char *ts = now_ts(&f);
+    /* The lock pattern: the lock's version is the token. */
+    run(&f, ts, NULL, "SET", "lock", "holder", "NEX", "PX", "10000", NULL);
+    char token[SS_HLC_TEXT_MAX + 1];
+    snprintf(token, sizeof token, "%s", f.version);
+    run(&f, ts, token, "SET", "res", "v1", NULL);
+    RESP(&f, "+OK\r\n");
+    /* Equal token: accepted. */
+    run(&f, ts, token, "SET", "res", "v2", NULL);
+    RESP(&f, "+OK\r\n");
+    /* Missing, older, future tokens: refused, nothing changes. */
+    run(&f, ts, NULL, "SET", "res", "v3", NULL);
+    RESP(&f, "-ERR a fencing token is required for this request\r\n");
+    run(&f, ts, "1700000000000:0:StateStore", "SET", "res", "v3", NULL);
+    RESP(&f, "-ERR the request fencing token is a lower version than the fencing token "
+             "protecting the resource\r\n");
+    run(&f, ts, "1700000000000:1:StateStorf", "SET", "res", "v3", NULL); /* newer by node id */
+    RESP(&f, "+OK\r\n");
+    run(&f, ts, token, "SET", "res", "v4", NULL); /* the old token is now lower */
+    ASSERT_EQ(f.status, SS_E_FT_LOWER);
+    run(&f, ts, "1700000060001:0:c", "SET", "res", "v4", NULL);
+    ASSERT_EQ(f.status, SS_E_FT_FUTURE);
+    run(&f, ts, "1700000060000:0:c", "SET", "res", "v5", NULL); /* exactly 60 s ahead: fine */
+    RESP(&f, "+OK\r\n");
+    run(&f, NULL, NULL, "GET", "res", NULL); /* reads need no token */
+    RESP(&f, "$2\r\nv5\r\n");
+    /* DEL and VDEL are fenced too. */
+    run(&f, ts, NULL, "DEL", "res", NULL);
+    ASSERT_EQ(f.status, SS_E_FT_REQUIRED);
+    run(&f, ts, "1700000000000:1:StateStorf", "VDEL", "res", "v5", NULL);
+    ASSERT_EQ(f.status, SS_E_FT_LOWER);
+    run(&f, ts, "1700000060000:0:c", "VDEL", "res", "wrong", NULL);
+    RESP(&f, ":-1\r\n");
+    NO_VERSION(&f);
+    run(&f, ts, "1700000060000:0:c", "VDEL", "res", "v5", NULL);
+    RESP(&f, ":1\r\n");
+    /* The token went away with the key. */
+    run(&f, ts, NULL, "SET", "res", "free", NULL);
+    RESP(&f, "+OK\r\n");
+    run(&f, ts, NULL, "DEL", "res", NULL);
+    RESP(&f, ":1\r\n");
+    /* A token expires with its key. */
+    run(&f, ts, token, "SET", "tmp", "v", "PX", "10", NULL);
+    f.now += 10;
+    run(&f, now_ts(&f), NULL, "SET", "tmp", "v", NULL);
+    RESP(&f, "+OK\r\n");
+    /* DEL with a token on an unfenced key is fine. */
+    run(&f, ts, token, "DEL", "tmp", NULL);
+    RESP(&f, ":1\r\n");
+    fx_free(&f);
+}
+
+TEST(engine_vdel_answers)
+{
+    struct fx f;
+    fx_init(&f);
+    run(&f, NULL, NULL, "VDEL", "k", "v", NULL);
+    RESP(&f, ":0\r\n");
+    run(&f, now_ts(&f), NULL, "SET", "k", "v", NULL);
+    f.events[0] = '\0';
+    run(&f, NULL, NULL, "VDEL", "k", "x", NULL);
+    RESP(&f, ":-1\r\n");
+    EVENTS(&f, "");
+    run(&f, NULL, NULL, "VDEL", "k", "v", NULL);
+    RESP(&f, ":1\r\n");
+    VERSION(&f, "1700000000000:1:StateStore");
+    EVENTS(&f, "DELETE k @1700000000000:1:StateStore\n");
+    fx_free(&f);
+}
+
+TEST(engine_versions_strictly_increase)
+{
+    struct fx f;
+    fx_init(&f);
+    ss_hlc prev = {0};
+    uint64_t walls[] = {T0, T0, T0 - 5000, T0 - 1, T0 + 1, T0 + 1, 5, T0 + 2};
+    for (size_t i = 0; i < sizeof walls / sizeof walls[0]; i++) {
+        f.now = walls[i];
+        char ts[64];
+        snprintf(ts, sizeof ts, "%llu:0:c", (unsigned long long)walls[i]);
+        run(&f, ts, NULL, "SET", i % 2 ? "a" : "b", "v", NULL);
+        RESP(&f, "+OK\r\n");
+        ss_hlc v;
+        ASSERT_EQ(ss_hlc_parse((const uint8_t *)f.version, strlen(f.version), &v), SS_OK);
+        ASSERT_EQ(ss_hlc_compare(&v, &prev), 1);
+        prev = v;
+    }
+    /* Across a restart too. */
+    fx_close(&f);
+    fx_open(&f);
+    f.now = T0 - 100000;
+    run(&f, "1:0:c", NULL, "SET", "a", "v", NULL);
+    ss_hlc v;
+    ASSERT_EQ(ss_hlc_parse((const uint8_t *)f.version, strlen(f.version), &v), SS_OK);
+    ASSERT_EQ(ss_hlc_compare(&v, &prev), 1);
+    /* A client ahead of us pulls versions forward; never above 60 s. */
+    f.now = T0 + 10;
+    run(&f, "1700000060010:3:c", NULL, "SET", "a", "v", NULL);
+    VERSION(&f, "1700000060010:4:StateStore");
+    fx_free(&f);
+}
+
+TEST(engine_keynotify)
+{
+    struct fx f;
+    fx_init(&f);
+    run(&f, NULL, NULL, "KEYNOTIFY", "absent", NULL);
+    RESP(&f, "+OK\r\n");
+    run(&f, NULL, NULL, "KEYNOTIFY", "absent", NULL); /* again */
+    RESP(&f, "+OK\r\n");
+    run(&f, NULL, NULL, "KEYNOTIFY", "absent", "STOP", NULL);
+    RESP(&f, "+OK\r\n");
+    run(&f, NULL, NULL, "KEYNOTIFY", "other", "stop", NULL);
+    RESP(&f, ":0\r\n");
+    /* GET and KEYNOTIFY do not need __ts and never need a token. */
+    run(&f, now_ts(&f), "1:1:x", "SET", "k", "v", NULL);
+    run(&f, NULL, NULL, "KEYNOTIFY", "k", NULL);
+    RESP(&f, "+OK\r\n");
+    /* A handler's refusal becomes the protocol answer. */
+    for (int i = 0; i < 20; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "w%d", i);
+        run(&f, NULL, NULL, "KEYNOTIFY", key, NULL);
+    }
+    RESP(&f, "-ERR the quota has been exceeded\r\n");
+    fx_free(&f);
+}
+
+static void check_key_size(size_t n)
+{
+    struct fx f;
+    fx_init(&f);
+    uint8_t *key = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        key[i] = (uint8_t)(i % 251);
+    ss_bytes argv[5] = {{(const uint8_t *)"SET", 3}, {key, n}, {(const uint8_t *)"v", 1},
+                        {(const uint8_t *)"PX", 2}, {(const uint8_t *)"50", 2}};
+    run_argv(&f, now_ts(&f), NULL, 5, argv);
+    RESP(&f, "+OK\r\n");
+    argv[0].data = (const uint8_t *)"GET";
+    run_argv(&f, NULL, NULL, 2, argv);
+    RESP(&f, "$1\r\nv\r\n");
+    f.now += 50;
+    f.events[0] = '\0';
+    ASSERT_EQ(ss_engine_commit(f.eng, f.now), SS_OK);
+    ASSERT_EQ(ss_engine_expire(f.eng, f.now, 10), 1);
+    ASSERT_TRUE(strncmp(f.events, "DELETE ", 7) == 0);
+    run_argv(&f, NULL, NULL, 2, argv);
+    RESP(&f, "$-1\r\n");
+    free(key);
+    fx_free(&f);
+}
+
+TEST(engine_long_keys)
+{
+    check_key_size(6500);
+    check_key_size(32000);
+}
+
+TEST(engine_binary_keys_and_large_values)
+{
+    struct fx f;
+    fx_init(&f);
+    static const uint8_t key[] = {'k', 0, '\r', '\n', 0x80, 0xfe, 0xff};
+    size_t vn = 1 << 20;
+    uint8_t *val = malloc(vn);
+    for (size_t i = 0; i < vn; i++)
+        val[i] = (uint8_t)(i ^ (i >> 9));
+    val[0] = 0;
+    val[1] = '\r';
+    val[2] = '\n';
+    ss_bytes argv[3] = {{(const uint8_t *)"SET", 3}, {key, sizeof key}, {val, vn}};
+    run_argv(&f, now_ts(&f), NULL, 3, argv);
+    RESP(&f, "+OK\r\n");
+    argv[0].data = (const uint8_t *)"GET";
+    run_argv(&f, NULL, NULL, 2, argv);
+    ss_reply r;
+    ASSERT_EQ(ss_codec_decode_reply(f.resp.data, f.resp.len, &r), SS_OK);
+    ASSERT_EQ(r.kind, SS_REPLY_BULK);
+    ASSERT_MEM(r.str.data, r.str.len, val, vn);
+    /* VDEL compares all bytes: one byte off is a mismatch. */
+    val[vn - 1] ^= 1;
+    argv[0].data = (const uint8_t *)"VDEL";
+    argv[0].len = 4;
+    run_argv(&f, NULL, NULL, 3, argv);
+    RESP(&f, ":-1\r\n");
+    val[vn - 1] ^= 1;
+    run_argv(&f, NULL, NULL, 3, argv);
+    RESP(&f, ":1\r\n");
+    /* Empty values are values. */
+    ss_bytes e[3] = {{(const uint8_t *)"SET", 3}, {key, sizeof key}, {NULL, 0}};
+    run_argv(&f, now_ts(&f), NULL, 3, e);
+    e[0].data = (const uint8_t *)"GET";
+    run_argv(&f, NULL, NULL, 2, e);
+    RESP(&f, "$0\r\n\r\n");
+    ASSERT_TRUE(f.has_version);
+    free(val);
+    fx_free(&f);
+}
+
+TEST(engine_quota_bytes_and_persistence)
+{
+    struct fx f;
+    fx_init(&f);
+    fx_close(&f);
+    f.so.max_bytes = 300;
+    fx_open(&f);
+    run(&f, now_ts(&f), "5:5:t", "SET", "a", "0123456789", "PX", "600000", NULL);
+    RESP(&f, "+OK\r\n");
+    char big[200];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    run(&f, now_ts(&f), NULL, "SET", "b", big, NULL);
+    RESP(&f, "-ERR the quota has been exceeded\r\n");
+    fx_close(&f);
+    fx_open(&f);
+    run(&f, NULL, NULL, "GET", "a", NULL);
+    RESP(&f, "$10\r\n0123456789\r\n");
+    VERSION(&f, "1700000000000:1:StateStore");
+    run(&f, NULL, NULL, "GET", "b", NULL);
+    RESP(&f, "$-1\r\n");
+    run(&f, now_ts(&f), NULL, "DEL", "a", NULL); /* token survived */
+    ASSERT_EQ(f.status, SS_E_FT_REQUIRED);
+    f.now += 600000; /* and so did the expiry */
+    run(&f, NULL, NULL, "GET", "a", NULL);
+    RESP(&f, "$-1\r\n");
+    fx_free(&f);
+}
+
+/* A commit that fails undoes the whole batch; the engine goes on. */
+TEST(engine_failed_commit_undoes_batch)
+{
+    struct fx f;
+    fx_init(&f);
+    fx_close(&f);
+    f.so.map_size = 1 << 20;
+    f.so.max_bytes = (uint64_t)1 << 30;
+    fx_open(&f);
+    run(&f, now_ts(&f), NULL, "SET", "keep", "v", NULL);
+    ASSERT_EQ(ss_engine_commit(f.eng, f.now), SS_OK);
+    static char val[3001];
+    memset(val, 'q', 3000);
+    int i;
+    for (i = 0; i < 2000; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i);
+        run(&f, now_ts(&f), NULL, "SET", key, val, NULL);
+        if (f.status != SS_OK)
+            break;
+    }
+    RESP(&f, "-ERR the quota has been exceeded\r\n");
+    ASSERT_EQ(ss_engine_commit(f.eng, f.now), SS_E_QUOTA);
+    run(&f, NULL, NULL, "GET", "k0", NULL);
+    RESP(&f, "$-1\r\n");
+    run(&f, NULL, NULL, "GET", "keep", NULL);
+    RESP(&f, "$1\r\nv\r\n");
+    fx_free(&f);
+}

@@ -1,0 +1,466 @@
+/* test_store.c - the LMDB store: records, long keys, expiry index,
+ * quotas, batches and persistence. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/errors.h"
+#include "../core/siphash.h"
+#include "../core/store.h"
+#include "test.h"
+
+static ss_store *open_store(ss_store_options *o)
+{
+    ss_store *s = NULL;
+    o->path = test_tmpdir();
+    ASSERT_EQ(ss_store_open(o, &s), SS_OK);
+    return s;
+}
+
+static ss_store *open_default(void)
+{
+    ss_store_options o = ss_store_options_default();
+    return open_store(&o);
+}
+
+static ss_bytes B(const char *s)
+{
+    ss_bytes b = {(const uint8_t *)s, strlen(s)};
+    return b;
+}
+
+static ss_record rec_of(ss_bytes value, uint64_t wall, uint32_t counter)
+{
+    ss_record r;
+    memset(&r, 0, sizeof r);
+    r.value = value;
+    r.version.wall = wall;
+    r.version.counter = counter;
+    r.version.node_len = 10;
+    memcpy(r.version.node, "StateStore", 10);
+    return r;
+}
+
+static void put(ss_store *s, ss_bytes key, const ss_record *r)
+{
+    ASSERT_EQ(ss_store_put(s, key, r), SS_OK);
+}
+
+/* Key i of a family sharing a long common prefix: n bytes in all. */
+static void long_key(uint8_t *buf, size_t n, unsigned i)
+{
+    for (size_t j = 0; j < n; j++)
+        buf[j] = (uint8_t)('a' + j % 26);
+    char tail[16];
+    snprintf(tail, sizeof tail, "%08u", i % 100000000u);
+    memcpy(buf + n - 8, tail, 8);
+}
+
+TEST(store_siphash_vectors)
+{
+    /* Reference vectors of the SipHash paper: key 00..0f, messages 00..n-1. */
+    uint8_t key[16], msg[15];
+    for (int i = 0; i < 16; i++)
+        key[i] = (uint8_t)i;
+    for (int i = 0; i < 15; i++)
+        msg[i] = (uint8_t)i;
+    ASSERT_EQ(ss_siphash(key, msg, 0), (long long)0x726fdb47dd0e0e31ull);
+    ASSERT_EQ(ss_siphash(key, msg, 15), (long long)0xa129ca6149be45e5ull);
+}
+
+TEST(store_record_round_trip)
+{
+    ss_store *s = open_default();
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ss_record r = rec_of(B("value\0\r\n\xff"), 1700000000000ull, 42);
+    r.value.len = 9;
+    r.has_ft = true;
+    r.ft.wall = 17;
+    r.ft.counter = 3;
+    r.ft.node_len = 0;
+    r.expiry_ms = 1700000005000ull;
+    static const uint8_t bkey[] = {0, '\r', '\n', 0x80, 0xff};
+    ss_bytes key = {bkey, sizeof bkey};
+    put(s, key, &r);
+    ss_record got;
+    ASSERT_EQ(ss_store_get(s, key, &got), SS_OK);
+    ASSERT_MEM(got.value.data, got.value.len, "value\0\r\n\xff", 9);
+    ASSERT_EQ(ss_hlc_compare(&got.version, &r.version), 0);
+    ASSERT_TRUE(got.has_ft);
+    ASSERT_EQ(ss_hlc_compare(&got.ft, &r.ft), 0);
+    ASSERT_EQ(got.expiry_ms, 1700000005000ull);
+    ASSERT_EQ(ss_store_get(s, B("other"), &got), SS_E_NOTFOUND);
+    ASSERT_EQ(ss_store_key_count(s), 1);
+    /* Overwrite without token or expiry: both are gone. */
+    ss_record r2 = rec_of(B(""), 1700000000001ull, 0);
+    put(s, key, &r2);
+    ASSERT_EQ(ss_store_get(s, key, &got), SS_OK);
+    ASSERT_EQ(got.value.len, 0);
+    ASSERT_TRUE(!got.has_ft);
+    ASSERT_EQ(got.expiry_ms, 0);
+    ASSERT_EQ(ss_store_key_count(s), 1);
+    ASSERT_EQ(ss_store_del(s, key), SS_OK);
+    ASSERT_EQ(ss_store_del(s, key), SS_E_NOTFOUND);
+    ASSERT_EQ(ss_store_key_count(s), 0);
+    ASSERT_EQ(ss_store_byte_count(s), 0);
+    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
+    /* Calls outside a batch are refused. */
+    ASSERT_EQ(ss_store_get(s, key, &got), SS_E_BUSY);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_begin(s), SS_E_BUSY);
+    ss_store_close(s);
+}
+
+TEST(store_persistence)
+{
+    ss_store_options o = ss_store_options_default();
+    ss_store *s = open_store(&o);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ss_record a = rec_of(B("alpha"), 1000, 1);
+    a.has_ft = true;
+    a.ft = a.version;
+    a.expiry_ms = 99999;
+    ss_record b = rec_of(B("beta"), 1000, 2);
+    put(s, B("a"), &a);
+    put(s, B("b"), &b);
+    ASSERT_EQ(ss_store_set_clock(s, 1000, 2), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
+    /* An aborted batch leaves nothing. */
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ss_record c = rec_of(B("gamma"), 1000, 3);
+    put(s, B("c"), &c);
+    ASSERT_EQ(ss_store_del(s, B("a")), SS_OK);
+    ss_store_set_clock(s, 1000, 3);
+    ss_store_abort(s);
+    uint64_t bytes = ss_store_byte_count(s);
+    ss_store_close(s);
+
+    s = open_store(&o);
+    ASSERT_EQ(ss_store_key_count(s), 2);
+    ASSERT_EQ(ss_store_byte_count(s), bytes);
+    uint64_t wall;
+    uint32_t counter;
+    ss_store_get_clock(s, &wall, &counter);
+    ASSERT_EQ(wall, 1000);
+    ASSERT_EQ(counter, 2);
+    ASSERT_EQ(ss_store_next_expiry(s), 99999);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ss_record got;
+    ASSERT_EQ(ss_store_get(s, B("a"), &got), SS_OK);
+    ASSERT_STR(got.value.data, got.value.len, "alpha");
+    ASSERT_EQ(got.version.counter, 1);
+    ASSERT_TRUE(got.has_ft);
+    ASSERT_EQ(ss_hlc_compare(&got.ft, &a.version), 0);
+    ASSERT_EQ(got.expiry_ms, 99999);
+    ASSERT_EQ(ss_store_get(s, B("b"), &got), SS_OK);
+    ASSERT_STR(got.value.data, got.value.len, "beta");
+    ASSERT_EQ(ss_store_get(s, B("c"), &got), SS_E_NOTFOUND);
+    ss_store_close(s);
+}
+
+static void check_long_keys(size_t n)
+{
+    ss_store *s = open_default();
+    uint8_t *k1 = malloc(n), *k2 = malloc(n);
+    long_key(k1, n, 1);
+    long_key(k2, n, 2); /* same first n-8 bytes */
+    ss_bytes key1 = {k1, n}, key2 = {k2, n};
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ss_record r1 = rec_of(B("one"), 1, 0), r2 = rec_of(B("two"), 2, 0);
+    r2.expiry_ms = 500;
+    put(s, key1, &r1);
+    put(s, key2, &r2);
+    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ss_record got;
+    ASSERT_EQ(ss_store_get(s, key1, &got), SS_OK);
+    ASSERT_STR(got.value.data, got.value.len, "one");
+    ASSERT_EQ(ss_store_get(s, key2, &got), SS_OK);
+    ASSERT_STR(got.value.data, got.value.len, "two");
+    /* A prefix of the key is another key. */
+    ss_bytes shorter = {k1, n - 1};
+    ASSERT_EQ(ss_store_get(s, shorter, &got), SS_E_NOTFOUND);
+    /* Expiry returns the whole long key. */
+    ss_buf popped = SS_BUF_INIT;
+    ss_hlc v;
+    ASSERT_EQ(ss_store_pop_due(s, 500, &popped, &v), SS_OK);
+    ASSERT_MEM(popped.data, popped.len, k2, n);
+    ASSERT_EQ(v.wall, 2);
+    ASSERT_EQ(ss_store_get(s, key2, &got), SS_E_NOTFOUND);
+    ASSERT_EQ(ss_store_del(s, key1), SS_OK);
+    ASSERT_EQ(ss_store_key_count(s), 0);
+    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
+    ss_buf_free(&popped);
+    free(k1);
+    free(k2);
+    ss_store_close(s);
+}
+
+TEST(store_long_keys)
+{
+    check_long_keys(SS_STORE_INLINE_KEY_MAX);
+    check_long_keys(SS_STORE_INLINE_KEY_MAX + 1);
+    check_long_keys(511);
+    check_long_keys(6500);
+    check_long_keys(32000);
+    check_long_keys(65535);
+}
+
+/* With a 1-bit hash, long keys collide constantly: chains must stay
+ * correct through inserts, deletes in any order and expiry. */
+TEST(store_long_key_collisions)
+{
+    ss_store_options o = ss_store_options_default();
+    o.long_key_hash_bits = 1;
+    ss_store *s = open_store(&o);
+    enum { N = 60, LEN = 700 };
+    static uint8_t keys[N][LEN];
+    bool present[N];
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    for (unsigned i = 0; i < N; i++) {
+        long_key(keys[i], LEN, i);
+        char val[16];
+        snprintf(val, sizeof val, "v%u", i);
+        ss_record r = rec_of(B(val), i + 1, 0);
+        r.expiry_ms = i % 3 == 0 ? 1000 + i : 0;
+        ss_bytes k = {keys[i], LEN};
+        put(s, k, &r);
+        present[i] = true;
+    }
+    ASSERT_EQ(ss_store_key_count(s), N);
+    uint64_t seed = 12345;
+    for (unsigned step = 0; step < N / 2; step++) {
+        seed = seed * 6364136223846793005ull + 1;
+        unsigned i = (unsigned)(seed >> 33) % N;
+        ss_bytes k = {keys[i], LEN};
+        ASSERT_EQ(ss_store_del(s, k), present[i] ? SS_OK : SS_E_NOTFOUND);
+        present[i] = false;
+        for (unsigned j = 0; j < N; j++) {
+            ss_record got;
+            ss_bytes kj = {keys[j], LEN};
+            int rc = ss_store_get(s, kj, &got);
+            ASSERT_EQ(rc, present[j] ? SS_OK : SS_E_NOTFOUND);
+            if (present[j]) {
+                char val[16];
+                int vn = snprintf(val, sizeof val, "v%u", j);
+                ASSERT_MEM(got.value.data, got.value.len, val, (size_t)vn);
+                ASSERT_EQ(got.version.wall, j + 1);
+            }
+        }
+    }
+    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
+    /* Expire everything due: each popped key is a present key with expiry. */
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ss_buf k = SS_BUF_INIT;
+    ss_hlc v;
+    uint64_t last_wall = 0;
+    while (ss_store_pop_due(s, 5000, &k, &v) == SS_OK) {
+        ASSERT_EQ(k.len, LEN);
+        unsigned i = (unsigned)(v.wall - 1);
+        ASSERT_MEM(k.data, k.len, keys[i], LEN);
+        ASSERT_TRUE(present[i] && i % 3 == 0);
+        ASSERT_TRUE(v.wall > last_wall); /* deadline order: 1000 + i */
+        last_wall = v.wall;
+        present[i] = false;
+    }
+    for (unsigned j = 0; j < N; j++) {
+        ss_record got;
+        ss_bytes kj = {keys[j], LEN};
+        ASSERT_EQ(ss_store_get(s, kj, &got), present[j] ? SS_OK : SS_E_NOTFOUND);
+        ASSERT_TRUE(!present[j] || j % 3 != 0);
+    }
+    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
+    ss_buf_free(&k);
+    ss_store_close(s);
+}
+
+TEST(store_expiry_index_order)
+{
+    ss_store *s = open_default();
+    ASSERT_EQ(ss_store_next_expiry(s), UINT64_MAX);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    uint64_t deadlines[] = {50, 10, 40, 20, 30};
+    const char *names[] = {"e", "a", "d", "b", "c"};
+    for (int i = 0; i < 5; i++) {
+        ss_record r = rec_of(B("x"), 1, (uint32_t)i);
+        r.expiry_ms = deadlines[i];
+        put(s, B(names[i]), &r);
+    }
+    ss_record keep = rec_of(B("x"), 1, 9);
+    put(s, B("forever"), &keep);
+    /* Re-setting "d" without expiry takes it out of the index. */
+    ss_record d = rec_of(B("y"), 2, 0);
+    put(s, B("d"), &d);
+    ASSERT_EQ(ss_store_next_expiry(s), 10);
+    ss_buf k = SS_BUF_INIT;
+    ss_hlc v;
+    ASSERT_EQ(ss_store_pop_due(s, 9, &k, &v), SS_E_NOTFOUND);
+    ASSERT_EQ(ss_store_pop_due(s, 25, &k, &v), SS_OK);
+    ASSERT_STR(k.data, k.len, "a");
+    ASSERT_EQ(ss_store_pop_due(s, 25, &k, &v), SS_OK);
+    ASSERT_STR(k.data, k.len, "b");
+    ASSERT_EQ(ss_store_pop_due(s, 25, &k, &v), SS_E_NOTFOUND);
+    ASSERT_EQ(ss_store_next_expiry(s), 30);
+    ASSERT_EQ(ss_store_pop_due(s, 1000, &k, &v), SS_OK);
+    ASSERT_STR(k.data, k.len, "c");
+    ASSERT_EQ(ss_store_pop_due(s, 1000, &k, &v), SS_OK);
+    ASSERT_STR(k.data, k.len, "e");
+    ASSERT_EQ(ss_store_pop_due(s, 1000, &k, &v), SS_E_NOTFOUND);
+    ASSERT_EQ(ss_store_next_expiry(s), UINT64_MAX);
+    ASSERT_EQ(ss_store_key_count(s), 2);
+    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
+    ss_buf_free(&k);
+    ss_store_close(s);
+}
+
+TEST(store_quota_keys)
+{
+    ss_store_options o = ss_store_options_default();
+    o.max_keys = 3;
+    ss_store *s = open_store(&o);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ss_record r = rec_of(B("v"), 1, 0);
+    put(s, B("k1"), &r);
+    put(s, B("k2"), &r);
+    put(s, B("k3"), &r);
+    ASSERT_EQ(ss_store_put(s, B("k4"), &r), SS_E_QUOTA);
+    ss_record got;
+    ASSERT_EQ(ss_store_get(s, B("k4"), &got), SS_E_NOTFOUND);
+    put(s, B("k3"), &r); /* replacing is not a new key */
+    ASSERT_EQ(ss_store_del(s, B("k1")), SS_OK);
+    put(s, B("k4"), &r);
+    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
+    ASSERT_EQ(ss_store_key_count(s), 3);
+    ss_store_close(s);
+}
+
+TEST(store_quota_bytes)
+{
+    ss_store_options o = ss_store_options_default();
+    o.max_bytes = 10000;
+    ss_store *s = open_store(&o);
+    static uint8_t big[4000];
+    memset(big, 'x', sizeof big);
+    ss_bytes bigv = {big, sizeof big};
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ss_record r = rec_of(bigv, 1, 0);
+    put(s, B("a"), &r); /* 4065 charged */
+    put(s, B("b"), &r); /* 8130 */
+    uint64_t before = ss_store_byte_count(s);
+    ASSERT_EQ(before, 2 * (1 + 4000 + SS_STORE_RECORD_CHARGE));
+    ASSERT_EQ(ss_store_put(s, B("c"), &r), SS_E_QUOTA);
+    ASSERT_EQ(ss_store_byte_count(s), before);
+    ASSERT_EQ(ss_store_key_count(s), 2);
+    ss_record got;
+    ASSERT_EQ(ss_store_get(s, B("c"), &got), SS_E_NOTFOUND);
+    /* A smaller value fits; growing an existing key over the limit does not. */
+    ss_record small = rec_of(B("s"), 2, 0);
+    put(s, B("c"), &small);
+    ss_bytes bigger = {big, 2000};
+    ss_record grow = rec_of(bigger, 3, 0);
+    ASSERT_EQ(ss_store_put(s, B("c"), &grow), SS_E_QUOTA);
+    ASSERT_EQ(ss_store_get(s, B("c"), &got), SS_OK);
+    ASSERT_STR(got.value.data, got.value.len, "s");
+    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
+    ss_store_close(s);
+
+    /* Lowering the quota below the data: shrinking writes still work. */
+    o.max_bytes = 100;
+    s = open_store(&o);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    put(s, B("a"), &small);
+    ASSERT_EQ(ss_store_del(s, B("b")), SS_OK);
+    ASSERT_EQ(ss_store_put(s, B("new"), &small), SS_E_QUOTA);
+    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
+    ss_store_close(s);
+}
+
+/* If the LMDB map itself fills up, the whole batch is undone and the store
+ * stays usable: nothing half-applied, no poisoned transaction. */
+TEST(store_map_full_rolls_back_batch)
+{
+    ss_store_options o = ss_store_options_default();
+    o.map_size = 1 << 20; /* 1 MiB map, far below the byte quota */
+    o.max_bytes = (uint64_t)1 << 30;
+    ss_store *s = open_store(&o);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ss_record keep = rec_of(B("kept"), 1, 0);
+    put(s, B("keep"), &keep);
+    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
+
+    static uint8_t val[3000];
+    memset(val, 'v', sizeof val);
+    ss_bytes v = {val, sizeof val};
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    int rc = SS_OK, n = 0;
+    while (rc == SS_OK && n < 10000) {
+        char key[32];
+        snprintf(key, sizeof key, "key%05d", n++);
+        ss_record r = rec_of(v, 2, (uint32_t)n);
+        rc = ss_store_put(s, B(key), &r);
+    }
+    ASSERT_EQ(rc, SS_E_QUOTA);
+    ASSERT_TRUE(n > 10);
+    /* The failed batch refuses further work and its commit fails. */
+    ss_record got;
+    ASSERT_EQ(ss_store_get(s, B("keep"), &got), SS_E_QUOTA);
+    ASSERT_EQ(ss_store_commit(s, 0), SS_E_QUOTA);
+    ASSERT_EQ(ss_store_key_count(s), 1);
+    /* The store goes on. */
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_get(s, B("key00000"), &got), SS_E_NOTFOUND);
+    ASSERT_EQ(ss_store_get(s, B("keep"), &got), SS_OK);
+    ss_record after = rec_of(B("after"), 3, 0);
+    put(s, B("after"), &after);
+    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
+    ss_store_close(s);
+
+    s = open_store(&o);
+    ASSERT_EQ(ss_store_key_count(s), 2);
+    ASSERT_EQ(ss_store_byte_count(s), 2 * SS_STORE_RECORD_CHARGE + 4 + 4 + 5 + 5);
+    ss_store_close(s);
+}
+
+TEST(store_large_values)
+{
+    ss_store *s = open_default();
+    size_t n = 1 << 20;
+    uint8_t *big = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        big[i] = (uint8_t)(i * 7 + (i >> 8));
+    ss_bytes v = {big, n};
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ss_record r = rec_of(v, 1, 0);
+    put(s, B("big"), &r);
+    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ss_record got;
+    ASSERT_EQ(ss_store_get(s, B("big"), &got), SS_OK);
+    ASSERT_MEM(got.value.data, got.value.len, big, n);
+    ss_store_abort(s);
+    free(big);
+    ss_store_close(s);
+}
+
+TEST(store_periodic_sync_and_bad_options)
+{
+    ss_store_options o = ss_store_options_default();
+    o.sync = SS_SYNC_PERIODIC;
+    o.sync_interval_ms = 50;
+    ss_store *s = open_store(&o);
+    ASSERT_EQ(ss_store_options_get(s)->sync_interval_ms, 50);
+    for (int i = 0; i < 5; i++) {
+        ASSERT_EQ(ss_store_begin(s), SS_OK);
+        ss_record r = rec_of(B("v"), 1, (uint32_t)i);
+        put(s, B("k"), &r);
+        ASSERT_EQ(ss_store_commit(s, (uint64_t)i * 20), SS_OK);
+    }
+    ASSERT_EQ(ss_store_flush(s, 1000), SS_OK);
+    ss_store_close(s);
+
+    ss_store_options bad = ss_store_options_default();
+    ss_store *t = NULL;
+    ASSERT_EQ(ss_store_open(&bad, &t), SS_E_INVAL); /* no path */
+    bad.path = "/proc/definitely/not/here";
+    ASSERT_EQ(ss_store_open(&bad, &t), SS_E_IO);
+    ASSERT_TRUE(t == NULL);
+}
