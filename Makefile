@@ -2,6 +2,7 @@
 #
 #   make test        build and run every test (installs missing packages)
 #   make test SAN=1  the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make valgrind    the unit tests under valgrind
 #   make fuzz        run the libFuzzer target for FUZZ_SECONDS (default 60)
 #   make deps        install the Debian packages the build needs
 
@@ -34,7 +35,7 @@ TEST_SRC  := $(wildcard tests/*.c)
 TEST_OBJ  := $(TEST_SRC:%.c=$(OUT)/%.o)
 LIBCORE   := $(OUT)/libstatestore-core.a
 
-.PHONY: all deps test check fuzz clean
+.PHONY: all deps test check valgrind fuzz clean
 
 all: deps $(LIBCORE)
 
@@ -60,6 +61,13 @@ test: deps
 	@$(OUT)/tests/run
 
 check: test
+
+# The unit tests under valgrind: any memory error or definite leak fails.
+valgrind: deps
+	@scripts/deps.sh valgrind
+	@$(MAKE) --no-print-directory build/plain/tests/run SAN=0
+	@valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite \
+	    --error-exitcode=9 build/plain/tests/run
 
 # libFuzzer build with Debian's clang; new inputs go to build/fuzz/corpus,
 # the committed seeds in fuzz/corpus/request are only read.
