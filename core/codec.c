@@ -99,7 +99,7 @@ int ss_codec_decode_request(const uint8_t *buf, size_t len, const ss_codec_limit
         rc = ss__number(buf, len, &pos, 0, &n);
         if (rc != SS_OK)
             return rc;
-        if ((uint64_t)n > lim->max_size || (uint64_t)n > lim->max_size - pos)
+        if (pos > lim->max_size || (uint64_t)n > lim->max_size - pos)
             return SS_E_SYNTAX;
         if ((uint64_t)n > len - pos)
             return SS_E_INCOMPLETE;

@@ -93,6 +93,8 @@ TEST(codec_request_syntax_errors)
     check_syntax(LIT("*4\r\n"), &small);
     check_syntax(LIT("*1\r\n$40\r\n"), &small); /* declared length above max_size */
     check_syntax(LIT("*2\r\n$10\r\n0123456789\r\n$17\r\n"), &small); /* total above max_size */
+    /* The headers alone can carry the total past max_size. */
+    check_syntax(LIT("*2\r\n$21\r\n012345678901234567890\r\n$1\r\nx\r\n"), &small);
     /* The same request passes under the limits. */
     ss_request r;
     size_t used;
