@@ -1,0 +1,176 @@
+/* dedup.c - recent answers by (client, correlation data, fingerprint).
+ *
+ * Entries sit in a hash table and on one list in insertion order, which is
+ * also time order: expiry and eviction take from the head, forgetting a
+ * failed batch takes from the tail.
+ */
+#include "dedup.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+#include "table.h"
+
+struct ss_dentry {
+    ss_table_node node;
+    struct ss_dentry *next, *prev;
+    uint64_t seq, fp, at_ms;
+    size_t client_len, corr_len, payload_len, version_len;
+    uint8_t bytes[]; /* client, corr, payload, version */
+};
+
+struct ss_dedup {
+    ss_dedup_limits lim;
+    ss_table table;
+    struct ss_dentry *head, *tail;
+    uint64_t seq;
+    size_t bytes;
+};
+
+int ss_dedup_new(const ss_dedup_limits *lim, ss_dedup **out)
+{
+    ss_dedup *d = calloc(1, sizeof *d);
+    if (d == NULL)
+        return SS_E_NOMEM;
+    d->lim = *lim;
+    int rc = ss_table_init(&d->table);
+    if (rc != SS_OK) {
+        free(d);
+        return rc;
+    }
+    *out = d;
+    return SS_OK;
+}
+
+static size_t ss__entry_size(const struct ss_dentry *e)
+{
+    return sizeof *e + e->client_len + e->corr_len + e->payload_len + e->version_len;
+}
+
+static void ss__drop(ss_dedup *d, struct ss_dentry *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        d->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        d->tail = e->prev;
+    ss_table_remove(&d->table, &e->node);
+    d->bytes -= ss__entry_size(e);
+    free(e);
+}
+
+void ss_dedup_free(ss_dedup *d)
+{
+    if (d == NULL)
+        return;
+    while (d->head)
+        ss__drop(d, d->head);
+    ss_table_free(&d->table);
+    free(d);
+}
+
+uint64_t ss_dedup_fingerprint(const ss_dedup *d, const ss_bytes *parts, size_t n)
+{
+    uint64_t h = 0;
+    for (size_t i = 0; i < n; i++)
+        h = h * 0x9e3779b97f4a7c15ull ^
+            ss_table_hash2(&d->table, (const uint8_t *)&h, sizeof h, parts[i].data, parts[i].len);
+    return h;
+}
+
+static uint64_t ss__id_hash(const ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t fp)
+{
+    return ss_table_hash2(&d->table, client.data, client.len, corr.data, corr.len) ^ fp;
+}
+
+int ss_dedup_find(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t fp, uint64_t now_ms,
+                  ss_dedup_answer *out)
+{
+    uint64_t h = ss__id_hash(d, client, corr, fp);
+    for (ss_table_node *n = ss_table_find(&d->table, h); n; n = ss_table_next(n, h)) {
+        struct ss_dentry *e = (struct ss_dentry *)n;
+        if (e->fp != fp || e->client_len != client.len || e->corr_len != corr.len ||
+            memcmp(e->bytes, client.data, client.len) != 0 ||
+            memcmp(e->bytes + client.len, corr.data, corr.len) != 0)
+            continue;
+        if (now_ms >= e->at_ms && now_ms - e->at_ms >= d->lim.window_ms)
+            return 0;
+        const uint8_t *p = e->bytes + e->client_len + e->corr_len;
+        out->payload.data = p;
+        out->payload.len = e->payload_len;
+        out->version.data = p + e->payload_len;
+        out->version.len = e->version_len;
+        return 1;
+    }
+    return 0;
+}
+
+int ss_dedup_put(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t fp, uint64_t now_ms,
+                 const ss_dedup_answer *a)
+{
+    size_t data = client.len + corr.len + a->payload.len + a->version.len;
+    if (sizeof(struct ss_dentry) + data > d->lim.max_bytes || d->lim.max_entries == 0)
+        return SS_OK;
+    struct ss_dentry *e = malloc(sizeof *e + data);
+    if (e == NULL)
+        return SS_E_NOMEM;
+    e->seq = ++d->seq;
+    e->fp = fp;
+    e->at_ms = now_ms;
+    e->client_len = client.len;
+    e->corr_len = corr.len;
+    e->payload_len = a->payload.len;
+    e->version_len = a->version.len;
+    uint8_t *p = e->bytes;
+    const ss_bytes parts[4] = {client, corr, a->payload, a->version};
+    for (int i = 0; i < 4; i++) {
+        if (parts[i].len)
+            memcpy(p, parts[i].data, parts[i].len);
+        p += parts[i].len;
+    }
+    /* Make room: the oldest entries go first. */
+    while (d->head && (d->table.count >= d->lim.max_entries ||
+                       d->bytes + ss__entry_size(e) > d->lim.max_bytes))
+        ss__drop(d, d->head);
+    e->next = NULL;
+    e->prev = d->tail;
+    if (d->tail)
+        d->tail->next = e;
+    else
+        d->head = e;
+    d->tail = e;
+    d->bytes += ss__entry_size(e);
+    ss_table_insert(&d->table, &e->node, ss__id_hash(d, client, corr, fp));
+    return SS_OK;
+}
+
+void ss_dedup_expire(ss_dedup *d, uint64_t now_ms)
+{
+    while (d->head && now_ms >= d->head->at_ms && now_ms - d->head->at_ms >= d->lim.window_ms)
+        ss__drop(d, d->head);
+}
+
+uint64_t ss_dedup_mark(const ss_dedup *d)
+{
+    return d->seq;
+}
+
+void ss_dedup_forget_since(ss_dedup *d, uint64_t mark)
+{
+    while (d->tail && d->tail->seq > mark)
+        ss__drop(d, d->tail);
+}
+
+size_t ss_dedup_count(const ss_dedup *d)
+{
+    return d->table.count;
+}
+
+size_t ss_dedup_bytes(const ss_dedup *d)
+{
+    return d->bytes;
+}

@@ -1,0 +1,244 @@
+/* watch.c - KEYNOTIFY registrations.
+ *
+ * Three hash tables: clients by id, keys by bytes, and entries by
+ * (client, key). Each entry is on its client's list and on its key's list,
+ * so a notification walks only that key's observers and a disconnect only
+ * that client's registrations. A client or key object lives exactly as long
+ * as it has entries.
+ */
+#include "watch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+#include "table.h"
+
+struct ss_wentry;
+
+struct ss_wname { /* a client or a key */
+    ss_table_node node;
+    struct ss_wentry *first;
+    size_t count;
+    size_t len;
+    uint8_t bytes[];
+};
+
+struct ss_wentry {
+    ss_table_node node;
+    struct ss_wname *client, *key;
+    struct ss_wentry *cnext, *cprev, *knext, *kprev;
+};
+
+struct ss_watch {
+    ss_table clients, keys, entries;
+    size_t max_per_client, max_total, total;
+};
+
+int ss_watch_new(size_t max_per_client, size_t max_total, ss_watch **out)
+{
+    ss_watch *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return SS_E_NOMEM;
+    int rc = ss_table_init(&w->clients);
+    if (rc == SS_OK)
+        rc = ss_table_init(&w->keys);
+    if (rc == SS_OK)
+        rc = ss_table_init(&w->entries);
+    if (rc != SS_OK) {
+        ss_watch_free(w);
+        return rc;
+    }
+    w->max_per_client = max_per_client;
+    w->max_total = max_total;
+    *out = w;
+    return SS_OK;
+}
+
+static struct ss_wname *ss__name_find(const ss_table *t, ss_bytes b, uint64_t h)
+{
+    for (ss_table_node *n = ss_table_find(t, h); n; n = ss_table_next(n, h)) {
+        struct ss_wname *x = (struct ss_wname *)n;
+        if (x->len == b.len && (b.len == 0 || memcmp(x->bytes, b.data, b.len) == 0))
+            return x;
+    }
+    return NULL;
+}
+
+static struct ss_wname *ss__name_get(ss_table *t, ss_bytes b)
+{
+    uint64_t h = ss_table_hash(t, b.data, b.len);
+    struct ss_wname *x = ss__name_find(t, b, h);
+    if (x)
+        return x;
+    x = calloc(1, sizeof *x + b.len);
+    if (x == NULL)
+        return NULL;
+    x->len = b.len;
+    if (b.len)
+        memcpy(x->bytes, b.data, b.len);
+    ss_table_insert(t, &x->node, h);
+    return x;
+}
+
+static void ss__name_release(ss_table *t, struct ss_wname *x)
+{
+    if (x->first == NULL) {
+        ss_table_remove(t, &x->node);
+        free(x);
+    }
+}
+
+static uint64_t ss__entry_hash(const ss_watch *w, const struct ss_wname *c, const struct ss_wname *k)
+{
+    return ss_table_hash2(&w->entries, c->bytes, c->len, k->bytes, k->len);
+}
+
+static struct ss_wentry *ss__entry_find(const ss_watch *w, const struct ss_wname *c,
+                                        const struct ss_wname *k)
+{
+    uint64_t h = ss__entry_hash(w, c, k);
+    for (ss_table_node *n = ss_table_find(&w->entries, h); n; n = ss_table_next(n, h)) {
+        struct ss_wentry *e = (struct ss_wentry *)n;
+        if (e->client == c && e->key == k)
+            return e;
+    }
+    return NULL;
+}
+
+int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key)
+{
+    struct ss_wname *c = ss__name_get(&w->clients, client);
+    if (c == NULL)
+        return SS_E_NOMEM;
+    struct ss_wname *k = ss__name_get(&w->keys, key);
+    if (k == NULL) {
+        ss__name_release(&w->clients, c);
+        return SS_E_NOMEM;
+    }
+    if (ss__entry_find(w, c, k))
+        return 0;
+    int rc = SS_OK;
+    struct ss_wentry *e = NULL;
+    if ((w->max_per_client && c->count >= w->max_per_client) ||
+        (w->max_total && w->total >= w->max_total))
+        rc = SS_E_QUOTA;
+    else if ((e = calloc(1, sizeof *e)) == NULL)
+        rc = SS_E_NOMEM;
+    if (rc != SS_OK) {
+        ss__name_release(&w->keys, k);
+        ss__name_release(&w->clients, c);
+        return rc;
+    }
+    e->client = c;
+    e->key = k;
+    e->cnext = c->first;
+    if (c->first)
+        c->first->cprev = e;
+    c->first = e;
+    c->count++;
+    e->knext = k->first;
+    if (k->first)
+        k->first->kprev = e;
+    k->first = e;
+    k->count++;
+    ss_table_insert(&w->entries, &e->node, ss__entry_hash(w, c, k));
+    w->total++;
+    return 1;
+}
+
+static void ss__entry_unlink(ss_watch *w, struct ss_wentry *e)
+{
+    struct ss_wname *c = e->client, *k = e->key;
+    if (e->cprev)
+        e->cprev->cnext = e->cnext;
+    else
+        c->first = e->cnext;
+    if (e->cnext)
+        e->cnext->cprev = e->cprev;
+    if (e->kprev)
+        e->kprev->knext = e->knext;
+    else
+        k->first = e->knext;
+    if (e->knext)
+        e->knext->kprev = e->kprev;
+    c->count--;
+    k->count--;
+    ss_table_remove(&w->entries, &e->node);
+    w->total--;
+    free(e);
+    ss__name_release(&w->keys, k);
+}
+
+int ss_watch_remove(ss_watch *w, ss_bytes client, ss_bytes key)
+{
+    struct ss_wname *c = ss__name_find(&w->clients, client, ss_table_hash(&w->clients, client.data, client.len));
+    struct ss_wname *k = ss__name_find(&w->keys, key, ss_table_hash(&w->keys, key.data, key.len));
+    if (c == NULL || k == NULL)
+        return 0;
+    struct ss_wentry *e = ss__entry_find(w, c, k);
+    if (e == NULL)
+        return 0;
+    ss__entry_unlink(w, e);
+    ss__name_release(&w->clients, c);
+    return 1;
+}
+
+size_t ss_watch_drop_client(ss_watch *w, ss_bytes client)
+{
+    struct ss_wname *c = ss__name_find(&w->clients, client, ss_table_hash(&w->clients, client.data, client.len));
+    if (c == NULL)
+        return 0;
+    size_t n = 0;
+    while (c->first) {
+        ss__entry_unlink(w, c->first);
+        n++;
+    }
+    ss__name_release(&w->clients, c);
+    return n;
+}
+
+void ss_watch_each(const ss_watch *w, ss_bytes key, ss_watch_fn fn, void *ctx)
+{
+    struct ss_wname *k = ss__name_find(&w->keys, key, ss_table_hash(&w->keys, key.data, key.len));
+    if (k == NULL)
+        return;
+    for (struct ss_wentry *e = k->first; e; e = e->knext) {
+        ss_bytes id = {e->client->bytes, e->client->len};
+        fn(ctx, id);
+    }
+}
+
+size_t ss_watch_count(const ss_watch *w)
+{
+    return w->total;
+}
+
+size_t ss_watch_client_count(const ss_watch *w, ss_bytes client)
+{
+    struct ss_wname *c = ss__name_find(&w->clients, client, ss_table_hash(&w->clients, client.data, client.len));
+    return c ? c->count : 0;
+}
+
+static void ss__free_names(ss_table *t)
+{
+    for (size_t i = 0; t->buckets && i <= t->mask; i++) {
+        ss_table_node *n = t->buckets[i];
+        while (n) {
+            ss_table_node *next = n->next;
+            free(n);
+            n = next;
+        }
+    }
+    ss_table_free(t);
+}
+
+void ss_watch_free(ss_watch *w)
+{
+    if (w == NULL)
+        return;
+    ss__free_names(&w->entries);
+    ss__free_names(&w->clients);
+    ss__free_names(&w->keys);
+    free(w);
+}

@@ -1,0 +1,36 @@
+/* watch.h - KEYNOTIFY registrations: which clients observe which keys.
+ *
+ * In memory only, per (client id, exact key). Client ids and keys are
+ * byte runs, copied in. Bounded: at most max_per_client registrations per
+ * client and max_total in all. */
+#ifndef SS_WATCH_H
+#define SS_WATCH_H
+
+#include <stddef.h>
+
+#include "buf.h"
+
+typedef struct ss_watch ss_watch;
+
+/* 0 means no limit. Errors: SS_E_NOMEM, SS_E_IO (no randomness). */
+int ss_watch_new(size_t max_per_client, size_t max_total, ss_watch **out);
+void ss_watch_free(ss_watch *w);
+
+/* Register client for key. 1 when added, 0 when it was already registered,
+ * SS_E_QUOTA when a limit is reached, SS_E_NOMEM. */
+int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key);
+/* Unregister. 1 when it was registered, 0 when not. */
+int ss_watch_remove(ss_watch *w, ss_bytes client, ss_bytes key);
+/* Drop every registration of client (it disconnected). Returns how many. */
+size_t ss_watch_drop_client(ss_watch *w, ss_bytes client);
+
+/* Call fn for every client registered for key. fn must not change w; the
+ * client bytes are valid during the call. */
+typedef void (*ss_watch_fn)(void *ctx, ss_bytes client);
+void ss_watch_each(const ss_watch *w, ss_bytes key, ss_watch_fn fn, void *ctx);
+
+/* Registrations in all, and of one client. */
+size_t ss_watch_count(const ss_watch *w);
+size_t ss_watch_client_count(const ss_watch *w, ss_bytes client);
+
+#endif

@@ -1,0 +1,131 @@
+/* test_watch.c - KEYNOTIFY registrations and the dedup cache. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/dedup.h"
+#include "../core/errors.h"
+#include "../core/watch.h"
+#include "test.h"
+
+static ss_bytes B(const char *s)
+{
+    ss_bytes b = {(const uint8_t *)s, strlen(s)};
+    return b;
+}
+
+static void collect(void *ctx, ss_bytes client)
+{
+    char *out = ctx;
+    size_t n = strlen(out);
+    snprintf(out + n, 256 - n, "%.*s;", (int)client.len, (const char *)client.data);
+}
+
+TEST(watch_register_notify_drop)
+{
+    ss_watch *w;
+    ASSERT_EQ(ss_watch_new(3, 0, &w), SS_OK);
+    ASSERT_EQ(ss_watch_add(w, B("c1"), B("k")), 1);
+    ASSERT_EQ(ss_watch_add(w, B("c1"), B("k")), 0); /* already */
+    ASSERT_EQ(ss_watch_add(w, B("c2"), B("k")), 1);
+    ASSERT_EQ(ss_watch_add(w, B("c1"), B("other")), 1);
+    char out[256] = "";
+    ss_watch_each(w, B("k"), collect, out);
+    ASSERT_MEM(out, strlen(out), "c2;c1;", 6);
+    out[0] = '\0';
+    ss_watch_each(w, B("none"), collect, out);
+    ASSERT_EQ(strlen(out), 0);
+    ASSERT_EQ(ss_watch_count(w), 3);
+    /* Per-client limit. */
+    ASSERT_EQ(ss_watch_add(w, B("c1"), B("x")), 1);
+    ASSERT_EQ(ss_watch_add(w, B("c1"), B("y")), SS_E_QUOTA);
+    ASSERT_EQ(ss_watch_add(w, B("c1"), B("x")), 0); /* re-registering is fine at the limit */
+    ASSERT_EQ(ss_watch_client_count(w, B("c1")), 3);
+    ASSERT_EQ(ss_watch_remove(w, B("c1"), B("x")), 1);
+    ASSERT_EQ(ss_watch_remove(w, B("c1"), B("x")), 0);
+    ASSERT_EQ(ss_watch_remove(w, B("nobody"), B("k")), 0);
+    /* A disconnect drops all of a client's registrations. */
+    ASSERT_EQ(ss_watch_drop_client(w, B("c1")), 2);
+    ASSERT_EQ(ss_watch_drop_client(w, B("c1")), 0);
+    out[0] = '\0';
+    ss_watch_each(w, B("k"), collect, out);
+    ASSERT_MEM(out, strlen(out), "c2;", 3);
+    ASSERT_EQ(ss_watch_count(w), 1);
+    ss_watch_free(w);
+}
+
+TEST(watch_many_and_total_limit)
+{
+    ss_watch *w;
+    ASSERT_EQ(ss_watch_new(0, 5000, &w), SS_OK);
+    char c[32], k[32];
+    for (int i = 0; i < 5000; i++) {
+        snprintf(c, sizeof c, "client%d", i % 50);
+        snprintf(k, sizeof k, "key%d", i);
+        ASSERT_EQ(ss_watch_add(w, B(c), B(k)), 1);
+    }
+    ASSERT_EQ(ss_watch_add(w, B("late"), B("key")), SS_E_QUOTA);
+    ASSERT_EQ(ss_watch_client_count(w, B("late")), 0);
+    for (int i = 0; i < 50; i += 2) {
+        snprintf(c, sizeof c, "client%d", i);
+        ASSERT_EQ(ss_watch_drop_client(w, B(c)), 100);
+    }
+    ASSERT_EQ(ss_watch_count(w), 2500);
+    ss_watch_free(w); /* frees the rest: valgrind checks it */
+}
+
+TEST(dedup_first_answer_within_window)
+{
+    ss_dedup_limits lim = {10000, 100, 1 << 20};
+    ss_dedup *d;
+    ASSERT_EQ(ss_dedup_new(&lim, &d), SS_OK);
+    ss_bytes parts[2] = {B("payload"), B("ts")};
+    uint64_t fp = ss_dedup_fingerprint(d, parts, 2);
+    ss_bytes other[2] = {B("payloa"), B("dts")};
+    ASSERT_TRUE(fp != ss_dedup_fingerprint(d, other, 2));
+    ss_dedup_answer a = {B("+OK\r\n"), B("1:0:n")}, got;
+    ASSERT_EQ(ss_dedup_find(d, B("c"), B("corr"), fp, 1000, &got), 0);
+    ASSERT_EQ(ss_dedup_put(d, B("c"), B("corr"), fp, 1000, &a), SS_OK);
+    ASSERT_EQ(ss_dedup_find(d, B("c"), B("corr"), fp, 10999, &got), 1);
+    ASSERT_STR(got.payload.data, got.payload.len, "+OK\r\n");
+    ASSERT_STR(got.version.data, got.version.len, "1:0:n");
+    /* Another client, other correlation data, another request: no match. */
+    ASSERT_EQ(ss_dedup_find(d, B("c2"), B("corr"), fp, 2000, &got), 0);
+    ASSERT_EQ(ss_dedup_find(d, B("c"), B("corr2"), fp, 2000, &got), 0);
+    ASSERT_EQ(ss_dedup_find(d, B("c"), B("corr"), fp + 1, 2000, &got), 0);
+    /* After the window. */
+    ASSERT_EQ(ss_dedup_find(d, B("c"), B("corr"), fp, 11000, &got), 0);
+    ss_dedup_expire(d, 11000);
+    ASSERT_EQ(ss_dedup_count(d), 0);
+    ASSERT_EQ(ss_dedup_bytes(d), 0);
+    ss_dedup_free(d);
+}
+
+TEST(dedup_bounded_and_forget)
+{
+    ss_dedup_limits lim = {10000, 10, 4096};
+    ss_dedup *d;
+    ASSERT_EQ(ss_dedup_new(&lim, &d), SS_OK);
+    ss_dedup_answer a = {B(":1\r\n"), B("")}, got;
+    char corr[16];
+    for (int i = 0; i < 100; i++) {
+        snprintf(corr, sizeof corr, "c%d", i);
+        ASSERT_EQ(ss_dedup_put(d, B("cl"), B(corr), 7, 1000, &a), SS_OK);
+        ASSERT_TRUE(ss_dedup_count(d) <= 10);
+        ASSERT_TRUE(ss_dedup_bytes(d) <= 4096);
+    }
+    ASSERT_EQ(ss_dedup_find(d, B("cl"), B("c99"), 7, 1000, &got), 1);
+    ASSERT_EQ(ss_dedup_find(d, B("cl"), B("c0"), 7, 1000, &got), 0); /* evicted */
+    uint64_t mark = ss_dedup_mark(d);
+    ASSERT_EQ(ss_dedup_put(d, B("cl"), B("new1"), 7, 1000, &a), SS_OK);
+    ASSERT_EQ(ss_dedup_put(d, B("cl"), B("new2"), 7, 1000, &a), SS_OK);
+    ss_dedup_forget_since(d, mark);
+    ASSERT_EQ(ss_dedup_find(d, B("cl"), B("new1"), 7, 1000, &got), 0);
+    ASSERT_EQ(ss_dedup_find(d, B("cl"), B("new2"), 7, 1000, &got), 0);
+    ASSERT_EQ(ss_dedup_find(d, B("cl"), B("c99"), 7, 1000, &got), 1);
+    /* Too big to keep: not kept, not an error. */
+    static uint8_t big[8192];
+    ss_dedup_answer huge = {{big, sizeof big}, B("")};
+    ASSERT_EQ(ss_dedup_put(d, B("cl"), B("big"), 7, 1000, &huge), SS_OK);
+    ASSERT_EQ(ss_dedup_find(d, B("cl"), B("big"), 7, 1000, &got), 0);
+    ss_dedup_free(d);
+}
