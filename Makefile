@@ -28,19 +28,23 @@ WARN   := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-protot
 CFLAGS_ALL = -std=c11 -D_DEFAULT_SOURCE $(OPT) -g $(WARN) -fPIC -fvisibility=hidden \
           $(SANFLAGS) $(shell pkg-config --cflags lmdb 2>/dev/null) $(CFLAGS)
 LDLIBS_ALL = $(shell pkg-config --libs lmdb 2>/dev/null) $(LDLIBS)
+MOSQ_LIBS  = $(shell pkg-config --libs libmosquitto 2>/dev/null)
+DEBS      := pkg-config liblmdb-dev mosquitto mosquitto-dev libmosquitto-dev mosquitto-clients
 
 CORE_SRC  := $(wildcard core/*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(OUT)/%.o)
-TEST_SRC  := $(wildcard tests/*.c)
-TEST_OBJ  := $(TEST_SRC:%.c=$(OUT)/%.o)
+UNIT_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/unit/*.c))
+INTEG_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/integration/*.c))
+PLUGIN_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard plugin/*.c))
 LIBCORE   := $(OUT)/libstatestore-core.a
+PLUGIN    := $(OUT)/statestore.so
 
 .PHONY: all deps test check valgrind fuzz clean
 
-all: deps $(LIBCORE)
+all: deps $(LIBCORE) $(PLUGIN)
 
 deps:
-	@scripts/deps.sh
+	@scripts/deps.sh $(DEBS)
 
 $(OUT)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -49,25 +53,40 @@ $(OUT)/%.o: %.c
 $(LIBCORE): $(CORE_OBJ)
 	$(AR) rcs $@ $^
 
-$(OUT)/tests/run: $(TEST_OBJ) $(LIBCORE)
-	$(CC) $(SANFLAGS) -o $@ $(TEST_OBJ) $(LIBCORE) $(LDLIBS_ALL)
+# The plugin: core linked in statically; broker symbols resolve at load.
+$(PLUGIN): $(PLUGIN_OBJ) $(LIBCORE)
+	$(CC) $(SANFLAGS) -shared -o $@ $(PLUGIN_OBJ) $(LIBCORE) $(LDLIBS_ALL)
+
+# One runner source, two test lists: tests/unit/list.h, tests/integration/list.h.
+$(OUT)/tests/unit/main.o: tests/main.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Itests/unit -MMD -MP -c $< -o $@
+$(OUT)/tests/integration/main.o: tests/main.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Itests/integration -MMD -MP -c $< -o $@
+
+$(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(LIBCORE)
+	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
+$(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(LIBCORE)
+	$(CC) $(SANFLAGS) -o $@ $^ $(MOSQ_LIBS) $(LDLIBS_ALL)
 
 $(OUT)/fuzz/replay: $(OUT)/fuzz/fuzz_request.o $(OUT)/fuzz/replay.o $(LIBCORE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
+TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(OUT)/fuzz/replay $(PLUGIN)
+
 test: deps
-	@$(MAKE) --no-print-directory $(OUT)/tests/run $(OUT)/fuzz/replay
-	@$(OUT)/fuzz/replay fuzz/corpus/request
-	@$(OUT)/tests/run
+	@$(MAKE) --no-print-directory $(TEST_BINS)
+	@scripts/run-tests.sh $(OUT) $(CURDIR)/$(PLUGIN)
 
 check: test
 
 # The unit tests under valgrind: any memory error or definite leak fails.
 valgrind: deps
 	@scripts/deps.sh valgrind
-	@$(MAKE) --no-print-directory build/plain/tests/run SAN=0
+	@$(MAKE) --no-print-directory build/plain/tests/unit/run SAN=0
 	@valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite \
-	    --error-exitcode=9 build/plain/tests/run
+	    --error-exitcode=9 build/plain/tests/unit/run
 
 # libFuzzer build with Debian's clang; new inputs go to build/fuzz/corpus,
 # the committed seeds in fuzz/corpus/request are only read.
@@ -87,4 +106,5 @@ fuzz: deps
 clean:
 	rm -rf build
 
--include $(CORE_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(CORE_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(INTEG_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) \
+         $(OUT)/tests/unit/main.d $(OUT)/tests/integration/main.d

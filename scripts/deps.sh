@@ -3,7 +3,7 @@
 # As root it runs apt-get; otherwise it prints the command to run.
 # Usage: scripts/deps.sh [extra packages...]
 set -u
-PKGS="make gcc pkg-config liblmdb-dev $*"
+PKGS="make gcc $*"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -2,10 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/dedup.h"
-#include "../core/errors.h"
-#include "../core/watch.h"
-#include "test.h"
+#include "../../core/dedup.h"
+#include "../../core/errors.h"
+#include "../../core/watch.h"
+#include "../test.h"
 
 static ss_bytes B(const char *s)
 {

@@ -3,10 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/errors.h"
-#include "../core/siphash.h"
-#include "../core/store.h"
-#include "test.h"
+#include "../../core/errors.h"
+#include "../../core/siphash.h"
+#include "../../core/store.h"
+#include "../test.h"
 
 static ss_store *open_store(ss_store_options *o)
 {

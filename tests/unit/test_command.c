@@ -1,9 +1,9 @@
 /* test_command.c - verbs, options and their errors. */
 #include <string.h>
 
-#include "../core/command.h"
-#include "../core/errors.h"
-#include "test.h"
+#include "../../core/command.h"
+#include "../../core/errors.h"
+#include "../test.h"
 
 /* Parse a request given as words (argv of C strings). */
 static int parse_words(ss_command *c, size_t argc, const char *const *words)

@@ -1,9 +1,9 @@
 /* test_codec.c - byte-exact vectors of PROTOCOL.md for the codec. */
 #include <string.h>
 
-#include "../core/codec.h"
-#include "../core/errors.h"
-#include "test.h"
+#include "../../core/codec.h"
+#include "../../core/errors.h"
+#include "../test.h"
 
 #define LIT(s) (const uint8_t *)(s), sizeof(s) - 1
 

@@ -1,9 +1,9 @@
 /* test_hlc.c - HLC parsing, formatting, ordering and the server clock. */
 #include <string.h>
 
-#include "../core/errors.h"
-#include "../core/hlc.h"
-#include "test.h"
+#include "../../core/errors.h"
+#include "../../core/hlc.h"
+#include "../test.h"
 
 #define LIT(s) (const uint8_t *)(s), sizeof(s) - 1
 

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/codec.h"
-#include "../core/engine.h"
-#include "../core/errors.h"
-#include "test.h"
+#include "../../core/codec.h"
+#include "../../core/engine.h"
+#include "../../core/errors.h"
+#include "../test.h"
 
 #define T0 1700000000000ull /* the fake wall clock starts here */
 

@@ -1,0 +1,118 @@
+/* notify.c - KEYNOTIFY registrations and the notifications they cause.
+ *
+ * Notifications go straight into the registered client's session
+ * (mosquitto_broker_publish with its client id): no subscription is needed,
+ * as the .NET SDK expects. Registrations are dropped when the client
+ * disconnects, whatever its session settings.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/codec.h"
+#include "../core/errors.h"
+#include "plugin.h"
+
+static const char ss_hex[] = "0123456789ABCDEF";
+
+static int ss__hex(ss_buf *b, const uint8_t *p, size_t n)
+{
+    int rc = ss_buf_reserve(b, 2 * n);
+    if (rc != SS_OK)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        b->data[b->len++] = (uint8_t)ss_hex[p[i] >> 4];
+        b->data[b->len++] = (uint8_t)ss_hex[p[i] & 15];
+    }
+    return SS_OK;
+}
+
+/* The notification topic of (client, key) as a C string in p->topic. */
+static int ss__notify_topic(struct ss_plugin *p, ss_bytes client, ss_bytes key)
+{
+    ss_buf *t = &p->topic;
+    ss_buf_clear(t);
+    int rc = ss_buf_append_str(t, SS_NOTIFY_PREFIX "/");
+    if (rc == SS_OK)
+        rc = ss__hex(t, client.data, client.len);
+    if (rc == SS_OK)
+        rc = ss_buf_append_str(t, "/command/notify/");
+    if (rc == SS_OK)
+        rc = ss__hex(t, key.data, key.len);
+    if (rc == SS_OK)
+        rc = ss_buf_append(t, "", 1);
+    if (rc != SS_OK)
+        return rc;
+    return t->len - 1 <= SS_TOPIC_MAX ? SS_OK : SS_E_QUOTA;
+}
+
+struct ss_fanout {
+    struct ss_plugin *p;
+    const ss_event *ev;
+    char version[SS_HLC_TEXT_MAX + 1];
+};
+
+static void ss__notify_one(void *ctx, ss_bytes client)
+{
+    struct ss_fanout *f = ctx;
+    struct ss_plugin *p = f->p;
+    if (ss__notify_topic(p, client, f->ev->key) != SS_OK)
+        return;
+    char *id = strndup((const char *)client.data, client.len);
+    ss_buf payload = SS_BUF_INIT;
+    int rc = f->ev->type == SS_EVENT_SET
+                 ? ss_codec_put_notify_set(&payload, f->ev->value.data, f->ev->value.len)
+                 : ss_codec_put_notify_delete(&payload);
+    mosquitto_property *props = NULL;
+    if (rc == SS_OK && id != NULL &&
+        mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__ts", f->version) ==
+            MOSQ_ERR_SUCCESS &&
+        ss_outbox_push(&p->outbox, id, (const char *)p->topic.data, payload.data, payload.len, props,
+                       NULL, 0, true) == MOSQ_ERR_SUCCESS) {
+        free(id);
+        return;
+    }
+    ss_log(p, MOSQ_LOG_WARNING, "out of memory: a notification was dropped");
+    free(id);
+    ss_buf_free(&payload);
+    mosquitto_property_free_all(&props);
+}
+
+void ss_on_engine_event(void *ctx, const ss_event *ev)
+{
+    struct ss_fanout f = {.p = ctx, .ev = ev};
+    f.version[ss_hlc_format(&ev->version, f.version)] = '\0';
+    ss_watch_each(f.p->watch, ev->key, ss__notify_one, &f);
+}
+
+int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)
+{
+    struct ss_plugin *p = ctx;
+    const char *id = caller;
+    ss_bytes client = {(const uint8_t *)id, strlen(id)};
+    if (stop)
+        return ss_watch_remove(p->watch, client, key);
+    /* A key whose notification topic would not fit cannot be observed. */
+    int rc = ss__notify_topic(p, client, key);
+    if (rc != SS_OK)
+        return rc;
+    rc = ss_watch_add(p->watch, client, key);
+    if (rc == SS_E_QUOTA)
+        ss_log(p, MOSQ_LOG_WARNING, "client %s reached its KEYNOTIFY limit", id);
+    return rc < 0 ? rc : 1;
+}
+
+int ss_on_disconnect(int event, void *event_data, void *userdata)
+{
+    (void)event;
+    struct ss_plugin *p = userdata;
+    struct mosquitto_evt_disconnect *ed = event_data;
+    const char *id = mosquitto_client_id(ed->client);
+    if (id == NULL)
+        return MOSQ_ERR_SUCCESS;
+    ss_bytes client = {(const uint8_t *)id, strlen(id)};
+    size_t n = ss_watch_drop_client(p->watch, client);
+    if (n)
+        ss_log(p, MOSQ_LOG_DEBUG, "client %s disconnected: %zu registrations dropped", id, n);
+    return MOSQ_ERR_SUCCESS;
+}

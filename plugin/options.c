@@ -1,0 +1,183 @@
+/* options.c - the plugin_opt_* settings: one table of names, each with
+ * its parser and where it goes; defaults first, then the config lines. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/command.h"
+#include "../core/errors.h"
+#include "plugin.h"
+
+enum ss_opt_kind { SS_OPT_STRING, SS_OPT_U64, SS_OPT_SYNC, SS_OPT_LOG };
+
+struct ss_opt_spec {
+    const char *name;
+    enum ss_opt_kind kind;
+    size_t offset;
+    uint64_t min, max; /* SS_OPT_U64 */
+};
+
+#define SS_OFF(field) offsetof(struct ss_plugin_options, field)
+
+static const struct ss_opt_spec ss_opt_table[] = {
+    {"data_dir", SS_OPT_STRING, SS_OFF(data_dir), 0, 0},
+    {"node_id", SS_OPT_STRING, SS_OFF(node_id), 0, 0},
+    {"fsync", SS_OPT_SYNC, SS_OFF(sync), 0, 0},
+    {"fsync_interval_ms", SS_OPT_U64, SS_OFF(sync_interval_ms), 1, 3600000},
+    {"max_keys", SS_OPT_U64, SS_OFF(max_keys), 0, UINT64_MAX / 2},
+    {"max_store_bytes", SS_OPT_U64, SS_OFF(max_store_bytes), 4096, (uint64_t)1 << 46},
+    {"map_size", SS_OPT_U64, SS_OFF(map_size), 0, (uint64_t)1 << 48},
+    {"max_key_length", SS_OPT_U64, SS_OFF(max_key_length), 1, 32700},
+    {"max_registrations_per_client", SS_OPT_U64, SS_OFF(max_registrations_per_client), 0, 100000000},
+    {"max_registrations", SS_OPT_U64, SS_OFF(max_registrations), 0, 1000000000},
+    {"dedup_window_ms", SS_OPT_U64, SS_OFF(dedup_window_ms), 0, 3600000},
+    {"dedup_max_entries", SS_OPT_U64, SS_OFF(dedup_max_entries), 0, 100000000},
+    {"dedup_max_bytes", SS_OPT_U64, SS_OFF(dedup_max_bytes), 0, (uint64_t)1 << 40},
+    {"log_level", SS_OPT_LOG, SS_OFF(log_level), 0, 0},
+};
+
+static const struct {
+    const char *name;
+    int mask;
+} ss_log_levels[] = {
+    {"error", MOSQ_LOG_ERR},
+    {"warning", MOSQ_LOG_ERR | MOSQ_LOG_WARNING},
+    {"notice", MOSQ_LOG_ERR | MOSQ_LOG_WARNING | MOSQ_LOG_NOTICE},
+    {"info", MOSQ_LOG_ERR | MOSQ_LOG_WARNING | MOSQ_LOG_NOTICE | MOSQ_LOG_INFO},
+    {"debug", MOSQ_LOG_ERR | MOSQ_LOG_WARNING | MOSQ_LOG_NOTICE | MOSQ_LOG_INFO | MOSQ_LOG_DEBUG},
+};
+
+static void ss__bad(const char *name, const char *value, const char *why)
+{
+    mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_%s: invalid value \"%s\": %s", name,
+                         value, why);
+}
+
+static int ss__set(struct ss_plugin_options *o, const struct ss_opt_spec *s, const char *value)
+{
+    char *field = (char *)o + s->offset;
+    switch (s->kind) {
+    case SS_OPT_STRING: {
+        if (value[0] == '\0') {
+            ss__bad(s->name, value, "must not be empty");
+            return MOSQ_ERR_INVAL;
+        }
+        if (strcmp(s->name, "node_id") == 0 && (strchr(value, ':') || strlen(value) > SS_HLC_NODE_MAX)) {
+            ss__bad(s->name, value, "must be 1 to 255 bytes without ':'");
+            return MOSQ_ERR_INVAL;
+        }
+        char *copy = strdup(value);
+        if (copy == NULL)
+            return MOSQ_ERR_NOMEM;
+        free(*(char **)field);
+        *(char **)field = copy;
+        return MOSQ_ERR_SUCCESS;
+    }
+    case SS_OPT_U64: {
+        uint64_t v;
+        if (ss_parse_u64((const uint8_t *)value, strlen(value), s->max, &v) != SS_OK || v < s->min) {
+            char why[96];
+            snprintf(why, sizeof why, "must be an integer from %llu to %llu",
+                     (unsigned long long)s->min, (unsigned long long)s->max);
+            ss__bad(s->name, value, why);
+            return MOSQ_ERR_INVAL;
+        }
+        *(uint64_t *)field = v;
+        return MOSQ_ERR_SUCCESS;
+    }
+    case SS_OPT_SYNC:
+        if (strcmp(value, "always") == 0)
+            o->sync = SS_SYNC_ALWAYS;
+        else if (strcmp(value, "periodic") == 0)
+            o->sync = SS_SYNC_PERIODIC;
+        else {
+            ss__bad(s->name, value, "must be \"always\" or \"periodic\"");
+            return MOSQ_ERR_INVAL;
+        }
+        return MOSQ_ERR_SUCCESS;
+    case SS_OPT_LOG:
+        for (size_t i = 0; i < sizeof ss_log_levels / sizeof ss_log_levels[0]; i++) {
+            if (strcmp(value, ss_log_levels[i].name) == 0) {
+                o->log_level = ss_log_levels[i].mask;
+                return MOSQ_ERR_SUCCESS;
+            }
+        }
+        ss__bad(s->name, value, "must be error, warning, notice, info or debug");
+        return MOSQ_ERR_INVAL;
+    }
+    return MOSQ_ERR_INVAL;
+}
+
+int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, int n)
+{
+    memset(o, 0, sizeof *o);
+    o->data_dir = strdup("statestore-data");
+    o->node_id = strdup(SS_NODE_ID_DEFAULT);
+    if (o->data_dir == NULL || o->node_id == NULL)
+        return MOSQ_ERR_NOMEM;
+    o->sync = SS_SYNC_PERIODIC;
+    o->sync_interval_ms = 1000;
+    o->max_store_bytes = SS_STORE_MAX_BYTES_DEFAULT;
+    o->max_key_length = 32000;
+    o->max_registrations_per_client = 1000;
+    o->max_registrations = 1000000;
+    o->dedup_window_ms = 10000;
+    o->dedup_max_entries = 100000;
+    o->dedup_max_bytes = (uint64_t)64 << 20;
+    o->log_level = ss_log_levels[2].mask;
+    for (int i = 0; i < n; i++) {
+        const struct ss_opt_spec *spec = NULL;
+        for (size_t j = 0; j < sizeof ss_opt_table / sizeof ss_opt_table[0]; j++)
+            if (strcmp(opts[i].key, ss_opt_table[j].name) == 0)
+                spec = &ss_opt_table[j];
+        if (spec == NULL) {
+            mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: unknown option plugin_opt_%s", opts[i].key);
+            return MOSQ_ERR_INVAL;
+        }
+        int rc = ss__set(o, spec, opts[i].value ? opts[i].value : "");
+        if (rc != MOSQ_ERR_SUCCESS)
+            return rc;
+    }
+    return MOSQ_ERR_SUCCESS;
+}
+
+void ss_options_free(struct ss_plugin_options *o)
+{
+    free(o->data_dir);
+    free(o->node_id);
+    o->data_dir = NULL;
+    o->node_id = NULL;
+}
+
+void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
+{
+    const char *level = "custom";
+    for (size_t i = 0; i < sizeof ss_log_levels / sizeof ss_log_levels[0]; i++)
+        if (ss_log_levels[i].mask == o->log_level)
+            level = ss_log_levels[i].name;
+    mosquitto_log_printf(
+        MOSQ_LOG_NOTICE,
+        "statestore: data_dir=%s keys=%llu node_id=%s fsync=%s fsync_interval_ms=%llu "
+        "max_keys=%llu max_store_bytes=%llu max_key_length=%llu "
+        "max_registrations_per_client=%llu max_registrations=%llu dedup_window_ms=%llu "
+        "dedup_max_entries=%llu dedup_max_bytes=%llu log_level=%s",
+        o->data_dir, (unsigned long long)keys, o->node_id,
+        o->sync == SS_SYNC_ALWAYS ? "always" : "periodic", (unsigned long long)o->sync_interval_ms,
+        (unsigned long long)o->max_keys, (unsigned long long)o->max_store_bytes,
+        (unsigned long long)o->max_key_length, (unsigned long long)o->max_registrations_per_client,
+        (unsigned long long)o->max_registrations, (unsigned long long)o->dedup_window_ms,
+        (unsigned long long)o->dedup_max_entries, (unsigned long long)o->dedup_max_bytes, level);
+}
+
+void ss_log(const struct ss_plugin *p, int level, const char *fmt, ...)
+{
+    if (!(p->opt.log_level & level))
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    mosquitto_log_printf(level, "statestore: %s", msg);
+}

@@ -1,0 +1,134 @@
+/* outbox.c - messages that wait for the batch's commit, then go out.
+ *
+ * Ownership: the outbox owns every payload, property list and string it
+ * holds. mosquitto_broker_publish takes payload and properties only when it
+ * succeeds; on failure they are freed here.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/codec.h"
+#include "../core/errors.h"
+#include "plugin.h"
+
+mosquitto_property *ss_response_props(const uint8_t *corr, uint16_t corr_len, const char *stat,
+                                      const char *version)
+{
+    mosquitto_property *props = NULL;
+    int rc = MOSQ_ERR_SUCCESS;
+    if (corr_len > 0)
+        rc = mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, corr, corr_len);
+    if (rc == MOSQ_ERR_SUCCESS)
+        rc = mosquitto_property_add_string(&props, MQTT_PROP_CONTENT_TYPE, "application/octet-stream");
+    if (rc == MOSQ_ERR_SUCCESS)
+        rc = mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__stat", stat);
+    if (rc == MOSQ_ERR_SUCCESS)
+        rc = mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__protVer", "1.0");
+    if (rc == MOSQ_ERR_SUCCESS && version)
+        rc = mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__ts", version);
+    if (rc != MOSQ_ERR_SUCCESS) {
+        mosquitto_property_free_all(&props);
+        return NULL;
+    }
+    return props;
+}
+
+static void ss__msg_free(struct ss_outmsg *m)
+{
+    free(m->clientid);
+    free(m->topic);
+    free(m->payload);
+    free(m->corr);
+    mosquitto_property_free_all(&m->props);
+    memset(m, 0, sizeof *m);
+}
+
+int ss_outbox_push(struct ss_outbox *ob, const char *clientid, const char *topic, uint8_t *payload,
+                   size_t len, mosquitto_property *props, const uint8_t *corr, uint16_t corr_len,
+                   bool engine_answer)
+{
+    struct ss_outmsg m = {0};
+    m.payload = payload;
+    m.payload_len = len;
+    m.props = props;
+    m.engine_answer = engine_answer;
+    m.topic = strdup(topic);
+    m.clientid = clientid ? strdup(clientid) : NULL;
+    if (corr_len) {
+        m.corr = malloc(corr_len);
+        if (m.corr)
+            memcpy(m.corr, corr, corr_len);
+        m.corr_len = corr_len;
+    }
+    if (ob->len == ob->cap) {
+        size_t cap = ob->cap ? ob->cap * 2 : 64;
+        struct ss_outmsg *p = realloc(ob->msgs, cap * sizeof *p);
+        if (p) {
+            ob->msgs = p;
+            ob->cap = cap;
+        }
+    }
+    if (m.topic == NULL || (clientid && m.clientid == NULL) || (corr_len && m.corr == NULL) ||
+        ob->len == ob->cap) {
+        ss__msg_free(&m);
+        return MOSQ_ERR_NOMEM;
+    }
+    ob->msgs[ob->len++] = m;
+    return MOSQ_ERR_SUCCESS;
+}
+
+void ss_outbox_fail(struct ss_outbox *ob, int err)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < ob->len; i++) {
+        struct ss_outmsg *m = &ob->msgs[i];
+        if (m->engine_answer && m->clientid == NULL) {
+            ss_buf b = SS_BUF_INIT;
+            mosquitto_property *props = ss_response_props(m->corr, m->corr_len, "200", NULL);
+            if (props && ss_codec_put_error(&b, ss_err_is_wire(err) ? err : SS_E_IO) == SS_OK) {
+                free(m->payload);
+                mosquitto_property_free_all(&m->props);
+                m->payload = b.data;
+                m->payload_len = b.len;
+                m->props = props;
+                ob->msgs[kept++] = *m;
+                continue;
+            }
+            ss_buf_free(&b);
+            mosquitto_property_free_all(&props);
+        }
+        if (m->engine_answer) {
+            ss__msg_free(m);
+            continue;
+        }
+        ob->msgs[kept++] = *m;
+    }
+    ob->len = kept;
+}
+
+void ss_outbox_flush(struct ss_plugin *p)
+{
+    struct ss_outbox *ob = &p->outbox;
+    for (size_t i = 0; i < ob->len; i++) {
+        struct ss_outmsg *m = &ob->msgs[i];
+        int rc = mosquitto_broker_publish(m->clientid, m->topic, (int)m->payload_len, m->payload, 1,
+                                          false, m->props);
+        if (rc == MOSQ_ERR_SUCCESS) {
+            m->payload = NULL; /* now the broker's */
+            m->props = NULL;
+        } else {
+            ss_log(p, MOSQ_LOG_WARNING, "could not publish to %s: %s", m->topic,
+                   mosquitto_strerror(rc));
+        }
+        ss__msg_free(m);
+    }
+    ob->len = 0;
+}
+
+void ss_outbox_free(struct ss_outbox *ob)
+{
+    for (size_t i = 0; i < ob->len; i++)
+        ss__msg_free(&ob->msgs[i]);
+    free(ob->msgs);
+    memset(ob, 0, sizeof *ob);
+}

@@ -1,0 +1,126 @@
+/* plugin.c - the Mosquitto 2.0 plugin entry points: options, the core's
+ * objects, callback registration, and cleanup. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/errors.h"
+#include "plugin.h"
+
+#define SS_EXPORT __attribute__((visibility("default")))
+
+SS_EXPORT int mosquitto_plugin_version(int supported_version_count, const int *supported_versions);
+SS_EXPORT int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userdata,
+                                    struct mosquitto_opt *options, int option_count);
+SS_EXPORT int mosquitto_plugin_cleanup(void *userdata, struct mosquitto_opt *options,
+                                       int option_count);
+
+struct ss_callback {
+    int event;
+    MOSQ_FUNC_generic_callback fn;
+};
+
+static const struct ss_callback ss_callbacks[] = {
+    {MOSQ_EVT_MESSAGE, ss_on_message},
+    {MOSQ_EVT_TICK, ss_on_tick},
+    {MOSQ_EVT_DISCONNECT, ss_on_disconnect},
+};
+
+int mosquitto_plugin_version(int supported_version_count, const int *supported_versions)
+{
+    for (int i = 0; i < supported_version_count; i++)
+        if (supported_versions[i] == 5)
+            return 5;
+    return -1;
+}
+
+static void ss__destroy(struct ss_plugin *p)
+{
+    if (p->engine && ss_store_in_batch(p->store)) {
+        /* Shutting down: what was executed is committed, then sent. */
+        if (ss_engine_commit(p->engine, ss_wall_ms()) != SS_OK)
+            ss_outbox_fail(&p->outbox, SS_E_IO);
+    }
+    ss_outbox_free(&p->outbox);
+    ss_engine_free(p->engine);
+    ss_store_close(p->store);
+    ss_watch_free(p->watch);
+    ss_dedup_free(p->dedup);
+    ss_buf_free(&p->scratch);
+    ss_buf_free(&p->topic);
+    ss_options_free(&p->opt);
+    free(p);
+}
+
+static int ss__open(struct ss_plugin *p)
+{
+    ss_store_options so = ss_store_options_default();
+    so.path = p->opt.data_dir;
+    so.max_keys = p->opt.max_keys;
+    so.max_bytes = p->opt.max_store_bytes;
+    so.map_size = p->opt.map_size;
+    so.sync = p->opt.sync;
+    so.sync_interval_ms = (uint32_t)p->opt.sync_interval_ms;
+    int rc = ss_store_open(&so, &p->store);
+    if (rc != SS_OK) {
+        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: cannot open the store in %s: %s",
+                             p->opt.data_dir, ss_strerror(rc));
+        return rc;
+    }
+    ss_engine_options eo = {.node_id = p->opt.node_id,
+                            .max_key_len = (size_t)p->opt.max_key_length,
+                            .on_event = ss_on_engine_event,
+                            .event_ctx = p,
+                            .on_keynotify = ss_on_keynotify,
+                            .keynotify_ctx = p};
+    if ((rc = ss_engine_new(p->store, &eo, &p->engine)) != SS_OK)
+        return rc;
+    if ((rc = ss_watch_new(p->opt.max_registrations_per_client, p->opt.max_registrations, &p->watch)) !=
+        SS_OK)
+        return rc;
+    ss_dedup_limits dl = {p->opt.dedup_window_ms, (size_t)p->opt.dedup_max_entries,
+                          (size_t)p->opt.dedup_max_bytes};
+    return ss_dedup_new(&dl, &p->dedup);
+}
+
+int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userdata,
+                          struct mosquitto_opt *options, int option_count)
+{
+    struct ss_plugin *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return MOSQ_ERR_NOMEM;
+    p->id = identifier;
+    int rc = ss_options_parse(&p->opt, options, option_count);
+    if (rc != MOSQ_ERR_SUCCESS) {
+        ss__destroy(p);
+        return rc;
+    }
+    if (ss__open(p) != SS_OK) {
+        ss__destroy(p);
+        return MOSQ_ERR_UNKNOWN;
+    }
+    for (size_t i = 0; i < sizeof ss_callbacks / sizeof ss_callbacks[0]; i++) {
+        rc = mosquitto_callback_register(identifier, ss_callbacks[i].event, ss_callbacks[i].fn, NULL, p);
+        if (rc != MOSQ_ERR_SUCCESS) {
+            for (size_t j = 0; j < i; j++)
+                mosquitto_callback_unregister(identifier, ss_callbacks[j].event, ss_callbacks[j].fn, NULL);
+            ss__destroy(p);
+            return rc;
+        }
+    }
+    ss_options_log(&p->opt, ss_store_key_count(p->store));
+    *userdata = p;
+    return MOSQ_ERR_SUCCESS;
+}
+
+int mosquitto_plugin_cleanup(void *userdata, struct mosquitto_opt *options, int option_count)
+{
+    (void)options;
+    (void)option_count;
+    struct ss_plugin *p = userdata;
+    if (p == NULL)
+        return MOSQ_ERR_SUCCESS;
+    for (size_t i = 0; i < sizeof ss_callbacks / sizeof ss_callbacks[0]; i++)
+        mosquitto_callback_unregister(p->id, ss_callbacks[i].event, ss_callbacks[i].fn, NULL);
+    ss__destroy(p);
+    return MOSQ_ERR_SUCCESS;
+}

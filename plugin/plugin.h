@@ -1,0 +1,121 @@
+/* plugin.h - the state store inside Mosquitto 2.0: shared state of the
+ * plugin's files. Everything lives in one struct ss_plugin passed to every
+ * callback as userdata; there are no globals (the same .so may be loaded
+ * twice and would share them).
+ *
+ * Flow: MESSAGE (request.c) checks a request and runs it through the engine
+ * inside the open batch; its answer and the notifications it causes wait in
+ * the outbox (outbox.c). TICK (tick.c), once per broker loop iteration,
+ * sweeps expired keys, commits the batch, and only then publishes the
+ * outbox: nothing is acknowledged before it is durable.
+ */
+#ifndef SS_PLUGIN_H
+#define SS_PLUGIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mosquitto_broker.h>
+#include <mosquitto_plugin.h>
+#include <mosquitto.h>
+#include <mqtt_protocol.h>
+
+#include "../core/dedup.h"
+#include "../core/engine.h"
+#include "../core/store.h"
+#include "../core/watch.h"
+
+#define SS_GUID "FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8"
+#define SS_REQUEST_TOPIC "statestore/v1/" SS_GUID "/command/invoke"
+#define SS_NOTIFY_PREFIX "clients/statestore/v1/" SS_GUID
+#define SS_TOPIC_MAX 65535u
+#define SS_SWEEP_PER_TICK 1000u
+
+struct ss_plugin_options {
+    char *data_dir;
+    char *node_id;
+    enum ss_sync_policy sync;
+    uint64_t sync_interval_ms;
+    uint64_t max_keys;
+    uint64_t max_store_bytes;
+    uint64_t map_size;
+    uint64_t max_key_length;
+    uint64_t max_registrations_per_client;
+    uint64_t max_registrations;
+    uint64_t dedup_window_ms;
+    uint64_t dedup_max_entries;
+    uint64_t dedup_max_bytes;
+    int log_level; /* MOSQ_LOG_* bits that are printed */
+};
+
+/* A message waiting for the batch's commit. */
+struct ss_outmsg {
+    char *clientid; /* NULL: a response, routed to subscribers; else a notification for this client */
+    char *topic;
+    uint8_t *payload;
+    size_t payload_len;
+    mosquitto_property *props;
+    uint8_t *corr; /* responses: correlation data, kept to rebuild the answer on failure */
+    uint16_t corr_len;
+    bool engine_answer; /* the answer depends on the commit */
+};
+
+struct ss_outbox {
+    struct ss_outmsg *msgs;
+    size_t len, cap;
+};
+
+struct ss_plugin {
+    mosquitto_plugin_id_t *id;
+    struct ss_plugin_options opt;
+    ss_store *store;
+    ss_engine *engine;
+    ss_watch *watch;
+    ss_dedup *dedup;
+    uint64_t dedup_mark;
+    struct ss_outbox outbox;
+    ss_buf scratch;
+    ss_buf topic;
+    uint64_t refused; /* requests refused since start, for logs */
+};
+
+/* options.c: defaults, then plugin_opt_* lines. Logs and returns
+ * MOSQ_ERR_INVAL naming the option on an unknown option or a bad value. */
+int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, int n);
+void ss_options_free(struct ss_plugin_options *o);
+void ss_options_log(const struct ss_plugin_options *o, uint64_t keys);
+
+/* log.c-style helper: print when level is enabled. */
+void ss_log(const struct ss_plugin *p, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* request.c */
+int ss_on_message(int event, void *event_data, void *userdata);
+
+/* notify.c */
+void ss_on_engine_event(void *ctx, const ss_event *ev);
+int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop);
+int ss_on_disconnect(int event, void *event_data, void *userdata);
+
+/* tick.c */
+int ss_on_tick(int event, void *event_data, void *userdata);
+uint64_t ss_wall_ms(void);
+
+/* outbox.c: queue a message; takes ownership of payload and props (freed
+ * on failure too). 0 or MOSQ_ERR_NOMEM. */
+int ss_outbox_push(struct ss_outbox *ob, const char *clientid, const char *topic, uint8_t *payload,
+                   size_t len, mosquitto_property *props, const uint8_t *corr, uint16_t corr_len,
+                   bool engine_answer);
+/* Replace every engine answer with "-ERR <text of err>" and drop the
+ * notifications: the batch they came from did not commit. */
+void ss_outbox_fail(struct ss_outbox *ob, int err);
+/* Publish everything and empty the outbox. */
+void ss_outbox_flush(struct ss_plugin *p);
+void ss_outbox_free(struct ss_outbox *ob);
+/* Response properties: correlation data, __stat, content type, __protVer,
+ * and __ts when version is non-NULL. NULL on allocation failure. */
+mosquitto_property *ss_response_props(const uint8_t *corr, uint16_t corr_len, const char *stat,
+                                      const char *version);
+
+#endif

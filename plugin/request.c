@@ -1,0 +1,228 @@
+/* request.c - MOSQ_EVT_MESSAGE: check a state store request, run it, and
+ * queue its answer until the batch commits.
+ *
+ * Order of checks (PROTOCOL.md section 1): our topic; MQTT 5; a forbidden
+ * response topic disconnects the client; an unusable response topic gets
+ * no answer (PUBACK 0x87); QoS 0 and missing correlation data get status
+ * 400; a foreign protocol major version gets 505; a resent request gets its
+ * first answer; everything else runs in the engine.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/errors.h"
+#include "plugin.h"
+
+/* What a request carried, copied out of the broker's structures. */
+struct ss_req_props {
+    char *response_topic;
+    void *corr;
+    uint16_t corr_len;
+    bool has_corr;
+    char *ts, *ft, *prot_ver;
+};
+
+static void ss__props_free(struct ss_req_props *r)
+{
+    free(r->response_topic);
+    free(r->corr);
+    free(r->ts);
+    free(r->ft);
+    free(r->prot_ver);
+}
+
+/* Keep the first occurrence of a user property we care about. */
+static void ss__user_prop(struct ss_req_props *r, char *name, char *value)
+{
+    char **slot = NULL;
+    if (strcmp(name, "__ts") == 0)
+        slot = &r->ts;
+    else if (strcmp(name, "__ft") == 0)
+        slot = &r->ft;
+    else if (strcmp(name, "__protVer") == 0)
+        slot = &r->prot_ver;
+    free(name);
+    if (slot && *slot == NULL)
+        *slot = value;
+    else
+        free(value);
+}
+
+static void ss__read_props(const mosquitto_property *props, struct ss_req_props *r)
+{
+    memset(r, 0, sizeof *r);
+    for (const mosquitto_property *pr = props; pr; pr = mosquitto_property_next(pr)) {
+        int id = mosquitto_property_identifier(pr);
+        if (id == MQTT_PROP_RESPONSE_TOPIC && r->response_topic == NULL) {
+            mosquitto_property_read_string(pr, MQTT_PROP_RESPONSE_TOPIC, &r->response_topic, false);
+        } else if (id == MQTT_PROP_CORRELATION_DATA && !r->has_corr) {
+            if (mosquitto_property_read_binary(pr, MQTT_PROP_CORRELATION_DATA, &r->corr, &r->corr_len,
+                                               false))
+                r->has_corr = true;
+        } else if (id == MQTT_PROP_USER_PROPERTY) {
+            char *name = NULL, *value = NULL;
+            if (mosquitto_property_read_string_pair(pr, MQTT_PROP_USER_PROPERTY, &name, &value, false))
+                ss__user_prop(r, name, value);
+        }
+    }
+}
+
+static bool ss__forbidden_topic(const char *t)
+{
+    return strcmp(t, SS_REQUEST_TOPIC) == 0 ||
+           strncmp(t, SS_NOTIFY_PREFIX, sizeof SS_NOTIFY_PREFIX - 1) == 0;
+}
+
+static bool ss__usable_topic(const char *t)
+{
+    size_t n = t ? strlen(t) : 0;
+    return n > 0 && n <= SS_TOPIC_MAX && mosquitto_pub_topic_check(t) == MOSQ_ERR_SUCCESS;
+}
+
+/* Queue a status answer (400, 505) that runs nothing. extra: name/value
+ * pairs, NULL-terminated. */
+static void ss__status(struct ss_plugin *p, const struct ss_req_props *r, const char *stat,
+                       const char *const *extra)
+{
+    mosquitto_property *props = ss_response_props(r->corr, r->corr_len, stat, NULL);
+    for (size_t i = 0; props && extra[i]; i += 2) {
+        if (mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, extra[i], extra[i + 1]) !=
+            MOSQ_ERR_SUCCESS)
+            mosquitto_property_free_all(&props);
+    }
+    /* The payload is never empty. */
+    uint8_t *payload = malloc(1);
+    if (props == NULL || payload == NULL) {
+        mosquitto_property_free_all(&props);
+        free(payload);
+        return;
+    }
+    payload[0] = '\0';
+    ss_outbox_push(&p->outbox, NULL, r->response_topic, payload, 1, props, r->corr, r->corr_len, false);
+}
+
+static ss_bytes ss__str(const char *s)
+{
+    ss_bytes b = {(const uint8_t *)(s ? s : ""), s ? strlen(s) : 0};
+    return b;
+}
+
+/* Fingerprint of everything a request carried besides client and
+ * correlation data. */
+static uint64_t ss__fingerprint(struct ss_plugin *p, const struct mosquitto_evt_message *ed,
+                                const struct ss_req_props *r)
+{
+    ss_bytes parts[5] = {{ed->payload, ed->payloadlen}, ss__str(r->response_topic), ss__str(r->ts),
+                         ss__str(r->ft), ss__str(r->prot_ver)};
+    /* Absent and empty differ. */
+    uint8_t flags = (uint8_t)((r->ts != NULL) | (r->ft != NULL) << 1 | (r->prot_ver != NULL) << 2);
+    ss_bytes all[6] = {parts[0], parts[1], parts[2], parts[3], parts[4], {&flags, 1}};
+    return ss_dedup_fingerprint(p->dedup, all, 6);
+}
+
+static void ss__answer(struct ss_plugin *p, const struct ss_req_props *r, const ss_bytes *payload,
+                       const char *version)
+{
+    mosquitto_property *props = ss_response_props(r->corr, r->corr_len, "200", version);
+    uint8_t *copy = malloc(payload->len);
+    if (props == NULL || copy == NULL) {
+        mosquitto_property_free_all(&props);
+        free(copy);
+        ss_log(p, MOSQ_LOG_WARNING, "out of memory: an answer was dropped");
+        return;
+    }
+    memcpy(copy, payload->data, payload->len);
+    ss_outbox_push(&p->outbox, NULL, r->response_topic, copy, payload->len, props, r->corr,
+                   r->corr_len, true);
+}
+
+static void ss__execute(struct ss_plugin *p, const struct mosquitto_evt_message *ed,
+                        const struct ss_req_props *r, const char *client_id)
+{
+    ss_bytes client = ss__str(client_id);
+    ss_bytes corr = {r->corr, r->corr_len};
+    uint64_t fp = ss__fingerprint(p, ed, r);
+    uint64_t now = ss_wall_ms();
+    ss_dedup_answer prior;
+    if (ss_dedup_find(p->dedup, client, corr, fp, now, &prior)) {
+        char version[SS_HLC_TEXT_MAX + 1];
+        memcpy(version, prior.version.data, prior.version.len);
+        version[prior.version.len] = '\0';
+        ss_log(p, MOSQ_LOG_DEBUG, "client %s resent a request: answered again", client_id);
+        ss__answer(p, r, &prior.payload, prior.version.len ? version : NULL);
+        return;
+    }
+    ss_exec x = {.payload = ed->payload, .payload_len = ed->payloadlen, .ts = ss__str(r->ts),
+                 .ft = ss__str(r->ft), .now_ms = now, .caller = (void *)client_id,
+                 .response = &p->scratch};
+    if (r->ts == NULL)
+        x.ts.data = NULL;
+    if (r->ft == NULL)
+        x.ft.data = NULL;
+    ss_buf_clear(&p->scratch);
+    int rc = ss_engine_exec(p->engine, &x);
+    if (rc == SS_E_NOMEM) {
+        ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request from %s was not answered", client_id);
+        return;
+    }
+    if (rc != SS_OK)
+        ss_log(p, MOSQ_LOG_INFO, "request from %s refused: %s", client_id, ss_strerror(rc));
+    char version[SS_HLC_TEXT_MAX + 1] = "";
+    if (x.has_version)
+        version[ss_hlc_format(&x.version, version)] = '\0';
+    ss_bytes answer = {p->scratch.data, p->scratch.len};
+    ss__answer(p, r, &answer, x.has_version ? version : NULL);
+    ss_dedup_answer a = {answer, ss__str(version)};
+    if (ss_dedup_put(p->dedup, client, corr, fp, now, &a) != SS_OK)
+        ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request will not be recognised if resent");
+}
+
+int ss_on_message(int event, void *event_data, void *userdata)
+{
+    (void)event;
+    struct ss_plugin *p = userdata;
+    struct mosquitto_evt_message *ed = event_data;
+    if (ed->topic == NULL || strcmp(ed->topic, SS_REQUEST_TOPIC) != 0)
+        return MOSQ_ERR_SUCCESS;
+    ed->retain = false; /* a request is never kept as a retained message */
+    const char *client_id = mosquitto_client_id(ed->client);
+    if (client_id == NULL)
+        client_id = "";
+    if (mosquitto_client_protocol_version(ed->client) != 5) {
+        ss_log(p, MOSQ_LOG_WARNING, "client %s: request over MQTT 3 ignored (MQTT 5 is required)",
+               client_id);
+        return MOSQ_ERR_ACL_DENIED;
+    }
+    struct ss_req_props r;
+    ss__read_props(ed->properties, &r);
+    int ret = MOSQ_ERR_SUCCESS;
+    if (r.response_topic && ss__forbidden_topic(r.response_topic)) {
+        ss_log(p, MOSQ_LOG_WARNING, "client %s: forbidden response topic: disconnected", client_id);
+        ret = MOSQ_ERR_PROTOCOL;
+    } else if (!ss__usable_topic(r.response_topic)) {
+        ss_log(p, MOSQ_LOG_WARNING, "client %s: request without a usable response topic ignored",
+               client_id);
+        ret = MOSQ_ERR_ACL_DENIED;
+    } else if (ed->qos == 0) {
+        static const char *const extra[] = {"__stMsg", "QoS 1 is required for state store requests",
+                                            NULL};
+        ss__status(p, &r, "400", extra);
+        ret = MOSQ_ERR_ACL_DENIED;
+    } else if (!r.has_corr) {
+        static const char *const extra[] = {"__propName", "Correlation Data", "__stMsg",
+                                            "Correlation Data is missing", NULL};
+        ss__status(p, &r, "400", extra);
+        ret = MOSQ_ERR_ACL_DENIED;
+    } else if (r.prot_ver && strncmp(r.prot_ver, "1.", 2) != 0 && strcmp(r.prot_ver, "1") != 0) {
+        const char *const extra[] = {"__supProtMajVer", "1", "__requestProtVer", r.prot_ver,
+                                     "__stMsg", "unsupported protocol version", NULL};
+        ss__status(p, &r, "505", extra);
+        ret = MOSQ_ERR_ACL_DENIED;
+    } else {
+        ss__execute(p, ed, &r, client_id);
+    }
+    if (ret != MOSQ_ERR_SUCCESS)
+        p->refused++;
+    ss__props_free(&r);
+    return ret;
+}

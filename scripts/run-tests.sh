@@ -1,0 +1,28 @@
+#!/bin/sh
+# Run the corpus replay and the test runners given as arguments, then print
+# one summary line over all of them. Usage: run-tests.sh OUTDIR PLUGIN
+set -u
+out=$1
+plugin=$2
+passed=0
+failed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+"$out/fuzz/replay" fuzz/corpus/request || failed=$((failed + 1))
+for suite in unit integration; do
+    echo "== $suite tests"
+    SS_PLUGIN=$plugin "$out/tests/$suite/run" | tee "$log"
+    line=$(tail -n 1 "$log")
+    p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+    f=$(echo "$line" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+    if [ -z "$p" ]; then
+        echo "the $suite runner did not finish"
+        failed=$((failed + 1))
+        continue
+    fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+done
+echo "== all tests"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

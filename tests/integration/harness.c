@@ -1,0 +1,369 @@
+/* harness.c - see harness.h. */
+#include "harness.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../core/buf.h"
+#include "../../core/codec.h"
+#include "../test.h"
+
+uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+        test_fail(__FILE__, __LINE__, "no free port");
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static bool port_open(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    bool ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
+static void write_conf(struct broker *b)
+{
+    const char *plugin = getenv("SS_PLUGIN");
+    if (plugin == NULL)
+        test_fail(__FILE__, __LINE__, "SS_PLUGIN is not set");
+    if (b->port == 0)
+        b->port = free_port();
+    if (b->data[0] == '\0')
+        snprintf(b->data, sizeof b->data, "%s/data", test_tmpdir());
+    snprintf(b->conf, sizeof b->conf, "%s/mosquitto.conf", test_tmpdir());
+    snprintf(b->log, sizeof b->log, "%s/broker.log", test_tmpdir());
+    FILE *f = fopen(b->conf, "w");
+    ASSERT_TRUE(f != NULL);
+    fprintf(f,
+            "%slistener %d 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n"
+            "log_type all\nplugin %s\nplugin_opt_data_dir %s\n%s",
+            getuid() == 0 ? "user root\n" : "", b->port, plugin, b->data, b->extra);
+    fclose(f);
+}
+
+static void spawn(struct broker *b)
+{
+    fflush(NULL);
+    b->pid = fork();
+    if (b->pid == 0) {
+        int fd = open(b->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execlp("mosquitto", "mosquitto", "-c", b->conf, (char *)NULL);
+        _exit(127);
+    }
+}
+
+void broker_start(struct broker *b)
+{
+    write_conf(b);
+    spawn(b);
+    for (int i = 0; i < 500; i++) {
+        int status;
+        if (waitpid(b->pid, &status, WNOHANG) == b->pid) {
+            b->pid = 0;
+            test_fail(__FILE__, __LINE__, "mosquitto exited at start (see broker.log)");
+        }
+        if (port_open(b->port))
+            return;
+        usleep(10000);
+    }
+    test_fail(__FILE__, __LINE__, "mosquitto did not open its port");
+}
+
+int broker_start_fails(struct broker *b)
+{
+    write_conf(b);
+    spawn(b);
+    for (int i = 0; i < 500; i++) {
+        int status;
+        if (waitpid(b->pid, &status, WNOHANG) == b->pid) {
+            b->pid = 0;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+        }
+        usleep(10000);
+    }
+    broker_kill9(b);
+    return 0;
+}
+
+static void stop_with(struct broker *b, int sig)
+{
+    if (b->pid <= 0)
+        return;
+    kill(b->pid, sig);
+    int status;
+    while (waitpid(b->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    b->pid = 0;
+}
+
+void broker_stop(struct broker *b)
+{
+    stop_with(b, SIGTERM);
+}
+
+void broker_kill9(struct broker *b)
+{
+    stop_with(b, SIGKILL);
+}
+
+bool broker_log_has(const struct broker *b, const char *text)
+{
+    FILE *f = fopen(b->log, "r");
+    if (f == NULL)
+        return false;
+    char line[4096];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, text) != NULL;
+    fclose(f);
+    return found;
+}
+
+/* ---- client --------------------------------------------------------- */
+
+static void msg_free(struct msg *m)
+{
+    free(m->topic);
+    free(m->payload);
+    free(m->corr);
+    free(m->content_type);
+    for (int i = 0; i < m->nuser; i++) {
+        free(m->user[i][0]);
+        free(m->user[i][1]);
+    }
+    memset(m, 0, sizeof *m);
+}
+
+static void on_connect(struct mosquitto *m, void *ud, int rc, int flags, const mosquitto_property *p)
+{
+    (void)m;
+    (void)flags;
+    (void)p;
+    struct client *c = ud;
+    if (rc == 0)
+        c->connected = true;
+}
+
+static void on_disconnect(struct mosquitto *m, void *ud, int rc, const mosquitto_property *p)
+{
+    (void)m;
+    (void)p;
+    struct client *c = ud;
+    c->disconnected = true;
+    c->connected = false;
+    c->disconnect_rc = rc;
+}
+
+static void on_publish(struct mosquitto *m, void *ud, int mid, int rc, const mosquitto_property *p)
+{
+    (void)m;
+    (void)mid;
+    (void)p;
+    struct client *c = ud;
+    c->last_puback_rc = rc;
+    c->pubacks++;
+}
+
+static void on_message(struct mosquitto *m, void *ud, const struct mosquitto_message *mm,
+                       const mosquitto_property *props)
+{
+    (void)m;
+    struct client *c = ud;
+    if (c->count == 256)
+        return;
+    struct msg *x = &c->queue[(c->head + c->count++) % 256];
+    memset(x, 0, sizeof *x);
+    x->topic = strdup(mm->topic);
+    x->len = mm->payloadlen;
+    x->payload = malloc((size_t)mm->payloadlen + 1);
+    memcpy(x->payload, mm->payload, (size_t)mm->payloadlen);
+    x->payload[mm->payloadlen] = 0;
+    x->qos = mm->qos;
+    x->retain = mm->retain;
+    for (const mosquitto_property *p = props; p; p = mosquitto_property_next(p)) {
+        int id = mosquitto_property_identifier(p);
+        if (id == MQTT_PROP_CORRELATION_DATA) {
+            void *v;
+            uint16_t n;
+            mosquitto_property_read_binary(p, id, &v, &n, false);
+            x->corr = v;
+            x->corr_len = n;
+        } else if (id == MQTT_PROP_CONTENT_TYPE) {
+            mosquitto_property_read_string(p, id, &x->content_type, false);
+        } else if (id == MQTT_PROP_USER_PROPERTY && x->nuser < 16) {
+            mosquitto_property_read_string_pair(p, id, &x->user[x->nuser][0], &x->user[x->nuser][1],
+                                                false);
+            x->nuser++;
+        }
+    }
+}
+
+void client_connect(struct client *c, int port, const char *id, bool v311)
+{
+    static int lib_ready;
+    if (!lib_ready) {
+        mosquitto_lib_init();
+        lib_ready = 1;
+    }
+    memset(c, 0, sizeof *c);
+    snprintf(c->id, sizeof c->id, "%s", id);
+    c->m = mosquitto_new(id, true, c);
+    ASSERT_TRUE(c->m != NULL);
+    mosquitto_int_option(c->m, MOSQ_OPT_PROTOCOL_VERSION, v311 ? MQTT_PROTOCOL_V311 : MQTT_PROTOCOL_V5);
+    mosquitto_int_option(c->m, MOSQ_OPT_TCP_NODELAY, 1);
+    mosquitto_connect_v5_callback_set(c->m, on_connect);
+    mosquitto_disconnect_v5_callback_set(c->m, on_disconnect);
+    mosquitto_publish_v5_callback_set(c->m, on_publish);
+    mosquitto_message_v5_callback_set(c->m, on_message);
+    ASSERT_EQ(mosquitto_connect_bind_v5(c->m, "127.0.0.1", port, 60, NULL, NULL), MOSQ_ERR_SUCCESS);
+    uint64_t end = now_ms() + 5000;
+    while (!c->connected && !c->disconnected && now_ms() < end)
+        mosquitto_loop(c->m, 20, 1);
+    ASSERT_TRUE(c->connected);
+}
+
+void client_close(struct client *c)
+{
+    if (c->m == NULL)
+        return;
+    if (c->connected) {
+        mosquitto_disconnect(c->m);
+        for (int i = 0; i < 10 && !c->disconnected; i++)
+            mosquitto_loop(c->m, 10, 1);
+    }
+    mosquitto_destroy(c->m);
+    c->m = NULL;
+    msg_free(&c->last);
+    while (c->count) {
+        msg_free(&c->queue[c->head]);
+        c->head = (c->head + 1) % 256;
+        c->count--;
+    }
+}
+
+void client_subscribe(struct client *c, const char *topic)
+{
+    ASSERT_EQ(mosquitto_subscribe_v5(c->m, NULL, topic, 1, 0, NULL), MOSQ_ERR_SUCCESS);
+    /* A round trip makes sure the SUBACK is in. */
+    for (int i = 0; i < 10; i++)
+        mosquitto_loop(c->m, 10, 1);
+}
+
+int client_publish(struct client *c, const char *topic, const void *payload, int len, int qos,
+                   bool retain, const mosquitto_property *props)
+{
+    return mosquitto_publish_v5(c->m, NULL, topic, len, payload, qos, retain, props);
+}
+
+struct msg *client_wait(struct client *c, int ms)
+{
+    uint64_t end = now_ms() + (uint64_t)ms;
+    while (c->count == 0 && now_ms() < end && !c->disconnected)
+        mosquitto_loop(c->m, 5, 1);
+    if (c->count == 0)
+        return NULL;
+    msg_free(&c->last);
+    c->last = c->queue[c->head];
+    c->head = (c->head + 1) % 256;
+    c->count--;
+    return &c->last;
+}
+
+int client_drain(struct client *c, int ms)
+{
+    int n = 0;
+    uint64_t end = now_ms() + (uint64_t)ms;
+    while (now_ms() < end) {
+        if (client_wait(c, (int)(end - now_ms())))
+            n++;
+        if (c->disconnected)
+            break;
+    }
+    return n;
+}
+
+int client_wait_puback(struct client *c, int ms)
+{
+    int before = c->pubacks;
+    uint64_t end = now_ms() + (uint64_t)ms;
+    while (c->pubacks == before && now_ms() < end && !c->disconnected)
+        mosquitto_loop(c->m, 5, 1);
+    return c->pubacks == before ? -1 : c->last_puback_rc;
+}
+
+const char *msg_user(const struct msg *m, const char *name)
+{
+    for (int i = 0; i < m->nuser; i++)
+        if (strcmp(m->user[i][0], name) == 0)
+            return m->user[i][1];
+    return NULL;
+}
+
+int encode_request(uint8_t *buf, int cap, const char *const *words, const int *lens)
+{
+    ss_bytes argv[16];
+    size_t argc = 0;
+    for (; words[argc]; argc++) {
+        argv[argc].data = (const uint8_t *)words[argc];
+        argv[argc].len = lens ? (size_t)lens[argc] : strlen(words[argc]);
+    }
+    ss_buf b = SS_BUF_INIT;
+    ASSERT_EQ(ss_codec_put_request(&b, argc, argv), 0);
+    ASSERT_TRUE(b.len <= (size_t)cap);
+    memcpy(buf, b.data, b.len);
+    int n = (int)b.len;
+    ss_buf_free(&b);
+    return n;
+}
+
+struct msg *request(struct client *c, const char *resp, const char *corr, const char *ts,
+                    const char *ft, const char *const *words)
+{
+    static uint8_t buf[1 << 16];
+    int n = encode_request(buf, sizeof buf, words, NULL);
+    mosquitto_property *props = NULL;
+    mosquitto_property_add_string(&props, MQTT_PROP_RESPONSE_TOPIC, resp);
+    if (corr)
+        mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, corr, (uint16_t)strlen(corr));
+    char tsbuf[64];
+    if (ts == NULL) {
+        snprintf(tsbuf, sizeof tsbuf, "%015llu:%05d:%s", (unsigned long long)now_ms(), 0, "client");
+        ts = tsbuf;
+    }
+    if (ts[0])
+        mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__ts", ts);
+    if (ft)
+        mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__ft", ft);
+    ASSERT_EQ(client_publish(c, REQ_TOPIC, buf, n, 1, false, props), MOSQ_ERR_SUCCESS);
+    mosquitto_property_free_all(&props);
+    return client_wait(c, 5000);
+}

@@ -1,0 +1,92 @@
+/* harness.h - integration test helpers: a real mosquitto with the plugin,
+ * started on a free loopback port in the test's directory, and a
+ * synchronous MQTT client on libmosquitto. */
+#ifndef SS_HARNESS_H
+#define SS_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <mosquitto.h>
+#include <mqtt_protocol.h>
+
+#define GUID "FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8"
+#define REQ_TOPIC "statestore/v1/" GUID "/command/invoke"
+
+struct broker {
+    pid_t pid;
+    int port;
+    char conf[512];
+    char log[512];
+    char data[512];
+    char extra[2048]; /* extra config lines */
+};
+
+/* Start mosquitto with the plugin (path from $SS_PLUGIN) and b->extra; the
+ * data directory is <tmpdir>/data unless b->data is set. Waits until the
+ * port answers; fails the test otherwise. Reuses b->port if set. */
+void broker_start(struct broker *b);
+/* Start and expect the broker to exit by itself (bad config): returns its
+ * exit status; the log is in b->log. */
+int broker_start_fails(struct broker *b);
+void broker_stop(struct broker *b);  /* SIGTERM, wait */
+void broker_kill9(struct broker *b); /* SIGKILL, wait */
+/* True if the log contains text. */
+bool broker_log_has(const struct broker *b, const char *text);
+
+/* A received message, owned by the client until the next wait or close. */
+struct msg {
+    char *topic;
+    uint8_t *payload;
+    int len;
+    int qos;
+    bool retain;
+    char *corr;
+    int corr_len;
+    char *content_type;
+    char *user[16][2]; /* user properties, name and value */
+    int nuser;
+};
+
+struct client {
+    struct mosquitto *m;
+    char id[128];
+    struct msg queue[256];
+    int head, count;
+    bool connected, disconnected;
+    int disconnect_rc;
+    int last_puback_rc;
+    int pubacks;
+    struct msg last; /* the message returned by the last wait */
+};
+
+uint64_t now_ms(void);
+
+/* Connect (MQTT 5 unless v311) with the given client id; fails the test if
+ * the connection is not accepted within 5 s. */
+void client_connect(struct client *c, int port, const char *id, bool v311);
+void client_close(struct client *c);
+void client_subscribe(struct client *c, const char *topic);
+/* Publish with properties (props is copied and freed by the caller). */
+int client_publish(struct client *c, const char *topic, const void *payload, int len, int qos,
+                   bool retain, const mosquitto_property *props);
+/* Run the network loop for up to ms; returns the first message received
+ * (also in c->last), or NULL on time out or disconnect. */
+struct msg *client_wait(struct client *c, int ms);
+/* Run the loop for ms and return the number of messages received. */
+int client_drain(struct client *c, int ms);
+/* Wait for our own PUBACK: returns its reason code, or -1. */
+int client_wait_puback(struct client *c, int ms);
+const char *msg_user(const struct msg *m, const char *name);
+
+/* A state store request: SET, GET... given as words (NULL-terminated).
+ * Adds __ts (now) unless ts is "" (none), __ft when ft is non-NULL,
+ * correlation data corr, and response topic resp. */
+struct msg *request(struct client *c, const char *resp, const char *corr, const char *ts,
+                    const char *ft, const char *const *words);
+/* Encode words as a request payload into buf (cap bytes); returns length. */
+int encode_request(uint8_t *buf, int cap, const char *const *words, const int *lens);
+
+#endif

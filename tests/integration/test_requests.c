@@ -1,0 +1,153 @@
+/* test_requests.c - requests and responses through a real broker: bytes,
+ * properties, response topics, and the requests that are refused. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../test.h"
+#include "harness.h"
+
+#define W(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define PAYLOAD(m, lit) ASSERT_STR((m)->payload, (size_t)(m)->len, lit)
+#define USER(m, name, lit)                                                              \
+    do {                                                                                \
+        const char *v_ = msg_user((m), (name));                                         \
+        ASSERT_TRUE(v_ != NULL);                                                        \
+        ASSERT_MEM(v_, strlen(v_), (lit), strlen(lit));                                 \
+    } while (0)
+
+static const char *RESP = "clients/tester/services/statestore/v1/" GUID "/command/invoke/response";
+
+static void start(struct broker *b, struct client *c)
+{
+    memset(b, 0, sizeof *b);
+    broker_start(b);
+    client_connect(c, b->port, "tester", false);
+    client_subscribe(c, RESP);
+}
+
+/* The properties every state store response carries. */
+static void check_response(const struct msg *m, const char *corr)
+{
+    ASSERT_TRUE(m != NULL);
+    ASSERT_STR(m->topic, strlen(m->topic), "clients/tester/services/statestore/v1/" GUID
+                                           "/command/invoke/response");
+    ASSERT_EQ(m->qos, 1);
+    ASSERT_MEM(m->corr, (size_t)m->corr_len, corr, strlen(corr));
+    ASSERT_TRUE(m->content_type != NULL);
+    ASSERT_STR(m->content_type, strlen(m->content_type), "application/octet-stream");
+    USER(m, "__stat", "200");
+    USER(m, "__protVer", "1.0");
+    ASSERT_TRUE(m->len > 0);
+}
+
+TEST(plugin_commands_byte_exact)
+{
+    struct broker b;
+    struct client c;
+    start(&b, &c);
+    char ts[64];
+    snprintf(ts, sizeof ts, "%llu:0:CLIENT", (unsigned long long)now_ms());
+    struct msg *m = request(&c, RESP, "corr-1", ts, NULL, W("SET", "testkey", "testvalue"));
+    check_response(m, "corr-1");
+    PAYLOAD(m, "+OK\r\n");
+    const char *v = msg_user(m, "__ts");
+    ASSERT_TRUE(v != NULL);
+    char version[128];
+    snprintf(version, sizeof version, "%s", v);
+    ASSERT_TRUE(strstr(version, ":StateStore") != NULL);
+
+    m = request(&c, RESP, "corr-2", NULL, NULL, W("GET", "testkey"));
+    check_response(m, "corr-2");
+    PAYLOAD(m, "$9\r\ntestvalue\r\n");
+    USER(m, "__ts", version);
+    m = request(&c, RESP, "corr-3", NULL, NULL, W("SET", "testkey", "other", "NX"));
+    PAYLOAD(m, ":-1\r\n");
+    USER(m, "__ts", version);
+    m = request(&c, RESP, "corr-4", NULL, NULL, W("GET", "absent"));
+    check_response(m, "corr-4");
+    PAYLOAD(m, "$-1\r\n");
+    ASSERT_TRUE(msg_user(m, "__ts") == NULL);
+    m = request(&c, RESP, "corr-5", NULL, NULL, W("VDEL", "testkey", "wrong"));
+    PAYLOAD(m, ":-1\r\n");
+    m = request(&c, RESP, "corr-6", NULL, NULL, W("VDEL", "testkey", "testvalue"));
+    PAYLOAD(m, ":1\r\n");
+    USER(m, "__ts", version);
+    m = request(&c, RESP, "corr-7", NULL, NULL, W("DEL", "testkey"));
+    PAYLOAD(m, ":0\r\n");
+    m = request(&c, RESP, "corr-8", NULL, NULL, W("KEYNOTIFY", "testkey"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&c, RESP, "corr-9", NULL, NULL, W("KEYNOTIFY", "testkey", "STOP"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&c, RESP, "corr-a", NULL, NULL, W("KEYNOTIFY", "testkey", "STOP"));
+    PAYLOAD(m, ":0\r\n");
+    m = request(&c, RESP, "corr-b", "", NULL, W("SET", "k", "v"));
+    check_response(m, "corr-b");
+    PAYLOAD(m, "-ERR missing timestamp\r\n");
+    m = request(&c, RESP, "corr-c", NULL, NULL, W("set", "k"));
+    PAYLOAD(m, "-ERR wrong number of arguments\r\n");
+    m = request(&c, RESP, "corr-d", NULL, NULL, W("SCAN", "*"));
+    PAYLOAD(m, "-ERR unknown command\r\n");
+    /* Garbage payload. */
+    mosquitto_property *props = NULL;
+    mosquitto_property_add_string(&props, MQTT_PROP_RESPONSE_TOPIC, RESP);
+    mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, "corr-e", 6);
+    ASSERT_EQ(client_publish(&c, REQ_TOPIC, "\xff\x00garbage", 9, 1, false, props), 0);
+    mosquitto_property_free_all(&props);
+    m = client_wait(&c, 5000);
+    check_response(m, "corr-e");
+    PAYLOAD(m, "-ERR syntax error\r\n");
+    client_close(&c);
+    broker_stop(&b);
+}
+
+/* The response topics of the three SDKs and the docs all work. */
+TEST(plugin_sdk_response_topics_and_properties)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    static const char *topics[] = {
+        "clients/sdkclient/services/statestore/v1/" GUID "/command/invoke/response",
+        "clients/73646B636C69656E74/statestore/v1/" GUID "/command/invoke/response",
+        "clients/sdkclient/statestore/v1/" GUID "/command/invoke",
+        "clients/sdkclient/services/statestore/_any_/command/invoke/response",
+    };
+    struct client c;
+    client_connect(&c, b.port, "sdkclient", false);
+    for (int i = 0; i < 4; i++)
+        client_subscribe(&c, topics[i]);
+    for (int i = 0; i < 4; i++) {
+        uint8_t buf[128];
+        int n = encode_request(buf, sizeof buf, W("SET", "k", "v"), NULL);
+        /* What the SDKs send besides. */
+        mosquitto_property *props = NULL;
+        char ts[64];
+        snprintf(ts, sizeof ts, "%015llu:%05d:sdkclient", (unsigned long long)now_ms(), 3);
+        mosquitto_property_add_string(&props, MQTT_PROP_RESPONSE_TOPIC, topics[i]);
+        mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA,
+                                      "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10", 16);
+        mosquitto_property_add_string(&props, MQTT_PROP_CONTENT_TYPE, "application/octet-stream");
+        mosquitto_property_add_byte(&props, MQTT_PROP_PAYLOAD_FORMAT_INDICATOR, 0);
+        mosquitto_property_add_int32(&props, MQTT_PROP_MESSAGE_EXPIRY_INTERVAL, 10);
+        mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__srcId", "sdkclient");
+        mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__protVer", "1.0");
+        mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__ts", ts);
+        mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "$partition", "sdkclient");
+        mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "$high_priority", "");
+        mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__invId", "abc");
+        mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "aio-persistence", "true");
+        ASSERT_EQ(client_publish(&c, REQ_TOPIC, buf, n, 1, false, props), 0);
+        mosquitto_property_free_all(&props);
+        struct msg *m = client_wait(&c, 5000);
+        ASSERT_TRUE(m != NULL);
+        ASSERT_MEM(m->topic, strlen(m->topic), topics[i], strlen(topics[i]));
+        ASSERT_MEM(m->corr, (size_t)m->corr_len,
+                   "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10", 16);
+        PAYLOAD(m, "+OK\r\n");
+        USER(m, "__stat", "200");
+        ASSERT_TRUE(msg_user(m, "__ts") != NULL);
+        /* Exactly one answer: nothing else arrives on the other topics. */
+        ASSERT_EQ(client_drain(&c, 50), 0);
+    }
+    client_close(&c);
+    broker_stop(&b);
+}
