@@ -1,0 +1,191 @@
+/* test_refusals.c - requests the plugin must not execute: forbidden and
+ * unusable response topics, QoS 0, no correlation data, a foreign protocol
+ * version, MQTT 3.1.1; and retained requests. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../test.h"
+#include "harness.h"
+
+#define W(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define PAYLOAD(m, lit) ASSERT_STR((m)->payload, (size_t)(m)->len, lit)
+#define USER(m, name, lit)                                                              \
+    do {                                                                                \
+        const char *v_ = msg_user((m), (name));                                         \
+        ASSERT_TRUE(v_ != NULL);                                                        \
+        ASSERT_MEM(v_, strlen(v_), (lit), strlen(lit));                                 \
+    } while (0)
+
+static const char *RESP = "clients/checker/resp";
+
+/* GET key through a well-behaved client: the raw answer payload. */
+static void expect_absent(int port, const char *key)
+{
+    struct client c;
+    client_connect(&c, port, "checker", false);
+    client_subscribe(&c, RESP);
+    struct msg *m = request(&c, RESP, "chk", NULL, NULL, W("GET", key));
+    ASSERT_TRUE(m != NULL);
+    PAYLOAD(m, "$-1\r\n");
+    client_close(&c);
+}
+
+/* Publish a SET of key with the given response topic (NULL: none),
+ * correlation data (NULL: none), QoS and extra user property. */
+static void send_set(struct client *c, const char *key, const char *resp, const char *corr, int qos,
+                     const char *uname, const char *uvalue)
+{
+    uint8_t buf[256];
+    int n = encode_request(buf, sizeof buf, W("SET", key, "v"), NULL);
+    mosquitto_property *props = NULL;
+    if (resp)
+        mosquitto_property_add_string(&props, MQTT_PROP_RESPONSE_TOPIC, resp);
+    if (corr)
+        mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, corr, (uint16_t)strlen(corr));
+    char ts[64];
+    snprintf(ts, sizeof ts, "%llu:0:c", (unsigned long long)now_ms());
+    mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__ts", ts);
+    if (uname)
+        mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, uname, uvalue);
+    ASSERT_EQ(client_publish(c, REQ_TOPIC, buf, n, qos, false, props), MOSQ_ERR_SUCCESS);
+    mosquitto_property_free_all(&props);
+}
+
+TEST(plugin_forbidden_response_topic_disconnects)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    static const char *forbidden[] = {
+        REQ_TOPIC,
+        "clients/statestore/v1/" GUID,
+        "clients/statestore/v1/" GUID "/6D65/command/notify/6B",
+    };
+    for (int i = 0; i < 3; i++) {
+        struct client c;
+        client_connect(&c, b.port, "evil", false);
+        char key[16];
+        snprintf(key, sizeof key, "f%d", i);
+        send_set(&c, key, forbidden[i], "x", 1, NULL, NULL);
+        ASSERT_TRUE(client_wait(&c, 2000) == NULL);
+        ASSERT_TRUE(c.disconnected);
+        client_close(&c);
+        expect_absent(b.port, key);
+    }
+    ASSERT_TRUE(broker_log_has(&b, "forbidden response topic"));
+    broker_stop(&b);
+}
+
+TEST(plugin_unusable_response_topic_not_executed)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct client c;
+    client_connect(&c, b.port, "sloppy", false);
+    client_subscribe(&c, "#");
+    static const char *bad[] = {NULL, "clients/+/resp", "clients/#"};
+    for (int i = 0; i < 3; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "u%d", i);
+        send_set(&c, key, bad[i], "x", 1, NULL, NULL);
+        ASSERT_EQ(client_wait_puback(&c, 2000), MQTT_RC_NOT_AUTHORIZED);
+        ASSERT_TRUE(!c.disconnected);
+        expect_absent(b.port, key);
+    }
+    /* No answer went anywhere: the "#" subscriber saw only the checker's
+     * traffic (its requests and answers). */
+    int seen = 0;
+    struct msg *m;
+    while ((m = client_wait(&c, 100)) != NULL) {
+        ASSERT_TRUE(strcmp(m->topic, REQ_TOPIC) == 0 || strcmp(m->topic, RESP) == 0);
+        if (strcmp(m->topic, RESP) == 0)
+            seen++;
+    }
+    ASSERT_EQ(seen, 3);
+    client_close(&c);
+    broker_stop(&b);
+}
+
+TEST(plugin_qos0_missing_correlation_and_version)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct client c;
+    client_connect(&c, b.port, "odd", false);
+    client_subscribe(&c, "clients/odd/resp");
+    send_set(&c, "q0", "clients/odd/resp", "c1", 0, NULL, NULL);
+    struct msg *m = client_wait(&c, 2000);
+    ASSERT_TRUE(m != NULL);
+    USER(m, "__stat", "400");
+    ASSERT_TRUE(msg_user(m, "__stMsg") != NULL);
+    ASSERT_TRUE(strstr(msg_user(m, "__stMsg"), "QoS 1") != NULL);
+    ASSERT_MEM(m->corr, (size_t)m->corr_len, "c1", 2);
+
+    send_set(&c, "nocorr", "clients/odd/resp", NULL, 1, NULL, NULL);
+    m = client_wait(&c, 2000);
+    ASSERT_TRUE(m != NULL);
+    USER(m, "__stat", "400");
+    USER(m, "__propName", "Correlation Data");
+    ASSERT_TRUE(m->corr == NULL);
+
+    send_set(&c, "v2", "clients/odd/resp", "c3", 1, "__protVer", "2.0");
+    m = client_wait(&c, 2000);
+    ASSERT_TRUE(m != NULL);
+    USER(m, "__stat", "505");
+    USER(m, "__supProtMajVer", "1");
+    USER(m, "__requestProtVer", "2.0");
+    USER(m, "__protVer", "1.0");
+
+    send_set(&c, "v1", "clients/odd/resp", "c4", 1, "__protVer", "1.7");
+    m = client_wait(&c, 2000);
+    ASSERT_TRUE(m != NULL);
+    USER(m, "__stat", "200");
+    ASSERT_STR(m->payload, (size_t)m->len, "+OK\r\n");
+    client_close(&c);
+    expect_absent(b.port, "q0");
+    expect_absent(b.port, "nocorr");
+    expect_absent(b.port, "v2");
+    broker_stop(&b);
+}
+
+TEST(plugin_mqtt311_not_executed)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct client c;
+    client_connect(&c, b.port, "old", true);
+    uint8_t buf[128];
+    int n = encode_request(buf, sizeof buf, W("SET", "old", "v"), NULL);
+    ASSERT_EQ(client_publish(&c, REQ_TOPIC, buf, n, 1, false, NULL), 0);
+    client_wait_puback(&c, 2000);
+    client_close(&c);
+    expect_absent(b.port, "old");
+    ASSERT_TRUE(broker_log_has(&b, "MQTT 5 is required"));
+    broker_stop(&b);
+}
+
+TEST(plugin_retained_request_not_kept)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct client c;
+    client_connect(&c, b.port, "ret", false);
+    client_subscribe(&c, "clients/ret/resp");
+    uint8_t buf[128];
+    int n = encode_request(buf, sizeof buf, W("GET", "k"), NULL);
+    mosquitto_property *props = NULL;
+    mosquitto_property_add_string(&props, MQTT_PROP_RESPONSE_TOPIC, "clients/ret/resp");
+    mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, "r", 1);
+    ASSERT_EQ(client_publish(&c, REQ_TOPIC, buf, n, 1, true, props), 0);
+    mosquitto_property_free_all(&props);
+    struct msg *m = client_wait(&c, 2000);
+    ASSERT_TRUE(m != NULL);
+    ASSERT_STR(m->payload, (size_t)m->len, "$-1\r\n");
+    client_close(&c);
+    /* A new subscriber to the request topic gets no retained message. */
+    struct client s;
+    client_connect(&s, b.port, "late", false);
+    client_subscribe(&s, REQ_TOPIC);
+    ASSERT_TRUE(client_wait(&s, 300) == NULL);
+    client_close(&s);
+    broker_stop(&b);
+}
