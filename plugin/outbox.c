@@ -77,6 +77,15 @@ int ss_outbox_push(struct ss_outbox *ob, const char *clientid, const char *topic
     return MOSQ_ERR_SUCCESS;
 }
 
+void ss_outbox_move_last_to(struct ss_outbox *ob, size_t pos)
+{
+    if (ob->len == 0 || pos >= ob->len - 1)
+        return;
+    struct ss_outmsg last = ob->msgs[ob->len - 1];
+    memmove(&ob->msgs[pos + 1], &ob->msgs[pos], (ob->len - 1 - pos) * sizeof last);
+    ob->msgs[pos] = last;
+}
+
 void ss_outbox_fail(struct ss_outbox *ob, int err)
 {
     size_t kept = 0;

@@ -107,6 +107,9 @@ uint64_t ss_wall_ms(void);
 int ss_outbox_push(struct ss_outbox *ob, const char *clientid, const char *topic, uint8_t *payload,
                    size_t len, mosquitto_property *props, const uint8_t *corr, uint16_t corr_len,
                    bool engine_answer);
+/* Move the last message to position pos (an answer goes out before the
+ * notifications its request caused). */
+void ss_outbox_move_last_to(struct ss_outbox *ob, size_t pos);
 /* Replace every engine answer with "-ERR <text of err>" and drop the
  * notifications: the batch they came from did not commit. */
 void ss_outbox_fail(struct ss_outbox *ob, int err);

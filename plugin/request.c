@@ -160,6 +160,7 @@ static void ss__execute(struct ss_plugin *p, const struct mosquitto_evt_message 
     if (r->ft == NULL)
         x.ft.data = NULL;
     ss_buf_clear(&p->scratch);
+    size_t first_event = p->outbox.len;
     int rc = ss_engine_exec(p->engine, &x);
     if (rc == SS_E_NOMEM) {
         ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request from %s was not answered", client_id);
@@ -171,7 +172,10 @@ static void ss__execute(struct ss_plugin *p, const struct mosquitto_evt_message 
     if (x.has_version)
         version[ss_hlc_format(&x.version, version)] = '\0';
     ss_bytes answer = {p->scratch.data, p->scratch.len};
+    size_t before = p->outbox.len;
     ss__answer(p, r, &answer, x.has_version ? version : NULL);
+    if (p->outbox.len > before)
+        ss_outbox_move_last_to(&p->outbox, first_event);
     ss_dedup_answer a = {answer, ss__str(version)};
     if (ss_dedup_put(p->dedup, client, corr, fp, now, &a) != SS_OK)
         ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request will not be recognised if resent");

@@ -1,0 +1,160 @@
+/* test_notify.c - KEYNOTIFY through a real broker: topics, payloads,
+ * versions, delivery without subscription, disconnects, expiry. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../test.h"
+#include "harness.h"
+
+#define W(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define PAYLOAD(m, lit) ASSERT_STR((m)->payload, (size_t)(m)->len, lit)
+
+static void connect_rr(struct client *c, int port, const char *id, char *resp, size_t n)
+{
+    client_connect(c, port, id, false);
+    snprintf(resp, n, "clients/%s/resp", id);
+    client_subscribe(c, resp);
+}
+
+/* HEX("watcher") and HEX("k\x01y") in upper case. */
+#define WATCHER_TOPIC(keyhex) "clients/statestore/v1/" GUID "/77617463686572/command/notify/" keyhex
+
+TEST(plugin_notifications_exact)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct client w, s;
+    char wr[64], sr[64];
+    connect_rr(&w, b.port, "watcher", wr, sizeof wr);
+    connect_rr(&s, b.port, "setter", sr, sizeof sr);
+    /* The watcher registers, and has no subscription for notifications. */
+    struct msg *m = request(&w, wr, "n1", NULL, NULL, W("KEYNOTIFY", "k\x01y"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&s, sr, "s1", NULL, NULL, W("SET", "k\x01y", "v\r\n1"));
+    PAYLOAD(m, "+OK\r\n");
+    char version[128];
+    snprintf(version, sizeof version, "%s", msg_user(m, "__ts"));
+    m = client_wait(&w, 2000);
+    ASSERT_TRUE(m != NULL);
+    ASSERT_STR(m->topic, strlen(m->topic), WATCHER_TOPIC("6B0179"));
+    PAYLOAD(m, "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$4\r\nv\r\n1\r\n");
+    ASSERT_EQ(m->qos, 1);
+    ASSERT_TRUE(m->corr == NULL);
+    ASSERT_MEM(msg_user(m, "__ts"), strlen(msg_user(m, "__ts")), version, strlen(version));
+    /* DEL: DELETE with the removed value's version. */
+    m = request(&s, sr, "s2", NULL, NULL, W("DEL", "k\x01y"));
+    PAYLOAD(m, ":1\r\n");
+    m = client_wait(&w, 2000);
+    ASSERT_TRUE(m != NULL);
+    PAYLOAD(m, "*2\r\n$6\r\nNOTIFY\r\n$6\r\nDELETE\r\n");
+    ASSERT_MEM(msg_user(m, "__ts"), strlen(msg_user(m, "__ts")), version, strlen(version));
+    /* Failed conditions and deletes of absent keys notify nobody. */
+    request(&s, sr, "s3", NULL, NULL, W("DEL", "k\x01y"));
+    request(&s, sr, "s4", NULL, NULL, W("SET", "k\x01y", "a"));
+    request(&s, sr, "s5", NULL, NULL, W("SET", "k\x01y", "b", "NX"));
+    request(&s, sr, "s6", NULL, NULL, W("VDEL", "k\x01y", "zzz"));
+    ASSERT_EQ(client_drain(&w, 300), 1); /* only the SET of "a" */
+    PAYLOAD(&w.last, "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\na\r\n");
+    client_close(&w);
+    client_close(&s);
+    broker_stop(&b);
+}
+
+TEST(plugin_notifications_observers_own_changes_and_disconnect)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct client o1, o2, s;
+    char r1[64], r2[64], rs[64];
+    connect_rr(&o1, b.port, "obs1", r1, sizeof r1);
+    connect_rr(&o2, b.port, "obs2", r2, sizeof r2);
+    connect_rr(&s, b.port, "self", rs, sizeof rs);
+    request(&o1, r1, "a", NULL, NULL, W("KEYNOTIFY", "shared"));
+    request(&o2, r2, "a", NULL, NULL, W("KEYNOTIFY", "shared"));
+    request(&s, rs, "a", NULL, NULL, W("KEYNOTIFY", "shared"));
+    /* The setter observes too: it is told of its own change. */
+    struct msg *m = request(&s, rs, "b", NULL, NULL, W("SET", "shared", "1"));
+    ASSERT_TRUE(m != NULL);
+    bool got_answer = strcmp(m->topic, rs) == 0;
+    m = client_wait(&s, 2000);
+    ASSERT_TRUE(m != NULL);
+    ASSERT_TRUE(got_answer || strcmp(m->topic, rs) == 0);
+    ASSERT_EQ(client_drain(&o1, 300), 1);
+    ASSERT_EQ(client_drain(&o2, 300), 1);
+    /* obs1 goes away and comes back with the same id and a persistent
+     * session: its registration is gone, nothing was queued for it. */
+    client_close(&o1);
+    request(&s, rs, "c", NULL, NULL, W("SET", "shared", "2"));
+    client_drain(&s, 100);
+    ASSERT_EQ(client_drain(&o2, 300), 1);
+    client_connect(&o1, b.port, "obs1", false);
+    ASSERT_EQ(client_drain(&o1, 300), 0);
+    request(&s, rs, "d", NULL, NULL, W("SET", "shared", "3"));
+    ASSERT_EQ(client_drain(&o1, 300), 0);
+    ASSERT_EQ(client_drain(&o2, 300), 1);
+    /* STOP ends notifications. */
+    m = request(&o2, r2, "e", NULL, NULL, W("KEYNOTIFY", "shared", "STOP"));
+    PAYLOAD(m, "+OK\r\n");
+    request(&s, rs, "f", NULL, NULL, W("SET", "shared", "4"));
+    ASSERT_EQ(client_drain(&o2, 300), 0);
+    client_close(&o1);
+    client_close(&o2);
+    client_close(&s);
+    broker_stop(&b);
+}
+
+TEST(plugin_takeover_drops_registrations)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct client old, s;
+    char ro[64], rs[64];
+    connect_rr(&old, b.port, "twin", ro, sizeof ro);
+    connect_rr(&s, b.port, "writer", rs, sizeof rs);
+    request(&old, ro, "a", NULL, NULL, W("KEYNOTIFY", "t"));
+    /* A second connection with the same id takes over. */
+    struct client fresh;
+    client_connect(&fresh, b.port, "twin", false);
+    request(&s, rs, "b", NULL, NULL, W("SET", "t", "1"));
+    ASSERT_EQ(client_drain(&fresh, 300), 0);
+    mosquitto_destroy(old.m);
+    old.m = NULL;
+    client_close(&fresh);
+    client_close(&s);
+    broker_stop(&b);
+}
+
+TEST(plugin_expiry_notifies_promptly)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct client w;
+    char rw[64];
+    connect_rr(&w, b.port, "exp", rw, sizeof rw);
+    request(&w, rw, "a", NULL, NULL, W("KEYNOTIFY", "soon"));
+    uint64_t worst = 0;
+    for (int round = 0; round < 5; round++) {
+        uint64_t t0 = now_ms();
+        struct msg *m = request(&w, rw, "b", NULL, NULL, W("SET", "soon", "x", "PX", "300"));
+        PAYLOAD(m, "+OK\r\n");
+        /* The SET notification first. */
+        m = client_wait(&w, 2000);
+        ASSERT_TRUE(m != NULL);
+        m = client_wait(&w, 3000);
+        uint64_t t1 = now_ms();
+        ASSERT_TRUE(m != NULL);
+        PAYLOAD(m, "*2\r\n$6\r\nNOTIFY\r\n$6\r\nDELETE\r\n");
+        /* Deadline is at most t0 + 300 (set after t0); the delay is
+         * measured from there, so it is an upper bound. */
+        uint64_t late = t1 - t0 > 300 ? t1 - t0 - 300 : 0;
+        if (late > worst)
+            worst = late;
+    }
+    fprintf(stderr, "  expiry DELETE arrived at most %llu ms after the deadline\n",
+            (unsigned long long)worst);
+    /* The bound is 100 ms; the test allows scheduling noise on a shared
+     * machine and reports the figure. */
+    ASSERT_TRUE(worst <= 250);
+    client_close(&w);
+    broker_stop(&b);
+}
