@@ -13,6 +13,7 @@ FUZZ_SECONDS ?= 60
 
 ifeq ($(SAN),1)
 VARIANT  := san
+BROKER_PRELOAD = $(shell $(CC) -print-file-name=libasan.so) $(shell $(CC) -print-file-name=libubsan.so)
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 OPT      := -O1
 else
@@ -77,7 +78,7 @@ TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(OUT)/fuzz/repla
 
 test: deps
 	@$(MAKE) --no-print-directory $(TEST_BINS)
-	@scripts/run-tests.sh $(OUT) $(CURDIR)/$(PLUGIN)
+	@SS_BROKER_PRELOAD="$(BROKER_PRELOAD)" scripts/run-tests.sh $(OUT) $(CURDIR)/$(PLUGIN)
 
 check: test
 

@@ -117,8 +117,9 @@ TEST(plugin_takeover_drops_registrations)
     client_connect(&fresh, b.port, "twin", false);
     request(&s, rs, "b", NULL, NULL, W("SET", "t", "1"));
     ASSERT_EQ(client_drain(&fresh, 300), 0);
-    mosquitto_destroy(old.m);
+    mosquitto_destroy(old.m); /* it was disconnected by the takeover */
     old.m = NULL;
+    client_close(&old);
     client_close(&fresh);
     client_close(&s);
     broker_stop(&b);

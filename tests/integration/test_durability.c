@@ -1,0 +1,277 @@
+/* test_durability.c - resent requests, restarts, kill -9, the lease
+ * pattern, many clients at once, and bad configuration. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "harness.h"
+
+#define W(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define PAYLOAD(m, lit) ASSERT_STR((m)->payload, (size_t)(m)->len, lit)
+
+static void connect_rr(struct client *c, int port, const char *id, char *resp, size_t n)
+{
+    client_connect(c, port, id, false);
+    snprintf(resp, n, "clients/%s/resp", id);
+    client_subscribe(c, resp);
+}
+
+static void copy_ts(char *out, size_t n, const struct msg *m)
+{
+    const char *v = msg_user(m, "__ts");
+    ASSERT_TRUE(v != NULL);
+    snprintf(out, n, "%s", v);
+}
+
+TEST(plugin_resent_request_answered_once)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct client c;
+    char r[64];
+    connect_rr(&c, b.port, "retry", r, sizeof r);
+    char ts[64];
+    snprintf(ts, sizeof ts, "%llu:0:retry", (unsigned long long)now_ms());
+    struct msg *m = request(&c, r, "same-corr", ts, NULL, W("SET", "lease", "me", "NX", "PX", "60000"));
+    PAYLOAD(m, "+OK\r\n");
+    char v1[128];
+    copy_ts(v1, sizeof v1, m);
+    /* The identical request again: the first answer, not ":-1". */
+    m = request(&c, r, "same-corr", ts, NULL, W("SET", "lease", "me", "NX", "PX", "60000"));
+    PAYLOAD(m, "+OK\r\n");
+    ASSERT_MEM(msg_user(m, "__ts"), strlen(msg_user(m, "__ts")), v1, strlen(v1));
+    /* The same correlation data with another request runs normally. */
+    m = request(&c, r, "same-corr", ts, NULL, W("SET", "lease", "other", "NX"));
+    PAYLOAD(m, ":-1\r\n");
+    m = request(&c, r, "same-corr", ts, NULL, W("GET", "lease"));
+    PAYLOAD(m, "$2\r\nme\r\n");
+    /* And another client with the same correlation data and request. */
+    struct client d;
+    char rd[64];
+    connect_rr(&d, b.port, "other", rd, sizeof rd);
+    m = request(&d, rd, "same-corr", ts, NULL, W("SET", "lease", "me", "NX", "PX", "60000"));
+    PAYLOAD(m, ":-1\r\n");
+    client_close(&c);
+    client_close(&d);
+    broker_stop(&b);
+}
+
+TEST(plugin_restart_keeps_values_versions_tokens_expiries)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct client c;
+    char r[64];
+    connect_rr(&c, b.port, "keeper", r, sizeof r);
+    struct msg *m = request(&c, r, "1", NULL, "1:0:tok", W("SET", "fenced", "value-1", "PX", "600000"));
+    PAYLOAD(m, "+OK\r\n");
+    char vf[128];
+    copy_ts(vf, sizeof vf, m);
+    m = request(&c, r, "2", NULL, NULL, W("SET", "brief", "gone soon", "PX", "300"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&c, r, "3", NULL, NULL, W("SET", "plain", "stays"));
+    char vp[128];
+    copy_ts(vp, sizeof vp, m);
+    client_close(&c);
+    broker_stop(&b);
+    usleep(500 * 1000); /* "brief" expires while the broker is down */
+    broker_start(&b);
+    connect_rr(&c, b.port, "keeper", r, sizeof r);
+    m = request(&c, r, "4", NULL, NULL, W("GET", "fenced"));
+    PAYLOAD(m, "$7\r\nvalue-1\r\n");
+    ASSERT_MEM(msg_user(m, "__ts"), strlen(msg_user(m, "__ts")), vf, strlen(vf));
+    m = request(&c, r, "5", NULL, NULL, W("DEL", "fenced"));
+    PAYLOAD(m, "-ERR a fencing token is required for this request\r\n");
+    m = request(&c, r, "6", NULL, NULL, W("GET", "plain"));
+    PAYLOAD(m, "$5\r\nstays\r\n");
+    ASSERT_MEM(msg_user(m, "__ts"), strlen(msg_user(m, "__ts")), vp, strlen(vp));
+    m = request(&c, r, "7", NULL, NULL, W("GET", "brief"));
+    PAYLOAD(m, "$-1\r\n");
+    /* New versions are above the old ones even with an old request clock. */
+    m = request(&c, r, "8", "1:0:old", NULL, W("SET", "plain", "newer"));
+    PAYLOAD(m, "+OK\r\n");
+    ASSERT_TRUE(strcmp(msg_user(m, "__ts"), vp) > 0); /* same width: text order is time order */
+    client_close(&c);
+    broker_stop(&b);
+}
+
+TEST(plugin_kill9_keeps_every_acknowledged_write)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    char versions[60][128];
+    int acked = 0;
+    for (int round = 0; round < 3; round++) {
+        struct client c;
+        char r[64];
+        connect_rr(&c, b.port, "writer", r, sizeof r);
+        for (int i = 0; i < 20; i++, acked++) {
+            char key[16], val[16];
+            snprintf(key, sizeof key, "k%d", acked);
+            snprintf(val, sizeof val, "v%d", acked);
+            struct msg *m = request(&c, r, key, NULL, NULL, W("SET", key, val));
+            PAYLOAD(m, "+OK\r\n");
+            copy_ts(versions[acked], sizeof versions[acked], m);
+        }
+        /* Killed right after the last acknowledgement. */
+        broker_kill9(&b);
+        mosquitto_destroy(c.m);
+        c.m = NULL;
+        client_close(&c);
+        broker_start(&b);
+    }
+    struct client c;
+    char r[64];
+    connect_rr(&c, b.port, "reader", r, sizeof r);
+    for (int i = 0; i < acked; i++) {
+        char key[16], val[16], want[32];
+        snprintf(key, sizeof key, "k%d", i);
+        int vn = snprintf(val, sizeof val, "v%d", i);
+        int wn = snprintf(want, sizeof want, "$%d\r\n%s\r\n", vn, val);
+        struct msg *m = request(&c, r, key, NULL, NULL, W("GET", key));
+        ASSERT_MEM(m->payload, (size_t)m->len, want, (size_t)wn);
+        ASSERT_MEM(msg_user(m, "__ts"), strlen(msg_user(m, "__ts")), versions[i], strlen(versions[i]));
+    }
+    client_close(&c);
+    broker_stop(&b);
+}
+
+TEST(plugin_lease_pattern)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct client a, o;
+    char ra[64], ro[64];
+    connect_rr(&a, b.port, "holder-a", ra, sizeof ra);
+    connect_rr(&o, b.port, "holder-b", ro, sizeof ro);
+    struct msg *m = request(&a, ra, "1", NULL, NULL, W("SET", "lock", "holder-a", "NEX", "PX", "10000"));
+    PAYLOAD(m, "+OK\r\n");
+    char t1[128], t2[128];
+    copy_ts(t1, sizeof t1, m);
+    m = request(&o, ro, "2", NULL, NULL, W("SET", "lock", "holder-b", "NEX", "PX", "10000"));
+    PAYLOAD(m, ":-1\r\n");
+    m = request(&a, ra, "3", NULL, NULL, W("SET", "lock", "holder-a", "NEX", "PX", "10000"));
+    PAYLOAD(m, "+OK\r\n");
+    copy_ts(t2, sizeof t2, m);
+    ASSERT_TRUE(strcmp(t2, t1) > 0);
+    m = request(&a, ra, "4", NULL, t2, W("SET", "resource", "written by a"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&o, ro, "5", NULL, t1, W("SET", "resource", "written by b"));
+    PAYLOAD(m, "-ERR the request fencing token is a lower version than the fencing token "
+               "protecting the resource\r\n");
+    /* b waits for the release with KEYNOTIFY instead of polling. */
+    m = request(&o, ro, "6", NULL, NULL, W("KEYNOTIFY", "lock"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&a, ra, "7", NULL, NULL, W("VDEL", "lock", "holder-a"));
+    PAYLOAD(m, ":1\r\n");
+    m = client_wait(&o, 2000);
+    ASSERT_TRUE(m != NULL);
+    PAYLOAD(m, "*2\r\n$6\r\nNOTIFY\r\n$6\r\nDELETE\r\n");
+    m = request(&o, ro, "8", NULL, NULL, W("SET", "lock", "holder-b", "NEX", "PX", "10000"));
+    PAYLOAD(m, "+OK\r\n");
+    char t3[128];
+    copy_ts(t3, sizeof t3, m);
+    client_drain(&o, 50); /* its own SET notification */
+    m = request(&o, ro, "9", NULL, t3, W("SET", "resource", "written by b"));
+    PAYLOAD(m, "+OK\r\n");
+    client_close(&a);
+    client_close(&o);
+    broker_stop(&b);
+}
+
+TEST(plugin_fifty_concurrent_clients)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    enum { N = 50, ROUNDS = 20 };
+    static struct client cs[N];
+    char resp[N][64];
+    for (int i = 0; i < N; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "many%02d", i);
+        connect_rr(&cs[i], b.port, id, resp[i], sizeof resp[i]);
+    }
+    /* Every client fires all its requests, then everyone collects. */
+    for (int i = 0; i < N; i++) {
+        for (int k = 0; k < ROUNDS; k++) {
+            uint8_t buf[256];
+            char key[32], val[32], corr[16];
+            snprintf(key, sizeof key, "own-%d-%d", i, k);
+            snprintf(val, sizeof val, "val-%d-%d", i, k);
+            snprintf(corr, sizeof corr, "%d", k);
+            int n = k == 0 ? encode_request(buf, sizeof buf, W("SET", "race", val, "NX"), NULL)
+                           : encode_request(buf, sizeof buf, W("SET", key, val), NULL);
+            mosquitto_property *props = NULL;
+            char ts[64];
+            snprintf(ts, sizeof ts, "%llu:0:c", (unsigned long long)now_ms());
+            mosquitto_property_add_string(&props, MQTT_PROP_RESPONSE_TOPIC, resp[i]);
+            mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, corr, (uint16_t)strlen(corr));
+            mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__ts", ts);
+            ASSERT_EQ(client_publish(&cs[i], REQ_TOPIC, buf, n, 1, false, props), 0);
+            mosquitto_property_free_all(&props);
+        }
+    }
+    int winners = 0, answers = 0;
+    uint64_t end = now_ms() + 20000;
+    int got[N] = {0};
+    while (answers < N * ROUNDS && now_ms() < end) {
+        for (int i = 0; i < N; i++) {
+            struct msg *m;
+            while ((m = client_wait(&cs[i], 1)) != NULL) {
+                answers++;
+                got[i]++;
+                if (m->corr_len == 1 && m->corr[0] == '0') {
+                    if (m->len == 5 && memcmp(m->payload, "+OK\r\n", 5) == 0)
+                        winners++;
+                    else
+                        ASSERT_STR(m->payload, (size_t)m->len, ":-1\r\n");
+                } else {
+                    ASSERT_STR(m->payload, (size_t)m->len, "+OK\r\n");
+                }
+            }
+        }
+    }
+    ASSERT_EQ(answers, N * ROUNDS);
+    ASSERT_EQ(winners, 1);
+    /* Spot check the data. */
+    struct msg *m = request(&cs[7], resp[7], "x", NULL, NULL, W("GET", "own-7-19"));
+    PAYLOAD(m, "$8\r\nval-7-19\r\n");
+    for (int i = 0; i < N; i++)
+        client_close(&cs[i]);
+    broker_stop(&b);
+}
+
+TEST(plugin_bad_options_stop_the_broker)
+{
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "plugin_opt_no_such_option 1\n");
+    ASSERT_TRUE(broker_start_fails(&b) != 0);
+    ASSERT_TRUE(broker_log_has(&b, "unknown option plugin_opt_no_such_option"));
+    struct broker c = {0};
+    snprintf(c.extra, sizeof c.extra, "plugin_opt_fsync sometimes\n");
+    ASSERT_TRUE(broker_start_fails(&c) != 0);
+    ASSERT_TRUE(broker_log_has(&c, "plugin_opt_fsync: invalid value \"sometimes\""));
+    struct broker d = {0};
+    snprintf(d.extra, sizeof d.extra, "plugin_opt_max_keys lots\n");
+    ASSERT_TRUE(broker_start_fails(&d) != 0);
+    ASSERT_TRUE(broker_log_has(&d, "plugin_opt_max_keys"));
+    /* Good options are logged at startup. */
+    struct broker e = {0};
+    snprintf(e.extra, sizeof e.extra,
+             "plugin_opt_fsync always\nplugin_opt_max_keys 2\nplugin_opt_node_id Edge1\n");
+    broker_start(&e);
+    ASSERT_TRUE(broker_log_has(&e, "fsync=always"));
+    ASSERT_TRUE(broker_log_has(&e, "node_id=Edge1"));
+    struct client cl;
+    char r[64];
+    connect_rr(&cl, e.port, "q", r, sizeof r);
+    struct msg *m = request(&cl, r, "1", NULL, NULL, W("SET", "a", "1"));
+    ASSERT_TRUE(strstr(msg_user(m, "__ts"), ":Edge1") != NULL);
+    request(&cl, r, "2", NULL, NULL, W("SET", "b", "1"));
+    m = request(&cl, r, "3", NULL, NULL, W("SET", "c", "1"));
+    PAYLOAD(m, "-ERR the quota has been exceeded\r\n");
+    client_close(&cl);
+    broker_stop(&e);
+}
