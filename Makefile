@@ -4,11 +4,15 @@
 #   make test SAN=1  the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make valgrind    the unit tests under valgrind
 #   make fuzz        run the libFuzzer target for FUZZ_SECONDS (default 60)
+#   make run         start mosquitto with the state store (PORT=1883 DATA=./data)
+#   make install     install plugin, library, headers, example config (PREFIX, DESTDIR)
 #   make deps        install the Debian packages the build needs
 
 CC      ?= cc
 SAN     ?= 0
 PREFIX  ?= /usr/local
+PORT    ?= 1883
+DATA    ?= $(CURDIR)/data
 FUZZ_SECONDS ?= 60
 
 ifeq ($(SAN),1)
@@ -40,7 +44,7 @@ PLUGIN_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard plugin/*.c))
 LIBCORE   := $(OUT)/libstatestore-core.a
 PLUGIN    := $(OUT)/statestore.so
 
-.PHONY: all deps test check valgrind fuzz clean
+.PHONY: all deps test check valgrind fuzz run install clean
 
 all: deps $(LIBCORE) $(PLUGIN)
 
@@ -103,6 +107,27 @@ fuzz: deps
 	@mkdir -p build/fuzz/corpus
 	build/fuzz/fuzz_request -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    build/fuzz/corpus fuzz/corpus/request
+
+# Run the broker in the foreground with the plugin, from examples/mosquitto.conf.
+RUN_CONF := build/run/mosquitto.conf
+run: deps
+	@$(MAKE) --no-print-directory $(PLUGIN) SAN=0
+	@mkdir -p build/run "$(DATA)"
+	@sed -e 's|@PLUGIN@|$(CURDIR)/$(PLUGIN)|' -e 's|@PORT@|$(PORT)|' -e 's|@DATA@|$(DATA)|' \
+	    examples/mosquitto.conf > $(RUN_CONF)
+	@if [ "$$(id -u)" = 0 ]; then sed -i '1i user root' $(RUN_CONF); fi
+	@echo "statestore: mosquitto on 127.0.0.1:$(PORT), data in $(DATA), config $(RUN_CONF)"
+	@scripts/run-hint.sh $(PORT)
+	exec mosquitto -c $(RUN_CONF)
+
+install: deps
+	@$(MAKE) --no-print-directory $(PLUGIN) $(LIBCORE) SAN=0
+	install -d $(DESTDIR)$(PREFIX)/lib/statestore $(DESTDIR)$(PREFIX)/include/statestore \
+	    $(DESTDIR)$(PREFIX)/share/statestore/examples
+	install -m 0755 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/statestore/statestore.so
+	install -m 0644 $(LIBCORE) $(DESTDIR)$(PREFIX)/lib/libstatestore-core.a
+	install -m 0644 core/*.h $(DESTDIR)$(PREFIX)/include/statestore/
+	install -m 0644 examples/mosquitto.conf $(DESTDIR)$(PREFIX)/share/statestore/examples/
 
 clean:
 	rm -rf build

@@ -90,15 +90,19 @@ static void ss__status(struct ss_plugin *p, const struct ss_req_props *r, const 
             MOSQ_ERR_SUCCESS)
             mosquitto_property_free_all(&props);
     }
-    /* The payload is never empty. */
-    uint8_t *payload = malloc(1);
+    /* The payload is never empty: it repeats the status message. */
+    const char *text = "error";
+    for (size_t i = 0; extra[i]; i += 2)
+        if (strcmp(extra[i], "__stMsg") == 0)
+            text = extra[i + 1];
+    uint8_t *payload = (uint8_t *)strdup(text);
     if (props == NULL || payload == NULL) {
         mosquitto_property_free_all(&props);
         free(payload);
         return;
     }
-    payload[0] = '\0';
-    ss_outbox_push(&p->outbox, NULL, r->response_topic, payload, 1, props, r->corr, r->corr_len, false);
+    ss_outbox_push(&p->outbox, NULL, r->response_topic, payload, strlen(text), props, r->corr,
+                   r->corr_len, false);
 }
 
 static ss_bytes ss__str(const char *s)

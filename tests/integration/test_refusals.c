@@ -119,12 +119,14 @@ TEST(plugin_qos0_missing_correlation_and_version)
     ASSERT_TRUE(msg_user(m, "__stMsg") != NULL);
     ASSERT_TRUE(strstr(msg_user(m, "__stMsg"), "QoS 1") != NULL);
     ASSERT_MEM(m->corr, (size_t)m->corr_len, "c1", 2);
+    ASSERT_STR(m->payload, (size_t)m->len, "QoS 1 is required for state store requests");
 
     send_set(&c, "nocorr", "clients/odd/resp", NULL, 1, NULL, NULL);
     m = client_wait(&c, 2000);
     ASSERT_TRUE(m != NULL);
     USER(m, "__stat", "400");
     USER(m, "__propName", "Correlation Data");
+    ASSERT_STR(m->payload, (size_t)m->len, "Correlation Data is missing");
     ASSERT_TRUE(m->corr == NULL);
 
     send_set(&c, "v2", "clients/odd/resp", "c3", 1, "__protVer", "2.0");
