@@ -2,7 +2,7 @@
 #
 #   make test        build and run every test (installs missing packages)
 #   make test SAN=1  the same under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make valgrind    the unit tests under valgrind
+#   make valgrind    unit tests, and integration tests with the broker, under valgrind
 #   make fuzz        run the libFuzzer target for FUZZ_SECONDS (default 60)
 #   make run         start mosquitto with the state store (PORT=1883 DATA=./data)
 #   make install     install plugin, library, headers, example config (PREFIX, DESTDIR)
@@ -86,12 +86,16 @@ test: deps
 
 check: test
 
-# The unit tests under valgrind: any memory error or definite leak fails.
+# Under valgrind: the unit tests, then the integration tests with the
+# broker (and so the plugin) under valgrind. Any memory error or definite
+# leak fails.
 valgrind: deps
 	@scripts/deps.sh valgrind
-	@$(MAKE) --no-print-directory build/plain/tests/unit/run SAN=0
+	@$(MAKE) --no-print-directory build/plain/tests/unit/run build/plain/tests/integration/run \
+	    build/plain/statestore.so SAN=0
 	@valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite \
 	    --error-exitcode=9 build/plain/tests/unit/run
+	@SS_BROKER_VALGRIND=1 SS_PLUGIN=$(CURDIR)/build/plain/statestore.so build/plain/tests/integration/run
 
 # libFuzzer build with Debian's clang; new inputs go to build/fuzz/corpus,
 # the committed seeds in fuzz/corpus/request are only read.

@@ -84,7 +84,11 @@ static void spawn(struct broker *b)
         const char *preload = getenv("SS_BROKER_PRELOAD");
         if (preload && preload[0])
             setenv("LD_PRELOAD", preload, 1);
-        execlp("mosquitto", "mosquitto", "-c", b->conf, (char *)NULL);
+        if (getenv("SS_BROKER_VALGRIND"))
+            execlp("valgrind", "valgrind", "-q", "--leak-check=full", "--errors-for-leak-kinds=definite",
+                   "--error-exitcode=99", "mosquitto", "-c", b->conf, (char *)NULL);
+        else
+            execlp("mosquitto", "mosquitto", "-c", b->conf, (char *)NULL);
         _exit(127);
     }
 }
@@ -93,7 +97,7 @@ void broker_start(struct broker *b)
 {
     write_conf(b);
     spawn(b);
-    for (int i = 0; i < 500; i++) {
+    for (int i = 0; i < 3000; i++) {
         int status;
         if (waitpid(b->pid, &status, WNOHANG) == b->pid) {
             b->pid = 0;
@@ -110,7 +114,7 @@ int broker_start_fails(struct broker *b)
 {
     write_conf(b);
     spawn(b);
-    for (int i = 0; i < 500; i++) {
+    for (int i = 0; i < 3000; i++) {
         int status;
         if (waitpid(b->pid, &status, WNOHANG) == b->pid) {
             b->pid = 0;
