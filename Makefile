@@ -116,6 +116,10 @@ fuzz: deps
 RUN_CONF := build/run/mosquitto.conf
 run: deps
 	@$(MAKE) --no-print-directory $(PLUGIN) SAN=0
+	@if bash -c 'exec 3<>/dev/tcp/127.0.0.1/$(PORT)' 2>/dev/null; then \
+	    echo "statestore: port $(PORT) is already in use (a mosquitto service installed by Debian?)."; \
+	    echo "statestore: stop it (systemctl stop mosquitto) or choose another: make run PORT=1884"; \
+	    exit 1; fi
 	@mkdir -p build/run "$(DATA)"
 	@sed -e 's|@PLUGIN@|$(CURDIR)/$(PLUGIN)|' -e 's|@PORT@|$(PORT)|' -e 's|@DATA@|$(DATA)|' \
 	    examples/mosquitto.conf > $(RUN_CONF)
