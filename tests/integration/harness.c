@@ -268,6 +268,13 @@ void client_connect(struct client *c, int port, const char *id, bool v311)
     ASSERT_TRUE(c->connected);
 }
 
+void client_connect_rr(struct client *c, int port, const char *id, char *resp, size_t n)
+{
+    client_connect(c, port, id, false);
+    snprintf(resp, n, "clients/%s/resp", id);
+    client_subscribe(c, resp);
+}
+
 void client_close(struct client *c)
 {
     if (c->m && c->connected) {

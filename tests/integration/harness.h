@@ -81,6 +81,21 @@ int client_drain(struct client *c, int ms);
 int client_wait_puback(struct client *c, int ms);
 const char *msg_user(const struct msg *m, const char *name);
 
+/* Connect as id and subscribe to "clients/<id>/resp", written to resp. */
+void client_connect_rr(struct client *c, int port, const char *id, char *resp, size_t n);
+
+/* Request words: W("SET", "k", "v"). */
+#define W(...) ((const char *const[]){__VA_ARGS__, NULL})
+/* The message's payload equals a string literal. */
+#define PAYLOAD(m, lit) ASSERT_STR((m)->payload, (size_t)(m)->len, lit)
+/* The message has user property name with exactly this value. */
+#define USER(m, name, val)                                                              \
+    do {                                                                                \
+        const char *v_ = msg_user((m), (name));                                         \
+        ASSERT_TRUE(v_ != NULL);                                                        \
+        ASSERT_MEM(v_, strlen(v_), (val), strlen(val));                                 \
+    } while (0)
+
 /* A state store request: SET, GET... given as words (NULL-terminated).
  * Adds __ts (now) unless ts is "" (none), __ft when ft is non-NULL,
  * correlation data corr, and response topic resp. */

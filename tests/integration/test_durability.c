@@ -8,15 +8,6 @@
 #include "../test.h"
 #include "harness.h"
 
-#define W(...) ((const char *const[]){__VA_ARGS__, NULL})
-#define PAYLOAD(m, lit) ASSERT_STR((m)->payload, (size_t)(m)->len, lit)
-
-static void connect_rr(struct client *c, int port, const char *id, char *resp, size_t n)
-{
-    client_connect(c, port, id, false);
-    snprintf(resp, n, "clients/%s/resp", id);
-    client_subscribe(c, resp);
-}
 
 static void copy_ts(char *out, size_t n, const struct msg *m)
 {
@@ -31,7 +22,7 @@ TEST(plugin_resent_request_answered_once)
     broker_start(&b);
     struct client c;
     char r[64];
-    connect_rr(&c, b.port, "retry", r, sizeof r);
+    client_connect_rr(&c, b.port, "retry", r, sizeof r);
     char ts[64];
     snprintf(ts, sizeof ts, "%llu:0:retry", (unsigned long long)now_ms());
     struct msg *m = request(&c, r, "same-corr", ts, NULL, W("SET", "lease", "me", "NX", "PX", "60000"));
@@ -50,7 +41,7 @@ TEST(plugin_resent_request_answered_once)
     /* And another client with the same correlation data and request. */
     struct client d;
     char rd[64];
-    connect_rr(&d, b.port, "other", rd, sizeof rd);
+    client_connect_rr(&d, b.port, "other", rd, sizeof rd);
     m = request(&d, rd, "same-corr", ts, NULL, W("SET", "lease", "me", "NX", "PX", "60000"));
     PAYLOAD(m, ":-1\r\n");
     client_close(&c);
@@ -64,7 +55,7 @@ TEST(plugin_restart_keeps_values_versions_tokens_expiries)
     broker_start(&b);
     struct client c;
     char r[64];
-    connect_rr(&c, b.port, "keeper", r, sizeof r);
+    client_connect_rr(&c, b.port, "keeper", r, sizeof r);
     struct msg *m = request(&c, r, "1", NULL, "1:0:tok", W("SET", "fenced", "value-1", "PX", "600000"));
     PAYLOAD(m, "+OK\r\n");
     char vf[128];
@@ -78,7 +69,7 @@ TEST(plugin_restart_keeps_values_versions_tokens_expiries)
     broker_stop(&b);
     usleep(500 * 1000); /* "brief" expires while the broker is down */
     broker_start(&b);
-    connect_rr(&c, b.port, "keeper", r, sizeof r);
+    client_connect_rr(&c, b.port, "keeper", r, sizeof r);
     m = request(&c, r, "4", NULL, NULL, W("GET", "fenced"));
     PAYLOAD(m, "$7\r\nvalue-1\r\n");
     ASSERT_MEM(msg_user(m, "__ts"), strlen(msg_user(m, "__ts")), vf, strlen(vf));
@@ -106,7 +97,7 @@ TEST(plugin_kill9_keeps_every_acknowledged_write)
     for (int round = 0; round < 3; round++) {
         struct client c;
         char r[64];
-        connect_rr(&c, b.port, "writer", r, sizeof r);
+        client_connect_rr(&c, b.port, "writer", r, sizeof r);
         for (int i = 0; i < 20; i++, acked++) {
             char key[16], val[16];
             snprintf(key, sizeof key, "k%d", acked);
@@ -124,7 +115,7 @@ TEST(plugin_kill9_keeps_every_acknowledged_write)
     }
     struct client c;
     char r[64];
-    connect_rr(&c, b.port, "reader", r, sizeof r);
+    client_connect_rr(&c, b.port, "reader", r, sizeof r);
     for (int i = 0; i < acked; i++) {
         char key[16], val[16], want[32];
         snprintf(key, sizeof key, "k%d", i);
@@ -144,8 +135,8 @@ TEST(plugin_lease_pattern)
     broker_start(&b);
     struct client a, o;
     char ra[64], ro[64];
-    connect_rr(&a, b.port, "holder-a", ra, sizeof ra);
-    connect_rr(&o, b.port, "holder-b", ro, sizeof ro);
+    client_connect_rr(&a, b.port, "holder-a", ra, sizeof ra);
+    client_connect_rr(&o, b.port, "holder-b", ro, sizeof ro);
     struct msg *m = request(&a, ra, "1", NULL, NULL, W("SET", "lock", "holder-a", "NEX", "PX", "10000"));
     PAYLOAD(m, "+OK\r\n");
     char t1[128], t2[128];
@@ -191,7 +182,7 @@ TEST(plugin_fifty_concurrent_clients)
     for (int i = 0; i < N; i++) {
         char id[32];
         snprintf(id, sizeof id, "many%02d", i);
-        connect_rr(&cs[i], b.port, id, resp[i], sizeof resp[i]);
+        client_connect_rr(&cs[i], b.port, id, resp[i], sizeof resp[i]);
     }
     /* Every client fires all its requests, then everyone collects. */
     for (int i = 0; i < N; i++) {
@@ -266,7 +257,7 @@ TEST(plugin_bad_options_stop_the_broker)
     ASSERT_TRUE(broker_log_has(&e, "node_id=Edge1"));
     struct client cl;
     char r[64];
-    connect_rr(&cl, e.port, "q", r, sizeof r);
+    client_connect_rr(&cl, e.port, "q", r, sizeof r);
     struct msg *m = request(&cl, r, "1", NULL, NULL, W("SET", "a", "1"));
     ASSERT_TRUE(strstr(msg_user(m, "__ts"), ":Edge1") != NULL);
     request(&cl, r, "2", NULL, NULL, W("SET", "b", "1"));

@@ -6,15 +6,6 @@
 #include "../test.h"
 #include "harness.h"
 
-#define W(...) ((const char *const[]){__VA_ARGS__, NULL})
-#define PAYLOAD(m, lit) ASSERT_STR((m)->payload, (size_t)(m)->len, lit)
-
-static void connect_rr(struct client *c, int port, const char *id, char *resp, size_t n)
-{
-    client_connect(c, port, id, false);
-    snprintf(resp, n, "clients/%s/resp", id);
-    client_subscribe(c, resp);
-}
 
 /* HEX("watcher") and HEX("k\x01y") in upper case. */
 #define WATCHER_TOPIC(keyhex) "clients/statestore/v1/" GUID "/77617463686572/command/notify/" keyhex
@@ -25,8 +16,8 @@ TEST(plugin_notifications_exact)
     broker_start(&b);
     struct client w, s;
     char wr[64], sr[64];
-    connect_rr(&w, b.port, "watcher", wr, sizeof wr);
-    connect_rr(&s, b.port, "setter", sr, sizeof sr);
+    client_connect_rr(&w, b.port, "watcher", wr, sizeof wr);
+    client_connect_rr(&s, b.port, "setter", sr, sizeof sr);
     /* The watcher registers, and has no subscription for notifications. */
     struct msg *m = request(&w, wr, "n1", NULL, NULL, W("KEYNOTIFY", "k\x01y"));
     PAYLOAD(m, "+OK\r\n");
@@ -66,9 +57,9 @@ TEST(plugin_notifications_observers_own_changes_and_disconnect)
     broker_start(&b);
     struct client o1, o2, s;
     char r1[64], r2[64], rs[64];
-    connect_rr(&o1, b.port, "obs1", r1, sizeof r1);
-    connect_rr(&o2, b.port, "obs2", r2, sizeof r2);
-    connect_rr(&s, b.port, "self", rs, sizeof rs);
+    client_connect_rr(&o1, b.port, "obs1", r1, sizeof r1);
+    client_connect_rr(&o2, b.port, "obs2", r2, sizeof r2);
+    client_connect_rr(&s, b.port, "self", rs, sizeof rs);
     request(&o1, r1, "a", NULL, NULL, W("KEYNOTIFY", "shared"));
     request(&o2, r2, "a", NULL, NULL, W("KEYNOTIFY", "shared"));
     request(&s, rs, "a", NULL, NULL, W("KEYNOTIFY", "shared"));
@@ -109,8 +100,8 @@ TEST(plugin_takeover_drops_registrations)
     broker_start(&b);
     struct client old, s;
     char ro[64], rs[64];
-    connect_rr(&old, b.port, "twin", ro, sizeof ro);
-    connect_rr(&s, b.port, "writer", rs, sizeof rs);
+    client_connect_rr(&old, b.port, "twin", ro, sizeof ro);
+    client_connect_rr(&s, b.port, "writer", rs, sizeof rs);
     request(&old, ro, "a", NULL, NULL, W("KEYNOTIFY", "t"));
     /* A second connection with the same id takes over. */
     struct client fresh;
@@ -131,7 +122,7 @@ TEST(plugin_expiry_notifies_promptly)
     broker_start(&b);
     struct client w;
     char rw[64];
-    connect_rr(&w, b.port, "exp", rw, sizeof rw);
+    client_connect_rr(&w, b.port, "exp", rw, sizeof rw);
     request(&w, rw, "a", NULL, NULL, W("KEYNOTIFY", "soon"));
     uint64_t worst = 0;
     for (int round = 0; round < 5; round++) {

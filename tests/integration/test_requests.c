@@ -6,14 +6,6 @@
 #include "../test.h"
 #include "harness.h"
 
-#define W(...) ((const char *const[]){__VA_ARGS__, NULL})
-#define PAYLOAD(m, lit) ASSERT_STR((m)->payload, (size_t)(m)->len, lit)
-#define USER(m, name, lit)                                                              \
-    do {                                                                                \
-        const char *v_ = msg_user((m), (name));                                         \
-        ASSERT_TRUE(v_ != NULL);                                                        \
-        ASSERT_MEM(v_, strlen(v_), (lit), strlen(lit));                                 \
-    } while (0)
 
 static const char *RESP = "clients/tester/services/statestore/v1/" GUID "/command/invoke/response";
 
