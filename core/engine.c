@@ -223,6 +223,8 @@ static int ss__run(ss_engine *e, ss_exec *x)
         return rc;
     if (c.key.len > e->opt.max_key_len)
         return SS_E_QUOTA;
+    if (c.type == SS_CMD_SET && e->opt.max_value_len && c.value.len > e->opt.max_value_len)
+        return SS_E_QUOTA;
 
     ss_hlc ts_buf, ft_buf;
     const ss_hlc *ts, *ft = NULL;

@@ -47,6 +47,7 @@ typedef struct ss_engine_options {
     const char *node_id;        /* version node id; NULL: "StateStore" */
     ss_codec_limits limits;     /* zeroes: ss_codec_limits_default() */
     size_t max_key_len;         /* 0: SS_STORE_KEY_MAX */
+    size_t max_value_len;       /* SET values; 0: no limit beyond the request size */
     ss_event_fn on_event;       /* may be NULL */
     void *event_ctx;
     ss_keynotify_fn on_keynotify; /* NULL: KEYNOTIFY answers "unknown command" */

@@ -161,13 +161,14 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
         "statestore: data_dir=%s keys=%llu node_id=%s fsync=%s fsync_interval_ms=%llu "
         "max_keys=%llu max_store_bytes=%llu max_key_length=%llu "
         "max_registrations_per_client=%llu max_registrations=%llu dedup_window_ms=%llu "
-        "dedup_max_entries=%llu dedup_max_bytes=%llu log_level=%s",
+        "dedup_max_entries=%llu dedup_max_bytes=%llu log_level=%s max_value_bytes=%llu",
         o->data_dir, (unsigned long long)keys, o->node_id,
         o->sync == SS_SYNC_ALWAYS ? "always" : "periodic", (unsigned long long)o->sync_interval_ms,
         (unsigned long long)o->max_keys, (unsigned long long)o->max_store_bytes,
         (unsigned long long)o->max_key_length, (unsigned long long)o->max_registrations_per_client,
         (unsigned long long)o->max_registrations, (unsigned long long)o->dedup_window_ms,
-        (unsigned long long)o->dedup_max_entries, (unsigned long long)o->dedup_max_bytes, level);
+        (unsigned long long)o->dedup_max_entries, (unsigned long long)o->dedup_max_bytes, level,
+        (unsigned long long)o->max_value_bytes);
 }
 
 void ss_log(const struct ss_plugin *p, int level, const char *fmt, ...)

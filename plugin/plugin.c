@@ -66,8 +66,11 @@ static int ss__open(struct ss_plugin *p)
                              p->opt.data_dir, ss_strerror(rc));
         return rc;
     }
+    uint64_t limit = ss_broker_message_size_limit();
+    p->opt.max_value_bytes = limit > SS_NOTIFY_OVERHEAD ? limit - SS_NOTIFY_OVERHEAD : 1;
     ss_engine_options eo = {.node_id = p->opt.node_id,
                             .max_key_len = (size_t)p->opt.max_key_length,
+                            .max_value_len = (size_t)p->opt.max_value_bytes,
                             .on_event = ss_on_engine_event,
                             .event_ctx = p,
                             .on_keynotify = ss_on_keynotify,

@@ -46,6 +46,7 @@ struct ss_plugin_options {
     uint64_t dedup_window_ms;
     uint64_t dedup_max_entries;
     uint64_t dedup_max_bytes;
+    uint64_t max_value_bytes; /* derived from the broker's message_size_limit */
     int log_level; /* MOSQ_LOG_* bits that are printed */
 };
 
@@ -85,6 +86,13 @@ struct ss_plugin {
 int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, int n);
 void ss_options_free(struct ss_plugin_options *o);
 void ss_options_log(const struct ss_plugin_options *o, uint64_t keys);
+
+/* broker_conf.c: the broker's message_size_limit (MQTT's maximum when
+ * unset or unknown). */
+uint64_t ss_broker_message_size_limit(void);
+/* Bytes a SET value may have so that its notification (the largest
+ * message it causes) fits within the message size limit. */
+#define SS_NOTIFY_OVERHEAD 50u /* 36 bytes of header, "$" + 9 digits + CR LF, CR LF */
 
 /* log.c-style helper: print when level is enabled. */
 void ss_log(const struct ss_plugin *p, int level, const char *fmt, ...)

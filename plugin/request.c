@@ -170,7 +170,12 @@ static void ss__execute(struct ss_plugin *p, const struct mosquitto_evt_message 
         ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request from %s was not answered", client_id);
         return;
     }
-    if (rc != SS_OK)
+    if (rc == SS_E_QUOTA && ed->payloadlen > p->opt.max_value_bytes)
+        ss_log(p, MOSQ_LOG_WARNING,
+               "request from %s refused: a value may have at most %llu bytes so that its "
+               "notifications fit the broker's message_size_limit",
+               client_id, (unsigned long long)p->opt.max_value_bytes);
+    else if (rc != SS_OK)
         ss_log(p, MOSQ_LOG_INFO, "request from %s refused: %s", client_id, ss_strerror(rc));
     char version[SS_HLC_TEXT_MAX + 1] = "";
     if (x.has_version)

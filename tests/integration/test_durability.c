@@ -266,3 +266,31 @@ TEST(plugin_bad_options_stop_the_broker)
     client_close(&cl);
     broker_stop(&e);
 }
+
+/* A value whose notification would not fit the broker's message_size_limit
+ * is refused; one that fits works end to end. */
+TEST(plugin_value_limit_follows_message_size_limit)
+{
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "message_size_limit 1000\n");
+    broker_start(&b);
+    ASSERT_TRUE(broker_log_has(&b, "max_value_bytes=950"));
+    struct client c;
+    char r[64];
+    client_connect_rr(&c, b.port, "big", r, sizeof r);
+    request(&c, r, "1", NULL, NULL, W("KEYNOTIFY", "k"));
+    static char val[961];
+    memset(val, 'v', 951);
+    struct msg *m = request(&c, r, "2", NULL, NULL, W("SET", "k", val));
+    PAYLOAD(m, "-ERR the quota has been exceeded\r\n");
+    ASSERT_TRUE(broker_log_has(&b, "notifications fit the broker's message_size_limit"));
+    val[950] = '\0';
+    m = request(&c, r, "3", NULL, NULL, W("SET", "k", val));
+    PAYLOAD(m, "+OK\r\n");
+    m = client_wait(&c, 2000);
+    ASSERT_TRUE(m != NULL);
+    ASSERT_TRUE(strstr(m->topic, "/command/notify/6B") != NULL);
+    ASSERT_EQ(m->len, 36 + 6 + 950 + 2); /* 994 bytes: within the limit */
+    client_close(&c);
+    broker_stop(&b);
+}

@@ -548,6 +548,29 @@ TEST(engine_binary_keys_and_large_values)
     fx_free(&f);
 }
 
+TEST(engine_key_and_value_length_limits)
+{
+    struct fx f;
+    memset(&f, 0, sizeof f);
+    f.so = ss_store_options_default();
+    f.now = T0;
+    f.so.path = test_tmpdir();
+    ASSERT_EQ(ss_store_open(&f.so, &f.store), SS_OK);
+    ss_engine_options eo = {.max_key_len = 4, .max_value_len = 3};
+    ASSERT_EQ(ss_engine_new(f.store, &eo, &f.eng), SS_OK);
+    run(&f, now_ts(&f), NULL, "SET", "abcd", "xyz", NULL);
+    RESP(&f, "+OK\r\n");
+    run(&f, now_ts(&f), NULL, "SET", "abcde", "x", NULL);
+    RESP(&f, "-ERR the quota has been exceeded\r\n");
+    run(&f, now_ts(&f), NULL, "SET", "abcd", "wxyz", NULL);
+    RESP(&f, "-ERR the quota has been exceeded\r\n");
+    run(&f, NULL, NULL, "VDEL", "abcd", "wxyz", NULL); /* only SET values are limited */
+    RESP(&f, ":-1\r\n");
+    run(&f, NULL, NULL, "GET", "abcd", NULL);
+    RESP(&f, "$3\r\nxyz\r\n");
+    fx_free(&f);
+}
+
 TEST(engine_quota_bytes_and_persistence)
 {
     struct fx f;
