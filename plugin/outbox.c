@@ -120,6 +120,15 @@ void ss_outbox_flush(struct ss_plugin *p)
     struct ss_outbox *ob = &p->outbox;
     for (size_t i = 0; i < ob->len; i++) {
         struct ss_outmsg *m = &ob->msgs[i];
+        /* A client that disconnected since lost its registrations, and
+         * nothing is queued for an absent client. */
+        if (m->clientid) {
+            ss_bytes id = {(const uint8_t *)m->clientid, strlen(m->clientid)};
+            if (ss_watch_client_count(p->watch, id) == 0) {
+                ss__msg_free(m);
+                continue;
+            }
+        }
         int rc = mosquitto_broker_publish(m->clientid, m->topic, (int)m->payload_len, m->payload, 1,
                                           false, m->props);
         if (rc == MOSQ_ERR_SUCCESS) {
