@@ -43,6 +43,10 @@ INTEG_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/integration/*.c))
 PLUGIN_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard plugin/*.c))
 LIBCORE   := $(OUT)/libstatestore-core.a
 PLUGIN    := $(OUT)/statestore.so
+CLIENT_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard client/*.c))
+# The client library: the client plus the core pieces it uses (no storage).
+LIBCLIENT := $(OUT)/libstatestore-client.a
+LIBCLIENT_CORE := $(addprefix $(OUT)/core/,buf.o codec.o errors.o hlc.o)
 
 .PHONY: all deps test check valgrind fuzz run install clean
 
@@ -62,6 +66,9 @@ $(LIBCORE): $(CORE_OBJ)
 $(PLUGIN): $(PLUGIN_OBJ) $(LIBCORE)
 	$(CC) $(SANFLAGS) -shared -o $@ $(PLUGIN_OBJ) $(LIBCORE) $(LDLIBS_ALL)
 
+$(LIBCLIENT): $(CLIENT_OBJ) $(LIBCLIENT_CORE)
+	$(AR) rcs $@ $^
+
 # One runner source, two test lists: tests/unit/list.h, tests/integration/list.h.
 $(OUT)/tests/unit/main.o: tests/main.c
 	@mkdir -p $(dir $@)
@@ -72,8 +79,8 @@ $(OUT)/tests/integration/main.o: tests/main.c
 
 $(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(LIBCORE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
-$(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(LIBCORE)
-	$(CC) $(SANFLAGS) -o $@ $^ $(MOSQ_LIBS) $(LDLIBS_ALL)
+$(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(LIBCLIENT) $(LIBCORE)
+	$(CC) $(SANFLAGS) -o $@ $^ $(MOSQ_LIBS) $(LDLIBS_ALL) -lpthread
 
 $(OUT)/fuzz/replay: $(OUT)/fuzz/fuzz_request.o $(OUT)/fuzz/replay.o $(LIBCORE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
@@ -140,5 +147,5 @@ install: deps
 clean:
 	rm -rf build
 
--include $(CORE_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(INTEG_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) \
+-include $(CLIENT_OBJ:.o=.d) $(CORE_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(INTEG_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) \
          $(OUT)/tests/unit/main.d $(OUT)/tests/integration/main.d

@@ -2,6 +2,7 @@
 #include "errors.h"
 
 #include <stddef.h>
+#include <string.h>
 
 struct ss_err_entry {
     int code;
@@ -44,4 +45,14 @@ bool ss_err_is_wire(int code)
 {
     const struct ss_err_entry *e = ss__err_find(code);
     return e != NULL && e->wire;
+}
+
+int ss_err_from_wire(const char *text, size_t n)
+{
+    for (size_t i = 0; i < sizeof ss_err_table / sizeof ss_err_table[0]; i++) {
+        const struct ss_err_entry *e = &ss_err_table[i];
+        if (e->wire && strlen(e->text) == n && memcmp(e->text, text, n) == 0)
+            return e->code;
+    }
+    return SS_E_SERVER;
 }

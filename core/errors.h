@@ -10,6 +10,7 @@
 #define SS_ERRORS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* X(name, value, wire, text): wire is 1 when text is a protocol error text. */
 #define SS_ERRORS(X)                                                                \
@@ -38,7 +39,12 @@
     X(CORRUPT, -24, 0, "stored record is corrupt")                                 \
     X(BUSY, -25, 0, "a batch is not open or is already open")                      \
     X(NOTFOUND, -26, 0, "not found")                                               \
-    X(LIMIT, -27, 0, "a configured limit was reached")
+    X(LIMIT, -27, 0, "a configured limit was reached")                            \
+    X(TIMEOUT, -30, 0, "timed out waiting for the answer")                        \
+    X(CONNECTION, -31, 0, "not connected to the broker")                          \
+    X(PROTOCOL, -32, 0, "malformed answer from the server")                       \
+    X(SERVER, -33, 0, "the server answered with an error this client does not know") \
+    X(STATUS, -34, 0, "the server refused the request (status other than 200)")
 
 enum ss_status {
     SS_OK = 0,
@@ -56,5 +62,9 @@ const char *ss_errname(int code);
 
 /* True when code is one of the protocol's error answers. */
 bool ss_err_is_wire(int code);
+
+/* The code of an error answer's text (the bytes after "-ERR "), or
+ * SS_E_SERVER for a text not in the list. */
+int ss_err_from_wire(const char *text, size_t n);
 
 #endif

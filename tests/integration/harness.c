@@ -63,8 +63,9 @@ static void write_conf(struct broker *b)
     ASSERT_TRUE(f != NULL);
     fprintf(f,
             "%slistener %d 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n"
-            "log_type all\nplugin %s\nplugin_opt_data_dir %s\n%s",
-            getuid() == 0 ? "user root\n" : "", b->port, plugin, b->data, b->extra);
+            "log_type all\n%s%s\n%s%s\n%s",
+            getuid() == 0 ? "user root\n" : "", b->port, b->no_plugin ? "#" : "plugin ", plugin,
+            b->no_plugin ? "#" : "plugin_opt_data_dir ", b->data, b->extra);
     fclose(f);
 }
 

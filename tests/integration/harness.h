@@ -22,6 +22,7 @@ struct broker {
     char log[512];
     char data[512];
     char extra[2048]; /* extra config lines */
+    bool no_plugin;   /* a plain mosquitto */
 };
 
 /* Start mosquitto with the plugin (path from $SS_PLUGIN) and b->extra; the

@@ -183,6 +183,12 @@ TEST(codec_error_texts)
         ASSERT_EQ(r.kind, SS_REPLY_ERROR);
         ss_buf_free(&b);
     }
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        const char *text = t[i].wire + 5; /* after "-ERR " */
+        ASSERT_EQ(ss_err_from_wire(text, strlen(text) - 2), t[i].code);
+    }
+    ASSERT_EQ(ss_err_from_wire("syntax errors", 13), SS_E_SERVER);
+    ASSERT_EQ(ss_err_from_wire("", 0), SS_E_SERVER);
     ASSERT_TRUE(!ss_err_is_wire(SS_E_IO));
     ASSERT_TRUE(!ss_err_is_wire(SS_E_INCOMPLETE));
 }

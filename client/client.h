@@ -1,0 +1,145 @@
+/* client.h - a C client for the state store, on libmosquitto (MQTT 5).
+ *
+ * It speaks the protocol exactly like the official SDKs: a client HLC sent
+ * as __ts on every request and merged with every __ts received, __srcId,
+ * __protVer 1.0, 16 random bytes of correlation data, a message expiry
+ * from the timeout, content type application/octet-stream, and the response
+ * topic clients/<clientId>/services/statestore/_any_/command/invoke/response,
+ * subscribed before the first request.
+ *
+ * Threads. ss_client_connect starts libmosquitto's network thread; every
+ * callback (completions, notifications, connection events) runs on it and
+ * must not block on this client (no blocking calls inside callbacks). All
+ * functions may be called from any thread. The blocking calls wait for
+ * their answer on a condition variable.
+ *
+ * Errors are the status codes of core/errors.h: 0, a protocol error answered
+ * by the server (SS_E_SYNTAX, SS_E_FT_LOWER, ...; unknown texts give
+ * SS_E_SERVER and the text is kept in the result), or a local failure
+ * (SS_E_TIMEOUT, SS_E_CONNECTION, SS_E_PROTOCOL, SS_E_STATUS, SS_E_NOMEM,
+ * SS_E_INVAL). ss_strerror gives the message.
+ *
+ * Ownership: byte arguments are borrowed for the call (copied when needed).
+ * Results passed to callbacks are valid during the callback only; results
+ * of blocking calls are owned by the caller and freed with
+ * ss_client_result_free.
+ */
+#ifndef SS_CLIENT_H
+#define SS_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct mosquitto;
+
+typedef struct ss_client ss_client;
+
+typedef struct ss_client_options {
+    const char *host;      /* default "localhost" */
+    int port;              /* default 1883 (8883 with TLS) */
+    const char *client_id; /* default: "statestore-" + random hex */
+    const char *username;  /* optional */
+    const char *password;  /* optional */
+    const char *cafile;    /* TLS: any of cafile/capath turns TLS on */
+    const char *capath;
+    const char *certfile; /* TLS client certificate and key */
+    const char *keyfile;
+    int keepalive;       /* seconds, default 60 */
+    unsigned timeout_ms; /* default for blocking calls, default 10000 */
+} ss_client_options;
+
+/* What an answer said. value is NULL-terminated for convenience (the
+ * terminator is not counted in value_len); version is "" when the answer
+ * carried none; error_text is set when the server answered an error. */
+typedef struct ss_client_result {
+    int status;         /* 0 or the error, as returned by the call */
+    bool applied;       /* SET: +OK; DEL/VDEL: a key was deleted */
+    bool found;         /* GET: the key exists */
+    int64_t count;      /* DEL/VDEL: 1, 0 or -1 (VDEL value differs) */
+    uint8_t *value;     /* GET: the value (owned) */
+    size_t value_len;
+    char version[300];  /* the __ts of the answer */
+    char *error_text;   /* owned; the server's text after "-ERR " */
+} ss_client_result;
+
+void ss_client_result_free(ss_client_result *r);
+
+enum ss_set_condition { SS_SET_ALWAYS = 0, SS_SET_NX, SS_SET_NEX };
+
+typedef struct ss_set_options {
+    enum ss_set_condition condition;
+    uint64_t px_ms;            /* 0: no expiry */
+    const char *fencing_token; /* NULL: none */
+} ss_set_options;
+
+/* A notification: key and value borrowed for the callback. */
+typedef struct ss_notification {
+    const uint8_t *key;
+    size_t key_len;
+    bool deleted;         /* DELETE (or expiry); else SET with value */
+    const uint8_t *value; /* SET */
+    size_t value_len;
+    const char *version;  /* the __ts */
+} ss_notification;
+
+typedef void (*ss_notify_cb)(void *ud, const ss_notification *n);
+/* Connection events: connected (true) or lost (false). After a reconnect
+ * the client re-subscribes and re-registers every KEYNOTIFY before
+ * reporting connected = true with gap = true: notifications may have been
+ * missed while it was away. */
+typedef void (*ss_connection_cb)(void *ud, bool connected, bool gap);
+/* Completion of an asynchronous call; r is valid during the call only. A
+ * call that fails to start returns its error and never calls back. */
+typedef void (*ss_result_cb)(void *ud, const ss_client_result *r);
+
+/* Connect and wait until the response topic is subscribed (up to
+ * timeout_ms). 0 and *out, or SS_E_CONNECTION / SS_E_INVAL / SS_E_NOMEM. */
+int ss_client_connect(const ss_client_options *o, ss_client **out);
+
+/* Use an application's own connected MQTT 5 mosquitto handle. The
+ * application must forward its message and connect events with
+ * ss_client_handle_message / ss_client_handle_connect and run the network
+ * loop (mosquitto_loop_start or its own loop in another thread than the
+ * blocking calls). */
+int ss_client_attach(struct mosquitto *mosq, const char *client_id, unsigned timeout_ms,
+                     ss_client **out);
+/* For attached clients: returns true when the message was this client's
+ * (an answer or a notification) and has been handled. */
+bool ss_client_handle_message(ss_client *c, const char *topic, const void *payload, int len,
+                              const void *props);
+void ss_client_handle_connect(ss_client *c);
+
+/* Stop (the network thread, if ours), disconnect (if ours), fail pending
+ * calls with SS_E_CONNECTION, free everything. NULL is a no-op. */
+void ss_client_close(ss_client *c);
+
+void ss_client_set_notify_cb(ss_client *c, ss_notify_cb cb, void *ud);
+void ss_client_set_connection_cb(ss_client *c, ss_connection_cb cb, void *ud);
+const char *ss_client_id(const ss_client *c);
+
+/* Blocking calls: wait up to the client's timeout. On success r->status
+ * is 0; r is filled in every case that reached the server. */
+int ss_client_set(ss_client *c, const void *key, size_t key_len, const void *value,
+                  size_t value_len, const ss_set_options *opts, ss_client_result *r);
+int ss_client_get(ss_client *c, const void *key, size_t key_len, ss_client_result *r);
+int ss_client_del(ss_client *c, const void *key, size_t key_len, const char *fencing_token,
+                  ss_client_result *r);
+int ss_client_vdel(ss_client *c, const void *key, size_t key_len, const void *value,
+                   size_t value_len, const char *fencing_token, ss_client_result *r);
+/* Register (stop false) or end notifications for key. */
+int ss_client_keynotify(ss_client *c, const void *key, size_t key_len, bool stop,
+                        ss_client_result *r);
+
+/* Asynchronous forms: the callback runs once on the network thread. */
+int ss_client_set_async(ss_client *c, const void *key, size_t key_len, const void *value,
+                        size_t value_len, const ss_set_options *opts, ss_result_cb cb, void *ud);
+int ss_client_get_async(ss_client *c, const void *key, size_t key_len, ss_result_cb cb, void *ud);
+int ss_client_del_async(ss_client *c, const void *key, size_t key_len, const char *fencing_token,
+                        ss_result_cb cb, void *ud);
+int ss_client_vdel_async(ss_client *c, const void *key, size_t key_len, const void *value,
+                         size_t value_len, const char *fencing_token, ss_result_cb cb, void *ud);
+int ss_client_keynotify_async(ss_client *c, const void *key, size_t key_len, bool stop,
+                              ss_result_cb cb, void *ud);
+
+#endif

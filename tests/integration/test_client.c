@@ -1,0 +1,239 @@
+/* test_client.c - the C client library against the real broker. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../client/client.h"
+#include "../../core/errors.h"
+#include "../test.h"
+#include "harness.h"
+
+static ss_client *lib_connect(int port, const char *id)
+{
+    ss_client_options o = {.host = "127.0.0.1", .port = port, .client_id = id, .timeout_ms = 3000};
+    ss_client *c = NULL;
+    ASSERT_EQ(ss_client_connect(&o, &c), SS_OK);
+    return c;
+}
+
+struct seen {
+    pthread_mutex_t mu;
+    char log[4096];
+    int connected, lost, gaps;
+};
+
+static void on_notify(void *ud, const ss_notification *n)
+{
+    struct seen *s = ud;
+    pthread_mutex_lock(&s->mu);
+    size_t used = strlen(s->log);
+    snprintf(s->log + used, sizeof s->log - used, "%s %.*s%s%.*s;", n->deleted ? "DELETE" : "SET",
+             (int)n->key_len, (const char *)n->key, n->deleted ? "" : "=", (int)n->value_len,
+             n->deleted ? "" : (const char *)n->value);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void on_conn(void *ud, bool connected, bool gap)
+{
+    struct seen *s = ud;
+    pthread_mutex_lock(&s->mu);
+    if (connected)
+        s->connected++;
+    else
+        s->lost++;
+    if (gap)
+        s->gaps++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Wait until the log holds want (or 3 s). */
+static bool seen_wait(struct seen *s, const char *want)
+{
+    for (int i = 0; i < 300; i++) {
+        pthread_mutex_lock(&s->mu);
+        bool ok = strcmp(s->log, want) == 0;
+        pthread_mutex_unlock(&s->mu);
+        if (ok)
+            return true;
+        usleep(10000);
+    }
+    fprintf(stderr, "  notifications seen: \"%s\", wanted \"%s\"\n", s->log, want);
+    return false;
+}
+
+TEST(client_blocking_calls)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    ss_client *c = lib_connect(b.port, "lib1");
+    ss_client_result r;
+    ss_set_options nx = {.condition = SS_SET_NX};
+    ASSERT_EQ(ss_client_set(c, "k", 1, "v\0x", 3, &nx, &r), SS_OK);
+    ASSERT_TRUE(r.applied);
+    char v1[300];
+    snprintf(v1, sizeof v1, "%s", r.version);
+    ASSERT_TRUE(strstr(v1, ":StateStore") != NULL);
+    ss_client_result_free(&r);
+    ASSERT_EQ(ss_client_set(c, "k", 1, "other", 5, &nx, &r), SS_OK);
+    ASSERT_TRUE(!r.applied);
+    ASSERT_MEM(r.version, strlen(r.version), v1, strlen(v1));
+    ss_client_result_free(&r);
+    ASSERT_EQ(ss_client_get(c, "k", 1, &r), SS_OK);
+    ASSERT_TRUE(r.found);
+    ASSERT_MEM(r.value, r.value_len, "v\0x", 3);
+    ASSERT_MEM(r.version, strlen(r.version), v1, strlen(v1));
+    ss_client_result_free(&r);
+    ASSERT_EQ(ss_client_get(c, "nope", 4, &r), SS_OK);
+    ASSERT_TRUE(!r.found);
+    ASSERT_EQ(r.version[0], '\0');
+    ss_client_result_free(&r);
+    ASSERT_EQ(ss_client_vdel(c, "k", 1, "zz", 2, NULL, &r), SS_OK);
+    ASSERT_EQ(r.count, -1);
+    ss_client_result_free(&r);
+    ASSERT_EQ(ss_client_vdel(c, "k", 1, "v\0x", 3, NULL, &r), SS_OK);
+    ASSERT_EQ(r.count, 1);
+    ASSERT_TRUE(r.applied);
+    ss_client_result_free(&r);
+    ASSERT_EQ(ss_client_del(c, "k", 1, NULL, &r), SS_OK);
+    ASSERT_EQ(r.count, 0);
+    ss_client_result_free(&r);
+    /* PX and fencing tokens. */
+    ss_set_options lease = {.condition = SS_SET_NEX, .px_ms = 200};
+    ASSERT_EQ(ss_client_set(c, "lock", 4, "me", 2, &lease, &r), SS_OK);
+    char token[300];
+    snprintf(token, sizeof token, "%s", r.version);
+    ss_client_result_free(&r);
+    ss_set_options fenced = {.fencing_token = token};
+    ASSERT_EQ(ss_client_set(c, "res", 3, "1", 1, &fenced, &r), SS_OK);
+    ss_client_result_free(&r);
+    /* Errors map to codes and keep the text. */
+    ASSERT_EQ(ss_client_set(c, "res", 3, "2", 1, NULL, &r), SS_E_FT_REQUIRED);
+    ASSERT_STR(r.error_text, strlen(r.error_text), "a fencing token is required for this request");
+    ss_client_result_free(&r);
+    ASSERT_EQ(ss_client_del(c, "res", 3, "1:0:x", &r), SS_E_FT_LOWER);
+    ss_client_result_free(&r);
+    ASSERT_EQ(ss_client_del(c, "res", 3, "garbage", &r), SS_E_TS_MALFORMED); /* refused locally */
+    ss_client_result_free(&r);
+    ASSERT_EQ(ss_client_set(c, "", 0, "x", 1, NULL, &r), SS_E_KEY_EMPTY);
+    ss_client_result_free(&r);
+    usleep(300 * 1000);
+    ASSERT_EQ(ss_client_get(c, "lock", 4, &r), SS_OK);
+    ASSERT_TRUE(!r.found);
+    ss_client_result_free(&r);
+    ss_client_close(c);
+    broker_stop(&b);
+}
+
+struct async_box {
+    pthread_mutex_t mu;
+    int done;
+    int status[8];
+    bool applied[8];
+};
+
+static void async_cb(void *ud, const ss_client_result *r)
+{
+    struct async_box *a = ud;
+    pthread_mutex_lock(&a->mu);
+    a->status[a->done] = r->status;
+    a->applied[a->done] = r->applied;
+    a->done++;
+    pthread_mutex_unlock(&a->mu);
+}
+
+TEST(client_async_calls_and_timeout)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    ss_client *c = lib_connect(b.port, "lib2");
+    struct async_box a = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    ASSERT_EQ(ss_client_set_async(c, "a", 1, "1", 1, NULL, async_cb, &a), SS_OK);
+    ASSERT_EQ(ss_client_get_async(c, "a", 1, async_cb, &a), SS_OK);
+    ASSERT_EQ(ss_client_vdel_async(c, "a", 1, "1", 1, NULL, async_cb, &a), SS_OK);
+    ASSERT_EQ(ss_client_del_async(c, "a", 1, NULL, async_cb, &a), SS_OK);
+    ASSERT_EQ(ss_client_keynotify_async(c, "a", 1, false, async_cb, &a), SS_OK);
+    for (int i = 0; i < 300 && a.done < 5; i++)
+        usleep(10000);
+    ASSERT_EQ(a.done, 5);
+    for (int i = 0; i < 5; i++)
+        ASSERT_EQ(a.status[i], SS_OK);
+    ASSERT_TRUE(a.applied[0] && a.applied[2] && !a.applied[3] && a.applied[4]);
+    ss_client_close(c);
+    broker_stop(&b);
+
+    /* A broker without the plugin never answers: the call times out, and
+     * the asynchronous form reports the same. */
+    struct broker plain = {.no_plugin = true};
+    broker_start(&plain);
+    ss_client_options o = {.host = "127.0.0.1", .port = plain.port, .client_id = "lib3",
+                           .timeout_ms = 300};
+    ASSERT_EQ(ss_client_connect(&o, &c), SS_OK);
+    uint64_t t0 = now_ms();
+    ss_client_result r;
+    ASSERT_EQ(ss_client_get(c, "a", 1, &r), SS_E_TIMEOUT);
+    ASSERT_TRUE(now_ms() - t0 >= 300);
+    ss_client_result_free(&r);
+    a.done = 0;
+    ASSERT_EQ(ss_client_get_async(c, "a", 1, async_cb, &a), SS_OK);
+    for (int i = 0; i < 300 && a.done < 1; i++)
+        usleep(10000);
+    ASSERT_EQ(a.done, 1);
+    ASSERT_EQ(a.status[0], SS_E_TIMEOUT);
+    ss_client_close(c);
+    broker_stop(&plain);
+    /* Nobody listening at all: connect fails. */
+    ASSERT_EQ(ss_client_connect(&o, &c), SS_E_CONNECTION);
+}
+
+TEST(client_notifications_and_reconnect)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    ss_client *w = lib_connect(b.port, "lib-watch");
+    ss_client *s = lib_connect(b.port, "lib-set");
+    struct seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    ss_client_set_notify_cb(w, on_notify, &seen);
+    ss_client_set_connection_cb(w, on_conn, &seen);
+    ASSERT_EQ(ss_client_keynotify(w, "key\x01", 4, false, NULL), SS_OK);
+    ASSERT_EQ(ss_client_set(s, "key\x01", 4, "one", 3, NULL, NULL), SS_OK);
+    ASSERT_TRUE(seen_wait(&seen, "SET key\x01=one;"));
+    ASSERT_EQ(ss_client_del(s, "key\x01", 4, NULL, NULL), SS_OK);
+    ASSERT_TRUE(seen_wait(&seen, "SET key\x01=one;DELETE key\x01;"));
+    ss_set_options px = {.px_ms = 100};
+    ASSERT_EQ(ss_client_set(s, "key\x01", 4, "two", 3, &px, NULL), SS_OK);
+    ASSERT_TRUE(seen_wait(&seen, "SET key\x01=one;DELETE key\x01;SET key\x01=two;DELETE key\x01;"));
+    seen.log[0] = '\0';
+    /* The broker restarts: the watcher reconnects, re-registers, and says
+     * there was a gap. */
+    ss_client_close(s);
+    broker_stop(&b);
+    broker_start(&b);
+    for (int i = 0; i < 1500; i++) {
+        pthread_mutex_lock(&seen.mu);
+        bool back = seen.gaps > 0;
+        pthread_mutex_unlock(&seen.mu);
+        if (back)
+            break;
+        usleep(10000);
+    }
+    ASSERT_EQ(seen.lost, 1);
+    ASSERT_EQ(seen.gaps, 1);
+    s = lib_connect(b.port, "lib-set");
+    /* Give the re-registration a moment to land before the SET. */
+    ss_client_result r;
+    for (int i = 0; i < 50; i++) {
+        ASSERT_EQ(ss_client_set(s, "key\x01", 4, "three", 5, NULL, &r), SS_OK);
+        ss_client_result_free(&r);
+        pthread_mutex_lock(&seen.mu);
+        bool got = seen.log[0] != '\0';
+        pthread_mutex_unlock(&seen.mu);
+        if (got)
+            break;
+        usleep(20000);
+    }
+    ASSERT_TRUE(strncmp(seen.log, "SET key\x01=three;", 16) == 0);
+    ss_client_close(w);
+    ss_client_close(s);
+    broker_stop(&b);
+}
