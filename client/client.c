@@ -61,6 +61,7 @@ struct ss_client {
     void *conn_ud;
     pthread_t reaper;
     bool reaper_running;
+    uint64_t notifications;
 };
 
 static uint64_t ss__now_ms(void)
@@ -532,6 +533,10 @@ static void ss__on_notification(ss_client *c, const char *hexkey, const void *pa
         pthread_mutex_unlock(&c->mu);
         if (cb)
             cb(ud, &n);
+        pthread_mutex_lock(&c->mu);
+        c->notifications++;
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
     }
     free(key);
 }
@@ -552,6 +557,38 @@ bool ss_client_handle_message(ss_client *c, const char *topic, const void *paylo
         ss__on_notification(c, topic + np, payload, len, &s);
     ss__props_free(&s);
     return true;
+}
+
+uint64_t ss_client_notification_count(ss_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    uint64_t n = c->notifications;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+static void ss__abstime(struct timespec *ts, unsigned ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+uint64_t ss_client_wait_notification(ss_client *c, uint64_t seen, unsigned timeout_ms)
+{
+    struct timespec until;
+    ss__abstime(&until, timeout_ms);
+    pthread_mutex_lock(&c->mu);
+    while (c->notifications <= seen && !c->closing)
+        if (pthread_cond_timedwait(&c->cv, &c->mu, &until) != 0)
+            break;
+    uint64_t n = c->notifications;
+    pthread_mutex_unlock(&c->mu);
+    return n;
 }
 
 /* ---- connection ------------------------------------------------------- */
@@ -663,12 +700,7 @@ static void *ss__reaper(void *arg)
     pthread_mutex_lock(&c->mu);
     while (!c->closing) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        ss__abstime(&ts, 100);
         pthread_cond_timedwait(&c->cv, &c->mu, &ts);
         uint64_t now = ss__now_ms();
         struct ss_pending *due = NULL, **pp = &c->pending;
@@ -805,12 +837,7 @@ int ss_client_connect(const ss_client_options *o, ss_client **out)
     pthread_mutex_lock(&c->mu);
     while (!c->subscribed && ss__now_ms() < end) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        ss__abstime(&ts, 20);
         pthread_cond_timedwait(&c->cv, &c->mu, &ts);
     }
     bool ok = c->subscribed;

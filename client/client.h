@@ -118,6 +118,12 @@ void ss_client_set_notify_cb(ss_client *c, ss_notify_cb cb, void *ud);
 void ss_client_set_connection_cb(ss_client *c, ss_connection_cb cb, void *ud);
 const char *ss_client_id(const ss_client *c);
 
+/* Notifications received so far, and a wait until more than `seen` have
+ * arrived or timeout_ms passed; returns the count then. Used to wait for a
+ * key's DELETE instead of polling. */
+uint64_t ss_client_notification_count(ss_client *c);
+uint64_t ss_client_wait_notification(ss_client *c, uint64_t seen, unsigned timeout_ms);
+
 /* Blocking calls: wait up to the client's timeout. On success r->status
  * is 0; r is filled in every case that reached the server. */
 int ss_client_set(ss_client *c, const void *key, size_t key_len, const void *value,

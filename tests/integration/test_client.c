@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include "../../client/client.h"
+#include "../../client/lease.h"
+#include <stdlib.h>
 #include "../../core/errors.h"
 #include "../test.h"
 #include "harness.h"
@@ -235,5 +237,129 @@ TEST(client_notifications_and_reconnect)
     ASSERT_TRUE(strncmp(seen.log, "SET key\x01=three;", 16) == 0);
     ss_client_close(w);
     ss_client_close(s);
+    broker_stop(&b);
+}
+
+struct waiter_arg {
+    int port;
+    int rc;
+    uint64_t acquired_at;
+};
+
+static void *contender(void *p)
+{
+    struct waiter_arg *a = p;
+    ss_client *c = lib_connect(a->port, "lease-b");
+    char token[SS_LEASE_TOKEN_MAX];
+    a->rc = ss_lease_acquire_wait(c, "lock", "b", 5000, 5000, token);
+    a->acquired_at = now_ms();
+    bool released;
+    ss_lease_release(c, "lock", "b", &released);
+    ss_client_close(c);
+    return NULL;
+}
+
+TEST(client_leases)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    ss_client *a = lib_connect(b.port, "lease-a");
+    ss_client *o = lib_connect(b.port, "lease-o");
+    bool got;
+    char t1[SS_LEASE_TOKEN_MAX], t2[SS_LEASE_TOKEN_MAX];
+    ASSERT_EQ(ss_lease_acquire(a, "lock", "a", 300, &got, t1), SS_OK);
+    ASSERT_TRUE(got);
+    ASSERT_EQ(ss_lease_acquire(o, "lock", "o", 300, &got, t2), SS_OK);
+    ASSERT_TRUE(!got);
+    ss_client_result r;
+    ASSERT_EQ(ss_lease_holder(o, "lock", &r), SS_OK);
+    ASSERT_STR(r.value, r.value_len, "a");
+    ss_client_result_free(&r);
+    /* The keeper renews past the ttl, with growing tokens. */
+    ss_lease_keeper *k;
+    ASSERT_EQ(ss_lease_keep(a, "lock", "a", 300, &k), SS_OK);
+    usleep(800 * 1000);
+    ASSERT_TRUE(!ss_lease_keeper_lost(k));
+    ss_lease_keeper_token(k, t2);
+    ASSERT_TRUE(strcmp(t2, t1) > 0);
+    ASSERT_EQ(ss_lease_acquire(o, "lock", "o", 300, &got, NULL), SS_OK);
+    ASSERT_TRUE(!got);
+    ss_lease_keeper_stop(k);
+    /* Writes with the newest token pass; the first token is now too old. */
+    ss_set_options fenced = {.fencing_token = t2};
+    ASSERT_EQ(ss_client_set(a, "data", 4, "x", 1, &fenced, NULL), SS_OK);
+    fenced.fencing_token = t1;
+    ASSERT_EQ(ss_client_set(a, "data", 4, "y", 1, &fenced, NULL), SS_E_FT_LOWER);
+    bool released;
+    ASSERT_EQ(ss_lease_release(o, "lock", "o", &released), SS_OK);
+    ASSERT_TRUE(!released);
+    ASSERT_EQ(ss_lease_release(a, "lock", "a", &released), SS_OK);
+    ASSERT_TRUE(released);
+
+    /* A blocking acquire waits for the DELETE instead of polling. */
+    ASSERT_EQ(ss_lease_acquire(a, "lock", "a", 10000, &got, t1), SS_OK);
+    ASSERT_TRUE(got);
+    struct waiter_arg wa = {.port = b.port, .rc = -999};
+    pthread_t th;
+    pthread_create(&th, NULL, contender, &wa);
+    usleep(400 * 1000);
+    ASSERT_EQ(wa.rc, -999); /* still waiting */
+    uint64_t released_at = now_ms();
+    ASSERT_EQ(ss_lease_release(a, "lock", "a", &released), SS_OK);
+    pthread_join(th, NULL);
+    ASSERT_EQ(wa.rc, SS_OK);
+    ASSERT_TRUE(wa.acquired_at - released_at < 1000); /* not the 10 s ttl */
+    ss_client_close(a);
+    ss_client_close(o);
+    broker_stop(&b);
+}
+
+static int incr(void *ud, const uint8_t *value, size_t len, bool found, uint8_t **nv, size_t *nn,
+                bool *del)
+{
+    (void)ud;
+    (void)del;
+    char text[16] = "";
+    if (found)
+        snprintf(text, sizeof text, "%.*s", (int)len, (const char *)value);
+    int n = atoi(text);
+    *nv = malloc(16);
+    *nn = (size_t)snprintf((char *)*nv, 16, "%d", n + 1);
+    return 0;
+}
+
+static void *editor(void *p)
+{
+    struct waiter_arg *a = p;
+    char id[32];
+    snprintf(id, sizeof id, "editor-%d", a->rc);
+    ss_client *c = lib_connect(a->port, id);
+    for (int i = 0; i < 10; i++)
+        if (ss_lease_edit(c, "counter-lock", id, 2000, 10000, "counter", 7, incr, NULL) != SS_OK)
+            a->rc = -1;
+    ss_client_close(c);
+    return NULL;
+}
+
+TEST(client_edit_under_lock)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct waiter_arg args[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        args[i] = (struct waiter_arg){.port = b.port, .rc = i};
+        pthread_create(&th[i], NULL, editor, &args[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        ASSERT_EQ(args[i].rc, i);
+    }
+    ss_client *c = lib_connect(b.port, "reader");
+    ss_client_result r;
+    ASSERT_EQ(ss_client_get(c, "counter", 7, &r), SS_OK);
+    ASSERT_STR(r.value, r.value_len, "30"); /* no lost update */
+    ss_client_result_free(&r);
+    ss_client_close(c);
     broker_stop(&b);
 }

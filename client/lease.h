@@ -1,0 +1,62 @@
+/* lease.h - leases and locks on the state store, like the SDKs' helpers.
+ *
+ * A lease is the key `name` holding the value `holder`, set with
+ * SET name holder NEX PX ttl: only one holder at a time, renewed by
+ * repeating the same SET, released by VDEL name holder, and gone by itself
+ * when its holder stops renewing. Each acquisition or renewal returns a
+ * fencing token (the version of the lock key) that protects writes made
+ * under the lock. All calls block (see client.h for threads and errors).
+ */
+#ifndef SS_LEASE_H
+#define SS_LEASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client.h"
+
+#define SS_LEASE_TOKEN_MAX 300
+
+/* Try once. 0 with *acquired true and token filled (the fencing token), or
+ * *acquired false when someone else holds it. Renewing = acquiring again. */
+int ss_lease_acquire(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
+                     bool *acquired, char token[SS_LEASE_TOKEN_MAX]);
+
+/* Acquire, waiting up to wait_ms for the current holder to release or
+ * expire: it registers KEYNOTIFY on name and retries on each notification
+ * instead of polling (and unregisters before returning). 0 when acquired,
+ * SS_E_TIMEOUT when the wait ran out. */
+int ss_lease_acquire_wait(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
+                          unsigned wait_ms, char token[SS_LEASE_TOKEN_MAX]);
+
+/* Release if holder holds it: *released tells whether it did. */
+int ss_lease_release(ss_client *c, const char *name, const char *holder, bool *released);
+
+/* The current holder: r->found and r->value (see client.h). */
+int ss_lease_holder(ss_client *c, const char *name, ss_client_result *r);
+
+/* Keep a held lease alive: a thread renews it every ttl_ms / 3 until
+ * ss_lease_keeper_stop. If a renewal is refused the lease is lost: the
+ * keeper stops renewing and ss_lease_keeper_lost turns true. */
+typedef struct ss_lease_keeper ss_lease_keeper;
+int ss_lease_keep(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
+                  ss_lease_keeper **out);
+bool ss_lease_keeper_lost(ss_lease_keeper *k);
+/* The latest fencing token. */
+void ss_lease_keeper_token(ss_lease_keeper *k, char token[SS_LEASE_TOKEN_MAX]);
+/* Stop renewing and free the keeper (the lease is not released). */
+void ss_lease_keeper_stop(ss_lease_keeper *k);
+
+/* Edit key under the lock: acquire (waiting up to wait_ms), read key, let
+ * fn decide, write the new value or delete the key with the fencing token,
+ * release. fn gets the current value (found false: absent) and sets either
+ * *new_value (malloc'ed, freed by the library) and *new_len, or *delete;
+ * leaving both untouched changes nothing. fn returning non-zero aborts
+ * (that value is returned). */
+typedef int (*ss_edit_fn)(void *ud, const uint8_t *value, size_t len, bool found,
+                          uint8_t **new_value, size_t *new_len, bool *delete_key);
+int ss_lease_edit(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
+                  unsigned wait_ms, const void *key, size_t key_len, ss_edit_fn fn, void *ud);
+
+#endif
