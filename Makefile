@@ -46,11 +46,13 @@ PLUGIN    := $(OUT)/statestore.so
 CLIENT_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard client/*.c))
 # The client library: the client plus the core pieces it uses (no storage).
 LIBCLIENT := $(OUT)/libstatestore-client.a
-LIBCLIENT_CORE := $(addprefix $(OUT)/core/,buf.o codec.o errors.o hlc.o)
+LIBCLIENT_CORE := $(addprefix $(OUT)/core/,buf.o codec.o command.o errors.o hlc.o)
+CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
+CLI       := $(OUT)/statestore
 
 .PHONY: all deps test check valgrind fuzz run install clean
 
-all: deps $(LIBCORE) $(PLUGIN)
+all: deps $(LIBCORE) $(PLUGIN) $(LIBCLIENT) $(CLI)
 
 deps:
 	@scripts/deps.sh $(DEBS)
@@ -69,6 +71,9 @@ $(PLUGIN): $(PLUGIN_OBJ) $(LIBCORE)
 $(LIBCLIENT): $(CLIENT_OBJ) $(LIBCLIENT_CORE)
 	$(AR) rcs $@ $^
 
+$(CLI): $(CLI_OBJ) $(LIBCLIENT)
+	$(CC) $(SANFLAGS) -o $@ $(CLI_OBJ) $(LIBCLIENT) $(MOSQ_LIBS) -lpthread
+
 # One runner source, two test lists: tests/unit/list.h, tests/integration/list.h.
 $(OUT)/tests/unit/main.o: tests/main.c
 	@mkdir -p $(dir $@)
@@ -85,7 +90,7 @@ $(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(LIB
 $(OUT)/fuzz/replay: $(OUT)/fuzz/fuzz_request.o $(OUT)/fuzz/replay.o $(LIBCORE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
-TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(OUT)/fuzz/replay $(PLUGIN)
+TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(OUT)/fuzz/replay $(PLUGIN) $(CLI)
 
 test: deps
 	@$(MAKE) --no-print-directory $(TEST_BINS)
@@ -102,7 +107,9 @@ valgrind: deps
 	    build/plain/statestore.so SAN=0
 	@valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite \
 	    --error-exitcode=9 build/plain/tests/unit/run
-	@SS_BROKER_VALGRIND=1 SS_PLUGIN=$(CURDIR)/build/plain/statestore.so build/plain/tests/integration/run
+	@$(MAKE) --no-print-directory build/plain/statestore SAN=0
+	@SS_BROKER_VALGRIND=1 SS_CLI=$(CURDIR)/build/plain/statestore SS_PLUGIN=$(CURDIR)/build/plain/statestore.so \
+	    build/plain/tests/integration/run
 
 # libFuzzer build with Debian's clang; new inputs go to build/fuzz/corpus,
 # the committed seeds in fuzz/corpus/request are only read.
@@ -147,5 +154,5 @@ install: deps
 clean:
 	rm -rf build
 
--include $(CLIENT_OBJ:.o=.d) $(CORE_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(INTEG_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) \
+-include $(CLI_OBJ:.o=.d) $(CLIENT_OBJ:.o=.d) $(CORE_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(INTEG_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) \
          $(OUT)/tests/unit/main.d $(OUT)/tests/integration/main.d

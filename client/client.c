@@ -673,11 +673,11 @@ static void ss__cb_subscribe(struct mosquitto *m, void *ud, int mid, int qos_cou
 static void ss__cb_disconnect(struct mosquitto *m, void *ud, int rc, const mosquitto_property *p)
 {
     (void)m;
-    (void)rc;
     (void)p;
     ss_client *c = ud;
     pthread_mutex_lock(&c->mu);
-    bool was = c->subscribed;
+    /* rc 0: our own mosquitto_disconnect, not a loss worth reporting. */
+    bool was = c->subscribed && rc != 0;
     c->connected = false;
     c->subscribed = false;
     pthread_cond_broadcast(&c->cv);

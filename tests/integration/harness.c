@@ -391,3 +391,87 @@ struct msg *request(struct client *c, const char *resp, const char *corr, const 
     mosquitto_property_free_all(&props);
     return client_wait(c, 5000);
 }
+
+/* ---- running programs -------------------------------------------------- */
+
+char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    size_t n = 0, cap = 1024;
+    char *buf = malloc(cap);
+    if (f) {
+        size_t got;
+        while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+            n += got;
+            if (n + 1 == cap)
+                buf = realloc(buf, cap *= 2);
+        }
+        fclose(f);
+    }
+    buf[n] = '\0';
+    if (len)
+        *len = n;
+    return buf;
+}
+
+pid_t spawn_cmd(char *const argv[], const char *out_path, const char *err_path)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int in = open("/dev/null", O_RDONLY);
+        dup2(in, 0);
+        dup2(o, 1);
+        dup2(e, 2);
+        setpgid(0, 0);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+void run_cmd(char *const argv[], const void *in, size_t inlen, struct run *r)
+{
+    char out_path[600], err_path[600], in_path[600];
+    snprintf(out_path, sizeof out_path, "%s/run.out", test_tmpdir());
+    snprintf(err_path, sizeof err_path, "%s/run.err", test_tmpdir());
+    snprintf(in_path, sizeof in_path, "%s/run.in", test_tmpdir());
+    FILE *f = fopen(in_path, "wb");
+    if (inlen)
+        fwrite(in, 1, inlen, f);
+    fclose(f);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int i = open(in_path, O_RDONLY);
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(i, 0);
+        dup2(o, 1);
+        dup2(e, 2);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    int status = 0;
+    uint64_t end = now_ms() + 20000;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (now_ms() > end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            test_fail(__FILE__, __LINE__, "command did not finish in 20 s");
+        }
+        usleep(2000);
+    }
+    r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r->out = slurp(out_path, &r->out_len);
+    r->err = slurp(err_path, NULL);
+}
+
+void run_free(struct run *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}

@@ -105,4 +105,21 @@ struct msg *request(struct client *c, const char *resp, const char *corr, const 
 /* Encode words as a request payload into buf (cap bytes); returns length. */
 int encode_request(uint8_t *buf, int cap, const char *const *words, const int *lens);
 
+
+/* Running programs (the CLI, examples). */
+struct run {
+    int status; /* exit status, or 128 + signal */
+    char *out;  /* everything written to stdout / stderr, NUL-terminated */
+    size_t out_len;
+    char *err;
+};
+/* Run argv to completion with in (inlen bytes) as stdin; fails the test
+ * after 20 s. */
+void run_cmd(char *const argv[], const void *in, size_t inlen, struct run *r);
+void run_free(struct run *r);
+/* Start argv in the background with stdout and stderr going to files;
+ * returns its pid. */
+pid_t spawn_cmd(char *const argv[], const char *out_path, const char *err_path);
+/* Read a whole file into a malloc'ed NUL-terminated string ("" if none). */
+char *slurp(const char *path, size_t *len);
 #endif

@@ -1,0 +1,61 @@
+/* cli.h - the statestore command-line tool: shared definitions. */
+#ifndef SS_CLI_H
+#define SS_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../client/client.h"
+
+/* Exit codes (documented in --help and the man page). */
+enum {
+    SS_EXIT_OK = 0,
+    SS_EXIT_NOT_FOUND = 1,   /* GET of an absent key; DEL/VDEL deleted nothing */
+    SS_EXIT_CONDITION = 2,   /* SET NX/NEX not applied; VDEL value differs; lock not acquired */
+    SS_EXIT_PROTOCOL = 3,    /* the server answered an error, or an unreadable answer */
+    SS_EXIT_CONNECTION = 4,  /* cannot connect, connection lost, timed out */
+    SS_EXIT_USAGE = 64,      /* bad command line */
+};
+
+struct cli {
+    ss_client_options conn;
+    bool json;
+    const char *command;
+    /* positional arguments after the command, and everything after "--" */
+    char **args;
+    int nargs;
+    char **rest;
+    int nrest;
+    /* command options */
+    bool nx, nex;
+    uint64_t px_ms;
+    const char *fencing_token;
+    const char *file;
+    uint64_t ttl_ms;
+    uint64_t wait_ms;
+    const char *holder;
+};
+
+/* output.c */
+void out_json_string(const uint8_t *p, size_t n);       /* "..." with escapes */
+void out_base64(const uint8_t *p, size_t n);             /* bare base64 */
+void out_escaped(const uint8_t *p, size_t n);            /* \xHH for anything not printable */
+void out_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int exit_for(int status);                                /* status code -> exit code */
+void report_failure(const struct cli *cl, const char *what, int status, const ss_client_result *r);
+
+/* commands.c */
+int cmd_set(struct cli *cl, ss_client *c);
+int cmd_get(struct cli *cl, ss_client *c);
+int cmd_del(struct cli *cl, ss_client *c);
+int cmd_vdel(struct cli *cl, ss_client *c);
+int cmd_watch(struct cli *cl, ss_client *c);
+/* Read a value from the arguments at index i, -f FILE or "-" (stdin).
+ * Returns a malloc'ed buffer (free it) or NULL with *rc set. */
+uint8_t *read_value(struct cli *cl, int i, size_t *len, int *rc);
+
+/* lock.c */
+int cmd_lock(struct cli *cl, ss_client *c);
+
+#endif

@@ -1,0 +1,279 @@
+/* commands.c - set, get, del, vdel and watch. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/errors.h"
+#include "cli.h"
+
+static uint8_t *read_stream(FILE *f, size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    uint8_t *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            uint8_t *p = realloc(buf, cap * 2);
+            if (p == NULL) {
+                free(buf);
+                return NULL;
+            }
+            buf = p;
+            cap *= 2;
+        }
+    }
+    if (buf && ferror(f)) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+uint8_t *read_value(struct cli *cl, int i, size_t *len, int *rc)
+{
+    *rc = SS_EXIT_USAGE;
+    if (cl->file) {
+        if (cl->nargs > i) {
+            out_error("give the value either as an argument or with -f, not both");
+            return NULL;
+        }
+        FILE *f = fopen(cl->file, "rb");
+        if (f == NULL) {
+            out_error("cannot open %s", cl->file);
+            return NULL;
+        }
+        uint8_t *v = read_stream(f, len);
+        fclose(f);
+        if (v == NULL)
+            out_error("cannot read %s", cl->file);
+        return v;
+    }
+    if (cl->nargs <= i) {
+        out_error("%s needs a value (an argument, -f FILE, or - for standard input)", cl->command);
+        return NULL;
+    }
+    if (strcmp(cl->args[i], "-") == 0) {
+        uint8_t *v = read_stream(stdin, len);
+        if (v == NULL)
+            out_error("cannot read standard input");
+        return v;
+    }
+    *len = strlen(cl->args[i]);
+    uint8_t *v = malloc(*len + 1);
+    if (v)
+        memcpy(v, cl->args[i], *len + 1);
+    return v;
+}
+
+static int need_args(const struct cli *cl, int min, int max)
+{
+    if (cl->nargs < min || cl->nargs > max) {
+        out_error("%s: wrong number of arguments (see statestore %s --help)", cl->command, cl->command);
+        return SS_EXIT_USAGE;
+    }
+    return SS_EXIT_OK;
+}
+
+static void json_version(const ss_client_result *r)
+{
+    printf(",\"version\":");
+    if (r->version[0])
+        out_json_string((const uint8_t *)r->version, strlen(r->version));
+    else
+        printf("null");
+}
+
+int cmd_set(struct cli *cl, ss_client *c)
+{
+    int rc = need_args(cl, 1, cl->file ? 1 : 2);
+    if (rc != SS_EXIT_OK)
+        return rc;
+    size_t vlen;
+    uint8_t *value = read_value(cl, 1, &vlen, &rc);
+    if (value == NULL)
+        return rc;
+    ss_set_options o = {.condition = cl->nx ? SS_SET_NX : cl->nex ? SS_SET_NEX : SS_SET_ALWAYS,
+                        .px_ms = cl->px_ms,
+                        .fencing_token = cl->fencing_token};
+    ss_client_result r;
+    int st = ss_client_set(c, cl->args[0], strlen(cl->args[0]), value, vlen, &o, &r);
+    free(value);
+    if (st != SS_OK) {
+        report_failure(cl, "set", st, &r);
+        ss_client_result_free(&r);
+        return exit_for(st);
+    }
+    if (cl->json) {
+        printf("{\"applied\":%s", r.applied ? "true" : "false");
+        json_version(&r);
+        printf("}\n");
+    } else if (r.applied) {
+        printf("OK\n");
+    } else {
+        out_error("not set: the condition (%s) did not hold", cl->nx ? "NX" : "NEX");
+    }
+    rc = r.applied ? SS_EXIT_OK : SS_EXIT_CONDITION;
+    ss_client_result_free(&r);
+    return rc;
+}
+
+int cmd_get(struct cli *cl, ss_client *c)
+{
+    int rc = need_args(cl, 1, 1);
+    if (rc != SS_EXIT_OK)
+        return rc;
+    ss_client_result r;
+    int st = ss_client_get(c, cl->args[0], strlen(cl->args[0]), &r);
+    if (st != SS_OK) {
+        report_failure(cl, "get", st, &r);
+        ss_client_result_free(&r);
+        return exit_for(st);
+    }
+    if (cl->json) {
+        printf("{\"found\":%s", r.found ? "true" : "false");
+        if (r.found) {
+            printf(",\"value\":");
+            out_json_string(r.value, r.value_len);
+            printf(",\"value_base64\":\"");
+            out_base64(r.value, r.value_len);
+            printf("\"");
+        }
+        json_version(&r);
+        printf("}\n");
+    } else if (r.found) {
+        fwrite(r.value, 1, r.value_len, stdout); /* raw bytes, no newline */
+    }
+    rc = r.found ? SS_EXIT_OK : SS_EXIT_NOT_FOUND;
+    ss_client_result_free(&r);
+    return rc;
+}
+
+static int finish_delete(struct cli *cl, int st, ss_client_result *r)
+{
+    if (st != SS_OK) {
+        report_failure(cl, cl->command, st, r);
+        ss_client_result_free(r);
+        return exit_for(st);
+    }
+    if (cl->json) {
+        printf("{\"deleted\":%lld", (long long)r->count);
+        json_version(r);
+        printf("}\n");
+    } else {
+        printf("%lld\n", (long long)r->count);
+    }
+    int rc = r->count == 1 ? SS_EXIT_OK : r->count == 0 ? SS_EXIT_NOT_FOUND : SS_EXIT_CONDITION;
+    ss_client_result_free(r);
+    return rc;
+}
+
+int cmd_del(struct cli *cl, ss_client *c)
+{
+    int rc = need_args(cl, 1, 1);
+    if (rc != SS_EXIT_OK)
+        return rc;
+    ss_client_result r;
+    int st = ss_client_del(c, cl->args[0], strlen(cl->args[0]), cl->fencing_token, &r);
+    return finish_delete(cl, st, &r);
+}
+
+int cmd_vdel(struct cli *cl, ss_client *c)
+{
+    int rc = need_args(cl, 1, cl->file ? 1 : 2);
+    if (rc != SS_EXIT_OK)
+        return rc;
+    size_t vlen;
+    uint8_t *value = read_value(cl, 1, &vlen, &rc);
+    if (value == NULL)
+        return rc;
+    ss_client_result r;
+    int st = ss_client_vdel(c, cl->args[0], strlen(cl->args[0]), value, vlen, cl->fencing_token, &r);
+    free(value);
+    return finish_delete(cl, st, &r);
+}
+
+/* ---- watch ------------------------------------------------------------ */
+
+static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_notify(void *ud, const ss_notification *n)
+{
+    const struct cli *cl = ud;
+    pthread_mutex_lock(&out_mu);
+    if (cl->json) {
+        printf("{\"key\":");
+        out_json_string(n->key, n->key_len);
+        printf(",\"operation\":\"%s\"", n->deleted ? "DELETE" : "SET");
+        if (!n->deleted) {
+            printf(",\"value\":");
+            out_json_string(n->value, n->value_len);
+            printf(",\"value_base64\":\"");
+            out_base64(n->value, n->value_len);
+            printf("\"");
+        }
+        printf(",\"version\":");
+        out_json_string((const uint8_t *)n->version, strlen(n->version));
+        printf("}\n");
+    } else {
+        printf("%s %s ", n->version, n->deleted ? "DELETE" : "SET");
+        out_escaped(n->key, n->key_len);
+        if (!n->deleted) {
+            putchar(' ');
+            out_escaped(n->value, n->value_len);
+        }
+        putchar('\n');
+    }
+    fflush(stdout);
+    pthread_mutex_unlock(&out_mu);
+}
+
+static void on_connection(void *ud, bool connected, bool gap)
+{
+    const struct cli *cl = ud;
+    pthread_mutex_lock(&out_mu);
+    if (!connected) {
+        out_error("connection lost; reconnecting");
+    } else if (gap) {
+        out_error("reconnected; notifications may have been missed while away");
+        if (cl->json) {
+            printf("{\"event\":\"gap\"}\n");
+            fflush(stdout);
+        }
+    }
+    pthread_mutex_unlock(&out_mu);
+}
+
+int cmd_watch(struct cli *cl, ss_client *c)
+{
+    if (cl->nargs < 1) {
+        out_error("watch: give at least one key");
+        return SS_EXIT_USAGE;
+    }
+    /* SIGINT/SIGTERM are taken synchronously below, in this thread. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    ss_client_set_notify_cb(c, on_notify, cl);
+    ss_client_set_connection_cb(c, on_connection, cl);
+    for (int i = 0; i < cl->nargs; i++) {
+        ss_client_result r;
+        int st = ss_client_keynotify(c, cl->args[i], strlen(cl->args[i]), false, &r);
+        if (st != SS_OK) {
+            report_failure(cl, "watch", st, &r);
+            ss_client_result_free(&r);
+            return exit_for(st);
+        }
+        ss_client_result_free(&r);
+    }
+    int sig;
+    sigwait(&stop, &sig);
+    for (int i = 0; i < cl->nargs; i++)
+        ss_client_keynotify(c, cl->args[i], strlen(cl->args[i]), true, NULL);
+    return SS_EXIT_OK;
+}

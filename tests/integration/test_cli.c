@@ -1,0 +1,359 @@
+/* test_cli.c - the statestore command-line tool against the real broker:
+ * every subcommand and flag, exit codes, binary data, watch and lock. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "harness.h"
+
+static const char *cli_path(void)
+{
+    const char *p = getenv("SS_CLI");
+    if (p == NULL)
+        test_fail(__FILE__, __LINE__, "SS_CLI is not set");
+    return p;
+}
+
+/* Run the CLI with "-p PORT" and the given arguments (NULL-terminated). */
+static void cli(struct run *r, int port, const void *in, size_t inlen, ...)
+{
+    char *argv[64];
+    char portbuf[16];
+    int n = 0;
+    argv[n++] = (char *)cli_path();
+    argv[n++] = "-p";
+    snprintf(portbuf, sizeof portbuf, "%d", port);
+    argv[n++] = portbuf;
+    va_list ap;
+    va_start(ap, inlen);
+    char *a;
+    while ((a = va_arg(ap, char *)) != NULL && n < 63)
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    run_cmd(argv, in, inlen, r);
+}
+
+#define OUT(r, lit) ASSERT_MEM((r).out, (r).out_len, lit, sizeof(lit) - 1)
+
+TEST(cli_commands_flags_and_exit_codes)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct run r;
+    cli(&r, b.port, NULL, 0, "set", "k", "v1", NULL);
+    ASSERT_EQ(r.status, 0);
+    OUT(r, "OK\n");
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "get", "k", NULL);
+    ASSERT_EQ(r.status, 0);
+    OUT(r, "v1");
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "set", "k", "v2", "--nx", NULL);
+    ASSERT_EQ(r.status, 2);
+    OUT(r, "");
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "set", "k", "v1", "--nex", "--px", "60000", NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "--json", "set", "k", "v3", "--nex", NULL);
+    ASSERT_EQ(r.status, 2);
+    ASSERT_TRUE(strncmp(r.out, "{\"applied\":false,\"version\":\"", 28) == 0);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "get", "absent", NULL);
+    ASSERT_EQ(r.status, 1);
+    OUT(r, "");
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "--json", "get", "absent", NULL);
+    ASSERT_EQ(r.status, 1);
+    OUT(r, "{\"found\":false,\"version\":null}\n");
+    run_free(&r);
+    /* Binary values through stdin and stdout, and from a file. */
+    static const char bin[] = "a\0b\r\n\xff\x80 z";
+    cli(&r, b.port, bin, sizeof bin - 1, "set", "bin", "-", NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "get", "bin", NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_MEM(r.out, r.out_len, bin, sizeof bin - 1);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "--json", "get", "bin", NULL);
+    ASSERT_TRUE(strstr(r.out, "\"value\":\"a\\u0000b\\u000d\\u000a\\u00ff\\u0080 z\"") != NULL);
+    ASSERT_TRUE(strstr(r.out, "\"value_base64\":\"YQBiDQr/gCB6\"") != NULL);
+    run_free(&r);
+    char path[600];
+    snprintf(path, sizeof path, "%s/value.bin", test_tmpdir());
+    FILE *f = fopen(path, "wb");
+    fwrite(bin, 1, sizeof bin - 1, f);
+    fclose(f);
+    cli(&r, b.port, NULL, 0, "set", "file", "-f", path, NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "vdel", "file", "-f", path, NULL);
+    ASSERT_EQ(r.status, 0);
+    OUT(r, "1\n");
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "vdel", "bin", "nope", NULL);
+    ASSERT_EQ(r.status, 2);
+    OUT(r, "-1\n");
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "--json", "del", "bin", NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(strncmp(r.out, "{\"deleted\":1,\"version\":\"", 24) == 0);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "del", "bin", NULL);
+    ASSERT_EQ(r.status, 1);
+    OUT(r, "0\n");
+    run_free(&r);
+    /* Fencing tokens. */
+    cli(&r, b.port, NULL, 0, "--json", "set", "lock", "me", "--nex", NULL);
+    char token[128];
+    const char *v = strstr(r.out, "\"version\":\"");
+    ASSERT_TRUE(v != NULL);
+    snprintf(token, sizeof token, "%.*s", (int)strcspn(v + 11, "\""), v + 11);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "set", "res", "x", "--fencing-token", token, NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "set", "res", "y", NULL);
+    ASSERT_EQ(r.status, 3);
+    ASSERT_TRUE(strstr(r.err, "a fencing token is required for this request") != NULL);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "--json", "del", "res", "--fencing-token", "1:0:old", NULL);
+    ASSERT_EQ(r.status, 3);
+    ASSERT_TRUE(strstr(r.out, "\"code\":\"FT_LOWER\"") != NULL);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "del", "res", "--fencing-token", token, NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    /* Connection flags: client id, username and password, timeout. */
+    cli(&r, b.port, NULL, 0, "-i", "cli-id", "-u", "user", "-P", "secret", "--timeout", "2000", "get",
+        "k", NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    ASSERT_TRUE(broker_log_has(&b, "as cli-id (p5"));
+    ASSERT_TRUE(broker_log_has(&b, "u'user'"));
+    /* Usage errors, help and version. */
+    cli(&r, b.port, NULL, 0, "frob", NULL);
+    ASSERT_EQ(r.status, 64);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "set", "k", NULL);
+    ASSERT_EQ(r.status, 64);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "set", "k", "v", "--nx", "--nex", NULL);
+    ASSERT_EQ(r.status, 64);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "set", "k", "v", "--px", "soon", NULL);
+    ASSERT_EQ(r.status, 64);
+    run_free(&r);
+    static const char *subs[] = {"set", "get", "del", "vdel", "watch", "lock"};
+    for (int i = 0; i < 6; i++) {
+        cli(&r, b.port, NULL, 0, subs[i], "--help", NULL);
+        ASSERT_EQ(r.status, 0);
+        ASSERT_TRUE(strncmp(r.out, "Usage: statestore ", 18) == 0);
+        ASSERT_TRUE(strstr(r.out, subs[i]) != NULL);
+        run_free(&r);
+    }
+    cli(&r, b.port, NULL, 0, "--help", NULL);
+    ASSERT_TRUE(strstr(r.out, "Exit status") != NULL);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "--version", NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(strncmp(r.out, "statestore ", 11) == 0);
+    run_free(&r);
+    broker_stop(&b);
+    /* Nobody listening: connection failure. */
+    cli(&r, b.port, NULL, 0, "get", "k", NULL);
+    ASSERT_EQ(r.status, 4);
+    run_free(&r);
+    /* A broker without the state store: timeout, also a connection failure. */
+    struct broker plain = {.no_plugin = true};
+    broker_start(&plain);
+    cli(&r, plain.port, NULL, 0, "--timeout", "300", "get", "k", NULL);
+    ASSERT_EQ(r.status, 4);
+    ASSERT_TRUE(strstr(r.err, "timed out") != NULL);
+    run_free(&r);
+    broker_stop(&plain);
+}
+
+static char *const *watch_argv(int port, bool json)
+{
+    static char portbuf[16];
+    static char *argv[10];
+    snprintf(portbuf, sizeof portbuf, "%d", port);
+    int n = 0;
+    argv[n++] = (char *)cli_path();
+    argv[n++] = "-p";
+    argv[n++] = portbuf;
+    if (json)
+        argv[n++] = "--json";
+    argv[n++] = "watch";
+    argv[n++] = "w1";
+    argv[n++] = "w 2";
+    argv[n] = NULL;
+    return argv;
+}
+
+/* Wait until file holds at least `lines` lines (or 5 s); returns it. */
+static char *wait_lines(const char *path, int lines)
+{
+    for (int i = 0; i < 500; i++) {
+        char *s = slurp(path, NULL);
+        int n = 0;
+        for (char *p = s; *p; p++)
+            n += *p == '\n';
+        if (n >= lines)
+            return s;
+        free(s);
+        usleep(10000);
+    }
+    return slurp(path, NULL);
+}
+
+/* Drop the version (first word) of every line. */
+static void strip_versions(char *s)
+{
+    char *w = s;
+    for (char *line = s; *line;) {
+        char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line + 1) : strlen(line);
+        char *sp = memchr(line, ' ', len);
+        char *from = sp ? sp + 1 : line;
+        size_t n = len - (size_t)(from - line);
+        memmove(w, from, n);
+        w += n;
+        line += len;
+    }
+    *w = '\0';
+}
+
+TEST(cli_watch_set_delete_expiry_and_restart)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    char out[600], err[600];
+    snprintf(out, sizeof out, "%s/watch.out", test_tmpdir());
+    snprintf(err, sizeof err, "%s/watch.err", test_tmpdir());
+    pid_t w = spawn_cmd(watch_argv(b.port, false), out, err);
+    usleep(500 * 1000);
+    struct run r;
+    cli(&r, b.port, NULL, 0, "set", "w1", "hello world", NULL);
+    run_free(&r);
+    cli(&r, b.port, "x\ny", 3, "set", "w 2", "-", "--px", "100", NULL);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "del", "w1", NULL);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "set", "other", "1", NULL);
+    run_free(&r);
+    char *s = wait_lines(out, 4);
+    /* Each line starts with the version "<ms>:<n>:StateStore ". */
+    ASSERT_TRUE(strstr(s, ":StateStore SET w1 hello\\x20world\n") != NULL);
+    strip_versions(s);
+    ASSERT_STR(s, strlen(s), "SET w1 hello\\x20world\nSET w\\x202 x\\x0ay\nDELETE w1\nDELETE w\\x202\n");
+    free(s);
+    /* The broker restarts: watch reconnects, says so, and goes on. */
+    broker_stop(&b);
+    broker_start(&b);
+    char *e = NULL;
+    for (int i = 0; i < 1500; i++) {
+        e = slurp(err, NULL);
+        if (strstr(e, "notifications may have been missed"))
+            break;
+        free(e);
+        e = NULL;
+        usleep(10000);
+    }
+    ASSERT_TRUE(e != NULL);
+    free(e);
+    for (int i = 0; i < 50; i++) {
+        cli(&r, b.port, NULL, 0, "set", "w1", "again", NULL);
+        run_free(&r);
+        s = wait_lines(out, 5);
+        bool got = strstr(s, "SET w1 again") != NULL;
+        free(s);
+        if (got)
+            break;
+    }
+    s = slurp(out, NULL);
+    ASSERT_TRUE(strstr(s, "SET w1 again\n") != NULL);
+    free(s);
+    kill(w, SIGINT);
+    int status;
+    waitpid(w, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    /* JSON lines. */
+    pid_t j = spawn_cmd(watch_argv(b.port, true), out, err);
+    usleep(500 * 1000);
+    cli(&r, b.port, NULL, 0, "set", "w1", "j", NULL);
+    run_free(&r);
+    s = wait_lines(out, 1);
+    static const char head[] = "{\"key\":\"w1\",\"operation\":\"SET\",\"value\":\"j\","
+                               "\"value_base64\":\"ag==\",\"version\":\"";
+    ASSERT_MEM(s, sizeof head - 1, head, sizeof head - 1);
+    free(s);
+    kill(j, SIGTERM);
+    waitpid(j, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    broker_stop(&b);
+}
+
+/* Two contenders appending "in"/"out" to one file: never both inside. */
+TEST(cli_lock_two_contenders)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    char log[600], script[1400], port[16];
+    snprintf(log, sizeof log, "%s/critical.log", test_tmpdir());
+    snprintf(port, sizeof port, "%d", b.port);
+    snprintf(script, sizeof script,
+             "echo \"$1 in $STATESTORE_LOCK_TOKEN\" >> %s; sleep 0.4; echo \"$1 out\" >> %s", log, log);
+    char out1[600], err1[600], out2[600], err2[600];
+    snprintf(out1, sizeof out1, "%s/l1.out", test_tmpdir());
+    snprintf(err1, sizeof err1, "%s/l1.err", test_tmpdir());
+    snprintf(out2, sizeof out2, "%s/l2.out", test_tmpdir());
+    snprintf(err2, sizeof err2, "%s/l2.err", test_tmpdir());
+    char *a1[] = {(char *)cli_path(), "-p", port, "lock", "L", "--ttl", "1000", "--", "sh", "-c", script, "sh", "A", NULL};
+    char *a2[] = {(char *)cli_path(), "-p", port, "lock", "L", "--ttl", "1000", "--", "sh", "-c", script, "sh", "B", NULL};
+    pid_t p1 = spawn_cmd(a1, out1, err1);
+    pid_t p2 = spawn_cmd(a2, out2, err2);
+    int s1, s2;
+    waitpid(p1, &s1, 0);
+    waitpid(p2, &s2, 0);
+    ASSERT_TRUE(WIFEXITED(s1) && WEXITSTATUS(s1) == 0);
+    ASSERT_TRUE(WIFEXITED(s2) && WEXITSTATUS(s2) == 0);
+    char *s = slurp(log, NULL);
+    /* "X in TOKEN\nX out\nY in TOKEN\nY out\n" */
+    char x = s[0], y = x == 'A' ? 'B' : 'A';
+    char want_tail[64];
+    snprintf(want_tail, sizeof want_tail, "%c out\n%c in ", x, y);
+    ASSERT_TRUE(strstr(s, want_tail) != NULL);
+    ASSERT_TRUE(strstr(s, ":StateStore\n") != NULL);
+    free(s);
+    /* The command's exit status is passed on; --wait gives up (exit 2). */
+    struct run r;
+    cli(&r, b.port, NULL, 0, "lock", "L", "--", "sh", "-c", "exit 7", NULL);
+    ASSERT_EQ(r.status, 7);
+    run_free(&r);
+    char hold[] = "sleep 3";
+    char *a3[] = {(char *)cli_path(), "-p", port, "lock", "L", "--ttl", "600", "--", "sh", "-c", hold, NULL};
+    pid_t p3 = spawn_cmd(a3, out1, err1);
+    usleep(500 * 1000);
+    cli(&r, b.port, NULL, 0, "lock", "L", "--wait", "300", "--", "true", NULL);
+    ASSERT_EQ(r.status, 2);
+    run_free(&r);
+    /* The holder is killed: its lease expires and the next one gets in. */
+    kill(p3, SIGKILL);
+    waitpid(p3, &s1, 0);
+    uint64_t t0 = now_ms();
+    cli(&r, b.port, NULL, 0, "lock", "L", "--wait", "5000", "--", "true", NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(now_ms() - t0 < 2000);
+    run_free(&r);
+    broker_stop(&b);
+}
