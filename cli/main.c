@@ -105,11 +105,10 @@ static int number(const char *opt, const char *text, uint64_t *out)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* Parse the command line into *cl. Returns -1 to go on, or an exit code. */
+static int parse(struct cli *cl_out, int argc, char **argv)
 {
-    struct cli cl;
-    memset(&cl, 0, sizeof cl);
-    cl.conn.timeout_ms = 10000;
+    struct cli cl = *cl_out;
     /* Everything after "--" belongs to lock's COMMAND. */
     int end = argc;
     for (int i = 1; i < argc; i++) {
@@ -130,13 +129,8 @@ int main(int argc, char **argv)
         case 1:
             if (cl.command == NULL)
                 cl.command = optarg;
-            else {
-                char **a = realloc(cl.args, (size_t)(cl.nargs + 1) * sizeof *a);
-                if (a == NULL)
-                    return SS_EXIT_USAGE;
-                cl.args = a;
+            else
                 cl.args[cl.nargs++] = optarg;
-            }
             break;
         case 'h': cl.conn.host = optarg; break;
         case 'p':
@@ -181,6 +175,24 @@ int main(int argc, char **argv)
             return SS_EXIT_USAGE;
         }
     }
+    *cl_out = cl;
+    return help ? -2 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    struct cli cl;
+    memset(&cl, 0, sizeof cl);
+    cl.conn.timeout_ms = 10000;
+    cl.args = calloc((size_t)argc, sizeof *cl.args);
+    if (cl.args == NULL)
+        return SS_EXIT_USAGE;
+    int prc = parse(&cl, argc, argv);
+    if (prc >= 0) {
+        free(cl.args);
+        return prc;
+    }
+    bool help = prc == -2;
     int which = -1;
     for (size_t i = 0; cl.command && i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(cl.command, commands[i].name) == 0)
