@@ -74,6 +74,17 @@ $(LIBCLIENT): $(CLIENT_OBJ) $(LIBCLIENT_CORE)
 $(CLI): $(CLI_OBJ) $(LIBCLIENT)
 	$(CC) $(SANFLAGS) -o $@ $(CLI_OBJ) $(LIBCLIENT) $(MOSQ_LIBS) -lpthread
 
+# The documented example, built against the headers as installed
+# (<statestore/...>): build/include/statestore links to the sources.
+EXAMPLE := $(OUT)/examples/client_example
+build/include/.stamp: $(wildcard client/*.h core/*.h)
+	@mkdir -p build/include/statestore
+	@for h in client/*.h core/*.h; do ln -sfn ../../../$$h build/include/statestore/$$(basename $$h); done
+	@touch $@
+$(EXAMPLE): examples/client_example.c $(LIBCLIENT) build/include/.stamp
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Ibuild/include -o $@ examples/client_example.c $(LIBCLIENT) $(MOSQ_LIBS) -lpthread
+
 # One runner source, two test lists: tests/unit/list.h, tests/integration/list.h.
 $(OUT)/tests/unit/main.o: tests/main.c
 	@mkdir -p $(dir $@)
@@ -90,7 +101,8 @@ $(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(LIB
 $(OUT)/fuzz/replay: $(OUT)/fuzz/fuzz_request.o $(OUT)/fuzz/replay.o $(LIBCORE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
-TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(OUT)/fuzz/replay $(PLUGIN) $(CLI)
+TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(OUT)/fuzz/replay $(PLUGIN) $(CLI) \
+            $(EXAMPLE)
 
 test: deps
 	@$(MAKE) --no-print-directory $(TEST_BINS)
@@ -143,13 +155,18 @@ run: deps
 	exec mosquitto -c $(RUN_CONF)
 
 install: deps
-	@$(MAKE) --no-print-directory $(PLUGIN) $(LIBCORE) SAN=0
+	@$(MAKE) --no-print-directory $(PLUGIN) $(LIBCORE) $(LIBCLIENT) $(CLI) SAN=0
 	install -d $(DESTDIR)$(PREFIX)/lib/statestore $(DESTDIR)$(PREFIX)/include/statestore \
-	    $(DESTDIR)$(PREFIX)/share/statestore/examples
+	    $(DESTDIR)$(PREFIX)/share/statestore/examples $(DESTDIR)$(PREFIX)/bin \
+	    $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/statestore/statestore.so
-	install -m 0644 $(LIBCORE) $(DESTDIR)$(PREFIX)/lib/libstatestore-core.a
-	install -m 0644 core/*.h $(DESTDIR)$(PREFIX)/include/statestore/
-	install -m 0644 examples/mosquitto.conf $(DESTDIR)$(PREFIX)/share/statestore/examples/
+	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/statestore
+	install -m 0644 $(LIBCORE) $(LIBCLIENT) $(DESTDIR)$(PREFIX)/lib/
+	install -m 0644 core/*.h client/*.h $(DESTDIR)$(PREFIX)/include/statestore/
+	install -m 0644 examples/mosquitto.conf examples/client_example.c \
+	    $(DESTDIR)$(PREFIX)/share/statestore/examples/
+	install -m 0644 docs/statestore.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	sed -e 's|@PREFIX@|$(PREFIX)|' statestore.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/statestore.pc
 
 clean:
 	rm -rf build

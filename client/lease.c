@@ -32,13 +32,17 @@ int ss_lease_acquire(ss_client *c, const char *name, const char *holder, uint64_
 int ss_lease_acquire_wait(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
                           unsigned wait_ms, char token[SS_LEASE_TOKEN_MAX])
 {
-    int rc = ss_client_keynotify(c, name, strlen(name), false, NULL);
+    /* Uncontended: no need to watch the lock key at all. */
+    bool acquired = false;
+    int rc = ss_lease_acquire(c, name, holder, ttl_ms, &acquired, token);
+    if (rc != SS_OK || acquired)
+        return rc;
+    rc = ss_client_keynotify(c, name, strlen(name), false, NULL);
     if (rc != SS_OK)
         return rc;
     uint64_t deadline = ss__ms() + wait_ms;
     for (;;) {
         uint64_t seen = ss_client_notification_count(c);
-        bool acquired = false;
         rc = ss_lease_acquire(c, name, holder, ttl_ms, &acquired, token);
         if (rc != SS_OK || acquired)
             break;

@@ -24,9 +24,10 @@ int ss_lease_acquire(ss_client *c, const char *name, const char *holder, uint64_
                      bool *acquired, char token[SS_LEASE_TOKEN_MAX]);
 
 /* Acquire, waiting up to wait_ms for the current holder to release or
- * expire: it registers KEYNOTIFY on name and retries on each notification
- * instead of polling (and unregisters before returning). 0 when acquired,
- * SS_E_TIMEOUT when the wait ran out. */
+ * expire. When the lease is taken it registers KEYNOTIFY on name and
+ * retries on each notification instead of polling, and unregisters before
+ * returning; those notifications also reach the client's notification
+ * callback. 0 when acquired, SS_E_TIMEOUT when the wait ran out. */
 int ss_lease_acquire_wait(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
                           unsigned wait_ms, char token[SS_LEASE_TOKEN_MAX]);
 

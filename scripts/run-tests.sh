@@ -11,7 +11,7 @@ trap 'rm -f "$log"' EXIT
 "$out/fuzz/replay" fuzz/corpus/request || failed=$((failed + 1))
 for suite in unit integration; do
     echo "== $suite tests"
-    SS_CLI=$(pwd)/$out/statestore SS_PLUGIN=$plugin "$out/tests/$suite/run" | tee "$log"
+    SS_EXAMPLE=$(pwd)/$out/examples/client_example SS_CLI=$(pwd)/$out/statestore SS_PLUGIN=$plugin "$out/tests/$suite/run" | tee "$log"
     line=$(tail -n 1 "$log")
     p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
     f=$(echo "$line" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
