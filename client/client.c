@@ -593,6 +593,8 @@ uint64_t ss_client_wait_notification(ss_client *c, uint64_t seen, unsigned timeo
 
 /* ---- connection ------------------------------------------------------- */
 
+static void ss__on_subscribed(ss_client *c);
+
 static void ss__report(ss_client *c, bool connected, bool gap)
 {
     pthread_mutex_lock(&c->mu);
@@ -610,10 +612,16 @@ void ss_client_handle_connect(ss_client *c)
     c->subscribed = false;
     pthread_mutex_unlock(&c->mu);
     int mid = 0;
-    mosquitto_subscribe_v5(c->m, &mid, c->resp_topic, 1, 0, NULL);
+    int rc = mosquitto_subscribe_v5(c->m, &mid, c->resp_topic, 1, 0, NULL);
     pthread_mutex_lock(&c->mu);
     c->sub_mid = mid;
     pthread_mutex_unlock(&c->mu);
+    /* An attached client does not see the SUBACK (the application owns the
+     * callbacks). It need not: the broker handles a client's packets in
+     * order, so every request published after this SUBSCRIBE finds the
+     * response topic subscribed. */
+    if (!c->own && rc == MOSQ_ERR_SUCCESS)
+        ss__on_subscribed(c);
 }
 
 /* The response topic is subscribed: requests may go out. After a

@@ -97,11 +97,12 @@ typedef void (*ss_result_cb)(void *ud, const ss_client_result *r);
  * timeout_ms). 0 and *out, or SS_E_CONNECTION / SS_E_INVAL / SS_E_NOMEM. */
 int ss_client_connect(const ss_client_options *o, ss_client **out);
 
-/* Use an application's own connected MQTT 5 mosquitto handle. The
- * application must forward its message and connect events with
- * ss_client_handle_message / ss_client_handle_connect and run the network
- * loop (mosquitto_loop_start or its own loop in another thread than the
- * blocking calls). */
+/* Use an application's own MQTT 5 mosquitto handle. The application runs
+ * the network loop (mosquitto_loop_start, or its own loop in another thread
+ * than the blocking calls), forwards every message with
+ * ss_client_handle_message, and calls ss_client_handle_connect once
+ * connected (after attaching) and after every reconnect. Requests may be
+ * made once ss_client_handle_connect has returned. */
 int ss_client_attach(struct mosquitto *mosq, const char *client_id, unsigned timeout_ms,
                      ss_client **out);
 /* For attached clients: returns true when the message was this client's

@@ -4,6 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <mosquitto.h>
+#include <mqtt_protocol.h>
+
 #include "../../client/client.h"
 #include "../../client/lease.h"
 #include <stdlib.h>
@@ -361,5 +364,50 @@ TEST(client_edit_under_lock)
     ASSERT_STR(r.value, r.value_len, "30"); /* no lost update */
     ss_client_result_free(&r);
     ss_client_close(c);
+    broker_stop(&b);
+}
+
+/* An application's own mosquitto handle. */
+static void app_on_message(struct mosquitto *m, void *ud, const struct mosquitto_message *msg,
+                           const mosquitto_property *props)
+{
+    (void)m;
+    ss_client **c = ud;
+    if (*c)
+        ss_client_handle_message(*c, msg->topic, msg->payload, msg->payloadlen, props);
+}
+
+TEST(client_attach_to_application_handle)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    static ss_client *c; /* read by the network thread's callback */
+    c = NULL;
+    mosquitto_lib_init();
+    struct mosquitto *m = mosquitto_new("app-own", true, &c);
+    mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5);
+    mosquitto_message_v5_callback_set(m, app_on_message);
+    ASSERT_EQ(mosquitto_connect_bind_v5(m, "127.0.0.1", b.port, 60, NULL, NULL), MOSQ_ERR_SUCCESS);
+    ASSERT_EQ(mosquitto_loop_start(m), MOSQ_ERR_SUCCESS);
+    usleep(200 * 1000);
+    ss_client *attached;
+    ASSERT_EQ(ss_client_attach(m, "app-own", 3000, &attached), SS_OK);
+    c = attached;
+    ss_client_handle_connect(attached);
+    ss_client_result r;
+    ASSERT_EQ(ss_client_set(attached, "mine", 4, "yes", 3, NULL, &r), SS_OK);
+    ASSERT_TRUE(r.applied);
+    ss_client_result_free(&r);
+    ASSERT_EQ(ss_client_get(attached, "mine", 4, &r), SS_OK);
+    ASSERT_STR(r.value, r.value_len, "yes");
+    ss_client_result_free(&r);
+    /* The application's other traffic is left alone. */
+    ASSERT_TRUE(!ss_client_handle_message(attached, "app/topic", "x", 1, NULL));
+    c = NULL;
+    ss_client_close(attached); /* leaves the application's handle alone */
+    ASSERT_EQ(mosquitto_publish_v5(m, NULL, "app/topic", 1, "x", 0, false, NULL), MOSQ_ERR_SUCCESS);
+    mosquitto_disconnect(m);
+    mosquitto_loop_stop(m, false);
+    mosquitto_destroy(m);
     broker_stop(&b);
 }
