@@ -34,7 +34,7 @@ CFLAGS_ALL = -std=c11 -D_DEFAULT_SOURCE $(OPT) -g $(WARN) -fPIC -fvisibility=hid
           $(SANFLAGS) $(shell pkg-config --cflags lmdb 2>/dev/null) $(CFLAGS)
 LDLIBS_ALL = $(shell pkg-config --libs lmdb 2>/dev/null) $(LDLIBS)
 MOSQ_LIBS  = $(shell pkg-config --libs libmosquitto 2>/dev/null)
-DEBS      := pkg-config liblmdb-dev mosquitto mosquitto-dev libmosquitto-dev mosquitto-clients
+DEBS      := pkg-config liblmdb-dev mosquitto mosquitto-dev libmosquitto-dev mosquitto-clients openssl
 
 CORE_SRC  := $(wildcard core/*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(OUT)/%.o)

@@ -404,3 +404,54 @@ TEST(client_documented_example_runs)
     run_free(&g);
     broker_stop(&b);
 }
+
+/* TLS: a listener that requires client certificates; --cafile, --capath,
+ * --cert and --key. Certificates are made for the test with openssl. */
+TEST(cli_tls_flags)
+{
+    const char *d = test_tmpdir();
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "cd %s && exec >openssl.log 2>&1 && "
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+             "-keyout ca.key -out ca.crt -days 2 -subj /CN=test-ca && "
+             "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1' > san.ext && "
+             "for who in server client; do "
+             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout $who.key "
+             "-out $who.csr -subj /CN=$who && "
+             "openssl x509 -req -in $who.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $who.crt "
+             "-days 2 -extfile san.ext || exit 1; done && "
+             "mkdir capath && cp ca.crt capath/ && openssl rehash capath",
+             d);
+    ASSERT_EQ(system(cmd), 0);
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra,
+             "# TLS for the listener above\ncafile %s/ca.crt\ncertfile %s/server.crt\n"
+             "keyfile %s/server.key\nrequire_certificate true\n",
+             d, d, d);
+    broker_start(&b);
+    char ca[600], capath[600], cert[600], key[600];
+    snprintf(ca, sizeof ca, "%s/ca.crt", d);
+    snprintf(capath, sizeof capath, "%s/capath", d);
+    snprintf(cert, sizeof cert, "%s/client.crt", d);
+    snprintf(key, sizeof key, "%s/client.key", d);
+    struct run r;
+    cli(&r, b.port, NULL, 0, "-h", "127.0.0.1", "--cafile", ca, "--cert", cert, "--key", key, "set",
+        "tls", "yes", NULL);
+    ASSERT_EQ(r.status, 0);
+    OUT(r, "OK\n");
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "-h", "localhost", "--capath", capath, "--cert", cert, "--key", key,
+        "get", "tls", NULL);
+    ASSERT_EQ(r.status, 0);
+    OUT(r, "yes");
+    run_free(&r);
+    /* Without a client certificate, or without TLS, no connection. */
+    cli(&r, b.port, NULL, 0, "-h", "127.0.0.1", "--cafile", ca, "--timeout", "1000", "get", "tls", NULL);
+    ASSERT_EQ(r.status, 4);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "-h", "127.0.0.1", "--timeout", "1000", "get", "tls", NULL);
+    ASSERT_EQ(r.status, 4);
+    run_free(&r);
+    broker_stop(&b);
+}

@@ -237,7 +237,7 @@ TEST(client_notifications_and_reconnect)
             break;
         usleep(20000);
     }
-    ASSERT_TRUE(strncmp(seen.log, "SET key\x01=three;", 16) == 0);
+    ASSERT_TRUE(strncmp(seen.log, "SET key\x01=three;", strlen("SET key\x01=three;")) == 0);
     ss_client_close(w);
     ss_client_close(s);
     broker_stop(&b);
