@@ -119,9 +119,10 @@ valgrind: deps
 	    build/plain/statestore.so SAN=0
 	@valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite \
 	    --error-exitcode=9 build/plain/tests/unit/run
-	@$(MAKE) --no-print-directory build/plain/statestore SAN=0
-	@SS_BROKER_VALGRIND=1 SS_CLI=$(CURDIR)/build/plain/statestore SS_PLUGIN=$(CURDIR)/build/plain/statestore.so \
-	    build/plain/tests/integration/run
+	@$(MAKE) --no-print-directory build/plain/statestore build/plain/examples/client_example SAN=0
+	@SS_BROKER_VALGRIND=1 SS_CLI=$(CURDIR)/build/plain/statestore \
+	    SS_EXAMPLE=$(CURDIR)/build/plain/examples/client_example \
+	    SS_PLUGIN=$(CURDIR)/build/plain/statestore.so build/plain/tests/integration/run
 
 # libFuzzer build with Debian's clang; new inputs go to build/fuzz/corpus,
 # the committed seeds in fuzz/corpus/request are only read.
