@@ -40,6 +40,11 @@ int cmd_lock(struct cli *cl, ss_client *c)
     if (st == SS_E_TIMEOUT && cl->wait_ms) {
         out_error("lock: %s is held by someone else (waited %llu ms)", name,
                   (unsigned long long)cl->wait_ms);
+        if (cl->json) {
+            printf("{\"lock\":");
+            out_json_string((const uint8_t *)name, strlen(name));
+            printf(",\"acquired\":false}\n");
+        }
         return SS_EXIT_CONDITION;
     }
     if (st != SS_OK) {
@@ -96,5 +101,14 @@ int cmd_lock(struct cli *cl, ss_client *c)
     ss_lease_keeper_stop(keeper);
     if (!lost)
         ss_lease_release(c, name, holder, NULL);
+    if (cl->json) {
+        printf("{\"lock\":");
+        out_json_string((const uint8_t *)name, strlen(name));
+        printf(",\"holder\":");
+        out_json_string((const uint8_t *)holder, strlen(holder));
+        printf(",\"token\":");
+        out_json_string((const uint8_t *)token, strlen(token));
+        printf(",\"lost\":%s,\"exit_status\":%d}\n", lost ? "true" : "false", rc);
+    }
     return lost ? SS_EXIT_CONDITION : rc;
 }

@@ -174,6 +174,7 @@ static void msg_free(struct msg *m)
     free(m->payload);
     free(m->corr);
     free(m->content_type);
+    free(m->response_topic);
     for (int i = 0; i < m->nuser; i++) {
         free(m->user[i][0]);
         free(m->user[i][1]);
@@ -227,6 +228,8 @@ static void on_message(struct mosquitto *m, void *ud, const struct mosquitto_mes
     x->payload[mm->payloadlen] = 0;
     x->qos = mm->qos;
     x->retain = mm->retain;
+    x->expiry = -1;
+    x->format = -1;
     for (const mosquitto_property *p = props; p; p = mosquitto_property_next(p)) {
         int id = mosquitto_property_identifier(p);
         if (id == MQTT_PROP_CORRELATION_DATA) {
@@ -237,6 +240,16 @@ static void on_message(struct mosquitto *m, void *ud, const struct mosquitto_mes
             x->corr_len = n;
         } else if (id == MQTT_PROP_CONTENT_TYPE) {
             mosquitto_property_read_string(p, id, &x->content_type, false);
+        } else if (id == MQTT_PROP_RESPONSE_TOPIC) {
+            mosquitto_property_read_string(p, id, &x->response_topic, false);
+        } else if (id == MQTT_PROP_MESSAGE_EXPIRY_INTERVAL) {
+            uint32_t v;
+            mosquitto_property_read_int32(p, id, &v, false);
+            x->expiry = (long)v;
+        } else if (id == MQTT_PROP_PAYLOAD_FORMAT_INDICATOR) {
+            uint8_t v;
+            mosquitto_property_read_byte(p, id, &v, false);
+            x->format = v;
         } else if (id == MQTT_PROP_USER_PROPERTY && x->nuser < 16) {
             mosquitto_property_read_string_pair(p, id, &x->user[x->nuser][0], &x->user[x->nuser][1],
                                                 false);

@@ -47,6 +47,9 @@ struct msg {
     char *corr;
     int corr_len;
     char *content_type;
+    char *response_topic;
+    long expiry;       /* message expiry interval, -1 when absent */
+    int format;        /* payload format indicator, -1 when absent */
     char *user[16][2]; /* user properties, name and value */
     int nuser;
 };

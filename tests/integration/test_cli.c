@@ -102,6 +102,10 @@ TEST(cli_commands_flags_and_exit_codes)
     ASSERT_EQ(r.status, 2);
     OUT(r, "-1\n");
     run_free(&r);
+    cli(&r, b.port, NULL, 0, "--json", "vdel", "bin", "nope", NULL);
+    ASSERT_EQ(r.status, 2);
+    OUT(r, "{\"deleted\":-1,\"version\":null}\n");
+    run_free(&r);
     cli(&r, b.port, NULL, 0, "--json", "del", "bin", NULL);
     ASSERT_EQ(r.status, 0);
     ASSERT_TRUE(strncmp(r.out, "{\"deleted\":1,\"version\":\"", 24) == 0);
@@ -340,12 +344,22 @@ TEST(cli_lock_two_contenders)
     cli(&r, b.port, NULL, 0, "lock", "L", "--", "sh", "-c", "exit 7", NULL);
     ASSERT_EQ(r.status, 7);
     run_free(&r);
+    /* --holder names the holder (the lock key's value); --json reports. */
+    char inner[700];
+    snprintf(inner, sizeof inner, "%s -p %s get L", cli_path(), port);
+    cli(&r, b.port, NULL, 0, "--json", "lock", "L", "--holder", "me-123", "--", "sh", "-c", inner, NULL);
+    ASSERT_EQ(r.status, 0);
+    static const char head[] = "me-123{\"lock\":\"L\",\"holder\":\"me-123\",\"token\":\"";
+    ASSERT_MEM(r.out, sizeof head - 1, head, sizeof head - 1);
+    ASSERT_TRUE(strstr(r.out, "\",\"lost\":false,\"exit_status\":0}\n") != NULL);
+    run_free(&r);
     char hold[] = "sleep 3";
     char *a3[] = {(char *)cli_path(), "-p", port, "lock", "L", "--ttl", "600", "--", "sh", "-c", hold, NULL};
     pid_t p3 = spawn_cmd(a3, out1, err1);
     usleep(500 * 1000);
-    cli(&r, b.port, NULL, 0, "lock", "L", "--wait", "300", "--", "true", NULL);
+    cli(&r, b.port, NULL, 0, "--json", "lock", "L", "--wait", "300", "--", "true", NULL);
     ASSERT_EQ(r.status, 2);
+    OUT(r, "{\"lock\":\"L\",\"acquired\":false}\n");
     run_free(&r);
     /* The holder is killed: its lease expires and the next one gets in. */
     kill(p3, SIGKILL);

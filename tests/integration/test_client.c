@@ -411,3 +411,130 @@ TEST(client_attach_to_application_handle)
     mosquitto_destroy(m);
     broker_stop(&b);
 }
+
+/* A fake server on a plain broker: it checks what the library sends, and
+ * answers what a real server would not, to check the library's side. */
+struct fake {
+    struct client srv;
+    ss_client *c;
+    struct async_box box;
+};
+
+/* Start a GET, take the request, answer it with payload and status. */
+static void fake_round_ts(struct fake *f, const char *payload, const char *stat, const char *ts)
+{
+    f->box.done = 0;
+    ASSERT_EQ(ss_client_get_async(f->c, "k", 1, async_cb, &f->box), SS_OK);
+    struct msg *m = client_wait(&f->srv, 3000);
+    ASSERT_TRUE(m != NULL);
+    mosquitto_property *props = NULL;
+    mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, m->corr, (uint16_t)m->corr_len);
+    mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__stat", stat);
+    if (ts)
+        mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__ts", ts);
+    char topic[256];
+    snprintf(topic, sizeof topic, "%s", m->response_topic);
+    ASSERT_EQ(client_publish(&f->srv, topic, payload, (int)strlen(payload), 1, false, props), 0);
+    mosquitto_property_free_all(&props);
+    for (int i = 0; i < 300 && f->box.done == 0; i++) {
+        client_drain(&f->srv, 5);
+    }
+    ASSERT_EQ(f->box.done, 1);
+}
+
+static void fake_round(struct fake *f, const char *payload, const char *stat)
+{
+    fake_round_ts(f, payload, stat, NULL);
+}
+
+static char fake_text[256];
+static void text_cb(void *ud, const ss_client_result *r)
+{
+    struct async_box *a = ud;
+    pthread_mutex_lock(&a->mu);
+    snprintf(fake_text, sizeof fake_text, "%s", r->error_text ? r->error_text : "");
+    a->status[a->done] = r->status;
+    a->done++;
+    pthread_mutex_unlock(&a->mu);
+}
+
+TEST(client_wire_format_and_error_mapping)
+{
+    struct broker b = {.no_plugin = true};
+    broker_start(&b);
+    struct fake f = {.box.mu = PTHREAD_MUTEX_INITIALIZER};
+    client_connect(&f.srv, b.port, "fake-server", false);
+    client_subscribe(&f.srv, REQ_TOPIC);
+    ss_client_options o = {.host = "127.0.0.1", .port = b.port, .client_id = "wire", .timeout_ms = 4000};
+    ASSERT_EQ(ss_client_connect(&o, &f.c), SS_OK);
+
+    /* What goes on the wire, like the SDKs. */
+    ASSERT_EQ(ss_client_set_async(f.c, "k", 1, "v", 1, NULL, async_cb, &f.box), SS_OK);
+    struct msg *m = client_wait(&f.srv, 3000);
+    ASSERT_TRUE(m != NULL);
+    PAYLOAD(m, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n");
+    ASSERT_EQ(m->qos, 1);
+    ASSERT_STR(m->response_topic, strlen(m->response_topic),
+               "clients/wire/services/statestore/_any_/command/invoke/response");
+    ASSERT_EQ(m->corr_len, 16);
+    ASSERT_STR(m->content_type, strlen(m->content_type), "application/octet-stream");
+    ASSERT_EQ(m->format, 0);
+    ASSERT_TRUE(m->expiry >= 3 && m->expiry <= 4); /* from the 4 s timeout */
+    USER(m, "__srcId", "wire");
+    USER(m, "__protVer", "1.0");
+    const char *ts = msg_user(m, "__ts");
+    ASSERT_TRUE(ts != NULL);
+    ASSERT_TRUE(strstr(ts, ":wire") != NULL);
+    ASSERT_TRUE(msg_user(m, "__ft") == NULL);
+    /* Every request has fresh correlation data. */
+    char first_corr[16];
+    memcpy(first_corr, m->corr, 16);
+    ASSERT_EQ(ss_client_del_async(f.c, "k", 1, "5:0:tok", async_cb, &f.box), SS_OK);
+    m = client_wait(&f.srv, 3000);
+    ASSERT_TRUE(m != NULL);
+    ASSERT_TRUE(memcmp(m->corr, first_corr, 16) != 0);
+    USER(m, "__ft", "5:0:tok");
+    /* The client merges the __ts it receives: a later request carries a
+     * stamp above the one the server sent. */
+    char ahead[64];
+    unsigned long long ahead_ms = (unsigned long long)now_ms() + 30000;
+    snprintf(ahead, sizeof ahead, "%llu:5:server", ahead_ms);
+    fake_round_ts(&f, "$1\r\nx\r\n", "200", ahead);
+    ASSERT_EQ(f.box.status[0], SS_OK);
+    static struct async_box unanswered = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    ASSERT_EQ(ss_client_get_async(f.c, "k", 1, async_cb, &unanswered), SS_OK);
+    m = client_wait(&f.srv, 3000);
+    ASSERT_TRUE(m != NULL);
+    unsigned long long wall = strtoull(msg_user(m, "__ts"), NULL, 10);
+    ASSERT_EQ(wall, ahead_ms);
+    ASSERT_TRUE(strncmp(strchr(msg_user(m, "__ts"), ':'), ":6:", 3) == 0);
+    /* (that request stays unanswered: it times out on its own) */
+
+    /* Error texts: known ones map to their code, unknown ones are kept. */
+    f.box.done = 0;
+    ASSERT_EQ(ss_client_get_async(f.c, "k", 1, text_cb, &f.box), SS_OK);
+    m = client_wait(&f.srv, 3000);
+    mosquitto_property *props = NULL;
+    mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, m->corr, (uint16_t)m->corr_len);
+    mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__stat", "200");
+    char topic[256];
+    snprintf(topic, sizeof topic, "%s", m->response_topic);
+    client_publish(&f.srv, topic, "-ERR something brand new\r\n", 26, 1, false, props);
+    mosquitto_property_free_all(&props);
+    for (int i = 0; i < 300 && f.box.done == 0; i++)
+        client_drain(&f.srv, 5);
+    ASSERT_EQ(f.box.status[0], SS_E_SERVER);
+    ASSERT_STR(fake_text, strlen(fake_text), "something brand new");
+    fake_round(&f, "-ERR the quota has been exceeded\r\n", "200");
+    ASSERT_EQ(f.box.status[0], SS_E_QUOTA);
+    /* A non-200 status, an unreadable answer, an answer of the wrong kind. */
+    fake_round(&f, "whatever", "400");
+    ASSERT_EQ(f.box.status[0], SS_E_STATUS);
+    fake_round(&f, "garbage", "200");
+    ASSERT_EQ(f.box.status[0], SS_E_PROTOCOL);
+    fake_round(&f, ":1\r\n", "200");
+    ASSERT_EQ(f.box.status[0], SS_E_PROTOCOL);
+    ss_client_close(f.c);
+    client_close(&f.srv);
+    broker_stop(&b);
+}
