@@ -225,6 +225,12 @@ static int ss__run(ss_engine *e, ss_exec *x)
         return SS_E_QUOTA;
     if (c.type == SS_CMD_SET && e->opt.max_value_len && c.value.len > e->opt.max_value_len)
         return SS_E_QUOTA;
+    if (e->opt.on_authorize) {
+        enum ss_access need =
+            c.type == SS_CMD_GET || c.type == SS_CMD_KEYNOTIFY ? SS_ACCESS_READ : SS_ACCESS_WRITE;
+        if (!e->opt.on_authorize(e->opt.authorize_ctx, x->caller, need, c.key))
+            return SS_E_NOT_AUTHORIZED;
+    }
 
     ss_hlc ts_buf, ft_buf;
     const ss_hlc *ts, *ft = NULL;

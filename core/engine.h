@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "acl.h"
 #include "buf.h"
 #include "codec.h"
 #include "hlc.h"
@@ -43,6 +44,11 @@ typedef void (*ss_event_fn)(void *ctx, const ss_event *ev);
  * or a negative status answered as a protocol error (e.g. SS_E_QUOTA). */
 typedef int (*ss_keynotify_fn)(void *ctx, void *caller, ss_bytes key, bool stop);
 
+/* Authorization: may caller read (GET, KEYNOTIFY) or write (SET, DEL,
+ * VDEL) key? Asked before anything else about the key is looked at, so a
+ * denial ("not authorized") reveals nothing about it. */
+typedef bool (*ss_authorize_fn)(void *ctx, void *caller, enum ss_access access, ss_bytes key);
+
 typedef struct ss_engine_options {
     const char *node_id;        /* version node id; NULL: "StateStore" */
     ss_codec_limits limits;     /* zeroes: ss_codec_limits_default() */
@@ -52,6 +58,8 @@ typedef struct ss_engine_options {
     void *event_ctx;
     ss_keynotify_fn on_keynotify; /* NULL: KEYNOTIFY answers "unknown command" */
     void *keynotify_ctx;
+    ss_authorize_fn on_authorize; /* NULL: everything is allowed */
+    void *authorize_ctx;
 } ss_engine_options;
 
 #define SS_NODE_ID_DEFAULT "StateStore"
@@ -64,7 +72,7 @@ typedef struct ss_exec {
     ss_bytes ts;     /* __ts user property; data NULL when absent */
     ss_bytes ft;     /* __ft user property; data NULL when absent */
     uint64_t now_ms; /* wall clock, ms since the Unix epoch */
-    void *caller;    /* handed to on_keynotify */
+    void *caller;    /* handed to on_keynotify and on_authorize */
     ss_buf *response;
     bool has_version; /* out: send version as __ts */
     ss_hlc version;

@@ -629,3 +629,46 @@ TEST(engine_failed_commit_undoes_batch)
     RESP(&f, "$1\r\nv\r\n");
     fx_free(&f);
 }
+
+static bool deny_some(void *ctx, void *caller, enum ss_access access, ss_bytes key)
+{
+    (void)ctx;
+    (void)caller;
+    bool secret = key.len >= 6 && memcmp(key.data, "secret", 6) == 0;
+    bool hidden = key.len == 6 && memcmp(key.data, "hidden", 6) == 0;
+    return !(secret && access == SS_ACCESS_WRITE) && !hidden;
+}
+
+TEST(engine_authorization)
+{
+    struct fx f;
+    fx_init(&f);
+    run(&f, now_ts(&f), NULL, "SET", "hidden", "v", NULL); /* before the rules */
+    run(&f, now_ts(&f), NULL, "SET", "secret1", "v", NULL);
+    fx_close(&f);
+    ss_engine_options eo = {.on_authorize = deny_some, .on_event = on_event, .event_ctx = &f,
+                            .on_keynotify = on_keynotify, .keynotify_ctx = &f};
+    ASSERT_EQ(ss_store_open(&f.so, &f.store), SS_OK);
+    ASSERT_EQ(ss_engine_new(f.store, &eo, &f.eng), SS_OK);
+    f.events[0] = '\0';
+    /* Existing or not, the answer is the same. */
+    run(&f, NULL, NULL, "GET", "hidden", NULL);
+    RESP(&f, "-ERR not authorized\r\n");
+    NO_VERSION(&f);
+    run(&f, NULL, NULL, "GET", "hidden-not", NULL);
+    RESP(&f, "$-1\r\n");
+    run(&f, NULL, NULL, "KEYNOTIFY", "hidden", NULL);
+    RESP(&f, "-ERR not authorized\r\n");
+    run(&f, NULL, NULL, "GET", "secret1", NULL); /* read is allowed */
+    RESP(&f, "$1\r\nv\r\n");
+    run(&f, NULL, NULL, "SET", "secret1", "x", NULL); /* before the missing __ts */
+    RESP(&f, "-ERR not authorized\r\n");
+    run(&f, NULL, NULL, "DEL", "secret2", NULL);
+    RESP(&f, "-ERR not authorized\r\n");
+    run(&f, NULL, NULL, "VDEL", "secret1", "v", NULL);
+    RESP(&f, "-ERR not authorized\r\n");
+    run(&f, NULL, NULL, "GET", "secret1", NULL);
+    RESP(&f, "$1\r\nv\r\n");
+    EVENTS(&f, "");
+    fx_free(&f);
+}

@@ -1,0 +1,112 @@
+/* test_acl.c - key access rules. */
+#include <string.h>
+
+#include "../../core/acl.h"
+#include "../../core/errors.h"
+#include "../test.h"
+
+static ss_bytes K(const char *s)
+{
+    ss_bytes b = {(const uint8_t *)s, strlen(s)};
+    return b;
+}
+
+static bool glob(const char *pat, const char *text)
+{
+    return ss_glob_match(pat, strlen(pat), (const uint8_t *)text, strlen(text));
+}
+
+TEST(acl_glob)
+{
+    ASSERT_TRUE(glob("abc", "abc"));
+    ASSERT_TRUE(!glob("abc", "abcd"));
+    ASSERT_TRUE(!glob("abcd", "abc"));
+    ASSERT_TRUE(glob("*", ""));
+    ASSERT_TRUE(glob("*", "anything/at all"));
+    ASSERT_TRUE(glob("a*c", "ac"));
+    ASSERT_TRUE(glob("a*c", "abbbc"));
+    ASSERT_TRUE(!glob("a*c", "abbbd"));
+    ASSERT_TRUE(glob("a?c", "abc"));
+    ASSERT_TRUE(!glob("a?c", "ac"));
+    ASSERT_TRUE(glob("*/x/*", "a/x/b"));
+    ASSERT_TRUE(glob("a*b*c", "a-b-b-c"));
+    ASSERT_TRUE(!glob("a*b*c", "a-c-b"));
+    ASSERT_TRUE(glob("a\\*b", "a*b"));
+    ASSERT_TRUE(!glob("a\\*b", "axb"));
+    ASSERT_TRUE(glob("a\\?", "a?"));
+    ASSERT_TRUE(!glob("a\\?", "ab"));
+    /* Keys are bytes. */
+    ASSERT_TRUE(ss_glob_match("k*", 2, (const uint8_t *)"k\0\xff", 3));
+    ASSERT_TRUE(ss_glob_match("k?\xff", 3, (const uint8_t *)"k\0\xff", 3));
+    /* Pathological patterns stay linear-ish: this must not take ages. */
+    char text[2000];
+    memset(text, 'a', sizeof text - 1);
+    text[sizeof text - 1] = '\0';
+    ASSERT_TRUE(!glob("*a*a*a*a*a*a*a*a*a*b", text));
+}
+
+TEST(acl_rules)
+{
+    static const char rules[] = "# comment\n"
+                                "\n"
+                                "user alice readwrite *\n"
+                                "client gw-01 read config/*\n"
+                                "user bob client bob-laptop write bob/*\n"
+                                "any readwrite clients/%c/*\n"
+                                "any read users/%u\r\n"
+                                "  any   read   public/with space  \n";
+    ss_acl *a;
+    char err[128];
+    ASSERT_EQ(ss_acl_parse(rules, sizeof rules - 1, &a, err, sizeof err), SS_OK);
+    ASSERT_EQ(ss_acl_rule_count(a), 6);
+    ASSERT_TRUE(ss_acl_allows(a, "x", "alice", SS_ACCESS_WRITE, K("anything")));
+    ASSERT_TRUE(!ss_acl_allows(a, "x", "mallory", SS_ACCESS_READ, K("anything")));
+    ASSERT_TRUE(!ss_acl_allows(a, "x", NULL, SS_ACCESS_READ, K("anything")));
+    ASSERT_TRUE(ss_acl_allows(a, "gw-01", NULL, SS_ACCESS_READ, K("config/a")));
+    ASSERT_TRUE(!ss_acl_allows(a, "gw-01", NULL, SS_ACCESS_WRITE, K("config/a")));
+    ASSERT_TRUE(!ss_acl_allows(a, "gw-02", NULL, SS_ACCESS_READ, K("config/a")));
+    /* Both principals must match. */
+    ASSERT_TRUE(ss_acl_allows(a, "bob-laptop", "bob", SS_ACCESS_WRITE, K("bob/x")));
+    ASSERT_TRUE(!ss_acl_allows(a, "other", "bob", SS_ACCESS_WRITE, K("bob/x")));
+    ASSERT_TRUE(!ss_acl_allows(a, "bob-laptop", "eve", SS_ACCESS_WRITE, K("bob/x")));
+    ASSERT_TRUE(!ss_acl_allows(a, "bob-laptop", "bob", SS_ACCESS_READ, K("bob/x")));
+    /* Substitution, literal even when the id holds glob characters. */
+    ASSERT_TRUE(ss_acl_allows(a, "c1", NULL, SS_ACCESS_WRITE, K("clients/c1/state")));
+    ASSERT_TRUE(!ss_acl_allows(a, "c1", NULL, SS_ACCESS_WRITE, K("clients/c2/state")));
+    ASSERT_TRUE(ss_acl_allows(a, "*", NULL, SS_ACCESS_READ, K("clients/*/x")));
+    ASSERT_TRUE(!ss_acl_allows(a, "*", NULL, SS_ACCESS_READ, K("clients/c2/x")));
+    ASSERT_TRUE(ss_acl_allows(a, "z", "u1", SS_ACCESS_READ, K("users/u1")));
+    ASSERT_TRUE(!ss_acl_allows(a, "z", NULL, SS_ACCESS_READ, K("users/")));
+    ASSERT_TRUE(!ss_acl_allows(a, "z", NULL, SS_ACCESS_READ, K("users/%u")));
+    ASSERT_TRUE(ss_acl_allows(a, "z", NULL, SS_ACCESS_READ, K("public/with space")));
+    ss_acl_free(a);
+}
+
+TEST(acl_parse_errors_name_the_line)
+{
+    static const struct {
+        const char *text;
+        const char *err;
+    } bad[] = {
+        {"user alice\n", "line 1: missing access and key pattern"},
+        {"# ok\nuser alice rw *\n", "line 2: access must be read, write or readwrite"},
+        {"alice read *\n", "line 1: a rule starts with user NAME, client ID or any"},
+        {"any read\n", "line 1: missing key pattern"},
+        {"any user x read *\n", "line 1: any cannot be combined with user or client"},
+        {"user\n", "line 1: user needs a name"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ss_acl *a = NULL;
+        char err[128] = "";
+        ASSERT_EQ(ss_acl_parse(bad[i].text, strlen(bad[i].text), &a, err, sizeof err), SS_E_SYNTAX);
+        ASSERT_MEM(err, strlen(err), bad[i].err, strlen(bad[i].err));
+        ASSERT_TRUE(a == NULL);
+    }
+    ss_acl *a;
+    char err[128];
+    ASSERT_EQ(ss_acl_load("/nonexistent/acl", &a, err, sizeof err), SS_E_IO);
+    /* An empty file denies everything. */
+    ASSERT_EQ(ss_acl_parse("", 0, &a, err, sizeof err), SS_OK);
+    ASSERT_TRUE(!ss_acl_allows(a, "c", "u", SS_ACCESS_READ, K("k")));
+    ss_acl_free(a);
+}
