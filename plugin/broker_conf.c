@@ -1,9 +1,13 @@
-/* broker_conf.c - the one broker setting the plugin must know that the
- * plugin API does not give: message_size_limit. It is read from the config
- * file named on the broker's command line (-c). Lines pulled in by
- * include_dir are not followed; without a config file, or without the
- * setting, the limit is MQTT's own maximum. */
+/* broker_conf.c - what the plugin must know of the broker's configuration
+ * that the plugin API does not give: message_size_limit, and whether
+ * anything else decides access (acl_file, password-less ACL plugins...).
+ * It is read from the config file named on the broker's command line (-c).
+ * Files pulled in by include_dir are not followed; without a config file,
+ * the limit is MQTT's own maximum and nothing else decides access. */
+#define _GNU_SOURCE
 #include <ctype.h>
+#include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,32 +40,65 @@ static char *ss__config_path(void)
     return path;
 }
 
-uint64_t ss_broker_message_size_limit(void)
+/* If line is "<key> <value>", return the value (trimmed), else NULL. */
+static char *ss__setting(char *line, const char *key)
 {
+    while (isspace((unsigned char)*line))
+        line++;
+    size_t k = strlen(key);
+    if (strncmp(line, key, k) != 0 || !isspace((unsigned char)line[k]))
+        return NULL;
+    char *v = line + k;
+    while (isspace((unsigned char)*v))
+        v++;
+    char *end = v + strlen(v);
+    while (end > v && isspace((unsigned char)end[-1]))
+        *--end = '\0';
+    return v;
+}
+
+/* Any object of this library: dladdr finds the file it was loaded from. */
+static const char ss_anchor = 0;
+
+/* True when path names this very shared object. */
+static bool ss__is_us(const char *path)
+{
+    Dl_info info;
+    if (dladdr(&ss_anchor, &info) == 0 || info.dli_fname == NULL)
+        return false;
+    char a[PATH_MAX], b[PATH_MAX];
+    return realpath(path, a) && realpath(info.dli_fname, b) && strcmp(a, b) == 0;
+}
+
+void ss_read_broker_conf(struct ss_broker_conf *bc)
+{
+    memset(bc, 0, sizeof *bc);
+    bc->message_size_limit = SS_MQTT_MAX_PAYLOAD;
     char *path = ss__config_path();
     if (path == NULL)
-        return SS_MQTT_MAX_PAYLOAD;
+        return;
     FILE *f = fopen(path, "r");
     free(path);
     if (f == NULL)
-        return SS_MQTT_MAX_PAYLOAD;
+        return;
+    char line[4096];
     uint64_t limit = 0;
-    char line[1024];
-    static const char key[] = "message_size_limit";
     while (fgets(line, sizeof line, f)) {
-        char *p = line;
-        while (isspace((unsigned char)*p))
-            p++;
-        if (strncmp(p, key, sizeof key - 1) != 0 || !isspace((unsigned char)p[sizeof key - 1]))
-            continue;
-        p += sizeof key - 1;
-        while (isspace((unsigned char)*p))
-            p++;
-        size_t digits = strspn(p, "0123456789");
-        uint64_t v;
-        if (ss_parse_u64((const uint8_t *)p, digits, UINT64_MAX, &v) == SS_OK)
-            limit = v; /* the last one wins, as in mosquitto */
+        char *v;
+        if ((v = ss__setting(line, "message_size_limit")) != NULL) {
+            size_t digits = strspn(v, "0123456789");
+            uint64_t n;
+            if (ss_parse_u64((const uint8_t *)v, digits, UINT64_MAX, &n) == SS_OK)
+                limit = n; /* the last one wins, as in mosquitto */
+        } else if (ss__setting(line, "acl_file") != NULL) {
+            bc->has_acl_file = true;
+        } else if ((v = ss__setting(line, "plugin")) != NULL ||
+                   (v = ss__setting(line, "auth_plugin")) != NULL) {
+            if (!ss__is_us(v))
+                bc->other_plugins++;
+        }
     }
     fclose(f);
-    return limit == 0 || limit > SS_MQTT_MAX_PAYLOAD ? SS_MQTT_MAX_PAYLOAD : limit;
+    if (limit != 0 && limit <= SS_MQTT_MAX_PAYLOAD)
+        bc->message_size_limit = limit;
 }

@@ -88,7 +88,7 @@ void ss_on_engine_event(void *ctx, const ss_event *ev)
 int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)
 {
     struct ss_plugin *p = ctx;
-    const char *id = caller;
+    const char *id = ((const struct ss_caller *)caller)->id;
     ss_bytes client = {(const uint8_t *)id, strlen(id)};
     if (stop)
         return ss_watch_remove(p->watch, client, key);

@@ -9,7 +9,7 @@
 #include "../core/errors.h"
 #include "plugin.h"
 
-enum ss_opt_kind { SS_OPT_STRING, SS_OPT_U64, SS_OPT_SYNC, SS_OPT_LOG };
+enum ss_opt_kind { SS_OPT_STRING, SS_OPT_U64, SS_OPT_SYNC, SS_OPT_LOG, SS_OPT_BOOL, SS_OPT_OTHER };
 
 struct ss_opt_spec {
     const char *name;
@@ -35,6 +35,9 @@ static const struct ss_opt_spec ss_opt_table[] = {
     {"dedup_max_entries", SS_OPT_U64, SS_OFF(dedup_max_entries), 0, 100000000},
     {"dedup_max_bytes", SS_OPT_U64, SS_OFF(dedup_max_bytes), 0, (uint64_t)1 << 40},
     {"log_level", SS_OPT_LOG, SS_OFF(log_level), 0, 0},
+    {"acl_file", SS_OPT_STRING, SS_OFF(acl_file), 0, 0},
+    {"topic_protection", SS_OPT_BOOL, SS_OFF(topic_protection), 0, 0},
+    {"other_topics", SS_OPT_OTHER, SS_OFF(other_topics), 0, 0},
 };
 
 static const struct {
@@ -96,6 +99,28 @@ static int ss__set(struct ss_plugin_options *o, const struct ss_opt_spec *s, con
             return MOSQ_ERR_INVAL;
         }
         return MOSQ_ERR_SUCCESS;
+    case SS_OPT_BOOL:
+        if (strcmp(value, "true") == 0)
+            *(bool *)field = true;
+        else if (strcmp(value, "false") == 0)
+            *(bool *)field = false;
+        else {
+            ss__bad(s->name, value, "must be true or false");
+            return MOSQ_ERR_INVAL;
+        }
+        return MOSQ_ERR_SUCCESS;
+    case SS_OPT_OTHER:
+        if (strcmp(value, "auto") == 0)
+            o->other_topics = SS_OTHER_TOPICS_AUTO;
+        else if (strcmp(value, "allow") == 0)
+            o->other_topics = SS_OTHER_TOPICS_ALLOW;
+        else if (strcmp(value, "defer") == 0)
+            o->other_topics = SS_OTHER_TOPICS_DEFER;
+        else {
+            ss__bad(s->name, value, "must be auto, allow or defer");
+            return MOSQ_ERR_INVAL;
+        }
+        return MOSQ_ERR_SUCCESS;
     case SS_OPT_LOG:
         for (size_t i = 0; i < sizeof ss_log_levels / sizeof ss_log_levels[0]; i++) {
             if (strcmp(value, ss_log_levels[i].name) == 0) {
@@ -126,6 +151,7 @@ int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, in
     o->dedup_max_entries = 100000;
     o->dedup_max_bytes = (uint64_t)64 << 20;
     o->log_level = ss_log_levels[2].mask;
+    o->topic_protection = true;
     for (int i = 0; i < n; i++) {
         const struct ss_opt_spec *spec = NULL;
         for (size_t j = 0; j < sizeof ss_opt_table / sizeof ss_opt_table[0]; j++)
@@ -146,8 +172,10 @@ void ss_options_free(struct ss_plugin_options *o)
 {
     free(o->data_dir);
     free(o->node_id);
+    free(o->acl_file);
     o->data_dir = NULL;
     o->node_id = NULL;
+    o->acl_file = NULL;
 }
 
 void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
@@ -161,14 +189,18 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
         "statestore: data_dir=%s keys=%llu node_id=%s fsync=%s fsync_interval_ms=%llu "
         "max_keys=%llu max_store_bytes=%llu max_key_length=%llu "
         "max_registrations_per_client=%llu max_registrations=%llu dedup_window_ms=%llu "
-        "dedup_max_entries=%llu dedup_max_bytes=%llu log_level=%s max_value_bytes=%llu",
+        "dedup_max_entries=%llu dedup_max_bytes=%llu log_level=%s max_value_bytes=%llu "
+        "acl_file=%s topic_protection=%s other_topics=%s",
         o->data_dir, (unsigned long long)keys, o->node_id,
         o->sync == SS_SYNC_ALWAYS ? "always" : "periodic", (unsigned long long)o->sync_interval_ms,
         (unsigned long long)o->max_keys, (unsigned long long)o->max_store_bytes,
         (unsigned long long)o->max_key_length, (unsigned long long)o->max_registrations_per_client,
         (unsigned long long)o->max_registrations, (unsigned long long)o->dedup_window_ms,
         (unsigned long long)o->dedup_max_entries, (unsigned long long)o->dedup_max_bytes, level,
-        (unsigned long long)o->max_value_bytes);
+        (unsigned long long)o->max_value_bytes, o->acl_file ? o->acl_file : "(none)",
+        o->topic_protection ? "true" : "false",
+        o->other_topics == SS_OTHER_TOPICS_ALLOW ? "allow"
+        : o->other_topics == SS_OTHER_TOPICS_DEFER ? "defer" : "auto");
 }
 
 void ss_log(const struct ss_plugin *p, int level, const char *fmt, ...)

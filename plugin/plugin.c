@@ -23,7 +23,15 @@ static const struct ss_callback ss_callbacks[] = {
     {MOSQ_EVT_MESSAGE, ss_on_message},
     {MOSQ_EVT_TICK, ss_on_tick},
     {MOSQ_EVT_DISCONNECT, ss_on_disconnect},
+    {MOSQ_EVT_RELOAD, ss_on_reload},
+    {MOSQ_EVT_ACL_CHECK, ss_on_acl_check}, /* last: only with topic protection */
 };
+
+static size_t ss__callback_count(const struct ss_plugin *p)
+{
+    size_t n = sizeof ss_callbacks / sizeof ss_callbacks[0];
+    return p->opt.topic_protection ? n : n - 1;
+}
 
 int mosquitto_plugin_version(int supported_version_count, const int *supported_versions)
 {
@@ -47,6 +55,7 @@ static void ss__destroy(struct ss_plugin *p)
     ss_dedup_free(p->dedup);
     ss_buf_free(&p->scratch);
     ss_buf_free(&p->topic);
+    ss_acl_free(p->acl);
     ss_options_free(&p->opt);
     free(p);
 }
@@ -66,15 +75,24 @@ static int ss__open(struct ss_plugin *p)
                              p->opt.data_dir, ss_strerror(rc));
         return rc;
     }
-    uint64_t limit = ss_broker_message_size_limit();
+    struct ss_broker_conf bc;
+    ss_read_broker_conf(&bc);
+    uint64_t limit = bc.message_size_limit;
     p->opt.max_value_bytes = limit > SS_NOTIFY_OVERHEAD ? limit - SS_NOTIFY_OVERHEAD : 1;
+    p->defer_other_topics = p->opt.other_topics == SS_OTHER_TOPICS_DEFER ||
+                            (p->opt.other_topics == SS_OTHER_TOPICS_AUTO &&
+                             (bc.has_acl_file || bc.other_plugins > 0));
+    if (p->opt.acl_file && (rc = ss_acl_reload(p)) != SS_OK)
+        return rc;
     ss_engine_options eo = {.node_id = p->opt.node_id,
                             .max_key_len = (size_t)p->opt.max_key_length,
                             .max_value_len = (size_t)p->opt.max_value_bytes,
                             .on_event = ss_on_engine_event,
                             .event_ctx = p,
                             .on_keynotify = ss_on_keynotify,
-                            .keynotify_ctx = p};
+                            .keynotify_ctx = p,
+                            .on_authorize = ss_authorize,
+                            .authorize_ctx = p};
     if ((rc = ss_engine_new(p->store, &eo, &p->engine)) != SS_OK)
         return rc;
     if ((rc = ss_watch_new(p->opt.max_registrations_per_client, p->opt.max_registrations, &p->watch)) !=
@@ -101,7 +119,7 @@ int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userdata,
         ss__destroy(p);
         return MOSQ_ERR_UNKNOWN;
     }
-    for (size_t i = 0; i < sizeof ss_callbacks / sizeof ss_callbacks[0]; i++) {
+    for (size_t i = 0; i < ss__callback_count(p); i++) {
         rc = mosquitto_callback_register(identifier, ss_callbacks[i].event, ss_callbacks[i].fn, NULL, p);
         if (rc != MOSQ_ERR_SUCCESS) {
             for (size_t j = 0; j < i; j++)
@@ -111,6 +129,9 @@ int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userdata,
         }
     }
     ss_options_log(&p->opt, ss_store_key_count(p->store));
+    if (p->opt.topic_protection)
+        ss_log(p, MOSQ_LOG_NOTICE, "topic protection on; other topics are %s",
+               p->defer_other_topics ? "left to the acl_file and other plugins" : "allowed");
     *userdata = p;
     return MOSQ_ERR_SUCCESS;
 }
@@ -122,7 +143,7 @@ int mosquitto_plugin_cleanup(void *userdata, struct mosquitto_opt *options, int 
     struct ss_plugin *p = userdata;
     if (p == NULL)
         return MOSQ_ERR_SUCCESS;
-    for (size_t i = 0; i < sizeof ss_callbacks / sizeof ss_callbacks[0]; i++)
+    for (size_t i = 0; i < ss__callback_count(p); i++)
         mosquitto_callback_unregister(p->id, ss_callbacks[i].event, ss_callbacks[i].fn, NULL);
     ss__destroy(p);
     return MOSQ_ERR_SUCCESS;

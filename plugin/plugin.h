@@ -21,6 +21,7 @@
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
 
+#include "../core/acl.h"
 #include "../core/dedup.h"
 #include "../core/engine.h"
 #include "../core/store.h"
@@ -47,7 +48,21 @@ struct ss_plugin_options {
     uint64_t dedup_max_entries;
     uint64_t dedup_max_bytes;
     uint64_t max_value_bytes; /* derived from the broker's message_size_limit */
+    char *acl_file;           /* key ACL; NULL: everything allowed */
+    bool topic_protection;
+    int other_topics;         /* SS_OTHER_TOPICS_* */
     int log_level; /* MOSQ_LOG_* bits that are printed */
+};
+
+/* What the ACL check answers for topics that are not the state store's:
+ * allow them (nothing else decides access), or defer to the acl_file or
+ * the other plugins. */
+enum { SS_OTHER_TOPICS_AUTO = 0, SS_OTHER_TOPICS_ALLOW, SS_OTHER_TOPICS_DEFER };
+
+/* The client a request comes from, for KEYNOTIFY and authorization. */
+struct ss_caller {
+    const char *id;
+    const char *username; /* NULL when none */
 };
 
 /* A message waiting for the batch's commit. */
@@ -79,6 +94,8 @@ struct ss_plugin {
     ss_buf scratch;
     ss_buf topic;
     uint64_t refused; /* requests refused since start, for logs */
+    ss_acl *acl;      /* NULL: everything allowed */
+    bool defer_other_topics;
 };
 
 /* options.c: defaults, then plugin_opt_* lines. Logs and returns
@@ -87,9 +104,13 @@ int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, in
 void ss_options_free(struct ss_plugin_options *o);
 void ss_options_log(const struct ss_plugin_options *o, uint64_t keys);
 
-/* broker_conf.c: the broker's message_size_limit (MQTT's maximum when
- * unset or unknown). */
-uint64_t ss_broker_message_size_limit(void);
+/* broker_conf.c: settings of the broker's config file that matter here. */
+struct ss_broker_conf {
+    uint64_t message_size_limit; /* MQTT's maximum when unset or unknown */
+    bool has_acl_file;
+    int other_plugins; /* plugin / auth_plugin lines naming another library */
+};
+void ss_read_broker_conf(struct ss_broker_conf *bc);
 /* Bytes a SET value may have so that its notification (the largest
  * message it causes) fits within the message size limit. */
 #define SS_NOTIFY_OVERHEAD 50u /* 36 bytes of header, "$" + 9 digits + CR LF, CR LF */
@@ -105,6 +126,14 @@ int ss_on_message(int event, void *event_data, void *userdata);
 void ss_on_engine_event(void *ctx, const ss_event *ev);
 int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop);
 int ss_on_disconnect(int event, void *event_data, void *userdata);
+
+/* protect.c: topic protection (MOSQ_EVT_ACL_CHECK), key authorization,
+ * and the ACL file reload (MOSQ_EVT_RELOAD). */
+int ss_on_acl_check(int event, void *event_data, void *userdata);
+int ss_on_reload(int event, void *event_data, void *userdata);
+bool ss_authorize(void *ctx, void *caller, enum ss_access access, ss_bytes key);
+/* Load opt.acl_file into p->acl (replacing it only on success). */
+int ss_acl_reload(struct ss_plugin *p);
 
 /* tick.c */
 int ss_on_tick(int event, void *event_data, void *userdata);

@@ -156,8 +156,9 @@ static void ss__execute(struct ss_plugin *p, const struct mosquitto_evt_message 
         ss__answer(p, r, &prior.payload, prior.version.len ? version : NULL);
         return;
     }
+    struct ss_caller who = {client_id, mosquitto_client_username(ed->client)};
     ss_exec x = {.payload = ed->payload, .payload_len = ed->payloadlen, .ts = ss__str(r->ts),
-                 .ft = ss__str(r->ft), .now_ms = now, .caller = (void *)client_id,
+                 .ft = ss__str(r->ft), .now_ms = now, .caller = &who,
                  .response = &p->scratch};
     if (r->ts == NULL)
         x.ts.data = NULL;

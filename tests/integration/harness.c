@@ -212,6 +212,17 @@ static void on_publish(struct mosquitto *m, void *ud, int mid, int rc, const mos
     c->pubacks++;
 }
 
+static void on_subscribe(struct mosquitto *m, void *ud, int mid, int n, const int *granted,
+                         const mosquitto_property *p)
+{
+    (void)m;
+    (void)mid;
+    (void)p;
+    struct client *c = ud;
+    c->last_suback = n > 0 ? granted[0] : -1;
+    c->subacks++;
+}
+
 static void on_message(struct mosquitto *m, void *ud, const struct mosquitto_message *mm,
                        const mosquitto_property *props)
 {
@@ -260,6 +271,12 @@ static void on_message(struct mosquitto *m, void *ud, const struct mosquitto_mes
 
 void client_connect(struct client *c, int port, const char *id, bool v311)
 {
+    client_connect_user(c, port, id, v311, NULL, NULL);
+}
+
+void client_connect_user(struct client *c, int port, const char *id, bool v311, const char *user,
+                         const char *password)
+{
     static int lib_ready;
     if (!lib_ready) {
         mosquitto_lib_init();
@@ -275,6 +292,10 @@ void client_connect(struct client *c, int port, const char *id, bool v311)
     mosquitto_disconnect_v5_callback_set(c->m, on_disconnect);
     mosquitto_publish_v5_callback_set(c->m, on_publish);
     mosquitto_message_v5_callback_set(c->m, on_message);
+    mosquitto_subscribe_v5_callback_set(c->m, on_subscribe);
+    c->last_suback = -1;
+    if (user)
+        mosquitto_username_pw_set(c->m, user, password);
     ASSERT_EQ(mosquitto_connect_bind_v5(c->m, "127.0.0.1", port, 60, NULL, NULL), MOSQ_ERR_SUCCESS);
     uint64_t end = now_ms() + 5000;
     while (!c->connected && !c->disconnected && now_ms() < end)
@@ -313,6 +334,16 @@ void client_subscribe(struct client *c, const char *topic)
     /* A round trip makes sure the SUBACK is in. */
     for (int i = 0; i < 10; i++)
         mosquitto_loop(c->m, 10, 1);
+}
+
+int client_subscribe_rc(struct client *c, const char *topic)
+{
+    int before = c->subacks;
+    ASSERT_EQ(mosquitto_subscribe_v5(c->m, NULL, topic, 1, 0, NULL), MOSQ_ERR_SUCCESS);
+    uint64_t end = now_ms() + 3000;
+    while (c->subacks == before && now_ms() < end)
+        mosquitto_loop(c->m, 5, 1);
+    return c->subacks == before ? -1 : c->last_suback;
 }
 
 int client_publish(struct client *c, const char *topic, const void *payload, int len, int qos,

@@ -63,6 +63,8 @@ struct client {
     int disconnect_rc;
     int last_puback_rc;
     int pubacks;
+    int last_suback; /* granted QoS or reason code of the last SUBACK, -1 before */
+    int subacks;
     struct msg last; /* the message returned by the last wait */
 };
 
@@ -71,8 +73,12 @@ uint64_t now_ms(void);
 /* Connect (MQTT 5 unless v311) with the given client id; fails the test if
  * the connection is not accepted within 5 s. */
 void client_connect(struct client *c, int port, const char *id, bool v311);
+void client_connect_user(struct client *c, int port, const char *id, bool v311, const char *user,
+                         const char *password);
 void client_close(struct client *c);
 void client_subscribe(struct client *c, const char *topic);
+/* Subscribe and return the SUBACK's granted QoS or failure reason code. */
+int client_subscribe_rc(struct client *c, const char *topic);
 /* Publish with properties (props is copied and freed by the caller). */
 int client_publish(struct client *c, const char *topic, const void *payload, int len, int qos,
                    bool retain, const mosquitto_property *props);
