@@ -355,6 +355,9 @@ int client_publish(struct client *c, const char *topic, const void *payload, int
 struct msg *client_wait(struct client *c, int ms)
 {
     uint64_t end = now_ms() + (uint64_t)ms;
+    /* At least one pass of the network loop, even for ms == 0. */
+    if (c->count == 0 && !c->disconnected)
+        mosquitto_loop(c->m, 0, 1);
     while (c->count == 0 && now_ms() < end && !c->disconnected)
         mosquitto_loop(c->m, 5, 1);
     if (c->count == 0)
