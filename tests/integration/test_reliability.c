@@ -77,7 +77,7 @@ TEST(reliability_kill9_rounds_keep_acknowledged_writes)
                 for (int s = 0; s < 8; s++) {
                     if (inflight[i][s][0] == '\0') {
                         snprintf(inflight[i][s], 32, "k%d", seq++);
-                        char corr[8];
+                        char corr[16];
                         snprintf(corr, sizeof corr, "%d", s);
                         send_words(&cs[i], resp[i], corr, W("SET", inflight[i][s], inflight[i][s]));
                     }
