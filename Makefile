@@ -98,10 +98,12 @@ $(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(LIBCORE)
 $(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(LIBCLIENT) $(LIBCORE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(MOSQ_LIBS) $(LDLIBS_ALL) -lpthread
 
-$(OUT)/fuzz/replay: $(OUT)/fuzz/fuzz_request.o $(OUT)/fuzz/replay.o $(LIBCORE)
+# Each fuzz target also builds without libFuzzer as a corpus replayer.
+$(OUT)/fuzz/replay_%: $(OUT)/fuzz/fuzz_%.o $(OUT)/fuzz/replay.o $(LIBCORE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
-TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(OUT)/fuzz/replay $(PLUGIN) $(CLI) \
+TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(OUT)/fuzz/replay_request \
+            $(OUT)/fuzz/replay_engine $(PLUGIN) $(CLI) \
             $(EXAMPLE)
 
 test: deps
@@ -128,16 +130,18 @@ valgrind: deps
 # the committed seeds in fuzz/corpus/request are only read.
 FUZZ_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined \
               $(shell pkg-config --cflags lmdb 2>/dev/null)
-build/fuzz/fuzz_request: fuzz/fuzz_request.c $(CORE_SRC) $(wildcard core/*.h)
+FUZZ_TARGETS := request engine
+build/fuzz/fuzz_%: fuzz/fuzz_%.c $(CORE_SRC) $(wildcard core/*.h)
 	@mkdir -p build/fuzz
-	clang $(FUZZ_CFLAGS) -o $@ fuzz/fuzz_request.c $(CORE_SRC) $(LDLIBS_ALL)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(CORE_SRC) $(LDLIBS_ALL)
 
 fuzz: deps
 	@scripts/deps.sh clang libclang-rt-14-dev
-	@$(MAKE) --no-print-directory build/fuzz/fuzz_request
-	@mkdir -p build/fuzz/corpus
-	build/fuzz/fuzz_request -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	    build/fuzz/corpus fuzz/corpus/request
+	@$(MAKE) --no-print-directory $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
+	@for t in $(FUZZ_TARGETS); do \
+	    mkdir -p build/fuzz/corpus-$$t && \
+	    build/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	        build/fuzz/corpus-$$t fuzz/corpus/$$t || exit 1; done
 
 # Run the broker in the foreground with the plugin, from examples/mosquitto.conf.
 RUN_CONF := build/run/mosquitto.conf

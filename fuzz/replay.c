@@ -67,6 +67,6 @@ int main(int argc, char **argv)
         }
         closedir(d);
     }
-    printf("fuzz corpus replayed: %d inputs\n", files);
+    printf("fuzz corpus %s replayed: %d inputs\n", argc > 1 ? argv[1] : "", files);
     return files > 0 ? 0 : 1;
 }

@@ -8,7 +8,9 @@ passed=0
 failed=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-"$out/fuzz/replay" fuzz/corpus/request || failed=$((failed + 1))
+for target in request engine; do
+    "$out/fuzz/replay_$target" "fuzz/corpus/$target" || failed=$((failed + 1))
+done
 for suite in unit integration; do
     echo "== $suite tests"
     SS_EXAMPLE=$(pwd)/$out/examples/client_example SS_CLI=$(pwd)/$out/statestore SS_PLUGIN=$plugin "$out/tests/$suite/run" | tee "$log"
