@@ -3,6 +3,7 @@
 #   make test        build and run every test (installs missing packages)
 #   make test SAN=1  the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make valgrind    unit tests, and integration tests with the broker, under valgrind
+#   make stress      longer reliability runs (soak), bounded in time
 #   make fuzz        run the libFuzzer target for FUZZ_SECONDS (default 60)
 #   make run         start mosquitto with the state store (PORT=1883 DATA=./data)
 #   make install     install plugin, library, headers, example config (PREFIX, DESTDIR)
@@ -40,6 +41,7 @@ CORE_SRC  := $(wildcard core/*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(OUT)/%.o)
 UNIT_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/unit/*.c))
 INTEG_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/integration/*.c))
+STRESS_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/stress/*.c)) $(OUT)/tests/integration/harness.o
 PLUGIN_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard plugin/*.c))
 LIBCORE   := $(OUT)/libstatestore-core.a
 PLUGIN    := $(OUT)/statestore.so
@@ -50,7 +52,7 @@ LIBCLIENT_CORE := $(addprefix $(OUT)/core/,buf.o codec.o command.o errors.o hlc.
 CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
-.PHONY: all deps test check valgrind fuzz run install clean
+.PHONY: all deps test check valgrind stress fuzz run install clean
 
 all: deps $(LIBCORE) $(PLUGIN) $(LIBCLIENT) $(CLI)
 
@@ -93,6 +95,12 @@ $(OUT)/tests/integration/main.o: tests/main.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests/integration -MMD -MP -c $< -o $@
 
+$(OUT)/tests/stress/main.o: tests/main.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Itests/stress -MMD -MP -c $< -o $@
+$(OUT)/tests/stress/run: $(OUT)/tests/stress/main.o $(STRESS_OBJ) $(LIBCORE)
+	$(CC) $(SANFLAGS) -o $@ $^ $(MOSQ_LIBS) $(LDLIBS_ALL) -lpthread
+
 $(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(LIBCORE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
 $(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(LIBCLIENT) $(LIBCORE)
@@ -111,6 +119,11 @@ test: deps
 	@SS_BROKER_PRELOAD="$(BROKER_PRELOAD)" scripts/run-tests.sh $(OUT) $(CURDIR)/$(PLUGIN)
 
 check: test
+
+# Longer runs (a soak with churn; SS_SOAK_SECONDS, default 90), bounded in time.
+stress: deps
+	@$(MAKE) --no-print-directory $(OUT)/tests/stress/run $(PLUGIN)
+	@SS_TEST_TIMEOUT=1200 SS_PLUGIN=$(CURDIR)/$(PLUGIN) $(OUT)/tests/stress/run
 
 # Under valgrind: the unit tests, then the integration tests with the
 # broker (and so the plugin) under valgrind. Any memory error or definite
@@ -176,5 +189,5 @@ install: deps
 clean:
 	rm -rf build
 
--include $(CLI_OBJ:.o=.d) $(CLIENT_OBJ:.o=.d) $(CORE_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(INTEG_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) \
+-include $(STRESS_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(CLIENT_OBJ:.o=.d) $(CORE_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(INTEG_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) \
          $(OUT)/tests/unit/main.d $(OUT)/tests/integration/main.d
