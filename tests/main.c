@@ -97,12 +97,19 @@ static int run_one(const struct test_entry *t, unsigned timeout_s)
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
+        /* Its own process group: whatever the test starts (brokers,
+         * commands) is stopped with it, even when an assertion fails. */
+        setpgid(0, 0);
         alarm(timeout_s);
         t->fn();
         exit(0);
     }
+    setpgid(pid, pid);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    kill(-pid, SIGKILL);
+    while (waitpid(-pid, NULL, 0) > 0 || errno == EINTR)
         ;
     nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {

@@ -472,7 +472,6 @@ pid_t spawn_cmd(char *const argv[], const char *out_path, const char *err_path)
         dup2(in, 0);
         dup2(o, 1);
         dup2(e, 2);
-        setpgid(0, 0);
         execvp(argv[0], argv);
         _exit(127);
     }
