@@ -48,11 +48,11 @@ PLUGIN    := $(OUT)/statestore.so
 CLIENT_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard client/*.c))
 # The client library: the client plus the core pieces it uses (no storage).
 LIBCLIENT := $(OUT)/libstatestore-client.a
-LIBCLIENT_CORE := $(addprefix $(OUT)/core/,buf.o codec.o command.o errors.o hlc.o)
+LIBCLIENT_CORE := $(addprefix $(OUT)/core/,buf.o codec.o command.o errors.o hlc.o siphash.o table.o)
 CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
-.PHONY: all deps test check valgrind stress fuzz run install clean
+.PHONY: all deps test check valgrind stress bench fuzz run install clean
 
 all: deps $(LIBCORE) $(PLUGIN) $(LIBCLIENT) $(CLI)
 
@@ -119,6 +119,25 @@ test: deps
 	@SS_BROKER_PRELOAD="$(BROKER_PRELOAD)" scripts/run-tests.sh $(OUT) $(CURDIR)/$(PLUGIN)
 
 check: test
+
+# Benchmarks (about 10 minutes): see docs/BENCHMARKS.md.
+BENCH_BINS = build/plain/bench/loadgen build/plain/bench/echo_plugin.so build/plain/bench/engine_bench \
+             build/plain/bench/expiry_storm build/plain/statestore.so build/plain/statestore
+build/plain/bench/loadgen: bench/loadgen.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $<
+build/plain/bench/echo_plugin.so: bench/echo_plugin.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -shared -o $@ $<
+build/plain/bench/engine_bench: bench/engine_bench.c build/plain/libstatestore-core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+build/plain/bench/expiry_storm: bench/expiry_storm.c build/plain/libstatestore-client.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(MOSQ_LIBS) -lpthread
+bench: deps
+	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0
+	@scripts/bench.sh
 
 # Longer runs (a soak with churn; SS_SOAK_SECONDS, default 90), bounded in time.
 stress: deps

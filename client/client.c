@@ -19,6 +19,7 @@
 #include "../core/codec.h"
 #include "../core/errors.h"
 #include "../core/hlc.h"
+#include "../core/table.h"
 
 #define SS_GUID "FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8"
 #define SS_REQUEST_TOPIC "statestore/v1/" SS_GUID "/command/invoke"
@@ -35,7 +36,10 @@ struct ss_pending {
     void *ud;
 };
 
+/* A key registered with KEYNOTIFY, to register again after a reconnect:
+ * on a list (for that) and in a table (to find it in O(1)). */
 struct ss_watched {
+    ss_table_node node;
     struct ss_watched *next;
     size_t len;
     uint8_t key[];
@@ -53,6 +57,7 @@ struct ss_client {
     ss_clock clock;
     struct ss_pending *pending;
     struct ss_watched *watched;
+    ss_table watched_index;
     bool connected, subscribed, ever_subscribed, closing;
     int sub_mid;
     ss_notify_cb notify_cb;
@@ -253,20 +258,28 @@ int ss_client_vdel_async(ss_client *c, const void *key, size_t key_len, const vo
 static void ss__track(ss_client *c, const void *key, size_t key_len, bool stop)
 {
     pthread_mutex_lock(&c->mu);
-    struct ss_watched **pp = &c->watched;
-    while (*pp && !((*pp)->len == key_len && memcmp((*pp)->key, key, key_len) == 0))
-        pp = &(*pp)->next;
-    if (stop && *pp) {
-        struct ss_watched *w = *pp;
-        *pp = w->next;
-        free(w);
-    } else if (!stop && *pp == NULL) {
+    uint64_t h = ss_table_hash(&c->watched_index, key, key_len);
+    struct ss_watched *found = NULL;
+    for (ss_table_node *n = ss_table_find(&c->watched_index, h); n && !found; n = ss_table_next(n, h)) {
+        struct ss_watched *w = (struct ss_watched *)n;
+        if (w->len == key_len && memcmp(w->key, key, key_len) == 0)
+            found = w;
+    }
+    if (stop && found) {
+        ss_table_remove(&c->watched_index, &found->node);
+        struct ss_watched **pp = &c->watched;
+        while (*pp != found)
+            pp = &(*pp)->next;
+        *pp = found->next;
+        free(found);
+    } else if (!stop && !found) {
         struct ss_watched *w = malloc(sizeof *w + key_len);
         if (w) {
             w->len = key_len;
             memcpy(w->key, key, key_len);
             w->next = c->watched;
             c->watched = w;
+            ss_table_insert(&c->watched_index, &w->node, h);
         }
     }
     pthread_mutex_unlock(&c->mu);
@@ -761,6 +774,10 @@ static int ss__new(struct mosquitto *m, const char *id, unsigned timeout_ms, ss_
         node[i] = id[i] == ':' ? '_' : id[i];
     if (nn == 0 || ss_clock_init(&c->clock, node, nn) != SS_OK)
         ss_clock_init(&c->clock, "client", 6);
+    if (ss_table_init(&c->watched_index) != SS_OK) {
+        ss_client_close(c);
+        return SS_E_NOMEM;
+    }
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     if (pthread_create(&c->reaper, NULL, ss__reaper, c) != 0) {
@@ -886,6 +903,7 @@ void ss_client_close(ss_client *c)
         c->watched = w->next;
         free(w);
     }
+    ss_table_free(&c->watched_index);
     if (c->own && c->m)
         mosquitto_destroy(c->m);
     free(c->id);

@@ -1,0 +1,155 @@
+#!/bin/bash
+# Benchmarks of the state store, each measured against a baseline in the
+# same run (the machine is shared and noisy: runs are interleaved and
+# repeated, and medians are reported). Bounded to about 10 minutes.
+# Run through `make bench`; results are described in docs/BENCHMARKS.md.
+set -u
+B=build/plain
+REPS=${BENCH_REPS:-3}
+SECS=${BENCH_SECONDS:-6}
+KEYS_1M=${BENCH_KEYS:-1000000}
+STORM_KEYS=${BENCH_STORM_KEYS:-100000}
+WORK=$(mktemp -d /tmp/statestore-bench.XXXXXX)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() {
+    local p
+    while :; do
+        p=$((20000 + RANDOM % 40000))
+        (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
+    done
+}
+
+# start_broker NAME PLUGIN [extra config lines...]: sets PORT_<NAME>, PID_<NAME>
+start_broker() {
+    local name=$1 plugin=$2; shift 2
+    local port; port=$(free_port)
+    local conf=$WORK/$name.conf
+    {
+        [ "$(id -u)" = 0 ] && echo "user root"
+        echo "listener $port 127.0.0.1"
+        echo "allow_anonymous true"
+        echo "set_tcp_nodelay true"
+        echo "max_inflight_messages 0"
+        echo "plugin $plugin"
+        for line in "$@"; do echo "$line"; done
+    } > "$conf"
+    mosquitto -c "$conf" > "$WORK/$name.log" 2>&1 &
+    local pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 200); do
+        (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break
+        sleep 0.02
+    done
+    eval "PORT_$name=$port PID_$name=$pid"
+}
+
+stop_broker() {
+    local pid_var=PID_$1
+    kill "${!pid_var}" 2>/dev/null
+    wait "${!pid_var}" 2>/dev/null
+}
+
+# field LINE NAME: the value of NAME=... in a summary line
+field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<< "$1"; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+
+lg() { $B/bench/loadgen "$@" | grep '^LOADGEN'; }
+
+echo "statestore benchmarks: $(nproc) cores, $(uname -r), mosquitto $(mosquitto -h 2>/dev/null | head -1 | awk '{print $3}')"
+echo
+
+# ---- 1. the floor: state store against the echo plugin ------------------
+start_broker echo "$PWD/$B/bench/echo_plugin.so"
+start_broker store "$PWD/$B/statestore.so" "plugin_opt_data_dir $WORK/store"
+lg -p "$PORT_store" -c 4 -w 64 -k 100000 -n 100000 --sequential --label preload > /dev/null
+declare -a et st el sl
+for i in $(seq "$REPS"); do
+    e=$(lg -p "$PORT_echo" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --echo --label echo)
+    s=$(lg -p "$PORT_store" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --label store)
+    et+=("$(field "$e" ops_per_s)"); st+=("$(field "$s" ops_per_s)")
+    e=$(lg -p "$PORT_echo" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --echo --label echo1)
+    s=$(lg -p "$PORT_store" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --label store1)
+    el+=("$(field "$e" p50_us)"); sl+=("$(field "$s" p50_us)")
+done
+ET=$(median "${et[@]}"); ST=$(median "${st[@]}"); EL=$(median "${el[@]}"); SL=$(median "${sl[@]}")
+echo "1. floor (echo plugin = the broker alone), $REPS interleaved runs of ${SECS}s, medians:"
+echo "   throughput 4x64 in flight, 50% SET / 50% GET, 16-byte keys, 64-byte values, 100k keys:"
+echo "     echo ${ET} ops/s, state store ${ST} ops/s: ratio $(ratio "$ST" "$ET") (target >= 0.90)"
+echo "     runs: echo ${et[*]} / store ${st[*]}"
+echo "   latency p50, 1 in flight: echo ${EL} us, state store ${SL} us: ratio $(ratio "$SL" "$EL") (target <= 1.15)"
+echo "     runs: echo ${el[*]} / store ${sl[*]}"
+echo "BENCH floor echo_ops=$ET store_ops=$ST ratio=$(ratio "$ST" "$ET") echo_p50_us=$EL store_p50_us=$SL latency_ratio=$(ratio "$SL" "$EL")"
+stop_broker echo
+echo
+
+# ---- 6. durability: fsync always against periodic ----------------------
+start_broker always "$PWD/$B/statestore.so" "plugin_opt_data_dir $WORK/always" "plugin_opt_fsync always"
+declare -a pa aa
+for i in $(seq "$REPS"); do
+    p=$(lg -p "$PORT_store" -c 4 -w 64 -s 100 -k 100000 -d "$SECS" --label periodic)
+    a=$(lg -p "$PORT_always" -c 4 -w 64 -s 100 -k 100000 -d "$SECS" --label always)
+    pa+=("$(field "$p" ops_per_s)"); aa+=("$(field "$a" ops_per_s)")
+done
+PA=$(median "${pa[@]}"); AA=$(median "${aa[@]}")
+echo "6. durability, 4x64 in flight, 100% SET: periodic ${PA} ops/s, always ${AA} ops/s: ratio $(ratio "$AA" "$PA") (target >= 0.5)"
+echo "   runs: periodic ${pa[*]} / always ${aa[*]}"
+echo "BENCH durability periodic_ops=$PA always_ops=$AA ratio=$(ratio "$AA" "$PA")"
+stop_broker always
+stop_broker store
+echo
+
+# ---- 3. the engine alone -----------------------------------------------
+mkdir -p "$WORK/engine"
+$B/bench/engine_bench "$WORK/engine" "$KEYS_1M" 256 | sed 's/^/   /' | sed '1s/^   /3. /'
+rm -rf "$WORK/engine"
+echo
+
+# ---- 4. memory and disk per key, 7. restart ------------------------------
+start_broker big "$PWD/$B/statestore.so" "plugin_opt_data_dir $WORK/big"
+rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+R0=$(rss "$PID_big")
+lg -p "$PORT_big" -c 4 -w 64 -k "$KEYS_1M" -l 16 -v 32 -n "$KEYS_1M" --sequential --label load1m > /dev/null
+R1=$(rss "$PID_big")
+sleep 1.5 # the periodic fsync
+APPARENT=$(stat -c %s "$WORK/big/data.mdb")
+ALLOC=$(( $(stat -c %b "$WORK/big/data.mdb") * $(stat -c %B "$WORK/big/data.mdb") ))
+PAYLOAD=$((KEYS_1M * 48))
+echo "4. $KEYS_1M keys of 16 bytes with 32-byte values (${PAYLOAD} bytes of keys and values):"
+echo "   data file $APPARENT bytes: $(( (APPARENT - PAYLOAD) / KEYS_1M )) bytes of overhead per key (target <= 100)"
+echo "   broker RSS $R0 kB before, $R1 kB after: $(( (R1 - R0) * 1024 / KEYS_1M )) bytes per key in all, $(( ((R1 - R0) * 1024 - PAYLOAD) / KEYS_1M )) beyond the keys and values"
+echo "BENCH perkey keys=$KEYS_1M file_bytes=$APPARENT file_overhead_per_key=$(( (APPARENT - PAYLOAD) / KEYS_1M )) rss_before_kb=$R0 rss_after_kb=$R1 rss_overhead_per_key=$(( ((R1 - R0) * 1024 - PAYLOAD) / KEYS_1M ))"
+stop_broker big
+declare -a rt
+for i in $(seq "$REPS"); do
+    start=$(date +%s%N)
+    start_broker big "$PWD/$B/statestore.so" "plugin_opt_data_dir $WORK/big"
+    until $B/statestore -p "$PORT_big" --timeout 1000 get k000000000000001 > /dev/null 2>&1; do :; done
+    rt+=("$(( ($(date +%s%N) - start) / 1000000 ))")
+    stop_broker big
+done
+echo "7. restart with $KEYS_1M keys: start to first answer ${rt[*]} ms, median $(median "${rt[@]}") ms (target <= 100; includes starting the process and a CLI connection)"
+echo "BENCH restart keys=$KEYS_1M first_answer_ms=$(median "${rt[@]}")"
+echo
+
+# ---- 5. expiry storm -----------------------------------------------------
+start_broker storm "$PWD/$B/statestore.so" "plugin_opt_data_dir $WORK/storm" \
+    "plugin_opt_max_registrations_per_client 200000" "max_queued_messages 0"
+$B/bench/expiry_storm "$PORT_storm" "$STORM_KEYS" > "$WORK/storm.out" &
+STORM=$!
+# Light load through the storm: 1 request in flight, measured over 40 s.
+lg -p "$PORT_storm" -c 1 -w 1 -s 50 -k 10000 -d 40 --prefix load --label storm-load > "$WORK/load.out"
+wait $STORM
+S=$(grep '^STORM' "$WORK/storm.out"); L=$(cat "$WORK/load.out")
+echo "5. expiry storm: $(field "$S" keys) observed keys with deadlines in one second;"
+echo "   last DELETE $(field "$S" last_delete_after_deadline_ms) ms after the last deadline (target <= 1000), $(field "$S" deleted) DELETEs"
+echo "   load during it (1 in flight, 40 s): p99 $(field "$L" p99_us) us (target <= 5000), max $(field "$L" max_us) us, errors $(field "$L" errors)"
+echo "BENCH storm keys=$(field "$S" keys) last_delete_ms=$(field "$S" last_delete_after_deadline_ms) load_p99_us=$(field "$L" p99_us) load_max_us=$(field "$L" max_us)"
+stop_broker storm
