@@ -100,8 +100,9 @@ int main(int argc, char **argv)
     }
     ss_client_set_notify_cb(c, on_notify, NULL);
     pipeline(c, nkeys, do_notify);
-    /* Leave time to write everything: deadlines start 15 s from now. */
-    base_deadline = wall_ms() + 15000;
+    /* Leave time to write everything (with a load running beside):
+     * deadlines start 30 s from now. */
+    base_deadline = wall_ms() + 30000;
     pipeline(c, nkeys, do_set);
     uint64_t set_done = wall_ms();
     uint64_t last_deadline = base_deadline + 999;
