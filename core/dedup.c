@@ -6,6 +6,7 @@
  */
 #include "dedup.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +83,8 @@ uint64_t ss_dedup_fingerprint(const ss_dedup *d, const ss_bytes *parts, size_t n
     return h;
 }
 
+/* The table key covers the fingerprint too: a client that reuses its
+ * correlation data for many requests must not make one long chain. */
 static uint64_t ss__id_hash(const ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t fp)
 {
     return ss_table_hash2(&d->table, client.data, client.len, corr.data, corr.len) ^ fp;

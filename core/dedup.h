@@ -9,6 +9,7 @@
 #ifndef SS_DEDUP_H
 #define SS_DEDUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

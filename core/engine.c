@@ -221,6 +221,7 @@ static int ss__run(ss_engine *e, ss_exec *x)
     ss_command c;
     if ((rc = ss_command_parse(&req, &c)) != SS_OK)
         return rc;
+    x->command = (int)c.type;
     if (c.key.len > e->opt.max_key_len)
         return SS_E_QUOTA;
     if (c.type == SS_CMD_SET && e->opt.max_value_len && c.value.len > e->opt.max_value_len)
@@ -265,6 +266,7 @@ int ss_engine_exec(ss_engine *e, ss_exec *x)
 {
     size_t mark = x->response->len;
     x->has_version = false;
+    x->command = 0;
     int rc = ss__run(e, x);
     if (rc == SS_OK)
         return SS_OK;

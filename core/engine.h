@@ -76,6 +76,7 @@ typedef struct ss_exec {
     ss_buf *response;
     bool has_version; /* out: send version as __ts */
     ss_hlc version;
+    int command;      /* out: the enum ss_cmd_type run, 0 if the request did not parse */
 } ss_exec;
 
 /* Create an engine on store (borrowed: it must outlive the engine). The

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/command.h"
 #include "../core/errors.h"
 #include "plugin.h"
 
@@ -145,9 +146,9 @@ static void ss__execute(struct ss_plugin *p, const struct mosquitto_evt_message 
 {
     ss_bytes client = ss__str(client_id);
     ss_bytes corr = {r->corr, r->corr_len};
-    uint64_t fp = ss__fingerprint(p, ed, r);
     uint64_t now = ss_wall_ms();
     ss_dedup_answer prior;
+    uint64_t fp = ss__fingerprint(p, ed, r);
     if (ss_dedup_find(p->dedup, client, corr, fp, now, &prior)) {
         char version[SS_HLC_TEXT_MAX + 1];
         memcpy(version, prior.version.data, prior.version.len);
@@ -186,6 +187,11 @@ static void ss__execute(struct ss_plugin *p, const struct mosquitto_evt_message 
     ss__answer(p, r, &answer, x.has_version ? version : NULL);
     if (p->outbox.len > before)
         ss_outbox_move_last_to(&p->outbox, first_event);
+    /* A GET is not remembered: run again, it answers as any later read
+     * would. Everything else is (a resent KEYNOTIFY STOP must not turn
+     * "+OK" into ":0"), errors included. */
+    if (x.command == SS_CMD_GET)
+        return;
     ss_dedup_answer a = {answer, ss__str(version)};
     if (ss_dedup_put(p->dedup, client, corr, fp, now, &a) != SS_OK)
         ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request will not be recognised if resent");
