@@ -78,6 +78,15 @@ static int need_args(const struct cli *cl, int min, int max)
     return SS_EXIT_OK;
 }
 
+/* KEY and a value (argument, -f FILE or -): the value, or NULL and *rc. */
+static uint8_t *key_and_value(struct cli *cl, size_t *vlen, int *rc)
+{
+    *rc = need_args(cl, 1, cl->file ? 1 : 2);
+    if (*rc != SS_EXIT_OK)
+        return NULL;
+    return read_value(cl, 1, vlen, rc);
+}
+
 static void json_version(const ss_client_result *r)
 {
     printf(",\"version\":");
@@ -89,11 +98,9 @@ static void json_version(const ss_client_result *r)
 
 int cmd_set(struct cli *cl, ss_client *c)
 {
-    int rc = need_args(cl, 1, cl->file ? 1 : 2);
-    if (rc != SS_EXIT_OK)
-        return rc;
     size_t vlen;
-    uint8_t *value = read_value(cl, 1, &vlen, &rc);
+    int rc;
+    uint8_t *value = key_and_value(cl, &vlen, &rc);
     if (value == NULL)
         return rc;
     ss_set_options o = {.condition = cl->nx ? SS_SET_NX : cl->nex ? SS_SET_NEX : SS_SET_ALWAYS,
@@ -183,11 +190,9 @@ int cmd_del(struct cli *cl, ss_client *c)
 
 int cmd_vdel(struct cli *cl, ss_client *c)
 {
-    int rc = need_args(cl, 1, cl->file ? 1 : 2);
-    if (rc != SS_EXIT_OK)
-        return rc;
     size_t vlen;
-    uint8_t *value = read_value(cl, 1, &vlen, &rc);
+    int rc;
+    uint8_t *value = key_and_value(cl, &vlen, &rc);
     if (value == NULL)
         return rc;
     ss_client_result r;
