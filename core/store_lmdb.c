@@ -41,6 +41,14 @@
 #define SS_REC_EXP 2u
 #define SS_REC_LONG 4u
 
+/* Where a key lives (or would live) in the keys database. */
+struct ss_loc {
+    uint8_t lk[SS_LKEY_MAX];
+    size_t lk_len;
+    bool found;
+    MDB_val data; /* the stored record when found */
+};
+
 struct ss_store {
     ss_store_options opt;
     char *path;
@@ -58,15 +66,16 @@ struct ss_store {
     uint64_t last_sync_ms;
     bool unsynced;
     ss_buf scratch;
+    /* The location found by the last get, reused by a put of the same key
+     * right after it (the engine reads a key, then writes it): one B-tree
+     * descent saved. Any other call forgets it. */
+    struct {
+        bool valid;
+        ss_buf key; /* a copy: the caller's bytes may be gone by the put */
+        struct ss_loc loc;
+    } last;
 };
 
-/* Where a key lives (or would live) in the keys database. */
-struct ss_loc {
-    uint8_t lk[SS_LKEY_MAX];
-    size_t lk_len;
-    bool found;
-    MDB_val data; /* the stored record when found */
-};
 
 static void ss__put_be(uint8_t *p, uint64_t v, int n)
 {
@@ -93,6 +102,11 @@ static int ss__mdb_err(int rc)
     if (rc == ENOMEM)
         return SS_E_NOMEM;
     return SS_E_IO;
+}
+
+static void ss__forget(ss_store *s)
+{
+    s->last.valid = false;
 }
 
 /* Record a write failure: the transaction is unusable from here on. */
@@ -516,12 +530,14 @@ void ss_store_close(ss_store *s)
         mdb_env_close(s->env);
     }
     ss_buf_free(&s->scratch);
+    ss_buf_free(&s->last.key);
     free(s->path);
     free(s);
 }
 
 int ss_store_begin(ss_store *s)
 {
+    ss__forget(s);
     if (s->txn != NULL)
         return SS_E_BUSY;
     int rc = mdb_txn_begin(s->env, NULL, 0, &s->txn);
@@ -547,6 +563,7 @@ bool ss_store_in_batch(const ss_store *s)
 
 void ss_store_abort(ss_store *s)
 {
+    ss__forget(s);
     if (s->txn == NULL)
         return;
     mdb_txn_abort(s->txn);
@@ -560,6 +577,7 @@ void ss_store_abort(ss_store *s)
 
 int ss_store_commit(ss_store *s, uint64_t now_ms)
 {
+    ss__forget(s);
     if (s->txn == NULL)
         return SS_E_BUSY;
     int rc = s->failed;
@@ -614,18 +632,21 @@ int ss_store_flush(ss_store *s, uint64_t now_ms)
 
 int ss_store_get(ss_store *s, ss_bytes key, ss_record *rec)
 {
+    ss__forget(s);
     int rc = ss__check_batch(s);
     if (rc != SS_OK)
         return rc;
     if (key.len == 0 || key.len > SS_STORE_KEY_MAX)
         return SS_E_NOTFOUND;
-    struct ss_loc loc;
-    if ((rc = ss__find(s, key, &loc)) != SS_OK)
+    struct ss_loc *loc = &s->last.loc;
+    if ((rc = ss__find(s, key, loc)) != SS_OK)
         return rc;
-    if (!loc.found)
+    ss_buf_clear(&s->last.key);
+    s->last.valid = ss_buf_append(&s->last.key, key.data, key.len) == SS_OK;
+    if (!loc->found)
         return SS_E_NOTFOUND;
     ss_bytes tail;
-    return ss__rec_decode(&loc.data, rec, &tail);
+    return ss__rec_decode(&loc->data, rec, &tail);
 }
 
 int ss_store_put(ss_store *s, ss_bytes key, const ss_record *rec)
@@ -636,8 +657,13 @@ int ss_store_put(ss_store *s, ss_bytes key, const ss_record *rec)
     if (key.len == 0 || key.len > SS_STORE_KEY_MAX)
         return SS_E_INVAL;
     struct ss_loc loc;
-    if ((rc = ss__find(s, key, &loc)) != SS_OK)
+    if (s->last.valid && s->last.key.len == key.len &&
+        memcmp(s->last.key.data, key.data, key.len) == 0) {
+        loc = s->last.loc; /* found by the get just before */
+    } else if ((rc = ss__find(s, key, &loc)) != SS_OK) {
         return rc == SS_E_LIMIT ? SS_E_QUOTA : rc;
+    }
+    ss__forget(s);
 
     uint64_t new_charge = ss__charge(key.len, rec->value.len);
     uint64_t old_charge = 0, old_expiry = 0;
@@ -680,6 +706,7 @@ int ss_store_put(ss_store *s, ss_bytes key, const ss_record *rec)
 
 int ss_store_del(ss_store *s, ss_bytes key)
 {
+    ss__forget(s);
     int rc = ss__check_batch(s);
     if (rc != SS_OK)
         return rc;
@@ -736,6 +763,7 @@ uint64_t ss_store_next_expiry(ss_store *s)
 
 int ss_store_pop_due(ss_store *s, uint64_t now_ms, ss_buf *key, ss_hlc *version)
 {
+    ss__forget(s);
     int rc = ss__check_batch(s);
     if (rc != SS_OK)
         return rc;
