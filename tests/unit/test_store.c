@@ -464,3 +464,47 @@ TEST(store_periodic_sync_and_bad_options)
     ASSERT_EQ(ss_store_open(&bad, &t), SS_E_IO);
     ASSERT_TRUE(t == NULL);
 }
+
+/* A put right after a get reuses the location the get found: check it with
+ * colliding long keys, where the location is a slot in a chain, and with
+ * other writes in between that must make the store look again. */
+TEST(store_put_after_get_reuses_location)
+{
+    ss_store_options o = ss_store_options_default();
+    o.long_key_hash_bits = 1;
+    ss_store *s = open_store(&o);
+    static uint8_t a[600], b[600], c[600];
+    long_key(a, sizeof a, 1);
+    long_key(b, sizeof b, 2);
+    long_key(c, sizeof c, 3);
+    ss_bytes ka = {a, sizeof a}, kb = {b, sizeof b}, kc = {c, sizeof c};
+    ss_record got, ra = rec_of(B("A"), 1, 0), rb = rec_of(B("B"), 2, 0), rc2 = rec_of(B("C"), 3, 0);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_get(s, ka, &got), SS_E_NOTFOUND);
+    put(s, ka, &ra);
+    ASSERT_EQ(ss_store_get(s, kb, &got), SS_E_NOTFOUND);
+    put(s, kb, &rb);
+    ASSERT_EQ(ss_store_get(s, kc, &got), SS_E_NOTFOUND);
+    put(s, kc, &rc2);
+    /* get A, then delete B (A's chain slot may move), then put A. */
+    ASSERT_EQ(ss_store_get(s, ka, &got), SS_OK);
+    ASSERT_EQ(ss_store_del(s, kb), SS_OK);
+    ss_record ra2 = rec_of(B("A2"), 4, 0);
+    put(s, ka, &ra2);
+    ASSERT_EQ(ss_store_key_count(s), 2);
+    ASSERT_EQ(ss_store_get(s, ka, &got), SS_OK);
+    ASSERT_STR(got.value.data, got.value.len, "A2");
+    ASSERT_EQ(ss_store_get(s, kc, &got), SS_OK);
+    ASSERT_STR(got.value.data, got.value.len, "C");
+    ASSERT_EQ(ss_store_get(s, kb, &got), SS_E_NOTFOUND);
+    /* get of one key, put of another: no reuse. */
+    ASSERT_EQ(ss_store_get(s, kc, &got), SS_OK);
+    put(s, kb, &rb);
+    ASSERT_EQ(ss_store_get(s, kb, &got), SS_OK);
+    ASSERT_STR(got.value.data, got.value.len, "B");
+    ASSERT_EQ(ss_store_get(s, kc, &got), SS_OK);
+    ASSERT_STR(got.value.data, got.value.len, "C");
+    ASSERT_EQ(ss_store_key_count(s), 3);
+    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
+    ss_store_close(s);
+}
