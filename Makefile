@@ -68,7 +68,7 @@ $(LIBCORE): $(CORE_OBJ)
 
 # The plugin: core linked in statically; broker symbols resolve at load.
 $(PLUGIN): $(PLUGIN_OBJ) $(LIBCORE)
-	$(CC) $(SANFLAGS) -shared -o $@ $(PLUGIN_OBJ) $(LIBCORE) $(LDLIBS_ALL)
+	$(CC) $(SANFLAGS) -shared -o $@ $(PLUGIN_OBJ) $(LIBCORE) $(LDLIBS_ALL) -lpthread
 
 $(LIBCLIENT): $(CLIENT_OBJ) $(LIBCLIENT_CORE)
 	$(AR) rcs $@ $^
@@ -102,7 +102,7 @@ $(OUT)/tests/stress/run: $(OUT)/tests/stress/main.o $(STRESS_OBJ) $(LIBCORE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(MOSQ_LIBS) $(LDLIBS_ALL) -lpthread
 
 $(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(LIBCORE)
-	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
+	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL) -lpthread
 $(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(LIBCLIENT) $(LIBCORE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(MOSQ_LIBS) $(LDLIBS_ALL) -lpthread
 

@@ -44,11 +44,14 @@ static void die(const char *what, int rc)
 }
 
 /* Shuffled order of key indexes, so both sides see the same access pattern. */
+/* 0..n-1, shuffled unless seed is 0. */
 static long *order(long n, unsigned seed)
 {
     long *o = malloc((size_t)n * sizeof *o);
     for (long i = 0; i < n; i++)
         o[i] = i;
+    if (seed == 0)
+        return o;
     for (long i = n - 1; i > 0; i--) {
         seed = seed * 1103515245u + 12345u;
         long j = (long)(seed % (unsigned)(i + 1));
@@ -64,7 +67,8 @@ static double bench_engine(const char *dir, long n, long batch, const long *ord,
     ss_store_options so = ss_store_options_default();
     so.path = dir;
     so.sync = SS_SYNC_PERIODIC;
-    so.max_bytes = (uint64_t)1 << 30;
+    /* Room for every key (charged key + value + 64 bytes). */
+    so.max_bytes = (uint64_t)n * 128 > ((uint64_t)1 << 30) ? (uint64_t)n * 128 : (uint64_t)1 << 30;
     ss_store *s;
     ss_engine *e;
     int rc;
@@ -148,8 +152,18 @@ static double bench_lmdb(const char *dir, long n, long batch, const long *ord, b
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: engine_bench DIR [KEYS] [BATCH]\n");
+        fprintf(stderr, "usage: engine_bench DIR [KEYS] [BATCH]\n"
+                        "       engine_bench --fill DIR KEYS   (a store for a broker's data_dir)\n");
         return 64;
+    }
+    if (strcmp(argv[1], "--fill") == 0 && argc == 4) {
+        /* Keys in order, large batches: the quickest way to a big store. */
+        long n = atol(argv[3]);
+        long *seq = order(n, 0);
+        double rate = bench_engine(argv[2], n, 10000, seq, false);
+        printf("filled %s with %ld keys at %.0f SET/s\n", argv[2], n, rate);
+        free(seq);
+        return 0;
     }
     long n = argc > 2 ? atol(argv[2]) : 1000000;
     long batch = argc > 3 ? atol(argv[3]) : 256;

@@ -64,19 +64,37 @@ ss_store_options ss_store_options_default(void);
 /* Open or create the store in o->path. On success *out is owned by the
  * caller and freed by ss_store_close. Errors: SS_E_INVAL (bad options),
  * SS_E_IO (directory or LMDB failure; details in errno), SS_E_CORRUPT
- * (not a statestore directory of this format), SS_E_NOMEM. */
+ * (not a statestore directory of this format), SS_E_BUSY (another process
+ * has the directory open), SS_E_NOMEM. */
 int ss_store_open(const ss_store_options *o, ss_store **out);
 
 /* Abort any open batch, sync, and free everything. NULL is a no-op. */
 void ss_store_close(ss_store *s);
 
-/* Start a batch. SS_E_BUSY if one is open, SS_E_IO. */
+/* Start a batch. SS_E_BUSY if one is open or committing, SS_E_IO. */
 int ss_store_begin(ss_store *s);
-/* True while a batch is open. */
+/* True while a batch is open (and not committing). */
 bool ss_store_in_batch(const ss_store *s);
+/* True if the open batch wrote anything: committing it costs a sync. */
+bool ss_store_batch_dirty(const ss_store *s);
 /* Commit the batch; now_ms drives the periodic sync. On failure nothing of
  * the batch remains: SS_E_QUOTA (the map filled up), SS_E_IO. */
 int ss_store_commit(ss_store *s, uint64_t now_ms);
+/* The same commit in three steps, so that the slow middle one (writing and
+ * syncing, with SS_SYNC_ALWAYS) can run on another thread while the owner
+ * goes on with other work (group commit):
+ *   prepare - owner's thread; closes the batch. On failure the batch is
+ *             aborted and the error returned.
+ *   run     - any thread; returns the commit's result.
+ *   finish  - owner's thread, after run has returned (with the memory
+ *             ordering of a mutex handoff); pass run's result; returns it
+ *             (or the periodic sync's failure).
+ * Between prepare and finish the owner must not call the store at all,
+ * except ss_store_in_batch (false), ss_store_key_count,
+ * ss_store_byte_count and ss_store_next_expiry. */
+int ss_store_commit_prepare(ss_store *s);
+int ss_store_commit_run(ss_store *s);
+int ss_store_commit_finish(ss_store *s, int rc, uint64_t now_ms);
 /* Drop the batch. */
 void ss_store_abort(ss_store *s);
 /* Outside a batch: fsync if the periodic interval has passed since the

@@ -25,10 +25,14 @@
 
 #include <errno.h>
 #include <lmdb.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "errors.h"
 #include "siphash.h"
@@ -55,6 +59,9 @@ struct ss_store {
     MDB_env *env;
     MDB_dbi db_keys, db_exp, db_meta;
     MDB_txn *txn;
+    int lock_fd; /* holds the data directory's exclusive lock; -1 if none */
+    bool committing; /* between commit_prepare and commit_finish */
+    bool dirty;      /* the open batch changed something */
     int failed; /* error that failed the open batch, 0 if none */
     uint8_t hash_key[16];
     uint64_t hash_mask;
@@ -371,7 +378,7 @@ ss_store_options ss_store_options_default(void)
 
 static int ss__check_batch(const ss_store *s)
 {
-    if (s->txn == NULL)
+    if (s->committing || s->txn == NULL)
         return SS_E_BUSY;
     return s->failed;
 }
@@ -435,15 +442,40 @@ static int ss__load_meta(ss_store *s)
     return SS_OK;
 }
 
+/* One process per data directory: a second broker on the same files
+ * would keep its own counts and clock and corrupt both. flock is released
+ * by the kernel when the process dies, so a crash leaves no stale lock. */
+static int ss__lock_dir(ss_store *s)
+{
+    size_t n = strlen(s->path) + sizeof "/statestore.lock";
+    char *name = malloc(n);
+    if (name == NULL)
+        return SS_E_NOMEM;
+    snprintf(name, n, "%s/statestore.lock", s->path);
+    s->lock_fd = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    free(name);
+    if (s->lock_fd < 0)
+        return SS_E_IO;
+    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0)
+        return errno == EWOULDBLOCK ? SS_E_BUSY : SS_E_IO;
+    return SS_OK;
+}
+
 static int ss__setup(ss_store *s)
 {
     const ss_store_options *o = &s->opt;
     if (mkdir(s->path, 0700) != 0 && errno != EEXIST)
         return SS_E_IO;
-    int rc = mdb_env_create(&s->env);
+    int rc = ss__lock_dir(s);
+    if (rc != SS_OK)
+        return rc;
+    rc = mdb_env_create(&s->env);
     if (rc != 0)
         return ss__mdb_err(rc);
-    unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
+    /* MDB_NOLOCK: the directory lock above keeps every other process out,
+     * and without LMDB's writer mutex a batch begun on the broker's thread
+     * may be committed on another (group commit, see store.h). */
+    unsigned flags = MDB_NOTLS | MDB_NORDAHEAD | MDB_NOLOCK;
     if (o->sync == SS_SYNC_PERIODIC)
         flags |= MDB_NOSYNC;
     if ((rc = mdb_env_set_maxdbs(s->env, 3)) != 0 ||
@@ -452,8 +484,6 @@ static int ss__setup(ss_store *s)
         return ss__mdb_err(rc);
     if (mdb_env_get_maxkeysize(s->env) < (int)SS_EXPKEY_MAX)
         return SS_E_INVAL;
-    int dead;
-    mdb_reader_check(s->env, &dead);
     if ((rc = mdb_txn_begin(s->env, NULL, 0, &s->txn)) != 0)
         return ss__mdb_err(rc);
     if ((rc = mdb_dbi_open(s->txn, "keys", MDB_CREATE, &s->db_keys)) != 0 ||
@@ -484,6 +514,7 @@ int ss_store_open(const ss_store_options *o, ss_store **out)
     ss_store *s = calloc(1, sizeof *s);
     if (s == NULL)
         return SS_E_NOMEM;
+    s->lock_fd = -1;
     s->opt = *o;
     if (s->opt.max_bytes == 0)
         s->opt.max_bytes = SS_STORE_MAX_BYTES_DEFAULT;
@@ -529,6 +560,8 @@ void ss_store_close(ss_store *s)
         mdb_env_sync(s->env, 1);
         mdb_env_close(s->env);
     }
+    if (s->lock_fd >= 0)
+        close(s->lock_fd);
     ss_buf_free(&s->scratch);
     ss_buf_free(&s->last.key);
     free(s->path);
@@ -538,7 +571,7 @@ void ss_store_close(ss_store *s)
 int ss_store_begin(ss_store *s)
 {
     ss__forget(s);
-    if (s->txn != NULL)
+    if (s->committing || s->txn != NULL)
         return SS_E_BUSY;
     int rc = mdb_txn_begin(s->env, NULL, 0, &s->txn);
     if (rc != 0) {
@@ -551,6 +584,7 @@ int ss_store_begin(ss_store *s)
         return SS_E_IO;
     }
     s->failed = 0;
+    s->dirty = false;
     s->keys = st.ms_entries;
     s->bytes = s->committed_bytes;
     return SS_OK;
@@ -558,16 +592,19 @@ int ss_store_begin(ss_store *s)
 
 bool ss_store_in_batch(const ss_store *s)
 {
-    return s->txn != NULL;
+    return !s->committing && s->txn != NULL;
 }
 
-void ss_store_abort(ss_store *s)
+bool ss_store_batch_dirty(const ss_store *s)
 {
-    ss__forget(s);
-    if (s->txn == NULL)
-        return;
-    mdb_txn_abort(s->txn);
-    s->txn = NULL;
+    return ss_store_in_batch(s) &&
+           (s->dirty || s->bytes != s->committed_bytes || s->clock_wall != s->committed_wall ||
+            s->clock_counter != s->committed_counter);
+}
+
+/* Back to the state of the last commit. */
+static void ss__rollback(ss_store *s)
+{
     s->failed = 0;
     s->bytes = s->committed_bytes;
     s->clock_wall = s->committed_wall;
@@ -575,10 +612,20 @@ void ss_store_abort(ss_store *s)
     s->next_expiry = 0; /* the batch may have recomputed it from undone state */
 }
 
-int ss_store_commit(ss_store *s, uint64_t now_ms)
+void ss_store_abort(ss_store *s)
 {
     ss__forget(s);
-    if (s->txn == NULL)
+    if (s->committing || s->txn == NULL)
+        return;
+    mdb_txn_abort(s->txn);
+    s->txn = NULL;
+    ss__rollback(s);
+}
+
+int ss_store_commit_prepare(ss_store *s)
+{
+    ss__forget(s);
+    if (s->committing || s->txn == NULL)
         return SS_E_BUSY;
     int rc = s->failed;
     if (rc == SS_OK && s->bytes != s->committed_bytes) {
@@ -596,16 +643,28 @@ int ss_store_commit(ss_store *s, uint64_t now_ms)
         ss_store_abort(s);
         return rc;
     }
+    s->committing = true;
+    return SS_OK;
+}
+
+int ss_store_commit_run(ss_store *s)
+{
+    /* Touches only the transaction: the owner keeps off the store until
+     * commit_finish (store.h). */
     int mrc = mdb_txn_commit(s->txn);
     s->txn = NULL;
-    if (mrc != 0) {
-        s->txn = NULL;
-        s->bytes = s->committed_bytes;
-        s->clock_wall = s->committed_wall;
-        s->clock_counter = s->committed_counter;
-        s->next_expiry = 0;
-        rc = ss__mdb_err(mrc);
-        return rc == SS_E_NOTFOUND ? SS_E_IO : rc;
+    if (mrc == 0)
+        return SS_OK;
+    int rc = ss__mdb_err(mrc);
+    return rc == SS_E_NOTFOUND ? SS_E_IO : rc;
+}
+
+int ss_store_commit_finish(ss_store *s, int rc, uint64_t now_ms)
+{
+    s->committing = false;
+    if (rc != SS_OK) {
+        ss__rollback(s);
+        return rc;
     }
     s->committed_bytes = s->bytes;
     s->committed_wall = s->clock_wall;
@@ -617,9 +676,17 @@ int ss_store_commit(ss_store *s, uint64_t now_ms)
     return SS_OK;
 }
 
+int ss_store_commit(ss_store *s, uint64_t now_ms)
+{
+    int rc = ss_store_commit_prepare(s);
+    if (rc != SS_OK)
+        return rc;
+    return ss_store_commit_finish(s, ss_store_commit_run(s), now_ms);
+}
+
 int ss_store_flush(ss_store *s, uint64_t now_ms)
 {
-    if (!s->unsynced || s->txn != NULL)
+    if (s->committing || !s->unsynced || s->txn != NULL)
         return SS_OK;
     if (now_ms >= s->last_sync_ms && now_ms - s->last_sync_ms < s->opt.sync_interval_ms)
         return SS_OK;
@@ -654,6 +721,7 @@ int ss_store_put(ss_store *s, ss_bytes key, const ss_record *rec)
     int rc = ss__check_batch(s);
     if (rc != SS_OK)
         return rc;
+    s->dirty = true;
     if (key.len == 0 || key.len > SS_STORE_KEY_MAX)
         return SS_E_INVAL;
     struct ss_loc loc;
@@ -710,6 +778,7 @@ int ss_store_del(ss_store *s, ss_bytes key)
     int rc = ss__check_batch(s);
     if (rc != SS_OK)
         return rc;
+    s->dirty = true;
     if (key.len == 0 || key.len > SS_STORE_KEY_MAX)
         return SS_E_NOTFOUND;
     struct ss_loc loc;
@@ -741,8 +810,8 @@ static int ss__exp_first(ss_store *s, MDB_val *k)
 
 uint64_t ss_store_next_expiry(ss_store *s)
 {
-    if (s->next_expiry != 0)
-        return s->next_expiry;
+    if (s->next_expiry != 0 || s->committing)
+        return s->next_expiry; /* 0 while committing: a lower bound too */
     bool own = s->txn == NULL;
     if (own && mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->txn) != 0) {
         s->txn = NULL;
@@ -767,6 +836,7 @@ int ss_store_pop_due(ss_store *s, uint64_t now_ms, ss_buf *key, ss_hlc *version)
     int rc = ss__check_batch(s);
     if (rc != SS_OK)
         return rc;
+    s->dirty = true;
     MDB_val ek;
     rc = ss__exp_first(s, &ek);
     if (rc == SS_E_NOTFOUND) {
@@ -805,7 +875,7 @@ int ss_store_pop_due(ss_store *s, uint64_t now_ms, ss_buf *key, ss_hlc *version)
 
 uint64_t ss_store_key_count(const ss_store *s)
 {
-    if (s->txn == NULL) {
+    if (!s->committing && s->txn == NULL) {
         MDB_stat st;
         MDB_txn *t;
         if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t) != 0)
@@ -819,7 +889,7 @@ uint64_t ss_store_key_count(const ss_store *s)
 
 uint64_t ss_store_byte_count(const ss_store *s)
 {
-    return s->txn ? s->bytes : s->committed_bytes;
+    return s->committing || s->txn ? s->bytes : s->committed_bytes;
 }
 
 int ss_store_set_clock(ss_store *s, uint64_t wall, uint32_t counter)

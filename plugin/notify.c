@@ -88,10 +88,15 @@ void ss_on_engine_event(void *ctx, const ss_event *ev)
 int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)
 {
     struct ss_plugin *p = ctx;
-    const char *id = ((const struct ss_caller *)caller)->id;
+    const struct ss_caller *who = caller;
+    const char *id = who->id;
     ss_bytes client = {(const uint8_t *)id, strlen(id)};
     if (stop)
         return ss_watch_remove(p->watch, client, key);
+    /* Received before its client disconnected, run after: as if it had
+     * registered and the disconnect had dropped the registration. */
+    if (who->gone)
+        return 1;
     /* A key whose notification topic would not fit cannot be observed. */
     int rc = ss__notify_topic(p, client, key);
     if (rc != SS_OK)
@@ -111,6 +116,7 @@ int ss_on_disconnect(int event, void *event_data, void *userdata)
     if (id == NULL)
         return MOSQ_ERR_SUCCESS;
     ss_bytes client = {(const uint8_t *)id, strlen(id)};
+    ss_queue_client_gone(p, id);
     size_t n = ss_watch_drop_client(p->watch, client);
     if (n)
         ss_log(p, MOSQ_LOG_DEBUG, "client %s disconnected: %zu registrations dropped", id, n);

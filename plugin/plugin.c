@@ -43,6 +43,16 @@ int mosquitto_plugin_version(int supported_version_count, const int *supported_v
 
 static void ss__destroy(struct ss_plugin *p)
 {
+    if (p->committer.pending) {
+        /* A commit under way completes; its answers can no longer go out. */
+        int rc = SS_OK;
+        ss_committer_stop(&p->committer);
+        ss_committer_collect(&p->committer, &rc);
+        if (ss_store_commit_finish(p->store, rc, ss_wall_ms()) != SS_OK)
+            ss_log(p, MOSQ_LOG_ERR, "the last commit failed at shutdown");
+    }
+    ss_committer_destroy(&p->committer);
+    ss_queue_free(p);
     if (p->engine && ss_store_in_batch(p->store)) {
         /* Shutting down: what was executed is committed, then sent. */
         if (ss_engine_commit(p->engine, ss_wall_ms()) != SS_OK)
@@ -70,6 +80,12 @@ static int ss__open(struct ss_plugin *p)
     so.sync = p->opt.sync;
     so.sync_interval_ms = (uint32_t)p->opt.sync_interval_ms;
     int rc = ss_store_open(&so, &p->store);
+    if (rc == SS_E_BUSY) {
+        mosquitto_log_printf(MOSQ_LOG_ERR,
+                             "statestore: cannot open the store in %s: another process has it open",
+                             p->opt.data_dir);
+        return rc;
+    }
     if (rc != SS_OK) {
         mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: cannot open the store in %s: %s",
                              p->opt.data_dir, ss_strerror(rc));
@@ -100,7 +116,11 @@ static int ss__open(struct ss_plugin *p)
         return rc;
     ss_dedup_limits dl = {p->opt.dedup_window_ms, (size_t)p->opt.dedup_max_entries,
                           (size_t)p->opt.dedup_max_bytes};
-    return ss_dedup_new(&dl, &p->dedup);
+    if ((rc = ss_dedup_new(&dl, &p->dedup)) != SS_OK || (rc = ss_queue_new(p)) != SS_OK)
+        return rc;
+    if (p->opt.sync == SS_SYNC_ALWAYS)
+        return ss_committer_start(&p->committer, p->store);
+    return SS_OK;
 }
 
 int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userdata,

@@ -7,12 +7,16 @@
  * inside the open batch; its answer and the notifications it causes wait in
  * the outbox (outbox.c). TICK (tick.c), once per broker loop iteration,
  * sweeps expired keys, commits the batch, and only then publishes the
- * outbox: nothing is acknowledged before it is durable.
+ * outbox: nothing is acknowledged before it is durable. With fsync=always
+ * the commit runs on the committer's thread (committer.c); requests that
+ * arrive meanwhile wait in a queue and form the next batch.
  */
 #ifndef SS_PLUGIN_H
 #define SS_PLUGIN_H
 
 #include <stdbool.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,6 +67,7 @@ enum { SS_OTHER_TOPICS_AUTO = 0, SS_OTHER_TOPICS_ALLOW, SS_OTHER_TOPICS_DEFER };
 struct ss_caller {
     const char *id;
     const char *username; /* NULL when none */
+    bool gone;            /* disconnected while its request waited in the queue */
 };
 
 /* A message waiting for the batch's commit. */
@@ -82,6 +87,23 @@ struct ss_outbox {
     size_t len, cap;
 };
 
+/* The thread that commits batches with fsync=always (committer.c). */
+struct ss_committer {
+    ss_store *store;
+    pthread_t thread;
+    pthread_t broker; /* woken when a commit is done */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int state;  /* under mu */
+    int result; /* under mu */
+    bool stop;  /* under mu */
+    bool started;
+    bool pending; /* broker thread only: submitted and not yet collected */
+    struct sigaction old_action;
+};
+
+struct ss_reqqueue; /* requests waiting for the commit under way (request.c) */
+
 struct ss_plugin {
     mosquitto_plugin_id_t *id;
     struct ss_plugin_options opt;
@@ -96,6 +118,8 @@ struct ss_plugin {
     uint64_t refused; /* requests refused since start, for logs */
     ss_acl *acl;      /* NULL: everything allowed */
     bool defer_other_topics;
+    struct ss_committer committer; /* started with fsync=always */
+    struct ss_reqqueue *queue;
 };
 
 /* options.c: defaults, then plugin_opt_* lines. Logs and returns
@@ -121,6 +145,25 @@ void ss_log(const struct ss_plugin *p, int level, const char *fmt, ...)
 
 /* request.c */
 int ss_on_message(int event, void *event_data, void *userdata);
+/* The queue of requests that wait for a commit under way. */
+int ss_queue_new(struct ss_plugin *p);
+/* Run the requests that waited for the last commit, in arrival order. */
+void ss_queue_run(struct ss_plugin *p);
+/* A client disconnected: its waiting requests still run, but a KEYNOTIFY
+ * among them registers nothing (its registrations were just dropped). */
+void ss_queue_client_gone(struct ss_plugin *p, const char *client_id);
+void ss_queue_free(struct ss_plugin *p);
+
+/* committer.c: the committing thread. start installs the wake-up signal's
+ * handler; submit hands over a prepared batch (ss_store_commit_prepare);
+ * collect returns true with the commit's result once it is done; stop
+ * completes a commit under way (collect it afterwards) and ends the
+ * thread; destroy frees everything (stopping first if needed). */
+int ss_committer_start(struct ss_committer *c, ss_store *store);
+void ss_committer_submit(struct ss_committer *c);
+bool ss_committer_collect(struct ss_committer *c, int *rc);
+void ss_committer_stop(struct ss_committer *c);
+void ss_committer_destroy(struct ss_committer *c);
 
 /* notify.c */
 void ss_on_engine_event(void *ctx, const ss_event *ev);

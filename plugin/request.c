@@ -23,6 +23,30 @@ struct ss_req_props {
     char *ts, *ft, *prot_ver;
 };
 
+/* A request to run: what the engine needs besides the properties. */
+struct ss_req_in {
+    const uint8_t *payload;
+    size_t len;
+    const char *client_id;
+    const char *username; /* NULL when none */
+    bool gone;
+};
+
+/* A request waiting for the commit under way; owns copies of everything. */
+struct ss_queued {
+    struct ss_req_props r;
+    uint8_t *payload;
+    size_t len;
+    char *client_id;
+    char *username;
+    bool gone;
+};
+
+struct ss_reqqueue {
+    struct ss_queued *items;
+    size_t len, cap;
+};
+
 static void ss__props_free(struct ss_req_props *r)
 {
     free(r->response_topic);
@@ -114,10 +138,10 @@ static ss_bytes ss__str(const char *s)
 
 /* Fingerprint of everything a request carried besides client and
  * correlation data. */
-static uint64_t ss__fingerprint(struct ss_plugin *p, const struct mosquitto_evt_message *ed,
+static uint64_t ss__fingerprint(struct ss_plugin *p, const struct ss_req_in *in,
                                 const struct ss_req_props *r)
 {
-    ss_bytes parts[5] = {{ed->payload, ed->payloadlen}, ss__str(r->response_topic), ss__str(r->ts),
+    ss_bytes parts[5] = {{in->payload, in->len}, ss__str(r->response_topic), ss__str(r->ts),
                          ss__str(r->ft), ss__str(r->prot_ver)};
     /* Absent and empty differ. */
     uint8_t flags = (uint8_t)((r->ts != NULL) | (r->ft != NULL) << 1 | (r->prot_ver != NULL) << 2);
@@ -141,14 +165,14 @@ static void ss__answer(struct ss_plugin *p, const struct ss_req_props *r, const 
                    r->corr_len, true);
 }
 
-static void ss__execute(struct ss_plugin *p, const struct mosquitto_evt_message *ed,
-                        const struct ss_req_props *r, const char *client_id)
+static void ss__execute(struct ss_plugin *p, const struct ss_req_in *in, const struct ss_req_props *r)
 {
+    const char *client_id = in->client_id;
     ss_bytes client = ss__str(client_id);
     ss_bytes corr = {r->corr, r->corr_len};
     uint64_t now = ss_wall_ms();
     ss_dedup_answer prior;
-    uint64_t fp = ss__fingerprint(p, ed, r);
+    uint64_t fp = ss__fingerprint(p, in, r);
     if (ss_dedup_find(p->dedup, client, corr, fp, now, &prior)) {
         char version[SS_HLC_TEXT_MAX + 1];
         memcpy(version, prior.version.data, prior.version.len);
@@ -157,8 +181,8 @@ static void ss__execute(struct ss_plugin *p, const struct mosquitto_evt_message 
         ss__answer(p, r, &prior.payload, prior.version.len ? version : NULL);
         return;
     }
-    struct ss_caller who = {client_id, mosquitto_client_username(ed->client)};
-    ss_exec x = {.payload = ed->payload, .payload_len = ed->payloadlen, .ts = ss__str(r->ts),
+    struct ss_caller who = {client_id, in->username, in->gone};
+    ss_exec x = {.payload = in->payload, .payload_len = in->len, .ts = ss__str(r->ts),
                  .ft = ss__str(r->ft), .now_ms = now, .caller = &who,
                  .response = &p->scratch};
     if (r->ts == NULL)
@@ -172,7 +196,7 @@ static void ss__execute(struct ss_plugin *p, const struct mosquitto_evt_message 
         ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request from %s was not answered", client_id);
         return;
     }
-    if (rc == SS_E_QUOTA && ed->payloadlen > p->opt.max_value_bytes)
+    if (rc == SS_E_QUOTA && in->len > p->opt.max_value_bytes)
         ss_log(p, MOSQ_LOG_WARNING,
                "request from %s refused: a value may have at most %llu bytes so that its "
                "notifications fit the broker's message_size_limit",
@@ -195,6 +219,97 @@ static void ss__execute(struct ss_plugin *p, const struct mosquitto_evt_message 
     ss_dedup_answer a = {answer, ss__str(version)};
     if (ss_dedup_put(p->dedup, client, corr, fp, now, &a) != SS_OK)
         ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request will not be recognised if resent");
+}
+
+static char *ss__strdup_or_null(const char *s, bool *failed)
+{
+    if (s == NULL)
+        return NULL;
+    char *c = strdup(s);
+    if (c == NULL)
+        *failed = true;
+    return c;
+}
+
+/* Keep a request for the next batch; takes the properties. */
+static void ss__enqueue(struct ss_plugin *p, const struct ss_req_in *in, struct ss_req_props *r)
+{
+    struct ss_reqqueue *q = p->queue;
+    if (q->len == q->cap) {
+        size_t cap = q->cap ? q->cap * 2 : 64;
+        struct ss_queued *items = realloc(q->items, cap * sizeof *items);
+        if (items == NULL)
+            goto nomem;
+        q->items = items;
+        q->cap = cap;
+    }
+    struct ss_queued *e = &q->items[q->len];
+    bool failed = false;
+    e->payload = malloc(in->len ? in->len : 1);
+    e->client_id = ss__strdup_or_null(in->client_id, &failed);
+    e->username = ss__strdup_or_null(in->username, &failed);
+    if (failed || e->payload == NULL) {
+        free(e->payload);
+        free(e->client_id);
+        free(e->username);
+        goto nomem;
+    }
+    memcpy(e->payload, in->payload, in->len);
+    e->len = in->len;
+    e->gone = false;
+    e->r = *r;
+    memset(r, 0, sizeof *r); /* now the queue's */
+    q->len++;
+    return;
+nomem:
+    ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request from %s was not answered", in->client_id);
+}
+
+static void ss__queued_free(struct ss_queued *e)
+{
+    ss__props_free(&e->r);
+    free(e->payload);
+    free(e->client_id);
+    free(e->username);
+}
+
+int ss_queue_new(struct ss_plugin *p)
+{
+    p->queue = calloc(1, sizeof *p->queue);
+    return p->queue ? SS_OK : SS_E_NOMEM;
+}
+
+void ss_queue_run(struct ss_plugin *p)
+{
+    struct ss_reqqueue *q = p->queue;
+    for (size_t i = 0; i < q->len; i++) {
+        struct ss_queued *e = &q->items[i];
+        struct ss_req_in in = {e->payload, e->len, e->client_id, e->username, e->gone};
+        ss__execute(p, &in, &e->r);
+        ss__queued_free(e);
+    }
+    q->len = 0;
+}
+
+void ss_queue_client_gone(struct ss_plugin *p, const char *client_id)
+{
+    struct ss_reqqueue *q = p->queue;
+    for (size_t i = 0; q && i < q->len; i++)
+        if (strcmp(q->items[i].client_id, client_id) == 0)
+            q->items[i].gone = true;
+}
+
+void ss_queue_free(struct ss_plugin *p)
+{
+    struct ss_reqqueue *q = p->queue;
+    if (q == NULL)
+        return;
+    /* Shutting down: requests never run were never answered. */
+    for (size_t i = 0; i < q->len; i++)
+        ss__queued_free(&q->items[i]);
+    free(q->items);
+    free(q);
+    p->queue = NULL;
 }
 
 int ss_on_message(int event, void *event_data, void *userdata)
@@ -239,7 +354,13 @@ int ss_on_message(int event, void *event_data, void *userdata)
         ss__status(p, &r, "505", extra);
         ret = MOSQ_ERR_ACL_DENIED;
     } else {
-        ss__execute(p, ed, &r, client_id);
+        struct ss_req_in in = {ed->payload, ed->payloadlen, client_id,
+                               mosquitto_client_username(ed->client), false};
+        /* While a commit is under way its batch is closed: wait for the next. */
+        if (p->committer.pending)
+            ss__enqueue(p, &in, &r);
+        else
+            ss__execute(p, &in, &r);
     }
     if (ret != MOSQ_ERR_SUCCESS)
         p->refused++;

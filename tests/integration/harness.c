@@ -443,6 +443,81 @@ struct msg *request(struct client *c, const char *resp, const char *corr, const 
     return client_wait(c, 5000);
 }
 
+/* ---- raw MQTT 5, for what libmosquitto will not send ---------------- */
+
+void raw_put_varint(uint8_t *b, size_t *n, size_t v)
+{
+    do {
+        uint8_t byte = v % 128;
+        v /= 128;
+        b[(*n)++] = (uint8_t)(byte | (v ? 0x80 : 0));
+    } while (v);
+}
+
+void raw_put_str(uint8_t *b, size_t *n, const void *s, size_t len)
+{
+    b[(*n)++] = (uint8_t)(len >> 8);
+    b[(*n)++] = (uint8_t)len;
+    memcpy(b + *n, s, len);
+    *n += len;
+}
+
+int raw_connect(int port, const char *id)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ASSERT_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    uint8_t body[256], pkt[300];
+    size_t n = 0, m = 0;
+    raw_put_str(body, &n, "MQTT", 4);
+    body[n++] = 5;    /* protocol version */
+    body[n++] = 0x02; /* clean start */
+    body[n++] = 0;
+    body[n++] = 60; /* keepalive */
+    body[n++] = 0;  /* no properties */
+    raw_put_str(body, &n, id, strlen(id));
+    pkt[m++] = 0x10;
+    raw_put_varint(pkt, &m, n);
+    memcpy(pkt + m, body, n);
+    ASSERT_EQ(write(fd, pkt, m + n), (ssize_t)(m + n));
+    uint8_t ack[64];
+    ASSERT_TRUE(read(fd, ack, sizeof ack) >= 4);
+    ASSERT_EQ(ack[0], 0x20);
+    return fd;
+}
+
+size_t raw_request(uint8_t *out, size_t cap, uint16_t packet_id, const char *resp, const char *corr,
+                   const char *const *words)
+{
+    static uint8_t body[2 << 20];
+    size_t n = 0, m = 0, pn = 0;
+    uint8_t props[1024];
+    props[pn++] = 0x08; /* response topic */
+    raw_put_str(props, &pn, resp, strlen(resp));
+    props[pn++] = 0x09; /* correlation data */
+    raw_put_str(props, &pn, corr, strlen(corr));
+    char ts[64];
+    snprintf(ts, sizeof ts, "%015llu:00000:raw", (unsigned long long)now_ms());
+    props[pn++] = 0x26; /* user property __ts */
+    raw_put_str(props, &pn, "__ts", 4);
+    raw_put_str(props, &pn, ts, strlen(ts));
+    raw_put_str(body, &n, REQ_TOPIC, strlen(REQ_TOPIC));
+    body[n++] = (uint8_t)(packet_id >> 8);
+    body[n++] = (uint8_t)packet_id;
+    raw_put_varint(body, &n, pn);
+    memcpy(body + n, props, pn);
+    n += pn;
+    int plen = encode_request(body + n, (int)(sizeof body - n), words, NULL);
+    ASSERT_TRUE(plen > 0);
+    n += (size_t)plen;
+    ASSERT_TRUE(n + 5 <= cap);
+    out[m++] = 0x32; /* PUBLISH, QoS 1 */
+    raw_put_varint(out, &m, n);
+    memcpy(out + m, body, n);
+    return m + n;
+}
+
 /* ---- running programs -------------------------------------------------- */
 
 char *slurp(const char *path, size_t *len)

@@ -98,6 +98,13 @@ void client_connect_rr(struct client *c, int port, const char *id, char *resp, s
 #define W(...) ((const char *const[]){__VA_ARGS__, NULL})
 /* The message's payload equals a string literal. */
 #define PAYLOAD(m, lit) ASSERT_STR((m)->payload, (size_t)(m)->len, lit)
+/* A message (evaluated once, e.g. a request) arrived with this payload. */
+#define ASSERT_REPLY(expr, lit)                                                         \
+    do {                                                                                \
+        struct msg *r_ = (expr);                                                        \
+        ASSERT_TRUE(r_ != NULL);                                                        \
+        PAYLOAD(r_, lit);                                                               \
+    } while (0)
 /* The message has user property name with exactly this value. */
 #define USER(m, name, val)                                                              \
     do {                                                                                \
@@ -114,6 +121,16 @@ struct msg *request(struct client *c, const char *resp, const char *corr, const 
 /* Encode words as a request payload into buf (cap bytes); returns length. */
 int encode_request(uint8_t *buf, int cap, const char *const *words, const int *lens);
 
+
+/* Raw MQTT 5 over a socket, for sequences libmosquitto will not send. */
+void raw_put_varint(uint8_t *b, size_t *n, size_t v);
+void raw_put_str(uint8_t *b, size_t *n, const void *s, size_t len);
+/* Connect with a clean start; returns the socket after the CONNACK. */
+int raw_connect(int port, const char *id);
+/* A QoS 1 request PUBLISH (words as for request, __ts now) into out;
+ * returns its length. */
+size_t raw_request(uint8_t *out, size_t cap, uint16_t packet_id, const char *resp, const char *corr,
+                   const char *const *words);
 
 /* Running programs (the CLI, examples). */
 struct run {

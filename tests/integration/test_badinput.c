@@ -51,48 +51,6 @@ static void check_alive(struct client *v, const char *resp)
 
 /* ---- a raw MQTT 5 connection, for what libmosquitto refuses to send ---- */
 
-static void put_varint(uint8_t *b, size_t *n, size_t v)
-{
-    do {
-        uint8_t byte = v % 128;
-        v /= 128;
-        b[(*n)++] = (uint8_t)(byte | (v ? 0x80 : 0));
-    } while (v);
-}
-
-static void put_str(uint8_t *b, size_t *n, const void *s, size_t len)
-{
-    b[(*n)++] = (uint8_t)(len >> 8);
-    b[(*n)++] = (uint8_t)len;
-    memcpy(b + *n, s, len);
-    *n += len;
-}
-
-static int raw_connect(int port, const char *id)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    ASSERT_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    uint8_t body[256], pkt[300];
-    size_t n = 0, m = 0;
-    put_str(body, &n, "MQTT", 4);
-    body[n++] = 5;    /* protocol version */
-    body[n++] = 0x02; /* clean start */
-    body[n++] = 0;
-    body[n++] = 60; /* keepalive */
-    body[n++] = 0;  /* no properties */
-    put_str(body, &n, id, strlen(id));
-    pkt[m++] = 0x10;
-    put_varint(pkt, &m, n);
-    memcpy(pkt + m, body, n);
-    ASSERT_EQ(write(fd, pkt, m + n), (ssize_t)(m + n));
-    uint8_t ack[64];
-    ASSERT_TRUE(read(fd, ack, sizeof ack) >= 4);
-    ASSERT_EQ(ack[0], 0x20);
-    return fd;
-}
-
 /* PUBLISH QoS 1 on the request topic with a user property name/value given
  * as raw bytes (not necessarily UTF-8). Returns true if the broker closed
  * the connection (or sent DISCONNECT) instead of answering. */
@@ -101,26 +59,26 @@ static bool raw_publish_closed(int fd, const void *name, size_t nlen, const char
 {
     static uint8_t body[4096], pkt[4200];
     size_t n = 0, m = 0;
-    put_str(body, &n, REQ_TOPIC, strlen(REQ_TOPIC));
+    raw_put_str(body, &n, REQ_TOPIC, strlen(REQ_TOPIC));
     body[n++] = 0;
     body[n++] = 1; /* packet id */
     uint8_t props[1024];
     size_t pn = 0;
     props[pn++] = 0x08; /* response topic */
-    put_str(props, &pn, resp, resp_len);
+    raw_put_str(props, &pn, resp, resp_len);
     props[pn++] = 0x09; /* correlation data */
-    put_str(props, &pn, "raw", 3);
+    raw_put_str(props, &pn, "raw", 3);
     props[pn++] = 0x26; /* user property */
-    put_str(props, &pn, name, nlen);
-    put_str(props, &pn, "v", 1);
-    put_varint(body, &n, pn);
+    raw_put_str(props, &pn, name, nlen);
+    raw_put_str(props, &pn, "v", 1);
+    raw_put_varint(body, &n, pn);
     memcpy(body + n, props, pn);
     n += pn;
     static const char payload[] = "*2\r\n$3\r\nSET\r\n$3\r\nraw\r\n";
     memcpy(body + n, payload, sizeof payload - 1);
     n += sizeof payload - 1;
     pkt[m++] = 0x32;
-    put_varint(pkt, &m, n);
+    raw_put_varint(pkt, &m, n);
     memcpy(pkt + m, body, n);
     ASSERT_EQ(write(fd, pkt, m + n), (ssize_t)(m + n));
     struct timeval tv = {2, 0};

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,7 +33,7 @@ struct pending {
 
 static void send_words(struct client *c, const char *resp, const char *corr, const char *const *words)
 {
-    static uint8_t buf[4096];
+    static uint8_t buf[1 << 17];
     int n = encode_request(buf, sizeof buf, words, NULL);
     mosquitto_property *props = NULL;
     char ts[200];
@@ -53,9 +55,11 @@ struct acked {
     char version[64];
 };
 
-TEST(reliability_kill9_rounds_keep_acknowledged_writes)
+/* extra: broker config lines (the sync policy under test). */
+static void kill9_rounds(const char *extra)
 {
     struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "%s", extra);
     broker_start(&b);
     static struct acked acked[MAX_ACKED];
     int nacked = 0, seq = 0;
@@ -115,6 +119,17 @@ TEST(reliability_kill9_rounds_keep_acknowledged_writes)
     }
     client_close(&r);
     broker_stop(&b);
+}
+
+TEST(reliability_kill9_rounds_keep_acknowledged_writes)
+{
+    kill9_rounds("");
+}
+
+/* Group commit: the commit runs on another thread while requests queue. */
+TEST(reliability_kill9_rounds_fsync_always)
+{
+    kill9_rounds("plugin_opt_fsync always\n");
 }
 
 /* ---- linearizability -------------------------------------------------- */
@@ -248,9 +263,10 @@ static void check_history(struct op *ops, int n)
     ASSERT_EQ(violations, 0);
 }
 
-TEST(reliability_linearizable_histories)
+static void linearizable_histories(const char *extra)
 {
     struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "%s", extra);
     broker_start(&b);
     static struct client cs[CLIENTS];
     static char resp[CLIENTS][64];
@@ -333,6 +349,18 @@ TEST(reliability_linearizable_histories)
     broker_stop(&b);
 }
 
+TEST(reliability_linearizable_histories)
+{
+    linearizable_histories("");
+}
+
+/* Requests that wait for a commit under way run in the next batch: still
+ * one order consistent with real time. */
+TEST(reliability_linearizable_histories_fsync_always)
+{
+    linearizable_histories("plugin_opt_fsync always\n");
+}
+
 /* A broken history must be caught: the checker is not vacuous. */
 TEST(reliability_checker_catches_violations)
 {
@@ -397,5 +425,73 @@ TEST(reliability_per_client_limits)
     PAYLOAD(m, "+OK\r\n");
     client_close(&c);
     client_close(&d);
+    broker_stop(&b);
+}
+
+/* With fsync=always, requests that arrive during a commit wait in a queue.
+ * A KEYNOTIFY among them whose client left meanwhile must not register
+ * (its registrations were dropped at the disconnect): the same client id
+ * coming back gets no notification it did not ask for. */
+TEST(reliability_queued_keynotify_of_departed_client)
+{
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "plugin_opt_fsync always\n");
+    broker_start(&b);
+    struct client w, o;
+    char rw[64], ro[64];
+    client_connect_rr(&w, b.port, "writer", rw, sizeof rw);
+    static char big[1 << 20];
+    memset(big, 'x', sizeof big - 1);
+    for (int round = 0; round < 5; round++) {
+        /* Large writes start a commit; the KEYNOTIFY and the DISCONNECT
+         * follow as soon as the writes are acknowledged at the MQTT level
+         * (PUBACK: received and run), so they come in while it is under
+         * way. */
+        int fd = raw_connect(b.port, "leaver");
+        static uint8_t burst[4 << 20];
+        size_t n = 0;
+        for (int i = 0; i < 3; i++) {
+            char k[16];
+            snprintf(k, sizeof k, "fill%d", i);
+            n += raw_request(burst + n, sizeof burst - n, (uint16_t)(i + 1), "clients/leaver/resp", "f",
+                             W("SET", k, big));
+        }
+        ASSERT_EQ(write(fd, burst, n), (ssize_t)n);
+        uint8_t acks[12];
+        size_t got = 0;
+        while (got < sizeof acks) {
+            ssize_t r = read(fd, acks + got, sizeof acks - got);
+            ASSERT_TRUE(r > 0);
+            got += (size_t)r;
+        }
+        n = raw_request(burst, sizeof burst, 9, "clients/leaver/resp", "n", W("KEYNOTIFY", "watched"));
+        burst[n++] = 0xE0; /* DISCONNECT, normal */
+        burst[n++] = 0;
+        ASSERT_EQ(write(fd, burst, n), (ssize_t)n);
+        /* Read until the broker closes after the DISCONNECT: closing with
+         * unread PUBACKs would reset the connection and lose the rest. */
+        struct timeval tv = {5, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        uint8_t sink[4096];
+        while (read(fd, sink, sizeof sink) > 0)
+            ;
+        close(fd);
+        client_connect_rr(&o, b.port, "leaver", ro, sizeof ro);
+        /* Received after everything the first session sent. */
+        ASSERT_REPLY(request(&w, rw, "s", NULL, NULL, W("SET", "watched", "v")), "+OK\r\n");
+        struct msg *m;
+        while ((m = client_wait(&o, 300)) != NULL)
+            ASSERT_TRUE(strstr(m->topic, "/command/notify/") == NULL);
+        client_close(&o);
+    }
+    /* The control: a registration by a connected client does notify. */
+    client_connect_rr(&o, b.port, "leaver", ro, sizeof ro);
+    ASSERT_REPLY(request(&o, ro, "n", NULL, NULL, W("KEYNOTIFY", "watched")), "+OK\r\n");
+    ASSERT_REPLY(request(&w, rw, "s", NULL, NULL, W("SET", "watched", "v2")), "+OK\r\n");
+    struct msg *m = client_wait(&o, 5000);
+    ASSERT_TRUE(m != NULL);
+    ASSERT_TRUE(strstr(m->topic, "/command/notify/") != NULL);
+    client_close(&o);
+    client_close(&w);
     broker_stop(&b);
 }

@@ -1,5 +1,6 @@
 /* test_store.c - the LMDB store: records, long keys, expiry index,
  * quotas, batches and persistence. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,6 +44,15 @@ static ss_record rec_of(ss_bytes value, uint64_t wall, uint32_t counter)
 static void put(ss_store *s, ss_bytes key, const ss_record *r)
 {
     ASSERT_EQ(ss_store_put(s, key, r), SS_OK);
+}
+
+static void assert_clock(const ss_store *s, uint64_t want_wall, uint32_t want_counter)
+{
+    uint64_t wall;
+    uint32_t counter;
+    ss_store_get_clock(s, &wall, &counter);
+    ASSERT_EQ(wall, want_wall);
+    ASSERT_EQ(counter, want_counter);
 }
 
 /* Key i of a family sharing a long common prefix: n bytes in all. */
@@ -137,11 +147,7 @@ TEST(store_persistence)
     s = open_store(&o);
     ASSERT_EQ(ss_store_key_count(s), 2);
     ASSERT_EQ(ss_store_byte_count(s), bytes);
-    uint64_t wall;
-    uint32_t counter;
-    ss_store_get_clock(s, &wall, &counter);
-    ASSERT_EQ(wall, 1000);
-    ASSERT_EQ(counter, 2);
+    assert_clock(s, 1000, 2);
     ASSERT_EQ(ss_store_next_expiry(s), 99999);
     ASSERT_EQ(ss_store_begin(s), SS_OK);
     ss_record got;
@@ -507,4 +513,71 @@ TEST(store_put_after_get_reuses_location)
     ASSERT_EQ(ss_store_key_count(s), 3);
     ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
     ss_store_close(s);
+}
+
+static void *commit_thread(void *arg)
+{
+    static int rc;
+    rc = ss_store_commit_run(arg);
+    return &rc;
+}
+
+/* Group commit: a batch prepared on one thread and written on another;
+ * the store refuses every use in between, and a failure rolls back. */
+TEST(store_commit_on_another_thread)
+{
+    ss_store_options o = ss_store_options_default();
+    o.sync = SS_SYNC_ALWAYS;
+    ss_store *s = open_store(&o);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_TRUE(!ss_store_batch_dirty(s));
+    ss_record r;
+    ASSERT_EQ(ss_store_get(s, B("k"), &r), SS_E_NOTFOUND);
+    ASSERT_TRUE(!ss_store_batch_dirty(s)); /* a read costs no sync */
+    ss_record a = rec_of(B("value"), 2000, 1);
+    put(s, B("k"), &a);
+    ASSERT_EQ(ss_store_set_clock(s, 2000, 1), SS_OK);
+    ASSERT_TRUE(ss_store_batch_dirty(s));
+    uint64_t bytes = ss_store_byte_count(s);
+    ASSERT_EQ(ss_store_commit_prepare(s), SS_OK);
+    ASSERT_TRUE(!ss_store_in_batch(s));
+    ASSERT_EQ(ss_store_begin(s), SS_E_BUSY);
+    ASSERT_EQ(ss_store_get(s, B("k"), &r), SS_E_BUSY);
+    ASSERT_EQ(ss_store_put(s, B("x"), &a), SS_E_BUSY);
+    ASSERT_EQ(ss_store_commit_prepare(s), SS_E_BUSY);
+    ASSERT_EQ(ss_store_key_count(s), 1);
+    ASSERT_EQ(ss_store_byte_count(s), bytes);
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, commit_thread, s), 0);
+    void *res;
+    pthread_join(t, &res);
+    ASSERT_EQ(*(int *)res, SS_OK);
+    ASSERT_EQ(ss_store_commit_finish(s, *(int *)res, 0), SS_OK);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_get(s, B("k"), &r), SS_OK);
+    ASSERT_MEM(r.value.data, r.value.len, "value", 5);
+    /* A commit that failed leaves the counts and clock of the last one. */
+    ss_record b = rec_of(B("longer value"), 2000, 2);
+    put(s, B("k2"), &b);
+    ASSERT_EQ(ss_store_set_clock(s, 2000, 2), SS_OK);
+    ASSERT_EQ(ss_store_commit_prepare(s), SS_OK);
+    ss_store_abort(s); /* no effect while committing */
+    ASSERT_EQ(ss_store_commit_run(s), SS_OK);
+    ASSERT_EQ(ss_store_commit_finish(s, SS_E_IO, 0), SS_E_IO);
+    ASSERT_EQ(ss_store_byte_count(s), bytes);
+    assert_clock(s, 2000, 1);
+    ss_store_close(s);
+}
+
+/* One process per data directory; the lock goes with the store. */
+TEST(store_directory_lock)
+{
+    ss_store_options o = ss_store_options_default();
+    ss_store *s = open_store(&o);
+    ss_store *second = NULL;
+    ASSERT_EQ(ss_store_open(&o, &second), SS_E_BUSY);
+    ASSERT_TRUE(second == NULL);
+    ss_store_close(s);
+    ASSERT_EQ(ss_store_open(&o, &second), SS_OK);
+    ss_store_close(second);
 }

@@ -1,0 +1,161 @@
+/* committer.c - group commit for fsync=always.
+ *
+ * With fsync=always a commit waits for the disk (two syncs in LMDB: the
+ * data pages, then the meta page). Done on the broker's thread, that wait
+ * stalls every client, and since the broker reads about one packet per
+ * connection per loop iteration, each sync would cover only a few requests.
+ * So the commit runs here, on a thread of its own, while the broker goes
+ * on reading requests; those wait in a queue (request.c) and all go into
+ * the next batch, which one commit and one pair of syncs then cover.
+ *
+ * Waking the broker: it sleeps in epoll_wait (up to 100 ms) and a plugin
+ * cannot add a descriptor to that set. A signal interrupts the wait (the
+ * broker treats EINTR as a normal wake-up) and the loop goes on to its
+ * TICK, where the answers are published. A signal that lands just before
+ * the broker enters epoll_wait is spent without waking it, so the thread
+ * repeats it every 200 us until the tick has collected the result.
+ * SIGURG is used: ignored by default, and nothing in Mosquitto uses it.
+ */
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/errors.h"
+#include "plugin.h"
+
+#define SS_WAKE_SIGNAL SIGURG
+#define SS_WAKE_REPEAT_NS 200000L
+
+enum { SS_COMMIT_IDLE, SS_COMMIT_RUNNING, SS_COMMIT_DONE };
+
+static void ss__wake_handler(int sig)
+{
+    (void)sig; /* its only purpose is to interrupt epoll_wait */
+}
+
+static void ss__deadline(struct timespec *ts, long ns)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_nsec += ns;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static void *ss__committer_main(void *arg)
+{
+    struct ss_committer *c = arg;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        while (c->state != SS_COMMIT_RUNNING && !c->stop)
+            pthread_cond_wait(&c->cv, &c->mu);
+        if (c->state != SS_COMMIT_RUNNING)
+            break;
+        pthread_mutex_unlock(&c->mu);
+        int rc = ss_store_commit_run(c->store);
+        pthread_mutex_lock(&c->mu);
+        c->result = rc;
+        c->state = SS_COMMIT_DONE;
+        while (c->state == SS_COMMIT_DONE && !c->stop) {
+            pthread_kill(c->broker, SS_WAKE_SIGNAL);
+            struct timespec ts;
+            ss__deadline(&ts, SS_WAKE_REPEAT_NS);
+            pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+int ss_committer_start(struct ss_committer *c, ss_store *store)
+{
+    memset(c, 0, sizeof *c);
+    c->store = store;
+    c->broker = pthread_self();
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0)
+        return SS_E_NOMEM;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(&c->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc != 0)
+        return SS_E_NOMEM;
+    if (pthread_mutex_init(&c->mu, NULL) != 0) {
+        pthread_cond_destroy(&c->cv);
+        return SS_E_NOMEM;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = ss__wake_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART; /* other system calls go on; epoll_wait returns EINTR */
+    if (sigaction(SS_WAKE_SIGNAL, &sa, &c->old_action) != 0)
+        goto fail;
+    /* The thread takes no signals: the wake-up is for the broker's thread. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&c->thread, NULL, ss__committer_main, c);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        sigaction(SS_WAKE_SIGNAL, &c->old_action, NULL);
+        goto fail;
+    }
+    c->started = true;
+    return SS_OK;
+fail:
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    c->store = NULL;
+    return SS_E_NOMEM;
+}
+
+void ss_committer_submit(struct ss_committer *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->state = SS_COMMIT_RUNNING;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    c->pending = true;
+}
+
+bool ss_committer_collect(struct ss_committer *c, int *rc)
+{
+    pthread_mutex_lock(&c->mu);
+    bool done = c->state == SS_COMMIT_DONE;
+    if (done) {
+        *rc = c->result;
+        c->state = SS_COMMIT_IDLE;
+        pthread_cond_broadcast(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (done)
+        c->pending = false;
+    return done;
+}
+
+void ss_committer_stop(struct ss_committer *c)
+{
+    if (!c->started)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->stop = true;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    /* A commit under way is completed first; its result stays to collect. */
+    pthread_join(c->thread, NULL);
+    sigaction(SS_WAKE_SIGNAL, &c->old_action, NULL);
+    c->started = false;
+}
+
+void ss_committer_destroy(struct ss_committer *c)
+{
+    if (c->started)
+        ss_committer_stop(c);
+    if (c->store == NULL)
+        return;
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    c->store = NULL;
+}
