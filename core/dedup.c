@@ -76,11 +76,7 @@ void ss_dedup_free(ss_dedup *d)
 
 uint64_t ss_dedup_fingerprint(const ss_dedup *d, const ss_bytes *parts, size_t n)
 {
-    uint64_t h = 0;
-    for (size_t i = 0; i < n; i++)
-        h = h * 0x9e3779b97f4a7c15ull ^
-            ss_table_hash2(&d->table, (const uint8_t *)&h, sizeof h, parts[i].data, parts[i].len);
-    return h;
+    return ss_table_hash_parts(&d->table, parts, n);
 }
 
 /* The table key covers the fingerprint too: a client that reuses its

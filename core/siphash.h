@@ -1,13 +1,26 @@
 /* siphash.h - SipHash-2-4, a keyed 64-bit hash (Aumasson and Bernstein).
  *
- * Used to name long keys inside LMDB: with a secret per-store key an
- * attacker cannot choose keys that all collide. */
+ * Used to name long keys inside LMDB and for the in-memory tables: with a
+ * secret key an attacker cannot choose inputs that all collide. The
+ * streaming form hashes several pieces as if they were one run of bytes,
+ * without copying them together. */
 #ifndef SS_SIPHASH_H
 #define SS_SIPHASH_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+typedef struct ss_siphash_state {
+    uint64_t v0, v1, v2, v3;
+    uint64_t tail; /* up to 7 bytes not yet compressed, little-endian */
+    size_t len;    /* bytes seen so far */
+} ss_siphash_state;
+
+void ss_siphash_init(ss_siphash_state *s, const uint8_t key[16]);
+void ss_siphash_update(ss_siphash_state *s, const void *data, size_t len);
+uint64_t ss_siphash_final(const ss_siphash_state *s);
+
+/* The hash of one run of bytes: init, update, final. */
 uint64_t ss_siphash(const uint8_t key[16], const uint8_t *data, size_t len);
 
 #endif

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
+
 typedef struct ss_table_node {
     struct ss_table_node *next;
     uint64_t hash;
@@ -29,8 +31,10 @@ int ss_table_init(ss_table *t);
 void ss_table_free(ss_table *t);
 
 uint64_t ss_table_hash(const ss_table *t, const uint8_t *data, size_t len);
-/* Hash of two byte runs taken together (lengths included, so "ab"+"c" and
- * "a"+"bc" differ). */
+/* Hash of several byte runs taken together, in one pass (lengths included,
+ * so "ab"+"c" and "a"+"bc" differ). */
+uint64_t ss_table_hash_parts(const ss_table *t, const ss_bytes *parts, size_t n);
+/* The same for two runs. */
 uint64_t ss_table_hash2(const ss_table *t, const uint8_t *a, size_t alen, const uint8_t *b,
                         size_t blen);
 
