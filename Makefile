@@ -123,18 +123,18 @@ check: test
 # Benchmarks (about 10 minutes): see docs/BENCHMARKS.md.
 BENCH_BINS = build/plain/bench/loadgen build/plain/bench/echo_plugin.so build/plain/bench/engine_bench \
              build/plain/bench/expiry_storm build/plain/statestore.so build/plain/statestore
-build/plain/bench/loadgen: bench/loadgen.c
+build/plain/bench/loadgen: bench/loadgen.c bench/mqtt_raw.c bench/mqtt_raw.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $<
+	$(CC) $(CFLAGS_ALL) -o $@ bench/loadgen.c bench/mqtt_raw.c
 build/plain/bench/echo_plugin.so: bench/echo_plugin.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -shared -o $@ $<
 build/plain/bench/engine_bench: bench/engine_bench.c build/plain/libstatestore-core.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
-build/plain/bench/expiry_storm: bench/expiry_storm.c build/plain/libstatestore-client.a
+build/plain/bench/expiry_storm: bench/expiry_storm.c bench/mqtt_raw.c bench/mqtt_raw.h build/plain/libstatestore-core.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $^ $(MOSQ_LIBS) -lpthread
+	$(CC) $(CFLAGS_ALL) -o $@ bench/expiry_storm.c bench/mqtt_raw.c build/plain/libstatestore-core.a $(LDLIBS_ALL)
 bench: deps
 	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0
 	@scripts/bench.sh

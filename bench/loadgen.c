@@ -5,10 +5,10 @@
  *           [--sequential] [--echo] [--prefix P] [--px MS] [--label NAME]
  *
  * Each connection keeps IN_FLIGHT QoS 1 requests outstanding and sends the
- * next as soon as an answer arrives. It speaks MQTT 5 itself over
- * non-blocking sockets from one thread, batching what it writes, so that
- * the generator costs the machine as little as possible next to the broker
- * it measures (a libmosquitto client spent more CPU than the broker).
+ * next as soon as an answer arrives. It speaks MQTT 5 itself (mqtt_raw.c)
+ * over non-blocking sockets from one thread, batching what it writes, so
+ * that the generator costs the machine as little as possible next to the
+ * broker it measures (a libmosquitto client spent more CPU than the broker).
  *
  * Every answer is checked: SET must answer +OK; GET either $-1 or exactly
  * the value this generator writes for that key (with --echo: the echo
@@ -17,26 +17,20 @@
  *   LOADGEN label=.. ops=.. seconds=.. ops_per_s=.. p50_us=.. p99_us=.. max_us=.. errors=..
  * Exit status 0 when no answer was wrong or missing.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#define REQ_TOPIC "statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke"
+#include "mqtt_raw.h"
+
 #define MAX_WINDOW 1024
-#define INBUF (1 << 20)
 
 struct options {
     const char *host;
@@ -48,17 +42,10 @@ struct options {
     long px;
 };
 
-struct buf {
-    uint8_t *p;
-    size_t len, cap;
-};
-
 struct conn {
-    int fd, index;
+    struct rconn r;
+    int index;
     char resp_topic[64];
-    struct buf out;
-    uint8_t *in;
-    size_t in_len;
     uint64_t sent_ns[MAX_WINDOW];
     int slot_key[MAX_WINDOW];
     bool slot_get[MAX_WINDOW], slot_busy[MAX_WINDOW];
@@ -77,59 +64,6 @@ static uint64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void die(const char *what)
-{
-    fprintf(stderr, "loadgen: %s: %s\n", what, strerror(errno));
-    exit(2);
-}
-
-static void put(struct buf *b, const void *p, size_t n)
-{
-    if (b->len + n > b->cap) {
-        while (b->len + n > b->cap)
-            b->cap = b->cap ? b->cap * 2 : 65536;
-        b->p = realloc(b->p, b->cap);
-        if (b->p == NULL)
-            die("realloc");
-    }
-    memcpy(b->p + b->len, p, n);
-    b->len += n;
-}
-
-static void put_u8(struct buf *b, uint8_t v)
-{
-    put(b, &v, 1);
-}
-
-static void put_u16(struct buf *b, unsigned v)
-{
-    uint8_t x[2] = {(uint8_t)(v >> 8), (uint8_t)v};
-    put(b, x, 2);
-}
-
-static void put_varint(struct buf *b, size_t v)
-{
-    do {
-        uint8_t byte = v % 128;
-        v /= 128;
-        put_u8(b, (uint8_t)(byte | (v ? 0x80 : 0)));
-    } while (v);
-}
-
-static void put_str(struct buf *b, const void *s, size_t n)
-{
-    put_u16(b, (unsigned)n);
-    put(b, s, n);
-}
-
-/* A packet: type byte, then the body built in tmp. */
-static void put_packet(struct buf *b, uint8_t type, const struct buf *body)
-{
-    put_u8(b, type);
-    put_varint(b, body->len);
-    put(b, body->p, body->len);
 }
 
 static int key_text(int k, char *out)
@@ -167,28 +101,10 @@ static void send_request(struct conn *c, int slot)
             n += sprintf(payload + n, "$2\r\nPX\r\n$%d\r\n%s\r\n", pl, px);
         }
     }
-    static struct buf body, props;
-    body.len = props.len = 0;
-    put_u8(&props, 0x08);
-    put_str(&props, c->resp_topic, strlen(c->resp_topic));
     uint8_t corr[8];
     memcpy(corr, &c->index, 4);
     memcpy(corr + 4, &slot, 4);
-    put_u8(&props, 0x09);
-    put_str(&props, corr, sizeof corr);
-    char ts[48];
-    struct timespec rt;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    int tl = sprintf(ts, "%lld:0:lg", (long long)rt.tv_sec * 1000 + rt.tv_nsec / 1000000);
-    put_u8(&props, 0x26);
-    put_str(&props, "__ts", 4);
-    put_str(&props, ts, (size_t)tl);
-    put_str(&body, REQ_TOPIC, strlen(REQ_TOPIC));
-    put_u16(&body, (unsigned)slot + 1); /* packet id */
-    put_varint(&body, props.len);
-    put(&body, props.p, props.len);
-    put(&body, payload, (size_t)n);
-    put_packet(&c->out, 0x32, &body);
+    raw_put_request(&c->r.out, (unsigned)slot + 1, c->resp_topic, corr, sizeof corr, payload, (size_t)n);
     c->slot_key[slot] = k;
     c->slot_get[slot] = get;
     c->slot_busy[slot] = true;
@@ -211,19 +127,6 @@ static bool answer_ok(struct conn *c, int slot, const uint8_t *p, size_t len)
     return len == (size_t)(hn + o.value_len + 2) && memcmp(p, want, len) == 0;
 }
 
-static size_t get_varint(const uint8_t *p, size_t n, size_t *v)
-{
-    size_t mult = 1, i = 0;
-    *v = 0;
-    while (i < n && i < 4) {
-        *v += (p[i] & 127) * mult;
-        mult *= 128;
-        if (!(p[i++] & 128))
-            return i;
-    }
-    return 0;
-}
-
 /* An answer: find the correlation data, check, record, send the next. */
 static void on_publish(struct conn *c, uint8_t flags, const uint8_t *p, size_t n)
 {
@@ -233,11 +136,11 @@ static void on_publish(struct conn *c, uint8_t flags, const uint8_t *p, size_t n
     int qos = (flags >> 1) & 3;
     if (qos) {
         uint8_t ack[4] = {0x40, 0x02, p[i], p[i + 1]};
-        put(&c->out, ack, 4);
+        raw_put(&c->r.out, ack, 4);
         i += 2;
     }
     size_t plen;
-    i += get_varint(p + i, n - i, &plen);
+    i += raw_get_varint(p + i, n - i, &plen);
     size_t pend = i + plen;
     int slot = -1;
     while (i < pend) {
@@ -283,12 +186,12 @@ static void on_publish(struct conn *c, uint8_t flags, const uint8_t *p, size_t n
 static void on_input(struct conn *c)
 {
     size_t i = 0;
-    while (i + 2 <= c->in_len) {
-        size_t rem, vl = get_varint(c->in + i + 1, c->in_len - i - 1, &rem);
-        if (vl == 0 || i + 1 + vl + rem > c->in_len)
+    while (i + 2 <= c->r.in_len) {
+        size_t rem, vl = raw_get_varint(c->r.in + i + 1, c->r.in_len - i - 1, &rem);
+        if (vl == 0 || i + 1 + vl + rem > c->r.in_len)
             break;
-        uint8_t type = c->in[i];
-        const uint8_t *body = c->in + i + 1 + vl;
+        uint8_t type = c->r.in[i];
+        const uint8_t *body = c->r.in + i + 1 + vl;
         if ((type & 0xF0) == 0x30)
             on_publish(c, type & 0x0F, body, rem);
         else if (type == 0x40 && rem >= 3 && body[2] >= 0x80)
@@ -299,90 +202,18 @@ static void on_input(struct conn *c)
         }
         i += 1 + vl + rem;
     }
-    memmove(c->in, c->in + i, c->in_len - i);
-    c->in_len -= i;
-}
-
-static void flush(struct conn *c)
-{
-    size_t off = 0;
-    while (off < c->out.len) {
-        ssize_t w = write(c->fd, c->out.p + off, c->out.len - off);
-        if (w < 0) {
-            if (errno == EAGAIN || errno == EINTR)
-                break;
-            die("write");
-        }
-        off += (size_t)w;
-    }
-    memmove(c->out.p, c->out.p + off, c->out.len - off);
-    c->out.len -= off;
-}
-
-/* Blocking read of one whole packet during the handshake. */
-static void read_packet(struct conn *c, uint8_t want)
-{
-    for (;;) {
-        size_t rem;
-        size_t vl = c->in_len > 1 ? get_varint(c->in + 1, c->in_len - 1, &rem) : 0;
-        if (vl && c->in_len >= 1 + vl + rem) {
-            if ((c->in[0] & 0xF0) != want) {
-                fprintf(stderr, "loadgen: unexpected packet 0x%02x\n", c->in[0]);
-                exit(2);
-            }
-            size_t total = 1 + vl + rem;
-            memmove(c->in, c->in + total, c->in_len - total);
-            c->in_len -= total;
-            return;
-        }
-        ssize_t r = read(c->fd, c->in + c->in_len, INBUF - c->in_len);
-        if (r <= 0)
-            die("read");
-        c->in_len += (size_t)r;
-    }
+    memmove(c->r.in, c->r.in + i, c->r.in_len - i);
+    c->r.in_len -= i;
 }
 
 static void open_conn(struct conn *c, int index)
 {
     c->index = index;
     c->seed = (unsigned)(index * 7919 + 1);
-    c->in = malloc(INBUF);
-    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai;
-    char port[16];
-    snprintf(port, sizeof port, "%d", o.port);
-    if (getaddrinfo(o.host, port, &hints, &ai) != 0)
-        die("resolve");
-    c->fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) != 0)
-        die("connect");
-    freeaddrinfo(ai);
-    int one = 1;
-    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     char id[48];
     snprintf(id, sizeof id, "loadgen-%d-%d", (int)getpid(), index);
     snprintf(c->resp_topic, sizeof c->resp_topic, "clients/%s/resp", id);
-    struct buf body = {0};
-    put_str(&body, "MQTT", 4);
-    put_u8(&body, 5);
-    put_u8(&body, 0x02);
-    put_u16(&body, 60);
-    put_u8(&body, 3); /* properties: receive maximum */
-    put_u8(&body, 0x21);
-    put_u16(&body, 65535);
-    put_str(&body, id, strlen(id));
-    put_packet(&c->out, 0x10, &body);
-    flush(c);
-    read_packet(c, 0x20);
-    body.len = 0;
-    put_u16(&body, 1);
-    put_u8(&body, 0);
-    put_str(&body, c->resp_topic, strlen(c->resp_topic));
-    put_u8(&body, 1);
-    put_packet(&c->out, 0x82, &body);
-    flush(c);
-    read_packet(c, 0x90);
-    free(body.p);
-    fcntl(c->fd, F_SETFL, O_NONBLOCK);
+    raw_open(&c->r, o.host, o.port, id, c->resp_topic);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -440,7 +271,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.conns; i++) {
         for (int s = 0; s < o.window; s++)
             send_request(&cs[i], s);
-        flush(&cs[i]);
+        raw_flush(&cs[i].r);
     }
     uint64_t drain_until = 0;
     for (;;) {
@@ -455,39 +286,29 @@ int main(int argc, char **argv)
         if (!running && (out == 0 || now >= drain_until))
             break;
         for (int i = 0; i < o.conns; i++) {
-            pfd[i].fd = cs[i].fd;
-            pfd[i].events = POLLIN | (cs[i].out.len ? POLLOUT : 0);
+            pfd[i].fd = cs[i].r.fd;
+            pfd[i].events = POLLIN | (cs[i].r.out.len ? POLLOUT : 0);
         }
         if (poll(pfd, (nfds_t)o.conns, 100) < 0 && errno != EINTR)
-            die("poll");
+            raw_die("loadgen: poll");
         for (int i = 0; i < o.conns; i++) {
             struct conn *c = &cs[i];
             if (pfd[i].revents & POLLIN) {
-                ssize_t r = read(c->fd, c->in + c->in_len, INBUF - c->in_len);
-                if (r == 0) {
+                if (!raw_read(&c->r)) {
                     fprintf(stderr, "loadgen: the broker closed connection %d\n", i);
                     exit(2);
                 }
-                if (r > 0) {
-                    c->in_len += (size_t)r;
-                    on_input(c);
-                }
+                on_input(c);
             }
-            if (c->out.len)
-                flush(c);
+            if (c->r.out.len)
+                raw_flush(&c->r);
         }
     }
     double secs = (double)(now_ns() - t0) / 1e9;
     long missing = 0;
     for (int i = 0; i < o.conns; i++) {
         missing += cs[i].outstanding;
-        static const uint8_t disc[] = {0xE0, 0x00};
-        if (write(cs[i].fd, disc, 2) < 0) {
-            /* the connection is going away anyway */
-        }
-        close(cs[i].fd);
-        free(cs[i].in);
-        free(cs[i].out.p);
+        raw_close(&cs[i].r);
     }
     qsort(lat, nlat, sizeof *lat, cmp_u32);
     uint32_t p50 = nlat ? lat[nlat / 2] : 0, p99 = nlat ? lat[nlat * 99 / 100] : 0,
