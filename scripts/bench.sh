@@ -70,29 +70,33 @@ echo
 # ---- 1. the floor: state store against the echo plugin ------------------
 start_broker echo "$PWD/$B/bench/echo_plugin.so"
 start_broker store "$PWD/$B/statestore.so" "plugin_opt_data_dir $WORK/store"
+start_broker always "$PWD/$B/statestore.so" "plugin_opt_data_dir $WORK/always" "plugin_opt_fsync always"
 lg -p "$PORT_store" -c 4 -w 64 -k 100000 -n 100000 --sequential --label preload > /dev/null
-declare -a et st el sl
+lg -p "$PORT_always" -c 4 -w 64 -k 100000 -n 100000 --sequential --label preload > /dev/null
+declare -a et st at el sl
 for i in $(seq "$REPS"); do
     e=$(lg -p "$PORT_echo" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --echo --label echo)
     s=$(lg -p "$PORT_store" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --label store)
-    et+=("$(field "$e" ops_per_s)"); st+=("$(field "$s" ops_per_s)")
+    a=$(lg -p "$PORT_always" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --label always)
+    et+=("$(field "$e" ops_per_s)"); st+=("$(field "$s" ops_per_s)"); at+=("$(field "$a" ops_per_s)")
     e=$(lg -p "$PORT_echo" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --echo --label echo1)
     s=$(lg -p "$PORT_store" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --label store1)
     el+=("$(field "$e" p50_us)"); sl+=("$(field "$s" p50_us)")
 done
-ET=$(median "${et[@]}"); ST=$(median "${st[@]}"); EL=$(median "${el[@]}"); SL=$(median "${sl[@]}")
+ET=$(median "${et[@]}"); ST=$(median "${st[@]}"); AT=$(median "${at[@]}")
+EL=$(median "${el[@]}"); SL=$(median "${sl[@]}")
 echo "1. floor (echo plugin = the broker alone), $REPS interleaved runs of ${SECS}s, medians:"
 echo "   throughput 4x64 in flight, 50% SET / 50% GET, 16-byte keys, 64-byte values, 100k keys:"
 echo "     echo ${ET} ops/s, state store ${ST} ops/s: ratio $(ratio "$ST" "$ET") (target >= 0.90)"
 echo "     runs: echo ${et[*]} / store ${st[*]}"
+echo "     the same with fsync always (group commit): ${AT} ops/s: ratio $(ratio "$AT" "$ET") (runs: ${at[*]})"
 echo "   latency p50, 1 in flight: echo ${EL} us, state store ${SL} us: ratio $(ratio "$SL" "$EL") (target <= 1.15)"
 echo "     runs: echo ${el[*]} / store ${sl[*]}"
-echo "BENCH floor echo_ops=$ET store_ops=$ST ratio=$(ratio "$ST" "$ET") echo_p50_us=$EL store_p50_us=$SL latency_ratio=$(ratio "$SL" "$EL")"
+echo "BENCH floor echo_ops=$ET store_ops=$ST ratio=$(ratio "$ST" "$ET") always_ops=$AT always_ratio=$(ratio "$AT" "$ET") echo_p50_us=$EL store_p50_us=$SL latency_ratio=$(ratio "$SL" "$EL")"
 stop_broker echo
 echo
 
 # ---- 6. durability: fsync always against periodic ----------------------
-start_broker always "$PWD/$B/statestore.so" "plugin_opt_data_dir $WORK/always" "plugin_opt_fsync always"
 declare -a pa aa
 for i in $(seq "$REPS"); do
     p=$(lg -p "$PORT_store" -c 4 -w 64 -s 100 -k 100000 -d "$SECS" --label periodic)
