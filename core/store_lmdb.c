@@ -59,6 +59,9 @@ struct ss_store {
     MDB_env *env;
     MDB_dbi db_keys, db_exp, db_meta;
     MDB_txn *txn;
+    /* A cursor on the keys database for the batch: a put right after a
+     * read of the same key finds its place without a new descent. */
+    MDB_cursor *cur;
     int lock_fd; /* holds the data directory's exclusive lock; -1 if none */
     bool committing; /* between commit_prepare and commit_finish */
     bool dirty;      /* the open batch changed something */
@@ -250,7 +253,7 @@ static int ss__find(ss_store *s, ss_bytes key, struct ss_loc *loc)
         loc->lk_len = key.len;
         k.mv_data = loc->lk;
         k.mv_size = loc->lk_len;
-        int rc = mdb_get(s->txn, s->db_keys, &k, &v);
+        int rc = mdb_cursor_get(s->cur, &k, &v, MDB_SET_KEY);
         if (rc == MDB_NOTFOUND)
             return SS_OK;
         if (rc != 0)
@@ -269,7 +272,7 @@ static int ss__find(ss_store *s, ss_bytes key, struct ss_loc *loc)
         ss__set_slot(loc->lk, slot);
         k.mv_data = loc->lk;
         k.mv_size = loc->lk_len;
-        int rc = mdb_get(s->txn, s->db_keys, &k, &v);
+        int rc = mdb_cursor_get(s->cur, &k, &v, MDB_SET_KEY);
         if (rc == MDB_NOTFOUND)
             return SS_OK; /* loc->lk names the first free slot */
         if (rc != 0)
@@ -579,7 +582,7 @@ int ss_store_begin(ss_store *s)
         return ss__mdb_err(rc);
     }
     MDB_stat st;
-    if (mdb_stat(s->txn, s->db_keys, &st) != 0) {
+    if (mdb_stat(s->txn, s->db_keys, &st) != 0 || mdb_cursor_open(s->txn, s->db_keys, &s->cur) != 0) {
         ss_store_abort(s);
         return SS_E_IO;
     }
@@ -617,8 +620,9 @@ void ss_store_abort(ss_store *s)
     ss__forget(s);
     if (s->committing || s->txn == NULL)
         return;
-    mdb_txn_abort(s->txn);
+    mdb_txn_abort(s->txn); /* also closes the cursor */
     s->txn = NULL;
+    s->cur = NULL;
     ss__rollback(s);
 }
 
@@ -651,8 +655,9 @@ int ss_store_commit_run(ss_store *s)
 {
     /* Touches only the transaction: the owner keeps off the store until
      * commit_finish (store.h). */
-    int mrc = mdb_txn_commit(s->txn);
+    int mrc = mdb_txn_commit(s->txn); /* also closes the cursor */
     s->txn = NULL;
+    s->cur = NULL;
     if (mrc == 0)
         return SS_OK;
     int rc = ss__mdb_err(mrc);
@@ -756,7 +761,7 @@ int ss_store_put(ss_store *s, ss_bytes key, const ss_record *rec)
     size_t tail_len = is_long ? key.len - SS_STORE_INLINE_KEY_MAX : 0;
     MDB_val k = {loc.lk_len, loc.lk};
     MDB_val v = {ss__rec_size(rec, tail_len, is_long), NULL};
-    int mrc = mdb_put(s->txn, s->db_keys, &k, &v, MDB_RESERVE);
+    int mrc = mdb_cursor_put(s->cur, &k, &v, MDB_RESERVE);
     if (mrc != 0)
         return ss__fail(s, mrc);
     ss__rec_encode(v.mv_data, rec, key.data + SS_STORE_INLINE_KEY_MAX, tail_len, is_long);
