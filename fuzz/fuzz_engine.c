@@ -75,7 +75,7 @@ static void fz_cleanup(void)
     char path[512];
     snprintf(path, sizeof path, "%s/data.mdb", f->dir);
     unlink(path);
-    snprintf(path, sizeof path, "%s/lock.mdb", f->dir);
+    snprintf(path, sizeof path, "%s/statestore.lock", f->dir);
     unlink(path);
     rmdir(f->dir);
 }
