@@ -57,6 +57,7 @@ static void *ss__committer_main(void *arg)
         pthread_mutex_lock(&c->mu);
         c->result = rc;
         c->state = SS_COMMIT_DONE;
+        pthread_cond_broadcast(&c->cv); /* a broker waiting in ss_committer_wait */
         while (c->state == SS_COMMIT_DONE && !c->stop) {
             pthread_kill(c->broker, SS_WAKE_SIGNAL);
             struct timespec ts;
@@ -133,6 +134,15 @@ bool ss_committer_collect(struct ss_committer *c, int *rc)
     if (done)
         c->pending = false;
     return done;
+}
+
+void ss_committer_wait(struct ss_committer *c, int *rc)
+{
+    pthread_mutex_lock(&c->mu);
+    while (c->state == SS_COMMIT_RUNNING)
+        pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+    ss_committer_collect(c, rc);
 }
 
 void ss_committer_stop(struct ss_committer *c)

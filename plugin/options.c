@@ -34,6 +34,7 @@ static const struct ss_opt_spec ss_opt_table[] = {
     {"dedup_window_ms", SS_OPT_U64, SS_OFF(dedup_window_ms), 0, 3600000},
     {"dedup_max_entries", SS_OPT_U64, SS_OFF(dedup_max_entries), 0, 100000000},
     {"dedup_max_bytes", SS_OPT_U64, SS_OFF(dedup_max_bytes), 0, (uint64_t)1 << 40},
+    {"max_queued_bytes", SS_OPT_U64, SS_OFF(max_queued_bytes), 0, (uint64_t)1 << 40},
     {"log_level", SS_OPT_LOG, SS_OFF(log_level), 0, 0},
     {"acl_file", SS_OPT_STRING, SS_OFF(acl_file), 0, 0},
     {"topic_protection", SS_OPT_BOOL, SS_OFF(topic_protection), 0, 0},
@@ -150,6 +151,7 @@ int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, in
     o->dedup_window_ms = 10000;
     o->dedup_max_entries = 100000;
     o->dedup_max_bytes = (uint64_t)64 << 20;
+    o->max_queued_bytes = (uint64_t)64 << 20;
     o->log_level = ss_log_levels[2].mask;
     o->topic_protection = true;
     for (int i = 0; i < n; i++) {
@@ -189,14 +191,16 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
         "statestore: data_dir=%s keys=%llu node_id=%s fsync=%s fsync_interval_ms=%llu "
         "max_keys=%llu max_store_bytes=%llu max_key_length=%llu "
         "max_registrations_per_client=%llu max_registrations=%llu dedup_window_ms=%llu "
-        "dedup_max_entries=%llu dedup_max_bytes=%llu log_level=%s max_value_bytes=%llu "
+        "dedup_max_entries=%llu dedup_max_bytes=%llu max_queued_bytes=%llu log_level=%s "
+        "max_value_bytes=%llu "
         "acl_file=%s topic_protection=%s other_topics=%s",
         o->data_dir, (unsigned long long)keys, o->node_id,
         o->sync == SS_SYNC_ALWAYS ? "always" : "periodic", (unsigned long long)o->sync_interval_ms,
         (unsigned long long)o->max_keys, (unsigned long long)o->max_store_bytes,
         (unsigned long long)o->max_key_length, (unsigned long long)o->max_registrations_per_client,
         (unsigned long long)o->max_registrations, (unsigned long long)o->dedup_window_ms,
-        (unsigned long long)o->dedup_max_entries, (unsigned long long)o->dedup_max_bytes, level,
+        (unsigned long long)o->dedup_max_entries, (unsigned long long)o->dedup_max_bytes,
+        (unsigned long long)o->max_queued_bytes, level,
         (unsigned long long)o->max_value_bytes, o->acl_file ? o->acl_file : "(none)",
         o->topic_protection ? "true" : "false",
         o->other_topics == SS_OTHER_TOPICS_ALLOW ? "allow"

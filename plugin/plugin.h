@@ -51,6 +51,7 @@ struct ss_plugin_options {
     uint64_t dedup_window_ms;
     uint64_t dedup_max_entries;
     uint64_t dedup_max_bytes;
+    uint64_t max_queued_bytes; /* fsync=always: requests waiting for a commit */
     uint64_t max_value_bytes; /* derived from the broker's message_size_limit */
     char *acl_file;           /* key ACL; NULL: everything allowed */
     bool topic_protection;
@@ -162,6 +163,8 @@ void ss_queue_free(struct ss_plugin *p);
 int ss_committer_start(struct ss_committer *c, ss_store *store);
 void ss_committer_submit(struct ss_committer *c);
 bool ss_committer_collect(struct ss_committer *c, int *rc);
+/* Block until the submitted commit is done, then collect it. */
+void ss_committer_wait(struct ss_committer *c, int *rc);
 void ss_committer_stop(struct ss_committer *c);
 void ss_committer_destroy(struct ss_committer *c);
 
@@ -180,6 +183,9 @@ int ss_acl_reload(struct ss_plugin *p);
 
 /* tick.c */
 int ss_on_tick(int event, void *event_data, void *userdata);
+/* fsync=always: wait for the commit under way, publish its answers and
+ * run the queued requests as the next batch (not handed over yet). */
+void ss_commit_wait(struct ss_plugin *p);
 uint64_t ss_wall_ms(void);
 
 /* outbox.c: queue a message; takes ownership of payload and props (freed

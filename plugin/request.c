@@ -45,6 +45,7 @@ struct ss_queued {
 struct ss_reqqueue {
     struct ss_queued *items;
     size_t len, cap;
+    uint64_t bytes; /* payloads and properties held */
 };
 
 static void ss__props_free(struct ss_req_props *r)
@@ -231,6 +232,16 @@ static char *ss__strdup_or_null(const char *s, bool *failed)
     return c;
 }
 
+/* What a queued request holds, roughly: for the queue's bound. */
+static uint64_t ss__queued_size(const struct ss_queued *e)
+{
+    size_t n = sizeof *e + e->len + e->r.corr_len;
+    const char *strs[] = {e->client_id, e->username, e->r.response_topic, e->r.ts, e->r.ft, e->r.prot_ver};
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+        n += strs[i] ? strlen(strs[i]) + 1 : 0;
+    return n;
+}
+
 /* Keep a request for the next batch; takes the properties. */
 static void ss__enqueue(struct ss_plugin *p, const struct ss_req_in *in, struct ss_req_props *r)
 {
@@ -260,6 +271,7 @@ static void ss__enqueue(struct ss_plugin *p, const struct ss_req_in *in, struct 
     e->r = *r;
     memset(r, 0, sizeof *r); /* now the queue's */
     q->len++;
+    q->bytes += ss__queued_size(e);
     return;
 nomem:
     ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request from %s was not answered", in->client_id);
@@ -289,6 +301,7 @@ void ss_queue_run(struct ss_plugin *p)
         ss__queued_free(e);
     }
     q->len = 0;
+    q->bytes = 0;
 }
 
 void ss_queue_client_gone(struct ss_plugin *p, const char *client_id)
@@ -356,7 +369,11 @@ int ss_on_message(int event, void *event_data, void *userdata)
     } else {
         struct ss_req_in in = {ed->payload, ed->payloadlen, client_id,
                                mosquitto_client_username(ed->client), false};
-        /* While a commit is under way its batch is closed: wait for the next. */
+        /* While a commit is under way its batch is closed: wait for the
+         * next. A full queue waits for the commit here instead, which also
+         * stops the broker reading more (slow disk, flood of requests). */
+        if (p->committer.pending && p->queue->bytes >= p->opt.max_queued_bytes)
+            ss_commit_wait(p);
         if (p->committer.pending)
             ss__enqueue(p, &in, &r);
         else

@@ -33,6 +33,22 @@ static void ss__settle(struct ss_plugin *p, int rc)
     p->dedup_mark = ss_dedup_mark(p->dedup);
 }
 
+/* The commit under way is done (its result rc): publish, run the queue. */
+static void ss__committed(struct ss_plugin *p, int rc)
+{
+    ss__settle(p, ss_store_commit_finish(p->store, rc, ss_wall_ms()));
+    ss_queue_run(p);
+}
+
+void ss_commit_wait(struct ss_plugin *p)
+{
+    int rc;
+    if (!p->committer.pending)
+        return;
+    ss_committer_wait(&p->committer, &rc);
+    ss__committed(p, rc);
+}
+
 int ss_on_tick(int event, void *event_data, void *userdata)
 {
     (void)event;
@@ -43,8 +59,7 @@ int ss_on_tick(int event, void *event_data, void *userdata)
         int rc;
         if (!ss_committer_collect(&p->committer, &rc))
             return MOSQ_ERR_SUCCESS; /* still writing: its answers wait */
-        ss__settle(p, ss_store_commit_finish(p->store, rc, now));
-        ss_queue_run(p);
+        ss__committed(p, rc);
     }
     int n = ss_engine_expire(p->engine, now, SS_SWEEP_PER_TICK);
     if (n < 0)

@@ -361,6 +361,13 @@ TEST(reliability_linearizable_histories_fsync_always)
     linearizable_histories("plugin_opt_fsync always\n");
 }
 
+/* A full queue (here: any request at all) waits for the commit in the
+ * request's own callback; still one order consistent with real time. */
+TEST(reliability_linearizable_histories_full_queue)
+{
+    linearizable_histories("plugin_opt_fsync always\nplugin_opt_max_queued_bytes 1\n");
+}
+
 /* A broken history must be caught: the checker is not vacuous. */
 TEST(reliability_checker_catches_violations)
 {
