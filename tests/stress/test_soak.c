@@ -41,6 +41,10 @@ TEST(stress_soak_memory_is_stable)
     const char *env = getenv("SS_SOAK_SECONDS");
     int seconds = env && atoi(env) > 0 ? atoi(env) : 90;
     struct broker b = {0};
+    /* SS_SOAK_EXTRA: broker config lines, e.g. "plugin_opt_fsync always". */
+    const char *extra = getenv("SS_SOAK_EXTRA");
+    if (extra)
+        snprintf(b.extra, sizeof b.extra, "%s\n", extra);
     broker_start(&b);
     static struct client cs[WORKERS];
     char resp[WORKERS][64];
