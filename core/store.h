@@ -43,6 +43,8 @@ typedef struct ss_store_options {
     uint64_t map_size;          /* LMDB map size; 0: 4 * max_bytes + 64 MiB */
     enum ss_sync_policy sync;
     uint32_t sync_interval_ms;  /* SS_SYNC_PERIODIC: 0 means 1000 */
+    bool external_sync;         /* SS_SYNC_PERIODIC: the owner runs the periodic
+                                   sync (ss_store_sync_start...), not the commit */
     unsigned long_key_hash_bits; /* testing aid: 1..64 bits of the long-key hash kept; 0: 64 */
 } ss_store_options;
 
@@ -98,8 +100,21 @@ int ss_store_commit_finish(ss_store *s, int rc, uint64_t now_ms);
 /* Drop the batch. */
 void ss_store_abort(ss_store *s);
 /* Outside a batch: fsync if the periodic interval has passed since the
- * last sync and something is unsynced. 0 or SS_E_IO. */
+ * last sync and something is unsynced (with external_sync: nothing, the
+ * owner syncs). 0 or SS_E_IO. */
 int ss_store_flush(ss_store *s, uint64_t now_ms);
+/* The periodic sync in three steps, so that the fsync can run on another
+ * thread without stalling the owner (options.external_sync):
+ *   sync_start - owner's thread: true if a sync is due now (something was
+ *                committed since the last one and the interval has passed);
+ *                the sync then covers every commit so far.
+ *   sync_run   - any thread, even while the owner runs batches and
+ *                commits: 0 or SS_E_IO.
+ *   sync_done  - owner's thread, with run's result; a failed sync is
+ *                tried again at the next interval. */
+bool ss_store_sync_start(ss_store *s, uint64_t now_ms);
+int ss_store_sync_run(ss_store *s);
+void ss_store_sync_done(ss_store *s, int rc);
 
 /* Look up key in the open batch. 0 and *rec, SS_E_NOTFOUND, or a failure
  * (SS_E_IO, SS_E_CORRUPT). Expiry is not applied here. */

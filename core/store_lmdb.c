@@ -74,7 +74,9 @@ struct ss_store {
     uint32_t clock_counter, committed_counter;
     uint64_t next_expiry; /* lower bound of the earliest deadline; 0: unknown */
     uint64_t last_sync_ms;
-    bool unsynced;
+    uint64_t commits;      /* commits since open */
+    uint64_t synced;       /* commits covered by the last sync */
+    uint64_t sync_covers;  /* commits the sync under way will cover */
     ss_buf scratch;
     /* The location found by the last get, reused by a put of the same key
      * right after it (the engine reads a key, then writes it): one B-tree
@@ -674,10 +676,9 @@ int ss_store_commit_finish(ss_store *s, int rc, uint64_t now_ms)
     s->committed_bytes = s->bytes;
     s->committed_wall = s->clock_wall;
     s->committed_counter = s->clock_counter;
-    if (s->opt.sync == SS_SYNC_PERIODIC) {
-        s->unsynced = true;
+    s->commits++;
+    if (s->opt.sync == SS_SYNC_PERIODIC && !s->opt.external_sync)
         return ss_store_flush(s, now_ms);
-    }
     return SS_OK;
 }
 
@@ -689,17 +690,38 @@ int ss_store_commit(ss_store *s, uint64_t now_ms)
     return ss_store_commit_finish(s, ss_store_commit_run(s), now_ms);
 }
 
+bool ss_store_sync_start(ss_store *s, uint64_t now_ms)
+{
+    if (s->synced == s->commits)
+        return false;
+    if (now_ms >= s->last_sync_ms && now_ms - s->last_sync_ms < s->opt.sync_interval_ms)
+        return false;
+    s->last_sync_ms = now_ms;
+    s->sync_covers = s->commits; /* commits after this may or may not be covered */
+    return true;
+}
+
+int ss_store_sync_run(ss_store *s)
+{
+    /* fdatasync of the file: safe beside a batch or a commit on another
+     * thread (LMDB writes pages only when committing, and a commit that
+     * races the sync is covered by the next one). */
+    return mdb_env_sync(s->env, 1) == 0 ? SS_OK : SS_E_IO;
+}
+
+void ss_store_sync_done(ss_store *s, int rc)
+{
+    if (rc == SS_OK)
+        s->synced = s->sync_covers;
+}
+
 int ss_store_flush(ss_store *s, uint64_t now_ms)
 {
-    if (s->committing || !s->unsynced || s->txn != NULL)
+    if (s->opt.external_sync || s->committing || s->txn != NULL || !ss_store_sync_start(s, now_ms))
         return SS_OK;
-    if (now_ms >= s->last_sync_ms && now_ms - s->last_sync_ms < s->opt.sync_interval_ms)
-        return SS_OK;
-    if (mdb_env_sync(s->env, 1) != 0)
-        return SS_E_IO;
-    s->last_sync_ms = now_ms;
-    s->unsynced = false;
-    return SS_OK;
+    int rc = ss_store_sync_run(s);
+    ss_store_sync_done(s, rc);
+    return rc;
 }
 
 int ss_store_get(ss_store *s, ss_bytes key, ss_record *rec)

@@ -1,4 +1,5 @@
-/* committer.c - group commit for fsync=always.
+/* committer.c - group commit for fsync=always, and the periodic fsync of
+ * fsync=periodic, off the broker's thread.
  *
  * With fsync=always a commit waits for the disk (two syncs in LMDB: the
  * data pages, then the meta page). Done on the broker's thread, that wait
@@ -15,6 +16,12 @@
  * the broker enters epoll_wait is spent without waking it, so the thread
  * repeats it every 200 us until the tick has collected the result.
  * SIGURG is used: ignored by default, and nothing in Mosquitto uses it.
+ *
+ * With fsync=periodic the commits stay on the broker's thread (they only
+ * hand pages to the operating system), but the once-per-interval fsync
+ * runs here: on slow storage (an SD card) it can take tens of
+ * milliseconds, which would otherwise stall every client each interval.
+ * Nothing waits for it, so no wake-up is sent.
  */
 #include <signal.h>
 #include <string.h>
@@ -52,13 +59,15 @@ static void *ss__committer_main(void *arg)
             pthread_cond_wait(&c->cv, &c->mu);
         if (c->state != SS_COMMIT_RUNNING)
             break;
+        bool sync = c->job == SS_JOB_SYNC;
         pthread_mutex_unlock(&c->mu);
-        int rc = ss_store_commit_run(c->store);
+        int rc = sync ? ss_store_sync_run(c->store) : ss_store_commit_run(c->store);
         pthread_mutex_lock(&c->mu);
         c->result = rc;
         c->state = SS_COMMIT_DONE;
         pthread_cond_broadcast(&c->cv); /* a broker waiting in ss_committer_wait */
-        while (c->state == SS_COMMIT_DONE && !c->stop) {
+        /* Nothing waits for a periodic sync: the next tick collects it. */
+        while (!sync && c->state == SS_COMMIT_DONE && !c->stop) {
             pthread_kill(c->broker, SS_WAKE_SIGNAL);
             struct timespec ts;
             ss__deadline(&ts, SS_WAKE_REPEAT_NS);
@@ -112,13 +121,17 @@ fail:
     return SS_E_NOMEM;
 }
 
-void ss_committer_submit(struct ss_committer *c)
+void ss_committer_submit(struct ss_committer *c, int job)
 {
     pthread_mutex_lock(&c->mu);
+    c->job = job;
     c->state = SS_COMMIT_RUNNING;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
-    c->pending = true;
+    if (job == SS_JOB_COMMIT)
+        c->pending = true;
+    else
+        c->syncing = true;
 }
 
 bool ss_committer_collect(struct ss_committer *c, int *rc)
@@ -132,7 +145,7 @@ bool ss_committer_collect(struct ss_committer *c, int *rc)
     }
     pthread_mutex_unlock(&c->mu);
     if (done)
-        c->pending = false;
+        c->pending = c->syncing = false;
     return done;
 }
 

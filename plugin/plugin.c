@@ -43,12 +43,14 @@ int mosquitto_plugin_version(int supported_version_count, const int *supported_v
 
 static void ss__destroy(struct ss_plugin *p)
 {
-    if (p->committer.pending) {
-        /* A commit under way completes; its answers can no longer go out. */
+    if (p->committer.pending || p->committer.syncing) {
+        /* A job under way completes; a commit's answers can no longer go
+         * out. (Closing the store syncs in any case.) */
         int rc = SS_OK;
+        bool commit = p->committer.pending;
         ss_committer_stop(&p->committer);
         ss_committer_collect(&p->committer, &rc);
-        if (ss_store_commit_finish(p->store, rc, ss_wall_ms()) != SS_OK)
+        if (commit && ss_store_commit_finish(p->store, rc, ss_wall_ms()) != SS_OK)
             ss_log(p, MOSQ_LOG_ERR, "the last commit failed at shutdown");
     }
     ss_committer_destroy(&p->committer);
@@ -79,6 +81,7 @@ static int ss__open(struct ss_plugin *p)
     so.map_size = p->opt.map_size;
     so.sync = p->opt.sync;
     so.sync_interval_ms = (uint32_t)p->opt.sync_interval_ms;
+    so.external_sync = true; /* the committer's thread runs the periodic fsync (tick.c) */
     int rc = ss_store_open(&so, &p->store);
     if (rc == SS_E_BUSY) {
         mosquitto_log_printf(MOSQ_LOG_ERR,
@@ -118,9 +121,7 @@ static int ss__open(struct ss_plugin *p)
                           (size_t)p->opt.dedup_max_bytes};
     if ((rc = ss_dedup_new(&dl, &p->dedup)) != SS_OK || (rc = ss_queue_new(p)) != SS_OK)
         return rc;
-    if (p->opt.sync == SS_SYNC_ALWAYS)
-        return ss_committer_start(&p->committer, p->store);
-    return SS_OK;
+    return ss_committer_start(&p->committer, p->store);
 }
 
 int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userdata,

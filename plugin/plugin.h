@@ -96,12 +96,16 @@ struct ss_committer {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int state;  /* under mu */
+    int job;    /* under mu: SS_JOB_* */
     int result; /* under mu */
     bool stop;  /* under mu */
     bool started;
-    bool pending; /* broker thread only: submitted and not yet collected */
+    bool pending; /* broker thread only: a commit submitted and not yet collected */
+    bool syncing; /* broker thread only: a periodic sync submitted and not yet collected */
     struct sigaction old_action;
 };
+
+enum { SS_JOB_COMMIT, SS_JOB_SYNC };
 
 struct ss_reqqueue; /* requests waiting for the commit under way (request.c) */
 
@@ -156,12 +160,13 @@ void ss_queue_client_gone(struct ss_plugin *p, const char *client_id);
 void ss_queue_free(struct ss_plugin *p);
 
 /* committer.c: the committing thread. start installs the wake-up signal's
- * handler; submit hands over a prepared batch (ss_store_commit_prepare);
- * collect returns true with the commit's result once it is done; stop
- * completes a commit under way (collect it afterwards) and ends the
- * thread; destroy frees everything (stopping first if needed). */
+ * handler; submit hands over a prepared batch (SS_JOB_COMMIT, after
+ * ss_store_commit_prepare) or a periodic sync (SS_JOB_SYNC, after
+ * ss_store_sync_start); collect returns true with the job's result once
+ * it is done; stop completes a job under way (collect it afterwards) and
+ * ends the thread; destroy frees everything (stopping first if needed). */
 int ss_committer_start(struct ss_committer *c, ss_store *store);
-void ss_committer_submit(struct ss_committer *c);
+void ss_committer_submit(struct ss_committer *c, int job);
 bool ss_committer_collect(struct ss_committer *c, int *rc);
 /* Block until the submitted commit is done, then collect it. */
 void ss_committer_wait(struct ss_committer *c, int *rc);

@@ -6,7 +6,8 @@
  * With fsync=always the commit is handed to the committer's thread and
  * the tick returns; a later tick (the committer wakes the broker) collects
  * the result, publishes, runs the requests that queued up meanwhile, and
- * hands over the next batch. */
+ * hands over the next batch. With fsync=periodic the commit happens here
+ * and the periodic fsync is handed to the committer's thread. */
 #include <time.h>
 
 #include "../core/errors.h"
@@ -60,20 +61,30 @@ int ss_on_tick(int event, void *event_data, void *userdata)
         if (!ss_committer_collect(&p->committer, &rc))
             return MOSQ_ERR_SUCCESS; /* still writing: its answers wait */
         ss__committed(p, rc);
+    } else if (p->committer.syncing) {
+        int rc;
+        if (ss_committer_collect(&p->committer, &rc)) {
+            ss_store_sync_done(p->store, rc);
+            if (rc != SS_OK)
+                ss_log(p, MOSQ_LOG_ERR, "periodic fsync failed (tried again in %llu ms): %s",
+                       (unsigned long long)p->opt.sync_interval_ms, ss_strerror(rc));
+        }
     }
     int n = ss_engine_expire(p->engine, now, SS_SWEEP_PER_TICK);
     if (n < 0)
         ss_log(p, MOSQ_LOG_ERR, "expiry sweep failed: %s", ss_strerror(n));
-    if (p->committer.started && ss_store_batch_dirty(p->store)) {
+    if (p->opt.sync == SS_SYNC_ALWAYS && ss_store_batch_dirty(p->store)) {
         int rc = ss_store_commit_prepare(p->store);
         if (rc == SS_OK)
-            ss_committer_submit(&p->committer);
+            ss_committer_submit(&p->committer, SS_JOB_COMMIT);
         else
             ss__settle(p, rc);
     } else {
         /* fsync=periodic, or a batch that only read: commit here. */
         ss__settle(p, ss_engine_commit(p->engine, now));
     }
+    if (p->opt.sync == SS_SYNC_PERIODIC && !p->committer.syncing && ss_store_sync_start(p->store, now))
+        ss_committer_submit(&p->committer, SS_JOB_SYNC);
     ss_dedup_expire(p->dedup, now);
     return MOSQ_ERR_SUCCESS;
 }

@@ -583,6 +583,52 @@ TEST(store_commit_on_another_thread)
     ss_store_close(s);
 }
 
+static void *sync_thread(void *arg)
+{
+    static int rc;
+    rc = ss_store_sync_run(arg);
+    return &rc;
+}
+
+static void commit_one(ss_store *s, uint32_t n, uint64_t now)
+{
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ss_record r = rec_of(B("v"), 1, n);
+    put(s, B("k"), &r);
+    ASSERT_EQ(ss_store_commit(s, now), SS_OK);
+}
+
+/* The periodic sync run by the owner, on another thread, while the store
+ * goes on committing: due only when something was committed and the
+ * interval has passed; a failed sync is due again. */
+TEST(store_external_periodic_sync)
+{
+    ss_store_options o = ss_store_options_default();
+    o.sync = SS_SYNC_PERIODIC;
+    o.sync_interval_ms = 50;
+    o.external_sync = true;
+    ss_store *s = open_store(&o);
+    ASSERT_TRUE(!ss_store_sync_start(s, 1000)); /* nothing committed */
+    commit_one(s, 1, 1000);
+    ASSERT_TRUE(ss_store_sync_start(s, 1000));
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, sync_thread, s), 0);
+    commit_one(s, 2, 1010); /* while the sync runs */
+    void *res;
+    pthread_join(t, &res);
+    ASSERT_EQ(*(int *)res, SS_OK);
+    ss_store_sync_done(s, SS_OK);
+    ASSERT_TRUE(!ss_store_sync_start(s, 1040)); /* the interval has not passed */
+    ASSERT_TRUE(ss_store_sync_start(s, 1050));  /* the commit during the sync */
+    ss_store_sync_done(s, SS_E_IO);
+    ASSERT_TRUE(!ss_store_sync_start(s, 1060));
+    ASSERT_TRUE(ss_store_sync_start(s, 1100)); /* tried again */
+    ASSERT_EQ(ss_store_sync_run(s), SS_OK);
+    ss_store_sync_done(s, SS_OK);
+    ASSERT_TRUE(!ss_store_sync_start(s, 5000)); /* everything is synced */
+    ss_store_close(s);
+}
+
 /* One process per data directory; the lock goes with the store. */
 TEST(store_directory_lock)
 {
