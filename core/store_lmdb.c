@@ -584,7 +584,8 @@ int ss_store_begin(ss_store *s)
         return ss__mdb_err(rc);
     }
     MDB_stat st;
-    if (mdb_stat(s->txn, s->db_keys, &st) != 0 || mdb_cursor_open(s->txn, s->db_keys, &s->cur) != 0) {
+    if (mdb_stat(s->txn, s->db_keys, &st) != 0 ||
+        mdb_cursor_open(s->txn, s->db_keys, &s->cur) != 0) {
         ss_store_abort(s);
         return SS_E_IO;
     }
@@ -717,7 +718,8 @@ void ss_store_sync_done(ss_store *s, int rc)
 
 int ss_store_flush(ss_store *s, uint64_t now_ms)
 {
-    if (s->opt.external_sync || s->committing || s->txn != NULL || !ss_store_sync_start(s, now_ms))
+    if (s->opt.external_sync || s->committing || s->txn != NULL ||
+        !ss_store_sync_start(s, now_ms))
         return SS_OK;
     int rc = ss_store_sync_run(s);
     ss_store_sync_done(s, rc);

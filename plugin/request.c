@@ -236,7 +236,8 @@ static char *ss__strdup_or_null(const char *s, bool *failed)
 static uint64_t ss__queued_size(const struct ss_queued *e)
 {
     size_t n = sizeof *e + e->len + e->r.corr_len;
-    const char *strs[] = {e->client_id, e->username, e->r.response_topic, e->r.ts, e->r.ft, e->r.prot_ver};
+    const char *strs[] = {e->client_id, e->username, e->r.response_topic,
+                          e->r.ts,        e->r.ft,     e->r.prot_ver};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         n += strs[i] ? strlen(strs[i]) + 1 : 0;
     return n;
