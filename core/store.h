@@ -2,7 +2,8 @@
  *
  * A narrow interface: records by key, an expiry index, batches. The engine
  * holds the protocol's rules; a store only keeps records durably. The one
- * implementation today is LMDB (store_lmdb.c), embedded in the process.
+ * implementation today is LMDB with a write-ahead journal (store_lmdb.c),
+ * embedded in the process.
  *
  * Every read and write happens inside a batch (one write transaction):
  * ss_store_begin, any number of get/put/del/pop_due, then ss_store_commit
@@ -25,7 +26,8 @@ typedef struct ss_store ss_store;
 enum ss_sync_policy {
     SS_SYNC_ALWAYS = 0, /* fsync at every commit: survives power loss */
     SS_SYNC_PERIODIC,   /* fsync at most every sync_interval_ms; commits still
-                           reach the OS, so a process crash loses nothing */
+                           reach the OS, so a process crash loses nothing,
+                           and a power loss at most the last interval */
 };
 
 /* Bytes charged per key on top of its key and value bytes (record header,
@@ -45,10 +47,16 @@ typedef struct ss_store_options {
     uint32_t sync_interval_ms;  /* SS_SYNC_PERIODIC: 0 means 1000 */
     bool external_sync;         /* SS_SYNC_PERIODIC: the owner runs the periodic
                                    sync (ss_store_sync_start...), not the commit */
+    uint32_t checkpoint_interval_ms; /* journal into the file at most this often;
+                                        0: SS_STORE_CHECKPOINT_MS_DEFAULT */
+    uint64_t journal_max_bytes; /* ...or when the journal would grow past this;
+                                   0: SS_STORE_JOURNAL_MAX_DEFAULT */
     unsigned long_key_hash_bits; /* testing aid: 1..64 bits of the long-key hash kept; 0: 64 */
 } ss_store_options;
 
 #define SS_STORE_MAX_BYTES_DEFAULT ((uint64_t)1 << 30)
+#define SS_STORE_CHECKPOINT_MS_DEFAULT 1000u
+#define SS_STORE_JOURNAL_MAX_DEFAULT ((uint64_t)16 << 20)
 
 /* A stored record. value borrows storage memory: valid until the next
  * put, del, pop_due, commit or abort on the same store. */
@@ -79,25 +87,36 @@ int ss_store_begin(ss_store *s);
 bool ss_store_in_batch(const ss_store *s);
 /* True if the open batch wrote anything: committing it costs a sync. */
 bool ss_store_batch_dirty(const ss_store *s);
-/* Commit the batch; now_ms drives the periodic sync. On failure nothing of
- * the batch remains: SS_E_QUOTA (the map filled up), SS_E_IO. */
+/* Commit the batch; now_ms drives the periodic sync and checkpoints (a
+ * checkpoint, when due, runs inside this call). On failure nothing of the
+ * batch remains: SS_E_QUOTA (the map or the disk filled up), SS_E_IO. */
 int ss_store_commit(ss_store *s, uint64_t now_ms);
-/* The same commit in three steps, so that the slow middle one (writing and
- * syncing, with SS_SYNC_ALWAYS) can run on another thread while the owner
- * goes on with other work (group commit):
- *   prepare - owner's thread; closes the batch. On failure the batch is
- *             aborted and the error returned.
+/* The same commit in three steps, so that the slow middle one can run on
+ * another thread while the owner goes on with other work (group commit):
+ *   prepare - owner's thread; closes the batch. With may_checkpoint, the
+ *             commit is a checkpoint if one is due. On failure the batch
+ *             is aborted and the error returned.
  *   run     - any thread; returns the commit's result.
  *   finish  - owner's thread, after run has returned (with the memory
  *             ordering of a mutex handoff); pass run's result; returns it
  *             (or the periodic sync's failure).
  * Between prepare and finish the owner must not call the store at all,
- * except ss_store_in_batch (false), ss_store_key_count,
- * ss_store_byte_count and ss_store_next_expiry. */
-int ss_store_commit_prepare(ss_store *s);
+ * except ss_store_in_batch (false), ss_store_commit_syncs,
+ * ss_store_key_count, ss_store_byte_count and ss_store_next_expiry. */
+int ss_store_commit_prepare(ss_store *s, uint64_t now_ms, bool may_checkpoint);
 int ss_store_commit_run(ss_store *s);
 int ss_store_commit_finish(ss_store *s, int rc, uint64_t now_ms);
-/* Drop the batch. */
+/* After prepare: true if run waits for the disk (a checkpoint, or a frame
+ * with SS_SYNC_ALWAYS), so that it belongs on another thread; otherwise
+ * run only hands a few bytes to the operating system. */
+bool ss_store_commit_syncs(const ss_store *s);
+/* Outside a batch: true if a checkpoint is due (the interval passed or the
+ * journal is large) and there is something to checkpoint. The owner then
+ * opens a batch and commits it with may_checkpoint. */
+bool ss_store_checkpoint_due(const ss_store *s, uint64_t now_ms);
+/* Drop the batch. A batch that wrote something is undone by rebuilding the
+ * state of the last commit from the file and the journal: costs up to a
+ * replay of journal_max_bytes. */
 void ss_store_abort(ss_store *s);
 /* Outside a batch: fsync if the periodic interval has passed since the
  * last sync and something is unsynced (with external_sync: nothing, the

@@ -25,6 +25,8 @@ static const struct ss_opt_spec ss_opt_table[] = {
     {"node_id", SS_OPT_STRING, SS_OFF(node_id), 0, 0},
     {"fsync", SS_OPT_SYNC, SS_OFF(sync), 0, 0},
     {"fsync_interval_ms", SS_OPT_U64, SS_OFF(sync_interval_ms), 1, 3600000},
+    {"checkpoint_interval_ms", SS_OPT_U64, SS_OFF(checkpoint_interval_ms), 1, 3600000},
+    {"journal_max_bytes", SS_OPT_U64, SS_OFF(journal_max_bytes), 4096, (uint64_t)1 << 40},
     {"max_keys", SS_OPT_U64, SS_OFF(max_keys), 0, UINT64_MAX / 2},
     {"max_store_bytes", SS_OPT_U64, SS_OFF(max_store_bytes), 4096, (uint64_t)1 << 46},
     {"map_size", SS_OPT_U64, SS_OFF(map_size), 0, (uint64_t)1 << 48},
@@ -144,6 +146,8 @@ int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, in
         return MOSQ_ERR_NOMEM;
     o->sync = SS_SYNC_PERIODIC;
     o->sync_interval_ms = 1000;
+    o->checkpoint_interval_ms = SS_STORE_CHECKPOINT_MS_DEFAULT;
+    o->journal_max_bytes = SS_STORE_JOURNAL_MAX_DEFAULT;
     o->max_store_bytes = SS_STORE_MAX_BYTES_DEFAULT;
     o->max_key_length = 32000;
     o->max_registrations_per_client = 1000;
@@ -189,6 +193,7 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
     mosquitto_log_printf(
         MOSQ_LOG_NOTICE,
         "statestore: data_dir=%s keys=%llu node_id=%s fsync=%s fsync_interval_ms=%llu "
+        "checkpoint_interval_ms=%llu journal_max_bytes=%llu "
         "max_keys=%llu max_store_bytes=%llu max_key_length=%llu "
         "max_registrations_per_client=%llu max_registrations=%llu dedup_window_ms=%llu "
         "dedup_max_entries=%llu dedup_max_bytes=%llu max_queued_bytes=%llu log_level=%s "
@@ -196,6 +201,7 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
         "acl_file=%s topic_protection=%s other_topics=%s",
         o->data_dir, (unsigned long long)keys, o->node_id,
         o->sync == SS_SYNC_ALWAYS ? "always" : "periodic", (unsigned long long)o->sync_interval_ms,
+        (unsigned long long)o->checkpoint_interval_ms, (unsigned long long)o->journal_max_bytes,
         (unsigned long long)o->max_keys, (unsigned long long)o->max_store_bytes,
         (unsigned long long)o->max_key_length, (unsigned long long)o->max_registrations_per_client,
         (unsigned long long)o->max_registrations, (unsigned long long)o->dedup_window_ms,

@@ -82,6 +82,8 @@ static int ss__open(struct ss_plugin *p)
     so.sync = p->opt.sync;
     so.sync_interval_ms = (uint32_t)p->opt.sync_interval_ms;
     so.external_sync = true; /* the committer's thread runs the periodic fsync (tick.c) */
+    so.checkpoint_interval_ms = (uint32_t)p->opt.checkpoint_interval_ms;
+    so.journal_max_bytes = p->opt.journal_max_bytes;
     int rc = ss_store_open(&so, &p->store);
     if (rc == SS_E_BUSY) {
         mosquitto_log_printf(MOSQ_LOG_ERR,

@@ -42,6 +42,8 @@ struct ss_plugin_options {
     char *node_id;
     enum ss_sync_policy sync;
     uint64_t sync_interval_ms;
+    uint64_t checkpoint_interval_ms; /* journal into the data file at most this often */
+    uint64_t journal_max_bytes;      /* ...or when the journal reaches this size */
     uint64_t max_keys;
     uint64_t max_store_bytes;
     uint64_t map_size;

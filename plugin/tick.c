@@ -3,11 +3,12 @@
  * Kept O(1) when nothing is due and nothing is pending: the broker ticks
  * more than 100 000 times a second under load.
  *
- * With fsync=always the commit is handed to the committer's thread and
- * the tick returns; a later tick (the committer wakes the broker) collects
- * the result, publishes, runs the requests that queued up meanwhile, and
- * hands over the next batch. With fsync=periodic the commit happens here
- * and the periodic fsync is handed to the committer's thread. */
+ * A commit that waits for the disk (every commit with fsync=always, and a
+ * checkpoint in either mode) is handed to the committer's thread and the
+ * tick returns; a later tick (the committer wakes the broker) collects the
+ * result, publishes, runs the requests that queued up meanwhile, and hands
+ * over the next batch. Other commits (fsync=periodic) write their journal
+ * frame here, and the periodic fsync is handed to the committer's thread. */
 #include <time.h>
 
 #include "../core/errors.h"
@@ -73,17 +74,26 @@ int ss_on_tick(int event, void *event_data, void *userdata)
     int n = ss_engine_expire(p->engine, now, SS_SWEEP_PER_TICK);
     if (n < 0)
         ss_log(p, MOSQ_LOG_ERR, "expiry sweep failed: %s", ss_strerror(n));
-    if (p->opt.sync == SS_SYNC_ALWAYS && ss_store_batch_dirty(p->store)) {
-        int rc = ss_store_commit_prepare(p->store);
-        if (rc == SS_OK)
+    /* A checkpoint waits for the disk: only with the thread idle (not
+     * beside a periodic fsync of the journal). With nothing to commit, an
+     * empty batch carries it. */
+    bool idle = !p->committer.syncing;
+    if (idle && !ss_store_in_batch(p->store) && ss_store_checkpoint_due(p->store, now) &&
+        ss_store_begin(p->store) != SS_OK)
+        idle = false;
+    if (ss_store_in_batch(p->store)) {
+        int rc = ss_store_commit_prepare(p->store, now, idle);
+        if (rc != SS_OK)
+            ss__settle(p, rc);
+        else if (ss_store_commit_syncs(p->store))
             ss_committer_submit(&p->committer, SS_JOB_COMMIT);
         else
-            ss__settle(p, rc);
+            ss__settle(p, ss_store_commit_finish(p->store, ss_store_commit_run(p->store), now));
     } else {
-        /* fsync=periodic, or a batch that only read: commit here. */
-        ss__settle(p, ss_engine_commit(p->engine, now));
+        ss__settle(p, SS_OK); /* answers that needed no batch (KEYNOTIFY) */
     }
-    if (p->opt.sync == SS_SYNC_PERIODIC && !p->committer.syncing && ss_store_sync_start(p->store, now))
+    if (p->opt.sync == SS_SYNC_PERIODIC && !p->committer.pending && !p->committer.syncing &&
+        ss_store_sync_start(p->store, now))
         ss_committer_submit(&p->committer, SS_JOB_SYNC);
     ss_dedup_expire(p->dedup, now);
     return MOSQ_ERR_SUCCESS;

@@ -111,7 +111,8 @@ static int run_one(const struct test_entry *t, unsigned timeout_s)
     kill(-pid, SIGKILL);
     while (waitpid(-pid, NULL, 0) > 0 || errno == EINTR)
         ;
-    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (getenv("SS_KEEP_TMP") == NULL)
+        nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         printf("ok   %s\n", t->name);
         return 0;

@@ -553,12 +553,12 @@ TEST(store_commit_on_another_thread)
     ASSERT_EQ(ss_store_set_clock(s, 2000, 1), SS_OK);
     ASSERT_TRUE(ss_store_batch_dirty(s));
     uint64_t bytes = ss_store_byte_count(s);
-    ASSERT_EQ(ss_store_commit_prepare(s), SS_OK);
+    ASSERT_EQ(ss_store_commit_prepare(s, 0, false), SS_OK);
     ASSERT_TRUE(!ss_store_in_batch(s));
     ASSERT_EQ(ss_store_begin(s), SS_E_BUSY);
     ASSERT_EQ(ss_store_get(s, B("k"), &r), SS_E_BUSY);
     ASSERT_EQ(ss_store_put(s, B("x"), &a), SS_E_BUSY);
-    ASSERT_EQ(ss_store_commit_prepare(s), SS_E_BUSY);
+    ASSERT_EQ(ss_store_commit_prepare(s, 0, false), SS_E_BUSY);
     ASSERT_EQ(ss_store_key_count(s), 1);
     ASSERT_EQ(ss_store_byte_count(s), bytes);
     pthread_t t;
@@ -574,7 +574,7 @@ TEST(store_commit_on_another_thread)
     ss_record b = rec_of(B("longer value"), 2000, 2);
     put(s, B("k2"), &b);
     ASSERT_EQ(ss_store_set_clock(s, 2000, 2), SS_OK);
-    ASSERT_EQ(ss_store_commit_prepare(s), SS_OK);
+    ASSERT_EQ(ss_store_commit_prepare(s, 0, false), SS_OK);
     ss_store_abort(s); /* no effect while committing */
     ASSERT_EQ(ss_store_commit_run(s), SS_OK);
     ASSERT_EQ(ss_store_commit_finish(s, SS_E_IO, 0), SS_E_IO);
@@ -607,6 +607,7 @@ TEST(store_external_periodic_sync)
     o.sync = SS_SYNC_PERIODIC;
     o.sync_interval_ms = 50;
     o.external_sync = true;
+    o.checkpoint_interval_ms = 1000000; /* a checkpoint would sync everything */
     ss_store *s = open_store(&o);
     ASSERT_TRUE(!ss_store_sync_start(s, 1000)); /* nothing committed */
     commit_one(s, 1, 1000);

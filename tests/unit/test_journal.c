@@ -1,0 +1,354 @@
+/* test_journal.c - the write-ahead journal: frames byte for byte, replay
+ * after a crash of the process, torn and damaged tails, checkpoints. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../core/errors.h"
+#include "../../core/journal.h"
+#include "../../core/store.h"
+#include "../test.h"
+
+static const uint8_t jkey[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+struct seen {
+    char text[4096];
+    size_t len;
+};
+
+/* Each operation as "kind/db/key=value;" */
+static int collect(void *ctx, const struct ss_jop *op)
+{
+    struct seen *s = ctx;
+    int n = snprintf(s->text + s->len, sizeof s->text - s->len, "%u/%u/%.*s=%.*s;", op->kind,
+                     op->db, (int)op->key.len, (const char *)op->key.data, (int)op->value.len,
+                     (const char *)op->value.data);
+    s->len += (size_t)n;
+    return SS_OK;
+}
+
+static int journal_file(const char *name)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", test_tmpdir(), name);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    ASSERT_TRUE(fd >= 0);
+    return fd;
+}
+
+static void write_frame(int fd, ss_buf *f, uint64_t seq)
+{
+    ss_jframe_seal(f, seq, jkey);
+    ASSERT_EQ(write(fd, f->data, f->len), (long long)f->len);
+}
+
+static uint64_t replay(int fd, uint64_t limit, const uint8_t *key, uint64_t after, struct seen *s,
+                       uint64_t *last)
+{
+    uint64_t end = 0;
+    memset(s, 0, sizeof *s);
+    ASSERT_EQ(ss_journal_replay(fd, limit, key, after, collect, s, &end, last), SS_OK);
+    return end;
+}
+
+TEST(journal_frames_byte_exact_and_replayed)
+{
+    ss_buf f = SS_BUF_INIT;
+    ASSERT_EQ(ss_jframe_reset(&f), SS_OK);
+    ASSERT_TRUE(ss_jframe_empty(&f));
+    ASSERT_EQ(ss_jframe_op(&f, SS_JOP_PUT, 0, "ab", 2, "xyz", 3), SS_OK);
+    ASSERT_EQ(ss_jframe_op(&f, SS_JOP_DEL, 1, "k", 1, NULL, 0), SS_OK);
+    ASSERT_TRUE(!ss_jframe_empty(&f));
+    ss_jframe_seal(&f, 7, jkey);
+    /* Header: length 18, sequence 7, then the check; then the operations. */
+    static const uint8_t head[12] = {0, 0, 0, 18, 0, 0, 0, 0, 0, 0, 0, 7};
+    ASSERT_MEM(f.data, 12, head, 12);
+    static const uint8_t ops[18] = {1, 0, 0, 2, 0, 0, 0, 3, 'a', 'b', 'x', 'y', 'z', 2, 1, 0, 1, 'k'};
+    ASSERT_EQ(f.len, SS_JFRAME_HEADER + 18);
+    ASSERT_MEM(f.data + SS_JFRAME_HEADER, 18, ops, 18);
+    ASSERT_EQ(ss_jframe_op(&f, SS_JOP_PUT, 0, "k", 70000, "", 0), SS_E_INVAL);
+
+    int fd = journal_file("j1");
+    ASSERT_EQ(ss_jframe_reset(&f), SS_OK);
+    ASSERT_EQ(ss_jframe_op(&f, SS_JOP_PUT, 2, "m", 1, "1", 1), SS_OK);
+    write_frame(fd, &f, 1);
+    uint64_t one = (uint64_t)f.len;
+    ASSERT_EQ(ss_jframe_reset(&f), SS_OK);
+    ASSERT_EQ(ss_jframe_op(&f, SS_JOP_PUT, 0, "a", 1, "", 0), SS_OK);
+    ASSERT_EQ(ss_jframe_op(&f, SS_JOP_DEL, 1, "b", 1, NULL, 0), SS_OK);
+    write_frame(fd, &f, 2);
+    uint64_t two = one + f.len;
+
+    struct seen s;
+    uint64_t last;
+    ASSERT_EQ(replay(fd, UINT64_MAX, jkey, 0, &s, &last), two);
+    ASSERT_STR(s.text, s.len, "1/2/m=1;1/0/a=;2/1/b=;");
+    ASSERT_EQ(last, 2);
+    /* Frames the checkpoint covers are skipped. */
+    ASSERT_EQ(replay(fd, UINT64_MAX, jkey, 1, &s, &last), two);
+    ASSERT_STR(s.text, s.len, "1/0/a=;2/1/b=;");
+    /* A limit inside the second frame: only the first. */
+    ASSERT_EQ(replay(fd, two - 1, jkey, 0, &s, &last), one);
+    ASSERT_STR(s.text, s.len, "1/2/m=1;");
+    ASSERT_EQ(last, 1);
+    /* Another store's key: nothing. */
+    uint8_t other[16] = {0};
+    ASSERT_EQ(replay(fd, UINT64_MAX, other, 0, &s, &last), 0);
+    ASSERT_EQ(s.len, 0);
+    ASSERT_EQ(last, 0);
+    /* A first frame newer than the checkpoint's next: a gap, nothing. */
+    ASSERT_EQ(replay(fd, UINT64_MAX, jkey, 5, &s, &last), two);
+    ASSERT_EQ(s.len, 0);
+    /* A frame that does not follow its predecessor ends the journal. */
+    ASSERT_EQ(ss_jframe_reset(&f), SS_OK);
+    ASSERT_EQ(ss_jframe_op(&f, SS_JOP_PUT, 0, "z", 1, "9", 1), SS_OK);
+    write_frame(fd, &f, 4);
+    ASSERT_EQ(replay(fd, UINT64_MAX, jkey, 0, &s, &last), two);
+    ASSERT_EQ(last, 2);
+    close(fd);
+
+    /* A frame whose check holds but whose contents do not decode is an
+     * error, not a tail. */
+    fd = journal_file("j2");
+    ASSERT_EQ(ss_jframe_reset(&f), SS_OK);
+    static const uint8_t junk[3] = {9, 0, 0};
+    ASSERT_EQ(ss_buf_append(&f, junk, sizeof junk), SS_OK);
+    write_frame(fd, &f, 1);
+    uint64_t end;
+    memset(&s, 0, sizeof s);
+    ASSERT_EQ(ss_journal_replay(fd, UINT64_MAX, jkey, 0, collect, &s, &end, &last), SS_E_CORRUPT);
+    close(fd);
+    ss_buf_free(&f);
+}
+
+static ss_bytes B(const char *s)
+{
+    ss_bytes b = {(const uint8_t *)s, strlen(s)};
+    return b;
+}
+
+static ss_record rec_of(const char *value, uint32_t counter, uint64_t expiry)
+{
+    ss_record r;
+    memset(&r, 0, sizeof r);
+    r.value = B(value);
+    r.version.wall = 5000;
+    r.version.counter = counter;
+    r.version.node_len = 1;
+    r.version.node[0] = 'N';
+    r.expiry_ms = expiry;
+    return r;
+}
+
+static ss_store_options journaled(void)
+{
+    ss_store_options o = ss_store_options_default();
+    o.path = test_tmpdir();
+    o.sync = SS_SYNC_PERIODIC;
+    o.checkpoint_interval_ms = 3600000; /* only what the test asks for */
+    return o;
+}
+
+static off_t journal_size(void)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/journal", test_tmpdir());
+    struct stat st;
+    ASSERT_EQ(stat(path, &st), 0);
+    return st.st_size;
+}
+
+/* Put "k<i>" = "value-<i>" in batches of one, committed at time 1 (no
+ * checkpoint), then end the process without closing the store: a crash. */
+static void crash_after_batches(int from, int to)
+{
+    pid_t pid = fork();
+    ASSERT_TRUE(pid >= 0);
+    if (pid == 0) {
+        ss_store_options o = journaled();
+        ss_store *s = NULL;
+        if (ss_store_open(&o, &s) != SS_OK)
+            _exit(2);
+        for (int i = from; i < to; i++) {
+            char k[16], v[32];
+            snprintf(k, sizeof k, "k%d", i);
+            snprintf(v, sizeof v, "value-%d", i);
+            ss_record r = rec_of(v, (uint32_t)i, 0);
+            if (ss_store_begin(s) != SS_OK || ss_store_put(s, B(k), &r) != SS_OK ||
+                ss_store_set_clock(s, 5000, (uint32_t)i) != SS_OK || ss_store_commit(s, 1) != SS_OK)
+                _exit(3);
+        }
+        _exit(0);
+    }
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* Keys k<from>..k<to-1> are there with their values, and nothing else. */
+static void assert_keys(ss_store *s, int from, int to, int upto)
+{
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    for (int i = 0; i < upto; i++) {
+        char k[16], v[32];
+        snprintf(k, sizeof k, "k%d", i);
+        snprintf(v, sizeof v, "value-%d", i);
+        ss_record got;
+        int rc = ss_store_get(s, B(k), &got);
+        if (i >= from && i < to) {
+            ASSERT_EQ(rc, SS_OK);
+            ASSERT_MEM(got.value.data, got.value.len, v, strlen(v));
+            ASSERT_EQ(got.version.counter, i);
+        } else {
+            ASSERT_EQ(rc, SS_E_NOTFOUND);
+        }
+    }
+    ss_store_abort(s);
+    ASSERT_EQ(ss_store_key_count(s), (long long)(to - from));
+}
+
+static uint64_t charge_of(int from, int to)
+{
+    uint64_t n = 0;
+    for (int i = from; i < to; i++) {
+        char k[16], v[32];
+        n += (uint64_t)snprintf(k, sizeof k, "k%d", i) + (uint64_t)snprintf(v, sizeof v, "value-%d", i) +
+             SS_STORE_RECORD_CHARGE;
+    }
+    return n;
+}
+
+TEST(store_journal_replayed_after_crash)
+{
+    crash_after_batches(0, 40);
+    ASSERT_TRUE(journal_size() > 0); /* nothing was checkpointed */
+    ss_store_options o = journaled();
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ASSERT_EQ(journal_size(), 0); /* replayed into the file at open */
+    assert_keys(s, 0, 40, 60);
+    ASSERT_EQ(ss_store_byte_count(s), (long long)charge_of(0, 40));
+    uint64_t wall;
+    uint32_t counter;
+    ss_store_get_clock(s, &wall, &counter);
+    ASSERT_EQ(wall, 5000);
+    ASSERT_EQ(counter, 39);
+    /* An expiring key, a delete, and a second crash on top. */
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ss_record e = rec_of("soon", 100, 777);
+    ASSERT_EQ(ss_store_put(s, B("exp"), &e), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 1), SS_OK);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_del(s, B("exp")), SS_OK);
+    ASSERT_EQ(ss_store_put(s, B("exp"), &e), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 1), SS_OK);
+    ss_store_close(s);
+    crash_after_batches(40, 60);
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ss_buf key = SS_BUF_INIT;
+    ss_hlc version;
+    ASSERT_EQ(ss_store_pop_due(s, 776, &key, &version), SS_E_NOTFOUND);
+    ASSERT_EQ(ss_store_pop_due(s, 777, &key, &version), SS_OK);
+    ASSERT_BUF(key, "exp");
+    ASSERT_EQ(ss_store_commit(s, 1), SS_OK);
+    assert_keys(s, 0, 60, 70);
+    ASSERT_EQ(ss_store_byte_count(s), (long long)charge_of(0, 60));
+    ss_buf_free(&key);
+    ss_store_close(s);
+}
+
+static void damage_journal(off_t at, int truncate_to_it)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/journal", test_tmpdir());
+    int fd = open(path, O_RDWR);
+    ASSERT_TRUE(fd >= 0);
+    if (truncate_to_it) {
+        ASSERT_EQ(ftruncate(fd, at), 0);
+    } else {
+        uint8_t b;
+        ASSERT_EQ(pread(fd, &b, 1, at), 1);
+        b ^= 0x20;
+        ASSERT_EQ(pwrite(fd, &b, 1, at), 1);
+    }
+    close(fd);
+}
+
+/* What a power loss can leave: a torn last frame, or a damaged one. The
+ * frames before it are replayed; it and what follows are not; the store
+ * goes on from there. */
+TEST(store_journal_torn_or_damaged_tail)
+{
+    crash_after_batches(0, 10); /* k0..k9: ten frames of the same size */
+    off_t size = journal_size();
+    ASSERT_EQ(size % 10, 0);
+    off_t frame = size / 10;
+    damage_journal(size - 3, 1);
+    ss_store_options o = journaled();
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ASSERT_EQ(journal_size(), 0);
+    assert_keys(s, 0, 9, 12);
+    ASSERT_EQ(ss_store_byte_count(s), (long long)charge_of(0, 9));
+    ss_store_close(s);
+
+    /* The same store again: the journal is numbered on from the last good
+     * frame. k9 and k10 are written anew; frame 4 of those gets damaged. */
+    crash_after_batches(9, 19);
+    damage_journal(4 * frame + SS_JFRAME_HEADER + 2, 0);
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    assert_keys(s, 0, 13, 20);
+    ss_store_close(s);
+}
+
+/* Checkpoints: when the interval has passed, and when the journal would
+ * pass its size limit; each leaves an empty journal and the data in the
+ * file. */
+TEST(store_checkpoint_by_time_and_by_size)
+{
+    ss_store_options o = journaled();
+    o.checkpoint_interval_ms = 100;
+    o.journal_max_bytes = 4096;
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ASSERT_TRUE(!ss_store_checkpoint_due(s, 100000)); /* nothing to checkpoint */
+    ss_record r = rec_of("v", 1, 0);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_put(s, B("a"), &r), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 50), SS_OK); /* 50 ms after open: journal */
+    ASSERT_TRUE(journal_size() > 0);
+    ASSERT_TRUE(!ss_store_checkpoint_due(s, 99));
+    ASSERT_TRUE(ss_store_checkpoint_due(s, 100));
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 100), SS_OK); /* an empty batch carries it */
+    ASSERT_EQ(journal_size(), 0);
+    ASSERT_TRUE(!ss_store_checkpoint_due(s, 100000));
+
+    static char big[1001];
+    memset(big, 'x', 1000);
+    ss_record b = rec_of(big, 2, 0);
+    int frames = 0;
+    off_t before = 0;
+    for (int i = 0; i < 10; i++) {
+        char k[8];
+        snprintf(k, sizeof k, "b%d", i);
+        ASSERT_EQ(ss_store_begin(s), SS_OK);
+        ASSERT_EQ(ss_store_put(s, B(k), &b), SS_OK);
+        ASSERT_EQ(ss_store_commit(s, 110), SS_OK);
+        off_t now = journal_size();
+        ASSERT_TRUE(now < 4096);
+        if (now < before)
+            break;
+        before = now;
+        frames++;
+    }
+    ASSERT_EQ(frames, 3); /* the fourth would have reached 4096 bytes */
+    ss_store_close(s);
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ASSERT_EQ(ss_store_key_count(s), 5);
+    ss_store_close(s);
+}
