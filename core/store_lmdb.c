@@ -919,8 +919,11 @@ int ss_store_commit_finish(ss_store *s, int rc, uint64_t now_ms)
     if (ckpt)
         s->last_ckpt_ms = now_ms; /* after a failure too: not again at once */
     if (rc != SS_OK) {
-        if (!ckpt && !ss_jframe_empty(&s->frame))
-            (void)ftruncate(s->jfd, (off_t)s->jend); /* a torn frame; else overwritten */
+        /* Cut what the failed write may have left. Should that fail too,
+         * the next frame overwrites it from jend, and a replay stops at
+         * any remains after it (they fail their check). */
+        if (!ckpt && !ss_jframe_empty(&s->frame) && ftruncate(s->jfd, (off_t)s->jend) != 0) {
+        }
         s->dirty = true;
         ss__rollback(s);
         return rc;

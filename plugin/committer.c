@@ -1,13 +1,15 @@
-/* committer.c - group commit for fsync=always, and the periodic fsync of
- * fsync=periodic, off the broker's thread.
+/* committer.c - the commits that wait for the disk, and the periodic
+ * fsync of the journal, off the broker's thread.
  *
- * With fsync=always a commit waits for the disk (two syncs in LMDB: the
- * data pages, then the meta page). Done on the broker's thread, that wait
- * stalls every client, and since the broker reads about one packet per
- * connection per loop iteration, each sync would cover only a few requests.
- * So the commit runs here, on a thread of its own, while the broker goes
- * on reading requests; those wait in a queue (request.c) and all go into
- * the next batch, which one commit and one pair of syncs then cover.
+ * Two kinds of commit wait for the disk: every commit with fsync=always
+ * (its journal frame is fsynced before the answers go out) and, in either
+ * mode, a checkpoint (the store's LMDB transaction committed with LMDB's
+ * full sync, see core/store_lmdb.c). Done on the broker's thread, that wait
+ * would stall every client; and since the broker reads about one packet per
+ * connection per loop iteration, each fsync would cover only a few
+ * requests. So such a commit runs here, on a thread of its own, while the
+ * broker goes on reading requests; those wait in a queue (request.c) and
+ * all go into the next batch, which one commit and one fsync then cover.
  *
  * Waking the broker: it sleeps in epoll_wait (up to 100 ms) and a plugin
  * cannot add a descriptor to that set. A signal interrupts the wait (the
@@ -17,11 +19,11 @@
  * repeats it every 200 us until the tick has collected the result.
  * SIGURG is used: ignored by default, and nothing in Mosquitto uses it.
  *
- * With fsync=periodic the commits stay on the broker's thread (they only
- * hand pages to the operating system), but the once-per-interval fsync
- * runs here: on slow storage (an SD card) it can take tens of
- * milliseconds, which would otherwise stall every client each interval.
- * Nothing waits for it, so no wake-up is sent.
+ * With fsync=periodic the other commits stay on the broker's thread (they
+ * only hand a frame to the operating system), but the once-per-interval
+ * fsync of the journal runs here: on slow storage (an SD card) it can take
+ * tens of milliseconds, which would otherwise stall every client each
+ * interval. Nothing waits for it, so no wake-up is sent.
  */
 #include <signal.h>
 #include <string.h>

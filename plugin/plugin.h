@@ -7,9 +7,10 @@
  * inside the open batch; its answer and the notifications it causes wait in
  * the outbox (outbox.c). TICK (tick.c), once per broker loop iteration,
  * sweeps expired keys, commits the batch, and only then publishes the
- * outbox: nothing is acknowledged before it is durable. With fsync=always
- * the commit runs on the committer's thread (committer.c); requests that
- * arrive meanwhile wait in a queue and form the next batch.
+ * outbox: nothing is acknowledged before it is durable. A commit that
+ * waits for the disk (fsync=always, or a checkpoint) runs on the
+ * committer's thread (committer.c); requests that arrive meanwhile wait in
+ * a queue and form the next batch.
  */
 #ifndef SS_PLUGIN_H
 #define SS_PLUGIN_H
@@ -53,7 +54,7 @@ struct ss_plugin_options {
     uint64_t dedup_window_ms;
     uint64_t dedup_max_entries;
     uint64_t dedup_max_bytes;
-    uint64_t max_queued_bytes; /* fsync=always: requests waiting for a commit */
+    uint64_t max_queued_bytes; /* requests waiting for a commit on the thread */
     uint64_t max_value_bytes; /* derived from the broker's message_size_limit */
     char *acl_file;           /* key ACL; NULL: everything allowed */
     bool topic_protection;

@@ -334,7 +334,7 @@ TEST(store_checkpoint_by_time_and_by_size)
     int frames = 0;
     off_t before = 0;
     for (int i = 0; i < 10; i++) {
-        char k[8];
+        char k[16];
         snprintf(k, sizeof k, "b%d", i);
         ASSERT_EQ(ss_store_begin(s), SS_OK);
         ASSERT_EQ(ss_store_put(s, B(k), &b), SS_OK);
