@@ -47,10 +47,11 @@ typedef struct ss_store_options {
     uint32_t sync_interval_ms;  /* SS_SYNC_PERIODIC: 0 means 1000 */
     bool external_sync;         /* SS_SYNC_PERIODIC: the owner runs the periodic
                                    sync (ss_store_sync_start...), not the commit */
-    uint32_t checkpoint_interval_ms; /* journal into the file at most this often;
+    uint32_t checkpoint_interval_ms; /* journal into the file at most this often,
+                                        by a batch that wrote nothing;
                                         0: SS_STORE_CHECKPOINT_MS_DEFAULT */
-    uint64_t journal_max_bytes; /* ...or when the journal would grow past this;
-                                   0: SS_STORE_JOURNAL_MAX_DEFAULT */
+    uint64_t journal_max_bytes; /* ...and by any batch when the journal would
+                                   grow past this; 0: SS_STORE_JOURNAL_MAX_DEFAULT */
     unsigned long_key_hash_bits; /* testing aid: 1..64 bits of the long-key hash kept; 0: 64 */
 } ss_store_options;
 
@@ -112,7 +113,8 @@ int ss_store_commit_finish(ss_store *s, int rc, uint64_t now_ms);
 bool ss_store_commit_syncs(const ss_store *s);
 /* Outside a batch: true if a checkpoint is due (the interval passed or the
  * journal is large) and there is something to checkpoint. The owner then
- * opens a batch and commits it with may_checkpoint. */
+ * opens a batch and commits it at once with may_checkpoint. A batch that
+ * writes is made a checkpoint only when the journal is at its size limit. */
 bool ss_store_checkpoint_due(const ss_store *s, uint64_t now_ms);
 /* Drop the batch. A batch that wrote something is undone by rebuilding the
  * state of the last commit from the file and the journal: costs up to a

@@ -831,12 +831,19 @@ void ss_store_abort(ss_store *s)
     ss__rollback(s);
 }
 
+/* Size first: a journal at its limit is checkpointed with any batch. The
+ * interval only makes a batch that wrote nothing a checkpoint (the tick of
+ * an idle moment), so that a client's write never waits for one because
+ * time passed: it costs two fsyncs of the data file. */
 static bool ss__checkpoint_due(const ss_store *s, uint64_t now_ms, size_t frame_len)
 {
-    if (s->jend == 0 && frame_len <= SS_JFRAME_HEADER && s->jseq == s->ckpt_seq && !s->dirty)
+    bool writes = frame_len > SS_JFRAME_HEADER || s->dirty;
+    if (s->jend == 0 && !writes && s->jseq == s->ckpt_seq)
         return false; /* nothing outside the file */
-    return now_ms < s->last_ckpt_ms || now_ms - s->last_ckpt_ms >= s->opt.checkpoint_interval_ms ||
-           s->jend + frame_len >= s->opt.journal_max_bytes;
+    if (s->jend + frame_len >= s->opt.journal_max_bytes)
+        return true;
+    return !writes && (now_ms < s->last_ckpt_ms ||
+                       now_ms - s->last_ckpt_ms >= s->opt.checkpoint_interval_ms);
 }
 
 bool ss_store_checkpoint_due(const ss_store *s, uint64_t now_ms)

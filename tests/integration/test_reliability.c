@@ -132,6 +132,13 @@ TEST(reliability_kill9_rounds_fsync_always)
     kill9_rounds("plugin_opt_fsync always\n");
 }
 
+/* Checkpoints every few milliseconds: the kill lands before, during and
+ * after them, and the restart replays whatever journal it finds. */
+TEST(reliability_kill9_rounds_frequent_checkpoints)
+{
+    kill9_rounds("plugin_opt_checkpoint_interval_ms 5\nplugin_opt_journal_max_bytes 65536\n");
+}
+
 /* ---- linearizability -------------------------------------------------- */
 
 enum op_kind { OP_SET, OP_SETNX, OP_GET, OP_DEL, OP_VDEL };
@@ -366,6 +373,12 @@ TEST(reliability_linearizable_histories_fsync_always)
 TEST(reliability_linearizable_histories_full_queue)
 {
     linearizable_histories("plugin_opt_fsync always\nplugin_opt_max_queued_bytes 1\n");
+}
+
+/* Requests queue behind checkpoints on the committing thread, often. */
+TEST(reliability_linearizable_histories_frequent_checkpoints)
+{
+    linearizable_histories("plugin_opt_checkpoint_interval_ms 2\n");
 }
 
 /* A broken history must be caught: the checker is not vacuous. */

@@ -327,6 +327,15 @@ TEST(store_checkpoint_by_time_and_by_size)
     ASSERT_EQ(ss_store_commit(s, 100), SS_OK); /* an empty batch carries it */
     ASSERT_EQ(journal_size(), 0);
     ASSERT_TRUE(!ss_store_checkpoint_due(s, 100000));
+    /* A batch that writes is not made to wait for a checkpoint by time. */
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_put(s, B("c"), &r), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 5000), SS_OK);
+    ASSERT_TRUE(journal_size() > 0);
+    ASSERT_TRUE(ss_store_checkpoint_due(s, 5000));
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 5000), SS_OK);
+    ASSERT_EQ(journal_size(), 0);
 
     static char big[1001];
     memset(big, 'x', 1000);
@@ -338,7 +347,7 @@ TEST(store_checkpoint_by_time_and_by_size)
         snprintf(k, sizeof k, "b%d", i);
         ASSERT_EQ(ss_store_begin(s), SS_OK);
         ASSERT_EQ(ss_store_put(s, B(k), &b), SS_OK);
-        ASSERT_EQ(ss_store_commit(s, 110), SS_OK);
+        ASSERT_EQ(ss_store_commit(s, 5010), SS_OK);
         off_t now = journal_size();
         ASSERT_TRUE(now < 4096);
         if (now < before)
@@ -349,6 +358,6 @@ TEST(store_checkpoint_by_time_and_by_size)
     ASSERT_EQ(frames, 3); /* the fourth would have reached 4096 bytes */
     ss_store_close(s);
     ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
-    ASSERT_EQ(ss_store_key_count(s), 5);
+    ASSERT_EQ(ss_store_key_count(s), 6);
     ss_store_close(s);
 }
