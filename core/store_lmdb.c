@@ -835,9 +835,8 @@ void ss_store_abort(ss_store *s)
  * interval only makes a batch that wrote nothing a checkpoint (the tick of
  * an idle moment), so that a client's write never waits for one because
  * time passed: it costs two fsyncs of the data file. */
-static bool ss__checkpoint_due(const ss_store *s, uint64_t now_ms, size_t frame_len)
+static bool ss__checkpoint_due(const ss_store *s, uint64_t now_ms, size_t frame_len, bool writes)
 {
-    bool writes = frame_len > SS_JFRAME_HEADER || s->dirty;
     if (s->jend == 0 && !writes && s->jseq == s->ckpt_seq)
         return false; /* nothing outside the file */
     if (s->jend + frame_len >= s->opt.journal_max_bytes)
@@ -848,7 +847,7 @@ static bool ss__checkpoint_due(const ss_store *s, uint64_t now_ms, size_t frame_
 
 bool ss_store_checkpoint_due(const ss_store *s, uint64_t now_ms)
 {
-    return !s->committing && s->txn != NULL && ss__checkpoint_due(s, now_ms, 0);
+    return !s->committing && !s->batch && s->txn != NULL && ss__checkpoint_due(s, now_ms, 0, false);
 }
 
 int ss_store_commit_prepare(ss_store *s, uint64_t now_ms, bool may_checkpoint)
@@ -868,7 +867,8 @@ int ss_store_commit_prepare(ss_store *s, uint64_t now_ms, bool may_checkpoint)
         ss_put_be(c + 8, s->clock_counter, 4);
         rc = ss__meta_put(s, "clock", c, 12);
     }
-    s->ckpt = rc == SS_OK && may_checkpoint && ss__checkpoint_due(s, now_ms, s->frame.len);
+    bool writes = s->dirty || !ss_jframe_empty(&s->frame);
+    s->ckpt = rc == SS_OK && may_checkpoint && ss__checkpoint_due(s, now_ms, s->frame.len, writes);
     if (s->ckpt) {
         /* This batch goes into the file directly, not into the journal. */
         uint8_t j[8];
