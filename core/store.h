@@ -57,7 +57,7 @@ typedef struct ss_store_options {
 
 #define SS_STORE_MAX_BYTES_DEFAULT ((uint64_t)1 << 30)
 #define SS_STORE_CHECKPOINT_MS_DEFAULT 1000u
-#define SS_STORE_JOURNAL_MAX_DEFAULT ((uint64_t)16 << 20)
+#define SS_STORE_JOURNAL_MAX_DEFAULT ((uint64_t)4 << 20)
 
 /* A stored record. value borrows storage memory: valid until the next
  * put, del, pop_due, commit or abort on the same store. */
