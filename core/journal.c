@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bigendian.h"
@@ -126,6 +127,15 @@ int ss_journal_replay(int fd, uint64_t limit, const uint8_t key[16], uint64_t af
     size_t cap = 0;
     int rc = SS_OK;
     *last_seq = after_seq;
+    /* No frame reaches past the end of the file: a damaged length is
+     * caught before it is allocated. */
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        *end = 0;
+        return SS_E_IO;
+    }
+    if ((uint64_t)st.st_size < limit)
+        limit = (uint64_t)st.st_size;
     for (;;) {
         uint8_t head[SS_JFRAME_HEADER];
         if (limit - off < SS_JFRAME_HEADER)

@@ -67,6 +67,7 @@
 #define SS_REC_FT 1u
 #define SS_REC_EXP 2u
 #define SS_REC_LONG 4u
+#define SS_FRAME_KEEP ((size_t)1 << 20) /* frame memory kept between batches */
 
 /* Where a key lives (or would live) in the keys database. */
 struct ss_loc {
@@ -790,6 +791,9 @@ int ss_store_begin(ss_store *s)
             return SS_E_IO;
         }
     }
+    /* A batch with a huge value grew the frame: do not keep that memory. */
+    if (s->frame.cap > SS_FRAME_KEEP)
+        ss_buf_free(&s->frame);
     if (ss_jframe_reset(&s->frame) != SS_OK)
         return SS_E_NOMEM;
     s->batch = true;
