@@ -599,18 +599,28 @@ static int ss__checkpoint_now(ss_store *s)
     return fdatasync(s->jfd) == 0 ? SS_OK : SS_E_IO;
 }
 
+/* Open FILE in the data directory, creating it (0600); *existed tells
+ * whether it was there before. -1 on failure. */
+static int ss__open_in_dir(const ss_store *s, const char *file, bool *existed)
+{
+    size_t n = strlen(s->path) + strlen(file) + 2;
+    char *name = malloc(n);
+    if (name == NULL)
+        return -1;
+    snprintf(name, n, "%s/%s", s->path, file);
+    *existed = access(name, F_OK) == 0;
+    int fd = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    free(name);
+    return fd;
+}
+
 /* One process per data directory: a second broker on the same files
  * would keep its own counts and clock and corrupt both. flock is released
  * by the kernel when the process dies, so a crash leaves no stale lock. */
 static int ss__lock_dir(ss_store *s)
 {
-    size_t n = strlen(s->path) + sizeof "/statestore.lock";
-    char *name = malloc(n);
-    if (name == NULL)
-        return SS_E_NOMEM;
-    snprintf(name, n, "%s/statestore.lock", s->path);
-    s->lock_fd = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    free(name);
+    bool existed;
+    s->lock_fd = ss__open_in_dir(s, "statestore.lock", &existed);
     if (s->lock_fd < 0)
         return SS_E_IO;
     if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0)
@@ -621,14 +631,8 @@ static int ss__lock_dir(ss_store *s)
 /* Open (or create) the journal; a new file's name is made durable too. */
 static int ss__open_journal(ss_store *s)
 {
-    size_t n = strlen(s->path) + sizeof "/journal";
-    char *name = malloc(n);
-    if (name == NULL)
-        return SS_E_NOMEM;
-    snprintf(name, n, "%s/journal", s->path);
-    bool existed = access(name, F_OK) == 0;
-    s->jfd = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    free(name);
+    bool existed;
+    s->jfd = ss__open_in_dir(s, "journal", &existed);
     if (s->jfd < 0)
         return SS_E_IO;
     if (!existed) {
