@@ -1,4 +1,4 @@
-/* dedup.c - recent answers by (client, correlation data, fingerprint).
+/* dedup.c - recent answers by (client, correlation data, identity hash).
  *
  * Entries sit in a hash table and on one list in insertion order, which is
  * also time order: expiry and eviction take from the head, forgetting a
@@ -16,7 +16,7 @@
 struct ss_dentry {
     ss_table_node node;
     struct ss_dentry *next, *prev;
-    uint64_t seq, fp, at_ms;
+    uint64_t seq, at_ms;
     size_t client_len, corr_len, payload_len, version_len;
     uint8_t bytes[]; /* client, corr, payload, version */
 };
@@ -74,25 +74,22 @@ void ss_dedup_free(ss_dedup *d)
     free(d);
 }
 
-uint64_t ss_dedup_fingerprint(const ss_dedup *d, const ss_bytes *parts, size_t n)
+uint64_t ss_dedup_id(const ss_dedup *d, ss_bytes client, ss_bytes corr, const ss_bytes *parts,
+                     size_t n)
 {
-    return ss_table_hash_parts(&d->table, parts, n);
+    ss_bytes all[2 + SS_DEDUP_MAX_PARTS] = {client, corr};
+    if (n > SS_DEDUP_MAX_PARTS)
+        n = SS_DEDUP_MAX_PARTS;
+    memcpy(all + 2, parts, n * sizeof *parts);
+    return ss_table_hash_parts(&d->table, all, 2 + n);
 }
 
-/* The table key covers the fingerprint too: a client that reuses its
- * correlation data for many requests must not make one long chain. */
-static uint64_t ss__id_hash(const ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t fp)
-{
-    return ss_table_hash2(&d->table, client.data, client.len, corr.data, corr.len) ^ fp;
-}
-
-int ss_dedup_find(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t fp, uint64_t now_ms,
+int ss_dedup_find(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t id, uint64_t now_ms,
                   ss_dedup_answer *out)
 {
-    uint64_t h = ss__id_hash(d, client, corr, fp);
-    for (ss_table_node *n = ss_table_find(&d->table, h); n; n = ss_table_next(n, h)) {
+    for (ss_table_node *n = ss_table_find(&d->table, id); n; n = ss_table_next(n, id)) {
         struct ss_dentry *e = (struct ss_dentry *)n;
-        if (e->fp != fp || e->client_len != client.len || e->corr_len != corr.len ||
+        if (e->client_len != client.len || e->corr_len != corr.len ||
             memcmp(e->bytes, client.data, client.len) != 0 ||
             memcmp(e->bytes + client.len, corr.data, corr.len) != 0)
             continue;
@@ -108,7 +105,7 @@ int ss_dedup_find(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t fp, uint
     return 0;
 }
 
-int ss_dedup_put(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t fp, uint64_t now_ms,
+int ss_dedup_put(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t id, uint64_t now_ms,
                  const ss_dedup_answer *a)
 {
     size_t data = client.len + corr.len + a->payload.len + a->version.len;
@@ -118,7 +115,6 @@ int ss_dedup_put(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t fp, uint6
     if (e == NULL)
         return SS_E_NOMEM;
     e->seq = ++d->seq;
-    e->fp = fp;
     e->at_ms = now_ms;
     e->client_len = client.len;
     e->corr_len = corr.len;
@@ -143,7 +139,7 @@ int ss_dedup_put(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t fp, uint6
         d->head = e;
     d->tail = e;
     d->bytes += ss__entry_size(e);
-    ss_table_insert(&d->table, &e->node, ss__id_hash(d, client, corr, fp));
+    ss_table_insert(&d->table, &e->node, id);
     return SS_OK;
 }
 

@@ -2,9 +2,8 @@
  * first answer instead of running twice.
  *
  * A request is identified by its client id, its correlation data and a
- * fingerprint of everything else it carried (payload and properties), so
- * clients that reuse correlation data for different requests are not
- * confused. Entries live for window_ms; memory is bounded by max_entries and
+ * keyed hash of all it carried (payload and properties), so clients that
+ * reuse correlation data for different requests are not confused. Entries live for window_ms; memory is bounded by max_entries and
  * max_bytes (past either, the oldest entries go first). */
 #ifndef SS_DEDUP_H
 #define SS_DEDUP_H
@@ -34,15 +33,22 @@ typedef struct ss_dedup_answer {
 int ss_dedup_new(const ss_dedup_limits *lim, ss_dedup **out);
 void ss_dedup_free(ss_dedup *d);
 
-/* Keyed 64-bit fingerprint of n byte runs (lengths included). */
-uint64_t ss_dedup_fingerprint(const ss_dedup *d, const ss_bytes *parts, size_t n);
+/* A request's identity: a keyed 64-bit hash of its client id, its
+ * correlation data and n (at most SS_DEDUP_MAX_PARTS) further byte runs:
+ * everything else it carried. Lengths are included, so runs cannot be
+ * shifted into each other. One pass over the request: the table uses it as
+ * the hash. */
+#define SS_DEDUP_MAX_PARTS 8
+uint64_t ss_dedup_id(const ss_dedup *d, ss_bytes client, ss_bytes corr, const ss_bytes *parts,
+                     size_t n);
 
-/* 1 and *out when an entry younger than the window matches, else 0. */
-int ss_dedup_find(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t fp, uint64_t now_ms,
+/* 1 and *out when an entry younger than the window has this client,
+ * correlation data and id (from ss_dedup_id), else 0. */
+int ss_dedup_find(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t id, uint64_t now_ms,
                   ss_dedup_answer *out);
 /* Remember an answer. 0, or SS_E_NOMEM (then nothing is remembered). An
  * entry larger than max_bytes is not kept (returns 0). */
-int ss_dedup_put(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t fp, uint64_t now_ms,
+int ss_dedup_put(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t id, uint64_t now_ms,
                  const ss_dedup_answer *a);
 /* Drop entries older than the window. */
 void ss_dedup_expire(ss_dedup *d, uint64_t now_ms);

@@ -211,21 +211,39 @@ static int ss__stamp(ss_bytes prop, uint64_t now_ms, int future_err, ss_hlc *out
     return SS_OK;
 }
 
-static int ss__run(ss_engine *e, ss_exec *x)
+static int ss__parse(ss_engine *e, ss_exec *x)
 {
     ss_request req;
     size_t used;
     int rc = ss_codec_decode_request(x->payload, x->payload_len, &e->opt.limits, &req, &used);
     if (rc != SS_OK || used != x->payload_len)
         return SS_E_SYNTAX;
-    ss_command c;
-    if ((rc = ss_command_parse(&req, &c)) != SS_OK)
+    ss_command *c = &x->cmd;
+    if ((rc = ss_command_parse(&req, c)) != SS_OK)
         return rc;
-    x->command = (int)c.type;
-    if (c.key.len > e->opt.max_key_len)
+    x->command = (int)c->type;
+    if (c->key.len > e->opt.max_key_len)
         return SS_E_QUOTA;
-    if (c.type == SS_CMD_SET && e->opt.max_value_len && c.value.len > e->opt.max_value_len)
+    if (c->type == SS_CMD_SET && e->opt.max_value_len && c->value.len > e->opt.max_value_len)
         return SS_E_QUOTA;
+    return SS_OK;
+}
+
+void ss_engine_parse(ss_engine *e, ss_exec *x)
+{
+    x->command = 0;
+    x->parse_rc = ss__parse(e, x);
+    x->parsed = true;
+}
+
+static int ss__run(ss_engine *e, ss_exec *x)
+{
+    int rc;
+    if (!x->parsed)
+        ss_engine_parse(e, x);
+    if (x->parse_rc != SS_OK)
+        return x->parse_rc;
+    const ss_command c = x->cmd;
     if (e->opt.on_authorize) {
         enum ss_access need =
             c.type == SS_CMD_GET || c.type == SS_CMD_KEYNOTIFY ? SS_ACCESS_READ : SS_ACCESS_WRITE;
@@ -266,7 +284,6 @@ int ss_engine_exec(ss_engine *e, ss_exec *x)
 {
     size_t mark = x->response->len;
     x->has_version = false;
-    x->command = 0;
     int rc = ss__run(e, x);
     if (rc == SS_OK)
         return SS_OK;

@@ -20,6 +20,7 @@
 #include "acl.h"
 #include "buf.h"
 #include "codec.h"
+#include "command.h"
 #include "hlc.h"
 #include "store.h"
 
@@ -77,6 +78,10 @@ typedef struct ss_exec {
     bool has_version; /* out: send version as __ts */
     ss_hlc version;
     int command;      /* out: the enum ss_cmd_type run, 0 if the request did not parse */
+    /* Kept by ss_engine_parse for ss_engine_exec; zero-initialise. */
+    bool parsed;
+    int parse_rc;
+    ss_command cmd;
 } ss_exec;
 
 /* Create an engine on store (borrowed: it must outlive the engine). The
@@ -90,6 +95,12 @@ void ss_engine_free(ss_engine *e);
  * the status whose error text was answered (protocol errors, and SS_E_IO /
  * SS_E_CORRUPT answered as "-ERR storage error"). */
 int ss_engine_exec(ss_engine *e, ss_exec *x);
+
+/* Decode and check x's payload without running it, and set x->command
+ * (0 if it does not parse). Optional: a caller that must know the command
+ * before running it (the resend cache skips GETs) calls this first, and
+ * ss_engine_exec then runs what was parsed here instead of parsing again. */
+void ss_engine_parse(ss_engine *e, ss_exec *x);
 
 /* Remove up to max keys whose deadline is <= now_ms, earliest first,
  * emitting a DELETE event for each. Cheap when nothing is due. Returns the

@@ -19,6 +19,35 @@ static uint64_t ss__le64(const uint8_t *p)
     return v;
 }
 
+/* The first n (< 8) bytes at p as the low bytes of a little-endian word. */
+static uint64_t ss__le_partial(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    switch (n) {
+    case 7:
+        v |= (uint64_t)p[6] << 48;
+        /* fallthrough */
+    case 6:
+        v |= (uint64_t)p[5] << 40;
+        /* fallthrough */
+    case 5:
+        v |= (uint64_t)p[4] << 32;
+        /* fallthrough */
+    case 4:
+        v |= (uint64_t)p[3] << 24;
+        /* fallthrough */
+    case 3:
+        v |= (uint64_t)p[2] << 16;
+        /* fallthrough */
+    case 2:
+        v |= (uint64_t)p[1] << 8;
+        /* fallthrough */
+    case 1:
+        v |= p[0];
+    }
+    return v;
+}
+
 #define SS_SIPROUND(v0, v1, v2, v3)                                                 \
     do {                                                                            \
         v0 += v1; v1 = ss__rotl(v1, 13); v1 ^= v0; v0 = ss__rotl(v0, 32);           \
@@ -27,13 +56,14 @@ static uint64_t ss__le64(const uint8_t *p)
         v2 += v1; v1 = ss__rotl(v1, 17); v1 ^= v2; v2 = ss__rotl(v2, 32);           \
     } while (0)
 
-static void ss__compress(ss_siphash_state *s, uint64_t m)
-{
-    s->v3 ^= m;
-    SS_SIPROUND(s->v0, s->v1, s->v2, s->v3);
-    SS_SIPROUND(s->v0, s->v1, s->v2, s->v3);
-    s->v0 ^= m;
-}
+/* One message word through the two compression rounds. */
+#define SS_SIPCOMPRESS(v0, v1, v2, v3, m)                                           \
+    do {                                                                            \
+        v3 ^= (m);                                                                  \
+        SS_SIPROUND(v0, v1, v2, v3);                                                \
+        SS_SIPROUND(v0, v1, v2, v3);                                                \
+        v0 ^= (m);                                                                  \
+    } while (0)
 
 void ss_siphash_init(ss_siphash_state *s, const uint8_t key[16])
 {
@@ -46,36 +76,47 @@ void ss_siphash_init(ss_siphash_state *s, const uint8_t key[16])
     s->len = 0;
 }
 
+/* Hot: the resend cache hashes every request with it. The state stays in
+ * locals for the whole run of words. */
 void ss_siphash_update(ss_siphash_state *s, const void *data, size_t len)
 {
     const uint8_t *p = data;
-    /* Complete a word begun by an earlier piece, a byte at a time. */
-    while (len > 0 && s->len % 8 != 0) {
-        s->tail |= (uint64_t)*p++ << (8 * (s->len % 8));
-        s->len++;
-        len--;
-        if (s->len % 8 == 0) {
-            ss__compress(s, s->tail);
-            s->tail = 0;
-        }
-    }
-    for (; len >= 8; p += 8, len -= 8, s->len += 8)
-        ss__compress(s, ss__le64(p));
-    for (size_t i = 0; i < len; i++)
-        s->tail |= (uint64_t)p[i] << (8 * i);
+    size_t have = s->len % 8; /* bytes already waiting in tail */
+    uint64_t tail = s->tail;
     s->len += len;
+    if (have + len < 8) {
+        s->tail = tail | ss__le_partial(p, len) << (8 * have);
+        return;
+    }
+    uint64_t v0 = s->v0, v1 = s->v1, v2 = s->v2, v3 = s->v3;
+    if (have) { /* complete the word an earlier piece began */
+        tail |= ss__le_partial(p, 8 - have) << (8 * have);
+        SS_SIPCOMPRESS(v0, v1, v2, v3, tail);
+        p += 8 - have;
+        len -= 8 - have;
+    }
+    for (; len >= 8; p += 8, len -= 8) {
+        uint64_t m = ss__le64(p);
+        SS_SIPCOMPRESS(v0, v1, v2, v3, m);
+    }
+    tail = ss__le_partial(p, len);
+    s->v0 = v0;
+    s->v1 = v1;
+    s->v2 = v2;
+    s->v3 = v3;
+    s->tail = tail;
 }
 
-uint64_t ss_siphash_final(const ss_siphash_state *st)
+uint64_t ss_siphash_final(const ss_siphash_state *s)
 {
-    ss_siphash_state s = *st;
+    uint64_t v0 = s->v0, v1 = s->v1, v2 = s->v2, v3 = s->v3;
     /* Last block: the remaining bytes, and the length in the top byte. */
-    uint64_t b = s.tail | (uint64_t)s.len << 56;
-    ss__compress(&s, b);
-    s.v2 ^= 0xff;
+    uint64_t b = s->tail | (uint64_t)s->len << 56;
+    SS_SIPCOMPRESS(v0, v1, v2, v3, b);
+    v2 ^= 0xff;
     for (int i = 0; i < 4; i++)
-        SS_SIPROUND(s.v0, s.v1, s.v2, s.v3);
-    return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
+        SS_SIPROUND(v0, v1, v2, v3);
+    return v0 ^ v1 ^ v2 ^ v3;
 }
 
 uint64_t ss_siphash(const uint8_t key[16], const uint8_t *data, size_t len)
@@ -83,5 +124,35 @@ uint64_t ss_siphash(const uint8_t key[16], const uint8_t *data, size_t len)
     ss_siphash_state s;
     ss_siphash_init(&s, key);
     ss_siphash_update(&s, data, len);
+    return ss_siphash_final(&s);
+}
+
+uint64_t ss_siphash_parts(const uint8_t key[16], const ss_bytes *parts, size_t n)
+{
+    ss_siphash_state s;
+    ss_siphash_init(&s, key);
+    uint64_t v0 = s.v0, v1 = s.v1, v2 = s.v2, v3 = s.v3;
+    SS_SIPCOMPRESS(v0, v1, v2, v3, (uint64_t)n);
+    for (size_t i = 0; i < n; i++)
+        SS_SIPCOMPRESS(v0, v1, v2, v3, (uint64_t)parts[i].len);
+    size_t words = 1 + n;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *p = parts[i].data;
+        size_t len = parts[i].len;
+        for (; len >= 8; p += 8, len -= 8, words++) {
+            uint64_t m = ss__le64(p);
+            SS_SIPCOMPRESS(v0, v1, v2, v3, m);
+        }
+        if (len) {
+            uint64_t m = ss__le_partial(p, len);
+            SS_SIPCOMPRESS(v0, v1, v2, v3, m);
+            words++;
+        }
+    }
+    s.v0 = v0;
+    s.v1 = v1;
+    s.v2 = v2;
+    s.v3 = v3;
+    s.len = 8 * words;
     return ss_siphash_final(&s);
 }

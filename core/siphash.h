@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
+
 typedef struct ss_siphash_state {
     uint64_t v0, v1, v2, v3;
     uint64_t tail; /* up to 7 bytes not yet compressed, little-endian */
@@ -19,6 +21,12 @@ typedef struct ss_siphash_state {
 void ss_siphash_init(ss_siphash_state *s, const uint8_t key[16]);
 void ss_siphash_update(ss_siphash_state *s, const void *data, size_t len);
 uint64_t ss_siphash_final(const ss_siphash_state *s);
+
+/* The hash of several byte runs taken together, fast and unambiguous: the
+ * SipHash of the count and every length as 8-byte little-endian words,
+ * then of each run padded with zero bytes to a whole number of words (so
+ * ("ab", "c") and ("a", "bc") differ). */
+uint64_t ss_siphash_parts(const uint8_t key[16], const ss_bytes *parts, size_t n);
 
 /* The hash of one run of bytes: init, update, final. */
 uint64_t ss_siphash(const uint8_t key[16], const uint8_t *data, size_t len);

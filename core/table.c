@@ -36,17 +36,7 @@ uint64_t ss_table_hash(const ss_table *t, const uint8_t *data, size_t len)
 
 uint64_t ss_table_hash_parts(const ss_table *t, const ss_bytes *parts, size_t n)
 {
-    ss_siphash_state h;
-    ss_siphash_init(&h, t->key);
-    for (size_t i = 0; i < n; i++) {
-        /* Each piece's length first: ("ab", "c") and ("a", "bc") differ. */
-        uint8_t len[8];
-        for (int j = 0; j < 8; j++)
-            len[j] = (uint8_t)((uint64_t)parts[i].len >> (8 * j));
-        ss_siphash_update(&h, len, sizeof len);
-        ss_siphash_update(&h, parts[i].data, parts[i].len);
-    }
-    return ss_siphash_final(&h);
+    return ss_siphash_parts(t->key, parts, n);
 }
 
 uint64_t ss_table_hash2(const ss_table *t, const uint8_t *a, size_t alen, const uint8_t *b,

@@ -68,13 +68,15 @@ static void long_key(uint8_t *buf, size_t n, unsigned i)
 TEST(store_siphash_vectors)
 {
     /* Reference vectors of the SipHash paper: key 00..0f, messages 00..n-1. */
-    uint8_t key[16], msg[15];
+    uint8_t key[16], msg[64];
     for (int i = 0; i < 16; i++)
         key[i] = (uint8_t)i;
-    for (int i = 0; i < 15; i++)
+    for (int i = 0; i < 64; i++)
         msg[i] = (uint8_t)i;
     ASSERT_EQ(ss_siphash(key, msg, 0), (long long)0x726fdb47dd0e0e31ull);
+    ASSERT_EQ(ss_siphash(key, msg, 8), (long long)0x93f5f5799a932462ull);
     ASSERT_EQ(ss_siphash(key, msg, 15), (long long)0xa129ca6149be45e5ull);
+    ASSERT_EQ(ss_siphash(key, msg, 63), (long long)0x958a324ceb064572ull);
     /* Streaming: any split into three pieces gives the one-shot hash. */
     uint8_t data[40];
     for (int i = 0; i < 40; i++)
@@ -89,6 +91,33 @@ TEST(store_siphash_vectors)
                 ss_siphash_update(&st, data + b, n - b);
                 ASSERT_EQ(ss_siphash_final(&st), ss_siphash(key, data, n));
             }
+}
+
+TEST(store_siphash_parts_is_siphash_of_its_encoding)
+{
+    uint8_t key[16];
+    for (int i = 0; i < 16; i++)
+        key[i] = (uint8_t)(200 - i);
+    /* Runs of every length around a word, and an empty one. */
+    uint8_t data[40];
+    for (int i = 0; i < 40; i++)
+        data[i] = (uint8_t)(i * 13 + 5);
+    for (size_t a = 0; a <= 17; a++)
+        for (size_t b = 0; b <= 9; b++) {
+            ss_bytes parts[3] = {{data, a}, {data + 20, 0}, {data + 21, b}};
+            /* The encoding spelt out: count, lengths, then padded runs. */
+            uint8_t enc[128] = {0};
+            size_t n = 0;
+            const uint64_t words[4] = {3, a, 0, b};
+            for (int w = 0; w < 4; w++, n += 8)
+                for (int j = 0; j < 8; j++)
+                    enc[n + (size_t)j] = (uint8_t)(words[w] >> (8 * j));
+            for (int i = 0; i < 3; i++) {
+                memcpy(enc + n, parts[i].data, parts[i].len);
+                n += (parts[i].len + 7) / 8 * 8;
+            }
+            ASSERT_EQ(ss_siphash_parts(key, parts, 3), ss_siphash(key, enc, n));
+        }
 }
 
 TEST(store_record_round_trip)

@@ -79,9 +79,14 @@ TEST(dedup_first_answer_within_window)
     ss_dedup *d;
     ASSERT_EQ(ss_dedup_new(&lim, &d), SS_OK);
     ss_bytes parts[2] = {B("payload"), B("ts")};
-    uint64_t fp = ss_dedup_fingerprint(d, parts, 2);
+    uint64_t fp = ss_dedup_id(d, B("c"), B("corr"), parts, 2);
+    /* Every byte run counts, and runs cannot be shifted into each other. */
     ss_bytes other[2] = {B("payloa"), B("dts")};
-    ASSERT_TRUE(fp != ss_dedup_fingerprint(d, other, 2));
+    ASSERT_TRUE(fp != ss_dedup_id(d, B("c"), B("corr"), other, 2));
+    ASSERT_TRUE(fp != ss_dedup_id(d, B("c"), B("corr"), parts, 1));
+    ASSERT_TRUE(fp != ss_dedup_id(d, B("c2"), B("corr"), parts, 2));
+    ASSERT_TRUE(fp != ss_dedup_id(d, B("cc"), B("orr"), parts, 2));
+    ASSERT_EQ(fp, ss_dedup_id(d, B("c"), B("corr"), parts, 2));
     ss_dedup_answer a = {B("+OK\r\n"), B("1:0:n")}, got;
     ASSERT_EQ(ss_dedup_find(d, B("c"), B("corr"), fp, 1000, &got), 0);
     ASSERT_EQ(ss_dedup_put(d, B("c"), B("corr"), fp, 1000, &a), SS_OK);
