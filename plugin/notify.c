@@ -59,23 +59,26 @@ static void ss__notify_one(void *ctx, ss_bytes client)
     if (ss__notify_topic(p, client, f->ev->key) != SS_OK)
         return;
     char *id = strndup((const char *)client.data, client.len);
+    char *topic = strdup((const char *)p->topic.data);
     ss_buf payload = SS_BUF_INIT;
     int rc = f->ev->type == SS_EVENT_SET
                  ? ss_codec_put_notify_set(&payload, f->ev->value.data, f->ev->value.len)
                  : ss_codec_put_notify_delete(&payload);
     mosquitto_property *props = NULL;
-    if (rc == SS_OK && id != NULL &&
+    if (rc == SS_OK && id != NULL && topic != NULL &&
         mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__ts", f->version) ==
-            MOSQ_ERR_SUCCESS &&
-        ss_outbox_push(&p->outbox, id, (const char *)p->topic.data, payload.data, payload.len, props,
-                       NULL, 0, true) == MOSQ_ERR_SUCCESS) {
+            MOSQ_ERR_SUCCESS) {
+        /* The outbox owns all of it from here, even when it fails. */
+        if (ss_outbox_push(&p->outbox, id, topic, payload.data, payload.len, props, NULL, 0, true) ==
+            MOSQ_ERR_SUCCESS)
+            return;
+    } else {
         free(id);
-        return;
+        free(topic);
+        ss_buf_free(&payload);
+        mosquitto_property_free_all(&props);
     }
     ss_log(p, MOSQ_LOG_WARNING, "out of memory: a notification was dropped");
-    free(id);
-    ss_buf_free(&payload);
-    mosquitto_property_free_all(&props);
 }
 
 void ss_on_engine_event(void *ctx, const ss_event *ev)

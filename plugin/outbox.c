@@ -1,7 +1,8 @@
 /* outbox.c - messages that wait for the batch's commit, then go out.
  *
  * Ownership: the outbox owns every payload, property list and string it
- * holds. mosquitto_broker_publish takes payload and properties only when it
+ * holds (handed over by ss_outbox_push, not copied).
+ * mosquitto_broker_publish takes payload and properties only when it
  * succeeds; on failure they are freed here.
  */
 #include <stdlib.h>
@@ -43,23 +44,17 @@ static void ss__msg_free(struct ss_outmsg *m)
     memset(m, 0, sizeof *m);
 }
 
-int ss_outbox_push(struct ss_outbox *ob, const char *clientid, const char *topic, uint8_t *payload,
-                   size_t len, mosquitto_property *props, const uint8_t *corr, uint16_t corr_len,
-                   bool engine_answer)
+int ss_outbox_push(struct ss_outbox *ob, char *clientid, char *topic, uint8_t *payload, size_t len,
+                   mosquitto_property *props, uint8_t *corr, uint16_t corr_len, bool engine_answer)
 {
-    struct ss_outmsg m = {0};
-    m.payload = payload;
-    m.payload_len = len;
-    m.props = props;
-    m.engine_answer = engine_answer;
-    m.topic = strdup(topic);
-    m.clientid = clientid ? strdup(clientid) : NULL;
-    if (corr_len) {
-        m.corr = malloc(corr_len);
-        if (m.corr)
-            memcpy(m.corr, corr, corr_len);
-        m.corr_len = corr_len;
-    }
+    struct ss_outmsg m = {.clientid = clientid,
+                          .topic = topic,
+                          .payload = payload,
+                          .payload_len = len,
+                          .props = props,
+                          .corr = corr,
+                          .corr_len = corr_len,
+                          .engine_answer = engine_answer};
     if (ob->len == ob->cap) {
         size_t cap = ob->cap ? ob->cap * 2 : 64;
         struct ss_outmsg *p = realloc(ob->msgs, cap * sizeof *p);
@@ -68,8 +63,7 @@ int ss_outbox_push(struct ss_outbox *ob, const char *clientid, const char *topic
             ob->cap = cap;
         }
     }
-    if (m.topic == NULL || (clientid && m.clientid == NULL) || (corr_len && m.corr == NULL) ||
-        ob->len == ob->cap) {
+    if (topic == NULL || ob->len == ob->cap) {
         ss__msg_free(&m);
         return MOSQ_ERR_NOMEM;
     }

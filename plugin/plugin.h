@@ -196,11 +196,11 @@ int ss_on_tick(int event, void *event_data, void *userdata);
 void ss_commit_wait(struct ss_plugin *p);
 uint64_t ss_wall_ms(void);
 
-/* outbox.c: queue a message; takes ownership of payload and props (freed
- * on failure too). 0 or MOSQ_ERR_NOMEM. */
-int ss_outbox_push(struct ss_outbox *ob, const char *clientid, const char *topic, uint8_t *payload,
-                   size_t len, mosquitto_property *props, const uint8_t *corr, uint16_t corr_len,
-                   bool engine_answer);
+/* outbox.c: queue a message; takes ownership of clientid, topic, payload,
+ * props and corr, all heap memory (freed on failure too; a NULL topic is a
+ * failure). 0 or MOSQ_ERR_NOMEM. */
+int ss_outbox_push(struct ss_outbox *ob, char *clientid, char *topic, uint8_t *payload, size_t len,
+                   mosquitto_property *props, uint8_t *corr, uint16_t corr_len, bool engine_answer);
 /* Move the last message to position pos (an answer goes out before the
  * notifications its request caused). */
 void ss_outbox_move_last_to(struct ss_outbox *ob, size_t pos);

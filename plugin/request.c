@@ -105,9 +105,25 @@ static bool ss__usable_topic(const char *t)
     return n > 0 && n <= SS_TOPIC_MAX && mosquitto_pub_topic_check(t) == MOSQ_ERR_SUCCESS;
 }
 
+/* Queue an answer: the request's response topic and correlation data are
+ * handed over to it, not copied (so r loses them). */
+static void ss__push(struct ss_plugin *p, struct ss_req_props *r, uint8_t *payload, size_t len,
+                     mosquitto_property *props, bool engine_answer)
+{
+    char *topic = r->response_topic;
+    uint8_t *corr = r->corr;
+    uint16_t corr_len = r->corr_len;
+    r->response_topic = NULL;
+    r->corr = NULL;
+    r->corr_len = 0;
+    if (ss_outbox_push(&p->outbox, NULL, topic, payload, len, props, corr, corr_len,
+                       engine_answer) != MOSQ_ERR_SUCCESS)
+        ss_log(p, MOSQ_LOG_WARNING, "out of memory: an answer was dropped");
+}
+
 /* Queue a status answer (400, 505) that runs nothing. extra: name/value
  * pairs, NULL-terminated. */
-static void ss__status(struct ss_plugin *p, const struct ss_req_props *r, const char *stat,
+static void ss__status(struct ss_plugin *p, struct ss_req_props *r, const char *stat,
                        const char *const *extra)
 {
     mosquitto_property *props = ss_response_props(r->corr, r->corr_len, stat, NULL);
@@ -127,8 +143,7 @@ static void ss__status(struct ss_plugin *p, const struct ss_req_props *r, const 
         free(payload);
         return;
     }
-    ss_outbox_push(&p->outbox, NULL, r->response_topic, payload, strlen(text), props, r->corr,
-                   r->corr_len, false);
+    ss__push(p, r, payload, strlen(text), props, false);
 }
 
 static ss_bytes ss__str(const char *s)
@@ -149,7 +164,7 @@ static uint64_t ss__request_id(struct ss_plugin *p, ss_bytes client, ss_bytes co
     return ss_dedup_id(p->dedup, client, corr, parts, 6);
 }
 
-static void ss__answer(struct ss_plugin *p, const struct ss_req_props *r, const ss_bytes *payload,
+static void ss__answer(struct ss_plugin *p, struct ss_req_props *r, const ss_bytes *payload,
                        const char *version)
 {
     mosquitto_property *props = ss_response_props(r->corr, r->corr_len, "200", version);
@@ -161,11 +176,10 @@ static void ss__answer(struct ss_plugin *p, const struct ss_req_props *r, const 
         return;
     }
     memcpy(copy, payload->data, payload->len);
-    ss_outbox_push(&p->outbox, NULL, r->response_topic, copy, payload->len, props, r->corr,
-                   r->corr_len, true);
+    ss__push(p, r, copy, payload->len, props, true);
 }
 
-static void ss__execute(struct ss_plugin *p, const struct ss_req_in *in, const struct ss_req_props *r)
+static void ss__execute(struct ss_plugin *p, const struct ss_req_in *in, struct ss_req_props *r)
 {
     const char *client_id = in->client_id;
     ss_bytes client = ss__str(client_id);
@@ -211,18 +225,17 @@ static void ss__execute(struct ss_plugin *p, const struct ss_req_in *in, const s
     if (x.has_version)
         version[ss_hlc_format(&x.version, version)] = '\0';
     ss_bytes answer = {p->scratch.data, p->scratch.len};
+    /* A GET is not remembered: run again, it answers as any later read
+     * would. Everything else is (a resent KEYNOTIFY STOP must not turn
+     * "+OK" into ":0"), errors included. Remembered before answering, as
+     * the answer takes over the correlation data. */
+    ss_dedup_answer a = {answer, ss__str(version)};
+    if (cached && ss_dedup_put(p->dedup, client, corr, id, now, &a) != SS_OK)
+        ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request will not be recognised if resent");
     size_t before = p->outbox.len;
     ss__answer(p, r, &answer, x.has_version ? version : NULL);
     if (p->outbox.len > before)
         ss_outbox_move_last_to(&p->outbox, first_event);
-    /* A GET is not remembered: run again, it answers as any later read
-     * would. Everything else is (a resent KEYNOTIFY STOP must not turn
-     * "+OK" into ":0"), errors included. */
-    if (!cached)
-        return;
-    ss_dedup_answer a = {answer, ss__str(version)};
-    if (ss_dedup_put(p->dedup, client, corr, id, now, &a) != SS_OK)
-        ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request will not be recognised if resent");
 }
 
 static char *ss__strdup_or_null(const char *s, bool *failed)
