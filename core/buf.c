@@ -41,16 +41,30 @@ int ss_buf_append_str(ss_buf *b, const char *s)
     return ss_buf_append(b, s, strlen(s));
 }
 
+/* Two digits per division: version stamps are formatted for every answer. */
+static const char ss_digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                        "25262728293031323334353637383940414243444546474849"
+                                        "50515253545556575859606162636465666768697071727374"
+                                        "75767778798081828384858687888990919293949596979899";
+
 size_t ss_u64_format(uint64_t v, char out[20])
 {
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    for (size_t i = 0; i < n; i++)
-        out[i] = tmp[n - 1 - i];
+    size_t n = 1;
+    for (uint64_t p = 10; n < 20 && v >= p; p *= 10)
+        n++;
+    size_t i = n;
+    while (v >= 100) {
+        size_t d = (size_t)(v % 100) * 2;
+        v /= 100;
+        out[--i] = ss_digit_pairs[d + 1];
+        out[--i] = ss_digit_pairs[d];
+    }
+    if (v >= 10) {
+        out[--i] = ss_digit_pairs[v * 2 + 1];
+        out[--i] = ss_digit_pairs[v * 2];
+    } else {
+        out[--i] = (char)('0' + v);
+    }
     return n;
 }
 

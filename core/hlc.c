@@ -5,46 +5,46 @@
 
 #include "errors.h"
 
-/* Digits of [p, p+n) as a number not above max. */
-static int ss__hlc_num(const uint8_t *p, size_t n, uint64_t max, uint64_t *out)
+/* One number ended by ':' at *p, not above max; *p moves past the ':'.
+ * Up to 19 digits cannot overflow 64 bits, so only longer (zero padded)
+ * numbers pay for the overflow check. */
+static int ss__hlc_field(const uint8_t **p, const uint8_t *end, uint64_t max, uint64_t *out)
 {
-    if (n == 0 || n > SS_HLC_NUM_DIGITS_MAX)
-        return SS_E_TS_MALFORMED;
+    const uint8_t *s = *p;
     uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
+    size_t n = 0;
+    for (; s < end && *s != ':'; s++, n++) {
+        unsigned d = (unsigned)*s - '0';
+        if (d > 9)
             return SS_E_TS_MALFORMED;
-        uint64_t d = (uint64_t)(p[i] - '0');
-        if (v > (max - d) / 10)
+        if (n >= 19 && (n == SS_HLC_NUM_DIGITS_MAX || v > (UINT64_MAX - d) / 10))
             return SS_E_TS_MALFORMED;
         v = v * 10 + d;
     }
+    if (n == 0 || s == end || v > max)
+        return SS_E_TS_MALFORMED;
+    *p = s + 1;
     *out = v;
     return SS_OK;
 }
 
 int ss_hlc_parse(const uint8_t *text, size_t n, ss_hlc *out)
 {
-    const uint8_t *c1 = memchr(text, ':', n);
-    if (c1 == NULL)
+    if (n == 0)
         return SS_E_TS_MALFORMED;
-    size_t rest = n - (size_t)(c1 + 1 - text);
-    const uint8_t *c2 = memchr(c1 + 1, ':', rest);
-    if (c2 == NULL)
-        return SS_E_TS_MALFORMED;
-    const uint8_t *node = c2 + 1;
-    size_t node_len = n - (size_t)(node - text);
-    if (memchr(node, ':', node_len) != NULL || node_len > SS_HLC_NODE_MAX)
-        return SS_E_TS_MALFORMED;
+    const uint8_t *p = text, *end = text + n;
     uint64_t wall, counter;
-    if (ss__hlc_num(text, (size_t)(c1 - text), UINT64_MAX, &wall) != SS_OK ||
-        ss__hlc_num(c1 + 1, (size_t)(c2 - c1 - 1), UINT32_MAX, &counter) != SS_OK)
+    if (ss__hlc_field(&p, end, UINT64_MAX, &wall) != SS_OK ||
+        ss__hlc_field(&p, end, UINT32_MAX, &counter) != SS_OK)
+        return SS_E_TS_MALFORMED;
+    size_t node_len = (size_t)(end - p);
+    if (node_len > SS_HLC_NODE_MAX || (node_len > 0 && memchr(p, ':', node_len) != NULL))
         return SS_E_TS_MALFORMED;
     out->wall = wall;
     out->counter = (uint32_t)counter;
     out->node_len = (uint8_t)node_len;
     if (node_len > 0)
-        memcpy(out->node, node, node_len);
+        memcpy(out->node, p, node_len);
     return SS_OK;
 }
 

@@ -200,6 +200,8 @@ size_t ss_watch_drop_client(ss_watch *w, ss_bytes client)
 
 void ss_watch_each(const ss_watch *w, ss_bytes key, ss_watch_fn fn, void *ctx)
 {
+    if (w->total == 0)
+        return; /* the common case: no need to hash the key */
     struct ss_wname *k = ss__name_find(&w->keys, key, ss_table_hash(&w->keys, key.data, key.len));
     if (k == NULL)
         return;

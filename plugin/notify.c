@@ -49,13 +49,15 @@ static int ss__notify_topic(struct ss_plugin *p, ss_bytes client, ss_bytes key)
 struct ss_fanout {
     struct ss_plugin *p;
     const ss_event *ev;
-    char version[SS_HLC_TEXT_MAX + 1];
+    char version[SS_HLC_TEXT_MAX + 1]; /* formatted for the first watcher */
 };
 
 static void ss__notify_one(void *ctx, ss_bytes client)
 {
     struct ss_fanout *f = ctx;
     struct ss_plugin *p = f->p;
+    if (f->version[0] == '\0')
+        f->version[ss_hlc_format(&f->ev->version, f->version)] = '\0';
     if (ss__notify_topic(p, client, f->ev->key) != SS_OK)
         return;
     char *id = strndup((const char *)client.data, client.len);
@@ -83,8 +85,8 @@ static void ss__notify_one(void *ctx, ss_bytes client)
 
 void ss_on_engine_event(void *ctx, const ss_event *ev)
 {
-    struct ss_fanout f = {.p = ctx, .ev = ev};
-    f.version[ss_hlc_format(&ev->version, f.version)] = '\0';
+    /* Most writes have no watcher: the version is formatted only for one. */
+    struct ss_fanout f = {.p = ctx, .ev = ev, .version = ""};
     ss_watch_each(f.p->watch, ev->key, ss__notify_one, &f);
 }
 

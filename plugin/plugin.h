@@ -36,6 +36,7 @@
 #define SS_REQUEST_TOPIC "statestore/v1/" SS_GUID "/command/invoke"
 #define SS_NOTIFY_PREFIX "clients/statestore/v1/" SS_GUID
 #define SS_TOPIC_MAX 65535u
+#define SS_TOPIC_LEVELS_MAX 200u /* the broker's TOPIC_HIERARCHY_LIMIT */
 #define SS_SWEEP_PER_TICK 1000u
 
 struct ss_plugin_options {

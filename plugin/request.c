@@ -99,10 +99,20 @@ static bool ss__forbidden_topic(const char *t)
            strncmp(t, SS_NOTIFY_PREFIX, sizeof SS_NOTIFY_PREFIX - 1) == 0;
 }
 
+/* What mosquitto_pub_topic_check accepts in the broker (no wildcard, at
+ * most SS_TOPIC_LEVELS_MAX slashes, which keeps its topic matching shallow),
+ * and not empty: checked here with the C library's scans, which are several
+ * times faster than that function's byte loop on every answer. */
 static bool ss__usable_topic(const char *t)
 {
     size_t n = t ? strlen(t) : 0;
-    return n > 0 && n <= SS_TOPIC_MAX && mosquitto_pub_topic_check(t) == MOSQ_ERR_SUCCESS;
+    if (n == 0 || n > SS_TOPIC_MAX || strcspn(t, "+#") != n)
+        return false;
+    unsigned slashes = 0;
+    for (const char *s = memchr(t, '/', n); s; s = memchr(s + 1, '/', n - (size_t)(s + 1 - t)))
+        if (++slashes > SS_TOPIC_LEVELS_MAX)
+            return false;
+    return true;
 }
 
 /* Queue an answer: the request's response topic and correlation data are

@@ -74,8 +74,15 @@ TEST(plugin_unusable_response_topic_not_executed)
     struct client c;
     client_connect(&c, b.port, "sloppy", false);
     client_subscribe(&c, "#");
-    static const char *bad[] = {NULL, "clients/+/resp", "clients/#"};
-    for (int i = 0; i < 3; i++) {
+    /* The broker's own limit on a topic's levels is 200 slashes. */
+    char deep[203], deeper[203];
+    memset(deep, '/', 200);
+    deep[200] = '\0';
+    memset(deeper, '/', 201);
+    deeper[201] = '\0';
+    const char *bad[] = {NULL, "clients/+/resp", "clients/#", "clients/a+b", deeper};
+    int nbad = (int)(sizeof bad / sizeof bad[0]);
+    for (int i = 0; i < nbad; i++) {
         char key[16];
         snprintf(key, sizeof key, "u%d", i);
         send_set(&c, key, bad[i], "x", 1, NULL, NULL);
@@ -92,7 +99,14 @@ TEST(plugin_unusable_response_topic_not_executed)
         if (strcmp(m->topic, RESP) == 0)
             seen++;
     }
-    ASSERT_EQ(seen, 3);
+    ASSERT_EQ(seen, nbad);
+    /* At the limit the answer goes out. */
+    send_set(&c, "deep", deep, "x", 1, NULL, NULL);
+    ASSERT_EQ(client_wait_puback(&c, 2000), 0);
+    while ((m = client_wait(&c, 2000)) != NULL && strcmp(m->topic, deep) != 0)
+        ;
+    ASSERT_TRUE(m != NULL);
+    ASSERT_MEM(m->payload, (size_t)m->len, "+OK\r\n", 5);
     client_close(&c);
     broker_stop(&b);
 }

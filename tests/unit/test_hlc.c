@@ -1,6 +1,9 @@
 /* test_hlc.c - HLC parsing, formatting, ordering and the server clock. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "../../core/buf.h"
 #include "../../core/errors.h"
 #include "../../core/hlc.h"
 #include "../test.h"
@@ -42,6 +45,35 @@ TEST(hlc_parse_and_format)
     check_format(&h, "18446744073709551615:4294967295:x");
     h = hlc("5:6:");
     ASSERT_EQ(h.node_len, 0);
+}
+
+/* Every magnitude, both sides of each power of ten, and a spread of
+ * pseudo-random values: the digits are printf's. */
+TEST(hlc_numbers_format_like_printf)
+{
+    uint64_t x = 0x9E3779B97F4A7C15ull, p = 1;
+    for (int i = 0; i < 4000; i++) {
+        uint64_t v;
+        if (i < 1000) {
+            v = (uint64_t)i;
+        } else if (i < 1060) {
+            int k = (i - 1000) / 3;
+            if ((i - 1000) % 3 == 0)
+                p = k == 0 ? 1 : p * 10;
+            v = p - 1 + (uint64_t)((i - 1000) % 3); /* 10^k - 1, 10^k, 10^k + 1 */
+        } else {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            v = x >> (x % 64);
+        }
+        char got[20], want[24];
+        size_t n = ss_u64_format(v, got);
+        int m = snprintf(want, sizeof want, "%" PRIu64, v);
+        ASSERT_MEM(got, n, want, (size_t)m);
+    }
+    char got[20];
+    ASSERT_MEM(got, ss_u64_format(UINT64_MAX, got), "18446744073709551615", 20);
 }
 
 TEST(hlc_parse_rejects_garbage)
