@@ -24,6 +24,14 @@
  * fsync of the journal runs here: on slow storage (an SD card) it can take
  * tens of milliseconds, which would otherwise stall every client each
  * interval. Nothing waits for it, so no wake-up is sent.
+ *
+ * Resident or on demand: with fsync=always the thread has a job every few
+ * requests and lives as long as the plugin. With fsync=periodic its jobs
+ * come about twice a second, and with a thread merely sleeping beside it
+ * the broker spent about a tenth more CPU per request (docs/BENCHMARKS.md).
+ * So there the thread is started for each job and joined when the job is
+ * collected. Should it fail to start, the job runs on the broker's thread:
+ * a stall, not a lost write.
  */
 #include <signal.h>
 #include <string.h>
@@ -52,18 +60,26 @@ static void ss__deadline(struct timespec *ts, long ns)
     }
 }
 
+static int ss__run_job(struct ss_committer *c, int job)
+{
+    return job == SS_JOB_SYNC ? ss_store_sync_run(c->store) : ss_store_commit_run(c->store);
+}
+
 static void *ss__committer_main(void *arg)
 {
     struct ss_committer *c = arg;
     pthread_mutex_lock(&c->mu);
     for (;;) {
-        while (c->state != SS_COMMIT_RUNNING && !c->stop)
+        /* On demand, the thread ends once its job is collected (or, for a
+         * sync, done: nothing waits for it). */
+        while (c->state != SS_COMMIT_RUNNING && !c->stop && c->resident)
             pthread_cond_wait(&c->cv, &c->mu);
         if (c->state != SS_COMMIT_RUNNING)
             break;
-        bool sync = c->job == SS_JOB_SYNC;
+        int job = c->job;
+        bool sync = job == SS_JOB_SYNC;
         pthread_mutex_unlock(&c->mu);
-        int rc = sync ? ss_store_sync_run(c->store) : ss_store_commit_run(c->store);
+        int rc = ss__run_job(c, job);
         pthread_mutex_lock(&c->mu);
         c->result = rc;
         c->state = SS_COMMIT_DONE;
@@ -80,10 +96,25 @@ static void *ss__committer_main(void *arg)
     return NULL;
 }
 
-int ss_committer_start(struct ss_committer *c, ss_store *store)
+/* Start the thread with every signal blocked: the wake-up is for the
+ * broker's thread. */
+static int ss__spawn(struct ss_committer *c)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&c->thread, NULL, ss__committer_main, c);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc == 0)
+        c->live = true;
+    return rc;
+}
+
+int ss_committer_start(struct ss_committer *c, ss_store *store, bool resident)
 {
     memset(c, 0, sizeof *c);
     c->store = store;
+    c->resident = resident;
     c->broker = pthread_self();
     pthread_condattr_t ca;
     if (pthread_condattr_init(&ca) != 0)
@@ -104,13 +135,7 @@ int ss_committer_start(struct ss_committer *c, ss_store *store)
     sa.sa_flags = SA_RESTART; /* other system calls go on; epoll_wait returns EINTR */
     if (sigaction(SS_WAKE_SIGNAL, &sa, &c->old_action) != 0)
         goto fail;
-    /* The thread takes no signals: the wake-up is for the broker's thread. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = pthread_create(&c->thread, NULL, ss__committer_main, c);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
+    if (resident && ss__spawn(c) != 0) {
         sigaction(SS_WAKE_SIGNAL, &c->old_action, NULL);
         goto fail;
     }
@@ -130,6 +155,13 @@ void ss_committer_submit(struct ss_committer *c, int job)
     c->state = SS_COMMIT_RUNNING;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
+    if (!c->resident && ss__spawn(c) != 0) {
+        int rc = ss__run_job(c, job);
+        pthread_mutex_lock(&c->mu);
+        c->result = rc;
+        c->state = SS_COMMIT_DONE;
+        pthread_mutex_unlock(&c->mu);
+    }
     if (job == SS_JOB_COMMIT)
         c->pending = true;
     else
@@ -146,6 +178,10 @@ bool ss_committer_collect(struct ss_committer *c, int *rc)
         pthread_cond_broadcast(&c->cv);
     }
     pthread_mutex_unlock(&c->mu);
+    if (done && !c->resident && c->live) {
+        pthread_join(c->thread, NULL); /* it is ending: its job is collected */
+        c->live = false;
+    }
     if (done)
         c->pending = c->syncing = false;
     return done;
@@ -169,7 +205,9 @@ void ss_committer_stop(struct ss_committer *c)
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     /* A commit under way is completed first; its result stays to collect. */
-    pthread_join(c->thread, NULL);
+    if (c->live)
+        pthread_join(c->thread, NULL);
+    c->live = false;
     sigaction(SS_WAKE_SIGNAL, &c->old_action, NULL);
     c->started = false;
 }

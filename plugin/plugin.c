@@ -123,7 +123,7 @@ static int ss__open(struct ss_plugin *p)
                           (size_t)p->opt.dedup_max_bytes};
     if ((rc = ss_dedup_new(&dl, &p->dedup)) != SS_OK || (rc = ss_queue_new(p)) != SS_OK)
         return rc;
-    return ss_committer_start(&p->committer, p->store);
+    return ss_committer_start(&p->committer, p->store, p->opt.sync == SS_SYNC_ALWAYS);
 }
 
 int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userdata,

@@ -92,7 +92,8 @@ struct ss_outbox {
     size_t len, cap;
 };
 
-/* The thread that commits batches with fsync=always (committer.c). */
+/* The thread that runs the commits that wait for the disk and the periodic
+ * fsync (committer.c). */
 struct ss_committer {
     ss_store *store;
     pthread_t thread;
@@ -103,6 +104,8 @@ struct ss_committer {
     int job;    /* under mu: SS_JOB_* */
     int result; /* under mu */
     bool stop;  /* under mu */
+    bool resident; /* one thread for the plugin's life; else one per job */
+    bool live;     /* a thread was started and not yet joined */
     bool started;
     bool pending; /* broker thread only: a commit submitted and not yet collected */
     bool syncing; /* broker thread only: a periodic sync submitted and not yet collected */
@@ -164,12 +167,13 @@ void ss_queue_client_gone(struct ss_plugin *p, const char *client_id);
 void ss_queue_free(struct ss_plugin *p);
 
 /* committer.c: the committing thread. start installs the wake-up signal's
- * handler; submit hands over a prepared batch (SS_JOB_COMMIT, after
+ * handler and, when resident, starts the thread (else each submit starts
+ * one, and collect joins it); submit hands over a prepared batch (SS_JOB_COMMIT, after
  * ss_store_commit_prepare) or a periodic sync (SS_JOB_SYNC, after
  * ss_store_sync_start); collect returns true with the job's result once
  * it is done; stop completes a job under way (collect it afterwards) and
  * ends the thread; destroy frees everything (stopping first if needed). */
-int ss_committer_start(struct ss_committer *c, ss_store *store);
+int ss_committer_start(struct ss_committer *c, ss_store *store, bool resident);
 void ss_committer_submit(struct ss_committer *c, int job);
 bool ss_committer_collect(struct ss_committer *c, int *rc);
 /* Block until the submitted commit is done, then collect it. */

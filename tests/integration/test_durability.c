@@ -163,6 +163,72 @@ TEST(plugin_fsync_always_answers_promptly_and_durably)
 
 /* Two brokers on one data directory would each keep their own counts and
  * clock: the second is refused. */
+/* Threads of the broker's process, from /proc. */
+static int broker_threads(const struct broker *b)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)b->pid);
+    FILE *f = fopen(path, "r");
+    ASSERT_TRUE(f != NULL);
+    char line[256];
+    int n = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
+/* SETs spread over half a second, so that syncs and checkpoints run (at
+ * most every 5 ms); then wait (at most 3 s) for the process to have
+ * `want` threads; returns how many it has. */
+static int threads_after_writes(struct broker *b, struct client *c, const char *r, int want)
+{
+    for (int i = 0; i < 25; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "t%d", i);
+        ASSERT_REPLY(request(c, r, "1", NULL, NULL, W("SET", key, key)), "+OK\r\n");
+        usleep(20000);
+    }
+    int n = broker_threads(b);
+    for (uint64_t end = now_ms() + 3000; n != want && now_ms() < end; n = broker_threads(b))
+        usleep(20000);
+    return n;
+}
+
+/* With fsync=periodic the fsyncs and checkpoints run on a thread started
+ * for each of them: no thread stays beside the broker's (one costs the
+ * broker a tenth of its throughput). With fsync=always it stays. What was
+ * answered survives kill -9 either way. */
+TEST(plugin_committing_thread_only_while_needed)
+{
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra,
+             "plugin_opt_fsync_interval_ms 5\nplugin_opt_checkpoint_interval_ms 5\n");
+    broker_start(&b);
+    struct client c;
+    char r[64];
+    client_connect_rr(&c, b.port, "threads", r, sizeof r);
+    ASSERT_EQ(threads_after_writes(&b, &c, r, 1), 1);
+    broker_kill9(&b);
+    mosquitto_destroy(c.m);
+    c.m = NULL;
+    client_close(&c);
+    broker_start(&b);
+    client_connect_rr(&c, b.port, "threads", r, sizeof r);
+    ASSERT_REPLY(request(&c, r, "2", NULL, NULL, W("GET", "t24")), "$3\r\nt24\r\n");
+    client_close(&c);
+    broker_stop(&b);
+
+    struct broker a = {0};
+    snprintf(a.extra, sizeof a.extra, "plugin_opt_fsync always\n");
+    broker_start(&a);
+    client_connect_rr(&c, a.port, "threads", r, sizeof r);
+    ASSERT_EQ(threads_after_writes(&a, &c, r, 2), 2);
+    client_close(&c);
+    broker_stop(&a);
+}
+
 TEST(plugin_data_dir_used_by_one_broker_only)
 {
     struct broker b = {0};
