@@ -63,6 +63,19 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
 lg() { $B/bench/loadgen "$@" | grep '^LOADGEN'; }
+# CPU time (user + system, all threads) a process has used, in clock ticks
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+HZ=$(getconf CLK_TCK)
+# lg_cpu VAR PID ARGS...: run the load generator, set VAR to its summary line
+# and CPU_US to the broker's CPU time per answered request, in microseconds
+lg_cpu() {
+    local var=$1 pid=$2; shift 2
+    local t0 line; t0=$(cpu_ticks "$pid")
+    line=$(lg "$@")
+    CPU_US=$(awk -v t="$(( $(cpu_ticks "$pid") - t0 ))" -v hz="$HZ" -v n="$(field "$line" ops)" \
+        'BEGIN {printf "%.1f", (n > 0 ? t * 1e6 / hz / n : 0)}')
+    printf -v "$var" '%s' "$line"
+}
 
 echo "statestore benchmarks: $(nproc) cores, $(uname -r), mosquitto $(mosquitto -h 2>/dev/null | head -1 | awk '{print $3}')"
 echo
@@ -73,10 +86,12 @@ start_broker store "$PWD/$B/statestore.so" "plugin_opt_data_dir $WORK/store"
 start_broker always "$PWD/$B/statestore.so" "plugin_opt_data_dir $WORK/always" "plugin_opt_fsync always"
 lg -p "$PORT_store" -c 4 -w 64 -k 100000 -n 100000 --sequential --label preload > /dev/null
 lg -p "$PORT_always" -c 4 -w 64 -k 100000 -n 100000 --sequential --label preload > /dev/null
-declare -a et st at el sl
+declare -a et st at el sl ec sc
 for i in $(seq "$REPS"); do
-    e=$(lg -p "$PORT_echo" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --echo --label echo)
-    s=$(lg -p "$PORT_store" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --label store)
+    lg_cpu e "$PID_echo" -p "$PORT_echo" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --echo --label echo
+    ec+=("$CPU_US")
+    lg_cpu s "$PID_store" -p "$PORT_store" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --label store
+    sc+=("$CPU_US")
     a=$(lg -p "$PORT_always" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --label always)
     et+=("$(field "$e" ops_per_s)"); st+=("$(field "$s" ops_per_s)"); at+=("$(field "$a" ops_per_s)")
     e=$(lg -p "$PORT_echo" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --echo --label echo1)
@@ -85,14 +100,17 @@ for i in $(seq "$REPS"); do
 done
 ET=$(median "${et[@]}"); ST=$(median "${st[@]}"); AT=$(median "${at[@]}")
 EL=$(median "${el[@]}"); SL=$(median "${sl[@]}")
+EC=$(median "${ec[@]}"); SC=$(median "${sc[@]}")
 echo "1. floor (echo plugin = the broker alone), $REPS interleaved runs of ${SECS}s, medians:"
 echo "   throughput 4x64 in flight, 50% SET / 50% GET, 16-byte keys, 64-byte values, 100k keys:"
 echo "     echo ${ET} ops/s, state store ${ST} ops/s: ratio $(ratio "$ST" "$ET") (target >= 0.90)"
 echo "     runs: echo ${et[*]} / store ${st[*]}"
 echo "     the same with fsync always (group commit): ${AT} ops/s: ratio $(ratio "$AT" "$ET") (runs: ${at[*]})"
+echo "     broker CPU per request in the same runs: echo ${EC} us, state store ${SC} us: echo/store $(ratio "$EC" "$SC")"
+echo "     runs: echo ${ec[*]} / store ${sc[*]}"
 echo "   latency p50, 1 in flight: echo ${EL} us, state store ${SL} us: ratio $(ratio "$SL" "$EL") (target <= 1.15)"
 echo "     runs: echo ${el[*]} / store ${sl[*]}"
-echo "BENCH floor echo_ops=$ET store_ops=$ST ratio=$(ratio "$ST" "$ET") always_ops=$AT always_ratio=$(ratio "$AT" "$ET") echo_p50_us=$EL store_p50_us=$SL latency_ratio=$(ratio "$SL" "$EL")"
+echo "BENCH floor echo_ops=$ET store_ops=$ST ratio=$(ratio "$ST" "$ET") always_ops=$AT always_ratio=$(ratio "$AT" "$ET") echo_cpu_us=$EC store_cpu_us=$SC cpu_ratio=$(ratio "$EC" "$SC") echo_p50_us=$EL store_p50_us=$SL latency_ratio=$(ratio "$SL" "$EL")"
 stop_broker echo
 echo
 
