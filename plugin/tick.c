@@ -85,9 +85,14 @@ int ss_on_tick(int event, void *event_data, void *userdata)
         int rc = ss_store_commit_prepare(p->store, now, idle);
         if (rc != SS_OK)
             ss__settle(p, rc);
-        else if (ss_store_commit_syncs(p->store))
+        else if (ss_store_commit_syncs(p->store)) {
             ss_committer_submit(&p->committer, SS_JOB_COMMIT);
-        else
+            /* Done already when it ran here, no thread having started:
+             * its answers need not wait for the next iteration. */
+            int rc2;
+            if (ss_committer_collect(&p->committer, &rc2))
+                ss__committed(p, rc2);
+        } else
             ss__settle(p, ss_store_commit_finish(p->store, ss_store_commit_run(p->store), now));
     } else {
         ss__settle(p, SS_OK); /* answers that needed no batch (KEYNOTIFY) */
