@@ -16,6 +16,17 @@ static void copy_ts(char *out, size_t n, const struct msg *m)
     snprintf(out, n, "%s", v);
 }
 
+/* kill -9 the broker, drop the client's handle to it (its socket is dead:
+ * no DISCONNECT is sent), and start the broker again on the same port. */
+static void kill9_and_restart(struct broker *b, struct client *c)
+{
+    broker_kill9(b);
+    mosquitto_destroy(c->m);
+    c->m = NULL;
+    client_close(c);
+    broker_start(b);
+}
+
 TEST(plugin_resent_request_answered_once)
 {
     struct broker b = {0};
@@ -107,11 +118,7 @@ TEST(plugin_kill9_keeps_every_acknowledged_write)
             copy_ts(versions[acked], sizeof versions[acked], m);
         }
         /* Killed right after the last acknowledgement. */
-        broker_kill9(&b);
-        mosquitto_destroy(c.m);
-        c.m = NULL;
-        client_close(&c);
-        broker_start(&b);
+        kill9_and_restart(&b, &c);
     }
     struct client c;
     char r[64];
@@ -150,11 +157,7 @@ TEST(plugin_fsync_always_answers_promptly_and_durably)
     fprintf(stderr, "  50 sequential SETs with fsync=always: %llu ms\n", (unsigned long long)took);
     /* 50 idle timeouts would be 5 s; a sync costs milliseconds at most. */
     ASSERT_TRUE(took < 2500);
-    broker_kill9(&b);
-    mosquitto_destroy(c.m);
-    c.m = NULL;
-    client_close(&c);
-    broker_start(&b);
+    kill9_and_restart(&b, &c);
     client_connect_rr(&c, b.port, "reader", r, sizeof r);
     ASSERT_REPLY(request(&c, r, "2", NULL, NULL, W("GET", "k49")), "$3\r\nk49\r\n");
     client_close(&c);
@@ -210,11 +213,7 @@ TEST(plugin_committing_thread_only_while_needed)
     char r[64];
     client_connect_rr(&c, b.port, "threads", r, sizeof r);
     ASSERT_EQ(threads_after_writes(&b, &c, r, 1), 1);
-    broker_kill9(&b);
-    mosquitto_destroy(c.m);
-    c.m = NULL;
-    client_close(&c);
-    broker_start(&b);
+    kill9_and_restart(&b, &c);
     client_connect_rr(&c, b.port, "threads", r, sizeof r);
     ASSERT_REPLY(request(&c, r, "2", NULL, NULL, W("GET", "t24")), "$3\r\nt24\r\n");
     client_close(&c);
