@@ -564,6 +564,42 @@ static int ss__reload(ss_store *s, uint64_t limit)
     return rc;
 }
 
+/* The counters' meta records: charged bytes and the persisted clock.
+ * They change with nearly every batch. A batch only logs them in its
+ * frame (a replay puts them back into the transaction); a checkpoint puts
+ * them into the transaction, and so into the file. That spares every batch
+ * two B-tree writes. */
+static void ss__counters_encode(const ss_store *s, uint8_t b[8], uint8_t c[12])
+{
+    ss_put_be(b, s->bytes, 8);
+    ss_put_be(c, s->clock_wall, 8);
+    ss_put_be(c + 8, s->clock_counter, 4);
+}
+
+static int ss__counters_put(ss_store *s)
+{
+    uint8_t b[8], c[12];
+    ss__counters_encode(s, b, c);
+    MDB_val kb = {5, "bytes"}, vb = {8, b}, kc = {5, "clock"}, vc = {12, c};
+    int rc = mdb_put(s->txn, s->db_meta, &kb, &vb, 0);
+    if (rc == 0)
+        rc = mdb_put(s->txn, s->db_meta, &kc, &vc, 0);
+    return rc == 0 ? SS_OK : ss__fail(s, rc);
+}
+
+static int ss__counters_log(ss_store *s)
+{
+    uint8_t b[8], c[12];
+    ss__counters_encode(s, b, c);
+    MDB_val kb = {5, "bytes"}, vb = {8, b}, kc = {5, "clock"}, vc = {12, c};
+    int rc = SS_OK;
+    if (s->bytes != s->committed_bytes)
+        rc = ss__log(s, SS_JOP_PUT, SS_DB_META, &kb, &vb);
+    if (rc == SS_OK && (s->clock_wall != s->committed_wall || s->clock_counter != s->committed_counter))
+        rc = ss__log(s, SS_JOP_PUT, SS_DB_META, &kc, &vc);
+    return rc;
+}
+
 /* Commit the long transaction with LMDB's full sync, then empty the
  * journal: its frames are all in the file now. A journal that could not be
  * emptied is harmless (its frames are older than the checkpoint and a
@@ -589,7 +625,9 @@ static int ss__checkpoint_now(ss_store *s)
         return SS_OK;
     uint8_t j[8];
     ss_put_be(j, s->jseq, 8);
-    int rc = ss__meta_put(s, "journal", j, 8);
+    int rc = ss__counters_put(s);
+    if (rc == SS_OK)
+        rc = ss__meta_put(s, "journal", j, 8);
     if (rc == SS_OK)
         rc = ss__checkpoint_run(s);
     if (rc != SS_OK)
@@ -864,25 +902,20 @@ int ss_store_commit_prepare(ss_store *s, uint64_t now_ms, bool may_checkpoint)
     if (s->committing || !s->batch)
         return SS_E_BUSY;
     int rc = s->failed;
-    if (rc == SS_OK && s->bytes != s->committed_bytes) {
-        uint8_t b[8];
-        ss_put_be(b, s->bytes, 8);
-        rc = ss__meta_put(s, "bytes", b, 8);
-    }
-    if (rc == SS_OK && (s->clock_wall != s->committed_wall || s->clock_counter != s->committed_counter)) {
-        uint8_t c[12];
-        ss_put_be(c, s->clock_wall, 8);
-        ss_put_be(c + 8, s->clock_counter, 4);
-        rc = ss__meta_put(s, "clock", c, 12);
-    }
-    bool writes = s->dirty || !ss_jframe_empty(&s->frame);
+    bool counters = s->bytes != s->committed_bytes || s->clock_wall != s->committed_wall ||
+                    s->clock_counter != s->committed_counter;
+    bool writes = s->dirty || !ss_jframe_empty(&s->frame) || counters;
     s->ckpt = rc == SS_OK && may_checkpoint && ss__checkpoint_due(s, now_ms, s->frame.len, writes);
     if (s->ckpt) {
         /* This batch goes into the file directly, not into the journal. */
         uint8_t j[8];
         ss_put_be(j, s->jseq, 8);
-        rc = ss__meta_put(s, "journal", j, 8);
+        rc = ss__counters_put(s);
+        if (rc == SS_OK)
+            rc = ss__meta_put(s, "journal", j, 8);
         s->ckpt = rc == SS_OK;
+    } else if (rc == SS_OK && counters) {
+        rc = ss__counters_log(s);
     }
     if (rc != SS_OK) {
         ss_store_abort(s);

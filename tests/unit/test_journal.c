@@ -162,8 +162,9 @@ static off_t journal_size(void)
 }
 
 /* Put "k<i>" = "value-<i>" in batches of one, committed at time 1 (no
- * checkpoint), then end the process without closing the store: a crash. */
-static void crash_after_batches(int from, int to)
+ * checkpoint), optionally checkpoint after them (an empty batch an hour
+ * later), then end the process without closing the store: a crash. */
+static void crash_after_batches_then(int from, int to, bool checkpoint)
 {
     pid_t pid = fork();
     ASSERT_TRUE(pid >= 0);
@@ -181,11 +182,18 @@ static void crash_after_batches(int from, int to)
                 ss_store_set_clock(s, 5000, (uint32_t)i) != SS_OK || ss_store_commit(s, 1) != SS_OK)
                 _exit(3);
         }
+        if (checkpoint && (ss_store_begin(s) != SS_OK || ss_store_commit(s, 7200000) != SS_OK))
+            _exit(4);
         _exit(0);
     }
     int status;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void crash_after_batches(int from, int to)
+{
+    crash_after_batches_then(from, to, false);
 }
 
 /* Keys k<from>..k<to-1> are there with their values, and nothing else. */
@@ -258,6 +266,26 @@ TEST(store_journal_replayed_after_crash)
     assert_keys(s, 0, 60, 70);
     ASSERT_EQ(ss_store_byte_count(s), (long long)charge_of(0, 60));
     ss_buf_free(&key);
+    ss_store_close(s);
+}
+
+/* The charged bytes and the clock change with every batch but go into
+ * the file only at a checkpoint (the batches log them in the journal):
+ * after a checkpoint that emptied the journal, and a crash, they are there. */
+TEST(store_counters_kept_by_a_checkpoint)
+{
+    crash_after_batches_then(0, 30, true);
+    ASSERT_EQ(journal_size(), 0); /* all of it is in the file */
+    ss_store_options o = journaled();
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    assert_keys(s, 0, 30, 40);
+    ASSERT_EQ(ss_store_byte_count(s), (long long)charge_of(0, 30));
+    uint64_t wall;
+    uint32_t counter;
+    ss_store_get_clock(s, &wall, &counter);
+    ASSERT_EQ(wall, 5000);
+    ASSERT_EQ(counter, 29);
     ss_store_close(s);
 }
 
