@@ -3,19 +3,37 @@
  * Entries sit in a hash table and on one list in insertion order, which is
  * also time order: expiry and eviction take from the head, forgetting a
  * failed batch takes from the tail.
+ *
+ * Memory: since entries go in that order, they are cut from blocks one
+ * after the other, and a block is freed once its last entry is gone. One
+ * allocation per block, not per answer: an answer lives for the window
+ * (seconds), and thousands of such chunks a second, each freed long after
+ * the requests around it, fragmented the C library's heap and made the
+ * broker's own allocations slower. One emptied block is kept as a spare.
  */
 #include "dedup.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "errors.h"
 #include "table.h"
 
+#define SS_DEDUP_BLOCK ((size_t)64 << 10)
+
+struct ss_dblock {
+    struct ss_dblock *next; /* the next newer block */
+    size_t cap, used;       /* bytes of data */
+    size_t live;            /* entries in it */
+    _Alignas(max_align_t) uint8_t data[];
+};
+
 struct ss_dentry {
     ss_table_node node;
     struct ss_dentry *next, *prev;
+    struct ss_dblock *block;
     uint64_t seq, at_ms;
     size_t client_len, corr_len, payload_len, version_len;
     uint8_t bytes[]; /* client, corr, payload, version */
@@ -25,6 +43,7 @@ struct ss_dedup {
     ss_dedup_limits lim;
     ss_table table;
     struct ss_dentry *head, *tail;
+    struct ss_dblock *oldest, *newest, *spare;
     uint64_t seq;
     size_t bytes;
 };
@@ -49,6 +68,74 @@ static size_t ss__entry_size(const struct ss_dentry *e)
     return sizeof *e + e->client_len + e->corr_len + e->payload_len + e->version_len;
 }
 
+/* An entry's footprint in its block: its size rounded up so that the
+ * next entry is aligned. */
+static size_t ss__footprint(size_t size)
+{
+    size_t a = _Alignof(max_align_t);
+    return (size + a - 1) / a * a;
+}
+
+/* Room for an entry of size bytes at the end of the newest block, in a
+ * new block, or NULL. */
+static struct ss_dentry *ss__cut(ss_dedup *d, size_t size)
+{
+    size_t need = ss__footprint(size);
+    struct ss_dblock *b = d->newest;
+    if (b == NULL || b->cap - b->used < need) {
+        if (d->spare && d->spare->cap >= need) {
+            b = d->spare;
+            d->spare = NULL;
+        } else {
+            size_t cap = need > SS_DEDUP_BLOCK ? need : SS_DEDUP_BLOCK;
+            b = malloc(sizeof *b + cap);
+            if (b == NULL)
+                return NULL;
+            b->cap = cap;
+        }
+        b->used = 0;
+        b->live = 0;
+        b->next = NULL;
+        if (d->newest)
+            d->newest->next = b;
+        else
+            d->oldest = b;
+        d->newest = b;
+    }
+    struct ss_dentry *e = (struct ss_dentry *)(b->data + b->used);
+    b->used += need;
+    b->live++;
+    e->block = b;
+    return e;
+}
+
+/* An entry leaves its block. Entries leave from either end of the time
+ * order, so an emptied block is the oldest or the newest one. */
+static void ss__release(ss_dedup *d, struct ss_dentry *e)
+{
+    struct ss_dblock *b = e->block;
+    if ((uint8_t *)e + ss__footprint(ss__entry_size(e)) == b->data + b->used)
+        b->used = (size_t)((uint8_t *)e - b->data); /* the newest entry: reuse its room */
+    if (--b->live > 0)
+        return;
+    if (b == d->oldest) {
+        d->oldest = b->next;
+        if (d->oldest == NULL)
+            d->newest = NULL;
+    } else {
+        struct ss_dblock *p = d->oldest;
+        while (p->next != b)
+            p = p->next;
+        p->next = NULL;
+        d->newest = p;
+    }
+    if (d->spare == NULL && b->cap == SS_DEDUP_BLOCK) {
+        d->spare = b;
+    } else {
+        free(b);
+    }
+}
+
 static void ss__drop(ss_dedup *d, struct ss_dentry *e)
 {
     if (e->prev)
@@ -61,7 +148,7 @@ static void ss__drop(ss_dedup *d, struct ss_dentry *e)
         d->tail = e->prev;
     ss_table_remove(&d->table, &e->node);
     d->bytes -= ss__entry_size(e);
-    free(e);
+    ss__release(d, e);
 }
 
 void ss_dedup_free(ss_dedup *d)
@@ -70,6 +157,7 @@ void ss_dedup_free(ss_dedup *d)
         return;
     while (d->head)
         ss__drop(d, d->head);
+    free(d->spare);
     ss_table_free(&d->table);
     free(d);
 }
@@ -109,9 +197,13 @@ int ss_dedup_put(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t id, uint6
                  const ss_dedup_answer *a)
 {
     size_t data = client.len + corr.len + a->payload.len + a->version.len;
-    if (sizeof(struct ss_dentry) + data > d->lim.max_bytes || d->lim.max_entries == 0)
+    size_t size = sizeof(struct ss_dentry) + data;
+    if (size > d->lim.max_bytes || d->lim.max_entries == 0)
         return SS_OK;
-    struct ss_dentry *e = malloc(sizeof *e + data);
+    /* Make room: the oldest entries go first. */
+    while (d->head && (d->table.count >= d->lim.max_entries || d->bytes + size > d->lim.max_bytes))
+        ss__drop(d, d->head);
+    struct ss_dentry *e = ss__cut(d, size);
     if (e == NULL)
         return SS_E_NOMEM;
     e->seq = ++d->seq;
@@ -127,10 +219,6 @@ int ss_dedup_put(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t id, uint6
             memcpy(p, parts[i].data, parts[i].len);
         p += parts[i].len;
     }
-    /* Make room: the oldest entries go first. */
-    while (d->head && (d->table.count >= d->lim.max_entries ||
-                       d->bytes + ss__entry_size(e) > d->lim.max_bytes))
-        ss__drop(d, d->head);
     e->next = NULL;
     e->prev = d->tail;
     if (d->tail)

@@ -105,6 +105,53 @@ TEST(dedup_first_answer_within_window)
     ss_dedup_free(d);
 }
 
+/* Answers are cut from blocks in time order: forgetting from the tail
+ * and expiring from the head across many blocks, with an answer larger
+ * than a block among them, keeps exactly the right ones. */
+TEST(dedup_entries_span_blocks)
+{
+    ss_dedup_limits lim = {1000, 100000, 8 << 20};
+    ss_dedup *d;
+    ASSERT_EQ(ss_dedup_new(&lim, &d), SS_OK);
+    static uint8_t value[100000];
+    for (size_t i = 0; i < sizeof value; i++)
+        value[i] = (uint8_t)i;
+    char corr[16];
+    uint64_t mark = 0;
+    for (int i = 0; i < 3000; i++) {
+        if (i == 2000)
+            mark = ss_dedup_mark(d);
+        snprintf(corr, sizeof corr, "c%d", i);
+        size_t len = i == 1000 ? sizeof value : 100 + (size_t)(i % 200);
+        ss_dedup_answer a = {{value, len}, B("")};
+        ASSERT_EQ(ss_dedup_put(d, B("cl"), B(corr), (uint64_t)i, (uint64_t)i, &a), SS_OK);
+    }
+    ss_dedup_forget_since(d, mark);
+    ASSERT_EQ(ss_dedup_count(d), 2000);
+    for (int i = 0; i < 2000; i++) { /* new answers take the forgotten room */
+        snprintf(corr, sizeof corr, "n%d", i);
+        ss_dedup_answer a = {{value + 7, 50}, B("v")};
+        ASSERT_EQ(ss_dedup_put(d, B("cl"), B(corr), (uint64_t)i, 2500, &a), SS_OK);
+    }
+    ss_dedup_expire(d, 2500); /* the entries put at times 0..1500 */
+    ASSERT_EQ(ss_dedup_count(d), 2499);
+    ss_dedup_answer got;
+    for (int i = 0; i < 3000; i++) {
+        snprintf(corr, sizeof corr, "c%d", i);
+        int want = i > 1500 && i < 2000;
+        ASSERT_EQ(ss_dedup_find(d, B("cl"), B(corr), (uint64_t)i, 2500, &got), want);
+        if (want)
+            ASSERT_MEM(got.payload.data, got.payload.len, value, 100 + (size_t)(i % 200));
+    }
+    ASSERT_EQ(ss_dedup_find(d, B("cl"), B("n1999"), 1999, 2500, &got), 1);
+    ASSERT_MEM(got.payload.data, got.payload.len, value + 7, 50);
+    ASSERT_STR(got.version.data, got.version.len, "v");
+    ss_dedup_expire(d, 3500);
+    ASSERT_EQ(ss_dedup_count(d), 0);
+    ASSERT_EQ(ss_dedup_bytes(d), 0);
+    ss_dedup_free(d);
+}
+
 TEST(dedup_bounded_and_forget)
 {
     ss_dedup_limits lim = {10000, 10, 4096};
