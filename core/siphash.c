@@ -1,4 +1,8 @@
-/* siphash.c - SipHash-2-4 written from the paper's description. */
+/* siphash.c - SipHash written from the paper's description: SipHash-2-4
+ * (2 compression rounds per word, 4 finalization rounds), and SipHash-1-3
+ * for the in-memory tables. The round counts are arguments of the inline
+ * helpers; every public function passes constants, so each is compiled
+ * with its rounds unrolled. */
 #include "siphash.h"
 
 #include <string.h>
@@ -56,12 +60,12 @@ static uint64_t ss__le_partial(const uint8_t *p, size_t n)
         v2 += v1; v1 = ss__rotl(v1, 17); v1 ^= v2; v2 = ss__rotl(v2, 32);           \
     } while (0)
 
-/* One message word through the two compression rounds. */
-#define SS_SIPCOMPRESS(v0, v1, v2, v3, m)                                           \
+/* One message word through c compression rounds. */
+#define SS_SIPCOMPRESS(v0, v1, v2, v3, m, c)                                        \
     do {                                                                            \
         v3 ^= (m);                                                                  \
-        SS_SIPROUND(v0, v1, v2, v3);                                                \
-        SS_SIPROUND(v0, v1, v2, v3);                                                \
+        for (int r_ = 0; r_ < (c); r_++)                                            \
+            SS_SIPROUND(v0, v1, v2, v3);                                            \
         v0 ^= (m);                                                                  \
     } while (0)
 
@@ -76,9 +80,8 @@ void ss_siphash_init(ss_siphash_state *s, const uint8_t key[16])
     s->len = 0;
 }
 
-/* Hot: the resend cache hashes every request with it. The state stays in
- * locals for the whole run of words. */
-void ss_siphash_update(ss_siphash_state *s, const void *data, size_t len)
+/* The state stays in locals for the whole run of words. */
+static inline void ss__update(ss_siphash_state *s, const void *data, size_t len, int c)
 {
     const uint8_t *p = data;
     size_t have = s->len % 8; /* bytes already waiting in tail */
@@ -91,13 +94,13 @@ void ss_siphash_update(ss_siphash_state *s, const void *data, size_t len)
     uint64_t v0 = s->v0, v1 = s->v1, v2 = s->v2, v3 = s->v3;
     if (have) { /* complete the word an earlier piece began */
         tail |= ss__le_partial(p, 8 - have) << (8 * have);
-        SS_SIPCOMPRESS(v0, v1, v2, v3, tail);
+        SS_SIPCOMPRESS(v0, v1, v2, v3, tail, c);
         p += 8 - have;
         len -= 8 - have;
     }
     for (; len >= 8; p += 8, len -= 8) {
         uint64_t m = ss__le64(p);
-        SS_SIPCOMPRESS(v0, v1, v2, v3, m);
+        SS_SIPCOMPRESS(v0, v1, v2, v3, m, c);
     }
     tail = ss__le_partial(p, len);
     s->v0 = v0;
@@ -107,45 +110,38 @@ void ss_siphash_update(ss_siphash_state *s, const void *data, size_t len)
     s->tail = tail;
 }
 
-uint64_t ss_siphash_final(const ss_siphash_state *s)
+static inline uint64_t ss__final(const ss_siphash_state *s, int c, int d)
 {
     uint64_t v0 = s->v0, v1 = s->v1, v2 = s->v2, v3 = s->v3;
     /* Last block: the remaining bytes, and the length in the top byte. */
     uint64_t b = s->tail | (uint64_t)s->len << 56;
-    SS_SIPCOMPRESS(v0, v1, v2, v3, b);
+    SS_SIPCOMPRESS(v0, v1, v2, v3, b, c);
     v2 ^= 0xff;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < d; i++)
         SS_SIPROUND(v0, v1, v2, v3);
     return v0 ^ v1 ^ v2 ^ v3;
 }
 
-uint64_t ss_siphash(const uint8_t key[16], const uint8_t *data, size_t len)
-{
-    ss_siphash_state s;
-    ss_siphash_init(&s, key);
-    ss_siphash_update(&s, data, len);
-    return ss_siphash_final(&s);
-}
-
-uint64_t ss_siphash_parts(const uint8_t key[16], const ss_bytes *parts, size_t n)
+static inline uint64_t ss__parts(const uint8_t key[16], const ss_bytes *parts, size_t n, int c,
+                                 int d)
 {
     ss_siphash_state s;
     ss_siphash_init(&s, key);
     uint64_t v0 = s.v0, v1 = s.v1, v2 = s.v2, v3 = s.v3;
-    SS_SIPCOMPRESS(v0, v1, v2, v3, (uint64_t)n);
+    SS_SIPCOMPRESS(v0, v1, v2, v3, (uint64_t)n, c);
     for (size_t i = 0; i < n; i++)
-        SS_SIPCOMPRESS(v0, v1, v2, v3, (uint64_t)parts[i].len);
+        SS_SIPCOMPRESS(v0, v1, v2, v3, (uint64_t)parts[i].len, c);
     size_t words = 1 + n;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *p = parts[i].data;
         size_t len = parts[i].len;
         for (; len >= 8; p += 8, len -= 8, words++) {
             uint64_t m = ss__le64(p);
-            SS_SIPCOMPRESS(v0, v1, v2, v3, m);
+            SS_SIPCOMPRESS(v0, v1, v2, v3, m, c);
         }
         if (len) {
             uint64_t m = ss__le_partial(p, len);
-            SS_SIPCOMPRESS(v0, v1, v2, v3, m);
+            SS_SIPCOMPRESS(v0, v1, v2, v3, m, c);
             words++;
         }
     }
@@ -154,5 +150,41 @@ uint64_t ss_siphash_parts(const uint8_t key[16], const ss_bytes *parts, size_t n
     s.v2 = v2;
     s.v3 = v3;
     s.len = 8 * words;
-    return ss_siphash_final(&s);
+    return ss__final(&s, c, d);
+}
+
+void ss_siphash_update(ss_siphash_state *s, const void *data, size_t len)
+{
+    ss__update(s, data, len, 2);
+}
+
+uint64_t ss_siphash_final(const ss_siphash_state *s)
+{
+    return ss__final(s, 2, 4);
+}
+
+uint64_t ss_siphash(const uint8_t key[16], const uint8_t *data, size_t len)
+{
+    ss_siphash_state s;
+    ss_siphash_init(&s, key);
+    ss__update(&s, data, len, 2);
+    return ss__final(&s, 2, 4);
+}
+
+uint64_t ss_siphash_parts(const uint8_t key[16], const ss_bytes *parts, size_t n)
+{
+    return ss__parts(key, parts, n, 2, 4);
+}
+
+uint64_t ss_siphash13(const uint8_t key[16], const uint8_t *data, size_t len)
+{
+    ss_siphash_state s;
+    ss_siphash_init(&s, key);
+    ss__update(&s, data, len, 1);
+    return ss__final(&s, 1, 3);
+}
+
+uint64_t ss_siphash13_parts(const uint8_t key[16], const ss_bytes *parts, size_t n)
+{
+    return ss__parts(key, parts, n, 1, 3);
 }

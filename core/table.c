@@ -31,12 +31,12 @@ void ss_table_free(ss_table *t)
 
 uint64_t ss_table_hash(const ss_table *t, const uint8_t *data, size_t len)
 {
-    return ss_siphash(t->key, data, len);
+    return ss_siphash13(t->key, data, len);
 }
 
 uint64_t ss_table_hash_parts(const ss_table *t, const ss_bytes *parts, size_t n)
 {
-    return ss_siphash_parts(t->key, parts, n);
+    return ss_siphash13_parts(t->key, parts, n);
 }
 
 uint64_t ss_table_hash2(const ss_table *t, const uint8_t *a, size_t alen, const uint8_t *b,

@@ -117,7 +117,21 @@ TEST(store_siphash_parts_is_siphash_of_its_encoding)
                 n += (parts[i].len + 7) / 8 * 8;
             }
             ASSERT_EQ(ss_siphash_parts(key, parts, 3), ss_siphash(key, enc, n));
+            ASSERT_EQ(ss_siphash13_parts(key, parts, 3), ss_siphash13(key, enc, n));
         }
+}
+
+TEST(store_siphash13_vectors)
+{
+    /* Outputs of the reference implementation built with one compression
+     * and three finalization rounds. */
+    uint8_t zero[16] = {0}, key[16];
+    for (int i = 0; i < 16; i++)
+        key[i] = (uint8_t)i;
+    ASSERT_EQ(ss_siphash13(zero, zero, 0), (long long)0xd1fba762150c532cull);
+    ASSERT_EQ(ss_siphash13(zero, zero, 1), (long long)0x68a914128e01e473ull);
+    ASSERT_EQ(ss_siphash13(key, zero, 0), (long long)0xabac0158050fc4dcull);
+    ASSERT_TRUE(ss_siphash13(key, zero, 0) != ss_siphash(key, zero, 0));
 }
 
 TEST(store_record_round_trip)
