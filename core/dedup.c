@@ -10,6 +10,9 @@
  * (seconds), and thousands of such chunks a second, each freed long after
  * the requests around it, fragmented the C library's heap and made the
  * broker's own allocations slower. One emptied block is kept as a spare.
+ * An entry larger than SS_DEDUP_SOLO gets an allocation of its own (a
+ * client picks the size of its correlation data), so that the room left
+ * unused at the end of a block stays below 1/16 of it.
  */
 #include "dedup.h"
 
@@ -22,11 +25,13 @@
 #include "table.h"
 
 #define SS_DEDUP_BLOCK ((size_t)64 << 10)
+#define SS_DEDUP_SOLO (SS_DEDUP_BLOCK / 16)
 
 struct ss_dblock {
     struct ss_dblock *next; /* the next newer block */
     size_t cap, used;       /* bytes of data */
     size_t live;            /* entries in it */
+    bool solo;              /* one large entry, not on the list of blocks */
     _Alignas(max_align_t) uint8_t data[];
 };
 
@@ -82,16 +87,27 @@ static struct ss_dentry *ss__cut(ss_dedup *d, size_t size)
 {
     size_t need = ss__footprint(size);
     struct ss_dblock *b = d->newest;
+    if (need > SS_DEDUP_SOLO) {
+        b = malloc(sizeof *b + need);
+        if (b == NULL)
+            return NULL;
+        b->cap = b->used = need;
+        b->live = 1;
+        b->solo = true;
+        struct ss_dentry *e = (struct ss_dentry *)b->data;
+        e->block = b;
+        return e;
+    }
     if (b == NULL || b->cap - b->used < need) {
-        if (d->spare && d->spare->cap >= need) {
+        if (d->spare) {
             b = d->spare;
             d->spare = NULL;
         } else {
-            size_t cap = need > SS_DEDUP_BLOCK ? need : SS_DEDUP_BLOCK;
-            b = malloc(sizeof *b + cap);
+            b = malloc(sizeof *b + SS_DEDUP_BLOCK);
             if (b == NULL)
                 return NULL;
-            b->cap = cap;
+            b->cap = SS_DEDUP_BLOCK;
+            b->solo = false;
         }
         b->used = 0;
         b->live = 0;
@@ -114,6 +130,10 @@ static struct ss_dentry *ss__cut(ss_dedup *d, size_t size)
 static void ss__release(ss_dedup *d, struct ss_dentry *e)
 {
     struct ss_dblock *b = e->block;
+    if (b->solo) {
+        free(b);
+        return;
+    }
     if ((uint8_t *)e + ss__footprint(ss__entry_size(e)) == b->data + b->used)
         b->used = (size_t)((uint8_t *)e - b->data); /* the newest entry: reuse its room */
     if (--b->live > 0)
@@ -129,11 +149,10 @@ static void ss__release(ss_dedup *d, struct ss_dentry *e)
         p->next = NULL;
         d->newest = p;
     }
-    if (d->spare == NULL && b->cap == SS_DEDUP_BLOCK) {
+    if (d->spare == NULL)
         d->spare = b;
-    } else {
+    else
         free(b);
-    }
 }
 
 static void ss__drop(ss_dedup *d, struct ss_dentry *e)

@@ -105,9 +105,18 @@ TEST(dedup_first_answer_within_window)
     ss_dedup_free(d);
 }
 
+/* The payload length of answer i below: mostly small, some large enough
+ * for an allocation of their own, two larger than a block. */
+static size_t span_len(int i)
+{
+    if (i == 1000 || i == 2500)
+        return 100000;
+    return i % 97 == 0 ? 5000 : 100 + (size_t)(i % 200);
+}
+
 /* Answers are cut from blocks in time order: forgetting from the tail
- * and expiring from the head across many blocks, with an answer larger
- * than a block among them, keeps exactly the right ones. */
+ * and expiring from the head across many blocks, with large answers
+ * among them, keeps exactly the right ones. */
 TEST(dedup_entries_span_blocks)
 {
     ss_dedup_limits lim = {1000, 100000, 8 << 20};
@@ -122,8 +131,7 @@ TEST(dedup_entries_span_blocks)
         if (i == 2000)
             mark = ss_dedup_mark(d);
         snprintf(corr, sizeof corr, "c%d", i);
-        size_t len = i == 1000 ? sizeof value : 100 + (size_t)(i % 200);
-        ss_dedup_answer a = {{value, len}, B("")};
+        ss_dedup_answer a = {{value, span_len(i)}, B("")};
         ASSERT_EQ(ss_dedup_put(d, B("cl"), B(corr), (uint64_t)i, (uint64_t)i, &a), SS_OK);
     }
     ss_dedup_forget_since(d, mark);
@@ -141,7 +149,7 @@ TEST(dedup_entries_span_blocks)
         int want = i > 1500 && i < 2000;
         ASSERT_EQ(ss_dedup_find(d, B("cl"), B(corr), (uint64_t)i, 2500, &got), want);
         if (want)
-            ASSERT_MEM(got.payload.data, got.payload.len, value, 100 + (size_t)(i % 200));
+            ASSERT_MEM(got.payload.data, got.payload.len, value, span_len(i));
     }
     ASSERT_EQ(ss_dedup_find(d, B("cl"), B("n1999"), 1999, 2500, &got), 1);
     ASSERT_MEM(got.payload.data, got.payload.len, value + 7, 50);
