@@ -163,12 +163,18 @@ uint64_t ss_siphash_final(const ss_siphash_state *s)
     return ss__final(s, 2, 4);
 }
 
-uint64_t ss_siphash(const uint8_t key[16], const uint8_t *data, size_t len)
+static inline uint64_t ss__oneshot(const uint8_t key[16], const uint8_t *data, size_t len, int c,
+                                   int d)
 {
     ss_siphash_state s;
     ss_siphash_init(&s, key);
-    ss__update(&s, data, len, 2);
-    return ss__final(&s, 2, 4);
+    ss__update(&s, data, len, c);
+    return ss__final(&s, c, d);
+}
+
+uint64_t ss_siphash(const uint8_t key[16], const uint8_t *data, size_t len)
+{
+    return ss__oneshot(key, data, len, 2, 4);
 }
 
 uint64_t ss_siphash_parts(const uint8_t key[16], const ss_bytes *parts, size_t n)
@@ -178,10 +184,7 @@ uint64_t ss_siphash_parts(const uint8_t key[16], const ss_bytes *parts, size_t n
 
 uint64_t ss_siphash13(const uint8_t key[16], const uint8_t *data, size_t len)
 {
-    ss_siphash_state s;
-    ss_siphash_init(&s, key);
-    ss__update(&s, data, len, 1);
-    return ss__final(&s, 1, 3);
+    return ss__oneshot(key, data, len, 1, 3);
 }
 
 uint64_t ss_siphash13_parts(const uint8_t key[16], const ss_bytes *parts, size_t n)

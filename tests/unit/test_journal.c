@@ -229,6 +229,17 @@ static uint64_t charge_of(int from, int to)
     return n;
 }
 
+/* The charged bytes and the clock after the batches of k0..k<n-1>. */
+static void assert_counters(ss_store *s, int n)
+{
+    ASSERT_EQ(ss_store_byte_count(s), (long long)charge_of(0, n));
+    uint64_t wall;
+    uint32_t counter;
+    ss_store_get_clock(s, &wall, &counter);
+    ASSERT_EQ(wall, 5000);
+    ASSERT_EQ(counter, n - 1);
+}
+
 TEST(store_journal_replayed_after_crash)
 {
     crash_after_batches(0, 40);
@@ -238,12 +249,7 @@ TEST(store_journal_replayed_after_crash)
     ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
     ASSERT_EQ(journal_size(), 0); /* replayed into the file at open */
     assert_keys(s, 0, 40, 60);
-    ASSERT_EQ(ss_store_byte_count(s), (long long)charge_of(0, 40));
-    uint64_t wall;
-    uint32_t counter;
-    ss_store_get_clock(s, &wall, &counter);
-    ASSERT_EQ(wall, 5000);
-    ASSERT_EQ(counter, 39);
+    assert_counters(s, 40);
     /* An expiring key, a delete, and a second crash on top. */
     ASSERT_EQ(ss_store_begin(s), SS_OK);
     ss_record e = rec_of("soon", 100, 777);
@@ -280,12 +286,7 @@ TEST(store_counters_kept_by_a_checkpoint)
     ss_store *s = NULL;
     ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
     assert_keys(s, 0, 30, 40);
-    ASSERT_EQ(ss_store_byte_count(s), (long long)charge_of(0, 30));
-    uint64_t wall;
-    uint32_t counter;
-    ss_store_get_clock(s, &wall, &counter);
-    ASSERT_EQ(wall, 5000);
-    ASSERT_EQ(counter, 29);
+    assert_counters(s, 30);
     ss_store_close(s);
 }
 
