@@ -2,6 +2,7 @@
 #
 #   make test        build and run every test (installs missing packages)
 #   make test SAN=1  the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make test SAN=thread  the same under ThreadSanitizer
 #   make valgrind    unit tests, and integration tests with the broker, under valgrind
 #   make stress      longer reliability runs (soak), bounded in time
 #   make fuzz        run the libFuzzer target for FUZZ_SECONDS (default 60)
@@ -20,6 +21,15 @@ ifeq ($(SAN),1)
 VARIANT  := san
 BROKER_PRELOAD = $(shell $(CC) -print-file-name=libasan.so) $(shell $(CC) -print-file-name=libubsan.so)
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+OPT      := -O1
+else ifeq ($(SAN),thread)
+# ThreadSanitizer: the committing thread beside the broker's, and the
+# client library's threads (its own, libmosquitto's network thread, the
+# callers'). The broker itself is not instrumented; the runtime is
+# preloaded into it so that the plugin's accesses are.
+VARIANT  := tsan
+BROKER_PRELOAD = $(shell $(CC) -print-file-name=libtsan.so)
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
 OPT      := -O1
 else
 VARIANT  := plain
@@ -49,12 +59,19 @@ CLIENT_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard client/*.c))
 # The client library: the client plus the core pieces it uses (no storage).
 LIBCLIENT := $(OUT)/libstatestore-client.a
 LIBCLIENT_CORE := $(addprefix $(OUT)/core/,buf.o codec.o command.o errors.o hlc.o siphash.o table.o)
+# The same as a shared library: objects built with default visibility, and
+# a version script that exports only the public API (client.h, lease.h,
+# errors.h).
+SHLIB_SONAME := libstatestore-client.so.0
+SHLIB     := $(OUT)/libstatestore-client.so.0.1.0
+SHLIB_OBJ := $(patsubst $(OUT)/%,$(OUT)/shared/%,$(CLIENT_OBJ) $(LIBCLIENT_CORE))
+PUBLIC_HEADERS := client/client.h client/lease.h core/errors.h
 CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
-.PHONY: all deps test check valgrind stress bench fuzz run install clean
+.PHONY: all deps test check valgrind stress bench bench-compare fuzz run install clean
 
-all: deps $(LIBCORE) $(PLUGIN) $(LIBCLIENT) $(CLI)
+all: deps $(LIBCORE) $(PLUGIN) $(LIBCLIENT) $(SHLIB) $(CLI)
 
 deps:
 	@scripts/deps.sh $(DEBS)
@@ -72,6 +89,14 @@ $(PLUGIN): $(PLUGIN_OBJ) $(LIBCORE)
 
 $(LIBCLIENT): $(CLIENT_OBJ) $(LIBCLIENT_CORE)
 	$(AR) rcs $@ $^
+
+$(OUT)/shared/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -fvisibility=hidden,$(CFLAGS_ALL)) -MMD -MP -c $< -o $@
+
+$(SHLIB): $(SHLIB_OBJ) client/libstatestore-client.map
+	$(CC) $(SANFLAGS) -shared -Wl,-soname,$(SHLIB_SONAME) \
+	    -Wl,--version-script=client/libstatestore-client.map -o $@ $(SHLIB_OBJ) $(MOSQ_LIBS) -lpthread
 
 $(CLI): $(CLI_OBJ) $(LIBCLIENT)
 	$(CC) $(SANFLAGS) -o $@ $(CLI_OBJ) $(LIBCLIENT) $(MOSQ_LIBS) -lpthread
@@ -101,22 +126,27 @@ $(OUT)/tests/stress/main.o: tests/main.c
 $(OUT)/tests/stress/run: $(OUT)/tests/stress/main.o $(STRESS_OBJ) $(LIBCORE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(MOSQ_LIBS) $(LDLIBS_ALL) -lpthread
 
-$(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(LIBCORE)
+# The unit tests also cover the client library's pure part (client/answer.c).
+$(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(OUT)/client/answer.o $(LIBCORE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL) -lpthread
 $(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(LIBCLIENT) $(LIBCORE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(MOSQ_LIBS) $(LDLIBS_ALL) -lpthread
 
+# libFuzzer targets: requests and commands, the engine, and the on-disk
+# decoders (journal replay, stored records). Each also builds without
+# libFuzzer as a corpus replayer, which make test runs.
+FUZZ_TARGETS := request engine journal record
 # Each fuzz target also builds without libFuzzer as a corpus replayer.
 $(OUT)/fuzz/replay_%: $(OUT)/fuzz/fuzz_%.o $(OUT)/fuzz/replay.o $(LIBCORE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
-TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(OUT)/fuzz/replay_request \
-            $(OUT)/fuzz/replay_engine $(PLUGIN) $(CLI) \
-            $(EXAMPLE)
+TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(FUZZ_TARGETS:%=$(OUT)/fuzz/replay_%) \
+            $(PLUGIN) $(CLI) $(EXAMPLE) $(SHLIB)
 
 test: deps
 	@$(MAKE) --no-print-directory $(TEST_BINS)
-	@SS_BROKER_PRELOAD="$(BROKER_PRELOAD)" scripts/run-tests.sh $(OUT) $(CURDIR)/$(PLUGIN)
+	@SS_BROKER_PRELOAD="$(BROKER_PRELOAD)" TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp" \
+	    scripts/run-tests.sh $(OUT) $(CURDIR)/$(PLUGIN)
 
 check: test
 
@@ -138,6 +168,13 @@ build/plain/bench/expiry_storm: bench/expiry_storm.c bench/mqtt_raw.c bench/mqtt
 bench: deps
 	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0
 	@scripts/bench.sh
+
+# The working tree's plugin against BASE's (a revision), same run: for
+# changes that should not cost speed.
+BASE ?= HEAD
+bench-compare: deps
+	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0
+	@scripts/bench-compare.sh $(BASE)
 
 # Longer runs (a soak with churn; SS_SOAK_SECONDS, default 90), bounded in time.
 stress: deps
@@ -162,7 +199,6 @@ valgrind: deps
 # the committed seeds in fuzz/corpus/request are only read.
 FUZZ_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined \
               $(shell pkg-config --cflags lmdb 2>/dev/null)
-FUZZ_TARGETS := request engine
 build/fuzz/fuzz_%: fuzz/fuzz_%.c $(CORE_SRC) $(wildcard core/*.h)
 	@mkdir -p build/fuzz
 	clang $(FUZZ_CFLAGS) -o $@ $< $(CORE_SRC) $(LDLIBS_ALL)
@@ -178,35 +214,56 @@ fuzz: deps
 # Run the broker in the foreground with the plugin, from examples/mosquitto.conf.
 RUN_CONF := build/run/mosquitto.conf
 run: deps
-	@$(MAKE) --no-print-directory $(PLUGIN) SAN=0
+	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore SAN=0
 	@if bash -c 'exec 3<>/dev/tcp/127.0.0.1/$(PORT)' 2>/dev/null; then \
 	    echo "statestore: port $(PORT) is already in use (a mosquitto service installed by Debian?)."; \
 	    echo "statestore: stop it (systemctl stop mosquitto) or choose another: make run PORT=1884"; \
 	    exit 1; fi
 	@mkdir -p build/run "$(DATA)"
-	@sed -e 's|@PLUGIN@|$(CURDIR)/$(PLUGIN)|' -e 's|@PORT@|$(PORT)|' -e 's|@DATA@|$(DATA)|' \
+	@sed -e 's|@PLUGIN@|$(CURDIR)/build/plain/statestore.so|' -e 's|@PORT@|$(PORT)|' -e 's|@DATA@|$(DATA)|' \
 	    examples/mosquitto.conf > $(RUN_CONF)
 	@if [ "$$(id -u)" = 0 ]; then sed -i '1i user root' $(RUN_CONF); fi
 	@echo "statestore: mosquitto on 127.0.0.1:$(PORT), data in $(DATA), config $(RUN_CONF)"
-	@scripts/run-hint.sh $(PORT)
+	@scripts/run-hint.sh $(PORT) $(CURDIR)/build/plain/statestore
 	exec mosquitto -c $(RUN_CONF)
 
+# Only what users build against: the public headers, the client library
+# (static and shared), the CLI, the plugin, and an example config whose
+# paths are the installed ones.
 install: deps
-	@$(MAKE) --no-print-directory $(PLUGIN) $(LIBCORE) $(LIBCLIENT) $(CLI) SAN=0
+	@$(MAKE) --no-print-directory $(PLUGIN) $(LIBCLIENT) $(SHLIB) $(CLI) SAN=0
 	install -d $(DESTDIR)$(PREFIX)/lib/statestore $(DESTDIR)$(PREFIX)/include/statestore \
 	    $(DESTDIR)$(PREFIX)/share/statestore/examples $(DESTDIR)$(PREFIX)/bin \
 	    $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/statestore/statestore.so
 	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/statestore
-	install -m 0644 $(LIBCORE) $(LIBCLIENT) $(DESTDIR)$(PREFIX)/lib/
-	install -m 0644 core/*.h client/*.h $(DESTDIR)$(PREFIX)/include/statestore/
-	install -m 0644 examples/mosquitto.conf examples/client_example.c \
-	    $(DESTDIR)$(PREFIX)/share/statestore/examples/
+	install -m 0644 $(LIBCLIENT) $(DESTDIR)$(PREFIX)/lib/
+	install -m 0755 $(SHLIB) $(DESTDIR)$(PREFIX)/lib/
+	ln -sfn $(notdir $(SHLIB)) $(DESTDIR)$(PREFIX)/lib/$(SHLIB_SONAME)
+	ln -sfn $(SHLIB_SONAME) $(DESTDIR)$(PREFIX)/lib/libstatestore-client.so
+	install -m 0644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/statestore/
+	sed -e 's|@PLUGIN@|$(PREFIX)/lib/statestore/statestore.so|' -e 's|@PORT@|1883|' \
+	    -e 's|@DATA@|/var/lib/statestore|' -e '/^# `make run` uses this file/,/To use it yourself/d' \
+	    examples/mosquitto.conf > $(DESTDIR)$(PREFIX)/share/statestore/examples/mosquitto.conf
+	install -m 0644 examples/client_example.c $(DESTDIR)$(PREFIX)/share/statestore/examples/
 	install -m 0644 docs/statestore.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	sed -e 's|@PREFIX@|$(PREFIX)|' statestore.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/statestore.pc
 
 clean:
 	rm -rf build
 
--include $(STRESS_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(CLIENT_OBJ:.o=.d) $(CORE_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(INTEG_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) \
+-include $(SHLIB_OBJ:.o=.d) $(STRESS_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(CLIENT_OBJ:.o=.d) $(CORE_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(INTEG_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) \
          $(OUT)/tests/unit/main.d $(OUT)/tests/integration/main.d
+
+# ---------------------------------------------------------------------------
+# Compatibility with the official Azure IoT Operations SDKs: the Rust crate's
+# integration tests (from crates.io) and the Go SDK's scenarios (SDK from the
+# Go module proxy) against mosquitto with the plugin, in a private network
+# namespace, INTEROP_ROUNDS times (default 5); and the Go SDK's leased lock
+# contending with `statestore lock`. Needs Go >= 1.25 and Rust >= 1.88
+# (rustup); downloads and builds stay under build/interop.
+.PHONY: interop
+interop: deps
+	@scripts/deps.sh libssl-dev pkg-config iproute2 util-linux
+	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore SAN=0
+	@scripts/interop.sh $(CURDIR)/build/plain/statestore.so $(CURDIR)/build/plain/statestore

@@ -2,6 +2,7 @@
 #ifndef SS_CLI_H
 #define SS_CLI_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,11 +38,15 @@ struct cli {
     const char *holder;
 };
 
+/* main.c: a usage error: the message, then the command's usage line. */
+void usage_error(const struct cli *cl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* output.c */
 void out_json_string(const uint8_t *p, size_t n);       /* "..." with escapes */
 void out_base64(const uint8_t *p, size_t n);             /* bare base64 */
 void out_escaped(const uint8_t *p, size_t n);            /* \xHH for anything not printable */
 void out_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void out_verror(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 int exit_for(int status);                                /* status code -> exit code */
 void report_failure(const struct cli *cl, const char *what, int status, const ss_client_result *r);
 

@@ -1,9 +1,11 @@
 /* commands.c - set, get, del, vdel and watch. */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../core/errors.h"
 #include "cli.h"
@@ -37,29 +39,24 @@ uint8_t *read_value(struct cli *cl, int i, size_t *len, int *rc)
 {
     *rc = SS_EXIT_USAGE;
     if (cl->file) {
-        if (cl->nargs > i) {
-            out_error("give the value either as an argument or with -f, not both");
-            return NULL;
-        }
         FILE *f = fopen(cl->file, "rb");
         if (f == NULL) {
-            out_error("cannot open %s", cl->file);
+            out_error("cannot open %s: %s", cl->file, strerror(errno));
             return NULL;
         }
+        errno = 0;
         uint8_t *v = read_stream(f, len);
+        int err = errno;
         fclose(f);
         if (v == NULL)
-            out_error("cannot read %s", cl->file);
+            out_error("cannot read %s: %s", cl->file, strerror(err ? err : EIO));
         return v;
     }
-    if (cl->nargs <= i) {
-        out_error("%s needs a value (an argument, -f FILE, or - for standard input)", cl->command);
-        return NULL;
-    }
     if (strcmp(cl->args[i], "-") == 0) {
+        errno = 0;
         uint8_t *v = read_stream(stdin, len);
         if (v == NULL)
-            out_error("cannot read standard input");
+            out_error("cannot read standard input: %s", strerror(errno ? errno : EIO));
         return v;
     }
     *len = strlen(cl->args[i]);
@@ -69,21 +66,10 @@ uint8_t *read_value(struct cli *cl, int i, size_t *len, int *rc)
     return v;
 }
 
-static int need_args(const struct cli *cl, int min, int max)
-{
-    if (cl->nargs < min || cl->nargs > max) {
-        out_error("%s: wrong number of arguments (see statestore %s --help)", cl->command, cl->command);
-        return SS_EXIT_USAGE;
-    }
-    return SS_EXIT_OK;
-}
-
-/* KEY and a value (argument, -f FILE or -): the value, or NULL and *rc. */
+/* The value after KEY (argument, -f FILE or -): the value, or NULL and
+ * *rc. The number of arguments was checked before connecting. */
 static uint8_t *key_and_value(struct cli *cl, size_t *vlen, int *rc)
 {
-    *rc = need_args(cl, 1, cl->file ? 1 : 2);
-    if (*rc != SS_EXIT_OK)
-        return NULL;
     return read_value(cl, 1, vlen, rc);
 }
 
@@ -130,9 +116,7 @@ int cmd_set(struct cli *cl, ss_client *c)
 
 int cmd_get(struct cli *cl, ss_client *c)
 {
-    int rc = need_args(cl, 1, 1);
-    if (rc != SS_EXIT_OK)
-        return rc;
+    int rc;
     ss_client_result r;
     int st = ss_client_get(c, cl->args[0], strlen(cl->args[0]), &r);
     if (st != SS_OK) {
@@ -152,7 +136,11 @@ int cmd_get(struct cli *cl, ss_client *c)
         json_version(&r);
         printf("}\n");
     } else if (r.found) {
-        fwrite(r.value, 1, r.value_len, stdout); /* raw bytes, no newline */
+        /* Raw bytes, no newline added, so that files and pipes get the
+         * value exactly; on a terminal a newline keeps the prompt apart. */
+        fwrite(r.value, 1, r.value_len, stdout);
+        if (isatty(STDOUT_FILENO) && (r.value_len == 0 || r.value[r.value_len - 1] != '\n'))
+            putchar('\n');
     }
     rc = r.found ? SS_EXIT_OK : SS_EXIT_NOT_FOUND;
     ss_client_result_free(&r);
@@ -180,9 +168,6 @@ static int finish_delete(struct cli *cl, int st, ss_client_result *r)
 
 int cmd_del(struct cli *cl, ss_client *c)
 {
-    int rc = need_args(cl, 1, 1);
-    if (rc != SS_EXIT_OK)
-        return rc;
     ss_client_result r;
     int st = ss_client_del(c, cl->args[0], strlen(cl->args[0]), cl->fencing_token, &r);
     return finish_delete(cl, st, &r);
@@ -254,10 +239,6 @@ static void on_connection(void *ud, bool connected, bool gap)
 
 int cmd_watch(struct cli *cl, ss_client *c)
 {
-    if (cl->nargs < 1) {
-        out_error("watch: give at least one key");
-        return SS_EXIT_USAGE;
-    }
     /* SIGINT/SIGTERM are taken synchronously below, in this thread. */
     sigset_t stop;
     sigemptyset(&stop);

@@ -27,10 +27,6 @@
 
 int cmd_lock(struct cli *cl, ss_client *c)
 {
-    if (cl->nargs != 1 || cl->nrest < 1) {
-        out_error("lock: usage: statestore lock NAME [--ttl MS] [--wait MS] [--holder ID] -- COMMAND...");
-        return SS_EXIT_USAGE;
-    }
     const char *name = cl->args[0];
     const char *holder = cl->holder ? cl->holder : ss_client_id(c);
     uint64_t ttl = cl->ttl_ms ? cl->ttl_ms : SS_LOCK_TTL_DEFAULT;

@@ -1,17 +1,22 @@
 /* main.c - statestore: command line, connection, dispatch. */
-#include <getopt.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/command.h"
 #include "../core/errors.h"
+#include "../core/hlc.h"
 #include "cli.h"
 
 #ifndef SS_VERSION
 #define SS_VERSION "0.1.0"
 #endif
+
+static const char short_usage[] =
+    "Usage: statestore [OPTIONS] COMMAND [ARGS]   (statestore --help for more)\n";
 
 static const char usage_text[] =
     "Usage: statestore [OPTIONS] COMMAND [ARGS]\n"
@@ -30,8 +35,12 @@ static const char usage_text[] =
     "\n"
     "Connection (as mosquitto_pub):\n"
     "  -h HOST  -p PORT  -i CLIENT_ID  -u USERNAME  -P PASSWORD\n"
+    "  (defaults for -h and -p from STATESTORE_HOST and STATESTORE_PORT)\n"
     "  --cafile FILE  --capath DIR  --cert FILE  --key FILE\n"
     "  --timeout MS       how long to wait for each answer (default 10000)\n"
+    "\n"
+    "A value that starts with '-' is taken as it is (set temp -5); put -- before\n"
+    "one that looks like an option (set -- key --nx).\n"
     "\n"
     "Output:\n"
     "  --json             one JSON object per result or notification\n"
@@ -44,27 +53,29 @@ static const char usage_text[] =
 static const struct {
     const char *name;
     int (*run)(struct cli *, ss_client *);
+    int min_args, max_args; /* arguments after the command (before "--") */
+    bool value;             /* the last argument is a VALUE that -f FILE replaces */
     const char *help;
 } commands[] = {
-    {"set", cmd_set,
+    {"set", cmd_set, 2, 2, true,
      "Usage: statestore set KEY VALUE|-|-f FILE [--nx|--nex] [--px MS] [--fencing-token HLC]\n"
      "Sets KEY. --nx: only if absent; --nex: only if absent or equal to VALUE; --px: expire\n"
      "after MS milliseconds. Prints OK; exit 2 when the condition did not hold.\n"},
-    {"get", cmd_get,
+    {"get", cmd_get, 1, 1, false,
      "Usage: statestore get KEY\n"
      "Writes the value to standard output exactly (no newline added); exit 1 if absent.\n"},
-    {"del", cmd_del,
+    {"del", cmd_del, 1, 1, false,
      "Usage: statestore del KEY [--fencing-token HLC]\n"
      "Deletes KEY and prints 1, or prints 0 and exits 1 if it was absent.\n"},
-    {"vdel", cmd_vdel,
+    {"vdel", cmd_vdel, 2, 2, true,
      "Usage: statestore vdel KEY VALUE|-|-f FILE [--fencing-token HLC]\n"
      "Deletes KEY only if its value is VALUE: prints 1, 0 (absent, exit 1) or -1 (differs, exit 2).\n"},
-    {"watch", cmd_watch,
+    {"watch", cmd_watch, 1, INT_MAX, false,
      "Usage: statestore watch KEY...\n"
      "Prints one line per change until interrupted: \"VERSION SET KEY VALUE\" or\n"
      "\"VERSION DELETE KEY\" (bytes outside printable ASCII as \\xHH). After a reconnect it\n"
      "registers again and reports on standard error that changes may have been missed.\n"},
-    {"lock", cmd_lock,
+    {"lock", cmd_lock, 1, 1, false,
      "Usage: statestore lock NAME [--ttl MS] [--wait MS] [--holder ID] -- COMMAND [ARGS...]\n"
      "Waits for the lease NAME (at most --wait MS, default forever), runs COMMAND while\n"
      "renewing it (lease time --ttl, default 10000 ms), releases it, and exits with\n"
@@ -73,110 +84,243 @@ static const struct {
 };
 
 enum {
-    OPT_CAFILE = 256, OPT_CAPATH, OPT_CERT, OPT_KEY, OPT_TIMEOUT, OPT_JSON, OPT_HELP, OPT_VERSION,
-    OPT_NX, OPT_NEX, OPT_PX, OPT_FT, OPT_TTL, OPT_WAIT, OPT_HOLDER,
+    OPT_HOST = 256, OPT_PORT, OPT_ID, OPT_USER, OPT_PASS, OPT_FILE, OPT_CAFILE, OPT_CAPATH,
+    OPT_CERT, OPT_KEY, OPT_TIMEOUT, OPT_JSON, OPT_HELP, OPT_VERSION, OPT_NX, OPT_NEX, OPT_PX,
+    OPT_FT, OPT_TTL, OPT_WAIT, OPT_HOLDER,
 };
 
-static const struct option long_opts[] = {
-    {"cafile", required_argument, NULL, OPT_CAFILE},
-    {"capath", required_argument, NULL, OPT_CAPATH},
-    {"cert", required_argument, NULL, OPT_CERT},
-    {"key", required_argument, NULL, OPT_KEY},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"help", no_argument, NULL, OPT_HELP},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {"nx", no_argument, NULL, OPT_NX},
-    {"nex", no_argument, NULL, OPT_NEX},
-    {"px", required_argument, NULL, OPT_PX},
-    {"fencing-token", required_argument, NULL, OPT_FT},
-    {"ttl", required_argument, NULL, OPT_TTL},
-    {"wait", required_argument, NULL, OPT_WAIT},
-    {"holder", required_argument, NULL, OPT_HOLDER},
-    {NULL, 0, NULL, 0},
+/* Every option: its long name, its short letter (0: none) and whether it
+ * takes a value. */
+static const struct cli_option {
+    const char *name;
+    char letter;
+    bool value;
+    int id;
+} options[] = {
+    {"host", 'h', true, OPT_HOST},
+    {"port", 'p', true, OPT_PORT},
+    {"id", 'i', true, OPT_ID},
+    {"username", 'u', true, OPT_USER},
+    {"password", 'P', true, OPT_PASS},
+    {"file", 'f', true, OPT_FILE},
+    {"cafile", 0, true, OPT_CAFILE},
+    {"capath", 0, true, OPT_CAPATH},
+    {"cert", 0, true, OPT_CERT},
+    {"key", 0, true, OPT_KEY},
+    {"timeout", 0, true, OPT_TIMEOUT},
+    {"json", 0, false, OPT_JSON},
+    {"help", 0, false, OPT_HELP},
+    {"version", 0, false, OPT_VERSION},
+    {"nx", 0, false, OPT_NX},
+    {"nex", 0, false, OPT_NEX},
+    {"px", 0, true, OPT_PX},
+    {"fencing-token", 0, true, OPT_FT},
+    {"ttl", 0, true, OPT_TTL},
+    {"wait", 0, true, OPT_WAIT},
+    {"holder", 0, true, OPT_HOLDER},
 };
+#define N_OPTIONS (sizeof options / sizeof options[0])
 
-static int number(const char *opt, const char *text, uint64_t *out)
+static const struct cli_option *find_long(const char *name, size_t n)
 {
-    if (ss_parse_u64((const uint8_t *)text, strlen(text), (uint64_t)1 << 53, out) != SS_OK || *out == 0) {
-        out_error("%s needs a positive integer, not \"%s\"", opt, text);
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (strlen(options[i].name) == n && memcmp(options[i].name, name, n) == 0)
+            return &options[i];
+    return NULL;
+}
+
+static const struct cli_option *find_short(char letter)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (options[i].letter == letter)
+            return &options[i];
+    return NULL;
+}
+
+static int command_index(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(name, commands[i].name) == 0)
+            return (int)i;
+    return -1;
+}
+
+void usage_error(const struct cli *cl, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    out_verror(fmt, ap);
+    va_end(ap);
+    int which = command_index(cl->command);
+    if (which >= 0) {
+        /* The first line of the command's help is its usage. */
+        const char *h = commands[which].help;
+        fprintf(stderr, "%.*s", (int)(strcspn(h, "\n") + 1), h);
+    } else {
+        fputs(short_usage, stderr);
+    }
+}
+
+/* A number in [1, max], or a usage error naming where it came from. */
+static int number(const struct cli *cl, const char *what, const char *text, uint64_t max,
+                  uint64_t *out)
+{
+    if (ss_parse_u64((const uint8_t *)text, strlen(text), max, out) != SS_OK || *out == 0) {
+        usage_error(cl, "%s needs an integer from 1 to %llu, not \"%s\"", what,
+                    (unsigned long long)max, text);
         return -1;
     }
     return 0;
 }
 
-/* Parse the command line into *cl. Returns -1 to go on, or an exit code. */
-static int parse(struct cli *cl_out, int argc, char **argv)
+/* Connection settings from the environment, where the command line gave
+ * none. */
+static int from_environment(struct cli *cl)
 {
-    struct cli cl = *cl_out;
-    /* Everything after "--" belongs to lock's COMMAND. */
-    int end = argc;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0) {
-            end = i;
-            cl.rest = argv + i + 1;
-            cl.nrest = argc - i - 1;
-            break;
-        }
-    }
-    bool help = false;
-    int opt;
+    const char *host = getenv("STATESTORE_HOST");
+    const char *port = getenv("STATESTORE_PORT");
     uint64_t n;
-    /* "+" is not used: options may follow the command and its arguments.
-     * A lone "-" (standard input) is an argument. */
-    while ((opt = getopt_long(end, argv, "-h:p:i:u:P:f:", long_opts, NULL)) != -1) {
-        switch (opt) {
-        case 1:
-            if (cl.command == NULL)
-                cl.command = optarg;
-            else
-                cl.args[cl.nargs++] = optarg;
-            break;
-        case 'h': cl.conn.host = optarg; break;
-        case 'p':
-            if (number("-p", optarg, &n) != 0 || n > 65535)
-                return SS_EXIT_USAGE;
-            cl.conn.port = (int)n;
-            break;
-        case 'i': cl.conn.client_id = optarg; break;
-        case 'u': cl.conn.username = optarg; break;
-        case 'P': cl.conn.password = optarg; break;
-        case 'f': cl.file = optarg; break;
-        case OPT_CAFILE: cl.conn.cafile = optarg; break;
-        case OPT_CAPATH: cl.conn.capath = optarg; break;
-        case OPT_CERT: cl.conn.certfile = optarg; break;
-        case OPT_KEY: cl.conn.keyfile = optarg; break;
-        case OPT_TIMEOUT:
-            if (number("--timeout", optarg, &n) != 0 || n > 3600000)
-                return SS_EXIT_USAGE;
-            cl.conn.timeout_ms = (unsigned)n;
-            break;
-        case OPT_JSON: cl.json = true; break;
-        case OPT_HELP: help = true; break;
-        case OPT_VERSION: printf("statestore %s\n", SS_VERSION); return SS_EXIT_OK;
-        case OPT_NX: cl.nx = true; break;
-        case OPT_NEX: cl.nex = true; break;
-        case OPT_PX:
-            if (number("--px", optarg, &cl.px_ms) != 0)
-                return SS_EXIT_USAGE;
-            break;
-        case OPT_FT: cl.fencing_token = optarg; break;
-        case OPT_TTL:
-            if (number("--ttl", optarg, &cl.ttl_ms) != 0)
-                return SS_EXIT_USAGE;
-            break;
-        case OPT_WAIT:
-            if (number("--wait", optarg, &cl.wait_ms) != 0)
-                return SS_EXIT_USAGE;
-            break;
-        case OPT_HOLDER: cl.holder = optarg; break;
-        default:
-            fputs(usage_text, stderr);
+    if (host && host[0] && cl->conn.host == NULL)
+        cl->conn.host = host;
+    if (port && port[0] && cl->conn.port == 0) {
+        if (number(cl, "STATESTORE_PORT", port, 65535, &n) != 0)
+            return SS_EXIT_USAGE;
+        cl->conn.port = (int)n;
+    }
+    return -1;
+}
+
+/* Apply one option. Returns -1 to go on, or an exit code. */
+static int apply(struct cli *cl, const char *spelled, int id, const char *v, bool *help)
+{
+    uint64_t n;
+    const uint64_t ms_max = (uint64_t)1 << 53;
+    switch (id) {
+    case OPT_HOST: cl->conn.host = v; break;
+    case OPT_PORT:
+        if (number(cl, spelled, v, 65535, &n) != 0)
+            return SS_EXIT_USAGE;
+        cl->conn.port = (int)n;
+        break;
+    case OPT_ID: cl->conn.client_id = v; break;
+    case OPT_USER: cl->conn.username = v; break;
+    case OPT_PASS: cl->conn.password = v; break;
+    case OPT_FILE: cl->file = v; break;
+    case OPT_CAFILE: cl->conn.cafile = v; break;
+    case OPT_CAPATH: cl->conn.capath = v; break;
+    case OPT_CERT: cl->conn.certfile = v; break;
+    case OPT_KEY: cl->conn.keyfile = v; break;
+    case OPT_TIMEOUT:
+        if (number(cl, spelled, v, 3600000, &n) != 0)
+            return SS_EXIT_USAGE;
+        cl->conn.timeout_ms = (unsigned)n;
+        break;
+    case OPT_JSON: cl->json = true; break;
+    case OPT_HELP: *help = true; break;
+    case OPT_VERSION: printf("statestore %s\n", SS_VERSION); return SS_EXIT_OK;
+    case OPT_NX: cl->nx = true; break;
+    case OPT_NEX: cl->nex = true; break;
+    case OPT_PX: return number(cl, spelled, v, ms_max, &cl->px_ms) != 0 ? SS_EXIT_USAGE : -1;
+    case OPT_FT: {
+        ss_hlc h;
+        if (ss_hlc_parse((const uint8_t *)v, strlen(v), &h) != SS_OK) {
+            usage_error(cl, "%s needs a version like 1700000000000:0:node, not \"%s\"", spelled, v);
             return SS_EXIT_USAGE;
         }
+        cl->fencing_token = v;
+        break;
     }
-    *cl_out = cl;
+    case OPT_TTL: return number(cl, spelled, v, ms_max, &cl->ttl_ms) != 0 ? SS_EXIT_USAGE : -1;
+    case OPT_WAIT: return number(cl, spelled, v, ms_max, &cl->wait_ms) != 0 ? SS_EXIT_USAGE : -1;
+    case OPT_HOLDER: cl->holder = v; break;
+    default: break;
+    }
+    return -1;
+}
+
+/* Parse the command line into *cl. Returns -1 to go on, -2 for --help, or
+ * an exit code.
+ *
+ * Options may come before or after the command and its arguments. An
+ * argument that starts with '-' but is not an option ("-5", "-x", "-") is
+ * an ordinary argument, so negative numbers need no quoting; "--" ends the
+ * options (for lock, what follows is COMMAND). */
+static int parse(struct cli *cl, int argc, char **argv)
+{
+    bool help = false, only_args = false;
+    int rc;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const struct cli_option *o = NULL;
+        const char *value = NULL;
+        char spelled[40];
+        if (!only_args && strcmp(a, "--") == 0) {
+            if (cl->command && strcmp(cl->command, "lock") == 0) {
+                cl->rest = argv + i + 1;
+                cl->nrest = argc - i - 1;
+                break;
+            }
+            only_args = true;
+            continue;
+        }
+        if (!only_args && a[0] == '-' && a[1] == '-') {
+            size_t n = strcspn(a + 2, "=");
+            if ((o = find_long(a + 2, n)) == NULL) {
+                usage_error(cl, "unknown option %.*s (a value that starts with - goes after --)",
+                            (int)(n + 2), a);
+                return SS_EXIT_USAGE;
+            }
+            if (a[2 + n] == '=') {
+                if (!o->value) {
+                    usage_error(cl, "--%s takes no value", o->name);
+                    return SS_EXIT_USAGE;
+                }
+                value = a + 3 + n;
+            }
+            snprintf(spelled, sizeof spelled, "--%s", o->name);
+        } else if (!only_args && a[0] == '-' && a[1] != '\0' && (o = find_short(a[1])) != NULL) {
+            if (a[2] != '\0')
+                value = a + 2;
+            snprintf(spelled, sizeof spelled, "-%c", o->letter);
+        } else {
+            if (cl->command == NULL)
+                cl->command = a;
+            else
+                cl->args[cl->nargs++] = (char *)a;
+            continue;
+        }
+        if (o->value && value == NULL) {
+            if (i + 1 >= argc) {
+                usage_error(cl, "%s needs a value", spelled);
+                return SS_EXIT_USAGE;
+            }
+            value = argv[++i];
+        }
+        if ((rc = apply(cl, spelled, o->id, value, &help)) >= 0)
+            return rc;
+    }
+    if (!help && (rc = from_environment(cl)) >= 0)
+        return rc;
     return help ? -2 : -1;
+}
+
+/* Check the number of arguments before connecting. */
+static bool wrong_arity(const struct cli *cl, int which)
+{
+    int min = commands[which].min_args, max = commands[which].max_args;
+    if (commands[which].value && cl->file) {
+        min--;
+        max--;
+    }
+    if (cl->nargs >= min && cl->nargs <= max)
+        return false;
+    if (commands[which].value && cl->nargs == min - 1)
+        usage_error(cl, "%s needs a value (an argument, -f FILE, or - for standard input)", cl->command);
+    else if (commands[which].value && cl->file && cl->nargs == max + 1)
+        usage_error(cl, "give the value either as an argument or with -f, not both");
+    else
+        usage_error(cl, "%s: wrong number of arguments", cl->command);
+    return true;
 }
 
 int main(int argc, char **argv)
@@ -187,37 +331,31 @@ int main(int argc, char **argv)
     cl.args = calloc((size_t)argc, sizeof *cl.args);
     if (cl.args == NULL)
         return SS_EXIT_USAGE;
-    int prc = parse(&cl, argc, argv);
-    if (prc >= 0) {
-        free(cl.args);
-        return prc;
-    }
-    bool help = prc == -2;
-    int which = -1;
-    for (size_t i = 0; cl.command && i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(cl.command, commands[i].name) == 0)
-            which = (int)i;
-    if (help) {
+    int rc = parse(&cl, argc, argv);
+    int which = command_index(cl.command);
+    if (rc == -2) {
         fputs(which >= 0 ? commands[which].help : usage_text, stdout);
-        free(cl.args);
-        return SS_EXIT_OK;
+        rc = SS_EXIT_OK;
+    } else if (rc >= 0) {
+        /* parse said why */
+    } else if (cl.command == NULL) {
+        usage_error(&cl, "no command given");
+        rc = SS_EXIT_USAGE;
+    } else if (which < 0) {
+        usage_error(&cl, "unknown command \"%s\"", cl.command);
+        rc = SS_EXIT_USAGE;
+    } else if (wrong_arity(&cl, which)) {
+        rc = SS_EXIT_USAGE;
+    } else if (strcmp(cl.command, "lock") == 0 && cl.nrest < 1) {
+        usage_error(&cl, "lock: give a COMMAND after --");
+        rc = SS_EXIT_USAGE;
+    } else if (cl.nx && cl.nex) {
+        usage_error(&cl, "--nx and --nex exclude each other");
+        rc = SS_EXIT_USAGE;
     }
-    if (which < 0) {
-        if (cl.command)
-            out_error("unknown command \"%s\"", cl.command);
-        fputs(usage_text, stderr);
+    if (rc >= 0) {
         free(cl.args);
-        return SS_EXIT_USAGE;
-    }
-    if (cl.nx && cl.nex) {
-        out_error("--nx and --nex exclude each other");
-        free(cl.args);
-        return SS_EXIT_USAGE;
-    }
-    if (cl.nrest > 0 && strcmp(cl.command, "lock") != 0) {
-        out_error("\"--\" is only for lock");
-        free(cl.args);
-        return SS_EXIT_USAGE;
+        return rc;
     }
     /* watch and lock take SIGINT/SIGTERM themselves: block them before the
      * client's threads start, so those threads inherit the mask. */
@@ -229,14 +367,15 @@ int main(int argc, char **argv)
         pthread_sigmask(SIG_BLOCK, &s, NULL);
     }
     ss_client *c;
-    int st = ss_client_connect(&cl.conn, &c);
+    char why[256];
+    int st = ss_client_connect_explain(&cl.conn, &c, why, sizeof why);
     if (st != SS_OK) {
         out_error("cannot connect to %s:%d: %s", cl.conn.host ? cl.conn.host : "localhost",
-                  cl.conn.port ? cl.conn.port : 1883, ss_strerror(st));
+                  cl.conn.port ? cl.conn.port : 1883, why);
         free(cl.args);
         return SS_EXIT_CONNECTION;
     }
-    int rc = commands[which].run(&cl, c);
+    rc = commands[which].run(&cl, c);
     fflush(stdout);
     ss_client_close(c);
     free(cl.args);

@@ -67,13 +67,18 @@ void out_base64(const uint8_t *p, size_t n)
     }
 }
 
+void out_verror(const char *fmt, va_list ap)
+{
+    fputs("statestore: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 void out_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("statestore: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    out_verror(fmt, ap);
     va_end(ap);
 }
 
@@ -96,5 +101,12 @@ void report_failure(const struct cli *cl, const char *what, int status, const ss
         out_json_string((const uint8_t *)text, strlen(text));
         printf(",\"code\":\"%s\"}\n", ss_errname(status));
     }
-    out_error("%s: %s", what, text);
+    if (status == SS_E_TIMEOUT)
+        out_error("%s: no state store answered within %u ms: is the statestore plugin loaded in "
+                  "the broker?", what, cl->conn.timeout_ms);
+    else if (status == SS_E_QUOTA)
+        out_error("%s: %s (a limit of the server: key or value length, number of keys, store "
+                  "size or disk space; the broker's log names which)", what, text);
+    else
+        out_error("%s: %s", what, text);
 }

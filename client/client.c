@@ -7,9 +7,13 @@
  */
 #include "client.h"
 
+#include "answer.h"
+
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
 #include <pthread.h>
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,18 +23,16 @@
 #include "../core/codec.h"
 #include "../core/errors.h"
 #include "../core/hlc.h"
+#include "../core/protocol.h"
 #include "../core/table.h"
 
-#define SS_GUID "FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8"
-#define SS_REQUEST_TOPIC "statestore/v1/" SS_GUID "/command/invoke"
 #define SS_CORR_LEN 16
 
-enum ss_kind { SS_K_SET = 1, SS_K_GET, SS_K_DEL, SS_K_VDEL, SS_K_KEYNOTIFY };
 
 struct ss_pending {
     struct ss_pending *next;
     uint8_t corr[SS_CORR_LEN];
-    enum ss_kind kind;
+    enum ss_answer_kind kind;
     uint64_t deadline_ms;
     ss_result_cb cb;
     void *ud;
@@ -60,6 +62,8 @@ struct ss_client {
     ss_table watched_index;
     bool connected, subscribed, ever_subscribed, closing;
     int sub_mid;
+    int connack_rc;  /* the broker's refusal of the last CONNECT, 0 if none */
+    bool sub_refused; /* the broker refused the response topic's SUBSCRIBE */
     ss_notify_cb notify_cb;
     void *notify_ud;
     ss_connection_cb conn_cb;
@@ -67,22 +71,14 @@ struct ss_client {
     pthread_t reaper;
     bool reaper_running;
     uint64_t notifications;
+    int waiters; /* threads inside a blocking call: close waits for them */
 };
 
-static uint64_t ss__now_ms(void)
+static uint64_t ss_client__now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-void ss_client_result_free(ss_client_result *r)
-{
-    if (r == NULL)
-        return;
-    free(r->value);
-    free(r->error_text);
-    memset(r, 0, sizeof *r);
 }
 
 const char *ss_client_id(const ss_client *c)
@@ -108,7 +104,7 @@ void ss_client_set_connection_cb(ss_client *c, ss_connection_cb cb, void *ud)
 
 /* ---- requests --------------------------------------------------------- */
 
-static void ss__complete(struct ss_pending *p, ss_client_result *r)
+static void ss_client__complete(struct ss_pending *p, ss_client_result *r)
 {
     if (p->cb)
         p->cb(p->ud, r);
@@ -116,16 +112,16 @@ static void ss__complete(struct ss_pending *p, ss_client_result *r)
     free(p);
 }
 
-static void ss__fail_pending(struct ss_pending *p, int status)
+static void ss_client__fail_pending(struct ss_pending *p, int status)
 {
     ss_client_result r;
     memset(&r, 0, sizeof r);
     r.status = status;
-    ss__complete(p, &r);
+    ss_client__complete(p, &r);
 }
 
 /* Publish one request; on success the pending entry is queued. */
-static int ss__send(ss_client *c, enum ss_kind kind, size_t argc, const ss_bytes *argv,
+static int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const ss_bytes *argv,
                     const char *fencing_token, ss_result_cb cb, void *ud)
 {
     if (fencing_token) {
@@ -145,6 +141,7 @@ static int ss__send(ss_client *c, enum ss_kind kind, size_t argc, const ss_bytes
     p->ud = ud;
     ss_buf payload = SS_BUF_INIT;
     if (ss_codec_put_request(&payload, argc, argv) != SS_OK) {
+        ss_buf_free(&payload);
         free(p);
         return SS_E_NOMEM;
     }
@@ -156,9 +153,9 @@ static int ss__send(ss_client *c, enum ss_kind kind, size_t argc, const ss_bytes
         return SS_E_CONNECTION;
     }
     char ts[SS_HLC_TEXT_MAX + 1];
-    ss_hlc now = ss_clock_next(&c->clock, ss__now_ms(), NULL, NULL);
+    ss_hlc now = ss_clock_next(&c->clock, ss_client__now_ms(), NULL, NULL);
     ts[ss_hlc_format(&now, ts)] = '\0';
-    p->deadline_ms = ss__now_ms() + c->timeout_ms;
+    p->deadline_ms = ss_client__now_ms() + c->timeout_ms;
     mosquitto_property *props = NULL;
     int rc = mosquitto_property_add_string(&props, MQTT_PROP_RESPONSE_TOPIC, c->resp_topic);
     if (rc == MOSQ_ERR_SUCCESS)
@@ -205,57 +202,57 @@ static int ss__send(ss_client *c, enum ss_kind kind, size_t argc, const ss_bytes
     return SS_OK;
 }
 
-static ss_bytes ss__b(const void *p, size_t n)
+static ss_bytes ss_client__b(const void *p, size_t n)
 {
     ss_bytes b = {(const uint8_t *)p, n};
     return b;
 }
 
-static ss_bytes ss__w(const char *s)
+static ss_bytes ss_client__w(const char *s)
 {
-    return ss__b(s, strlen(s));
+    return ss_client__b(s, strlen(s));
 }
 
 int ss_client_set_async(ss_client *c, const void *key, size_t key_len, const void *value,
                         size_t value_len, const ss_set_options *opts, ss_result_cb cb, void *ud)
 {
-    ss_bytes argv[6] = {ss__w("SET"), ss__b(key, key_len), ss__b(value, value_len)};
+    ss_bytes argv[6] = {ss_client__w("SET"), ss_client__b(key, key_len), ss_client__b(value, value_len)};
     size_t argc = 3;
     char px[24];
     if (opts && opts->condition == SS_SET_NX)
-        argv[argc++] = ss__w("NX");
+        argv[argc++] = ss_client__w("NX");
     else if (opts && opts->condition == SS_SET_NEX)
-        argv[argc++] = ss__w("NEX");
+        argv[argc++] = ss_client__w("NEX");
     if (opts && opts->px_ms) {
         snprintf(px, sizeof px, "%llu", (unsigned long long)opts->px_ms);
-        argv[argc++] = ss__w("PX");
-        argv[argc++] = ss__w(px);
+        argv[argc++] = ss_client__w("PX");
+        argv[argc++] = ss_client__w(px);
     }
-    return ss__send(c, SS_K_SET, argc, argv, opts ? opts->fencing_token : NULL, cb, ud);
+    return ss_client__send(c, SS_ANSWER_SET, argc, argv, opts ? opts->fencing_token : NULL, cb, ud);
 }
 
 int ss_client_get_async(ss_client *c, const void *key, size_t key_len, ss_result_cb cb, void *ud)
 {
-    ss_bytes argv[2] = {ss__w("GET"), ss__b(key, key_len)};
-    return ss__send(c, SS_K_GET, 2, argv, NULL, cb, ud);
+    ss_bytes argv[2] = {ss_client__w("GET"), ss_client__b(key, key_len)};
+    return ss_client__send(c, SS_ANSWER_GET, 2, argv, NULL, cb, ud);
 }
 
 int ss_client_del_async(ss_client *c, const void *key, size_t key_len, const char *fencing_token,
                         ss_result_cb cb, void *ud)
 {
-    ss_bytes argv[2] = {ss__w("DEL"), ss__b(key, key_len)};
-    return ss__send(c, SS_K_DEL, 2, argv, fencing_token, cb, ud);
+    ss_bytes argv[2] = {ss_client__w("DEL"), ss_client__b(key, key_len)};
+    return ss_client__send(c, SS_ANSWER_DEL, 2, argv, fencing_token, cb, ud);
 }
 
 int ss_client_vdel_async(ss_client *c, const void *key, size_t key_len, const void *value,
                          size_t value_len, const char *fencing_token, ss_result_cb cb, void *ud)
 {
-    ss_bytes argv[3] = {ss__w("VDEL"), ss__b(key, key_len), ss__b(value, value_len)};
-    return ss__send(c, SS_K_VDEL, 3, argv, fencing_token, cb, ud);
+    ss_bytes argv[3] = {ss_client__w("VDEL"), ss_client__b(key, key_len), ss_client__b(value, value_len)};
+    return ss_client__send(c, SS_ANSWER_VDEL, 3, argv, fencing_token, cb, ud);
 }
 
 /* Remember or forget a key to re-register after a reconnect. */
-static void ss__track(ss_client *c, const void *key, size_t key_len, bool stop)
+static void ss_client__track(ss_client *c, const void *key, size_t key_len, bool stop)
 {
     pthread_mutex_lock(&c->mu);
     uint64_t h = ss_table_hash(&c->watched_index, key, key_len);
@@ -288,10 +285,10 @@ static void ss__track(ss_client *c, const void *key, size_t key_len, bool stop)
 int ss_client_keynotify_async(ss_client *c, const void *key, size_t key_len, bool stop,
                               ss_result_cb cb, void *ud)
 {
-    ss_bytes argv[3] = {ss__w("KEYNOTIFY"), ss__b(key, key_len), ss__w("STOP")};
-    int rc = ss__send(c, SS_K_KEYNOTIFY, stop ? 3 : 2, argv, NULL, cb, ud);
+    ss_bytes argv[3] = {ss_client__w("KEYNOTIFY"), ss_client__b(key, key_len), ss_client__w("STOP")};
+    int rc = ss_client__send(c, SS_ANSWER_KEYNOTIFY, stop ? 3 : 2, argv, NULL, cb, ud);
     if (rc == SS_OK)
-        ss__track(c, key, key_len, stop);
+        ss_client__track(c, key, key_len, stop);
     return rc;
 }
 
@@ -303,7 +300,7 @@ struct ss_waiter {
     ss_client_result *out;
 };
 
-static void ss__wake(void *ud, const ss_client_result *r)
+static void ss_client__wake(void *ud, const ss_client_result *r)
 {
     struct ss_waiter *w = ud;
     pthread_mutex_lock(&w->c->mu);
@@ -317,15 +314,19 @@ static void ss__wake(void *ud, const ss_client_result *r)
     pthread_mutex_unlock(&w->c->mu);
 }
 
-static int ss__wait(ss_client *c, struct ss_waiter *w, int rc)
+static int ss_client__wait(ss_client *c, struct ss_waiter *w, int rc)
 {
     if (rc != SS_OK) {
         w->out->status = rc;
         return rc;
     }
     pthread_mutex_lock(&c->mu);
+    c->waiters++;
     while (!w->done)
         pthread_cond_wait(&c->cv, &c->mu);
+    c->waiters--;
+    if (c->waiters == 0)
+        pthread_cond_broadcast(&c->cv); /* a close may be waiting for us */
     pthread_mutex_unlock(&c->mu);
     return w->out->status;
 }
@@ -336,7 +337,7 @@ static int ss__wait(ss_client *c, struct ss_waiter *w, int rc)
         ss_client_result *out_ = (r) ? (r) : &tmp_;                                     \
         memset(out_, 0, sizeof *out_);                                                  \
         struct ss_waiter w_ = {(c), false, out_};                                       \
-        int rc_ = ss__wait((c), &w_, (call));                                           \
+        int rc_ = ss_client__wait((c), &w_, (call));                                           \
         if (out_ == &tmp_)                                                              \
             ss_client_result_free(&tmp_);                                               \
         return rc_;                                                                     \
@@ -345,90 +346,34 @@ static int ss__wait(ss_client *c, struct ss_waiter *w, int rc)
 int ss_client_set(ss_client *c, const void *key, size_t key_len, const void *value,
                   size_t value_len, const ss_set_options *opts, ss_client_result *r)
 {
-    SS_BLOCKING(c, r, ss_client_set_async(c, key, key_len, value, value_len, opts, ss__wake, &w_));
+    SS_BLOCKING(c, r, ss_client_set_async(c, key, key_len, value, value_len, opts, ss_client__wake, &w_));
 }
 
 int ss_client_get(ss_client *c, const void *key, size_t key_len, ss_client_result *r)
 {
-    SS_BLOCKING(c, r, ss_client_get_async(c, key, key_len, ss__wake, &w_));
+    SS_BLOCKING(c, r, ss_client_get_async(c, key, key_len, ss_client__wake, &w_));
 }
 
 int ss_client_del(ss_client *c, const void *key, size_t key_len, const char *fencing_token,
                   ss_client_result *r)
 {
-    SS_BLOCKING(c, r, ss_client_del_async(c, key, key_len, fencing_token, ss__wake, &w_));
+    SS_BLOCKING(c, r, ss_client_del_async(c, key, key_len, fencing_token, ss_client__wake, &w_));
 }
 
 int ss_client_vdel(ss_client *c, const void *key, size_t key_len, const void *value,
                    size_t value_len, const char *fencing_token, ss_client_result *r)
 {
     SS_BLOCKING(c, r,
-                ss_client_vdel_async(c, key, key_len, value, value_len, fencing_token, ss__wake, &w_));
+                ss_client_vdel_async(c, key, key_len, value, value_len, fencing_token, ss_client__wake, &w_));
 }
 
 int ss_client_keynotify(ss_client *c, const void *key, size_t key_len, bool stop,
                         ss_client_result *r)
 {
-    SS_BLOCKING(c, r, ss_client_keynotify_async(c, key, key_len, stop, ss__wake, &w_));
+    SS_BLOCKING(c, r, ss_client_keynotify_async(c, key, key_len, stop, ss_client__wake, &w_));
 }
 
 /* ---- answers and notifications ---------------------------------------- */
-
-/* Fill r from an answer payload for a call of the given kind. */
-static void ss__interpret(enum ss_kind kind, const uint8_t *payload, size_t len, ss_client_result *r)
-{
-    ss_reply rep;
-    if (ss_codec_decode_reply(payload, len, &rep) != SS_OK) {
-        r->status = SS_E_PROTOCOL;
-        return;
-    }
-    if (rep.kind == SS_REPLY_ERROR) {
-        const char *t = (const char *)rep.str.data;
-        size_t n = rep.str.len;
-        if (n >= 4 && memcmp(t, "ERR ", 4) == 0) {
-            t += 4;
-            n -= 4;
-        }
-        r->error_text = strndup(t, n);
-        r->status = ss_err_from_wire(t, n);
-        return;
-    }
-    bool ok = false;
-    switch (kind) {
-    case SS_K_SET:
-        ok = (rep.kind == SS_REPLY_SIMPLE && rep.str.len == 2 && memcmp(rep.str.data, "OK", 2) == 0) ||
-             (rep.kind == SS_REPLY_INT && rep.num == -1);
-        r->applied = rep.kind == SS_REPLY_SIMPLE;
-        break;
-    case SS_K_GET:
-        ok = rep.kind == SS_REPLY_BULK || rep.kind == SS_REPLY_NIL;
-        if (rep.kind == SS_REPLY_BULK) {
-            r->found = true;
-            r->value = malloc(rep.str.len + 1);
-            if (r->value == NULL) {
-                r->status = SS_E_NOMEM;
-                return;
-            }
-            if (rep.str.len)
-                memcpy(r->value, rep.str.data, rep.str.len);
-            r->value[rep.str.len] = 0;
-            r->value_len = rep.str.len;
-        }
-        break;
-    case SS_K_DEL:
-    case SS_K_VDEL:
-        ok = rep.kind == SS_REPLY_INT && rep.num >= -1 && rep.num <= 1;
-        r->count = rep.num;
-        r->applied = rep.num == 1;
-        break;
-    case SS_K_KEYNOTIFY:
-        ok = rep.kind == SS_REPLY_SIMPLE || (rep.kind == SS_REPLY_INT && rep.num == 0);
-        r->applied = rep.kind == SS_REPLY_SIMPLE;
-        break;
-    }
-    if (!ok)
-        r->status = SS_E_PROTOCOL;
-}
 
 /* The user properties we read from answers and notifications. */
 struct ss_props_seen {
@@ -438,7 +383,7 @@ struct ss_props_seen {
     void *corr_owned;
 };
 
-static void ss__read_props(const mosquitto_property *props, struct ss_props_seen *s)
+static void ss_client__read_props(const mosquitto_property *props, struct ss_props_seen *s)
 {
     memset(s, 0, sizeof *s);
     for (const mosquitto_property *p = props; p; p = mosquitto_property_next(p)) {
@@ -461,7 +406,7 @@ static void ss__read_props(const mosquitto_property *props, struct ss_props_seen
     }
 }
 
-static void ss__props_free(struct ss_props_seen *s)
+static void ss_client__props_free(struct ss_props_seen *s)
 {
     free(s->corr_owned);
     free(s->stat);
@@ -469,12 +414,12 @@ static void ss__props_free(struct ss_props_seen *s)
 }
 
 /* Merge a received __ts into the client clock. */
-static void ss__merge_ts(ss_client *c, const char *ts)
+static void ss_client__merge_ts(ss_client *c, const char *ts)
 {
     ss_hlc h;
     if (ts == NULL || ss_hlc_parse((const uint8_t *)ts, strlen(ts), &h) != SS_OK)
         return;
-    uint64_t now = ss__now_ms();
+    uint64_t now = ss_client__now_ms();
     if (ss_hlc_too_far_ahead(&h, now))
         return; /* never let a wild stamp drag our clock away */
     pthread_mutex_lock(&c->mu);
@@ -482,7 +427,7 @@ static void ss__merge_ts(ss_client *c, const char *ts)
     pthread_mutex_unlock(&c->mu);
 }
 
-static void ss__on_answer(ss_client *c, const void *payload, int len, const struct ss_props_seen *s)
+static void ss_client__on_answer(ss_client *c, const void *payload, int len, const struct ss_props_seen *s)
 {
     if (s->corr == NULL || s->corr_len != SS_CORR_LEN)
         return;
@@ -497,18 +442,12 @@ static void ss__on_answer(ss_client *c, const void *payload, int len, const stru
     if (p == NULL)
         return; /* late answer of a call that timed out */
     ss_client_result r;
-    memset(&r, 0, sizeof r);
-    if (s->stat == NULL || strcmp(s->stat, "200") != 0)
-        r.status = SS_E_STATUS;
-    else
-        ss__interpret(p->kind, payload, (size_t)len, &r);
-    if (s->ts)
-        snprintf(r.version, sizeof r.version, "%s", s->ts);
-    ss__merge_ts(c, s->ts);
-    ss__complete(p, &r);
+    ss_answer_interpret(p->kind, s->stat, s->ts, payload, (size_t)len, &r);
+    ss_client__merge_ts(c, s->ts);
+    ss_client__complete(p, &r);
 }
 
-static int ss__unhex(char ch)
+static int ss_client__unhex(char ch)
 {
     if (ch >= '0' && ch <= '9')
         return ch - '0';
@@ -517,7 +456,7 @@ static int ss__unhex(char ch)
     return -1;
 }
 
-static void ss__on_notification(ss_client *c, const char *hexkey, const void *payload, int len,
+static void ss_client__on_notification(ss_client *c, const char *hexkey, const void *payload, int len,
                                 const struct ss_props_seen *s)
 {
     size_t hn = strlen(hexkey);
@@ -527,7 +466,7 @@ static void ss__on_notification(ss_client *c, const char *hexkey, const void *pa
     if (key == NULL)
         return;
     for (size_t i = 0; i < hn; i += 2) {
-        int hi = ss__unhex(hexkey[i]), lo = ss__unhex(hexkey[i + 1]);
+        int hi = ss_client__unhex(hexkey[i]), lo = ss_client__unhex(hexkey[i + 1]);
         if (hi < 0 || lo < 0) {
             free(key);
             return;
@@ -537,7 +476,7 @@ static void ss__on_notification(ss_client *c, const char *hexkey, const void *pa
     enum ss_notify_kind kind;
     ss_bytes value;
     if (ss_codec_decode_notify(payload, (size_t)len, &kind, &value) == SS_OK) {
-        ss__merge_ts(c, s->ts);
+        ss_client__merge_ts(c, s->ts);
         ss_notification n = {key, hn / 2, kind == SS_NOTIFY_DELETE, value.data, value.len,
                              s->ts ? s->ts : ""};
         pthread_mutex_lock(&c->mu);
@@ -563,12 +502,12 @@ bool ss_client_handle_message(ss_client *c, const char *topic, const void *paylo
     if (!answer && !notification)
         return false;
     struct ss_props_seen s;
-    ss__read_props(props, &s);
+    ss_client__read_props(props, &s);
     if (answer)
-        ss__on_answer(c, payload, len, &s);
+        ss_client__on_answer(c, payload, len, &s);
     else
-        ss__on_notification(c, topic + np, payload, len, &s);
-    ss__props_free(&s);
+        ss_client__on_notification(c, topic + np, payload, len, &s);
+    ss_client__props_free(&s);
     return true;
 }
 
@@ -580,7 +519,7 @@ uint64_t ss_client_notification_count(ss_client *c)
     return n;
 }
 
-static void ss__abstime(struct timespec *ts, unsigned ms)
+static void ss_client__abstime(struct timespec *ts, unsigned ms)
 {
     clock_gettime(CLOCK_REALTIME, ts);
     ts->tv_sec += ms / 1000;
@@ -594,7 +533,7 @@ static void ss__abstime(struct timespec *ts, unsigned ms)
 uint64_t ss_client_wait_notification(ss_client *c, uint64_t seen, unsigned timeout_ms)
 {
     struct timespec until;
-    ss__abstime(&until, timeout_ms);
+    ss_client__abstime(&until, timeout_ms);
     pthread_mutex_lock(&c->mu);
     while (c->notifications <= seen && !c->closing)
         if (pthread_cond_timedwait(&c->cv, &c->mu, &until) != 0)
@@ -606,9 +545,9 @@ uint64_t ss_client_wait_notification(ss_client *c, uint64_t seen, unsigned timeo
 
 /* ---- connection ------------------------------------------------------- */
 
-static void ss__on_subscribed(ss_client *c);
+static void ss_client__on_subscribed(ss_client *c);
 
-static void ss__report(ss_client *c, bool connected, bool gap)
+static void ss_client__report(ss_client *c, bool connected, bool gap)
 {
     pthread_mutex_lock(&c->mu);
     ss_connection_cb cb = c->conn_cb;
@@ -634,12 +573,12 @@ void ss_client_handle_connect(ss_client *c)
      * order, so every request published after this SUBSCRIBE finds the
      * response topic subscribed. */
     if (!c->own && rc == MOSQ_ERR_SUCCESS)
-        ss__on_subscribed(c);
+        ss_client__on_subscribed(c);
 }
 
 /* The response topic is subscribed: requests may go out. After a
  * reconnect, register the notifications again (the server dropped them). */
-static void ss__on_subscribed(ss_client *c)
+static void ss_client__on_subscribed(ss_client *c)
 {
     pthread_mutex_lock(&c->mu);
     bool again = c->ever_subscribed;
@@ -661,24 +600,30 @@ static void ss__on_subscribed(ss_client *c)
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     for (size_t j = 0; j < i; j++) {
-        ss_bytes argv[2] = {ss__w("KEYNOTIFY"), ss__b(copy[j]->key, copy[j]->len)};
-        ss__send(c, SS_K_KEYNOTIFY, 2, argv, NULL, NULL, NULL);
+        ss_bytes argv[2] = {ss_client__w("KEYNOTIFY"), ss_client__b(copy[j]->key, copy[j]->len)};
+        ss_client__send(c, SS_ANSWER_KEYNOTIFY, 2, argv, NULL, NULL, NULL);
         free(copy[j]);
     }
     free(copy);
-    ss__report(c, true, again);
+    ss_client__report(c, true, again);
 }
 
-static void ss__cb_connect(struct mosquitto *m, void *ud, int rc, int flags, const mosquitto_property *p)
+static void ss_client__cb_connect(struct mosquitto *m, void *ud, int rc, int flags,
+                                  const mosquitto_property *p)
 {
     (void)m;
     (void)flags;
     (void)p;
+    ss_client *c = ud;
+    pthread_mutex_lock(&c->mu);
+    c->connack_rc = rc;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
     if (rc == 0)
         ss_client_handle_connect(ud);
 }
 
-static void ss__cb_subscribe(struct mosquitto *m, void *ud, int mid, int qos_count, const int *granted,
+static void ss_client__cb_subscribe(struct mosquitto *m, void *ud, int mid, int qos_count, const int *granted,
                              const mosquitto_property *p)
 {
     (void)m;
@@ -686,12 +631,16 @@ static void ss__cb_subscribe(struct mosquitto *m, void *ud, int mid, int qos_cou
     ss_client *c = ud;
     pthread_mutex_lock(&c->mu);
     bool ours = mid == c->sub_mid;
+    if (ours && !(qos_count == 1 && granted[0] <= 2)) {
+        c->sub_refused = true;
+        pthread_cond_broadcast(&c->cv);
+    }
     pthread_mutex_unlock(&c->mu);
     if (ours && qos_count == 1 && granted[0] <= 2)
-        ss__on_subscribed(c);
+        ss_client__on_subscribed(c);
 }
 
-static void ss__cb_disconnect(struct mosquitto *m, void *ud, int rc, const mosquitto_property *p)
+static void ss_client__cb_disconnect(struct mosquitto *m, void *ud, int rc, const mosquitto_property *p)
 {
     (void)m;
     (void)p;
@@ -704,10 +653,10 @@ static void ss__cb_disconnect(struct mosquitto *m, void *ud, int rc, const mosqu
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     if (was)
-        ss__report(c, false, false);
+        ss_client__report(c, false, false);
 }
 
-static void ss__cb_message(struct mosquitto *m, void *ud, const struct mosquitto_message *msg,
+static void ss_client__cb_message(struct mosquitto *m, void *ud, const struct mosquitto_message *msg,
                            const mosquitto_property *props)
 {
     (void)m;
@@ -715,15 +664,15 @@ static void ss__cb_message(struct mosquitto *m, void *ud, const struct mosquitto
 }
 
 /* Completes calls whose deadline passed, ten times a second. */
-static void *ss__reaper(void *arg)
+static void *ss_client__reaper(void *arg)
 {
     ss_client *c = arg;
     pthread_mutex_lock(&c->mu);
     while (!c->closing) {
         struct timespec ts;
-        ss__abstime(&ts, 100);
+        ss_client__abstime(&ts, 100);
         pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-        uint64_t now = ss__now_ms();
+        uint64_t now = ss_client__now_ms();
         struct ss_pending *due = NULL, **pp = &c->pending;
         while (*pp) {
             struct ss_pending *p = *pp;
@@ -738,7 +687,7 @@ static void *ss__reaper(void *arg)
         pthread_mutex_unlock(&c->mu);
         while (due) {
             struct ss_pending *next = due->next;
-            ss__fail_pending(due, c->closing ? SS_E_CONNECTION : SS_E_TIMEOUT);
+            ss_client__fail_pending(due, c->closing ? SS_E_CONNECTION : SS_E_TIMEOUT);
             due = next;
         }
         pthread_mutex_lock(&c->mu);
@@ -747,7 +696,7 @@ static void *ss__reaper(void *arg)
     return NULL;
 }
 
-static int ss__new(struct mosquitto *m, const char *id, unsigned timeout_ms, ss_client **out)
+static int ss_client__new(struct mosquitto *m, const char *id, unsigned timeout_ms, ss_client **out)
 {
     ss_client *c = calloc(1, sizeof *c);
     if (c == NULL)
@@ -763,7 +712,7 @@ static int ss__new(struct mosquitto *m, const char *id, unsigned timeout_ms, ss_
         return SS_E_NOMEM;
     }
     sprintf(c->resp_topic, "clients/%s/services/statestore/_any_/command/invoke/response", id);
-    char *q = c->notify_prefix + sprintf(c->notify_prefix, "clients/statestore/v1/" SS_GUID "/");
+    char *q = c->notify_prefix + sprintf(c->notify_prefix, SS_NOTIFY_PREFIX "/");
     for (size_t i = 0; i < n; i++)
         q += sprintf(q, "%02X", (unsigned char)id[i]);
     strcpy(q, "/command/notify/");
@@ -780,7 +729,7 @@ static int ss__new(struct mosquitto *m, const char *id, unsigned timeout_ms, ss_
     }
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
-    if (pthread_create(&c->reaper, NULL, ss__reaper, c) != 0) {
+    if (pthread_create(&c->reaper, NULL, ss_client__reaper, c) != 0) {
         ss_client_close(c);
         return SS_E_NOMEM;
     }
@@ -794,16 +743,46 @@ int ss_client_attach(struct mosquitto *mosq, const char *client_id, unsigned tim
 {
     if (mosq == NULL || client_id == NULL || client_id[0] == '\0')
         return SS_E_INVAL;
-    return ss__new(mosq, client_id, timeout_ms, out);
+    return ss_client__new(mosq, client_id, timeout_ms, out);
 }
 
-static int ss__mosq_err(int rc)
+static int ss_client__mosq_err(int rc)
 {
     return rc == MOSQ_ERR_NOMEM ? SS_E_NOMEM : rc == MOSQ_ERR_INVAL ? SS_E_INVAL : SS_E_CONNECTION;
 }
 
+/* Write a reason into why (if any) and return status. */
+static int ss_client__explain(char *why, size_t n, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int ss_client__explain(char *why, size_t n, int status, const char *fmt, ...)
+{
+    if (why && n > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, n, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+/* Why mosquitto_connect or mosquitto_tls_set failed, in words. */
+static int ss_client__explain_mosq(char *why, size_t n, int mrc, int err, const char *host)
+{
+    if (mrc == MOSQ_ERR_ERRNO)
+        return ss_client__explain(why, n, SS_E_CONNECTION, "%s", strerror(err));
+    if (mrc == MOSQ_ERR_EAI)
+        return ss_client__explain(why, n, SS_E_CONNECTION, "unknown host %s", host);
+    return ss_client__explain(why, n, ss_client__mosq_err(mrc), "%s", mosquitto_strerror(mrc));
+}
+
 int ss_client_connect(const ss_client_options *o, ss_client **out)
 {
+    return ss_client_connect_explain(o, out, NULL, 0);
+}
+
+int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char *why, size_t why_len)
+{
+    ss_client__explain(why, why_len, SS_OK, "%s", "");
     ss_client_options d;
     memset(&d, 0, sizeof d);
     if (o)
@@ -812,7 +791,7 @@ int ss_client_connect(const ss_client_options *o, ss_client **out)
     if (d.client_id == NULL || d.client_id[0] == '\0') {
         uint8_t r[8];
         if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-            return SS_E_IO;
+            return ss_client__explain(why, why_len, SS_E_IO, "no random bytes for a client id");
         int k = snprintf(idbuf, sizeof idbuf, "statestore-");
         for (int i = 0; i < 8; i++)
             k += snprintf(idbuf + k, sizeof idbuf - (size_t)k, "%02x", r[i]);
@@ -828,48 +807,69 @@ int ss_client_connect(const ss_client_options *o, ss_client **out)
     mosquitto_lib_init();
     struct mosquitto *m = mosquitto_new(d.client_id, true, NULL);
     if (m == NULL)
-        return SS_E_NOMEM;
+        return ss_client__explain(why, why_len, SS_E_NOMEM, "out of memory");
     ss_client *c;
-    int rc = ss__new(m, d.client_id, d.timeout_ms, &c);
+    int rc = ss_client__new(m, d.client_id, d.timeout_ms, &c);
     if (rc != SS_OK) {
         mosquitto_destroy(m);
-        return rc;
+        return ss_client__explain(why, why_len, rc, "%s", ss_strerror(rc));
     }
     c->own = true;
     mosquitto_user_data_set(m, c);
     mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5);
     mosquitto_int_option(m, MOSQ_OPT_TCP_NODELAY, 1);
-    mosquitto_connect_v5_callback_set(m, ss__cb_connect);
-    mosquitto_subscribe_v5_callback_set(m, ss__cb_subscribe);
-    mosquitto_disconnect_v5_callback_set(m, ss__cb_disconnect);
-    mosquitto_message_v5_callback_set(m, ss__cb_message);
+    mosquitto_connect_v5_callback_set(m, ss_client__cb_connect);
+    mosquitto_subscribe_v5_callback_set(m, ss_client__cb_subscribe);
+    mosquitto_disconnect_v5_callback_set(m, ss_client__cb_disconnect);
+    mosquitto_message_v5_callback_set(m, ss_client__cb_message);
     mosquitto_reconnect_delay_set(m, 1, 10, true);
     int mrc = MOSQ_ERR_SUCCESS;
     if (d.username)
         mrc = mosquitto_username_pw_set(m, d.username, d.password);
-    if (mrc == MOSQ_ERR_SUCCESS && (tls || d.certfile))
+    if (mrc == MOSQ_ERR_SUCCESS && (tls || d.certfile)) {
         mrc = mosquitto_tls_set(m, d.cafile, d.capath, d.certfile, d.keyfile, NULL);
-    if (mrc == MOSQ_ERR_SUCCESS)
+        if (mrc != MOSQ_ERR_SUCCESS) {
+            ss_client_close(c);
+            return ss_client__explain(why, why_len, SS_E_INVAL,
+                               "cannot use the TLS files (missing or unreadable): %s",
+                               mosquitto_strerror(mrc));
+        }
+    }
+    int err = 0;
+    if (mrc == MOSQ_ERR_SUCCESS) {
+        errno = 0;
         mrc = mosquitto_connect_bind_v5(m, d.host, d.port, d.keepalive, NULL, NULL);
+        err = errno;
+    }
     if (mrc == MOSQ_ERR_SUCCESS)
         mrc = mosquitto_loop_start(m);
     if (mrc != MOSQ_ERR_SUCCESS) {
         ss_client_close(c);
-        return ss__mosq_err(mrc);
+        return ss_client__explain_mosq(why, why_len, mrc, err, d.host);
     }
     /* Wait for the subscription of the response topic. */
-    uint64_t end = ss__now_ms() + c->timeout_ms;
+    uint64_t end = ss_client__now_ms() + c->timeout_ms;
     pthread_mutex_lock(&c->mu);
-    while (!c->subscribed && ss__now_ms() < end) {
+    while (!c->subscribed && c->connack_rc == 0 && !c->sub_refused && ss_client__now_ms() < end) {
         struct timespec ts;
-        ss__abstime(&ts, 20);
+        ss_client__abstime(&ts, 20);
         pthread_cond_timedwait(&c->cv, &c->mu, &ts);
     }
     bool ok = c->subscribed;
+    int connack = c->connack_rc;
+    bool refused = c->sub_refused;
     pthread_mutex_unlock(&c->mu);
     if (!ok) {
+        unsigned ms = c->timeout_ms;
         ss_client_close(c);
-        return SS_E_CONNECTION;
+        if (connack != 0)
+            return ss_client__explain(why, why_len, SS_E_CONNECTION, "the broker refused the connection: %s",
+                               mosquitto_reason_string(connack));
+        if (refused)
+            return ss_client__explain(why, why_len, SS_E_CONNECTION,
+                               "the broker refused the subscription to the response topic");
+        return ss_client__explain(why, why_len, SS_E_CONNECTION,
+                           "no MQTT 5 answer from the broker within %u ms", ms);
     }
     *out = c;
     return SS_OK;
@@ -889,14 +889,24 @@ void ss_client_close(ss_client *c)
         pthread_cond_broadcast(&c->cv);
         pthread_mutex_unlock(&c->mu);
         pthread_join(c->reaper, NULL);
+        /* Anything still pending fails now, which wakes the threads
+         * blocked in a call; the lock and the client live until the last
+         * of them has left. */
+        pthread_mutex_lock(&c->mu);
+        struct ss_pending *left = c->pending;
+        c->pending = NULL;
+        pthread_mutex_unlock(&c->mu);
+        while (left) {
+            struct ss_pending *p = left;
+            left = p->next;
+            ss_client__fail_pending(p, SS_E_CONNECTION);
+        }
+        pthread_mutex_lock(&c->mu);
+        while (c->waiters > 0)
+            pthread_cond_wait(&c->cv, &c->mu);
+        pthread_mutex_unlock(&c->mu);
         pthread_mutex_destroy(&c->mu);
         pthread_cond_destroy(&c->cv);
-    }
-    /* Anything still pending fails now. */
-    while (c->pending) {
-        struct ss_pending *p = c->pending;
-        c->pending = p->next;
-        ss__fail_pending(p, SS_E_CONNECTION);
     }
     while (c->watched) {
         struct ss_watched *w = c->watched;

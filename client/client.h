@@ -96,6 +96,12 @@ typedef void (*ss_result_cb)(void *ud, const ss_client_result *r);
 /* Connect and wait until the response topic is subscribed (up to
  * timeout_ms). 0 and *out, or SS_E_CONNECTION / SS_E_INVAL / SS_E_NOMEM. */
 int ss_client_connect(const ss_client_options *o, ss_client **out);
+/* The same, and on failure a sentence saying why ("Connection refused",
+ * "unknown host x", "the broker refused the connection: Not authorized",
+ * "no MQTT 5 answer from the broker within 10000 ms") written into why
+ * (NUL-terminated, cut to why_len). why may be NULL. */
+int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char *why,
+                              size_t why_len);
 
 /* Use an application's own MQTT 5 mosquitto handle. The application runs
  * the network loop (mosquitto_loop_start, or its own loop in another thread
@@ -112,7 +118,9 @@ bool ss_client_handle_message(ss_client *c, const char *topic, const void *paylo
 void ss_client_handle_connect(ss_client *c);
 
 /* Stop (the network thread, if ours), disconnect (if ours), fail pending
- * calls with SS_E_CONNECTION, free everything. NULL is a no-op. */
+ * calls with SS_E_CONNECTION, free everything. NULL is a no-op. A thread
+ * blocked in a call on c returns SS_E_CONNECTION, and close waits for it
+ * to have left; no call may start once close has begun. */
 void ss_client_close(ss_client *c);
 
 void ss_client_set_notify_cb(ss_client *c, ss_notify_cb cb, void *ud);

@@ -9,7 +9,7 @@
 
 #include "../core/errors.h"
 
-static uint64_t ss__ms(void)
+static uint64_t ss_lease__ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -40,13 +40,13 @@ int ss_lease_acquire_wait(ss_client *c, const char *name, const char *holder, ui
     rc = ss_client_keynotify(c, name, strlen(name), false, NULL);
     if (rc != SS_OK)
         return rc;
-    uint64_t deadline = ss__ms() + wait_ms;
+    uint64_t deadline = ss_lease__ms() + wait_ms;
     for (;;) {
         uint64_t seen = ss_client_notification_count(c);
         rc = ss_lease_acquire(c, name, holder, ttl_ms, &acquired, token);
         if (rc != SS_OK || acquired)
             break;
-        uint64_t now = ss__ms();
+        uint64_t now = ss_lease__ms();
         if (now >= deadline) {
             rc = SS_E_TIMEOUT;
             break;
@@ -86,7 +86,7 @@ struct ss_lease_keeper {
     char token[SS_LEASE_TOKEN_MAX];
 };
 
-static void *ss__keeper_main(void *arg)
+static void *ss_lease__keeper_main(void *arg)
 {
     ss_lease_keeper *k = arg;
     pthread_mutex_lock(&k->mu);
@@ -132,7 +132,8 @@ int ss_lease_keep(ss_client *c, const char *name, const char *holder, uint64_t t
     k->ttl_ms = ttl_ms;
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->cv, NULL);
-    if (k->name == NULL || k->holder == NULL || pthread_create(&k->thread, NULL, ss__keeper_main, k) != 0) {
+    if (k->name == NULL || k->holder == NULL ||
+        pthread_create(&k->thread, NULL, ss_lease__keeper_main, k) != 0) {
         free(k->name);
         free(k->holder);
         pthread_mutex_destroy(&k->mu);

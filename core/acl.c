@@ -23,7 +23,7 @@ struct ss_acl {
     size_t n, cap;
 };
 
-static void ss__rule_free(struct ss_acl_rule *r)
+static void ss_acl__rule_free(struct ss_acl_rule *r)
 {
     for (size_t i = 0; i < r->nusers; i++)
         free(r->users[i]);
@@ -37,7 +37,7 @@ void ss_acl_free(ss_acl *a)
     if (a == NULL)
         return;
     for (size_t i = 0; i < a->n; i++)
-        ss__rule_free(&a->rules[i]);
+        ss_acl__rule_free(&a->rules[i]);
     free(a->rules);
     free(a);
 }
@@ -77,7 +77,7 @@ bool ss_glob_match(const char *pat, size_t plen, const uint8_t *text, size_t n)
 }
 
 /* Next whitespace-separated word of line[*pos..len), or NULL. */
-static const char *ss__word(const char *line, size_t len, size_t *pos, size_t *wlen)
+static const char *ss_acl__word(const char *line, size_t len, size_t *pos, size_t *wlen)
 {
     size_t i = *pos;
     while (i < len && (line[i] == ' ' || line[i] == '\t'))
@@ -90,31 +90,31 @@ static const char *ss__word(const char *line, size_t len, size_t *pos, size_t *w
     return i > start ? line + start : NULL;
 }
 
-static bool ss__is(const char *w, size_t n, const char *lit)
+static bool ss_acl__is(const char *w, size_t n, const char *lit)
 {
     return n == strlen(lit) && memcmp(w, lit, n) == 0;
 }
 
-static int ss__parse_line(const char *line, size_t len, struct ss_acl_rule *r, const char **why)
+static int ss_acl__parse_line(const char *line, size_t len, struct ss_acl_rule *r, const char **why)
 {
     memset(r, 0, sizeof *r);
     size_t pos = 0, n;
     const char *w;
     bool any = false;
     for (;;) {
-        w = ss__word(line, len, &pos, &n);
+        w = ss_acl__word(line, len, &pos, &n);
         if (w == NULL) {
             *why = "missing access and key pattern";
             return SS_E_SYNTAX;
         }
-        if (ss__is(w, n, "any")) {
+        if (ss_acl__is(w, n, "any")) {
             any = true;
             continue;
         }
-        bool user = ss__is(w, n, "user");
-        if (user || ss__is(w, n, "client")) {
+        bool user = ss_acl__is(w, n, "user");
+        if (user || ss_acl__is(w, n, "client")) {
             size_t nn;
-            const char *name = ss__word(line, len, &pos, &nn);
+            const char *name = ss_acl__word(line, len, &pos, &nn);
             if (name == NULL) {
                 *why = user ? "user needs a name" : "client needs an id";
                 return SS_E_SYNTAX;
@@ -140,11 +140,11 @@ static int ss__parse_line(const char *line, size_t len, struct ss_acl_rule *r, c
         *why = "any cannot be combined with user or client";
         return SS_E_SYNTAX;
     }
-    if (ss__is(w, n, "read"))
+    if (ss_acl__is(w, n, "read"))
         r->access = SS_ACCESS_READ;
-    else if (ss__is(w, n, "write"))
+    else if (ss_acl__is(w, n, "write"))
         r->access = SS_ACCESS_WRITE;
-    else if (ss__is(w, n, "readwrite"))
+    else if (ss_acl__is(w, n, "readwrite"))
         r->access = SS_ACCESS_READ | SS_ACCESS_WRITE;
     else {
         *why = "access must be read, write or readwrite";
@@ -194,9 +194,9 @@ int ss_acl_parse(const char *text, size_t len, ss_acl **out, char *err, size_t e
             a->cap = cap;
         }
         const char *why = "out of memory";
-        int rc = ss__parse_line(line + s, n - s, &a->rules[a->n], &why);
+        int rc = ss_acl__parse_line(line + s, n - s, &a->rules[a->n], &why);
         if (rc != SS_OK) {
-            ss__rule_free(&a->rules[a->n]);
+            ss_acl__rule_free(&a->rules[a->n]);
             if (err)
                 snprintf(err, errlen, "line %zu: %s", lineno, why);
             ss_acl_free(a);
@@ -233,7 +233,7 @@ int ss_acl_load(const char *path, ss_acl **out, char *err, size_t errlen)
     return rc;
 }
 
-static bool ss__in(char *const *names, size_t n, const char *who)
+static bool ss_acl__in(char *const *names, size_t n, const char *who)
 {
     if (who == NULL)
         return false;
@@ -244,7 +244,7 @@ static bool ss__in(char *const *names, size_t n, const char *who)
 }
 
 /* The pattern with %c / %u replaced by the escaped id / username. */
-static bool ss__expand(const char *pat, const char *id, const char *user, ss_buf *out)
+static bool ss_acl__expand(const char *pat, const char *id, const char *user, ss_buf *out)
 {
     ss_buf_clear(out);
     for (const char *p = pat; *p; p++) {
@@ -274,12 +274,12 @@ bool ss_acl_allows(const ss_acl *a, const char *client_id, const char *username,
         const struct ss_acl_rule *r = &a->rules[i];
         if (!(r->access & (int)access))
             continue;
-        if ((r->nusers && !ss__in(r->users, r->nusers, username)) ||
-            (r->nclients && !ss__in(r->clients, r->nclients, client_id)))
+        if ((r->nusers && !ss_acl__in(r->users, r->nusers, username)) ||
+            (r->nclients && !ss_acl__in(r->clients, r->nclients, client_id)))
             continue;
         if (!r->substitutes) {
             ok = ss_glob_match(r->pattern, strlen(r->pattern), key.data, key.len);
-        } else if (ss__expand(r->pattern, client_id, username, &tmp)) {
+        } else if (ss_acl__expand(r->pattern, client_id, username, &tmp)) {
             ok = ss_glob_match((const char *)tmp.data, tmp.len, key.data, key.len);
         }
     }

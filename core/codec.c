@@ -17,7 +17,7 @@ ss_codec_limits ss_codec_limits_default(void)
 }
 
 /* Expect "\r\n" at *pos. */
-static int ss__crlf(const uint8_t *p, size_t len, size_t *pos)
+static int ss_codec__crlf(const uint8_t *p, size_t len, size_t *pos)
 {
     if (*pos >= len)
         return SS_E_INCOMPLETE;
@@ -33,7 +33,7 @@ static int ss__crlf(const uint8_t *p, size_t len, size_t *pos)
 
 /* A decimal number "[-]digits\r\n" at *pos, at most SS_CODEC_MAX_DIGITS
  * digits so it always fits; a sign only when allow_neg. */
-static int ss__number(const uint8_t *p, size_t len, size_t *pos, int allow_neg, int64_t *out)
+static int ss_codec__number(const uint8_t *p, size_t len, size_t *pos, int allow_neg, int64_t *out)
 {
     size_t i = *pos;
     int neg = 0;
@@ -55,7 +55,7 @@ static int ss__number(const uint8_t *p, size_t len, size_t *pos, int allow_neg, 
         return SS_E_INCOMPLETE;
     if (digits == 0)
         return SS_E_SYNTAX;
-    int rc = ss__crlf(p, len, &i);
+    int rc = ss_codec__crlf(p, len, &i);
     if (rc != SS_OK)
         return rc;
     /* 19 digits stay below 10^19 < 2^63 * 1.09, so check the int64 range. */
@@ -83,7 +83,7 @@ int ss_codec_decode_request(const uint8_t *buf, size_t len, const ss_codec_limit
         return SS_E_SYNTAX;
     pos = 1;
     int64_t argc;
-    int rc = ss__number(buf, len, &pos, 0, &argc);
+    int rc = ss_codec__number(buf, len, &pos, 0, &argc);
     if (rc != SS_OK)
         return rc;
     if (argc < 1 || (uint64_t)argc > max_args)
@@ -96,7 +96,7 @@ int ss_codec_decode_request(const uint8_t *buf, size_t len, const ss_codec_limit
             return SS_E_SYNTAX;
         pos++;
         int64_t n;
-        rc = ss__number(buf, len, &pos, 0, &n);
+        rc = ss_codec__number(buf, len, &pos, 0, &n);
         if (rc != SS_OK)
             return rc;
         if (pos > lim->max_size || (uint64_t)n > lim->max_size - pos)
@@ -106,7 +106,7 @@ int ss_codec_decode_request(const uint8_t *buf, size_t len, const ss_codec_limit
         req->argv[i].data = buf + pos;
         req->argv[i].len = (size_t)n;
         pos += (size_t)n;
-        rc = ss__crlf(buf, len, &pos);
+        rc = ss_codec__crlf(buf, len, &pos);
         if (rc != SS_OK)
             return rc;
     }
@@ -116,7 +116,7 @@ int ss_codec_decode_request(const uint8_t *buf, size_t len, const ss_codec_limit
 }
 
 /* Append several pieces or none: the buffer is restored on failure. */
-static int ss__put(ss_buf *b, size_t mark, int rc)
+static int ss_codec__put(ss_buf *b, size_t mark, int rc)
 {
     if (rc != SS_OK)
         b->len = mark;
@@ -136,7 +136,7 @@ int ss_codec_put_int(ss_buf *b, int64_t v)
         rc = ss_buf_append_i64(b, v);
     if (rc == SS_OK)
         rc = ss_buf_append(b, "\r\n", 2);
-    return ss__put(b, mark, rc);
+    return ss_codec__put(b, mark, rc);
 }
 
 int ss_codec_put_bulk(ss_buf *b, const uint8_t *p, size_t n)
@@ -153,7 +153,7 @@ int ss_codec_put_bulk(ss_buf *b, const uint8_t *p, size_t n)
         rc = ss_buf_append(b, p, n);
     if (rc == SS_OK)
         rc = ss_buf_append(b, "\r\n", 2);
-    return ss__put(b, mark, rc);
+    return ss_codec__put(b, mark, rc);
 }
 
 int ss_codec_put_nil(ss_buf *b)
@@ -169,7 +169,7 @@ int ss_codec_put_error(ss_buf *b, int code)
         rc = ss_buf_append_str(b, ss_strerror(code));
     if (rc == SS_OK)
         rc = ss_buf_append(b, "\r\n", 2);
-    return ss__put(b, mark, rc);
+    return ss_codec__put(b, mark, rc);
 }
 
 int ss_codec_put_notify_set(ss_buf *b, const uint8_t *value, size_t n)
@@ -179,7 +179,7 @@ int ss_codec_put_notify_set(ss_buf *b, const uint8_t *value, size_t n)
     int rc = ss_buf_append(b, head, sizeof head - 1);
     if (rc == SS_OK)
         rc = ss_codec_put_bulk(b, value, n);
-    return ss__put(b, mark, rc);
+    return ss_codec__put(b, mark, rc);
 }
 
 int ss_codec_put_notify_delete(ss_buf *b)
@@ -198,25 +198,25 @@ int ss_codec_put_request(ss_buf *b, size_t argc, const ss_bytes *argv)
         rc = ss_buf_append(b, "\r\n", 2);
     for (size_t i = 0; i < argc && rc == SS_OK; i++)
         rc = ss_codec_put_bulk(b, argv[i].data, argv[i].len);
-    return ss__put(b, mark, rc);
+    return ss_codec__put(b, mark, rc);
 }
 
 /* A line "<text>\r\n" at *pos with no CR or LF inside. */
-static int ss__line(const uint8_t *p, size_t len, size_t *pos, ss_bytes *out)
+static int ss_codec__line(const uint8_t *p, size_t len, size_t *pos, ss_bytes *out)
 {
     size_t i = *pos;
     while (i < len && p[i] != '\r' && p[i] != '\n')
         i++;
     out->data = p + *pos;
     out->len = i - *pos;
-    int rc = ss__crlf(p, len, &i);
+    int rc = ss_codec__crlf(p, len, &i);
     if (rc == SS_OK)
         *pos = i;
     return rc;
 }
 
 /* A bulk "$<n>\r\n<bytes>\r\n" or "$-1\r\n" (nil: *is_nil set). */
-static int ss__bulk(const uint8_t *p, size_t len, size_t *pos, ss_bytes *out, int *is_nil)
+static int ss_codec__bulk(const uint8_t *p, size_t len, size_t *pos, ss_bytes *out, int *is_nil)
 {
     size_t i = *pos;
     if (i >= len)
@@ -225,7 +225,7 @@ static int ss__bulk(const uint8_t *p, size_t len, size_t *pos, ss_bytes *out, in
         return SS_E_SYNTAX;
     i++;
     int64_t n;
-    int rc = ss__number(p, len, &i, is_nil != NULL, &n);
+    int rc = ss_codec__number(p, len, &i, is_nil != NULL, &n);
     if (rc != SS_OK)
         return rc;
     if (n < 0) {
@@ -240,7 +240,7 @@ static int ss__bulk(const uint8_t *p, size_t len, size_t *pos, ss_bytes *out, in
     out->data = p + i;
     out->len = (size_t)n;
     i += (size_t)n;
-    rc = ss__crlf(p, len, &i);
+    rc = ss_codec__crlf(p, len, &i);
     if (rc != SS_OK)
         return rc;
     if (is_nil)
@@ -259,20 +259,20 @@ int ss_codec_decode_reply(const uint8_t *buf, size_t len, ss_reply *out)
     switch (buf[0]) {
     case '+':
         out->kind = SS_REPLY_SIMPLE;
-        rc = ss__line(buf, len, &pos, &out->str);
+        rc = ss_codec__line(buf, len, &pos, &out->str);
         break;
     case '-':
         out->kind = SS_REPLY_ERROR;
-        rc = ss__line(buf, len, &pos, &out->str);
+        rc = ss_codec__line(buf, len, &pos, &out->str);
         break;
     case ':':
         out->kind = SS_REPLY_INT;
-        rc = ss__number(buf, len, &pos, 1, &out->num);
+        rc = ss_codec__number(buf, len, &pos, 1, &out->num);
         break;
     case '$': {
         int nil = 0;
         pos = 0;
-        rc = ss__bulk(buf, len, &pos, &out->str, &nil);
+        rc = ss_codec__bulk(buf, len, &pos, &out->str, &nil);
         out->kind = nil ? SS_REPLY_NIL : SS_REPLY_BULK;
         break;
     }
@@ -284,10 +284,10 @@ int ss_codec_decode_reply(const uint8_t *buf, size_t len, ss_reply *out)
     return pos == len ? SS_OK : SS_E_SYNTAX;
 }
 
-static int ss__bulk_is(const uint8_t *p, size_t len, size_t *pos, const char *want)
+static int ss_codec__bulk_is(const uint8_t *p, size_t len, size_t *pos, const char *want)
 {
     ss_bytes s;
-    int rc = ss__bulk(p, len, pos, &s, NULL);
+    int rc = ss_codec__bulk(p, len, pos, &s, NULL);
     if (rc != SS_OK)
         return rc;
     size_t n = strlen(want);
@@ -303,18 +303,18 @@ int ss_codec_decode_notify(const uint8_t *buf, size_t len, enum ss_notify_kind *
         return SS_E_SYNTAX;
     size_t pos = 1;
     int64_t n;
-    int rc = ss__number(buf, len, &pos, 0, &n);
+    int rc = ss_codec__number(buf, len, &pos, 0, &n);
     if (rc != SS_OK)
         return rc;
     if (n != 2 && n != 4)
         return SS_E_SYNTAX;
-    rc = ss__bulk_is(buf, len, &pos, "NOTIFY");
+    rc = ss_codec__bulk_is(buf, len, &pos, "NOTIFY");
     if (rc == SS_OK)
-        rc = ss__bulk_is(buf, len, &pos, n == 2 ? "DELETE" : "SET");
+        rc = ss_codec__bulk_is(buf, len, &pos, n == 2 ? "DELETE" : "SET");
     if (rc == SS_OK && n == 4) {
-        rc = ss__bulk_is(buf, len, &pos, "VALUE");
+        rc = ss_codec__bulk_is(buf, len, &pos, "VALUE");
         if (rc == SS_OK)
-            rc = ss__bulk(buf, len, &pos, value, NULL);
+            rc = ss_codec__bulk(buf, len, &pos, value, NULL);
     }
     if (rc != SS_OK)
         return rc;

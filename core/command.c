@@ -5,7 +5,7 @@
 
 #include "errors.h"
 
-static bool ss__word_is(ss_bytes w, const char *upper)
+static bool ss_command__word_is(ss_bytes w, const char *upper)
 {
     size_t i = 0;
     for (; upper[i] != '\0'; i++) {
@@ -36,17 +36,17 @@ int ss_parse_u64(const uint8_t *p, size_t n, uint64_t max, uint64_t *out)
     return SS_OK;
 }
 
-static int ss__parse_set(const ss_request *req, ss_command *cmd)
+static int ss_command__parse_set(const ss_request *req, ss_command *cmd)
 {
     cmd->value = req->argv[2];
     bool have_px = false;
     for (size_t i = 3; i < req->argc; i++) {
         ss_bytes opt = req->argv[i];
-        if (ss__word_is(opt, "NX") || ss__word_is(opt, "NEX")) {
+        if (ss_command__word_is(opt, "NX") || ss_command__word_is(opt, "NEX")) {
             if (cmd->cond != SS_COND_NONE)
                 return SS_E_SYNTAX;
             cmd->cond = opt.len == 2 ? SS_COND_NX : SS_COND_NEX;
-        } else if (ss__word_is(opt, "PX")) {
+        } else if (ss_command__word_is(opt, "PX")) {
             if (have_px || i + 1 >= req->argc)
                 return SS_E_SYNTAX;
             i++;
@@ -61,16 +61,16 @@ static int ss__parse_set(const ss_request *req, ss_command *cmd)
     return SS_OK;
 }
 
-static int ss__parse_vdel(const ss_request *req, ss_command *cmd)
+static int ss_command__parse_vdel(const ss_request *req, ss_command *cmd)
 {
     cmd->value = req->argv[2];
     return SS_OK;
 }
 
-static int ss__parse_keynotify(const ss_request *req, ss_command *cmd)
+static int ss_command__parse_keynotify(const ss_request *req, ss_command *cmd)
 {
     if (req->argc == 3) {
-        if (!ss__word_is(req->argv[2], "STOP"))
+        if (!ss_command__word_is(req->argv[2], "STOP"))
             return SS_E_SYNTAX;
         cmd->stop = true;
     }
@@ -83,15 +83,33 @@ struct ss_cmd_spec {
     size_t min_argc; /* including the verb */
     size_t max_argc;
     int (*parse)(const ss_request *req, ss_command *cmd); /* NULL: key only */
+    ss_command_traits traits;
 };
 
+/* Everything the server needs to know of a verb, in one place: how it is
+ * read, which key access it needs, whether it takes a fencing token or
+ * needs a timestamp, and whether a resend gets its first answer. */
 static const struct ss_cmd_spec ss_cmd_table[] = {
-    {"SET", SS_CMD_SET, 3, SS_REQUEST_MAX_ARGS, ss__parse_set},
-    {"GET", SS_CMD_GET, 2, 2, NULL},
-    {"DEL", SS_CMD_DEL, 2, 2, NULL},
-    {"VDEL", SS_CMD_VDEL, 3, 3, ss__parse_vdel},
-    {"KEYNOTIFY", SS_CMD_KEYNOTIFY, 2, 3, ss__parse_keynotify},
+    /* name, type, arity, parser, {writes, fenced, needs_ts, remembered} */
+    {"SET", SS_CMD_SET, 3, SS_REQUEST_MAX_ARGS, ss_command__parse_set, {true, true, true, true}},
+    /* A resent GET simply runs again: it answers as any later read would. */
+    {"GET", SS_CMD_GET, 2, 2, NULL, {false, false, false, false}},
+    {"DEL", SS_CMD_DEL, 2, 2, NULL, {true, true, false, true}},
+    {"VDEL", SS_CMD_VDEL, 3, 3, ss_command__parse_vdel, {true, true, false, true}},
+    /* Remembered: a resent KEYNOTIFY STOP must not turn "+OK" into ":0". */
+    {"KEYNOTIFY", SS_CMD_KEYNOTIFY, 2, 3, ss_command__parse_keynotify, {false, false, false, true}},
 };
+
+/* A request that did not parse: its error answer is remembered too. */
+static const ss_command_traits ss_cmd_unparsed = {false, false, false, true};
+
+const ss_command_traits *ss_command_traits_of(int type)
+{
+    for (size_t i = 0; i < sizeof ss_cmd_table / sizeof ss_cmd_table[0]; i++)
+        if ((int)ss_cmd_table[i].type == type)
+            return &ss_cmd_table[i].traits;
+    return &ss_cmd_unparsed;
+}
 
 int ss_command_parse(const ss_request *req, ss_command *cmd)
 {
@@ -99,7 +117,7 @@ int ss_command_parse(const ss_request *req, ss_command *cmd)
         return SS_E_SYNTAX;
     const struct ss_cmd_spec *spec = NULL;
     for (size_t i = 0; i < sizeof ss_cmd_table / sizeof ss_cmd_table[0]; i++) {
-        if (ss__word_is(req->argv[0], ss_cmd_table[i].name)) {
+        if (ss_command__word_is(req->argv[0], ss_cmd_table[i].name)) {
             spec = &ss_cmd_table[i];
             break;
         }

@@ -36,6 +36,20 @@ typedef struct ss_command {
     bool stop;             /* KEYNOTIFY STOP */
 } ss_command;
 
+/* What the rest of the server needs to know of a verb (command.c's
+ * table holds them beside its name, arity and parser). */
+typedef struct ss_command_traits {
+    bool writes;     /* authorization asks for write access (else read) */
+    bool fenced;     /* takes a fencing token (__ft) */
+    bool needs_ts;   /* a request without __ts is refused */
+    bool remembered; /* a resend within the window gets the first answer */
+} ss_command_traits;
+
+/* The traits of a verb (an enum ss_cmd_type); any other value, such as 0
+ * for a request that did not parse, gets those of an unparsed request
+ * (nothing needed, its error answer remembered). Static, never NULL. */
+const ss_command_traits *ss_command_traits_of(int type);
+
 /* Check req and fill *cmd. Returns 0, or the protocol error to answer:
  * SS_E_UNKNOWN_COMMAND, SS_E_ARITY, SS_E_KEY_EMPTY or SS_E_SYNTAX (unknown
  * or repeated option, NX with NEX, PX missing, not a positive integer, or

@@ -68,14 +68,14 @@ int ss_dedup_new(const ss_dedup_limits *lim, ss_dedup **out)
     return SS_OK;
 }
 
-static size_t ss__entry_size(const struct ss_dentry *e)
+static size_t ss_dedup__entry_size(const struct ss_dentry *e)
 {
     return sizeof *e + e->client_len + e->corr_len + e->payload_len + e->version_len;
 }
 
 /* An entry's footprint in its block: its size rounded up so that the
  * next entry is aligned. */
-static size_t ss__footprint(size_t size)
+static size_t ss_dedup__footprint(size_t size)
 {
     size_t a = _Alignof(max_align_t);
     return (size + a - 1) / a * a;
@@ -83,9 +83,9 @@ static size_t ss__footprint(size_t size)
 
 /* Room for an entry of size bytes at the end of the newest block, in a
  * new block, or NULL. */
-static struct ss_dentry *ss__cut(ss_dedup *d, size_t size)
+static struct ss_dentry *ss_dedup__cut(ss_dedup *d, size_t size)
 {
-    size_t need = ss__footprint(size);
+    size_t need = ss_dedup__footprint(size);
     struct ss_dblock *b = d->newest;
     if (need > SS_DEDUP_SOLO) {
         b = malloc(sizeof *b + need);
@@ -127,14 +127,14 @@ static struct ss_dentry *ss__cut(ss_dedup *d, size_t size)
 
 /* An entry leaves its block. Entries leave from either end of the time
  * order, so an emptied block is the oldest or the newest one. */
-static void ss__release(ss_dedup *d, struct ss_dentry *e)
+static void ss_dedup__release(ss_dedup *d, struct ss_dentry *e)
 {
     struct ss_dblock *b = e->block;
     if (b->solo) {
         free(b);
         return;
     }
-    if ((uint8_t *)e + ss__footprint(ss__entry_size(e)) == b->data + b->used)
+    if ((uint8_t *)e + ss_dedup__footprint(ss_dedup__entry_size(e)) == b->data + b->used)
         b->used = (size_t)((uint8_t *)e - b->data); /* the newest entry: reuse its room */
     if (--b->live > 0)
         return;
@@ -155,7 +155,7 @@ static void ss__release(ss_dedup *d, struct ss_dentry *e)
         free(b);
 }
 
-static void ss__drop(ss_dedup *d, struct ss_dentry *e)
+static void ss_dedup__drop(ss_dedup *d, struct ss_dentry *e)
 {
     if (e->prev)
         e->prev->next = e->next;
@@ -166,8 +166,8 @@ static void ss__drop(ss_dedup *d, struct ss_dentry *e)
     else
         d->tail = e->prev;
     ss_table_remove(&d->table, &e->node);
-    d->bytes -= ss__entry_size(e);
-    ss__release(d, e);
+    d->bytes -= ss_dedup__entry_size(e);
+    ss_dedup__release(d, e);
 }
 
 void ss_dedup_free(ss_dedup *d)
@@ -175,7 +175,7 @@ void ss_dedup_free(ss_dedup *d)
     if (d == NULL)
         return;
     while (d->head)
-        ss__drop(d, d->head);
+        ss_dedup__drop(d, d->head);
     free(d->spare);
     ss_table_free(&d->table);
     free(d);
@@ -207,6 +207,7 @@ int ss_dedup_find(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t id, uint
         out->payload.len = e->payload_len;
         out->version.data = p + e->payload_len;
         out->version.len = e->version_len;
+        out->seq = e->seq;
         return 1;
     }
     return 0;
@@ -221,8 +222,8 @@ int ss_dedup_put(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t id, uint6
         return SS_OK;
     /* Make room: the oldest entries go first. */
     while (d->head && (d->table.count >= d->lim.max_entries || d->bytes + size > d->lim.max_bytes))
-        ss__drop(d, d->head);
-    struct ss_dentry *e = ss__cut(d, size);
+        ss_dedup__drop(d, d->head);
+    struct ss_dentry *e = ss_dedup__cut(d, size);
     if (e == NULL)
         return SS_E_NOMEM;
     e->seq = ++d->seq;
@@ -245,7 +246,7 @@ int ss_dedup_put(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t id, uint6
     else
         d->head = e;
     d->tail = e;
-    d->bytes += ss__entry_size(e);
+    d->bytes += ss_dedup__entry_size(e);
     ss_table_insert(&d->table, &e->node, id);
     return SS_OK;
 }
@@ -253,7 +254,7 @@ int ss_dedup_put(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t id, uint6
 void ss_dedup_expire(ss_dedup *d, uint64_t now_ms)
 {
     while (d->head && now_ms >= d->head->at_ms && now_ms - d->head->at_ms >= d->lim.window_ms)
-        ss__drop(d, d->head);
+        ss_dedup__drop(d, d->head);
 }
 
 uint64_t ss_dedup_mark(const ss_dedup *d)
@@ -264,7 +265,7 @@ uint64_t ss_dedup_mark(const ss_dedup *d)
 void ss_dedup_forget_since(ss_dedup *d, uint64_t mark)
 {
     while (d->tail && d->tail->seq > mark)
-        ss__drop(d, d->tail);
+        ss_dedup__drop(d, d->tail);
 }
 
 size_t ss_dedup_count(const ss_dedup *d)

@@ -28,6 +28,8 @@ typedef struct ss_dedup_limits {
 typedef struct ss_dedup_answer {
     ss_bytes payload;
     ss_bytes version;
+    uint64_t seq; /* set by ss_dedup_find: when it was remembered, as
+                     ss_dedup_mark counts (ignored by ss_dedup_put) */
 } ss_dedup_answer;
 
 int ss_dedup_new(const ss_dedup_limits *lim, ss_dedup **out);

@@ -65,20 +65,20 @@ ss_hlc ss_engine_clock(const ss_engine *e)
     return h;
 }
 
-static void ss__emit(ss_engine *e, const ss_event *ev)
+static void ss_engine__emit(ss_engine *e, const ss_event *ev)
 {
     if (e->opt.on_event)
         e->opt.on_event(e->opt.event_ctx, ev);
 }
 
-static int ss__batch(ss_engine *e)
+static int ss_engine__batch(ss_engine *e)
 {
     return ss_store_in_batch(e->store) ? SS_OK : ss_store_begin(e->store);
 }
 
 /* Look key up, removing it first if it has expired. 0 with *rec (found),
  * SS_E_NOTFOUND, or a store failure. */
-static int ss__lookup(ss_engine *e, ss_bytes key, uint64_t now_ms, ss_record *rec)
+static int ss_engine__lookup(ss_engine *e, ss_bytes key, uint64_t now_ms, ss_record *rec)
 {
     int rc = ss_store_get(e->store, key, rec);
     if (rc != SS_OK || rec->expiry_ms == 0 || rec->expiry_ms > now_ms)
@@ -86,12 +86,12 @@ static int ss__lookup(ss_engine *e, ss_bytes key, uint64_t now_ms, ss_record *re
     ss_event ev = {.type = SS_EVENT_DELETE, .key = key, .version = rec->version, .expired = true};
     if ((rc = ss_store_del(e->store, key)) != SS_OK)
         return rc;
-    ss__emit(e, &ev);
+    ss_engine__emit(e, &ev);
     return SS_E_NOTFOUND;
 }
 
 /* The fencing rule for SET/DEL/VDEL on an existing record. */
-static int ss__fence(const ss_record *rec, const ss_hlc *ft)
+static int ss_engine__fence(const ss_record *rec, const ss_hlc *ft)
 {
     if (!rec->has_ft)
         return SS_OK;
@@ -102,23 +102,23 @@ static int ss__fence(const ss_record *rec, const ss_hlc *ft)
     return SS_OK;
 }
 
-static bool ss__bytes_eq(ss_bytes a, ss_bytes b)
+static bool ss_engine__bytes_eq(ss_bytes a, ss_bytes b)
 {
     return a.len == b.len && (a.len == 0 || memcmp(a.data, b.data, a.len) == 0);
 }
 
-static int ss__set(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *ts,
+static int ss_engine__set(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *ts,
                    const ss_hlc *ft)
 {
     ss_record old;
-    int rc = ss__lookup(e, c->key, x->now_ms, &old);
+    int rc = ss_engine__lookup(e, c->key, x->now_ms, &old);
     bool exists = rc == SS_OK;
     if (rc != SS_OK && rc != SS_E_NOTFOUND)
         return rc;
     if (exists) {
-        if ((rc = ss__fence(&old, ft)) != SS_OK)
+        if ((rc = ss_engine__fence(&old, ft)) != SS_OK)
             return rc;
-        if (c->cond == SS_COND_NX || (c->cond == SS_COND_NEX && !ss__bytes_eq(old.value, c->value))) {
+        if (c->cond == SS_COND_NX || (c->cond == SS_COND_NEX && !ss_engine__bytes_eq(old.value, c->value))) {
             x->has_version = true;
             x->version = old.version;
             return ss_codec_put_int(x->response, -1);
@@ -127,7 +127,7 @@ static int ss__set(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *
     ss_record rec;
     memset(&rec, 0, sizeof rec);
     rec.value = c->value;
-    rec.version = ss_clock_next(&e->clock, x->now_ms, ts, exists ? &old.version : NULL);
+    rec.version = ss_clock_issue(&e->clock, x->now_ms, ts, exists ? &old.version : NULL);
     if (ft) {
         rec.has_ft = true;
         rec.ft = *ft; /* equal or newer than any stored token (checked above) */
@@ -142,14 +142,14 @@ static int ss__set(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *
     x->has_version = true;
     x->version = rec.version;
     ss_event ev = {.type = SS_EVENT_SET, .key = c->key, .value = c->value, .version = rec.version};
-    ss__emit(e, &ev);
+    ss_engine__emit(e, &ev);
     return SS_OK;
 }
 
-static int ss__get(ss_engine *e, ss_exec *x, const ss_command *c)
+static int ss_engine__get(ss_engine *e, ss_exec *x, const ss_command *c)
 {
     ss_record rec;
-    int rc = ss__lookup(e, c->key, x->now_ms, &rec);
+    int rc = ss_engine__lookup(e, c->key, x->now_ms, &rec);
     if (rc == SS_E_NOTFOUND)
         return ss_codec_put_nil(x->response);
     if (rc != SS_OK)
@@ -162,18 +162,18 @@ static int ss__get(ss_engine *e, ss_exec *x, const ss_command *c)
 }
 
 /* DEL, and VDEL when match is non-NULL. */
-static int ss__del(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *ft,
+static int ss_engine__del(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *ft,
                    const ss_bytes *match)
 {
     ss_record rec;
-    int rc = ss__lookup(e, c->key, x->now_ms, &rec);
+    int rc = ss_engine__lookup(e, c->key, x->now_ms, &rec);
     if (rc == SS_E_NOTFOUND)
         return ss_codec_put_int(x->response, 0);
     if (rc != SS_OK)
         return rc;
-    if ((rc = ss__fence(&rec, ft)) != SS_OK)
+    if ((rc = ss_engine__fence(&rec, ft)) != SS_OK)
         return rc;
-    if (match && !ss__bytes_eq(rec.value, *match))
+    if (match && !ss_engine__bytes_eq(rec.value, *match))
         return ss_codec_put_int(x->response, -1);
     ss_hlc version = rec.version;
     if ((rc = ss_store_del(e->store, c->key)) != SS_OK)
@@ -183,11 +183,11 @@ static int ss__del(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *
     x->has_version = true;
     x->version = version;
     ss_event ev = {.type = SS_EVENT_DELETE, .key = c->key, .version = version};
-    ss__emit(e, &ev);
+    ss_engine__emit(e, &ev);
     return SS_OK;
 }
 
-static int ss__keynotify(ss_engine *e, ss_exec *x, const ss_command *c)
+static int ss_engine__keynotify(ss_engine *e, ss_exec *x, const ss_command *c)
 {
     if (e->opt.on_keynotify == NULL)
         return SS_E_UNKNOWN_COMMAND;
@@ -198,7 +198,7 @@ static int ss__keynotify(ss_engine *e, ss_exec *x, const ss_command *c)
 }
 
 /* Parse an optional HLC property and apply the skew check. */
-static int ss__stamp(ss_bytes prop, uint64_t now_ms, int future_err, ss_hlc *out, const ss_hlc **p)
+static int ss_engine__stamp(ss_bytes prop, uint64_t now_ms, int future_err, ss_hlc *out, const ss_hlc **p)
 {
     *p = NULL;
     if (prop.data == NULL)
@@ -211,7 +211,7 @@ static int ss__stamp(ss_bytes prop, uint64_t now_ms, int future_err, ss_hlc *out
     return SS_OK;
 }
 
-static int ss__parse(ss_engine *e, ss_exec *x)
+static int ss_engine__parse(ss_engine *e, ss_exec *x)
 {
     ss_request req;
     size_t used;
@@ -232,11 +232,11 @@ static int ss__parse(ss_engine *e, ss_exec *x)
 void ss_engine_parse(ss_engine *e, ss_exec *x)
 {
     x->command = 0;
-    x->parse_rc = ss__parse(e, x);
+    x->parse_rc = ss_engine__parse(e, x);
     x->parsed = true;
 }
 
-static int ss__run(ss_engine *e, ss_exec *x)
+static int ss_engine__run(ss_engine *e, ss_exec *x)
 {
     int rc;
     if (!x->parsed)
@@ -244,36 +244,35 @@ static int ss__run(ss_engine *e, ss_exec *x)
     if (x->parse_rc != SS_OK)
         return x->parse_rc;
     const ss_command c = x->cmd;
+    const ss_command_traits *traits = ss_command_traits_of(c.type);
     if (e->opt.on_authorize) {
-        enum ss_access need =
-            c.type == SS_CMD_GET || c.type == SS_CMD_KEYNOTIFY ? SS_ACCESS_READ : SS_ACCESS_WRITE;
+        enum ss_access need = traits->writes ? SS_ACCESS_WRITE : SS_ACCESS_READ;
         if (!e->opt.on_authorize(e->opt.authorize_ctx, x->caller, need, c.key))
             return SS_E_NOT_AUTHORIZED;
     }
 
     ss_hlc ts_buf, ft_buf;
     const ss_hlc *ts, *ft = NULL;
-    if ((rc = ss__stamp(x->ts, x->now_ms, SS_E_TS_FUTURE, &ts_buf, &ts)) != SS_OK)
+    if ((rc = ss_engine__stamp(x->ts, x->now_ms, SS_E_TS_FUTURE, &ts_buf, &ts)) != SS_OK)
         return rc;
-    if (c.type == SS_CMD_SET && ts == NULL)
+    if (traits->needs_ts && ts == NULL)
         return SS_E_TS_MISSING;
-    bool fenced_cmd = c.type == SS_CMD_SET || c.type == SS_CMD_DEL || c.type == SS_CMD_VDEL;
-    if (fenced_cmd && (rc = ss__stamp(x->ft, x->now_ms, SS_E_FT_FUTURE, &ft_buf, &ft)) != SS_OK)
+    if (traits->fenced && (rc = ss_engine__stamp(x->ft, x->now_ms, SS_E_FT_FUTURE, &ft_buf, &ft)) != SS_OK)
         return rc;
 
     if (c.type == SS_CMD_KEYNOTIFY)
-        return ss__keynotify(e, x, &c);
-    if ((rc = ss__batch(e)) != SS_OK)
+        return ss_engine__keynotify(e, x, &c);
+    if ((rc = ss_engine__batch(e)) != SS_OK)
         return rc;
     switch (c.type) {
     case SS_CMD_SET:
-        return ss__set(e, x, &c, ts, ft);
+        return ss_engine__set(e, x, &c, ts, ft);
     case SS_CMD_GET:
-        return ss__get(e, x, &c);
+        return ss_engine__get(e, x, &c);
     case SS_CMD_DEL:
-        return ss__del(e, x, &c, ft, NULL);
+        return ss_engine__del(e, x, &c, ft, NULL);
     case SS_CMD_VDEL:
-        return ss__del(e, x, &c, ft, &c.value);
+        return ss_engine__del(e, x, &c, ft, &c.value);
     case SS_CMD_KEYNOTIFY:
         break;
     }
@@ -284,7 +283,7 @@ int ss_engine_exec(ss_engine *e, ss_exec *x)
 {
     size_t mark = x->response->len;
     x->has_version = false;
-    int rc = ss__run(e, x);
+    int rc = ss_engine__run(e, x);
     if (rc == SS_OK)
         return SS_OK;
     /* Anything half-written is replaced by the error answer. */
@@ -302,7 +301,7 @@ int ss_engine_expire(ss_engine *e, uint64_t now_ms, unsigned max)
 {
     if (max == 0 || ss_store_next_expiry(e->store) > now_ms)
         return 0;
-    int rc = ss__batch(e);
+    int rc = ss_engine__batch(e);
     if (rc != SS_OK)
         return rc;
     int n = 0;
@@ -317,7 +316,7 @@ int ss_engine_expire(ss_engine *e, uint64_t now_ms, unsigned max)
                        .key = {e->key_scratch.data, e->key_scratch.len},
                        .version = version,
                        .expired = true};
-        ss__emit(e, &ev);
+        ss_engine__emit(e, &ev);
         n++;
     }
     return n;

@@ -17,7 +17,7 @@ static const struct ss_err_entry ss_err_table[] = {
 #undef SS_ERR_ROW_
 };
 
-static const struct ss_err_entry *ss__err_find(int code)
+static const struct ss_err_entry *ss_err__err_find(int code)
 {
     for (size_t i = 0; i < sizeof ss_err_table / sizeof ss_err_table[0]; i++)
         if (ss_err_table[i].code == code)
@@ -29,7 +29,7 @@ const char *ss_strerror(int code)
 {
     if (code == SS_OK)
         return "success";
-    const struct ss_err_entry *e = ss__err_find(code);
+    const struct ss_err_entry *e = ss_err__err_find(code);
     return e ? e->text : "unknown error";
 }
 
@@ -37,13 +37,13 @@ const char *ss_errname(int code)
 {
     if (code == SS_OK)
         return "OK";
-    const struct ss_err_entry *e = ss__err_find(code);
+    const struct ss_err_entry *e = ss_err__err_find(code);
     return e ? e->name : "UNKNOWN";
 }
 
 bool ss_err_is_wire(int code)
 {
-    const struct ss_err_entry *e = ss__err_find(code);
+    const struct ss_err_entry *e = ss_err__err_find(code);
     return e != NULL && e->wire;
 }
 

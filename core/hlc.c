@@ -8,7 +8,7 @@
 /* One number ended by ':' at *p, not above max; *p moves past the ':'.
  * Up to 19 digits cannot overflow 64 bits, so only longer (zero padded)
  * numbers pay for the overflow check. */
-static int ss__hlc_field(const uint8_t **p, const uint8_t *end, uint64_t max, uint64_t *out)
+static int ss_hlc__hlc_field(const uint8_t **p, const uint8_t *end, uint64_t max, uint64_t *out)
 {
     const uint8_t *s = *p;
     uint64_t v = 0;
@@ -34,8 +34,8 @@ int ss_hlc_parse(const uint8_t *text, size_t n, ss_hlc *out)
         return SS_E_TS_MALFORMED;
     const uint8_t *p = text, *end = text + n;
     uint64_t wall, counter;
-    if (ss__hlc_field(&p, end, UINT64_MAX, &wall) != SS_OK ||
-        ss__hlc_field(&p, end, UINT32_MAX, &counter) != SS_OK)
+    if (ss_hlc__hlc_field(&p, end, UINT64_MAX, &wall) != SS_OK ||
+        ss_hlc__hlc_field(&p, end, UINT32_MAX, &counter) != SS_OK)
         return SS_E_TS_MALFORMED;
     size_t node_len = (size_t)(end - p);
     if (node_len > SS_HLC_NODE_MAX || (node_len > 0 && memchr(p, ':', node_len) != NULL))
@@ -103,7 +103,7 @@ bool ss_hlc_too_far_ahead(const ss_hlc *h, uint64_t now_ms)
 }
 
 /* Fold one source (wall, counter + 1 as "next") into the running maximum. */
-static void ss__merge(uint64_t *wall, uint64_t *next, uint64_t w, uint64_t n)
+static void ss_hlc__merge(uint64_t *wall, uint64_t *next, uint64_t w, uint64_t n)
 {
     if (w > *wall) {
         *wall = w;
@@ -121,11 +121,11 @@ ss_hlc ss_clock_next(ss_clock *c, uint64_t now_ms, const ss_hlc *a, const ss_hlc
      * stamp with an equal (wall, counter) but a larger node id is exceeded
      * too, because the counter is strictly larger. */
     uint64_t wall = now_ms, next = 0;
-    ss__merge(&wall, &next, c->wall, (uint64_t)c->counter + 1);
+    ss_hlc__merge(&wall, &next, c->wall, (uint64_t)c->counter + 1);
     if (a)
-        ss__merge(&wall, &next, a->wall, (uint64_t)a->counter + 1);
+        ss_hlc__merge(&wall, &next, a->wall, (uint64_t)a->counter + 1);
     if (b)
-        ss__merge(&wall, &next, b->wall, (uint64_t)b->counter + 1);
+        ss_hlc__merge(&wall, &next, b->wall, (uint64_t)b->counter + 1);
     if (next > SS_HLC_COUNTER_MAX) {
         /* The counter is exhausted for this millisecond: move to the next one. */
         wall++;
@@ -136,6 +136,37 @@ ss_hlc ss_clock_next(ss_clock *c, uint64_t now_ms, const ss_hlc *a, const ss_hlc
     ss_hlc h;
     h.wall = wall;
     h.counter = (uint32_t)next;
+    h.node_len = c->node_len;
+    memcpy(h.node, c->node, c->node_len);
+    return h;
+}
+
+/* Raise *wall past a source's wall clock: the smallest wall clock at which
+ * counter 0 exceeds the source. */
+static void ss_hlc__past(uint64_t *wall, uint64_t w)
+{
+    if (w >= *wall)
+        *wall = w == UINT64_MAX ? w : w + 1;
+}
+
+ss_hlc ss_clock_issue(ss_clock *c, uint64_t now_ms, const ss_hlc *a, const ss_hlc *b)
+{
+    uint64_t wall = now_ms;
+    ss_hlc__past(&wall, c->wall);
+    if (a)
+        ss_hlc__past(&wall, a->wall);
+    if (b)
+        ss_hlc__past(&wall, b->wall);
+    /* Past every source's wall clock, counter 0 is greater than each of
+     * them whatever their counters and node ids. Too far ahead of real time
+     * (or at the end of time): count by the receive rule instead. */
+    if (wall - now_ms > SS_HLC_MAX_LEAD_MS || wall == UINT64_MAX)
+        return ss_clock_next(c, now_ms, a, b);
+    c->wall = wall;
+    c->counter = 0;
+    ss_hlc h;
+    h.wall = wall;
+    h.counter = 0;
     h.node_len = c->node_len;
     memcpy(h.node, c->node, c->node_len);
     return h;

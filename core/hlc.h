@@ -18,6 +18,7 @@
 #define SS_HLC_NODE_MAX 255            /* bytes in a node id */
 #define SS_HLC_COUNTER_MAX 2147483647u /* largest counter the server issues */
 #define SS_HLC_MAX_SKEW_MS 60000u      /* how far ahead a request may be */
+#define SS_HLC_MAX_LEAD_MS 100u        /* see ss_clock_issue */
 #define SS_HLC_TEXT_MAX (20 + 1 + 10 + 1 + SS_HLC_NODE_MAX)
 #define SS_HLC_NUM_DIGITS_MAX 24 /* digits per number, zero padding included */
 
@@ -67,5 +68,16 @@ bool ss_hlc_too_far_ahead(const ss_hlc *h, uint64_t now_ms);
  * and the optional stamps a and b (NULL to omit): the result is strictly
  * greater than each of them and than every stamp issued before. */
 ss_hlc ss_clock_next(ss_clock *c, uint64_t now_ms, const ss_hlc *a, const ss_hlc *b);
+
+/* Issue a version: like ss_clock_next (strictly greater than a, b and every
+ * stamp issued before), but with counter 0 whenever a later millisecond at
+ * most SS_HLC_MAX_LEAD_MS ahead of now_ms can be used instead of a raised
+ * counter. So a request stamped in the very millisecond it arrives gets
+ * (its wall + 1, 0), as it would from a server a millisecond away, and the
+ * counter of a version depends on load, not on sub-millisecond timing: the
+ * SDKs' lease tests expect renewals seconds apart to differ only in the
+ * wall clock. Only bursts beyond the lead (more than one version per
+ * millisecond for a while) fall back to counting. */
+ss_hlc ss_clock_issue(ss_clock *c, uint64_t now_ms, const ss_hlc *a, const ss_hlc *b);
 
 #endif

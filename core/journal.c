@@ -49,7 +49,7 @@ int ss_jframe_op(ss_buf *f, uint8_t kind, uint8_t db, const void *key, size_t kl
     return SS_OK;
 }
 
-static uint64_t ss__check(const uint8_t key[16], const uint8_t *head12, const uint8_t *payload,
+static uint64_t ss_journal__check(const uint8_t key[16], const uint8_t *head12, const uint8_t *payload,
                           size_t len)
 {
     ss_siphash_state h;
@@ -64,11 +64,11 @@ void ss_jframe_seal(ss_buf *f, uint64_t seq, const uint8_t key[16])
     size_t len = f->len - SS_JFRAME_HEADER;
     ss_put_be(f->data, len, 4);
     ss_put_be(f->data + 4, seq, 8);
-    ss_put_be(f->data + 12, ss__check(key, f->data, f->data + SS_JFRAME_HEADER, len), 8);
+    ss_put_be(f->data + 12, ss_journal__check(key, f->data, f->data + SS_JFRAME_HEADER, len), 8);
 }
 
 /* Read exactly n bytes at off: 1 done, 0 end of file first, -1 error. */
-static int ss__pread_all(int fd, uint8_t *p, size_t n, uint64_t off)
+static int ss_journal__pread_all(int fd, uint8_t *p, size_t n, uint64_t off)
 {
     while (n > 0) {
         ssize_t r = pread(fd, p, n, (off_t)off);
@@ -86,7 +86,7 @@ static int ss__pread_all(int fd, uint8_t *p, size_t n, uint64_t off)
 }
 
 /* Decode and apply the operations of one good frame. */
-static int ss__apply(const uint8_t *p, size_t len, ss_jop_fn apply, void *ctx)
+static int ss_journal__apply(const uint8_t *p, size_t len, ss_jop_fn apply, void *ctx)
 {
     const uint8_t *end = p + len;
     while (p < end) {
@@ -108,6 +108,8 @@ static int ss__apply(const uint8_t *p, size_t len, ss_jop_fn apply, void *ctx)
         }
         if ((size_t)(end - p) < op.key.len || (size_t)(end - p) - op.key.len < op.value.len)
             return SS_E_CORRUPT;
+        if (op.key.len == 0)
+            return SS_E_CORRUPT; /* never written: every database's keys are non-empty */
         op.key.data = p;
         op.value.data = p + op.key.len;
         p += op.key.len + op.value.len;
@@ -140,7 +142,7 @@ int ss_journal_replay(int fd, uint64_t limit, const uint8_t key[16], uint64_t af
         uint8_t head[SS_JFRAME_HEADER];
         if (limit - off < SS_JFRAME_HEADER)
             break;
-        int r = ss__pread_all(fd, head, sizeof head, off);
+        int r = ss_journal__pread_all(fd, head, sizeof head, off);
         if (r <= 0) {
             rc = r < 0 ? SS_E_IO : SS_OK;
             break;
@@ -162,17 +164,17 @@ int ss_journal_replay(int fd, uint64_t limit, const uint8_t key[16], uint64_t af
             payload = np;
             cap = len;
         }
-        r = ss__pread_all(fd, payload, len, off + SS_JFRAME_HEADER);
+        r = ss_journal__pread_all(fd, payload, len, off + SS_JFRAME_HEADER);
         if (r < 0)
             rc = SS_E_IO;
         if (r <= 0)
             break;
-        if (ss__check(key, head, payload, len) != ss_get_be(head + 12, 8))
+        if (ss_journal__check(key, head, payload, len) != ss_get_be(head + 12, 8))
             break;
         if (seq > after_seq) {
             /* A frame whose check holds but whose contents do not decode
              * was written by a broken writer: stop as for a torn one. */
-            if ((rc = ss__apply(payload, len, apply, ctx)) != SS_OK)
+            if ((rc = ss_journal__apply(payload, len, apply, ctx)) != SS_OK)
                 break;
             *last_seq = seq;
         }

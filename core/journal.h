@@ -5,7 +5,7 @@
  * reaches the operating system (one write) before the batch's answers go
  * out, so a crash of the process loses nothing; with fsync=always it is also
  * fsynced first. After a crash or power loss the store replays the frames
- * that follow its last checkpoint. See store_lmdb.c for the protocol.
+ * that follow its last checkpoint. See store_lmdb.h for the protocol.
  *
  * Frame layout (integers big endian):
  *   u32 payload length, u64 sequence number, u64 check, payload

@@ -7,13 +7,13 @@
 
 #include <string.h>
 
-static uint64_t ss__rotl(uint64_t x, int b)
+static uint64_t ss_siphash__rotl(uint64_t x, int b)
 {
     return (x << b) | (x >> (64 - b));
 }
 
 /* Eight bytes as a little-endian word, whatever the host's byte order. */
-static uint64_t ss__le64(const uint8_t *p)
+static uint64_t ss_siphash__le64(const uint8_t *p)
 {
     uint64_t v;
     memcpy(&v, p, 8);
@@ -24,7 +24,7 @@ static uint64_t ss__le64(const uint8_t *p)
 }
 
 /* The first n (< 8) bytes at p as the low bytes of a little-endian word. */
-static uint64_t ss__le_partial(const uint8_t *p, size_t n)
+static uint64_t ss_siphash__le_partial(const uint8_t *p, size_t n)
 {
     uint64_t v = 0;
     switch (n) {
@@ -54,10 +54,10 @@ static uint64_t ss__le_partial(const uint8_t *p, size_t n)
 
 #define SS_SIPROUND(v0, v1, v2, v3)                                                 \
     do {                                                                            \
-        v0 += v1; v1 = ss__rotl(v1, 13); v1 ^= v0; v0 = ss__rotl(v0, 32);           \
-        v2 += v3; v3 = ss__rotl(v3, 16); v3 ^= v2;                                  \
-        v0 += v3; v3 = ss__rotl(v3, 21); v3 ^= v0;                                  \
-        v2 += v1; v1 = ss__rotl(v1, 17); v1 ^= v2; v2 = ss__rotl(v2, 32);           \
+        v0 += v1; v1 = ss_siphash__rotl(v1, 13); v1 ^= v0; v0 = ss_siphash__rotl(v0, 32);           \
+        v2 += v3; v3 = ss_siphash__rotl(v3, 16); v3 ^= v2;                                  \
+        v0 += v3; v3 = ss_siphash__rotl(v3, 21); v3 ^= v0;                                  \
+        v2 += v1; v1 = ss_siphash__rotl(v1, 17); v1 ^= v2; v2 = ss_siphash__rotl(v2, 32);           \
     } while (0)
 
 /* One message word through c compression rounds. */
@@ -71,7 +71,7 @@ static uint64_t ss__le_partial(const uint8_t *p, size_t n)
 
 void ss_siphash_init(ss_siphash_state *s, const uint8_t key[16])
 {
-    uint64_t k0 = ss__le64(key), k1 = ss__le64(key + 8);
+    uint64_t k0 = ss_siphash__le64(key), k1 = ss_siphash__le64(key + 8);
     s->v0 = k0 ^ 0x736f6d6570736575ull;
     s->v1 = k1 ^ 0x646f72616e646f6dull;
     s->v2 = k0 ^ 0x6c7967656e657261ull;
@@ -81,28 +81,28 @@ void ss_siphash_init(ss_siphash_state *s, const uint8_t key[16])
 }
 
 /* The state stays in locals for the whole run of words. */
-static inline void ss__update(ss_siphash_state *s, const void *data, size_t len, int c)
+static inline void ss_siphash__update(ss_siphash_state *s, const void *data, size_t len, int c)
 {
     const uint8_t *p = data;
     size_t have = s->len % 8; /* bytes already waiting in tail */
     uint64_t tail = s->tail;
     s->len += len;
     if (have + len < 8) {
-        s->tail = tail | ss__le_partial(p, len) << (8 * have);
+        s->tail = tail | ss_siphash__le_partial(p, len) << (8 * have);
         return;
     }
     uint64_t v0 = s->v0, v1 = s->v1, v2 = s->v2, v3 = s->v3;
     if (have) { /* complete the word an earlier piece began */
-        tail |= ss__le_partial(p, 8 - have) << (8 * have);
+        tail |= ss_siphash__le_partial(p, 8 - have) << (8 * have);
         SS_SIPCOMPRESS(v0, v1, v2, v3, tail, c);
         p += 8 - have;
         len -= 8 - have;
     }
     for (; len >= 8; p += 8, len -= 8) {
-        uint64_t m = ss__le64(p);
+        uint64_t m = ss_siphash__le64(p);
         SS_SIPCOMPRESS(v0, v1, v2, v3, m, c);
     }
-    tail = ss__le_partial(p, len);
+    tail = ss_siphash__le_partial(p, len);
     s->v0 = v0;
     s->v1 = v1;
     s->v2 = v2;
@@ -110,7 +110,7 @@ static inline void ss__update(ss_siphash_state *s, const void *data, size_t len,
     s->tail = tail;
 }
 
-static inline uint64_t ss__final(const ss_siphash_state *s, int c, int d)
+static inline uint64_t ss_siphash__final(const ss_siphash_state *s, int c, int d)
 {
     uint64_t v0 = s->v0, v1 = s->v1, v2 = s->v2, v3 = s->v3;
     /* Last block: the remaining bytes, and the length in the top byte. */
@@ -122,7 +122,7 @@ static inline uint64_t ss__final(const ss_siphash_state *s, int c, int d)
     return v0 ^ v1 ^ v2 ^ v3;
 }
 
-static inline uint64_t ss__parts(const uint8_t key[16], const ss_bytes *parts, size_t n, int c,
+static inline uint64_t ss_siphash__parts(const uint8_t key[16], const ss_bytes *parts, size_t n, int c,
                                  int d)
 {
     ss_siphash_state s;
@@ -136,11 +136,11 @@ static inline uint64_t ss__parts(const uint8_t key[16], const ss_bytes *parts, s
         const uint8_t *p = parts[i].data;
         size_t len = parts[i].len;
         for (; len >= 8; p += 8, len -= 8, words++) {
-            uint64_t m = ss__le64(p);
+            uint64_t m = ss_siphash__le64(p);
             SS_SIPCOMPRESS(v0, v1, v2, v3, m, c);
         }
         if (len) {
-            uint64_t m = ss__le_partial(p, len);
+            uint64_t m = ss_siphash__le_partial(p, len);
             SS_SIPCOMPRESS(v0, v1, v2, v3, m, c);
             words++;
         }
@@ -150,44 +150,44 @@ static inline uint64_t ss__parts(const uint8_t key[16], const ss_bytes *parts, s
     s.v2 = v2;
     s.v3 = v3;
     s.len = 8 * words;
-    return ss__final(&s, c, d);
+    return ss_siphash__final(&s, c, d);
 }
 
 void ss_siphash_update(ss_siphash_state *s, const void *data, size_t len)
 {
-    ss__update(s, data, len, 2);
+    ss_siphash__update(s, data, len, 2);
 }
 
 uint64_t ss_siphash_final(const ss_siphash_state *s)
 {
-    return ss__final(s, 2, 4);
+    return ss_siphash__final(s, 2, 4);
 }
 
-static inline uint64_t ss__oneshot(const uint8_t key[16], const uint8_t *data, size_t len, int c,
+static inline uint64_t ss_siphash__oneshot(const uint8_t key[16], const uint8_t *data, size_t len, int c,
                                    int d)
 {
     ss_siphash_state s;
     ss_siphash_init(&s, key);
-    ss__update(&s, data, len, c);
-    return ss__final(&s, c, d);
+    ss_siphash__update(&s, data, len, c);
+    return ss_siphash__final(&s, c, d);
 }
 
 uint64_t ss_siphash(const uint8_t key[16], const uint8_t *data, size_t len)
 {
-    return ss__oneshot(key, data, len, 2, 4);
+    return ss_siphash__oneshot(key, data, len, 2, 4);
 }
 
 uint64_t ss_siphash_parts(const uint8_t key[16], const ss_bytes *parts, size_t n)
 {
-    return ss__parts(key, parts, n, 2, 4);
+    return ss_siphash__parts(key, parts, n, 2, 4);
 }
 
 uint64_t ss_siphash13(const uint8_t key[16], const uint8_t *data, size_t len)
 {
-    return ss__oneshot(key, data, len, 1, 3);
+    return ss_siphash__oneshot(key, data, len, 1, 3);
 }
 
 uint64_t ss_siphash13_parts(const uint8_t key[16], const ss_bytes *parts, size_t n)
 {
-    return ss__parts(key, parts, n, 1, 3);
+    return ss_siphash__parts(key, parts, n, 1, 3);
 }

@@ -2,7 +2,7 @@
  *
  * A narrow interface: records by key, an expiry index, batches. The engine
  * holds the protocol's rules; a store only keeps records durably. The one
- * implementation today is LMDB with a write-ahead journal (store_lmdb.c),
+ * implementation today is LMDB with a write-ahead journal (store_lmdb.h and its files),
  * embedded in the process.
  *
  * Every read and write happens inside a batch (one write transaction):
@@ -33,7 +33,7 @@ enum ss_sync_policy {
 /* Bytes charged per key on top of its key and value bytes (record header,
  * version, index entries) when counting against max_bytes. */
 #define SS_STORE_RECORD_CHARGE 64u
-/* Keys longer than this are stored under a hashed name (see store_lmdb.c). */
+/* Keys longer than this are stored under a hashed name (see store_lmdb.h). */
 #define SS_STORE_INLINE_KEY_MAX 480u
 /* Longest key the store accepts. */
 #define SS_STORE_KEY_MAX ((size_t)1 << 20)
@@ -52,12 +52,22 @@ typedef struct ss_store_options {
                                         0: SS_STORE_CHECKPOINT_MS_DEFAULT */
     uint64_t journal_max_bytes; /* ...and by any batch when the journal would
                                    grow past this; 0: SS_STORE_JOURNAL_MAX_DEFAULT */
+    bool compact;               /* at open, rewrite the data file without its free
+                                   pages (needs room for the live data) */
     unsigned long_key_hash_bits; /* testing aid: 1..64 bits of the long-key hash kept; 0: 64 */
+    uint64_t batch_max_bytes;   /* journal bytes one batch may write; a put past it
+                                   is refused with SS_E_QUOTA (the batch goes on);
+                                   0 or more than the default: SS_STORE_BATCH_MAX_DEFAULT */
+    uint64_t fail_write_at;     /* testing aid: the Nth journal write fails (EIO); 0: none */
+    uint64_t fail_sync_at;      /* testing aid: the Nth fsync of the journal fails; 0: none */
 } ss_store_options;
 
 #define SS_STORE_MAX_BYTES_DEFAULT ((uint64_t)1 << 30)
 #define SS_STORE_CHECKPOINT_MS_DEFAULT 1000u
 #define SS_STORE_JOURNAL_MAX_DEFAULT ((uint64_t)4 << 20)
+/* A journal frame's length is 32 bits and a replay reads a frame whole:
+ * 1 GiB keeps every frame replayable with room to spare. */
+#define SS_STORE_BATCH_MAX_DEFAULT ((uint64_t)1 << 30)
 
 /* A stored record. value borrows storage memory: valid until the next
  * put, del, pop_due, commit or abort on the same store. */
@@ -74,7 +84,7 @@ ss_store_options ss_store_options_default(void);
 
 /* Open or create the store in o->path. On success *out is owned by the
  * caller and freed by ss_store_close. Errors: SS_E_INVAL (bad options),
- * SS_E_IO (directory or LMDB failure; details in errno), SS_E_CORRUPT
+ * SS_E_IO (directory or LMDB failure; the system's reason in errno, or 0), SS_E_CORRUPT
  * (not a statestore directory of this format), SS_E_BUSY (another process
  * has the directory open), SS_E_NOMEM. */
 int ss_store_open(const ss_store_options *o, ss_store **out);
@@ -90,7 +100,13 @@ bool ss_store_in_batch(const ss_store *s);
 bool ss_store_batch_dirty(const ss_store *s);
 /* Commit the batch; now_ms drives the periodic sync and checkpoints (a
  * checkpoint, when due, runs inside this call). On failure nothing of the
- * batch remains: SS_E_QUOTA (the map or the disk filled up), SS_E_IO. */
+ * batch remains: SS_E_QUOTA (the map or the disk filled up), SS_E_IO;
+ * ss_store_cause says which. A failed checkpoint is tried again after
+ * checkpoint_interval_ms, then after twice as long each time, up to 60 s;
+ * meanwhile batches go into the journal. A journal append that would
+ * grow the store on a full filesystem fails with SS_E_QUOTA; one that
+ * does not (deletes) uses space kept in reserve for it. If the checkpoint
+ * at open fails, the store opens anyway and serves from the journal. */
 int ss_store_commit(ss_store *s, uint64_t now_ms);
 /* The same commit in three steps, so that the slow middle one can run on
  * another thread while the owner goes on with other work (group commit):
@@ -131,18 +147,28 @@ int ss_store_flush(ss_store *s, uint64_t now_ms);
  *                the sync then covers every commit so far.
  *   sync_run   - any thread, even while the owner runs batches and
  *                commits: 0 or SS_E_IO.
- *   sync_done  - owner's thread, with run's result; a failed sync is
- *                tried again at the next interval. */
+ *   sync_done  - owner's thread, with run's result (see sync_lost). */
 bool ss_store_sync_start(ss_store *s, uint64_t now_ms);
 int ss_store_sync_run(ss_store *s);
 void ss_store_sync_done(ss_store *s, int rc);
+/* A failed fsync (periodic or sync_run) is not tried again as if nothing
+ * happened: after an fsync error the kernel may have dropped the pages it
+ * could not write, and a later fsync would succeed without them (the
+ * lesson PostgreSQL learnt in 2018). The store marks the writes since the
+ * last good sync as lost to the disk (sync_lost) and makes a checkpoint
+ * due at once: it writes the whole state, held in memory, into the data
+ * file with a full sync; only that clears the mark. Until then
+ * ss_store_all_synced is false. */
+bool ss_store_sync_lost(const ss_store *s);
+/* True when every commit is known to be on disk. */
+bool ss_store_all_synced(const ss_store *s);
 
 /* Look up key in the open batch. 0 and *rec, SS_E_NOTFOUND, or a failure
  * (SS_E_IO, SS_E_CORRUPT). Expiry is not applied here. */
 int ss_store_get(ss_store *s, ss_bytes key, ss_record *rec);
 
 /* Insert or replace key with *rec (rec->value is copied). Keeps the expiry
- * index in step. SS_E_QUOTA (max_keys or max_bytes would be exceeded; the
+ * index in step. SS_E_QUOTA (max_keys, max_bytes or batch_max_bytes would be exceeded; the
  * store is unchanged), SS_E_INVAL (key empty or longer than SS_STORE_KEY_MAX),
  * SS_E_IO. */
 int ss_store_put(ss_store *s, ss_bytes key, const ss_record *rec);
@@ -167,6 +193,21 @@ uint64_t ss_store_byte_count(const ss_store *s);
  * it issued so versions keep growing across restarts. set needs a batch. */
 int ss_store_set_clock(ss_store *s, uint64_t wall, uint32_t counter);
 void ss_store_get_clock(const ss_store *s, uint64_t *wall, uint32_t *counter);
+
+/* What the last failure was and why, in words ("writing the journal: No
+ * space left on device", "max_keys (1000 keys) reached"), for the owner's
+ * log; "" before any. Valid until the next call on s. */
+const char *ss_store_cause(const ss_store *s);
+/* True while checkpoints fail (the journal then keeps growing and holds
+ * everything since the last good one); *retry_ms: when the next is tried. */
+bool ss_store_checkpoint_failing(const ss_store *s, uint64_t *retry_ms);
+/* After an open with options.compact: 0 if the data file was compacted
+ * (ss_store_cause then gives the sizes), else why not (SS_E_IO: the old
+ * file is kept and used; ss_store_cause says why). */
+int ss_store_compaction_result(const ss_store *s);
+/* Between commit_prepare and commit_finish: true if this commit is a
+ * checkpoint. */
+bool ss_store_commit_is_checkpoint(const ss_store *s);
 
 /* Effective options after defaults were applied. */
 const ss_store_options *ss_store_options_get(const ss_store *s);

@@ -46,7 +46,7 @@ uint64_t ss_table_hash2(const ss_table *t, const uint8_t *a, size_t alen, const 
     return ss_table_hash_parts(t, parts, 2);
 }
 
-static void ss__grow(ss_table *t)
+static void ss_table__grow(ss_table *t)
 {
     size_t n = (t->mask + 1) * 2;
     ss_table_node **nb = calloc(n, sizeof *nb);
@@ -70,7 +70,7 @@ static void ss__grow(ss_table *t)
 void ss_table_insert(ss_table *t, ss_table_node *n, uint64_t h)
 {
     if (t->count >= t->mask + 1)
-        ss__grow(t);
+        ss_table__grow(t);
     n->hash = h;
     size_t i = (size_t)h & t->mask;
     n->next = t->buckets[i];

@@ -55,7 +55,7 @@ int ss_watch_new(size_t max_per_client, size_t max_total, ss_watch **out)
     return SS_OK;
 }
 
-static struct ss_wname *ss__name_find(const ss_table *t, ss_bytes b, uint64_t h)
+static struct ss_wname *ss_watch__name_find(const ss_table *t, ss_bytes b, uint64_t h)
 {
     for (ss_table_node *n = ss_table_find(t, h); n; n = ss_table_next(n, h)) {
         struct ss_wname *x = (struct ss_wname *)n;
@@ -65,10 +65,10 @@ static struct ss_wname *ss__name_find(const ss_table *t, ss_bytes b, uint64_t h)
     return NULL;
 }
 
-static struct ss_wname *ss__name_get(ss_table *t, ss_bytes b)
+static struct ss_wname *ss_watch__name_get(ss_table *t, ss_bytes b)
 {
     uint64_t h = ss_table_hash(t, b.data, b.len);
-    struct ss_wname *x = ss__name_find(t, b, h);
+    struct ss_wname *x = ss_watch__name_find(t, b, h);
     if (x)
         return x;
     x = calloc(1, sizeof *x + b.len);
@@ -81,7 +81,7 @@ static struct ss_wname *ss__name_get(ss_table *t, ss_bytes b)
     return x;
 }
 
-static void ss__name_release(ss_table *t, struct ss_wname *x)
+static void ss_watch__name_release(ss_table *t, struct ss_wname *x)
 {
     if (x->first == NULL) {
         ss_table_remove(t, &x->node);
@@ -89,15 +89,15 @@ static void ss__name_release(ss_table *t, struct ss_wname *x)
     }
 }
 
-static uint64_t ss__entry_hash(const ss_watch *w, const struct ss_wname *c, const struct ss_wname *k)
+static uint64_t ss_watch__entry_hash(const ss_watch *w, const struct ss_wname *c, const struct ss_wname *k)
 {
     return ss_table_hash2(&w->entries, c->bytes, c->len, k->bytes, k->len);
 }
 
-static struct ss_wentry *ss__entry_find(const ss_watch *w, const struct ss_wname *c,
+static struct ss_wentry *ss_watch__entry_find(const ss_watch *w, const struct ss_wname *c,
                                         const struct ss_wname *k)
 {
-    uint64_t h = ss__entry_hash(w, c, k);
+    uint64_t h = ss_watch__entry_hash(w, c, k);
     for (ss_table_node *n = ss_table_find(&w->entries, h); n; n = ss_table_next(n, h)) {
         struct ss_wentry *e = (struct ss_wentry *)n;
         if (e->client == c && e->key == k)
@@ -108,15 +108,15 @@ static struct ss_wentry *ss__entry_find(const ss_watch *w, const struct ss_wname
 
 int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key)
 {
-    struct ss_wname *c = ss__name_get(&w->clients, client);
+    struct ss_wname *c = ss_watch__name_get(&w->clients, client);
     if (c == NULL)
         return SS_E_NOMEM;
-    struct ss_wname *k = ss__name_get(&w->keys, key);
+    struct ss_wname *k = ss_watch__name_get(&w->keys, key);
     if (k == NULL) {
-        ss__name_release(&w->clients, c);
+        ss_watch__name_release(&w->clients, c);
         return SS_E_NOMEM;
     }
-    if (ss__entry_find(w, c, k))
+    if (ss_watch__entry_find(w, c, k))
         return 0;
     int rc = SS_OK;
     struct ss_wentry *e = NULL;
@@ -126,8 +126,8 @@ int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key)
     else if ((e = calloc(1, sizeof *e)) == NULL)
         rc = SS_E_NOMEM;
     if (rc != SS_OK) {
-        ss__name_release(&w->keys, k);
-        ss__name_release(&w->clients, c);
+        ss_watch__name_release(&w->keys, k);
+        ss_watch__name_release(&w->clients, c);
         return rc;
     }
     e->client = c;
@@ -142,12 +142,12 @@ int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key)
         k->first->kprev = e;
     k->first = e;
     k->count++;
-    ss_table_insert(&w->entries, &e->node, ss__entry_hash(w, c, k));
+    ss_table_insert(&w->entries, &e->node, ss_watch__entry_hash(w, c, k));
     w->total++;
     return 1;
 }
 
-static void ss__entry_unlink(ss_watch *w, struct ss_wentry *e)
+static void ss_watch__entry_unlink(ss_watch *w, struct ss_wentry *e)
 {
     struct ss_wname *c = e->client, *k = e->key;
     if (e->cprev)
@@ -167,34 +167,36 @@ static void ss__entry_unlink(ss_watch *w, struct ss_wentry *e)
     ss_table_remove(&w->entries, &e->node);
     w->total--;
     free(e);
-    ss__name_release(&w->keys, k);
+    ss_watch__name_release(&w->keys, k);
 }
 
 int ss_watch_remove(ss_watch *w, ss_bytes client, ss_bytes key)
 {
-    struct ss_wname *c = ss__name_find(&w->clients, client, ss_table_hash(&w->clients, client.data, client.len));
-    struct ss_wname *k = ss__name_find(&w->keys, key, ss_table_hash(&w->keys, key.data, key.len));
+    uint64_t ch = ss_table_hash(&w->clients, client.data, client.len);
+    struct ss_wname *c = ss_watch__name_find(&w->clients, client, ch);
+    struct ss_wname *k = ss_watch__name_find(&w->keys, key, ss_table_hash(&w->keys, key.data, key.len));
     if (c == NULL || k == NULL)
         return 0;
-    struct ss_wentry *e = ss__entry_find(w, c, k);
+    struct ss_wentry *e = ss_watch__entry_find(w, c, k);
     if (e == NULL)
         return 0;
-    ss__entry_unlink(w, e);
-    ss__name_release(&w->clients, c);
+    ss_watch__entry_unlink(w, e);
+    ss_watch__name_release(&w->clients, c);
     return 1;
 }
 
 size_t ss_watch_drop_client(ss_watch *w, ss_bytes client)
 {
-    struct ss_wname *c = ss__name_find(&w->clients, client, ss_table_hash(&w->clients, client.data, client.len));
+    uint64_t ch = ss_table_hash(&w->clients, client.data, client.len);
+    struct ss_wname *c = ss_watch__name_find(&w->clients, client, ch);
     if (c == NULL)
         return 0;
     size_t n = 0;
     while (c->first) {
-        ss__entry_unlink(w, c->first);
+        ss_watch__entry_unlink(w, c->first);
         n++;
     }
-    ss__name_release(&w->clients, c);
+    ss_watch__name_release(&w->clients, c);
     return n;
 }
 
@@ -202,7 +204,7 @@ void ss_watch_each(const ss_watch *w, ss_bytes key, ss_watch_fn fn, void *ctx)
 {
     if (w->total == 0)
         return; /* the common case: no need to hash the key */
-    struct ss_wname *k = ss__name_find(&w->keys, key, ss_table_hash(&w->keys, key.data, key.len));
+    struct ss_wname *k = ss_watch__name_find(&w->keys, key, ss_table_hash(&w->keys, key.data, key.len));
     if (k == NULL)
         return;
     for (struct ss_wentry *e = k->first; e; e = e->knext) {
@@ -218,11 +220,12 @@ size_t ss_watch_count(const ss_watch *w)
 
 size_t ss_watch_client_count(const ss_watch *w, ss_bytes client)
 {
-    struct ss_wname *c = ss__name_find(&w->clients, client, ss_table_hash(&w->clients, client.data, client.len));
+    uint64_t ch = ss_table_hash(&w->clients, client.data, client.len);
+    struct ss_wname *c = ss_watch__name_find(&w->clients, client, ch);
     return c ? c->count : 0;
 }
 
-static void ss__free_names(ss_table *t)
+static void ss_watch__free_names(ss_table *t)
 {
     for (size_t i = 0; t->buckets && i <= t->mask; i++) {
         ss_table_node *n = t->buckets[i];
@@ -239,8 +242,8 @@ void ss_watch_free(ss_watch *w)
 {
     if (w == NULL)
         return;
-    ss__free_names(&w->entries);
-    ss__free_names(&w->clients);
-    ss__free_names(&w->keys);
+    ss_watch__free_names(&w->entries);
+    ss_watch__free_names(&w->clients);
+    ss_watch__free_names(&w->keys);
     free(w);
 }

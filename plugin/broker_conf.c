@@ -14,13 +14,14 @@
 
 #include "../core/command.h"
 #include "../core/errors.h"
+#include "broker_conf.h"
 #include "plugin.h"
 
 #define SS_MQTT_MAX_PAYLOAD 268435455u
 
 /* The -c / --config-file argument of this process, or NULL. Owned by the
  * caller. */
-static char *ss__config_path(void)
+static char *ss_broker_conf__config_path(void)
 {
     FILE *f = fopen("/proc/self/cmdline", "rb");
     if (f == NULL)
@@ -41,7 +42,7 @@ static char *ss__config_path(void)
 }
 
 /* If line is "<key> <value>", return the value (trimmed), else NULL. */
-static char *ss__setting(char *line, const char *key)
+static char *ss_broker_conf__setting(char *line, const char *key)
 {
     while (isspace((unsigned char)*line))
         line++;
@@ -61,7 +62,7 @@ static char *ss__setting(char *line, const char *key)
 static const char ss_anchor = 0;
 
 /* True when path names this very shared object. */
-static bool ss__is_us(const char *path)
+static bool ss_broker_conf__is_us(const char *path)
 {
     Dl_info info;
     if (dladdr(&ss_anchor, &info) == 0 || info.dli_fname == NULL)
@@ -74,7 +75,7 @@ void ss_read_broker_conf(struct ss_broker_conf *bc)
 {
     memset(bc, 0, sizeof *bc);
     bc->message_size_limit = SS_MQTT_MAX_PAYLOAD;
-    char *path = ss__config_path();
+    char *path = ss_broker_conf__config_path();
     if (path == NULL)
         return;
     FILE *f = fopen(path, "r");
@@ -85,16 +86,16 @@ void ss_read_broker_conf(struct ss_broker_conf *bc)
     uint64_t limit = 0;
     while (fgets(line, sizeof line, f)) {
         char *v;
-        if ((v = ss__setting(line, "message_size_limit")) != NULL) {
+        if ((v = ss_broker_conf__setting(line, "message_size_limit")) != NULL) {
             size_t digits = strspn(v, "0123456789");
             uint64_t n;
             if (ss_parse_u64((const uint8_t *)v, digits, UINT64_MAX, &n) == SS_OK)
                 limit = n; /* the last one wins, as in mosquitto */
-        } else if (ss__setting(line, "acl_file") != NULL) {
+        } else if (ss_broker_conf__setting(line, "acl_file") != NULL) {
             bc->has_acl_file = true;
-        } else if ((v = ss__setting(line, "plugin")) != NULL ||
-                   (v = ss__setting(line, "auth_plugin")) != NULL) {
-            if (!ss__is_us(v))
+        } else if ((v = ss_broker_conf__setting(line, "plugin")) != NULL ||
+                   (v = ss_broker_conf__setting(line, "auth_plugin")) != NULL) {
+            if (!ss_broker_conf__is_us(v))
                 bc->other_plugins++;
         }
     }

@@ -4,7 +4,7 @@
  * Two kinds of commit wait for the disk: every commit with fsync=always
  * (its journal frame is fsynced before the answers go out) and, in either
  * mode, a checkpoint (the store's LMDB transaction committed with LMDB's
- * full sync, see core/store_lmdb.c). Done on the broker's thread, that wait
+ * full sync, see core/store_lmdb.h). Done on the broker's thread, that wait
  * would stall every client; and since the broker reads about one packet per
  * connection per loop iteration, each fsync would cover only a few
  * requests. So such a commit runs here, on a thread of its own, while the
@@ -18,6 +18,24 @@
  * the broker enters epoll_wait is spent without waking it, so the thread
  * repeats it every 200 us until the tick has collected the result.
  * SIGURG is used: ignored by default, and nothing in Mosquitto uses it.
+ *
+ * Why a signal: Mosquitto 2.0 gives a plugin no way to add a descriptor to
+ * its epoll set or to wake its loop (no eventfd, no self-pipe in the plugin
+ * API), and only three things end its epoll_wait: activity on a socket it
+ * owns, a signal, or the 100 ms timeout. A socket would mean the plugin
+ * connecting to the broker as a client, which depends on the listeners'
+ * TLS, authentication and ACLs. So a signal it is, with these limits:
+ *   - it goes to the broker's thread only (pthread_kill), never to other
+ *     threads of the process;
+ *   - SA_RESTART restarts the broker thread's other system calls, except
+ *     those Linux never restarts (epoll_wait, poll, select, nanosleep...):
+ *     another plugin blocking in one of those inside a callback would see
+ *     EINTR, and only while a commit of ours is being collected;
+ *   - the handler is process-wide: with two instances of this plugin, the
+ *     first one unloaded restores the previous handler, and the second's
+ *     wake-ups then wait for the 100 ms timeout instead (slower answers,
+ *     nothing lost). Another plugin that takes SIGURG for itself has the
+ *     same effect on us, and gets these empty wake-ups.
  *
  * With fsync=periodic the other commits stay on the broker's thread (they
  * only hand a frame to the operating system), but the once-per-interval
@@ -33,24 +51,25 @@
  * collected. Should it fail to start, the job runs on the broker's thread:
  * a stall, not a lost write.
  */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <signal.h>
 #include <string.h>
 #include <time.h>
 
 #include "../core/errors.h"
-#include "plugin.h"
+#include "committer.h"
 
 #define SS_WAKE_SIGNAL SIGURG
 #define SS_WAKE_REPEAT_NS 200000L
 
 enum { SS_COMMIT_IDLE, SS_COMMIT_RUNNING, SS_COMMIT_DONE };
 
-static void ss__wake_handler(int sig)
+static void ss_committer__wake_handler(int sig)
 {
     (void)sig; /* its only purpose is to interrupt epoll_wait */
 }
 
-static void ss__deadline(struct timespec *ts, long ns)
+static void ss_committer__deadline(struct timespec *ts, long ns)
 {
     clock_gettime(CLOCK_MONOTONIC, ts);
     ts->tv_nsec += ns;
@@ -60,12 +79,12 @@ static void ss__deadline(struct timespec *ts, long ns)
     }
 }
 
-static int ss__run_job(struct ss_committer *c, int job)
+static int ss_committer__run_job(struct ss_committer *c, int job)
 {
     return job == SS_JOB_SYNC ? ss_store_sync_run(c->store) : ss_store_commit_run(c->store);
 }
 
-static void *ss__committer_main(void *arg)
+static void *ss_committer__main(void *arg)
 {
     struct ss_committer *c = arg;
     pthread_mutex_lock(&c->mu);
@@ -79,7 +98,7 @@ static void *ss__committer_main(void *arg)
         int job = c->job;
         bool sync = job == SS_JOB_SYNC;
         pthread_mutex_unlock(&c->mu);
-        int rc = ss__run_job(c, job);
+        int rc = ss_committer__run_job(c, job);
         pthread_mutex_lock(&c->mu);
         c->result = rc;
         c->state = SS_COMMIT_DONE;
@@ -88,7 +107,7 @@ static void *ss__committer_main(void *arg)
         while (!sync && c->state == SS_COMMIT_DONE && !c->stop) {
             pthread_kill(c->broker, SS_WAKE_SIGNAL);
             struct timespec ts;
-            ss__deadline(&ts, SS_WAKE_REPEAT_NS);
+            ss_committer__deadline(&ts, SS_WAKE_REPEAT_NS);
             pthread_cond_timedwait(&c->cv, &c->mu, &ts);
         }
     }
@@ -98,15 +117,18 @@ static void *ss__committer_main(void *arg)
 
 /* Start the thread with every signal blocked: the wake-up is for the
  * broker's thread. */
-static int ss__spawn(struct ss_committer *c)
+static int ss_committer__spawn(struct ss_committer *c)
 {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&c->thread, NULL, ss__committer_main, c);
+    int rc = pthread_create(&c->thread, NULL, ss_committer__main, c);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc == 0)
+    if (rc == 0) {
         c->live = true;
+        /* Its name in top -H and /proc/PID/task/N/comm. */
+        pthread_setname_np(c->thread, SS_COMMITTER_THREAD_NAME);
+    }
     return rc;
 }
 
@@ -130,12 +152,12 @@ int ss_committer_start(struct ss_committer *c, ss_store *store, bool resident)
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = ss__wake_handler;
+    sa.sa_handler = ss_committer__wake_handler;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART; /* other system calls go on; epoll_wait returns EINTR */
     if (sigaction(SS_WAKE_SIGNAL, &sa, &c->old_action) != 0)
         goto fail;
-    if (resident && ss__spawn(c) != 0) {
+    if (resident && ss_committer__spawn(c) != 0) {
         sigaction(SS_WAKE_SIGNAL, &c->old_action, NULL);
         goto fail;
     }
@@ -155,8 +177,8 @@ void ss_committer_submit(struct ss_committer *c, int job)
     c->state = SS_COMMIT_RUNNING;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
-    if (!c->resident && ss__spawn(c) != 0) {
-        int rc = ss__run_job(c, job);
+    if (!c->resident && ss_committer__spawn(c) != 0) {
+        int rc = ss_committer__run_job(c, job);
         pthread_mutex_lock(&c->mu);
         c->result = rc;
         c->state = SS_COMMIT_DONE;

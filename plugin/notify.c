@@ -9,13 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "notify.h"
+
 #include "../core/codec.h"
 #include "../core/errors.h"
+#include "batch.h"
 #include "plugin.h"
 
 static const char ss_hex[] = "0123456789ABCDEF";
 
-static int ss__hex(ss_buf *b, const uint8_t *p, size_t n)
+static int ss_notify__hex(ss_buf *b, const uint8_t *p, size_t n)
 {
     int rc = ss_buf_reserve(b, 2 * n);
     if (rc != SS_OK)
@@ -28,17 +31,17 @@ static int ss__hex(ss_buf *b, const uint8_t *p, size_t n)
 }
 
 /* The notification topic of (client, key) as a C string in p->topic. */
-static int ss__notify_topic(struct ss_plugin *p, ss_bytes client, ss_bytes key)
+static int ss_notify__topic(struct ss_plugin *p, ss_bytes client, ss_bytes key)
 {
     ss_buf *t = &p->topic;
     ss_buf_clear(t);
     int rc = ss_buf_append_str(t, SS_NOTIFY_PREFIX "/");
     if (rc == SS_OK)
-        rc = ss__hex(t, client.data, client.len);
+        rc = ss_notify__hex(t, client.data, client.len);
     if (rc == SS_OK)
         rc = ss_buf_append_str(t, "/command/notify/");
     if (rc == SS_OK)
-        rc = ss__hex(t, key.data, key.len);
+        rc = ss_notify__hex(t, key.data, key.len);
     if (rc == SS_OK)
         rc = ss_buf_append(t, "", 1);
     if (rc != SS_OK)
@@ -46,19 +49,19 @@ static int ss__notify_topic(struct ss_plugin *p, ss_bytes client, ss_bytes key)
     return t->len - 1 <= SS_TOPIC_MAX ? SS_OK : SS_E_QUOTA;
 }
 
-struct ss_fanout {
+struct ss_notify_fanout {
     struct ss_plugin *p;
     const ss_event *ev;
     char version[SS_HLC_TEXT_MAX + 1]; /* formatted for the first watcher */
 };
 
-static void ss__notify_one(void *ctx, ss_bytes client)
+static void ss_notify__one(void *ctx, ss_bytes client)
 {
-    struct ss_fanout *f = ctx;
+    struct ss_notify_fanout *f = ctx;
     struct ss_plugin *p = f->p;
     if (f->version[0] == '\0')
         f->version[ss_hlc_format(&f->ev->version, f->version)] = '\0';
-    if (ss__notify_topic(p, client, f->ev->key) != SS_OK)
+    if (ss_notify__topic(p, client, f->ev->key) != SS_OK)
         return;
     char *id = strndup((const char *)client.data, client.len);
     char *topic = strdup((const char *)p->topic.data);
@@ -70,24 +73,22 @@ static void ss__notify_one(void *ctx, ss_bytes client)
     if (rc == SS_OK && id != NULL && topic != NULL &&
         mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__ts", f->version) ==
             MOSQ_ERR_SUCCESS) {
-        /* The outbox owns all of it from here, even when it fails. */
-        if (ss_outbox_push(&p->outbox, id, topic, payload.data, payload.len, props, NULL, 0, true) ==
-            MOSQ_ERR_SUCCESS)
-            return;
-    } else {
-        free(id);
-        free(topic);
-        ss_buf_free(&payload);
-        mosquitto_property_free_all(&props);
+        /* The batch owns all of it from here, even when it fails. */
+        ss_batch_notify(p->batch, id, topic, payload.data, payload.len, props);
+        return;
     }
+    free(id);
+    free(topic);
+    ss_buf_free(&payload);
+    mosquitto_property_free_all(&props);
     ss_log(p, MOSQ_LOG_WARNING, "out of memory: a notification was dropped");
 }
 
 void ss_on_engine_event(void *ctx, const ss_event *ev)
 {
     /* Most writes have no watcher: the version is formatted only for one. */
-    struct ss_fanout f = {.p = ctx, .ev = ev, .version = ""};
-    ss_watch_each(f.p->watch, ev->key, ss__notify_one, &f);
+    struct ss_notify_fanout f = {.p = ctx, .ev = ev, .version = ""};
+    ss_watch_each(f.p->watch, ev->key, ss_notify__one, &f);
 }
 
 int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)
@@ -103,7 +104,7 @@ int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)
     if (who->gone)
         return 1;
     /* A key whose notification topic would not fit cannot be observed. */
-    int rc = ss__notify_topic(p, client, key);
+    int rc = ss_notify__topic(p, client, key);
     if (rc != SS_OK)
         return rc;
     rc = ss_watch_add(p->watch, client, key);
@@ -121,7 +122,7 @@ int ss_on_disconnect(int event, void *event_data, void *userdata)
     if (id == NULL)
         return MOSQ_ERR_SUCCESS;
     ss_bytes client = {(const uint8_t *)id, strlen(id)};
-    ss_queue_client_gone(p, id);
+    ss_batch_client_gone(p->batch, id);
     size_t n = ss_watch_drop_client(p->watch, client);
     if (n)
         ss_log(p, MOSQ_LOG_DEBUG, "client %s disconnected: %zu registrations dropped", id, n);

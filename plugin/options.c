@@ -7,6 +7,7 @@
 
 #include "../core/command.h"
 #include "../core/errors.h"
+#include "options.h"
 #include "plugin.h"
 
 enum ss_opt_kind { SS_OPT_STRING, SS_OPT_U64, SS_OPT_SYNC, SS_OPT_LOG, SS_OPT_BOOL, SS_OPT_OTHER };
@@ -17,6 +18,9 @@ struct ss_opt_spec {
     size_t offset;
     uint64_t min, max; /* SS_OPT_U64 */
 };
+
+/* Where Debian keeps the state of services. */
+#define SS_DATA_DIR_DEFAULT "/var/lib/statestore"
 
 #define SS_OFF(field) offsetof(struct ss_plugin_options, field)
 
@@ -40,6 +44,9 @@ static const struct ss_opt_spec ss_opt_table[] = {
     {"log_level", SS_OPT_LOG, SS_OFF(log_level), 0, 0},
     {"acl_file", SS_OPT_STRING, SS_OFF(acl_file), 0, 0},
     {"topic_protection", SS_OPT_BOOL, SS_OFF(topic_protection), 0, 0},
+    {"compact_on_start", SS_OPT_BOOL, SS_OFF(compact_on_start), 0, 0},
+    {"test_fail_write_at", SS_OPT_U64, SS_OFF(test_fail_write_at), 0, UINT64_MAX / 2},
+    {"test_fail_sync_at", SS_OPT_U64, SS_OFF(test_fail_sync_at), 0, UINT64_MAX / 2},
     {"other_topics", SS_OPT_OTHER, SS_OFF(other_topics), 0, 0},
 };
 
@@ -54,23 +61,30 @@ static const struct {
     {"debug", MOSQ_LOG_ERR | MOSQ_LOG_WARNING | MOSQ_LOG_NOTICE | MOSQ_LOG_INFO | MOSQ_LOG_DEBUG},
 };
 
-static void ss__bad(const char *name, const char *value, const char *why)
+static void ss_options__bad(const char *name, const char *value, const char *why)
 {
     mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_%s: invalid value \"%s\": %s", name,
                          value, why);
 }
 
-static int ss__set(struct ss_plugin_options *o, const struct ss_opt_spec *s, const char *value)
+static int ss_options__set(struct ss_plugin_options *o, const struct ss_opt_spec *s, const char *value)
 {
     char *field = (char *)o + s->offset;
     switch (s->kind) {
     case SS_OPT_STRING: {
         if (value[0] == '\0') {
-            ss__bad(s->name, value, "must not be empty");
+            ss_options__bad(s->name, value, "must not be empty");
+            return MOSQ_ERR_INVAL;
+        }
+        /* A relative directory would follow wherever the broker happened
+         * to be started (a daemon runs from /): the data would seem lost. */
+        if (strcmp(s->name, "data_dir") == 0 && value[0] != '/') {
+            ss_options__bad(s->name, value, "must be an absolute path (a relative one would depend on "
+                                    "the directory the broker was started from)");
             return MOSQ_ERR_INVAL;
         }
         if (strcmp(s->name, "node_id") == 0 && (strchr(value, ':') || strlen(value) > SS_HLC_NODE_MAX)) {
-            ss__bad(s->name, value, "must be 1 to 255 bytes without ':'");
+            ss_options__bad(s->name, value, "must be 1 to 255 bytes without ':'");
             return MOSQ_ERR_INVAL;
         }
         char *copy = strdup(value);
@@ -86,7 +100,7 @@ static int ss__set(struct ss_plugin_options *o, const struct ss_opt_spec *s, con
             char why[96];
             snprintf(why, sizeof why, "must be an integer from %llu to %llu",
                      (unsigned long long)s->min, (unsigned long long)s->max);
-            ss__bad(s->name, value, why);
+            ss_options__bad(s->name, value, why);
             return MOSQ_ERR_INVAL;
         }
         *(uint64_t *)field = v;
@@ -98,7 +112,7 @@ static int ss__set(struct ss_plugin_options *o, const struct ss_opt_spec *s, con
         else if (strcmp(value, "periodic") == 0)
             o->sync = SS_SYNC_PERIODIC;
         else {
-            ss__bad(s->name, value, "must be \"always\" or \"periodic\"");
+            ss_options__bad(s->name, value, "must be \"always\" or \"periodic\"");
             return MOSQ_ERR_INVAL;
         }
         return MOSQ_ERR_SUCCESS;
@@ -108,7 +122,7 @@ static int ss__set(struct ss_plugin_options *o, const struct ss_opt_spec *s, con
         else if (strcmp(value, "false") == 0)
             *(bool *)field = false;
         else {
-            ss__bad(s->name, value, "must be true or false");
+            ss_options__bad(s->name, value, "must be true or false");
             return MOSQ_ERR_INVAL;
         }
         return MOSQ_ERR_SUCCESS;
@@ -120,7 +134,7 @@ static int ss__set(struct ss_plugin_options *o, const struct ss_opt_spec *s, con
         else if (strcmp(value, "defer") == 0)
             o->other_topics = SS_OTHER_TOPICS_DEFER;
         else {
-            ss__bad(s->name, value, "must be auto, allow or defer");
+            ss_options__bad(s->name, value, "must be auto, allow or defer");
             return MOSQ_ERR_INVAL;
         }
         return MOSQ_ERR_SUCCESS;
@@ -131,7 +145,7 @@ static int ss__set(struct ss_plugin_options *o, const struct ss_opt_spec *s, con
                 return MOSQ_ERR_SUCCESS;
             }
         }
-        ss__bad(s->name, value, "must be error, warning, notice, info or debug");
+        ss_options__bad(s->name, value, "must be error, warning, notice, info or debug");
         return MOSQ_ERR_INVAL;
     }
     return MOSQ_ERR_INVAL;
@@ -140,7 +154,7 @@ static int ss__set(struct ss_plugin_options *o, const struct ss_opt_spec *s, con
 int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, int n)
 {
     memset(o, 0, sizeof *o);
-    o->data_dir = strdup("statestore-data");
+    o->data_dir = strdup(SS_DATA_DIR_DEFAULT);
     o->node_id = strdup(SS_NODE_ID_DEFAULT);
     if (o->data_dir == NULL || o->node_id == NULL)
         return MOSQ_ERR_NOMEM;
@@ -167,7 +181,7 @@ int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, in
             mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: unknown option plugin_opt_%s", opts[i].key);
             return MOSQ_ERR_INVAL;
         }
-        int rc = ss__set(o, spec, opts[i].value ? opts[i].value : "");
+        int rc = ss_options__set(o, spec, opts[i].value ? opts[i].value : "");
         if (rc != MOSQ_ERR_SUCCESS)
             return rc;
     }
@@ -198,7 +212,7 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
         "max_registrations_per_client=%llu max_registrations=%llu dedup_window_ms=%llu "
         "dedup_max_entries=%llu dedup_max_bytes=%llu max_queued_bytes=%llu log_level=%s "
         "max_value_bytes=%llu "
-        "acl_file=%s topic_protection=%s other_topics=%s",
+        "acl_file=%s topic_protection=%s other_topics=%s compact_on_start=%s",
         o->data_dir, (unsigned long long)keys, o->node_id,
         o->sync == SS_SYNC_ALWAYS ? "always" : "periodic", (unsigned long long)o->sync_interval_ms,
         (unsigned long long)o->checkpoint_interval_ms, (unsigned long long)o->journal_max_bytes,
@@ -210,7 +224,8 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
         (unsigned long long)o->max_value_bytes, o->acl_file ? o->acl_file : "(none)",
         o->topic_protection ? "true" : "false",
         o->other_topics == SS_OTHER_TOPICS_ALLOW ? "allow"
-        : o->other_topics == SS_OTHER_TOPICS_DEFER ? "defer" : "auto");
+        : o->other_topics == SS_OTHER_TOPICS_DEFER ? "defer" : "auto",
+        o->compact_on_start ? "true" : "false");
 }
 
 void ss_log(const struct ss_plugin *p, int level, const char *fmt, ...)

@@ -1,12 +1,14 @@
-/* outbox.c - messages that wait for the batch's commit, then go out.
- *
- * Ownership: the outbox owns every payload, property list and string it
- * holds (handed over by ss_outbox_push, not copied).
- * mosquitto_broker_publish takes payload and properties only when it
- * succeeds; on failure they are freed here.
+/* outbox.c - messages that wait for a batch's commit, then go out
+ * (outbox.h). mosquitto_broker_publish takes payload and properties only
+ * when it succeeds; on failure they are freed here.
  */
+#include "outbox.h"
+
 #include <stdlib.h>
 #include <string.h>
+
+#include <mosquitto_broker.h>
+#include <mqtt_protocol.h>
 
 #include "../core/codec.h"
 #include "../core/errors.h"
@@ -34,7 +36,7 @@ mosquitto_property *ss_response_props(const uint8_t *corr, uint16_t corr_len, co
     return props;
 }
 
-static void ss__msg_free(struct ss_outmsg *m)
+static void ss_outbox__msg_free(struct ss_outmsg *m)
 {
     free(m->clientid);
     free(m->topic);
@@ -45,7 +47,7 @@ static void ss__msg_free(struct ss_outmsg *m)
 }
 
 int ss_outbox_push(struct ss_outbox *ob, char *clientid, char *topic, uint8_t *payload, size_t len,
-                   mosquitto_property *props, uint8_t *corr, uint16_t corr_len, bool engine_answer)
+                   mosquitto_property *props, uint8_t *corr, uint16_t corr_len, uint64_t commit)
 {
     struct ss_outmsg m = {.clientid = clientid,
                           .topic = topic,
@@ -54,7 +56,7 @@ int ss_outbox_push(struct ss_outbox *ob, char *clientid, char *topic, uint8_t *p
                           .props = props,
                           .corr = corr,
                           .corr_len = corr_len,
-                          .engine_answer = engine_answer};
+                          .commit = commit};
     if (ob->len == ob->cap) {
         size_t cap = ob->cap ? ob->cap * 2 : 64;
         struct ss_outmsg *p = realloc(ob->msgs, cap * sizeof *p);
@@ -64,7 +66,7 @@ int ss_outbox_push(struct ss_outbox *ob, char *clientid, char *topic, uint8_t *p
         }
     }
     if (topic == NULL || ob->len == ob->cap) {
-        ss__msg_free(&m);
+        ss_outbox__msg_free(&m);
         return MOSQ_ERR_NOMEM;
     }
     ob->msgs[ob->len++] = m;
@@ -80,12 +82,13 @@ void ss_outbox_move_last_to(struct ss_outbox *ob, size_t pos)
     ob->msgs[pos] = last;
 }
 
-void ss_outbox_fail(struct ss_outbox *ob, int err)
+void ss_outbox_fail(struct ss_outbox *ob, uint64_t commit, int err)
 {
     size_t kept = 0;
     for (size_t i = 0; i < ob->len; i++) {
         struct ss_outmsg *m = &ob->msgs[i];
-        if (m->engine_answer && m->clientid == NULL) {
+        bool failed = commit != 0 && m->commit == commit;
+        if (failed && m->clientid == NULL) {
             ss_buf b = SS_BUF_INIT;
             mosquitto_property *props = ss_response_props(m->corr, m->corr_len, "200", NULL);
             if (props && ss_codec_put_error(&b, ss_err_is_wire(err) ? err : SS_E_IO) == SS_OK) {
@@ -100,8 +103,8 @@ void ss_outbox_fail(struct ss_outbox *ob, int err)
             ss_buf_free(&b);
             mosquitto_property_free_all(&props);
         }
-        if (m->engine_answer) {
-            ss__msg_free(m);
+        if (failed) {
+            ss_outbox__msg_free(m);
             continue;
         }
         ob->msgs[kept++] = *m;
@@ -109,9 +112,8 @@ void ss_outbox_fail(struct ss_outbox *ob, int err)
     ob->len = kept;
 }
 
-void ss_outbox_flush(struct ss_plugin *p)
+void ss_outbox_flush(struct ss_outbox *ob, struct ss_plugin *p)
 {
-    struct ss_outbox *ob = &p->outbox;
     for (size_t i = 0; i < ob->len; i++) {
         struct ss_outmsg *m = &ob->msgs[i];
         /* A client that disconnected since lost its registrations, and
@@ -119,7 +121,7 @@ void ss_outbox_flush(struct ss_plugin *p)
         if (m->clientid) {
             ss_bytes id = {(const uint8_t *)m->clientid, strlen(m->clientid)};
             if (ss_watch_client_count(p->watch, id) == 0) {
-                ss__msg_free(m);
+                ss_outbox__msg_free(m);
                 continue;
             }
         }
@@ -132,7 +134,7 @@ void ss_outbox_flush(struct ss_plugin *p)
             ss_log(p, MOSQ_LOG_WARNING, "could not publish to %s: %s", m->topic,
                    mosquitto_strerror(rc));
         }
-        ss__msg_free(m);
+        ss_outbox__msg_free(m);
     }
     ob->len = 0;
 }
@@ -140,7 +142,7 @@ void ss_outbox_flush(struct ss_plugin *p)
 void ss_outbox_free(struct ss_outbox *ob)
 {
     for (size_t i = 0; i < ob->len; i++)
-        ss__msg_free(&ob->msgs[i]);
+        ss_outbox__msg_free(&ob->msgs[i]);
     free(ob->msgs);
     memset(ob, 0, sizeof *ob);
 }

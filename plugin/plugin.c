@@ -1,10 +1,17 @@
 /* plugin.c - the Mosquitto 2.0 plugin entry points: options, the core's
  * objects, callback registration, and cleanup. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../core/errors.h"
+#include "batch.h"
+#include "broker_conf.h"
+#include "notify.h"
 #include "plugin.h"
+#include "protect.h"
+#include "request.h"
 
 #define SS_EXPORT __attribute__((visibility("default")))
 
@@ -14,6 +21,25 @@ SS_EXPORT int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **us
 SS_EXPORT int mosquitto_plugin_cleanup(void *userdata, struct mosquitto_opt *options,
                                        int option_count);
 
+uint64_t ss_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* MOSQ_EVT_TICK, once per broker loop iteration: the batch commits and
+ * publishes (batch.h). Kept O(1) when nothing is due and nothing is
+ * pending: the broker ticks more than 100 000 times a second under load. */
+static int ss_plugin__on_tick(int event, void *event_data, void *userdata)
+{
+    (void)event;
+    (void)event_data;
+    struct ss_plugin *p = userdata;
+    ss_batch_tick(p->batch, ss_wall_ms());
+    return MOSQ_ERR_SUCCESS;
+}
+
 struct ss_callback {
     int event;
     MOSQ_FUNC_generic_callback fn;
@@ -21,13 +47,13 @@ struct ss_callback {
 
 static const struct ss_callback ss_callbacks[] = {
     {MOSQ_EVT_MESSAGE, ss_on_message},
-    {MOSQ_EVT_TICK, ss_on_tick},
+    {MOSQ_EVT_TICK, ss_plugin__on_tick},
     {MOSQ_EVT_DISCONNECT, ss_on_disconnect},
     {MOSQ_EVT_RELOAD, ss_on_reload},
     {MOSQ_EVT_ACL_CHECK, ss_on_acl_check}, /* last: only with topic protection */
 };
 
-static size_t ss__callback_count(const struct ss_plugin *p)
+static size_t ss_plugin__callback_count(const struct ss_plugin *p)
 {
     size_t n = sizeof ss_callbacks / sizeof ss_callbacks[0];
     return p->opt.topic_protection ? n : n - 1;
@@ -41,38 +67,21 @@ int mosquitto_plugin_version(int supported_version_count, const int *supported_v
     return -1;
 }
 
-static void ss__destroy(struct ss_plugin *p)
+static void ss_plugin__destroy(struct ss_plugin *p)
 {
-    if (p->committer.pending || p->committer.syncing) {
-        /* A job under way completes; a commit's answers can no longer go
-         * out. (Closing the store syncs in any case.) */
-        int rc = SS_OK;
-        bool commit = p->committer.pending;
-        ss_committer_stop(&p->committer);
-        ss_committer_collect(&p->committer, &rc);
-        if (commit && ss_store_commit_finish(p->store, rc, ss_wall_ms()) != SS_OK)
-            ss_log(p, MOSQ_LOG_ERR, "the last commit failed at shutdown");
-    }
-    ss_committer_destroy(&p->committer);
-    ss_queue_free(p);
-    if (p->engine && ss_store_in_batch(p->store)) {
-        /* Shutting down: what was executed is committed, then sent. */
-        if (ss_engine_commit(p->engine, ss_wall_ms()) != SS_OK)
-            ss_outbox_fail(&p->outbox, SS_E_IO);
-    }
-    ss_outbox_free(&p->outbox);
+    ss_batch_free(p->batch); /* commits what was executed */
+    p->batch = NULL;
     ss_engine_free(p->engine);
     ss_store_close(p->store);
     ss_watch_free(p->watch);
     ss_dedup_free(p->dedup);
-    ss_buf_free(&p->scratch);
     ss_buf_free(&p->topic);
     ss_acl_free(p->acl);
     ss_options_free(&p->opt);
     free(p);
 }
 
-static int ss__open(struct ss_plugin *p)
+static int ss_plugin__open(struct ss_plugin *p)
 {
     ss_store_options so = ss_store_options_default();
     so.path = p->opt.data_dir;
@@ -84,6 +93,14 @@ static int ss__open(struct ss_plugin *p)
     so.external_sync = true; /* the committer's thread runs the periodic fsync (tick.c) */
     so.checkpoint_interval_ms = (uint32_t)p->opt.checkpoint_interval_ms;
     so.journal_max_bytes = p->opt.journal_max_bytes;
+    so.compact = p->opt.compact_on_start;
+    so.fail_write_at = p->opt.test_fail_write_at;
+    so.fail_sync_at = p->opt.test_fail_sync_at;
+    if (so.fail_write_at || so.fail_sync_at)
+        mosquitto_log_printf(MOSQ_LOG_WARNING, "statestore: failure injection is on "
+                             "(plugin_opt_test_fail_write_at %llu, test_fail_sync_at %llu): "
+                             "for tests only", (unsigned long long)so.fail_write_at,
+                             (unsigned long long)so.fail_sync_at);
     int rc = ss_store_open(&so, &p->store);
     if (rc == SS_E_BUSY) {
         mosquitto_log_printf(MOSQ_LOG_ERR,
@@ -92,10 +109,30 @@ static int ss__open(struct ss_plugin *p)
         return rc;
     }
     if (rc != SS_OK) {
-        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: cannot open the store in %s: %s",
-                             p->opt.data_dir, ss_strerror(rc));
+        int err = errno;
+        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: cannot open the store in %s: %s%s%s",
+                             p->opt.data_dir, ss_strerror(rc), err ? ": " : "",
+                             err ? strerror(err) : "");
+        if (err == EACCES || err == EPERM)
+            mosquitto_log_printf(MOSQ_LOG_ERR,
+                                 "statestore: started as root, mosquitto runs as the user of its "
+                                 "'user' option (default: mosquitto), which must own %s",
+                                 p->opt.data_dir);
+        else if (err == EROFS)
+            mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: %s is on a read-only filesystem",
+                                 p->opt.data_dir);
         return rc;
     }
+    if (so.compact && ss_store_compaction_result(p->store) == SS_OK)
+        mosquitto_log_printf(MOSQ_LOG_NOTICE, "statestore: %s", ss_store_cause(p->store));
+    else if (so.compact)
+        mosquitto_log_printf(MOSQ_LOG_WARNING, "statestore: the data file was not compacted (%s)",
+                             ss_store_cause(p->store));
+    if (ss_store_checkpoint_failing(p->store, NULL))
+        mosquitto_log_printf(MOSQ_LOG_WARNING,
+                             "statestore: the journal's changes could not go into the data file "
+                             "at start (%s); serving from the journal, checkpoint tried again "
+                             "later", ss_store_cause(p->store));
     struct ss_broker_conf bc;
     ss_read_broker_conf(&bc);
     uint64_t limit = bc.message_size_limit;
@@ -121,9 +158,9 @@ static int ss__open(struct ss_plugin *p)
         return rc;
     ss_dedup_limits dl = {p->opt.dedup_window_ms, (size_t)p->opt.dedup_max_entries,
                           (size_t)p->opt.dedup_max_bytes};
-    if ((rc = ss_dedup_new(&dl, &p->dedup)) != SS_OK || (rc = ss_queue_new(p)) != SS_OK)
+    if ((rc = ss_dedup_new(&dl, &p->dedup)) != SS_OK)
         return rc;
-    return ss_committer_start(&p->committer, p->store, p->opt.sync == SS_SYNC_ALWAYS);
+    return ss_batch_new(p, &p->batch);
 }
 
 int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userdata,
@@ -135,19 +172,19 @@ int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userdata,
     p->id = identifier;
     int rc = ss_options_parse(&p->opt, options, option_count);
     if (rc != MOSQ_ERR_SUCCESS) {
-        ss__destroy(p);
+        ss_plugin__destroy(p);
         return rc;
     }
-    if (ss__open(p) != SS_OK) {
-        ss__destroy(p);
+    if (ss_plugin__open(p) != SS_OK) {
+        ss_plugin__destroy(p);
         return MOSQ_ERR_UNKNOWN;
     }
-    for (size_t i = 0; i < ss__callback_count(p); i++) {
+    for (size_t i = 0; i < ss_plugin__callback_count(p); i++) {
         rc = mosquitto_callback_register(identifier, ss_callbacks[i].event, ss_callbacks[i].fn, NULL, p);
         if (rc != MOSQ_ERR_SUCCESS) {
             for (size_t j = 0; j < i; j++)
                 mosquitto_callback_unregister(identifier, ss_callbacks[j].event, ss_callbacks[j].fn, NULL);
-            ss__destroy(p);
+            ss_plugin__destroy(p);
             return rc;
         }
     }
@@ -166,8 +203,8 @@ int mosquitto_plugin_cleanup(void *userdata, struct mosquitto_opt *options, int 
     struct ss_plugin *p = userdata;
     if (p == NULL)
         return MOSQ_ERR_SUCCESS;
-    for (size_t i = 0; i < ss__callback_count(p); i++)
+    for (size_t i = 0; i < ss_plugin__callback_count(p); i++)
         mosquitto_callback_unregister(p->id, ss_callbacks[i].event, ss_callbacks[i].fn, NULL);
-    ss__destroy(p);
+    ss_plugin__destroy(p);
     return MOSQ_ERR_SUCCESS;
 }

@@ -2,13 +2,15 @@
  *
  * Topic protection (MOSQ_EVT_ACL_CHECK): nobody receives the requests
  * published on the request topic (they carry values), nobody publishes
- * into the notification topics (no spoofed notifications), and a client
- * subscribes only to its own notification topics. For every other topic
- * the plugin must leave the broker's decision alone. Mosquitto 2.0 asks
- * the plugin first; a "defer" answer then goes to the acl_file or the next
- * plugin, but when nothing else decides, a deferral is a denial. So other
- * topics are deferred when the broker has an acl_file or other plugins,
- * and allowed otherwise (plugin_opt_other_topics overrides the choice).
+ * into the notification topics (no spoofed notifications), and no client
+ * subscribes to a filter that could match another client's notification
+ * topics (notifications reach only their client anyway: see notify.c).
+ * For every other topic the plugin must leave the broker's decision
+ * alone. Mosquitto 2.0 asks the plugin first; a "defer" answer then goes
+ * to the acl_file or the next plugin, but when nothing else decides, a
+ * deferral is a denial. So other topics are deferred when the broker has
+ * an acl_file or other plugins, and allowed otherwise
+ * (plugin_opt_other_topics overrides the choice).
  *
  * Key authorization: the rules of plugin_opt_acl_file, re-read on SIGHUP
  * (MOSQ_EVT_RELOAD); a broken file keeps the previous rules.
@@ -18,35 +20,91 @@
 
 #include "../core/errors.h"
 #include "plugin.h"
+#include "protect.h"
 
-static int ss__other(const struct ss_plugin *p)
+static int ss_protect__other(const struct ss_plugin *p)
 {
     return p->defer_other_topics ? MOSQ_ERR_PLUGIN_DEFER : MOSQ_ERR_SUCCESS;
 }
 
-/* Does filter (a subscription) name another client's notifications? Only
- * filters under the notification prefix are looked at; there, the level
- * after the GUID must be the subscriber's own HEX(client id). */
-static bool ss__foreign_notify_filter(const char *filter, const char *client_id)
+/* One topic level: the n bytes at s. */
+static bool ss_protect__level_is(const char *s, size_t n, const char *lit)
+{
+    return n == strlen(lit) && memcmp(s, lit, n) == 0;
+}
+
+/* Could the level be HEX(x) for some non-empty x, as notification topics
+ * write client ids and keys: an even number of upper-case hex digits? */
+static bool ss_protect__level_is_hex(const char *s, size_t n)
+{
+    if (n == 0 || n % 2 != 0)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'A' && s[i] <= 'F')))
+            return false;
+    return true;
+}
+
+static bool ss_protect__level_is_own(const char *s, size_t n, const char *client_id)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t idlen = strlen(client_id);
+    if (n != 2 * idlen)
+        return false;
+    for (size_t i = 0; i < idlen; i++) {
+        unsigned char ch = (unsigned char)client_id[i];
+        if (s[2 * i] != hex[ch >> 4] || s[2 * i + 1] != hex[ch & 15])
+            return false;
+    }
+    return true;
+}
+
+/* Could filter (a subscription) match a notification topic of another
+ * client, PREFIX/HEX(id)/command/notify/HEX(key) with id not the
+ * subscriber's? Notifications are delivered to their client's session
+ * whatever it subscribed to, so this refusal is a second line: it refuses
+ * exactly the filters that could, and accepts the rest, such as the .NET
+ * SDK's PREFIX/<raw client id>/command/notify (one level short of any
+ * notification topic), which it subscribes to before KEYNOTIFY and without
+ * which its observe call fails. Filters with wildcards above the prefix
+ * ("#", "clients/+/...") are left to the broker; the prefix itself stays
+ * refused, as nothing lives there. */
+static bool ss_protect__foreign_notify_filter(const char *filter, const char *client_id)
 {
     static const char prefix[] = SS_NOTIFY_PREFIX "/";
     size_t pl = sizeof prefix - 1;
-    if (strncmp(filter, prefix, pl) != 0) {
-        /* "clients/statestore/v1/<GUID>" itself, or wildcards above it. */
+    if (strncmp(filter, prefix, pl) != 0)
         return strcmp(filter, SS_NOTIFY_PREFIX) == 0;
+    const char *s = filter + pl;
+    for (int i = 0;; i++) {
+        size_t n = strcspn(s, "/");
+        if (ss_protect__level_is(s, n, "#"))
+            return true; /* matches every topic below what matched so far */
+        if (i == 4)
+            return false; /* a level beyond the key: no notification topic */
+        bool plus = ss_protect__level_is(s, n, "+");
+        switch (i) {
+        case 0: /* the client id */
+            if (!plus && (!ss_protect__level_is_hex(s, n) || ss_protect__level_is_own(s, n, client_id)))
+                return false;
+            break;
+        case 1:
+            if (!plus && !ss_protect__level_is(s, n, "command"))
+                return false;
+            break;
+        case 2:
+            if (!plus && !ss_protect__level_is(s, n, "notify"))
+                return false;
+            break;
+        default: /* the key */
+            if (!plus && !ss_protect__level_is_hex(s, n))
+                return false;
+            break;
+        }
+        if (s[n] == '\0')
+            return i == 3; /* a whole notification topic, or one level short */
+        s += n + 1;
     }
-    const char *level = filter + pl;
-    size_t n = strcspn(level, "/");
-    size_t idlen = strlen(client_id);
-    if (n != 2 * idlen)
-        return true;
-    static const char hex[] = "0123456789ABCDEF";
-    for (size_t i = 0; i < idlen; i++) {
-        unsigned char ch = (unsigned char)client_id[i];
-        if (level[2 * i] != hex[ch >> 4] || level[2 * i + 1] != hex[ch & 15])
-            return true;
-    }
-    return false;
 }
 
 int ss_on_acl_check(int event, void *event_data, void *userdata)
@@ -56,7 +114,7 @@ int ss_on_acl_check(int event, void *event_data, void *userdata)
     struct mosquitto_evt_acl_check *ed = event_data;
     const char *topic = ed->topic;
     if (topic == NULL)
-        return ss__other(p);
+        return ss_protect__other(p);
     const char *id = mosquitto_client_id(ed->client);
     switch (ed->access) {
     case MOSQ_ACL_READ:
@@ -70,7 +128,7 @@ int ss_on_acl_check(int event, void *event_data, void *userdata)
         }
         break;
     case MOSQ_ACL_SUBSCRIBE:
-        if (ss__foreign_notify_filter(topic, id ? id : "")) {
+        if (ss_protect__foreign_notify_filter(topic, id ? id : "")) {
             ss_log(p, MOSQ_LOG_WARNING, "client %s may not subscribe to %s", id ? id : "?", topic);
             return MOSQ_ERR_ACL_DENIED;
         }
@@ -78,7 +136,7 @@ int ss_on_acl_check(int event, void *event_data, void *userdata)
     default:
         break;
     }
-    return ss__other(p);
+    return ss_protect__other(p);
 }
 
 bool ss_authorize(void *ctx, void *caller, enum ss_access access, ss_bytes key)

@@ -11,71 +11,7 @@ KEYS_1M=${BENCH_KEYS:-1000000}
 KEYS_10M=${BENCH_KEYS_10M:-10000000} # 0 skips the restart with 10M keys
 STORM_KEYS=${BENCH_STORM_KEYS:-100000}
 WORK=$(mktemp -d /tmp/statestore-bench.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-free_port() {
-    local p
-    while :; do
-        p=$((20000 + RANDOM % 40000))
-        (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
-    done
-}
-
-# start_broker NAME PLUGIN [extra config lines...]: sets PORT_<NAME>, PID_<NAME>
-start_broker() {
-    local name=$1 plugin=$2; shift 2
-    local port; port=$(free_port)
-    local conf=$WORK/$name.conf
-    {
-        [ "$(id -u)" = 0 ] && echo "user root"
-        echo "listener $port 127.0.0.1"
-        echo "allow_anonymous true"
-        echo "set_tcp_nodelay true"
-        echo "max_inflight_messages 0"
-        echo "plugin $plugin"
-        for line in "$@"; do echo "$line"; done
-    } > "$conf"
-    mosquitto -c "$conf" > "$WORK/$name.log" 2>&1 &
-    local pid=$!
-    PIDS+=("$pid")
-    for _ in $(seq 200); do
-        (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break
-        sleep 0.02
-    done
-    eval "PORT_$name=$port PID_$name=$pid"
-}
-
-stop_broker() {
-    local pid_var=PID_$1
-    kill "${!pid_var}" 2>/dev/null
-    wait "${!pid_var}" 2>/dev/null
-}
-
-# field LINE NAME: the value of NAME=... in a summary line
-field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<< "$1"; }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
-
-lg() { $B/bench/loadgen "$@" | grep '^LOADGEN'; }
-# CPU time (user + system, all threads) a process has used, in clock ticks
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-HZ=$(getconf CLK_TCK)
-# lg_cpu VAR PID ARGS...: run the load generator, set VAR to its summary line
-# and CPU_US to the broker's CPU time per answered request, in microseconds
-lg_cpu() {
-    local var=$1 pid=$2; shift 2
-    local t0 line; t0=$(cpu_ticks "$pid")
-    line=$(lg "$@")
-    CPU_US=$(awk -v t="$(( $(cpu_ticks "$pid") - t0 ))" -v hz="$HZ" -v n="$(field "$line" ops)" \
-        'BEGIN {printf "%.1f", (n > 0 ? t * 1e6 / hz / n : 0)}')
-    printf -v "$var" '%s' "$line"
-}
+. "$(dirname "$0")/bench-lib.sh"
 
 echo "statestore benchmarks: $(nproc) cores, $(uname -r), mosquitto $(mosquitto -h 2>/dev/null | head -1 | awk '{print $3}')"
 echo

@@ -8,7 +8,7 @@ passed=0
 failed=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-for target in request engine; do
+for target in request engine journal record; do
     "$out/fuzz/replay_$target" "fuzz/corpus/$target" || failed=$((failed + 1))
 done
 for suite in unit integration; do
@@ -25,6 +25,12 @@ for suite in unit integration; do
     passed=$((passed + p))
     failed=$((failed + f))
 done
+echo "== install"
+if scripts/check-install.sh "$(pwd)/build/install-check"; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1))
+fi
 echo "== all tests"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

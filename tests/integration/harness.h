@@ -69,6 +69,10 @@ struct client {
 };
 
 uint64_t now_ms(void);
+/* A loopback TCP port that nobody listens on now. */
+int free_port(void);
+/* True if something accepts connections on the loopback port. */
+bool port_open(int port);
 
 /* Connect (MQTT 5 unless v311) with the given client id; fails the test if
  * the connection is not accepted within 5 s. */
@@ -118,6 +122,9 @@ void client_connect_rr(struct client *c, int port, const char *id, char *resp, s
  * correlation data corr, and response topic resp. */
 struct msg *request(struct client *c, const char *resp, const char *corr, const char *ts,
                     const char *ft, const char *const *words);
+/* The same, without waiting for the answer. */
+void request_send(struct client *c, const char *resp, const char *corr, const char *ts,
+                  const char *ft, const char *const *words);
 /* Encode words as a request payload into buf (cap bytes); returns length. */
 int encode_request(uint8_t *buf, int cap, const char *const *words, const int *lens);
 

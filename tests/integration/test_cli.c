@@ -19,24 +19,33 @@ static const char *cli_path(void)
     return p;
 }
 
-/* Run the CLI with "-p PORT" and the given arguments (NULL-terminated). */
-static void cli(struct run *r, int port, const void *in, size_t inlen, ...)
+/* Run the CLI with the arguments of ap (NULL-terminated), after "-p PORT"
+ * unless port is 0. */
+static void cli_v(struct run *r, int port, const void *in, size_t inlen, va_list ap)
 {
     char *argv[64];
     char portbuf[16];
     int n = 0;
     argv[n++] = (char *)cli_path();
-    argv[n++] = "-p";
-    snprintf(portbuf, sizeof portbuf, "%d", port);
-    argv[n++] = portbuf;
-    va_list ap;
-    va_start(ap, inlen);
+    if (port) {
+        argv[n++] = "-p";
+        snprintf(portbuf, sizeof portbuf, "%d", port);
+        argv[n++] = portbuf;
+    }
     char *a;
     while ((a = va_arg(ap, char *)) != NULL && n < 63)
         argv[n++] = a;
-    va_end(ap);
     argv[n] = NULL;
     run_cmd(argv, in, inlen, r);
+}
+
+/* Run the CLI with "-p PORT" and the given arguments (NULL-terminated). */
+static void cli(struct run *r, int port, const void *in, size_t inlen, ...)
+{
+    va_list ap;
+    va_start(ap, inlen);
+    cli_v(r, port, in, inlen, ap);
+    va_end(ap);
 }
 
 #define OUT(r, lit) ASSERT_MEM((r).out, (r).out_len, lit, sizeof(lit) - 1)
@@ -171,16 +180,18 @@ TEST(cli_commands_flags_and_exit_codes)
     ASSERT_TRUE(strncmp(r.out, "statestore ", 11) == 0);
     run_free(&r);
     broker_stop(&b);
-    /* Nobody listening: connection failure. */
+    /* Nobody listening: connection failure, with the reason. */
     cli(&r, b.port, NULL, 0, "get", "k", NULL);
     ASSERT_EQ(r.status, 4);
+    ASSERT_TRUE(strstr(r.err, ": Connection refused\n") != NULL);
     run_free(&r);
     /* A broker without the state store: timeout, also a connection failure. */
     struct broker plain = {.no_plugin = true};
     broker_start(&plain);
     cli(&r, plain.port, NULL, 0, "--timeout", "300", "get", "k", NULL);
     ASSERT_EQ(r.status, 4);
-    ASSERT_TRUE(strstr(r.err, "timed out") != NULL);
+    ASSERT_TRUE(strstr(r.err, "statestore: get: no state store answered within 300 ms: is the "
+                              "statestore plugin loaded in the broker?") != NULL);
     run_free(&r);
     broker_stop(&plain);
 }
@@ -467,5 +478,120 @@ TEST(cli_tls_flags)
     cli(&r, b.port, NULL, 0, "-h", "127.0.0.1", "--timeout", "1000", "get", "tls", NULL);
     ASSERT_EQ(r.status, 4);
     run_free(&r);
+    broker_stop(&b);
+}
+
+/* Run the CLI without -p: the port comes from STATESTORE_PORT. */
+static void cli_env(struct run *r, ...)
+{
+    va_list ap;
+    va_start(ap, r);
+    cli_v(r, 0, NULL, 0, ap);
+    va_end(ap);
+}
+
+#define ERR_HAS(r, text) ASSERT_TRUE(strstr((r).err, text) != NULL)
+
+/* Values that start with '-' (negative readings), "--" as the end of the
+ * options, usage errors that say what was wrong, and STATESTORE_PORT. */
+TEST(cli_dash_values_usage_errors_and_environment)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    char port[16];
+    snprintf(port, sizeof port, "%d", b.port);
+    ASSERT_EQ(setenv("STATESTORE_PORT", port, 1), 0);
+    struct run r;
+    cli_env(&r, "set", "temp", "-5", NULL);
+    ASSERT_EQ(r.status, 0);
+    OUT(r, "OK\n");
+    run_free(&r);
+    cli_env(&r, "get", "temp", NULL);
+    OUT(r, "-5");
+    run_free(&r);
+    /* On a terminal (script(1) gives it one) a newline follows the value. */
+    char line[1200];
+    snprintf(line, sizeof line, "%s get temp", cli_path());
+    char *tty[] = {"script", "-q", "-e", "-c", line, "/dev/null", NULL};
+    run_cmd(tty, NULL, 0, &r);
+    ASSERT_EQ(r.status, 0);
+    OUT(r, "-5\r\n");
+    run_free(&r);
+    cli_env(&r, "vdel", "temp", "-5", NULL);
+    ASSERT_EQ(r.status, 0);
+    OUT(r, "1\n");
+    run_free(&r);
+    cli_env(&r, "set", "-x", "-1.5e3", NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    cli_env(&r, "get", "-x", NULL);
+    OUT(r, "-1.5e3");
+    run_free(&r);
+    /* After "--" even an option's spelling is a value. */
+    cli_env(&r, "set", "--", "k", "--nx", NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    cli_env(&r, "get", "k", NULL);
+    OUT(r, "--nx");
+    run_free(&r);
+    cli_env(&r, "vdel", "--", "k", "--nx", NULL);
+    OUT(r, "1\n");
+    run_free(&r);
+    /* Usage errors: a message, then the command's usage line only. */
+    cli_env(&r, "-p", "70000", "get", "k", NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_STR(r.err, strlen(r.err),
+               "statestore: -p needs an integer from 1 to 65535, not \"70000\"\n"
+               "Usage: statestore [OPTIONS] COMMAND [ARGS]   (statestore --help for more)\n");
+    run_free(&r);
+    cli_env(&r, "get", "k", "--port=0", NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_STR(r.err, strlen(r.err),
+               "statestore: --port needs an integer from 1 to 65535, not \"0\"\n"
+               "Usage: statestore get KEY\n");
+    run_free(&r);
+    cli_env(&r, "del", "k", "--fencing-token", "garbage", NULL);
+    ASSERT_EQ(r.status, 64);
+    ERR_HAS(r, "statestore: --fencing-token needs a version like 1700000000000:0:node, not \"garbage\"\n");
+    run_free(&r);
+    cli_env(&r, "set", "k", "--bogus", NULL);
+    ASSERT_EQ(r.status, 64);
+    ERR_HAS(r, "unknown option --bogus");
+    run_free(&r);
+    cli_env(&r, "set", "k", NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_STR(r.err, strlen(r.err),
+               "statestore: set needs a value (an argument, -f FILE, or - for standard input)\n"
+               "Usage: statestore set KEY VALUE|-|-f FILE [--nx|--nex] [--px MS] [--fencing-token HLC]\n");
+    run_free(&r);
+    cli_env(&r, "lock", "name", NULL);
+    ASSERT_EQ(r.status, 64);
+    ERR_HAS(r, "statestore: lock: give a COMMAND after --\n");
+    run_free(&r);
+    cli_env(&r, "set", "k", "-f", "/nonexistent/value", NULL);
+    ASSERT_EQ(r.status, 64);
+    ERR_HAS(r, "statestore: cannot open /nonexistent/value: No such file or directory\n");
+    run_free(&r);
+    cli_env(&r, "--timeout", NULL);
+    ASSERT_EQ(r.status, 64);
+    ERR_HAS(r, "statestore: --timeout needs a value\n");
+    run_free(&r);
+    ASSERT_EQ(setenv("STATESTORE_PORT", "port", 1), 0);
+    cli_env(&r, "get", "k", NULL);
+    ASSERT_EQ(r.status, 64);
+    ERR_HAS(r, "statestore: STATESTORE_PORT needs an integer from 1 to 65535, not \"port\"\n");
+    run_free(&r);
+    /* -p wins over the environment. */
+    cli_env(&r, "-p", port, "get", "-x", NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    ASSERT_EQ(setenv("STATESTORE_HOST", "no-such-host.invalid", 1), 0);
+    cli_env(&r, "-p", port, "get", "k", NULL);
+    ASSERT_EQ(r.status, 4);
+    ERR_HAS(r, "cannot connect to no-such-host.invalid:");
+    ERR_HAS(r, ": unknown host no-such-host.invalid\n");
+    run_free(&r);
+    unsetenv("STATESTORE_HOST");
+    unsetenv("STATESTORE_PORT");
     broker_stop(&b);
 }

@@ -137,6 +137,23 @@ struct async_box {
     bool applied[8];
 };
 
+/* Completions so far, read under the box's lock (the callbacks run on the
+ * client's network thread). */
+static int box_done(struct async_box *a)
+{
+    pthread_mutex_lock(&a->mu);
+    int n = a->done;
+    pthread_mutex_unlock(&a->mu);
+    return n;
+}
+
+static void box_reset(struct async_box *a)
+{
+    pthread_mutex_lock(&a->mu);
+    a->done = 0;
+    pthread_mutex_unlock(&a->mu);
+}
+
 static void async_cb(void *ud, const ss_client_result *r)
 {
     struct async_box *a = ud;
@@ -158,9 +175,9 @@ TEST(client_async_calls_and_timeout)
     ASSERT_EQ(ss_client_vdel_async(c, "a", 1, "1", 1, NULL, async_cb, &a), SS_OK);
     ASSERT_EQ(ss_client_del_async(c, "a", 1, NULL, async_cb, &a), SS_OK);
     ASSERT_EQ(ss_client_keynotify_async(c, "a", 1, false, async_cb, &a), SS_OK);
-    for (int i = 0; i < 300 && a.done < 5; i++)
+    for (int i = 0; i < 300 && box_done(&a) < 5; i++)
         usleep(10000);
-    ASSERT_EQ(a.done, 5);
+    ASSERT_EQ(box_done(&a), 5);
     for (int i = 0; i < 5; i++)
         ASSERT_EQ(a.status[i], SS_OK);
     ASSERT_TRUE(a.applied[0] && a.applied[2] && !a.applied[3] && a.applied[4]);
@@ -179,16 +196,63 @@ TEST(client_async_calls_and_timeout)
     ASSERT_EQ(ss_client_get(c, "a", 1, &r), SS_E_TIMEOUT);
     ASSERT_TRUE(now_ms() - t0 >= 300);
     ss_client_result_free(&r);
-    a.done = 0;
+    box_reset(&a);
     ASSERT_EQ(ss_client_get_async(c, "a", 1, async_cb, &a), SS_OK);
-    for (int i = 0; i < 300 && a.done < 1; i++)
+    for (int i = 0; i < 300 && box_done(&a) < 1; i++)
         usleep(10000);
-    ASSERT_EQ(a.done, 1);
+    ASSERT_EQ(box_done(&a), 1);
     ASSERT_EQ(a.status[0], SS_E_TIMEOUT);
     ss_client_close(c);
     broker_stop(&plain);
     /* Nobody listening at all: connect fails. */
     ASSERT_EQ(ss_client_connect(&o, &c), SS_E_CONNECTION);
+}
+
+struct blocked_call {
+    ss_client *c;
+    int rc;
+    uint64_t returned_ms;
+};
+
+static void *blocked_get(void *arg)
+{
+    struct blocked_call *b = arg;
+    ss_client_result r;
+    b->rc = ss_client_get(b->c, "a", 1, &r);
+    b->returned_ms = now_ms();
+    ss_client_result_free(&r);
+    return NULL;
+}
+
+/* Closing a client while other threads wait in blocking calls: each call
+ * returns SS_E_CONNECTION at once, and the client is freed only after the
+ * last has left (under AddressSanitizer a use after free would abort).
+ * Several waiters, so that some are still waking when close goes on. */
+TEST(client_close_while_calls_wait)
+{
+    struct broker plain = {.no_plugin = true};
+    broker_start(&plain);
+    enum { WAITERS = 8 };
+    for (int round = 0; round < 10; round++) {
+        ss_client_options o = {.host = "127.0.0.1", .port = plain.port, .timeout_ms = 10000};
+        ss_client *c;
+        ASSERT_EQ(ss_client_connect(&o, &c), SS_OK);
+        struct blocked_call b[WAITERS];
+        pthread_t t[WAITERS];
+        for (int i = 0; i < WAITERS; i++) {
+            b[i] = (struct blocked_call){.c = c, .rc = 1};
+            ASSERT_EQ(pthread_create(&t[i], NULL, blocked_get, &b[i]), 0);
+        }
+        usleep(50000); /* well inside the calls: none may start once close has begun */
+        uint64_t t0 = now_ms();
+        ss_client_close(c);
+        for (int i = 0; i < WAITERS; i++) {
+            ASSERT_EQ(pthread_join(t[i], NULL), 0);
+            ASSERT_EQ(b[i].rc, SS_E_CONNECTION);
+            ASSERT_TRUE(b[i].returned_ms - t0 < 5000);
+        }
+    }
+    broker_stop(&plain);
 }
 
 TEST(client_notifications_and_reconnect)
@@ -423,7 +487,7 @@ struct fake {
 /* Start a GET, take the request, answer it with payload and status. */
 static void fake_round_ts(struct fake *f, const char *payload, const char *stat, const char *ts)
 {
-    f->box.done = 0;
+    box_reset(&f->box);
     ASSERT_EQ(ss_client_get_async(f->c, "k", 1, async_cb, &f->box), SS_OK);
     struct msg *m = client_wait(&f->srv, 3000);
     ASSERT_TRUE(m != NULL);
@@ -436,10 +500,10 @@ static void fake_round_ts(struct fake *f, const char *payload, const char *stat,
     snprintf(topic, sizeof topic, "%s", m->response_topic);
     ASSERT_EQ(client_publish(&f->srv, topic, payload, (int)strlen(payload), 1, false, props), 0);
     mosquitto_property_free_all(&props);
-    for (int i = 0; i < 300 && f->box.done == 0; i++) {
+    for (int i = 0; i < 300 && box_done(&f->box) == 0; i++) {
         client_drain(&f->srv, 5);
     }
-    ASSERT_EQ(f->box.done, 1);
+    ASSERT_EQ(box_done(&f->box), 1);
 }
 
 static void fake_round(struct fake *f, const char *payload, const char *stat)
@@ -511,7 +575,7 @@ TEST(client_wire_format_and_error_mapping)
     /* (that request stays unanswered: it times out on its own) */
 
     /* Error texts: known ones map to their code, unknown ones are kept. */
-    f.box.done = 0;
+    box_reset(&f.box);
     ASSERT_EQ(ss_client_get_async(f.c, "k", 1, text_cb, &f.box), SS_OK);
     m = client_wait(&f.srv, 3000);
     mosquitto_property *props = NULL;
@@ -521,7 +585,7 @@ TEST(client_wire_format_and_error_mapping)
     snprintf(topic, sizeof topic, "%s", m->response_topic);
     client_publish(&f.srv, topic, "-ERR something brand new\r\n", 26, 1, false, props);
     mosquitto_property_free_all(&props);
-    for (int i = 0; i < 300 && f.box.done == 0; i++)
+    for (int i = 0; i < 300 && box_done(&f.box) == 0; i++)
         client_drain(&f.srv, 5);
     ASSERT_EQ(f.box.status[0], SS_E_SERVER);
     ASSERT_STR(fake_text, strlen(fake_text), "something brand new");

@@ -182,3 +182,76 @@ TEST(security_key_authorization_and_reload)
     ASSERT_TRUE(broker_start_fails(&bad) != 0);
     ASSERT_TRUE(broker_log_has(&bad, "line 2"));
 }
+
+/* The .NET SDK subscribes to PREFIX/<raw client id>/command/notify (raw,
+ * not HEX; no wildcard: it can never match) before KEYNOTIFY, and its
+ * observe call fails if that is refused. Every filter that cannot match
+ * another client's notification topics is accepted, those that could are
+ * refused, and notifications still reach only their own client. */
+TEST(security_dotnet_notify_subscription)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct client net, spy;
+    char rn[64], rs[64], f[512];
+    client_connect_rr(&net, b.port, "dotnet-client", rn, sizeof rn);
+    client_connect_rr(&spy, b.port, "spy", rs, sizeof rs);
+    /* The exact .NET filter, then KEYNOTIFY. */
+    snprintf(f, sizeof f, "%s/dotnet-client/command/notify", NOTIFY);
+    ASSERT_TRUE(client_subscribe_rc(&net, f) < 0x80);
+    struct msg *m = request(&net, rn, "1", NULL, NULL, W("KEYNOTIFY", "k"));
+    PAYLOAD(m, "+OK\r\n");
+    /* The spy may subscribe to the same string (it matches nothing) and to
+     * '#', but to nothing that could match the .NET client's notifications:
+     * HEX("dotnet-client") is 646F746E65742D636C69656E74. */
+    ASSERT_TRUE(client_subscribe_rc(&spy, f) < 0x80);
+    ASSERT_TRUE(client_subscribe_rc(&spy, "#") < 0x80);
+    static const char *const refused[] = {
+        "/646F746E65742D636C69656E74/command/notify/6B",
+        "/646F746E65742D636C69656E74/command/notify/+",
+        "/646F746E65742D636C69656E74/command/#",
+        "/646F746E65742D636C69656E74/+/+/+",
+        "/646F746E65742D636C69656E74/#",
+        "/+/command/notify/6B",
+        "/+/+/+/+",
+        "/#",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        snprintf(f, sizeof f, "%s%s", NOTIFY, refused[i]);
+        ASSERT_EQ(client_subscribe_rc(&spy, f), MQTT_RC_NOT_AUTHORIZED);
+    }
+    /* Filters no notification topic can match: not upper-case hex pairs, a
+     * level short, a level too many, a key that is no HEX(key). */
+    static const char *const accepted[] = {
+        "/dotnet-client/command/notify/#",
+        "/646f746e65742d636c69656e74/command/notify/+",
+        "/646F746E65742D636C69656E7/command/notify/+",
+        "/646F746E65742D636C69656E74/command/notify",
+        "/+/command/notify",
+        "/646F746E65742D636C69656E74/command/notify/6B/x",
+        "/+/command/notify/k",
+        "/+/command/invoke/+",
+        "/737079/command/notify/#", /* HEX("spy"): its own */
+    };
+    for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
+        snprintf(f, sizeof f, "%s%s", NOTIFY, accepted[i]);
+        ASSERT_TRUE(client_subscribe_rc(&spy, f) < 0x80);
+    }
+    /* A change: the .NET client is told, on its HEX topic; the spy, with all
+     * those subscriptions, sees only its own answer. */
+    m = request(&spy, rs, "2", NULL, NULL, W("SET", "k", "v"));
+    PAYLOAD(m, "+OK\r\n");
+    m = client_wait(&net, 2000);
+    ASSERT_TRUE(m != NULL);
+    snprintf(f, sizeof f, "%s/646F746E65742D636C69656E74/command/notify/6B", NOTIFY);
+    ASSERT_MEM(m->topic, strlen(m->topic), f, strlen(f));
+    PAYLOAD(m, "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\nv\r\n");
+    int foreign = 0;
+    while ((m = client_wait(&spy, 300)) != NULL)
+        if (strncmp(m->topic, NOTIFY, strlen(NOTIFY)) == 0)
+            foreign++;
+    ASSERT_EQ(foreign, 0);
+    client_close(&net);
+    client_close(&spy);
+    broker_stop(&b);
+}

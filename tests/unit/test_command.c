@@ -101,3 +101,29 @@ TEST(command_errors)
     ASSERT_EQ(PARSE(&c, "SET", "k", "v", "NXX"), SS_E_SYNTAX);
     ASSERT_EQ(PARSE(&c, "KEYNOTIFY", "k", "STOPP"), SS_E_SYNTAX);
 }
+
+/* The command table's traits, verb by verb: key access for authorization,
+ * fencing token, timestamp, and whether a resend gets its first answer. */
+TEST(command_traits)
+{
+    const struct {
+        int type;
+        bool writes, fenced, needs_ts, remembered;
+    } want[] = {
+        {SS_CMD_SET, true, true, true, true},
+        {SS_CMD_GET, false, false, false, false},
+        {SS_CMD_DEL, true, true, false, true},
+        {SS_CMD_VDEL, true, true, false, true},
+        {SS_CMD_KEYNOTIFY, false, false, false, true},
+        {0, false, false, false, true}, /* did not parse: its error is remembered */
+        {99, false, false, false, true},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const ss_command_traits *t = ss_command_traits_of(want[i].type);
+        ASSERT_TRUE(t != NULL);
+        ASSERT_EQ(t->writes, want[i].writes);
+        ASSERT_EQ(t->fenced, want[i].fenced);
+        ASSERT_EQ(t->needs_ts, want[i].needs_ts);
+        ASSERT_EQ(t->remembered, want[i].remembered);
+    }
+}

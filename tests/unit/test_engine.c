@@ -159,20 +159,22 @@ TEST(engine_protocol_example)
     struct fx f;
     fx_init(&f);
     f.now = 1696374425000ull;
+    /* PROTOCOL.md 4's example with identical clocks; a request stamped in the
+     * millisecond it arrives gets the next millisecond, counter 0 (hlc.h). */
     run(&f, "1696374425000:0:CLIENT", NULL, "SET", "testkey", "testvalue", NULL);
     RESP(&f, "+OK\r\n");
-    VERSION(&f, "1696374425000:1:StateStore");
-    EVENTS(&f, "SET testkey=testvalue @1696374425000:1:StateStore\n");
+    VERSION(&f, "1696374425001:0:StateStore");
+    EVENTS(&f, "SET testkey=testvalue @1696374425001:0:StateStore\n");
     run(&f, "1696374425000:0:CLIENT", NULL, "GET", "testkey", NULL);
     RESP(&f, "$9\r\ntestvalue\r\n");
-    VERSION(&f, "1696374425000:1:StateStore");
+    VERSION(&f, "1696374425001:0:StateStore");
     run(&f, NULL, NULL, "GET", "missing", NULL);
     RESP(&f, "$-1\r\n");
     NO_VERSION(&f);
     run(&f, NULL, NULL, "DEL", "testkey", NULL);
     RESP(&f, ":1\r\n");
-    VERSION(&f, "1696374425000:1:StateStore");
-    EVENTS(&f, "DELETE testkey @1696374425000:1:StateStore\n");
+    VERSION(&f, "1696374425001:0:StateStore");
+    EVENTS(&f, "DELETE testkey @1696374425001:0:StateStore\n");
     run(&f, NULL, NULL, "DEL", "testkey", NULL);
     RESP(&f, ":0\r\n");
     NO_VERSION(&f);
@@ -250,7 +252,7 @@ TEST(engine_every_error_text)
     run(&f, now_ts(&f), NULL, "SET", "b", "v", NULL);
     RESP(&f, "-ERR the quota has been exceeded\r\n");
     NO_VERSION(&f);
-    EVENTS(&f, "SET a=v @1700000000000:2:StateStore\n"); /* the clock resumed */
+    EVENTS(&f, "SET a=v @1700000000002:0:StateStore\n"); /* the clock resumed */
     run(&f, NULL, NULL, "GET", "b", NULL);
     RESP(&f, "$-1\r\n");
     fx_free(&f);
@@ -263,23 +265,23 @@ TEST(engine_nx_nex)
     const char *ts = now_ts(&f);
     run(&f, ts, NULL, "SET", "lock", "me", "NX", NULL);
     RESP(&f, "+OK\r\n");
-    VERSION(&f, "1700000000000:1:StateStore");
+    VERSION(&f, "1700000000001:0:StateStore");
     run(&f, ts, NULL, "SET", "lock", "me", "NX", NULL);
     RESP(&f, ":-1\r\n");
-    VERSION(&f, "1700000000000:1:StateStore"); /* the current version */
+    VERSION(&f, "1700000000001:0:StateStore"); /* the current version */
     run(&f, ts, NULL, "SET", "lock", "other", "NEX", NULL);
     RESP(&f, ":-1\r\n");
-    VERSION(&f, "1700000000000:1:StateStore");
-    EVENTS(&f, "SET lock=me @1700000000000:1:StateStore\n");
+    VERSION(&f, "1700000000001:0:StateStore");
+    EVENTS(&f, "SET lock=me @1700000000001:0:StateStore\n");
     run(&f, ts, NULL, "SET", "lock", "me", "nex", NULL);
     RESP(&f, "+OK\r\n");
-    VERSION(&f, "1700000000000:2:StateStore");
+    VERSION(&f, "1700000000002:0:StateStore");
     run(&f, ts, NULL, "SET", "fresh", "x", "NEX", NULL);
     RESP(&f, "+OK\r\n");
     run(&f, NULL, NULL, "GET", "lock", NULL);
     RESP(&f, "$2\r\nme\r\n");
-    VERSION(&f, "1700000000000:2:StateStore");
-    EVENTS(&f, "SET lock=me @1700000000000:2:StateStore\nSET fresh=x @1700000000000:3:StateStore\n");
+    VERSION(&f, "1700000000002:0:StateStore");
+    EVENTS(&f, "SET lock=me @1700000000002:0:StateStore\nSET fresh=x @1700000000003:0:StateStore\n");
     fx_free(&f);
 }
 
@@ -297,7 +299,7 @@ TEST(engine_px_and_expiry_at_exact_millisecond)
     run(&f, NULL, NULL, "GET", "k", NULL);
     RESP(&f, "$-1\r\n");
     NO_VERSION(&f);
-    EVENTS(&f, "DELETE k @1700000000000:1:StateStore expired\n");
+    EVENTS(&f, "DELETE k @1700000000001:0:StateStore expired\n");
     run(&f, NULL, NULL, "DEL", "k", NULL);
     RESP(&f, ":0\r\n");
     EVENTS(&f, "");
@@ -311,11 +313,11 @@ TEST(engine_px_and_expiry_at_exact_millisecond)
     ASSERT_EQ(ss_engine_commit(f.eng, f.now), SS_OK);
     ASSERT_EQ(ss_engine_expire(f.eng, T0 + 2009, 100), 0);
     ASSERT_EQ(ss_engine_expire(f.eng, T0 + 2020, 100), 2);
-    EVENTS(&f, "DELETE a @1700000002000:2:StateStore expired\n"
-               "DELETE b @1700000002000:1:StateStore expired\n");
+    EVENTS(&f, "DELETE a @1700000002002:0:StateStore expired\n"
+               "DELETE b @1700000002001:0:StateStore expired\n");
     ASSERT_EQ(ss_engine_expire(f.eng, T0 + 5000, 0), 0); /* bounded work */
     ASSERT_EQ(ss_engine_expire(f.eng, T0 + 5000, 100), 1);
-    EVENTS(&f, "DELETE c @1700000002000:3:StateStore expired\n");
+    EVENTS(&f, "DELETE c @1700000002003:0:StateStore expired\n");
     fx_free(&f);
 }
 
@@ -364,7 +366,7 @@ TEST(engine_fencing)
     run(&f, ts, "1700000000000:0:StateStore", "SET", "res", "v3", NULL);
     RESP(&f, "-ERR the request fencing token is a lower version than the fencing token "
              "protecting the resource\r\n");
-    run(&f, ts, "1700000000000:1:StateStorf", "SET", "res", "v3", NULL); /* newer by node id */
+    run(&f, ts, "1700000000001:0:StateStorf", "SET", "res", "v3", NULL); /* newer by node id */
     RESP(&f, "+OK\r\n");
     run(&f, ts, token, "SET", "res", "v4", NULL); /* the old token is now lower */
     ASSERT_EQ(f.status, SS_E_FT_LOWER);
@@ -377,7 +379,7 @@ TEST(engine_fencing)
     /* DEL and VDEL are fenced too. */
     run(&f, ts, NULL, "DEL", "res", NULL);
     ASSERT_EQ(f.status, SS_E_FT_REQUIRED);
-    run(&f, ts, "1700000000000:1:StateStorf", "VDEL", "res", "v5", NULL);
+    run(&f, ts, "1700000000001:0:StateStorf", "VDEL", "res", "v5", NULL);
     ASSERT_EQ(f.status, SS_E_FT_LOWER);
     run(&f, ts, "1700000060000:0:c", "VDEL", "res", "wrong", NULL);
     RESP(&f, ":-1\r\n");
@@ -413,8 +415,8 @@ TEST(engine_vdel_answers)
     EVENTS(&f, "");
     run(&f, NULL, NULL, "VDEL", "k", "v", NULL);
     RESP(&f, ":1\r\n");
-    VERSION(&f, "1700000000000:1:StateStore");
-    EVENTS(&f, "DELETE k @1700000000000:1:StateStore\n");
+    VERSION(&f, "1700000000001:0:StateStore");
+    EVENTS(&f, "DELETE k @1700000000001:0:StateStore\n");
     fx_free(&f);
 }
 
@@ -589,7 +591,7 @@ TEST(engine_quota_bytes_and_persistence)
     fx_open(&f);
     run(&f, NULL, NULL, "GET", "a", NULL);
     RESP(&f, "$10\r\n0123456789\r\n");
-    VERSION(&f, "1700000000000:1:StateStore");
+    VERSION(&f, "1700000000001:0:StateStore");
     run(&f, NULL, NULL, "GET", "b", NULL);
     RESP(&f, "$-1\r\n");
     run(&f, now_ts(&f), NULL, "DEL", "a", NULL); /* token survived */

@@ -177,6 +177,75 @@ TEST(hlc_clock_counter_limit)
     ASSERT_EQ(c.wall, 2001);
 }
 
+TEST(hlc_clock_issue)
+{
+    ss_clock c;
+    ASSERT_EQ(ss_clock_init(&c, "StateStore", 10), SS_OK);
+    /* A request stamped in the millisecond it arrives: the next millisecond,
+     * counter 0 (not the same millisecond with counter 1). */
+    ss_hlc ts = hlc("1696374425000:0:CLIENT");
+    ss_hlc v = ss_clock_issue(&c, 1696374425000ull, &ts, NULL);
+    check_format(&v, "1696374425001:0:StateStore");
+    /* A request behind real time: real time, counter 0. */
+    ts = hlc("1696374425500:3:CLIENT");
+    v = ss_clock_issue(&c, 1696374426000ull, &ts, NULL);
+    check_format(&v, "1696374426000:0:StateStore");
+    /* Renewals seconds apart differ only in the wall clock, whether or not
+     * the request falls in the server's millisecond. */
+    ts = hlc("1696374428000:0:CLIENT");
+    v = ss_clock_issue(&c, 1696374428000ull, &ts, NULL);
+    check_format(&v, "1696374428001:0:StateStore");
+    ts = hlc("1696374430000:0:CLIENT");
+    v = ss_clock_issue(&c, 1696374430001ull, &ts, NULL);
+    check_format(&v, "1696374430001:0:StateStore");
+    /* Several versions in one millisecond borrow later milliseconds. */
+    v = ss_clock_issue(&c, 1696374430001ull, NULL, NULL);
+    check_format(&v, "1696374430002:0:StateStore");
+    /* A previous version with a huge counter and a larger node id. */
+    ss_hlc prev = hlc("1696374430002:4294967295:ZZZZ");
+    v = ss_clock_issue(&c, 1696374430001ull, NULL, &prev);
+    check_format(&v, "1696374430003:0:StateStore");
+    ASSERT_EQ(ss_hlc_compare(&v, &prev), 1);
+    /* A request ahead of us (within the skew, beyond the lead): its wall
+     * clock with the counter raised, as by the receive rule. */
+    ts = hlc("1696374440000:7:CLIENT");
+    v = ss_clock_issue(&c, 1696374430001ull, &ts, NULL);
+    check_format(&v, "1696374440000:8:StateStore");
+    /* Still beyond the lead: counting goes on at that millisecond... */
+    v = ss_clock_issue(&c, 1696374430001ull, NULL, NULL);
+    check_format(&v, "1696374440000:9:StateStore");
+    /* ...until real time comes within the lead again. */
+    v = ss_clock_issue(&c, 1696374440000ull - SS_HLC_MAX_LEAD_MS + 1, NULL, NULL);
+    check_format(&v, "1696374440001:0:StateStore");
+}
+
+TEST(hlc_clock_issue_bursts)
+{
+    ss_clock c;
+    ss_clock_init(&c, "N", 1);
+    /* Many versions in one millisecond: strictly increasing, never more
+     * than the lead ahead of real time, counting once the lead is used up. */
+    ss_hlc prev = ss_clock_issue(&c, 5000, NULL, NULL);
+    for (unsigned i = 0; i < 3 * SS_HLC_MAX_LEAD_MS; i++) {
+        ss_hlc ts = prev;
+        ss_hlc v = ss_clock_issue(&c, 5000, i % 2 ? &ts : NULL, NULL);
+        ASSERT_EQ(ss_hlc_compare(&v, &prev), 1);
+        ASSERT_TRUE(v.wall <= 5000 + SS_HLC_MAX_LEAD_MS);
+        ASSERT_TRUE(v.counter == 0 || v.wall == 5000 + SS_HLC_MAX_LEAD_MS);
+        prev = v;
+    }
+    ASSERT_TRUE(prev.counter > 0);
+    /* The counter limit still moves on to the next millisecond. */
+    ss_clock_restore(&c, 9000, SS_HLC_COUNTER_MAX);
+    ss_hlc v = ss_clock_issue(&c, 8000, NULL, NULL);
+    ASSERT_EQ(v.wall, 9001);
+    ASSERT_EQ(v.counter, 0);
+    /* A clock that went back: versions keep growing. */
+    v = ss_clock_issue(&c, 1, NULL, NULL);
+    ASSERT_EQ(v.wall, 9001);
+    ASSERT_EQ(v.counter, 1);
+}
+
 TEST(hlc_skew_and_node_checks)
 {
     uint64_t now = 1700000000000ull;

@@ -390,3 +390,119 @@ TEST(store_checkpoint_by_time_and_by_size)
     ASSERT_EQ(ss_store_key_count(s), 6);
     ss_store_close(s);
 }
+
+/* A failed fsync of the journal is not papered over by a later one that
+ * succeeds (after an fsync error the kernel may have dropped the pages it
+ * could not write): the writes since the last good sync count as not on
+ * disk until a checkpoint, due at once, has written the whole state into
+ * the data file. */
+TEST(store_failed_fsync_needs_a_checkpoint)
+{
+    ss_store_options o = journaled();
+    o.external_sync = true;
+    o.sync_interval_ms = 10;
+    o.fail_sync_at = 1;
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ss_record r = rec_of("v", 1, 0);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_put(s, B("a"), &r), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 1000), SS_OK);
+    ASSERT_TRUE(!ss_store_all_synced(s));
+    ASSERT_TRUE(!ss_store_checkpoint_due(s, 1000));
+    ASSERT_TRUE(ss_store_sync_start(s, 1000));
+    int rc = ss_store_sync_run(s); /* the injected failure */
+    ASSERT_EQ(rc, SS_E_IO);
+    ss_store_sync_done(s, rc);
+    ASSERT_TRUE(ss_store_sync_lost(s));
+    ASSERT_TRUE(strstr(ss_store_cause(s), "fsync of the journal: Input/output error") != NULL);
+    /* Due at once, though the interval is an hour. */
+    ASSERT_TRUE(ss_store_checkpoint_due(s, 1001));
+    /* A later sync that succeeds proves nothing about the lost pages. */
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_put(s, B("b"), &r), SS_OK);
+    ASSERT_EQ(ss_store_commit_prepare(s, 1001, false), SS_OK); /* no checkpoint here */
+    ASSERT_EQ(ss_store_commit_finish(s, ss_store_commit_run(s), 1001), SS_OK);
+    ASSERT_TRUE(ss_store_sync_start(s, 1020));
+    rc = ss_store_sync_run(s);
+    ASSERT_EQ(rc, SS_OK);
+    ss_store_sync_done(s, rc);
+    ASSERT_TRUE(!ss_store_all_synced(s));
+    ASSERT_TRUE(ss_store_sync_lost(s));
+    /* The checkpoint covers everything. */
+    ASSERT_TRUE(ss_store_checkpoint_due(s, 1021));
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 1021), SS_OK);
+    ASSERT_EQ(journal_size(), 0);
+    ASSERT_TRUE(!ss_store_sync_lost(s));
+    ASSERT_TRUE(ss_store_all_synced(s));
+    ss_store_close(s);
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ASSERT_EQ(ss_store_key_count(s), 2);
+    ss_store_close(s);
+}
+
+/* An injected failure of the Nth journal write fails that batch only, and
+ * leaves the store as the last good commit left it. */
+TEST(store_injected_write_failure_fails_one_batch)
+{
+    ss_store_options o = journaled();
+    o.fail_write_at = 2;
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ss_record r = rec_of("v", 1, 0);
+    const char *keys[] = {"a", "b", "c"};
+    int want[] = {SS_OK, SS_E_IO, SS_OK};
+    for (int i = 0; i < 3; i++) {
+        ASSERT_EQ(ss_store_begin(s), SS_OK);
+        ASSERT_EQ(ss_store_put(s, B(keys[i]), &r), SS_OK);
+        ASSERT_EQ(ss_store_commit(s, 10 + i), want[i]);
+    }
+    ASSERT_TRUE(strstr(ss_store_cause(s), "injected") != NULL);
+    ss_store_close(s);
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ASSERT_EQ(ss_store_key_count(s), 2);
+    ss_record got;
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_get(s, B("b"), &got), SS_E_NOTFOUND);
+    ASSERT_EQ(ss_store_get(s, B("c"), &got), SS_OK);
+    ss_store_abort(s);
+    ss_store_close(s);
+}
+
+/* One batch is one journal frame, whose length must stay replayable:
+ * overwrites (which the quota does not count) cannot pile up past
+ * batch_max_bytes. The put past it is refused and the batch goes on. */
+TEST(store_batch_bytes_bounded)
+{
+    ss_store_options o = journaled();
+    o.batch_max_bytes = 16384;
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    static char big[3001];
+    memset(big, 'o', 3000);
+    ss_record r = rec_of(big, 1, 0);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    int ok = 0;
+    for (int i = 0; i < 10; i++) {
+        int rc = ss_store_put(s, B("same"), &r); /* overwrites: no quota growth */
+        if (rc == SS_E_QUOTA)
+            break;
+        ASSERT_EQ(rc, SS_OK);
+        ok++;
+    }
+    ASSERT_TRUE(ok >= 3 && ok < 10);
+    ASSERT_TRUE(strstr(ss_store_cause(s), "one batch may journal at most 16384 bytes") != NULL);
+    ss_record small = rec_of("s", 2, 0);
+    ASSERT_EQ(ss_store_put(s, B("other"), &small), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 10), SS_OK);
+    ASSERT_TRUE(journal_size() <= 16384);
+    /* The next batch starts from an empty frame. */
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_put(s, B("same"), &r), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 11), SS_OK);
+    ss_store_close(s);
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ASSERT_EQ(ss_store_key_count(s), 2);
+    ss_store_close(s);
+}

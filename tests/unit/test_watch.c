@@ -87,7 +87,7 @@ TEST(dedup_first_answer_within_window)
     ASSERT_TRUE(fp != ss_dedup_id(d, B("c2"), B("corr"), parts, 2));
     ASSERT_TRUE(fp != ss_dedup_id(d, B("cc"), B("orr"), parts, 2));
     ASSERT_EQ(fp, ss_dedup_id(d, B("c"), B("corr"), parts, 2));
-    ss_dedup_answer a = {B("+OK\r\n"), B("1:0:n")}, got;
+    ss_dedup_answer a = {.payload = B("+OK\r\n"), .version = B("1:0:n")}, got;
     ASSERT_EQ(ss_dedup_find(d, B("c"), B("corr"), fp, 1000, &got), 0);
     ASSERT_EQ(ss_dedup_put(d, B("c"), B("corr"), fp, 1000, &a), SS_OK);
     ASSERT_EQ(ss_dedup_find(d, B("c"), B("corr"), fp, 10999, &got), 1);
@@ -131,14 +131,14 @@ TEST(dedup_entries_span_blocks)
         if (i == 2000)
             mark = ss_dedup_mark(d);
         snprintf(corr, sizeof corr, "c%d", i);
-        ss_dedup_answer a = {{value, span_len(i)}, B("")};
+        ss_dedup_answer a = {.payload = {value, span_len(i)}, .version = B("")};
         ASSERT_EQ(ss_dedup_put(d, B("cl"), B(corr), (uint64_t)i, (uint64_t)i, &a), SS_OK);
     }
     ss_dedup_forget_since(d, mark);
     ASSERT_EQ(ss_dedup_count(d), 2000);
     for (int i = 0; i < 2000; i++) { /* new answers take the forgotten room */
         snprintf(corr, sizeof corr, "n%d", i);
-        ss_dedup_answer a = {{value + 7, 50}, B("v")};
+        ss_dedup_answer a = {.payload = {value + 7, 50}, .version = B("v")};
         ASSERT_EQ(ss_dedup_put(d, B("cl"), B(corr), (uint64_t)i, 2500, &a), SS_OK);
     }
     ss_dedup_expire(d, 2500); /* the entries put at times 0..1500 */
@@ -165,7 +165,7 @@ TEST(dedup_bounded_and_forget)
     ss_dedup_limits lim = {10000, 10, 4096};
     ss_dedup *d;
     ASSERT_EQ(ss_dedup_new(&lim, &d), SS_OK);
-    ss_dedup_answer a = {B(":1\r\n"), B("")}, got;
+    ss_dedup_answer a = {.payload = B(":1\r\n"), .version = B("")}, got;
     char corr[16];
     for (int i = 0; i < 100; i++) {
         snprintf(corr, sizeof corr, "c%d", i);
@@ -184,7 +184,7 @@ TEST(dedup_bounded_and_forget)
     ASSERT_EQ(ss_dedup_find(d, B("cl"), B("c99"), 7, 1000, &got), 1);
     /* Too big to keep: not kept, not an error. */
     static uint8_t big[8192];
-    ss_dedup_answer huge = {{big, sizeof big}, B("")};
+    ss_dedup_answer huge = {.payload = {big, sizeof big}, .version = B("")};
     ASSERT_EQ(ss_dedup_put(d, B("cl"), B("big"), 7, 1000, &huge), SS_OK);
     ASSERT_EQ(ss_dedup_find(d, B("cl"), B("big"), 7, 1000, &got), 0);
     ss_dedup_free(d);

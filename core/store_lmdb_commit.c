@@ -1,0 +1,449 @@
+/* store_lmdb_commit.c - batches and commits: the journal frame's write,
+ * checkpoints and their backoff, the journal's reserve, the periodic
+ * fsync. See store_lmdb.h. */
+#define _GNU_SOURCE /* fallocate */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "bigendian.h"
+#include "errors.h"
+#include "journal.h"
+#include "store_lmdb.h"
+
+/* The counters' meta records: charged bytes and the persisted clock.
+ * They change with nearly every batch. A batch only logs them in its
+ * frame (a replay puts them back into the transaction); a checkpoint puts
+ * them into the transaction, and so into the file. That spares every batch
+ * two B-tree writes. */
+static void ss_lmdb__counters_encode(const ss_store *s, uint8_t b[8], uint8_t c[12])
+{
+    ss_put_be(b, s->bytes, 8);
+    ss_put_be(c, s->clock_wall, 8);
+    ss_put_be(c + 8, s->clock_counter, 4);
+}
+
+static int ss_lmdb__counters_put(ss_store *s)
+{
+    uint8_t b[8], c[12];
+    ss_lmdb__counters_encode(s, b, c);
+    MDB_val kb = {5, "bytes"}, vb = {8, b}, kc = {5, "clock"}, vc = {12, c};
+    int rc = mdb_put(s->txn, s->db_meta, &kb, &vb, 0);
+    if (rc == 0)
+        rc = mdb_put(s->txn, s->db_meta, &kc, &vc, 0);
+    return rc == 0 ? SS_OK : ss_lmdb__fail(s, rc);
+}
+
+static int ss_lmdb__counters_log(ss_store *s)
+{
+    uint8_t b[8], c[12];
+    ss_lmdb__counters_encode(s, b, c);
+    MDB_val kb = {5, "bytes"}, vb = {8, b}, kc = {5, "clock"}, vc = {12, c};
+    int rc = SS_OK;
+    if (s->bytes != s->committed_bytes)
+        rc = ss_lmdb__log(s, SS_JOP_PUT, SS_DB_META, &kb, &vb);
+    if (rc == SS_OK && (s->clock_wall != s->committed_wall || s->clock_counter != s->committed_counter))
+        rc = ss_lmdb__log(s, SS_JOP_PUT, SS_DB_META, &kc, &vc);
+    return rc;
+}
+
+/* Failure injection (testing aids, store.h): true when this journal write
+ * or fsync is the one to fail. */
+static bool ss_lmdb__inject(uint64_t *tried, uint64_t at)
+{
+    return at != 0 && ++*tried == at;
+}
+
+/* Make sure n more bytes of journal have their space. The journal keeps
+ * SS_JOURNAL_RESERVE bytes allocated beyond what it holds (fallocate with
+ * KEEP_SIZE: the file's size does not change, so a replay never reads
+ * it). When the filesystem is full and that reserve cannot be renewed, a
+ * batch that grows the store is refused with SS_E_QUOTA, but one that
+ * does not (deletes, smaller values) may use the reserve: a full store
+ * can still be shrunk, and the disk's owner gets time to make room. */
+static int ss_lmdb__journal_room(ss_store *s, size_t n, bool grows)
+{
+    if (s->jreserve_unsupported || s->jend + n + SS_JOURNAL_RESERVE <= s->jreserved)
+        return SS_OK;
+    uint64_t want = n + 2 * SS_JOURNAL_RESERVE;
+    if (fallocate(s->jfd, FALLOC_FL_KEEP_SIZE, (off_t)s->jend, (off_t)want) == 0) {
+        s->jreserved = s->jend + want;
+        return SS_OK;
+    }
+    int err = errno;
+    if (err == EOPNOTSUPP || err == ENOSYS) {
+        s->jreserve_unsupported = true; /* appends take their chance */
+        return SS_OK;
+    }
+    if ((err == ENOSPC || err == EDQUOT) && grows) {
+        ss_lmdb__cause(s, "reserving journal space (a write that grows the store is refused; "
+                          "deletes go on)", err);
+        return SS_E_QUOTA;
+    }
+    return SS_OK; /* a delete uses the reserve; the write itself tells */
+}
+
+/* A checkpoint's LMDB commit failed with rc. LMDB reports a short write
+ * as EIO, and a short write is what a full filesystem gives: so when the
+ * filesystem has less room than the journal's changes need, say that it
+ * is full, and answer as for a full journal (SS_E_QUOTA). */
+static int ss_lmdb__checkpoint_failed(ss_store *s, int rc)
+{
+    const char *what = "checkpoint (writing the journal's changes into the data file)";
+    struct statvfs fs;
+    if ((rc == EIO || rc == ENOSPC || rc == EDQUOT) && fstatvfs(s->jfd, &fs) == 0) {
+        uint64_t room = (uint64_t)fs.f_bavail * fs.f_frsize;
+        if (room < s->jend + SS_JOURNAL_RESERVE) {
+            snprintf(s->cause, sizeof s->cause,
+                     "%s: %s (%llu KiB free on the data directory's filesystem)", what,
+                     strerror(ENOSPC), (unsigned long long)(room >> 10));
+            return SS_E_QUOTA;
+        }
+    }
+    ss_lmdb__cause(s, what, rc);
+    rc = ss_lmdb__mdb_err(rc);
+    return rc == SS_E_NOTFOUND ? SS_E_IO : rc;
+}
+
+/* Commit the long transaction with LMDB's full sync, then empty the
+ * journal: its frames are all in the file now. A journal that could not be
+ * emptied is harmless (its frames are older than the checkpoint and a
+ * replay skips them); the next frames follow them. */
+static int ss_lmdb__checkpoint_run(ss_store *s)
+{
+    int rc = mdb_txn_commit(s->txn); /* also closes the cursor */
+    s->txn = NULL;
+    s->cur = NULL;
+    if (rc != 0)
+        return ss_lmdb__checkpoint_failed(s, rc);
+    /* Truncating also frees the space allocated ahead: take the reserve
+     * again at once, before anyone else can fill what was freed. */
+    if (ftruncate(s->jfd, 0) == 0) {
+        s->jend = 0;
+        s->jreserved = 0;
+        ss_lmdb__journal_room(s, 0, false);
+    }
+    return SS_OK;
+}
+
+/* Outside a batch: checkpoint now if anything is not in LMDB's file. */
+int ss_lmdb__checkpoint_now(ss_store *s)
+{
+    if (s->txn == NULL || s->batch)
+        return SS_OK;
+    uint8_t j[8];
+    ss_put_be(j, s->jseq, 8);
+    int rc = ss_lmdb__counters_put(s);
+    if (rc == SS_OK)
+        rc = ss_lmdb__meta_put(s, "journal", j, 8);
+    if (rc == SS_OK)
+        rc = ss_lmdb__checkpoint_run(s);
+    if (rc != SS_OK)
+        return rc;
+    s->ckpt_seq = s->jseq;
+    s->synced = s->commits;
+    return fdatasync(s->jfd) == 0 ? SS_OK : SS_E_IO;
+}
+
+int ss_store_begin(ss_store *s)
+{
+    ss_lmdb__forget(s);
+    if (s->committing || s->batch)
+        return SS_E_BUSY;
+    if (s->broken != SS_OK && (s->broken = ss_lmdb__reload(s, s->jend)) != SS_OK)
+        return s->broken;
+    if (s->txn == NULL) {
+        /* After a checkpoint: the next transaction starts here. */
+        int rc = mdb_txn_begin(s->env, NULL, 0, &s->txn);
+        if (rc != 0) {
+            s->txn = NULL;
+            return ss_lmdb__mdb_err(rc);
+        }
+        if (mdb_cursor_open(s->txn, s->db_keys, &s->cur) != 0) {
+            ss_lmdb__drop_txn(s);
+            return SS_E_IO;
+        }
+    }
+    /* A batch with a huge value grew the frame: do not keep that memory. */
+    if (s->frame.cap > SS_FRAME_KEEP)
+        ss_buf_free(&s->frame);
+    if (ss_jframe_reset(&s->frame) != SS_OK)
+        return SS_E_NOMEM;
+    s->batch = true;
+    s->failed = 0;
+    s->dirty = false;
+    return SS_OK;
+}
+
+bool ss_store_in_batch(const ss_store *s)
+{
+    return s->batch && !s->committing;
+}
+
+bool ss_store_batch_dirty(const ss_store *s)
+{
+    return ss_store_in_batch(s) &&
+           (s->dirty || s->bytes != s->committed_bytes || s->clock_wall != s->committed_wall ||
+            s->clock_counter != s->committed_counter);
+}
+
+/* Back to the state of the last committed batch. */
+static void ss_lmdb__rollback(ss_store *s)
+{
+    s->batch = false;
+    if (!s->dirty && ss_jframe_empty(&s->frame) && s->failed == 0) {
+        /* Nothing was written: only the clock may have moved. */
+        s->clock_wall = s->committed_wall;
+        s->clock_counter = s->committed_counter;
+        return;
+    }
+    s->broken = ss_lmdb__reload(s, s->jend);
+}
+
+void ss_store_abort(ss_store *s)
+{
+    ss_lmdb__forget(s);
+    if (s->committing || !s->batch)
+        return;
+    ss_lmdb__rollback(s);
+}
+
+/* Size first: a journal at its limit is checkpointed with any batch. The
+ * interval only makes a batch that wrote nothing a checkpoint (the tick of
+ * an idle moment), so that a client's write never waits for one because
+ * time passed: it costs two fsyncs of the data file. */
+static bool ss_lmdb__checkpoint_due(const ss_store *s, uint64_t now_ms, size_t frame_len, bool writes)
+{
+    if (s->jend == 0 && !writes && s->jseq == s->ckpt_seq)
+        return false; /* nothing outside the file */
+    /* After a failure, not before its backoff: meanwhile batches go on
+     * into the journal, past its size limit if need be. */
+    if (s->ckpt_failures && now_ms < s->ckpt_retry_ms)
+        return false;
+    /* After a failed fsync, at the first moment without writes. */
+    if (s->sync_lost && !writes)
+        return true;
+    if (s->jend + frame_len >= s->opt.journal_max_bytes)
+        return true;
+    return !writes && (now_ms < s->last_ckpt_ms ||
+                       now_ms - s->last_ckpt_ms >= s->opt.checkpoint_interval_ms);
+}
+
+bool ss_store_checkpoint_due(const ss_store *s, uint64_t now_ms)
+{
+    return !s->committing && !s->batch && s->txn != NULL && ss_lmdb__checkpoint_due(s, now_ms, 0, false);
+}
+
+int ss_store_commit_prepare(ss_store *s, uint64_t now_ms, bool may_checkpoint)
+{
+    ss_lmdb__forget(s);
+    if (s->committing || !s->batch)
+        return SS_E_BUSY;
+    int rc = s->failed;
+    bool counters = s->bytes != s->committed_bytes || s->clock_wall != s->committed_wall ||
+                    s->clock_counter != s->committed_counter;
+    bool writes = s->dirty || !ss_jframe_empty(&s->frame) || counters;
+    s->ckpt = rc == SS_OK && may_checkpoint && ss_lmdb__checkpoint_due(s, now_ms, s->frame.len, writes);
+    if (s->ckpt) {
+        /* This batch goes into the file directly, not into the journal. */
+        uint8_t j[8];
+        ss_put_be(j, s->jseq, 8);
+        rc = ss_lmdb__counters_put(s);
+        if (rc == SS_OK)
+            rc = ss_lmdb__meta_put(s, "journal", j, 8);
+        s->ckpt = rc == SS_OK;
+    } else if (rc == SS_OK && counters) {
+        rc = ss_lmdb__counters_log(s);
+    }
+    if (rc != SS_OK) {
+        ss_store_abort(s);
+        return rc;
+    }
+    if (!s->ckpt && !ss_jframe_empty(&s->frame))
+        ss_jframe_seal(&s->frame, s->jseq + 1, s->hash_key);
+    s->grows = s->bytes > s->committed_bytes;
+    s->committing = true;
+    return SS_OK;
+}
+
+bool ss_store_commit_syncs(const ss_store *s)
+{
+    return s->committing &&
+           (s->ckpt || (s->opt.sync == SS_SYNC_ALWAYS && !ss_jframe_empty(&s->frame)));
+}
+
+int ss_store_commit_run(ss_store *s)
+{
+    /* Touches only the transaction and the journal: the owner keeps off
+     * the store until commit_finish (store.h). */
+    if (s->ckpt)
+        return ss_lmdb__checkpoint_run(s);
+    if (ss_jframe_empty(&s->frame))
+        return SS_OK;
+    const uint8_t *p = s->frame.data;
+    size_t n = s->frame.len;
+    uint64_t off = s->jend;
+    if (ss_lmdb__inject(&s->writes_tried, s->opt.fail_write_at)) {
+        ss_lmdb__cause(s, "writing the journal (an injected failure)", EIO);
+        return SS_E_IO;
+    }
+    int rc = ss_lmdb__journal_room(s, n, s->grows);
+    if (rc != SS_OK)
+        return rc;
+    while (n > 0) {
+        ssize_t w = pwrite(s->jfd, p, n, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int err = w < 0 ? errno : ENOSPC;
+            ss_lmdb__cause(s, "writing the journal", err);
+            return err == ENOSPC || err == EDQUOT ? SS_E_QUOTA : SS_E_IO;
+        }
+        p += w;
+        n -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    if (s->opt.sync == SS_SYNC_ALWAYS) {
+        int err = ss_lmdb__inject(&s->syncs_tried, s->opt.fail_sync_at) ? EIO
+                  : fdatasync(s->jfd) == 0                         ? 0
+                                                                   : errno;
+        if (err != 0) {
+            /* The frame is cut off again and its batch fails: nothing
+             * that was acknowledged depends on this fsync. */
+            ss_lmdb__cause(s, "fsync of the journal", err);
+            return SS_E_IO;
+        }
+    }
+    return SS_OK;
+}
+
+int ss_store_commit_finish(ss_store *s, int rc, uint64_t now_ms)
+{
+    s->committing = false;
+    bool ckpt = s->ckpt;
+    s->ckpt = false;
+    if (ckpt) {
+        s->last_ckpt_ms = now_ms; /* after a failure too: not again at once */
+        if (rc == SS_OK) {
+            s->ckpt_failures = 0;
+        } else {
+            uint64_t wait = s->opt.checkpoint_interval_ms;
+            for (unsigned i = 0; i < s->ckpt_failures && wait < SS_CKPT_BACKOFF_MAX_MS; i++)
+                wait *= 2;
+            if (wait > SS_CKPT_BACKOFF_MAX_MS)
+                wait = SS_CKPT_BACKOFF_MAX_MS;
+            s->ckpt_failures++;
+            s->ckpt_retry_ms = now_ms + wait;
+        }
+    }
+    if (rc != SS_OK) {
+        /* Cut what the failed write may have left. Should that fail too,
+         * the next frame overwrites it from jend, and a replay stops at
+         * any remains after it (they fail their check). */
+        if (!ckpt && !ss_jframe_empty(&s->frame) && ftruncate(s->jfd, (off_t)s->jend) != 0) {
+        }
+        s->dirty = true;
+        ss_lmdb__rollback(s);
+        return rc;
+    }
+    s->batch = false;
+    s->committed_bytes = s->bytes;
+    s->committed_wall = s->clock_wall;
+    s->committed_counter = s->clock_counter;
+    if (ckpt) {
+        s->ckpt_seq = s->jseq;
+        s->synced = s->commits; /* the journal is empty or behind the file */
+        s->sync_lost = false;
+        return SS_OK;
+    }
+    if (!ss_jframe_empty(&s->frame)) {
+        s->jend += s->frame.len;
+        s->jseq++;
+        s->commits++;
+        if (s->opt.sync == SS_SYNC_ALWAYS)
+            s->synced = s->commits;
+    }
+    if (s->opt.sync == SS_SYNC_PERIODIC && !s->opt.external_sync)
+        return ss_store_flush(s, now_ms);
+    return SS_OK;
+}
+
+int ss_store_commit(ss_store *s, uint64_t now_ms)
+{
+    int rc = ss_store_commit_prepare(s, now_ms, true);
+    if (rc != SS_OK)
+        return rc;
+    return ss_store_commit_finish(s, ss_store_commit_run(s), now_ms);
+}
+
+bool ss_store_sync_start(ss_store *s, uint64_t now_ms)
+{
+    if (s->synced == s->commits)
+        return false;
+    if (now_ms >= s->last_sync_ms && now_ms - s->last_sync_ms < s->opt.sync_interval_ms)
+        return false;
+    s->last_sync_ms = now_ms;
+    s->sync_covers = s->commits; /* commits after this may or may not be covered */
+    return true;
+}
+
+int ss_store_sync_run(ss_store *s)
+{
+    /* fdatasync of the journal: safe beside batches and their commits on
+     * the owner's thread (a frame written while it runs is covered by the
+     * next one). Not beside a checkpoint: the owner runs one at a time. */
+    if (ss_lmdb__inject(&s->syncs_tried, s->opt.fail_sync_at)) {
+        s->sync_err = EIO;
+        return SS_E_IO;
+    }
+    if (fdatasync(s->jfd) == 0)
+        return SS_OK;
+    s->sync_err = errno; /* the owner words it in sync_done: no race on cause */
+    return SS_E_IO;
+}
+
+void ss_store_sync_done(ss_store *s, int rc)
+{
+    if (rc != SS_OK) {
+        ss_lmdb__cause(s, "fsync of the journal", s->sync_err);
+        s->sync_lost = true;
+        return;
+    }
+    if (!s->sync_lost && s->sync_covers > s->synced)
+        s->synced = s->sync_covers;
+}
+
+bool ss_store_sync_lost(const ss_store *s)
+{
+    return s->sync_lost;
+}
+
+bool ss_store_all_synced(const ss_store *s)
+{
+    return !s->sync_lost && s->synced == s->commits;
+}
+
+int ss_store_flush(ss_store *s, uint64_t now_ms)
+{
+    if (s->opt.external_sync || s->committing || s->batch || !ss_store_sync_start(s, now_ms))
+        return SS_OK;
+    int rc = ss_store_sync_run(s);
+    ss_store_sync_done(s, rc);
+    return rc;
+}
+
+bool ss_store_checkpoint_failing(const ss_store *s, uint64_t *retry_ms)
+{
+    if (retry_ms)
+        *retry_ms = s->ckpt_retry_ms;
+    return s->ckpt_failures > 0;
+}
+
+bool ss_store_commit_is_checkpoint(const ss_store *s)
+{
+    return s->committing && s->ckpt;
+}

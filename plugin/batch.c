@@ -1,0 +1,510 @@
+/* batch.c - the life of a request: run, queue, commit, answer (batch.h).
+ *
+ * Batches are numbered; the open one is b->seq. An answer or notification
+ * that depends on the open batch's commit records that number in the
+ * outbox (0: it depends on nothing), so that a failed commit turns exactly
+ * those into errors.
+ */
+#include "batch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/command.h"
+#include "../core/errors.h"
+#include "committer.h"
+#include "outbox.h"
+#include "plugin.h"
+
+/* Answer buffer memory kept between requests. */
+#define SS_SCRATCH_KEEP ((size_t)64 << 10)
+/* Expired keys deleted per tick at most. */
+#define SS_SWEEP_PER_TICK 1000u
+
+/* A request waiting for the commit under way; owns copies of everything. */
+struct ss_queued {
+    struct ss_request_props r;
+    uint8_t *payload;
+    size_t len;
+    char *client_id;
+    char *username;
+    bool gone; /* its client disconnected meanwhile */
+};
+
+struct ss_batch {
+    struct ss_plugin *p;
+    struct ss_committer committer;
+    struct ss_outbox outbox;
+    struct {
+        struct ss_queued *items;
+        size_t len, cap;
+        uint64_t bytes; /* payloads and properties held */
+    } queue;
+    uint64_t seq;        /* number of the open batch */
+    uint64_t dedup_mark; /* resend cache entries after it belong to the open batch */
+    ss_buf scratch;      /* the engine's answer */
+};
+
+void ss_request_props_free(struct ss_request_props *r)
+{
+    free(r->response_topic);
+    free(r->corr);
+    free(r->ts);
+    free(r->ft);
+    free(r->prot_ver);
+    memset(r, 0, sizeof *r);
+}
+
+static ss_bytes ss_batch__str(const char *s)
+{
+    ss_bytes b = {(const uint8_t *)(s ? s : ""), s ? strlen(s) : 0};
+    return b;
+}
+
+/* ---- answers ----------------------------------------------------------- */
+
+/* Queue an answer waiting for commit (0: none): the request's response
+ * topic and correlation data are handed over to it, not copied. */
+static void ss_batch__push(struct ss_batch *b, struct ss_request_props *r, uint8_t *payload, size_t len,
+                           mosquitto_property *props, uint64_t commit)
+{
+    char *topic = r->response_topic;
+    uint8_t *corr = r->corr;
+    uint16_t corr_len = r->corr_len;
+    r->response_topic = NULL;
+    r->corr = NULL;
+    r->corr_len = 0;
+    if (ss_outbox_push(&b->outbox, NULL, topic, payload, len, props, corr, corr_len, commit) !=
+        MOSQ_ERR_SUCCESS)
+        ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: an answer was dropped");
+}
+
+static void ss_batch__answer(struct ss_batch *b, struct ss_request_props *r, const ss_bytes *payload,
+                             const char *version, uint64_t commit)
+{
+    mosquitto_property *props = ss_response_props(r->corr, r->corr_len, "200", version);
+    uint8_t *copy = malloc(payload->len);
+    if (props == NULL || copy == NULL) {
+        mosquitto_property_free_all(&props);
+        free(copy);
+        ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: an answer was dropped");
+        return;
+    }
+    memcpy(copy, payload->data, payload->len);
+    ss_batch__push(b, r, copy, payload->len, props, commit);
+}
+
+void ss_batch_refuse(struct ss_batch *b, struct ss_request_props *r, const char *stat,
+                     const char *const *extra)
+{
+    mosquitto_property *props = ss_response_props(r->corr, r->corr_len, stat, NULL);
+    for (size_t i = 0; props && extra[i]; i += 2) {
+        if (mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, extra[i], extra[i + 1]) !=
+            MOSQ_ERR_SUCCESS)
+            mosquitto_property_free_all(&props);
+    }
+    /* The payload is never empty: it repeats the status message. */
+    const char *text = "error";
+    for (size_t i = 0; extra[i]; i += 2)
+        if (strcmp(extra[i], "__stMsg") == 0)
+            text = extra[i + 1];
+    uint8_t *payload = (uint8_t *)strdup(text);
+    if (props == NULL || payload == NULL) {
+        mosquitto_property_free_all(&props);
+        free(payload);
+        return;
+    }
+    ss_batch__push(b, r, payload, strlen(text), props, 0);
+}
+
+void ss_batch_notify(struct ss_batch *b, char *client_id, char *topic, uint8_t *payload, size_t len,
+                     mosquitto_property *props)
+{
+    if (ss_outbox_push(&b->outbox, client_id, topic, payload, len, props, NULL, 0, b->seq) !=
+        MOSQ_ERR_SUCCESS)
+        ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: a notification was dropped");
+}
+
+/* ---- running a request ------------------------------------------------- */
+
+/* The resend cache's identity of a request: client, correlation data and
+ * everything else it carried. */
+static uint64_t ss_batch__request_id(struct ss_plugin *p, ss_bytes client, ss_bytes corr,
+                                     const struct ss_request_from *in, const struct ss_request_props *r)
+{
+    /* Absent and empty differ. */
+    uint8_t flags = (uint8_t)((r->ts != NULL) | (r->ft != NULL) << 1 | (r->prot_ver != NULL) << 2);
+    ss_bytes parts[6] = {{in->payload, in->len},       ss_batch__str(r->response_topic),
+                         ss_batch__str(r->ts),         ss_batch__str(r->ft),
+                         ss_batch__str(r->prot_ver),   {&flags, 1}};
+    return ss_dedup_id(p->dedup, client, corr, parts, 6);
+}
+
+static void ss_batch__execute(struct ss_batch *b, const struct ss_request_from *in, bool gone,
+                              struct ss_request_props *r)
+{
+    struct ss_plugin *p = b->p;
+    const char *client_id = in->client_id;
+    ss_bytes client = ss_batch__str(client_id);
+    ss_bytes corr = {r->corr, r->corr_len};
+    uint64_t now = ss_wall_ms();
+    struct ss_caller who = {client_id, in->username, gone};
+    ss_exec x = {.payload = in->payload, .payload_len = in->len, .ts = ss_batch__str(r->ts),
+                 .ft = ss_batch__str(r->ft), .now_ms = now, .caller = &who,
+                 .response = &b->scratch};
+    if (r->ts == NULL)
+        x.ts.data = NULL;
+    if (r->ft == NULL)
+        x.ft.data = NULL;
+    /* What is never remembered (GETs, below) never finds an entry either:
+     * it skips the cache, half of a typical load. */
+    ss_engine_parse(p->engine, &x);
+    bool cached = ss_command_traits_of(x.command)->remembered;
+    uint64_t id = cached ? ss_batch__request_id(p, client, corr, in, r) : 0;
+    ss_dedup_answer prior;
+    if (cached && ss_dedup_find(p->dedup, client, corr, id, now, &prior)) {
+        char version[SS_HLC_TEXT_MAX + 1];
+        memcpy(version, prior.version.data, prior.version.len);
+        version[prior.version.len] = '\0';
+        ss_log(p, MOSQ_LOG_DEBUG, "client %s resent a request: answered again", client_id);
+        /* Remembered before the open batch: its request was committed, so
+         * its answer is final whatever becomes of this batch (a failed
+         * commit must not tell the client that a durable write failed).
+         * Remembered in the open batch: it shares that batch's fate. */
+        ss_batch__answer(b, r, &prior.payload, prior.version.len ? version : NULL,
+                         prior.seq > b->dedup_mark ? b->seq : 0);
+        return;
+    }
+    ss_buf_clear(&b->scratch);
+    size_t first_event = b->outbox.len;
+    int rc = ss_engine_exec(p->engine, &x);
+    if (rc == SS_E_NOMEM) {
+        ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request from %s was not answered", client_id);
+        return;
+    }
+    if (rc == SS_E_QUOTA && in->len > p->opt.max_value_bytes)
+        ss_log(p, MOSQ_LOG_WARNING,
+               "request from %s refused: a value may have at most %llu bytes so that its "
+               "notifications fit the broker's message_size_limit",
+               client_id, (unsigned long long)p->opt.max_value_bytes);
+    else if (rc == SS_E_QUOTA && x.cmd.key.len > p->opt.max_key_length)
+        ss_log(p, MOSQ_LOG_NOTICE, "request from %s refused: a key of %zu bytes is longer than "
+               "max_key_length (%llu)", client_id, x.cmd.key.len,
+               (unsigned long long)p->opt.max_key_length);
+    else if (rc == SS_E_QUOTA)
+        ss_log(p, MOSQ_LOG_NOTICE, "request from %s refused: %s", client_id,
+               ss_store_cause(p->store));
+    else if (rc != SS_OK)
+        ss_log(p, MOSQ_LOG_INFO, "request from %s refused: %s", client_id, ss_strerror(rc));
+    char version[SS_HLC_TEXT_MAX + 1] = "";
+    if (x.has_version)
+        version[ss_hlc_format(&x.version, version)] = '\0';
+    ss_bytes answer = {b->scratch.data, b->scratch.len};
+    /* Which answers are remembered is the command table's choice
+     * (core/command.c). Remembered before answering, as the answer takes
+     * over the correlation data. */
+    ss_dedup_answer a = {.payload = answer, .version = ss_batch__str(version)};
+    if (cached && ss_dedup_put(p->dedup, client, corr, id, now, &a) != SS_OK)
+        ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request will not be recognised if resent");
+    size_t before = b->outbox.len;
+    ss_batch__answer(b, r, &answer, x.has_version ? version : NULL, b->seq);
+    if (b->outbox.len > before)
+        ss_outbox_move_last_to(&b->outbox, first_event);
+    /* The answer was copied. A GET of a huge value grew the buffer to the
+     * value's size (rounded up): give that memory back, so that one big
+     * read does not keep the broker large for good. */
+    if (b->scratch.cap > SS_SCRATCH_KEEP)
+        ss_buf_free(&b->scratch);
+}
+
+/* ---- the queue of requests that wait for a commit under way ---------- */
+
+static char *ss_batch__strdup_or_null(const char *s, bool *failed)
+{
+    if (s == NULL)
+        return NULL;
+    char *c = strdup(s);
+    if (c == NULL)
+        *failed = true;
+    return c;
+}
+
+/* What a queued request holds, roughly: for the queue's bound. */
+static uint64_t ss_batch__queued_size(const struct ss_queued *e)
+{
+    size_t n = sizeof *e + e->len + e->r.corr_len;
+    const char *strs[] = {e->client_id, e->username, e->r.response_topic,
+                          e->r.ts,        e->r.ft,     e->r.prot_ver};
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+        n += strs[i] ? strlen(strs[i]) + 1 : 0;
+    return n;
+}
+
+/* Keep a request for the next batch; takes what r holds. */
+static void ss_batch__enqueue(struct ss_batch *b, const struct ss_request_from *in,
+                              struct ss_request_props *r)
+{
+    if (b->queue.len == b->queue.cap) {
+        size_t cap = b->queue.cap ? b->queue.cap * 2 : 64;
+        struct ss_queued *items = realloc(b->queue.items, cap * sizeof *items);
+        if (items == NULL)
+            goto nomem;
+        b->queue.items = items;
+        b->queue.cap = cap;
+    }
+    struct ss_queued *e = &b->queue.items[b->queue.len];
+    bool failed = false;
+    e->payload = malloc(in->len ? in->len : 1);
+    e->client_id = ss_batch__strdup_or_null(in->client_id, &failed);
+    e->username = ss_batch__strdup_or_null(in->username, &failed);
+    if (failed || e->payload == NULL) {
+        free(e->payload);
+        free(e->client_id);
+        free(e->username);
+        goto nomem;
+    }
+    memcpy(e->payload, in->payload, in->len);
+    e->len = in->len;
+    e->gone = false;
+    e->r = *r;
+    memset(r, 0, sizeof *r); /* now the queue's */
+    b->queue.len++;
+    b->queue.bytes += ss_batch__queued_size(e);
+    return;
+nomem:
+    ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: a request from %s was not answered",
+           in->client_id);
+    ss_request_props_free(r);
+}
+
+static void ss_batch__queued_free(struct ss_queued *e)
+{
+    ss_request_props_free(&e->r);
+    free(e->payload);
+    free(e->client_id);
+    free(e->username);
+}
+
+/* Run the requests that waited for the last commit, in arrival order. */
+static void ss_batch__run_queue(struct ss_batch *b)
+{
+    for (size_t i = 0; i < b->queue.len; i++) {
+        struct ss_queued *e = &b->queue.items[i];
+        struct ss_request_from in = {e->payload, e->len, e->client_id, e->username};
+        ss_batch__execute(b, &in, e->gone, &e->r);
+        ss_batch__queued_free(e);
+    }
+    b->queue.len = 0;
+    b->queue.bytes = 0;
+}
+
+void ss_batch_client_gone(struct ss_batch *b, const char *client_id)
+{
+    for (size_t i = 0; i < b->queue.len; i++)
+        if (strcmp(b->queue.items[i].client_id, client_id) == 0)
+            b->queue.items[i].gone = true;
+}
+
+/* ---- commits ----------------------------------------------------------- */
+
+/* Log a failed commit with its cause. A checkpoint that fails loses
+ * nothing (the journal keeps what it would have written into the data
+ * file) and is tried again later: say so, rather than speak of failed
+ * requests when there were none. */
+static void ss_batch__log_failure(struct ss_batch *b, int rc, bool ckpt)
+{
+    struct ss_plugin *p = b->p;
+    const char *cause = ss_store_cause(p->store);
+    const char *answers = b->outbox.len ? "; the requests of its batch are answered with an error" : "";
+    uint64_t retry;
+    if (ckpt && ss_store_checkpoint_failing(p->store, &retry)) {
+        uint64_t now = ss_wall_ms();
+        ss_log(p, MOSQ_LOG_ERR,
+               "checkpoint failed (%s); the journal keeps every acknowledged write; next try in "
+               "%llu ms%s", cause[0] ? cause : ss_strerror(rc),
+               (unsigned long long)(retry > now ? retry - now : 0), answers);
+    } else {
+        ss_log(p, MOSQ_LOG_ERR, "a write to the store failed (%s)%s",
+               cause[0] ? cause : ss_strerror(rc), answers);
+    }
+}
+
+/* The open batch's commit ended with rc: publish what waited for it (or
+ * its errors), and open the next. */
+static void ss_batch__settle(struct ss_batch *b, int rc, bool ckpt)
+{
+    struct ss_plugin *p = b->p;
+    if (rc != SS_OK) {
+        ss_batch__log_failure(b, rc, ckpt);
+        ss_outbox_fail(&b->outbox, b->seq, rc);
+        ss_dedup_forget_since(p->dedup, b->dedup_mark);
+    }
+    if (b->outbox.len)
+        ss_outbox_flush(&b->outbox, p);
+    b->dedup_mark = ss_dedup_mark(p->dedup);
+    b->seq++;
+}
+
+/* Finish the commit under way, whose run returned rc, and settle. */
+static void ss_batch__finish(struct ss_batch *b, int rc)
+{
+    struct ss_plugin *p = b->p;
+    bool ckpt = ss_store_commit_is_checkpoint(p->store);
+    bool was_failing = ckpt && ss_store_checkpoint_failing(p->store, NULL);
+    bool was_lost = ckpt && ss_store_sync_lost(p->store);
+    rc = ss_store_commit_finish(p->store, rc, ss_wall_ms());
+    if (was_failing && rc == SS_OK)
+        ss_log(p, MOSQ_LOG_NOTICE, "checkpoint succeeded again: the journal is in the data file");
+    if (was_lost && rc == SS_OK)
+        ss_log(p, MOSQ_LOG_NOTICE, "checkpoint after the failed fsync succeeded: every "
+                                   "acknowledged write is on disk again");
+    ss_batch__settle(b, rc, ckpt);
+}
+
+/* The commit under way on the thread is done (its result rc): publish,
+ * then run the queue as the next batch. */
+static void ss_batch__committed(struct ss_batch *b, int rc)
+{
+    ss_batch__finish(b, rc);
+    ss_batch__run_queue(b);
+}
+
+/* Wait for the commit under way, publish its answers and run the queued
+ * requests as the next batch (not handed over yet). */
+static void ss_batch__wait(struct ss_batch *b)
+{
+    int rc;
+    if (!b->committer.pending)
+        return;
+    ss_committer_wait(&b->committer, &rc);
+    ss_batch__committed(b, rc);
+}
+
+void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, struct ss_request_props *r)
+{
+    /* While a commit is under way its batch is closed: wait for the next.
+     * A full queue waits for the commit here instead, which also stops the
+     * broker reading more (slow disk, flood of requests). */
+    if (b->committer.pending && b->queue.bytes >= b->p->opt.max_queued_bytes)
+        ss_batch__wait(b);
+    if (b->committer.pending) {
+        ss_batch__enqueue(b, from, r);
+        return;
+    }
+    ss_batch__execute(b, from, false, r);
+    ss_request_props_free(r);
+}
+
+void ss_batch_tick(struct ss_batch *b, uint64_t now)
+{
+    struct ss_plugin *p = b->p;
+    struct ss_committer *c = &b->committer;
+    if (c->pending) {
+        int rc;
+        if (!ss_committer_collect(c, &rc))
+            return; /* still writing: its answers wait */
+        ss_batch__committed(b, rc);
+    } else if (c->syncing) {
+        int rc;
+        if (ss_committer_collect(c, &rc)) {
+            ss_store_sync_done(p->store, rc);
+            if (rc != SS_OK)
+                ss_log(p, MOSQ_LOG_ERR,
+                       "%s: writes acknowledged since the last good fsync may not be on disk "
+                       "(the kernel may drop what it could not write, so a later fsync proves "
+                       "nothing); a checkpoint now writes the whole state into the data file",
+                       ss_store_cause(p->store));
+        }
+    }
+    int n = ss_engine_expire(p->engine, now, SS_SWEEP_PER_TICK);
+    if (n < 0)
+        ss_log(p, MOSQ_LOG_ERR, "expiry sweep failed: %s", ss_strerror(n));
+    /* A checkpoint waits for the disk: only with the thread idle (not
+     * beside a periodic fsync of the journal). With nothing to commit, an
+     * empty batch carries it. */
+    bool idle = !c->syncing;
+    if (idle && !ss_store_in_batch(p->store) && ss_store_checkpoint_due(p->store, now) &&
+        ss_store_begin(p->store) != SS_OK)
+        idle = false;
+    if (ss_store_in_batch(p->store)) {
+        /* While checkpoints fail (a full disk), only a batch without
+         * requests carries the next try: its failure must not turn the
+         * answers of reads and journaled writes into errors. */
+        bool may_checkpoint =
+            idle && (b->outbox.len == 0 || !ss_store_checkpoint_failing(p->store, NULL));
+        int rc = ss_store_commit_prepare(p->store, now, may_checkpoint);
+        if (rc != SS_OK) {
+            ss_batch__settle(b, rc, false);
+        } else if (ss_store_commit_syncs(p->store)) {
+            ss_committer_submit(c, SS_JOB_COMMIT);
+            /* Done already when it ran here, no thread having started:
+             * its answers need not wait for the next iteration. */
+            int rc2;
+            if (ss_committer_collect(c, &rc2))
+                ss_batch__committed(b, rc2);
+        } else {
+            ss_batch__finish(b, ss_store_commit_run(p->store));
+        }
+    } else {
+        ss_batch__settle(b, SS_OK, false); /* answers that needed no batch (KEYNOTIFY) */
+    }
+    if (p->opt.sync == SS_SYNC_PERIODIC && !c->pending && !c->syncing &&
+        ss_store_sync_start(p->store, now))
+        ss_committer_submit(c, SS_JOB_SYNC);
+    ss_dedup_expire(p->dedup, now);
+}
+
+/* ---- start and stop ---------------------------------------------------- */
+
+int ss_batch_new(struct ss_plugin *p, struct ss_batch **out)
+{
+    struct ss_batch *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return SS_E_NOMEM;
+    b->p = p;
+    b->seq = 1;
+    b->dedup_mark = ss_dedup_mark(p->dedup);
+    int rc = ss_committer_start(&b->committer, p->store, p->opt.sync == SS_SYNC_ALWAYS);
+    if (rc != SS_OK) {
+        free(b);
+        return rc;
+    }
+    *out = b;
+    return SS_OK;
+}
+
+void ss_batch_free(struct ss_batch *b)
+{
+    if (b == NULL)
+        return;
+    struct ss_plugin *p = b->p;
+    struct ss_committer *c = &b->committer;
+    if (c->pending || c->syncing) {
+        /* A job under way completes; a commit's answers can no longer go
+         * out. (Closing the store syncs in any case.) */
+        int rc = SS_OK;
+        bool commit = c->pending;
+        ss_committer_stop(c);
+        ss_committer_collect(c, &rc);
+        if (commit && ss_store_commit_finish(p->store, rc, ss_wall_ms()) != SS_OK)
+            ss_log(p, MOSQ_LOG_ERR, "the last commit failed at shutdown: %s", ss_store_cause(p->store));
+    }
+    ss_committer_destroy(c);
+    /* Requests never run were never answered. */
+    for (size_t i = 0; i < b->queue.len; i++)
+        ss_batch__queued_free(&b->queue.items[i]);
+    free(b->queue.items);
+    if (ss_store_in_batch(p->store)) {
+        /* What was executed is committed, but its answers are not sent:
+         * the broker no longer delivers messages during a plugin's
+         * cleanup. A client that resends after reconnecting runs its
+         * request again (the resend cache does not outlive the broker:
+         * docs/SEMANTICS.md). */
+        if (ss_engine_commit(p->engine, ss_wall_ms()) != SS_OK)
+            ss_log(p, MOSQ_LOG_ERR, "the last batch could not be committed at shutdown: %s",
+                   ss_store_cause(p->store));
+    }
+    ss_outbox_free(&b->outbox);
+    ss_buf_free(&b->scratch);
+    free(b);
+}

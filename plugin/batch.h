@@ -1,0 +1,84 @@
+/* batch.h - the life of a request, from its arrival to its answer.
+ *
+ * A request that request.c accepted runs in the engine inside the open
+ * batch (or waits in a queue while a commit is under way). Its answer, and
+ * the notifications it causes, wait in the outbox; at the broker's next
+ * tick the batch is committed and only then is the outbox published:
+ * nothing is acknowledged before it is durable. Every message in the
+ * outbox records the commit it waits for; if that commit fails, answers
+ * become errors and notifications are dropped, while an answer that waits
+ * for nothing (a refusal, the first answer of a request committed earlier)
+ * goes out as it is. Commits that wait for the disk run on the committing
+ * thread (committer.h).
+ *
+ * All functions run on the broker's thread.
+ */
+#ifndef SS_BATCH_H
+#define SS_BATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mosquitto.h>
+
+struct ss_plugin;
+struct ss_batch;
+
+/* What a request carried besides its payload, copied out of the broker's
+ * structures (heap strings, NULL when absent). */
+struct ss_request_props {
+    char *response_topic;
+    void *corr;
+    uint16_t corr_len;
+    bool has_corr;
+    char *ts, *ft, *prot_ver;
+};
+
+/* Free what r holds (and clear it). */
+void ss_request_props_free(struct ss_request_props *r);
+
+/* Where a request comes from; borrowed for the call. */
+struct ss_request_from {
+    const uint8_t *payload;
+    size_t len;
+    const char *client_id;
+    const char *username; /* NULL when none */
+};
+
+/* Start the lifecycle for p (its store, engine and dedup must exist): the
+ * committing thread's signal handler, and the thread itself with
+ * fsync=always. 0, or SS_E_NOMEM. */
+int ss_batch_new(struct ss_plugin *p, struct ss_batch **out);
+
+/* Shutting down: a commit under way completes; the open batch is committed
+ * but its answers are not sent (the broker no longer delivers messages
+ * during a plugin's cleanup); queued requests are dropped. NULL: no-op. */
+void ss_batch_free(struct ss_batch *b);
+
+/* Run a request in the open batch, or queue it while a commit is under way
+ * (a full queue, max_queued_bytes, waits for the commit here). Takes what r
+ * holds. A request resent within the resend window gets its first answer. */
+void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, struct ss_request_props *r);
+
+/* Answer with a status other than 200 (400, 505) and run nothing. extra:
+ * user property name/value pairs, NULL-terminated; "__stMsg" is also the
+ * payload. Takes the response topic and correlation data of r. */
+void ss_batch_refuse(struct ss_batch *b, struct ss_request_props *r, const char *stat,
+                     const char *const *extra);
+
+/* A notification caused by the open batch's writes, for client_id; takes
+ * every argument (heap memory), also on failure. */
+void ss_batch_notify(struct ss_batch *b, char *client_id, char *topic, uint8_t *payload, size_t len,
+                     mosquitto_property *props);
+
+/* The broker's tick: collect a commit or sync that finished, sweep expired
+ * keys, commit the open batch (or hand it to the committing thread),
+ * publish what waited for it, start the periodic fsync when due. */
+void ss_batch_tick(struct ss_batch *b, uint64_t now_ms);
+
+/* A client disconnected: its queued requests still run, but a KEYNOTIFY
+ * among them registers nothing (its registrations were just dropped). */
+void ss_batch_client_gone(struct ss_batch *b, const char *client_id);
+
+#endif

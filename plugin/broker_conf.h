@@ -1,0 +1,22 @@
+/* broker_conf.h - the settings of the broker's own config file that
+ * matter to the plugin (Mosquitto 2.0 does not hand them over). */
+#ifndef SS_BROKER_CONF_H
+#define SS_BROKER_CONF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ss_broker_conf {
+    uint64_t message_size_limit; /* MQTT's maximum when unset or unknown */
+    bool has_acl_file;
+    int other_plugins; /* plugin / auth_plugin lines naming another library */
+};
+
+/* Read the file given to the broker with -c; defaults when there is none. */
+void ss_read_broker_conf(struct ss_broker_conf *bc);
+
+/* Bytes a SET value may have so that its notification (the largest
+ * message it causes) fits within the message size limit. */
+#define SS_NOTIFY_OVERHEAD 50u /* 36 bytes of header, "$" + 9 digits + CR LF, CR LF */
+
+#endif

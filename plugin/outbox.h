@@ -1,0 +1,55 @@
+/* outbox.h - messages that wait for a batch's commit, then go out.
+ *
+ * Ownership: the outbox owns every payload, property list and string it
+ * holds (handed over by ss_outbox_push, not copied).
+ */
+#ifndef SS_OUTBOX_H
+#define SS_OUTBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mosquitto.h>
+
+struct ss_plugin;
+
+/* A message waiting for a commit. */
+struct ss_outmsg {
+    char *clientid; /* NULL: a response, routed to subscribers; else a notification for this client */
+    char *topic;
+    uint8_t *payload;
+    size_t payload_len;
+    mosquitto_property *props;
+    uint8_t *corr; /* responses: correlation data, kept to rebuild the answer on failure */
+    uint16_t corr_len;
+    uint64_t commit; /* the batch whose commit it waits for; 0: none */
+};
+
+struct ss_outbox {
+    struct ss_outmsg *msgs;
+    size_t len, cap;
+};
+
+/* Queue a message; takes ownership of clientid, topic, payload, props and
+ * corr, all heap memory (freed on failure too; a NULL topic is a failure).
+ * 0 or MOSQ_ERR_NOMEM. */
+int ss_outbox_push(struct ss_outbox *ob, char *clientid, char *topic, uint8_t *payload, size_t len,
+                   mosquitto_property *props, uint8_t *corr, uint16_t corr_len, uint64_t commit);
+/* Move the last message to position pos (an answer goes out before the
+ * notifications its request caused). */
+void ss_outbox_move_last_to(struct ss_outbox *ob, size_t pos);
+/* The commit of batch number commit failed with err: its answers become
+ * "-ERR <text of err>" and its notifications are dropped; messages that
+ * wait for nothing stay as they are. */
+void ss_outbox_fail(struct ss_outbox *ob, uint64_t commit, int err);
+/* Publish everything and empty the outbox (notifications only to clients
+ * that still have registrations in p's watch table). */
+void ss_outbox_flush(struct ss_outbox *ob, struct ss_plugin *p);
+void ss_outbox_free(struct ss_outbox *ob);
+/* Response properties: correlation data, __stat, content type, __protVer,
+ * and __ts when version is non-NULL. NULL on allocation failure. */
+mosquitto_property *ss_response_props(const uint8_t *corr, uint16_t corr_len, const char *stat,
+                                      const char *version);
+
+#endif

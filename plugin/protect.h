@@ -1,0 +1,21 @@
+/* protect.h - topic protection (MOSQ_EVT_ACL_CHECK), key authorization,
+ * and the ACL file reload (MOSQ_EVT_RELOAD). */
+#ifndef SS_PROTECT_H
+#define SS_PROTECT_H
+
+#include <stdbool.h>
+
+#include "../core/acl.h"
+#include "../core/buf.h"
+
+struct ss_plugin;
+
+int ss_on_acl_check(int event, void *event_data, void *userdata);
+int ss_on_reload(int event, void *event_data, void *userdata);
+/* The engine's authorization callback (ctx: the plugin; caller: struct
+ * ss_caller). */
+bool ss_authorize(void *ctx, void *caller, enum ss_access access, ss_bytes key);
+/* Load opt.acl_file into p->acl (replacing it only on success). */
+int ss_acl_reload(struct ss_plugin *p);
+
+#endif

@@ -1,0 +1,63 @@
+#!/bin/bash
+# Compare the plugin of a base revision with the working tree's, in one
+# run: the 4x64 load of make bench's floor (50% SET / 50% GET, 100k keys)
+# against each, interleaved and in alternating order, with the echo plugin
+# beside them for reference. Prints the medians and new/base ratios of the
+# throughput and of the broker's CPU time per request. For changes that
+# should not cost speed (a refactor): `make bench-compare BASE=<rev>`.
+# Usage: scripts/bench-compare.sh REV   (BENCH_REPS, default 7; BENCH_SECONDS, default 5)
+set -u
+REV=${1:?usage: scripts/bench-compare.sh REV}
+B=build/plain
+REPS=${BENCH_REPS:-7}
+SECS=${BENCH_SECONDS:-5}
+BASE_TREE=$PWD/build/bench-base
+WORK=$(mktemp -d /tmp/statestore-bench-compare.XXXXXX)
+. "$(dirname "$0")/bench-lib.sh"
+
+# The base revision's plugin, built in a worktree of its own.
+git worktree remove --force "$BASE_TREE" 2>/dev/null
+rm -rf "$BASE_TREE"
+git worktree add --detach -q "$BASE_TREE" "$REV" || exit 1
+if ! make -C "$BASE_TREE" --no-print-directory build/plain/statestore.so SAN=0 > "$WORK/base-build.log" 2>&1; then
+    cat "$WORK/base-build.log"
+    exit 1
+fi
+BASE_PLUGIN=$BASE_TREE/build/plain/statestore.so
+
+echo "plugin of $(git -C "$BASE_TREE" log --oneline -1 | cut -c1-60) against the working tree's"
+start_broker echo "$PWD/$B/bench/echo_plugin.so"
+start_broker base "$BASE_PLUGIN" "plugin_opt_data_dir $WORK/base"
+start_broker new "$PWD/$B/statestore.so" "plugin_opt_data_dir $WORK/new"
+for b in base new; do
+    port_var=PORT_$b
+    lg -p "${!port_var}" -c 4 -w 64 -k 100000 -n 100000 --sequential --label preload > /dev/null
+done
+declare -a eo bo no bc nc
+for i in $(seq "$REPS"); do
+    order="base new"
+    [ $(( i % 2 )) = 0 ] && order="new base"
+    for b in $order; do
+        port_var=PORT_$b
+        pid_var=PID_$b
+        lg_cpu res "${!pid_var}" -p "${!port_var}" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --label "$b"
+        if [ "$b" = base ]; then
+            bo+=("$(field "$res" ops_per_s)"); bc+=("$CPU_US")
+        else
+            no+=("$(field "$res" ops_per_s)"); nc+=("$CPU_US")
+        fi
+    done
+    e=$(lg -p "$PORT_echo" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --echo --label echo)
+    eo+=("$(field "$e" ops_per_s)")
+done
+BO=$(median "${bo[@]}"); NO=$(median "${no[@]}"); EO=$(median "${eo[@]}")
+BC=$(median "${bc[@]}"); NC=$(median "${nc[@]}")
+echo "throughput, $REPS interleaved runs of ${SECS}s, medians: base $BO ops/s, new $NO ops/s: new/base $(ratio "$NO" "$BO") (echo $EO ops/s)"
+echo "   runs: base ${bo[*]} / new ${no[*]} / echo ${eo[*]}"
+echo "broker CPU per request: base $BC us, new $NC us: new/base $(ratio "$NC" "$BC")"
+echo "   runs: base ${bc[*]} / new ${nc[*]}"
+echo "BENCH compare base_ops=$BO new_ops=$NO ratio=$(ratio "$NO" "$BO") base_cpu_us=$BC new_cpu_us=$NC cpu_ratio=$(ratio "$NC" "$BC") echo_ops=$EO"
+stop_broker echo
+stop_broker base
+stop_broker new
+git worktree remove --force "$BASE_TREE"

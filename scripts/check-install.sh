@@ -1,0 +1,36 @@
+#!/bin/sh
+# Check `make install`: into a scratch DESTDIR, then look at what landed.
+# Only the public headers, static and shared client library (with its
+# soname), an example config without placeholders, and a program built
+# against the installed files alone that links the shared library.
+# Usage: check-install.sh SCRATCH_DIR   (exit 0 when everything holds)
+set -u
+dest=$1
+prefix=/usr
+root=$dest$prefix
+rm -rf "$dest"
+fail() { echo "install check: $*"; exit 1; }
+${MAKE:-make} --no-print-directory install DESTDIR="$dest" PREFIX=$prefix SAN=0 >"$dest.log" 2>&1 ||
+    fail "make install failed (see $dest.log)"
+headers=$(cd "$root/include/statestore" && ls | tr '\n' ' ')
+[ "$headers" = "client.h errors.h lease.h " ] || fail "headers installed: $headers"
+for f in lib/libstatestore-client.a lib/libstatestore-client.so.0 lib/libstatestore-client.so \
+         lib/statestore/statestore.so bin/statestore lib/pkgconfig/statestore.pc \
+         share/man/man1/statestore.1 share/statestore/examples/mosquitto.conf; do
+    [ -e "$root/$f" ] || fail "missing $prefix/$f"
+done
+[ ! -e "$root/lib/libstatestore-core.a" ] || fail "the plugin's internal library was installed"
+conf=$root/share/statestore/examples/mosquitto.conf
+! grep -q '@' "$conf" || fail "placeholders left in the example config: $(grep '@' "$conf")"
+grep -q "^plugin $prefix/lib/statestore/statestore.so$" "$conf" || fail "the example config's plugin path"
+grep -q "^plugin_opt_data_dir /var/lib/statestore$" "$conf" || fail "the example config's data_dir"
+# The documented example, against the installed headers and shared library.
+cflags=$(PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_PATH=$root/lib/pkgconfig pkg-config --cflags --libs statestore) ||
+    fail "pkg-config cannot read statestore.pc"
+cc -std=c11 -o "$dest/example" "$root/share/statestore/examples/client_example.c" $cflags ||
+    fail "the example does not build against the installed files"
+readelf -d "$dest/example" | grep -q 'NEEDED.*\[libstatestore-client.so.0\]' ||
+    fail "the example does not link the shared library"
+LD_LIBRARY_PATH=$root/lib ldd "$dest/example" | grep -q "libstatestore-client.so.0 => $root/lib/" ||
+    fail "the example does not find the installed shared library"
+echo "install check: headers $headers; shared and static library; example config; example built"

@@ -1,0 +1,171 @@
+/* test_readme.c - the README's tour, run verbatim against a real broker:
+ * what a new user pastes must work and print what the README says. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "harness.h"
+
+/* The shell blocks of the README's section that starts with heading and
+ * ends at the next "## " heading, each as a malloc'ed string. */
+static int readme_blocks(const char *heading, char **blocks, int max)
+{
+    size_t n;
+    char *readme = slurp("README.md", &n);
+    ASSERT_TRUE(n > 0);
+    char *p = strstr(readme, heading);
+    ASSERT_TRUE(p != NULL);
+    char *end = strstr(p + strlen(heading), "\n## ");
+    int count = 0;
+    while (count < max && (p = strstr(p, "```sh\n")) != NULL && (end == NULL || p < end)) {
+        p += 6;
+        char *close = strstr(p, "```\n");
+        ASSERT_TRUE(close != NULL);
+        blocks[count++] = strndup(p, (size_t)(close - p));
+        p = close + 4;
+    }
+    free(readme);
+    return count;
+}
+
+/* Replace every version stamp (13+ digits ':' digits ':' node) by "V",
+ * in place, so that output can be compared exactly. */
+static void mask_versions(char *s)
+{
+    char *out = s;
+    for (char *p = s; *p;) {
+        size_t d = strspn(p, "0123456789");
+        size_t c = d >= 13 && p[d] == ':' ? strspn(p + d + 1, "0123456789") : 0;
+        size_t node = c && p[d + 1 + c] == ':' ? strspn(p + d + c + 2,
+                                                         "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                         "abcdefghijklmnopqrstuvwxyz0123456789_-")
+                                               : 0;
+        if (node > 0) {
+            *out++ = 'V';
+            p += d + c + 2 + node;
+        } else {
+            *out++ = *p++;
+        }
+    }
+    *out = '\0';
+}
+
+TEST(readme_tour_runs_verbatim)
+{
+    char *blocks[4];
+    int nblocks = readme_blocks("## A 60-second tour", blocks, 4);
+    ASSERT_EQ(nblocks, 2);
+    struct broker b = {0};
+    broker_start(&b);
+    /* The tour's alias is $PWD/build/plain/statestore: give it that path
+     * in a directory of our own, pointing at the tool under test. */
+    char dir[600], link[700], cfg[700], port[16];
+    snprintf(dir, sizeof dir, "%s/repo", test_tmpdir());
+    snprintf(link, sizeof link, "%s/build/plain", dir);
+    char cmd[1600];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && ln -s %s %s/statestore", link, getenv("SS_CLI"), link);
+    ASSERT_EQ(system(cmd), 0);
+    /* The tour names no port: the CLI takes it from STATESTORE_PORT, and
+     * mosquitto_rr from its options file. */
+    snprintf(port, sizeof port, "%d", b.port);
+    ASSERT_EQ(setenv("STATESTORE_PORT", port, 1), 0);
+    snprintf(cfg, sizeof cfg, "%s/config", test_tmpdir());
+    ASSERT_EQ(mkdir(cfg, 0700), 0);
+    ASSERT_EQ(setenv("XDG_CONFIG_HOME", cfg, 1), 0);
+    char rr[800];
+    snprintf(rr, sizeof rr, "%s/mosquitto_rr", cfg);
+    FILE *f = fopen(rr, "w");
+    ASSERT_TRUE(f != NULL);
+    fprintf(f, "-p %d\n", b.port);
+    fclose(f);
+    ASSERT_EQ(chdir(dir), 0);
+
+    /* The watch runs beside the SET that it reports: its SET line may come
+     * before or after that SET's own "OK". */
+#define TOUR_HEAD                                                                       \
+    "OK\n"                                                                               \
+    "hello2\n"                                                                           \
+    "{\"found\":true,\"value\":\"hello\",\"value_base64\":\"aGVsbG8=\",\"version\":\"V\"}\n"    \
+    "OK\n"
+#define RR_PROPS "__stat:200 __protVer:1.0 __ts:V\n"
+#define TOUR_TAIL "V DELETE greeting\ninside, token V\nOK\n1\n"
+    static const char *const expected[2][2] = {
+        {TOUR_HEAD "OK\nV SET greeting hi\n" TOUR_TAIL, TOUR_HEAD "V SET greeting hi\nOK\n" TOUR_TAIL},
+        {"+OK\r\n   " RR_PROPS "$5\r\nhello\r\n   " RR_PROPS, ""},
+    };
+    for (int i = 0; i < nblocks; i++) {
+        char script[4096];
+        snprintf(script, sizeof script, "shopt -s expand_aliases\n%s", blocks[i]);
+        char *argv[] = {"bash", "-c", script, NULL};
+        struct run r;
+        run_cmd(argv, NULL, 0, &r);
+        if (r.status != 0)
+            fprintf(stderr, "  block %d: exit %d\n--- stdout\n%s--- stderr\n%s---\n", i, r.status,
+                    r.out, r.err);
+        ASSERT_EQ(r.status, 0);
+        mask_versions(r.out);
+        const char *want = strcmp(r.out, expected[i][1]) == 0 ? expected[i][1] : expected[i][0];
+        ASSERT_MEM(r.out, strlen(r.out), want, strlen(want));
+        run_free(&r);
+        free(blocks[i]);
+    }
+    broker_stop(&b);
+}
+
+/* make run builds the CLI too, and its hint is an alias that works as
+ * pasted (with -p for a port other than 1883). */
+TEST(readme_make_run_builds_the_cli_and_prints_the_alias)
+{
+    char cwd[512], data[600], out[600], err[600], portarg[32], dataarg[700];
+    ASSERT_TRUE(getcwd(cwd, sizeof cwd) != NULL);
+    snprintf(data, sizeof data, "%s/data", test_tmpdir());
+    snprintf(out, sizeof out, "%s/make.out", test_tmpdir());
+    snprintf(err, sizeof err, "%s/make.err", test_tmpdir());
+    int p = free_port();
+    snprintf(portarg, sizeof portarg, "PORT=%d", p);
+    snprintf(dataarg, sizeof dataarg, "DATA=%s", data);
+    /* As a user types it, not as a part of this make's run. */
+    unsetenv("MAKEFLAGS");
+    unsetenv("MFLAGS");
+    unsetenv("MAKELEVEL");
+    /* In a session of its own, so that make and the broker it runs stop
+     * together. */
+    char *argv[] = {"setsid", "make", "--no-print-directory", "run", portarg, dataarg, NULL};
+    pid_t pid = spawn_cmd(argv, out, err);
+    bool up = false;
+    for (int i = 0; i < 1200 && !up; i++) {
+        size_t n;
+        char *cmd_out = slurp(out, &n);
+        up = strstr(cmd_out, "mosquitto on 127.0.0.1:") != NULL && port_open(p);
+        free(cmd_out);
+        if (!up)
+            usleep(100000);
+    }
+    ASSERT_TRUE(up);
+    size_t n;
+    char *text = slurp(out, &n);
+    char alias[900];
+    snprintf(alias, sizeof alias, "  alias statestore='%s/build/plain/statestore -p %d'\n", cwd, p);
+    ASSERT_TRUE(strstr(text, alias) != NULL);
+    free(text);
+    /* The tour's first command, through the alias as printed. */
+    char script[1200];
+    snprintf(script, sizeof script,
+             "shopt -s expand_aliases\nalias statestore='%s/build/plain/statestore -p %d'\n"
+             "statestore set greeting hello && statestore get greeting",
+             cwd, p);
+    char *sh[] = {"bash", "-c", script, NULL};
+    struct run r;
+    run_cmd(sh, NULL, 0, &r);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_STR(r.out, r.out_len, "OK\nhello");
+    run_free(&r);
+    ASSERT_EQ(kill(-pid, SIGTERM), 0);
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+}
