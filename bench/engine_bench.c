@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "../core/codec.h"
+#include "../core/backend_lmdb.h"
 #include "../core/engine.h"
 #include "../core/errors.h"
 
@@ -116,11 +117,12 @@ static double bench_engine(const char *dir, long n, long batch, const long *ord,
     /* Room for every key (charged key + value + 64 bytes). */
     so.max_bytes = (uint64_t)n * 128 > ((uint64_t)1 << 30) ? (uint64_t)n * 128 : (uint64_t)1 << 30;
     ss_store *s;
+    ss_backend *be;
     ss_engine *e;
     int rc;
     if ((rc = ss_store_open(&so, &s)) != SS_OK)
         die("store open", rc);
-    if ((rc = ss_engine_new(s, NULL, &e)) != SS_OK)
+    if ((rc = ss_backend_lmdb_new(s, &be)) != SS_OK || (rc = ss_engine_new(be, NULL, &e)) != SS_OK)
         die("engine", rc);
     ss_buf resp = SS_BUF_INIT;
     struct chunk c;
@@ -156,6 +158,7 @@ static double bench_engine(const char *dir, long n, long batch, const long *ord,
     chunk_free(&c);
     ss_buf_free(&resp);
     ss_engine_free(e);
+    ss_backend_lmdb_free(be);
     ss_store_close(s);
     return (double)n / busy;
 }

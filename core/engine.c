@@ -1,4 +1,4 @@
-/* engine.c - PROTOCOL.md sections 2-6 on top of a store.
+/* engine.c - PROTOCOL.md sections 2-6 on top of a backend (backend.h).
  *
  * Invariant: every version issued comes from the one clock and is strictly
  * greater than all earlier ones (persisted with each batch, so also across
@@ -14,18 +14,18 @@
 #include "errors.h"
 
 struct ss_engine {
-    ss_store *store;
+    ss_backend *be;
     ss_engine_options opt;
     ss_clock clock;
     ss_buf key_scratch;
 };
 
-int ss_engine_new(ss_store *store, const ss_engine_options *o, ss_engine **out)
+int ss_engine_new(ss_backend *be, const ss_engine_options *o, ss_engine **out)
 {
     ss_engine *e = calloc(1, sizeof *e);
     if (e == NULL)
         return SS_E_NOMEM;
-    e->store = store;
+    e->be = be;
     if (o)
         e->opt = *o;
     if (e->opt.node_id == NULL)
@@ -41,7 +41,7 @@ int ss_engine_new(ss_store *store, const ss_engine_options *o, ss_engine **out)
     e->opt.node_id = NULL; /* borrowed string: not kept past this call */
     uint64_t wall;
     uint32_t counter;
-    ss_store_get_clock(store, &wall, &counter);
+    be->ops->load_clock(be->impl, &wall, &counter);
     ss_clock_restore(&e->clock, wall, counter);
     *out = e;
     return SS_OK;
@@ -65,28 +65,19 @@ ss_hlc ss_engine_clock(const ss_engine *e)
     return h;
 }
 
-static void ss_engine__emit(ss_engine *e, const ss_event *ev)
-{
-    if (e->opt.on_event)
-        e->opt.on_event(e->opt.event_ctx, ev);
-}
-
-static int ss_engine__batch(ss_engine *e)
-{
-    return ss_store_in_batch(e->store) ? SS_OK : ss_store_begin(e->store);
-}
-
 /* Look key up, removing it first if it has expired. 0 with *rec (found),
- * SS_E_NOTFOUND, or a store failure. */
-static int ss_engine__lookup(ss_engine *e, ss_bytes key, uint64_t now_ms, ss_record *rec)
+ * SS_E_NOTFOUND, SS_E_PENDING, or a store failure; *rev: what a write of
+ * the key is decided on. */
+static int ss_engine__lookup(ss_engine *e, ss_bytes key, uint64_t now_ms, ss_record *rec,
+                             ss_revision *rev)
 {
-    int rc = ss_store_get(e->store, key, rec);
+    ss_backend *be = e->be;
+    int rc = be->ops->read(be->impl, key, rec, rev);
     if (rc != SS_OK || rec->expiry_ms == 0 || rec->expiry_ms > now_ms)
         return rc;
-    ss_event ev = {.type = SS_EVENT_DELETE, .key = key, .version = rec->version, .expired = true};
-    if ((rc = ss_store_del(e->store, key)) != SS_OK)
+    ss_change gone = {.type = SS_CHANGE_DELETE, .key = key, .version = rec->version, .expired = true};
+    if ((rc = be->ops->del(be->impl, &gone, *rev)) != SS_OK)
         return rc;
-    ss_engine__emit(e, &ev);
     return SS_E_NOTFOUND;
 }
 
@@ -111,7 +102,8 @@ static int ss_engine__set(ss_engine *e, ss_exec *x, const ss_command *c, const s
                    const ss_hlc *ft)
 {
     ss_record old;
-    int rc = ss_engine__lookup(e, c->key, x->now_ms, &old);
+    ss_revision rev;
+    int rc = ss_engine__lookup(e, c->key, x->now_ms, &old, &rev);
     bool exists = rc == SS_OK;
     if (rc != SS_OK && rc != SS_E_NOTFOUND)
         return rc;
@@ -133,23 +125,23 @@ static int ss_engine__set(ss_engine *e, ss_exec *x, const ss_command *c, const s
         rec.ft = *ft; /* equal or newer than any stored token (checked above) */
     }
     rec.expiry_ms = c->px ? x->now_ms + c->px : 0;
-    if ((rc = ss_store_set_clock(e->store, rec.version.wall, rec.version.counter)) != SS_OK)
+    ss_backend *be = e->be;
+    if ((rc = be->ops->save_clock(be->impl, rec.version.wall, rec.version.counter)) != SS_OK)
         return rc;
-    if ((rc = ss_store_put(e->store, c->key, &rec)) != SS_OK)
+    if ((rc = be->ops->put(be->impl, c->key, &rec, rev)) != SS_OK)
         return rc;
     if ((rc = ss_codec_put_ok(x->response)) != SS_OK)
         return rc;
     x->has_version = true;
     x->version = rec.version;
-    ss_event ev = {.type = SS_EVENT_SET, .key = c->key, .value = c->value, .version = rec.version};
-    ss_engine__emit(e, &ev);
     return SS_OK;
 }
 
 static int ss_engine__get(ss_engine *e, ss_exec *x, const ss_command *c)
 {
     ss_record rec;
-    int rc = ss_engine__lookup(e, c->key, x->now_ms, &rec);
+    ss_revision rev;
+    int rc = ss_engine__lookup(e, c->key, x->now_ms, &rec, &rev);
     if (rc == SS_E_NOTFOUND)
         return ss_codec_put_nil(x->response);
     if (rc != SS_OK)
@@ -166,7 +158,8 @@ static int ss_engine__del(ss_engine *e, ss_exec *x, const ss_command *c, const s
                    const ss_bytes *match)
 {
     ss_record rec;
-    int rc = ss_engine__lookup(e, c->key, x->now_ms, &rec);
+    ss_revision rev;
+    int rc = ss_engine__lookup(e, c->key, x->now_ms, &rec, &rev);
     if (rc == SS_E_NOTFOUND)
         return ss_codec_put_int(x->response, 0);
     if (rc != SS_OK)
@@ -176,14 +169,13 @@ static int ss_engine__del(ss_engine *e, ss_exec *x, const ss_command *c, const s
     if (match && !ss_engine__bytes_eq(rec.value, *match))
         return ss_codec_put_int(x->response, -1);
     ss_hlc version = rec.version;
-    if ((rc = ss_store_del(e->store, c->key)) != SS_OK)
+    ss_change gone = {.type = SS_CHANGE_DELETE, .key = c->key, .version = version};
+    if ((rc = e->be->ops->del(e->be->impl, &gone, rev)) != SS_OK)
         return rc;
     if ((rc = ss_codec_put_int(x->response, 1)) != SS_OK)
         return rc;
     x->has_version = true;
     x->version = version;
-    ss_event ev = {.type = SS_EVENT_DELETE, .key = c->key, .version = version};
-    ss_engine__emit(e, &ev);
     return SS_OK;
 }
 
@@ -262,8 +254,6 @@ static int ss_engine__run(ss_engine *e, ss_exec *x)
 
     if (c.type == SS_CMD_KEYNOTIFY)
         return ss_engine__keynotify(e, x, &c);
-    if ((rc = ss_engine__batch(e)) != SS_OK)
-        return rc;
     switch (c.type) {
     case SS_CMD_SET:
         return ss_engine__set(e, x, &c, ts, ft);
@@ -289,7 +279,9 @@ int ss_engine_exec(ss_engine *e, ss_exec *x)
     /* Anything half-written is replaced by the error answer. */
     x->response->len = mark;
     x->has_version = false;
-    if (rc == SS_E_NOMEM)
+    /* Not answered: the request runs again (a read under way, a write
+     * decided on data that changed). */
+    if (rc == SS_E_NOMEM || rc == SS_E_PENDING || rc == SS_E_CONFLICT)
         return rc;
     int answered = ss_err_is_wire(rc) ? rc : SS_E_IO;
     if (ss_codec_put_error(x->response, answered) != SS_OK)
@@ -299,24 +291,17 @@ int ss_engine_exec(ss_engine *e, ss_exec *x)
 
 int ss_engine_expire(ss_engine *e, uint64_t now_ms, unsigned max)
 {
-    if (max == 0 || ss_store_next_expiry(e->store) > now_ms)
+    ss_backend *be = e->be;
+    if (max == 0 || be->ops->next_expiry(be->impl) > now_ms)
         return 0;
-    int rc = ss_engine__batch(e);
-    if (rc != SS_OK)
-        return rc;
     int n = 0;
     while ((unsigned)n < max) {
         ss_hlc version;
-        rc = ss_store_pop_due(e->store, now_ms, &e->key_scratch, &version);
+        int rc = be->ops->pop_due(be->impl, now_ms, &e->key_scratch, &version);
         if (rc == SS_E_NOTFOUND)
             break;
         if (rc != SS_OK)
             return rc;
-        ss_event ev = {.type = SS_EVENT_DELETE,
-                       .key = {e->key_scratch.data, e->key_scratch.len},
-                       .version = version,
-                       .expired = true};
-        ss_engine__emit(e, &ev);
         n++;
     }
     return n;
@@ -324,12 +309,10 @@ int ss_engine_expire(ss_engine *e, uint64_t now_ms, unsigned max)
 
 int ss_engine_commit(ss_engine *e, uint64_t now_ms)
 {
-    if (!ss_store_in_batch(e->store))
-        return ss_store_flush(e->store, now_ms);
-    return ss_store_commit(e->store, now_ms);
+    return e->be->ops->commit(e->be->impl, now_ms);
 }
 
 void ss_engine_abort(ss_engine *e)
 {
-    ss_store_abort(e->store);
+    e->be->ops->abort(e->be->impl);
 }

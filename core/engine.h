@@ -1,15 +1,17 @@
-/* engine.h - the state store's rules, executed against a store.
+/* engine.h - the state store's rules, executed against a backend.
  *
  * The engine turns one request payload (with its __ts and __ft properties
- * and the current wall clock) into the response payload, the version to send
- * back as __ts, and the change events the request causes. It implements
- * PROTOCOL.md sections 2 to 6: conditions, expiry, versions, fencing. It
- * knows nothing of MQTT; time is always passed in.
+ * and the current wall clock) into the response payload and the version to
+ * send back as __ts. It implements PROTOCOL.md sections 2 to 6: conditions,
+ * expiry, versions, fencing. It knows nothing of MQTT; time is always
+ * passed in. It reaches storage only through the storage interface
+ * (backend.h); the changes it makes reach observers through that
+ * interface's change feed, once committed.
  *
- * Writes go into the store's open batch (begun on first use). Nothing is
- * durable until ss_engine_commit; if the commit fails, every response and
- * event produced since the last commit must be discarded (answer those
- * requests with the commit's error instead).
+ * Writes go into the backend's open batch. Nothing is durable until it is
+ * committed; if the commit fails, every response produced since the last
+ * commit must be discarded (answer those requests with the commit's error
+ * instead).
  */
 #ifndef SS_ENGINE_H
 #define SS_ENGINE_H
@@ -22,23 +24,9 @@
 #include "codec.h"
 #include "command.h"
 #include "hlc.h"
-#include "store.h"
+#include "backend.h"
 
 typedef struct ss_engine ss_engine;
-
-enum ss_event_type { SS_EVENT_SET = 1, SS_EVENT_DELETE };
-
-/* A change to one key. All pointers are borrowed for the duration of the
- * callback only. */
-typedef struct ss_event {
-    enum ss_event_type type;
-    ss_bytes key;
-    ss_bytes value; /* SET: the new value */
-    ss_hlc version; /* SET: the new version; DELETE: the removed value's */
-    bool expired;   /* DELETE caused by expiry */
-} ss_event;
-
-typedef void (*ss_event_fn)(void *ctx, const ss_event *ev);
 
 /* KEYNOTIFY handler: register (stop false) or unregister caller for key.
  * Returns 1 when registered / was registered, 0 when STOP found nothing,
@@ -55,8 +43,6 @@ typedef struct ss_engine_options {
     ss_codec_limits limits;     /* zeroes: ss_codec_limits_default() */
     size_t max_key_len;         /* 0: SS_STORE_KEY_MAX */
     size_t max_value_len;       /* SET values; 0: no limit beyond the request size */
-    ss_event_fn on_event;       /* may be NULL */
-    void *event_ctx;
     ss_keynotify_fn on_keynotify; /* NULL: KEYNOTIFY answers "unknown command" */
     void *keynotify_ctx;
     ss_authorize_fn on_authorize; /* NULL: everything is allowed */
@@ -84,16 +70,18 @@ typedef struct ss_exec {
     ss_command cmd;
 } ss_exec;
 
-/* Create an engine on store (borrowed: it must outlive the engine). The
- * clock resumes above the last version persisted in the store.
+/* Create an engine on a backend (borrowed: it must outlive the engine).
+ * The clock resumes above the last version persisted in the backend.
  * Errors: SS_E_INVAL (bad node id), SS_E_NOMEM. */
-int ss_engine_new(ss_store *store, const ss_engine_options *o, ss_engine **out);
+int ss_engine_new(ss_backend *be, const ss_engine_options *o, ss_engine **out);
 void ss_engine_free(ss_engine *e);
 
 /* Execute one request. A response is always appended unless memory runs
- * out (SS_E_NOMEM, nothing appended). Returns 0 for a normal answer, or
- * the status whose error text was answered (protocol errors, and SS_E_IO /
- * SS_E_CORRUPT answered as "-ERR storage error"). */
+ * out (SS_E_NOMEM) or the request must run again (SS_E_PENDING: its read
+ * is under way; SS_E_CONFLICT: the key changed after it was decided);
+ * then nothing was appended and nothing written. Returns 0 for a normal
+ * answer, or the status whose error text was answered (protocol errors,
+ * and SS_E_IO / SS_E_CORRUPT answered as "-ERR storage error"). */
 int ss_engine_exec(ss_engine *e, ss_exec *x);
 
 /* Decode and check x's payload without running it, and set x->command
@@ -102,13 +90,14 @@ int ss_engine_exec(ss_engine *e, ss_exec *x);
  * ss_engine_exec then runs what was parsed here instead of parsing again. */
 void ss_engine_parse(ss_engine *e, ss_exec *x);
 
-/* Remove up to max keys whose deadline is <= now_ms, earliest first,
- * emitting a DELETE event for each. Cheap when nothing is due. Returns the
+/* Remove up to max keys whose deadline is <= now_ms, earliest first
+ * (each a DELETE in the change feed once committed). Cheap when nothing is due. Returns the
  * number removed, or a negative status. */
 int ss_engine_expire(ss_engine *e, uint64_t now_ms, unsigned max);
 
-/* Commit everything since the last commit. 0, or the failure (nothing of
- * the batch remains): SS_E_QUOTA, SS_E_IO. No-op without an open batch. */
+/* Commit everything since the last commit and wait for it (the backend's
+ * commit: for owners without a pipeline of their own). 0, or the failure
+ * (nothing of the batch remains): SS_E_QUOTA, SS_E_IO. */
 int ss_engine_commit(ss_engine *e, uint64_t now_ms);
 
 /* Drop everything since the last commit. */

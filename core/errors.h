@@ -40,6 +40,8 @@
     X(BUSY, -25, 0, "a batch is not open or is already open")                      \
     X(NOTFOUND, -26, 0, "not found")                                               \
     X(LIMIT, -27, 0, "a configured limit was reached")                            \
+    X(PENDING, -28, 0, "a read is under way: run the request again when it is done") \
+    X(CONFLICT, -29, 0, "the key changed after the request was decided: run it again") \
     X(TIMEOUT, -30, 0, "timed out waiting for the answer")                        \
     X(CONNECTION, -31, 0, "not connected to the broker")                          \
     X(PROTOCOL, -32, 0, "malformed answer from the server")                       \

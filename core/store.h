@@ -1,9 +1,10 @@
-/* store.h - the storage interface of the state store.
+/* store.h - the embedded store: LMDB with a write-ahead journal.
  *
- * A narrow interface: records by key, an expiry index, batches. The engine
- * holds the protocol's rules; a store only keeps records durably. The one
- * implementation today is LMDB with a write-ahead journal (store_lmdb.h and its files),
- * embedded in the process.
+ * Records by key, an expiry index, batches, kept durably in one data
+ * directory (store_lmdb.h and its files). The engine reaches it through
+ * the storage interface (backend.h, adapter in backend_lmdb.h); what is
+ * here besides the data operations (journal, checkpoints, syncs, map
+ * size, long-key hashing) is this backend's own, driven by its owner.
  *
  * Every read and write happens inside a batch (one write transaction):
  * ss_store_begin, any number of get/put/del/pop_due, then ss_store_commit
@@ -18,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "buf.h"
 #include "hlc.h"
 
@@ -35,8 +37,6 @@ enum ss_sync_policy {
 #define SS_STORE_RECORD_CHARGE 64u
 /* Keys longer than this are stored under a hashed name (see store_lmdb.h). */
 #define SS_STORE_INLINE_KEY_MAX 480u
-/* Longest key the store accepts. */
-#define SS_STORE_KEY_MAX ((size_t)1 << 20)
 
 typedef struct ss_store_options {
     const char *path;           /* data directory; created (0700) if missing */
@@ -68,16 +68,6 @@ typedef struct ss_store_options {
 /* A journal frame's length is 32 bits and a replay reads a frame whole:
  * 1 GiB keeps every frame replayable with room to spare. */
 #define SS_STORE_BATCH_MAX_DEFAULT ((uint64_t)1 << 30)
-
-/* A stored record. value borrows storage memory: valid until the next
- * put, del, pop_due, commit or abort on the same store. */
-typedef struct ss_record {
-    ss_bytes value;
-    ss_hlc version;
-    bool has_ft;
-    ss_hlc ft;
-    uint64_t expiry_ms; /* 0: never expires */
-} ss_record;
 
 /* Options with every field at its default (path NULL). */
 ss_store_options ss_store_options_default(void);

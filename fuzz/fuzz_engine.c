@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../core/codec.h"
+#include "../core/backend_lmdb.h"
 #include "../core/engine.h"
 #include "../core/errors.h"
 
@@ -25,6 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 struct fz {
     char dir[64];
     ss_store *store;
+    ss_backend *backend;
     ss_engine *engine;
     uint64_t now;
     int watched;
@@ -56,10 +58,11 @@ static bool fz_authorize(void *ctx, void *caller, enum ss_access access, ss_byte
     return !(access == SS_ACCESS_WRITE && key.len > 0 && key.data[0] == 'x');
 }
 
-static void fz_event(void *ctx, const ss_event *ev)
+/* Every committed change in the feed names a key. */
+static void fz_change(void *ctx, const ss_change *c)
 {
     (void)ctx;
-    if (ev->key.len == 0)
+    if (c->key.len == 0)
         abort();
 }
 
@@ -70,6 +73,7 @@ static void fz_cleanup(void)
 {
     struct fz *f = &fz_state;
     ss_engine_free(f->engine);
+    ss_backend_lmdb_free(f->backend);
     ss_store_close(f->store);
     ss_buf_free(&f->resp);
     char path[512];
@@ -97,11 +101,12 @@ static struct fz *fz_get(void)
     so.sync = SS_SYNC_PERIODIC;
     if (ss_store_open(&so, &f.store) != SS_OK)
         abort();
-    ss_engine_options eo = {.on_event = fz_event,
-                            .on_keynotify = fz_keynotify,
+    if (ss_backend_lmdb_new(f.store, &f.backend) != SS_OK)
+        abort();
+    ss_engine_options eo = {.on_keynotify = fz_keynotify,
                             .keynotify_ctx = &f,
                             .on_authorize = fz_authorize};
-    if (ss_engine_new(f.store, &eo, &f.engine) != SS_OK)
+    if (ss_engine_new(f.backend, &eo, &f.engine) != SS_OK)
         abort();
     f.now = 1700000000000ull;
     return &f;
@@ -169,5 +174,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (ss_engine_commit(f->engine, f->now) != SS_OK)
         abort();
+    ss_backend_deliver(f->backend, fz_change, NULL);
     return 0;
 }

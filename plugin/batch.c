@@ -13,6 +13,7 @@
 #include "../core/command.h"
 #include "../core/errors.h"
 #include "committer.h"
+#include "notify.h"
 #include "outbox.h"
 #include "plugin.h"
 
@@ -120,7 +121,8 @@ void ss_batch_refuse(struct ss_batch *b, struct ss_request_props *r, const char 
 void ss_batch_notify(struct ss_batch *b, char *client_id, char *topic, uint8_t *payload, size_t len,
                      mosquitto_property *props)
 {
-    if (ss_outbox_push(&b->outbox, client_id, topic, payload, len, props, NULL, 0, b->seq) !=
+    /* From the change feed: committed already, it waits for nothing. */
+    if (ss_outbox_push(&b->outbox, client_id, topic, payload, len, props, NULL, 0, 0) !=
         MOSQ_ERR_SUCCESS)
         ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: a notification was dropped");
 }
@@ -140,7 +142,9 @@ static uint64_t ss_batch__request_id(struct ss_plugin *p, ss_bytes client, ss_by
     return ss_dedup_id(p->dedup, client, corr, parts, 6);
 }
 
-static void ss_batch__execute(struct ss_batch *b, const struct ss_request_from *in, bool gone,
+/* Run one request. False when it must run again later (its read is under
+ * way, or the key changed after it was decided): nothing was answered. */
+static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *in, bool gone,
                               struct ss_request_props *r)
 {
     struct ss_plugin *p = b->p;
@@ -173,14 +177,15 @@ static void ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
          * Remembered in the open batch: it shares that batch's fate. */
         ss_batch__answer(b, r, &prior.payload, prior.version.len ? version : NULL,
                          prior.seq > b->dedup_mark ? b->seq : 0);
-        return;
+        return true;
     }
     ss_buf_clear(&b->scratch);
-    size_t first_event = b->outbox.len;
     int rc = ss_engine_exec(p->engine, &x);
+    if (rc == SS_E_PENDING || rc == SS_E_CONFLICT)
+        return false;
     if (rc == SS_E_NOMEM) {
         ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request from %s was not answered", client_id);
-        return;
+        return true;
     }
     if (rc == SS_E_QUOTA && in->len > p->opt.max_value_bytes)
         ss_log(p, MOSQ_LOG_WARNING,
@@ -206,15 +211,13 @@ static void ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
     ss_dedup_answer a = {.payload = answer, .version = ss_batch__str(version)};
     if (cached && ss_dedup_put(p->dedup, client, corr, id, now, &a) != SS_OK)
         ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request will not be recognised if resent");
-    size_t before = b->outbox.len;
     ss_batch__answer(b, r, &answer, x.has_version ? version : NULL, b->seq);
-    if (b->outbox.len > before)
-        ss_outbox_move_last_to(&b->outbox, first_event);
     /* The answer was copied. A GET of a huge value grew the buffer to the
      * value's size (rounded up): give that memory back, so that one big
      * read does not keep the broker large for good. */
     if (b->scratch.cap > SS_SCRATCH_KEEP)
         ss_buf_free(&b->scratch);
+    return true;
 }
 
 /* ---- the queue of requests that wait for a commit under way ---------- */
@@ -285,17 +288,24 @@ static void ss_batch__queued_free(struct ss_queued *e)
     free(e->username);
 }
 
-/* Run the requests that waited for the last commit, in arrival order. */
+/* Run the requests that waited for the last commit, in arrival order; one
+ * that must run again stays queued, in order. */
 static void ss_batch__run_queue(struct ss_batch *b)
 {
+    size_t kept = 0;
+    uint64_t bytes = 0;
     for (size_t i = 0; i < b->queue.len; i++) {
         struct ss_queued *e = &b->queue.items[i];
         struct ss_request_from in = {e->payload, e->len, e->client_id, e->username};
-        ss_batch__execute(b, &in, e->gone, &e->r);
-        ss_batch__queued_free(e);
+        if (ss_batch__execute(b, &in, e->gone, &e->r)) {
+            ss_batch__queued_free(e);
+            continue;
+        }
+        bytes += ss_batch__queued_size(e);
+        b->queue.items[kept++] = *e;
     }
-    b->queue.len = 0;
-    b->queue.bytes = 0;
+    b->queue.len = kept;
+    b->queue.bytes = bytes;
 }
 
 void ss_batch_client_gone(struct ss_batch *b, const char *client_id)
@@ -339,6 +349,10 @@ static void ss_batch__settle(struct ss_batch *b, int rc, bool ckpt)
         ss_outbox_fail(&b->outbox, b->seq, rc);
         ss_dedup_forget_since(p->dedup, b->dedup_mark);
     }
+    /* The change feed: what was committed notifies its observers, after
+     * the answers (a writer hears of its write before its observers). */
+    p->backend->ops->settled(p->backend->impl, rc);
+    ss_backend_deliver(p->backend, ss_notify_change, p);
     if (b->outbox.len)
         ss_outbox_flush(&b->outbox, p);
     b->dedup_mark = ss_dedup_mark(p->dedup);
@@ -387,12 +401,14 @@ void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, str
      * broker reading more (slow disk, flood of requests). */
     if (b->committer.pending && b->queue.bytes >= b->p->opt.max_queued_bytes)
         ss_batch__wait(b);
-    if (b->committer.pending) {
-        ss_batch__enqueue(b, from, r);
+    if (b->committer.pending || b->queue.len) {
+        ss_batch__enqueue(b, from, r); /* behind the ones waiting: in order */
         return;
     }
-    ss_batch__execute(b, from, false, r);
-    ss_request_props_free(r);
+    if (ss_batch__execute(b, from, false, r))
+        ss_request_props_free(r);
+    else
+        ss_batch__enqueue(b, from, r);
 }
 
 void ss_batch_tick(struct ss_batch *b, uint64_t now)
@@ -416,6 +432,9 @@ void ss_batch_tick(struct ss_batch *b, uint64_t now)
                        ss_store_cause(p->store));
         }
     }
+    /* Requests to run again (backend.h: a read under way, a conflict). */
+    if (!c->pending && b->queue.len)
+        ss_batch__run_queue(b);
     int n = ss_engine_expire(p->engine, now, SS_SWEEP_PER_TICK);
     if (n < 0)
         ss_log(p, MOSQ_LOG_ERR, "expiry sweep failed: %s", ss_strerror(n));

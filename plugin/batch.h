@@ -4,7 +4,9 @@
  * batch (or waits in a queue while a commit is under way). Its answer, and
  * the notifications it causes, wait in the outbox; at the broker's next
  * tick the batch is committed and only then is the outbox published:
- * nothing is acknowledged before it is durable. Every message in the
+ * nothing is acknowledged before it is durable. Notifications come from
+ * the backend's change feed once a commit has settled (backend.h), after
+ * the answers of that commit. Every message in the
  * outbox records the commit it waits for; if that commit fails, answers
  * become errors and notifications are dropped, while an answer that waits
  * for nothing (a refusal, the first answer of a request committed earlier)
@@ -67,8 +69,8 @@ void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, str
 void ss_batch_refuse(struct ss_batch *b, struct ss_request_props *r, const char *stat,
                      const char *const *extra);
 
-/* A notification caused by the open batch's writes, for client_id; takes
- * every argument (heap memory), also on failure. */
+/* A notification of a committed change (from the backend's change feed),
+ * for client_id; takes every argument (heap memory), also on failure. */
 void ss_batch_notify(struct ss_batch *b, char *client_id, char *topic, uint8_t *payload, size_t len,
                      mosquitto_property *props);
 

@@ -51,7 +51,7 @@ static int ss_notify__topic(struct ss_plugin *p, ss_bytes client, ss_bytes key)
 
 struct ss_notify_fanout {
     struct ss_plugin *p;
-    const ss_event *ev;
+    const ss_change *ev;
     char version[SS_HLC_TEXT_MAX + 1]; /* formatted for the first watcher */
 };
 
@@ -66,7 +66,7 @@ static void ss_notify__one(void *ctx, ss_bytes client)
     char *id = strndup((const char *)client.data, client.len);
     char *topic = strdup((const char *)p->topic.data);
     ss_buf payload = SS_BUF_INIT;
-    int rc = f->ev->type == SS_EVENT_SET
+    int rc = f->ev->type == SS_CHANGE_SET
                  ? ss_codec_put_notify_set(&payload, f->ev->value.data, f->ev->value.len)
                  : ss_codec_put_notify_delete(&payload);
     mosquitto_property *props = NULL;
@@ -84,11 +84,25 @@ static void ss_notify__one(void *ctx, ss_bytes client)
     ss_log(p, MOSQ_LOG_WARNING, "out of memory: a notification was dropped");
 }
 
-void ss_on_engine_event(void *ctx, const ss_event *ev)
+void ss_notify_change(void *ctx, const ss_change *c)
 {
     /* Most writes have no watcher: the version is formatted only for one. */
-    struct ss_notify_fanout f = {.p = ctx, .ev = ev, .version = ""};
-    ss_watch_each(f.p->watch, ev->key, ss_notify__one, &f);
+    struct ss_notify_fanout f = {.p = ctx, .ev = c, .version = ""};
+    ss_watch_each(f.p->watch, c->key, ss_notify__one, &f);
+}
+
+static void ss_notify__any(void *ctx, ss_bytes client)
+{
+    (void)client;
+    *(bool *)ctx = true;
+}
+
+bool ss_notify_wanted(void *ctx, ss_bytes key)
+{
+    struct ss_plugin *p = ctx;
+    bool any = false;
+    ss_watch_each(p->watch, key, ss_notify__any, &any);
+    return any;
 }
 
 int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)

@@ -6,9 +6,12 @@
 
 #include "../core/engine.h"
 
-/* The engine's callbacks (ctx: the plugin): a committed-to-be change of a
- * key, and a KEYNOTIFY (caller: struct ss_caller). */
-void ss_on_engine_event(void *ctx, const ss_event *ev);
+/* A committed change from the backend's feed (ctx: the plugin): the
+ * notifications it causes go into the outbox. */
+void ss_notify_change(void *ctx, const ss_change *c);
+/* The feed's filter: does anyone observe key? */
+bool ss_notify_wanted(void *ctx, ss_bytes key);
+/* The engine's KEYNOTIFY callback (caller: struct ss_caller). */
 int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop);
 /* MOSQ_EVT_DISCONNECT: the client's registrations go. */
 int ss_on_disconnect(int event, void *event_data, void *userdata);

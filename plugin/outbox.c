@@ -73,15 +73,6 @@ int ss_outbox_push(struct ss_outbox *ob, char *clientid, char *topic, uint8_t *p
     return MOSQ_ERR_SUCCESS;
 }
 
-void ss_outbox_move_last_to(struct ss_outbox *ob, size_t pos)
-{
-    if (ob->len == 0 || pos >= ob->len - 1)
-        return;
-    struct ss_outmsg last = ob->msgs[ob->len - 1];
-    memmove(&ob->msgs[pos + 1], &ob->msgs[pos], (ob->len - 1 - pos) * sizeof last);
-    ob->msgs[pos] = last;
-}
-
 void ss_outbox_fail(struct ss_outbox *ob, uint64_t commit, int err)
 {
     size_t kept = 0;

@@ -36,12 +36,10 @@ struct ss_outbox {
  * 0 or MOSQ_ERR_NOMEM. */
 int ss_outbox_push(struct ss_outbox *ob, char *clientid, char *topic, uint8_t *payload, size_t len,
                    mosquitto_property *props, uint8_t *corr, uint16_t corr_len, uint64_t commit);
-/* Move the last message to position pos (an answer goes out before the
- * notifications its request caused). */
-void ss_outbox_move_last_to(struct ss_outbox *ob, size_t pos);
 /* The commit of batch number commit failed with err: its answers become
- * "-ERR <text of err>" and its notifications are dropped; messages that
- * wait for nothing stay as they are. */
+ * "-ERR <text of err>"; messages that wait for nothing (refusals, answers
+ * of requests committed earlier, notifications of committed changes) stay
+ * as they are. */
 void ss_outbox_fail(struct ss_outbox *ob, uint64_t commit, int err);
 /* Publish everything and empty the outbox (notifications only to clients
  * that still have registrations in p's watch table). */

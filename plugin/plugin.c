@@ -72,6 +72,7 @@ static void ss_plugin__destroy(struct ss_plugin *p)
     ss_batch_free(p->batch); /* commits what was executed */
     p->batch = NULL;
     ss_engine_free(p->engine);
+    ss_backend_lmdb_free(p->backend);
     ss_store_close(p->store);
     ss_watch_free(p->watch);
     ss_dedup_free(p->dedup);
@@ -90,7 +91,7 @@ static int ss_plugin__open(struct ss_plugin *p)
     so.map_size = p->opt.map_size;
     so.sync = p->opt.sync;
     so.sync_interval_ms = (uint32_t)p->opt.sync_interval_ms;
-    so.external_sync = true; /* the committer's thread runs the periodic fsync (tick.c) */
+    so.external_sync = true; /* the committer's thread runs the periodic fsync (batch.c) */
     so.checkpoint_interval_ms = (uint32_t)p->opt.checkpoint_interval_ms;
     so.journal_max_bytes = p->opt.journal_max_bytes;
     so.compact = p->opt.compact_on_start;
@@ -145,13 +146,16 @@ static int ss_plugin__open(struct ss_plugin *p)
     ss_engine_options eo = {.node_id = p->opt.node_id,
                             .max_key_len = (size_t)p->opt.max_key_length,
                             .max_value_len = (size_t)p->opt.max_value_bytes,
-                            .on_event = ss_on_engine_event,
-                            .event_ctx = p,
                             .on_keynotify = ss_on_keynotify,
                             .keynotify_ctx = p,
                             .on_authorize = ss_authorize,
                             .authorize_ctx = p};
-    if ((rc = ss_engine_new(p->store, &eo, &p->engine)) != SS_OK)
+    if ((rc = ss_backend_lmdb_new(p->store, &p->backend)) != SS_OK)
+        return rc;
+    /* Only changes of keys someone observes are kept for the feed. */
+    p->backend->wanted = ss_notify_wanted;
+    p->backend->wanted_ctx = p;
+    if ((rc = ss_engine_new(p->backend, &eo, &p->engine)) != SS_OK)
         return rc;
     if ((rc = ss_watch_new(p->opt.max_registrations_per_client, p->opt.max_registrations, &p->watch)) !=
         SS_OK)

@@ -22,6 +22,7 @@
 
 #include "../core/acl.h"
 #include "../core/dedup.h"
+#include "../core/backend_lmdb.h"
 #include "../core/engine.h"
 #include "../core/protocol.h"
 #include "../core/store.h"
@@ -42,7 +43,8 @@ struct ss_caller {
 struct ss_plugin {
     mosquitto_plugin_id_t *id;
     struct ss_plugin_options opt;
-    ss_store *store;
+    ss_store *store;     /* the LMDB backend's own control (commits, syncs) */
+    ss_backend *backend; /* the same store behind the storage interface */
     ss_engine *engine;
     ss_watch *watch;
     ss_dedup *dedup;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../../core/codec.h"
+#include "../../core/backend_lmdb.h"
 #include "../../core/engine.h"
 #include "../../core/errors.h"
 #include "../test.h"
@@ -14,6 +15,7 @@
 struct fx {
     ss_store_options so;
     ss_store *store;
+    ss_backend *be;
     ss_engine *eng;
     uint64_t now;
     ss_buf resp;
@@ -27,17 +29,17 @@ struct fx {
     int nwatched;
 };
 
-static void on_event(void *ctx, const ss_event *ev)
+static void on_change(void *ctx, const ss_change *ev)
 {
     struct fx *f = ctx;
     char v[SS_HLC_TEXT_MAX + 1];
     v[ss_hlc_format(&ev->version, v)] = '\0';
     size_t used = strlen(f->events);
     snprintf(f->events + used, sizeof f->events - used, "%s %.*s%s%.*s @%s%s\n",
-             ev->type == SS_EVENT_SET ? "SET" : "DELETE", (int)(ev->key.len > 40 ? 40 : ev->key.len),
-             (const char *)ev->key.data, ev->type == SS_EVENT_SET ? "=" : "",
-             ev->type == SS_EVENT_SET ? (int)(ev->value.len > 40 ? 40 : ev->value.len) : 0,
-             ev->type == SS_EVENT_SET ? (const char *)ev->value.data : "", v,
+             ev->type == SS_CHANGE_SET ? "SET" : "DELETE", (int)(ev->key.len > 40 ? 40 : ev->key.len),
+             (const char *)ev->key.data, ev->type == SS_CHANGE_SET ? "=" : "",
+             ev->type == SS_CHANGE_SET ? (int)(ev->value.len > 40 ? 40 : ev->value.len) : 0,
+             ev->type == SS_CHANGE_SET ? (const char *)ev->value.data : "", v,
              ev->expired ? " expired" : "");
 }
 
@@ -60,15 +62,33 @@ static int on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)
     return 1;
 }
 
-static void fx_open(struct fx *f)
+/* Open the store in the test's directory, its backend and an engine. */
+static void fx_attach(struct fx *f, const ss_engine_options *eo)
 {
-    ss_engine_options eo = {.on_event = on_event,
-                            .event_ctx = f,
-                            .on_keynotify = on_keynotify,
-                            .keynotify_ctx = f};
     f->so.path = test_tmpdir();
     ASSERT_EQ(ss_store_open(&f->so, &f->store), SS_OK);
-    ASSERT_EQ(ss_engine_new(f->store, &eo, &f->eng), SS_OK);
+    ASSERT_EQ(ss_backend_lmdb_new(f->store, &f->be), SS_OK);
+    ASSERT_EQ(ss_engine_new(f->be, eo, &f->eng), SS_OK);
+}
+
+static void fx_open(struct fx *f)
+{
+    ss_engine_options eo = {.on_keynotify = on_keynotify, .keynotify_ctx = f};
+    fx_attach(f, &eo);
+}
+
+/* Commit, then take the change feed into f->events. */
+static void fx_events(struct fx *f)
+{
+    ASSERT_EQ(ss_engine_commit(f->eng, f->now), SS_OK);
+    ss_backend_deliver(f->be, on_change, f);
+}
+
+/* Commit, and forget the changes so far. */
+static void fx_drop_events(struct fx *f)
+{
+    fx_events(f);
+    f->events[0] = '\0';
 }
 
 static void fx_init(struct fx *f)
@@ -83,8 +103,10 @@ static void fx_close(struct fx *f)
 {
     ASSERT_EQ(ss_engine_commit(f->eng, f->now), SS_OK);
     ss_engine_free(f->eng);
+    ss_backend_lmdb_free(f->be);
     ss_store_close(f->store);
     f->eng = NULL;
+    f->be = NULL;
     f->store = NULL;
 }
 
@@ -150,6 +172,7 @@ static const char *now_ts(struct fx *f)
 #define NO_VERSION(f) ASSERT_TRUE(!(f)->has_version)
 #define EVENTS(f, lit)                                                                  \
     do {                                                                                \
+        fx_events(f);                                                                   \
         ASSERT_MEM((f)->events, strlen((f)->events), lit, strlen(lit));                 \
         (f)->events[0] = '\0';                                                          \
     } while (0)
@@ -291,7 +314,7 @@ TEST(engine_px_and_expiry_at_exact_millisecond)
     fx_init(&f);
     run(&f, now_ts(&f), NULL, "SET", "k", "v", "PX", "1000", NULL);
     RESP(&f, "+OK\r\n");
-    f.events[0] = '\0';
+    fx_drop_events(&f);
     f.now = T0 + 999;
     run(&f, NULL, NULL, "GET", "k", NULL);
     RESP(&f, "$1\r\nv\r\n");
@@ -309,8 +332,7 @@ TEST(engine_px_and_expiry_at_exact_millisecond)
     run(&f, now_ts(&f), NULL, "SET", "b", "1", "PX", "20", NULL);
     run(&f, now_ts(&f), NULL, "SET", "a", "1", "PX", "10", NULL);
     run(&f, now_ts(&f), NULL, "SET", "c", "1", "PX", "30", NULL);
-    f.events[0] = '\0';
-    ASSERT_EQ(ss_engine_commit(f.eng, f.now), SS_OK);
+    fx_drop_events(&f);
     ASSERT_EQ(ss_engine_expire(f.eng, T0 + 2009, 100), 0);
     ASSERT_EQ(ss_engine_expire(f.eng, T0 + 2020, 100), 2);
     EVENTS(&f, "DELETE a @1700000002002:0:StateStore expired\n"
@@ -409,7 +431,7 @@ TEST(engine_vdel_answers)
     run(&f, NULL, NULL, "VDEL", "k", "v", NULL);
     RESP(&f, ":0\r\n");
     run(&f, now_ts(&f), NULL, "SET", "k", "v", NULL);
-    f.events[0] = '\0';
+    fx_drop_events(&f);
     run(&f, NULL, NULL, "VDEL", "k", "x", NULL);
     RESP(&f, ":-1\r\n");
     EVENTS(&f, "");
@@ -493,9 +515,9 @@ static void check_key_size(size_t n)
     run_argv(&f, NULL, NULL, 2, argv);
     RESP(&f, "$1\r\nv\r\n");
     f.now += 50;
-    f.events[0] = '\0';
-    ASSERT_EQ(ss_engine_commit(f.eng, f.now), SS_OK);
+    fx_drop_events(&f);
     ASSERT_EQ(ss_engine_expire(f.eng, f.now, 10), 1);
+    fx_events(&f);
     ASSERT_TRUE(strncmp(f.events, "DELETE ", 7) == 0);
     run_argv(&f, NULL, NULL, 2, argv);
     RESP(&f, "$-1\r\n");
@@ -556,10 +578,8 @@ TEST(engine_key_and_value_length_limits)
     memset(&f, 0, sizeof f);
     f.so = ss_store_options_default();
     f.now = T0;
-    f.so.path = test_tmpdir();
-    ASSERT_EQ(ss_store_open(&f.so, &f.store), SS_OK);
     ss_engine_options eo = {.max_key_len = 4, .max_value_len = 3};
-    ASSERT_EQ(ss_engine_new(f.store, &eo, &f.eng), SS_OK);
+    fx_attach(&f, &eo);
     run(&f, now_ts(&f), NULL, "SET", "abcd", "xyz", NULL);
     RESP(&f, "+OK\r\n");
     run(&f, now_ts(&f), NULL, "SET", "abcde", "x", NULL);
@@ -612,7 +632,7 @@ TEST(engine_failed_commit_undoes_batch)
     f.so.max_bytes = (uint64_t)1 << 30;
     fx_open(&f);
     run(&f, now_ts(&f), NULL, "SET", "keep", "v", NULL);
-    ASSERT_EQ(ss_engine_commit(f.eng, f.now), SS_OK);
+    fx_drop_events(&f);
     static char val[3001];
     memset(val, 'q', 3000);
     int i;
@@ -625,6 +645,7 @@ TEST(engine_failed_commit_undoes_batch)
     }
     RESP(&f, "-ERR the quota has been exceeded\r\n");
     ASSERT_EQ(ss_engine_commit(f.eng, f.now), SS_E_QUOTA);
+    EVENTS(&f, ""); /* what was not committed never reaches the feed */
     run(&f, NULL, NULL, "GET", "k0", NULL);
     RESP(&f, "$-1\r\n");
     run(&f, NULL, NULL, "GET", "keep", NULL);
@@ -648,11 +669,9 @@ TEST(engine_authorization)
     run(&f, now_ts(&f), NULL, "SET", "hidden", "v", NULL); /* before the rules */
     run(&f, now_ts(&f), NULL, "SET", "secret1", "v", NULL);
     fx_close(&f);
-    ss_engine_options eo = {.on_authorize = deny_some, .on_event = on_event, .event_ctx = &f,
-                            .on_keynotify = on_keynotify, .keynotify_ctx = &f};
-    ASSERT_EQ(ss_store_open(&f.so, &f.store), SS_OK);
-    ASSERT_EQ(ss_engine_new(f.store, &eo, &f.eng), SS_OK);
-    f.events[0] = '\0';
+    ss_engine_options eo = {.on_authorize = deny_some, .on_keynotify = on_keynotify,
+                            .keynotify_ctx = &f};
+    fx_attach(&f, &eo);
     /* Existing or not, the answer is the same. */
     run(&f, NULL, NULL, "GET", "hidden", NULL);
     RESP(&f, "-ERR not authorized\r\n");
@@ -673,4 +692,135 @@ TEST(engine_authorization)
     RESP(&f, "$1\r\nv\r\n");
     EVENTS(&f, "");
     fx_free(&f);
+}
+
+/* A backend that stands for one reached over the network, wrapping the
+ * LMDB one: the first read of "slow" is under way (SS_E_PENDING), the
+ * first write of "raced" finds the key changed (SS_E_CONFLICT). */
+struct remote_like {
+    ss_backend base;
+    ss_backend *inner;
+    int slow_reads, raced_writes;
+};
+
+static bool is_key(ss_bytes k, const char *s)
+{
+    return k.len == strlen(s) && memcmp(k.data, s, k.len) == 0;
+}
+
+static int rl_read(void *impl, ss_bytes key, ss_record *rec, ss_revision *rev)
+{
+    struct remote_like *r = impl;
+    if (is_key(key, "slow") && r->slow_reads++ == 0)
+        return SS_E_PENDING;
+    return r->inner->ops->read(r->inner->impl, key, rec, rev);
+}
+
+static int rl_put(void *impl, ss_bytes key, const ss_record *rec, ss_revision decided_on)
+{
+    struct remote_like *r = impl;
+    if (is_key(key, "raced") && r->raced_writes++ == 0)
+        return SS_E_CONFLICT;
+    return r->inner->ops->put(r->inner->impl, key, rec, decided_on);
+}
+
+static int rl_del(void *impl, const ss_change *c, ss_revision decided_on)
+{
+    struct remote_like *r = impl;
+    return r->inner->ops->del(r->inner->impl, c, decided_on);
+}
+
+static uint64_t rl_next_expiry(void *impl)
+{
+    struct remote_like *r = impl;
+    return r->inner->ops->next_expiry(r->inner->impl);
+}
+
+static int rl_pop_due(void *impl, uint64_t now_ms, ss_buf *key, ss_hlc *version)
+{
+    struct remote_like *r = impl;
+    return r->inner->ops->pop_due(r->inner->impl, now_ms, key, version);
+}
+
+static int rl_save_clock(void *impl, uint64_t wall, uint32_t counter)
+{
+    struct remote_like *r = impl;
+    return r->inner->ops->save_clock(r->inner->impl, wall, counter);
+}
+
+static void rl_load_clock(void *impl, uint64_t *wall, uint32_t *counter)
+{
+    struct remote_like *r = impl;
+    r->inner->ops->load_clock(r->inner->impl, wall, counter);
+}
+
+static int rl_commit(void *impl, uint64_t now_ms)
+{
+    struct remote_like *r = impl;
+    return r->inner->ops->commit(r->inner->impl, now_ms);
+}
+
+static void rl_abort(void *impl)
+{
+    struct remote_like *r = impl;
+    r->inner->ops->abort(r->inner->impl);
+}
+
+static void rl_settled(void *impl, int rc)
+{
+    struct remote_like *r = impl;
+    r->inner->ops->settled(r->inner->impl, rc);
+}
+
+static const struct ss_backend_ops rl_ops = {
+    .name = "remote-like", .read = rl_read, .put = rl_put, .del = rl_del,
+    .next_expiry = rl_next_expiry, .pop_due = rl_pop_due, .save_clock = rl_save_clock,
+    .load_clock = rl_load_clock, .commit = rl_commit, .abort = rl_abort, .settled = rl_settled};
+
+/* Through the interface: a request whose read is under way, or whose write
+ * was decided on data that changed, is not answered and changes nothing;
+ * run again, it is answered as if it had run once. */
+TEST(engine_request_runs_again_after_pending_read_or_conflict)
+{
+    struct fx f;
+    memset(&f, 0, sizeof f);
+    f.so = ss_store_options_default();
+    f.now = T0;
+    f.so.path = test_tmpdir();
+    ASSERT_EQ(ss_store_open(&f.so, &f.store), SS_OK);
+    ASSERT_EQ(ss_backend_lmdb_new(f.store, &f.be), SS_OK);
+    struct remote_like rl = {.base = {.ops = &rl_ops}, .inner = f.be};
+    rl.base.impl = &rl;
+    ASSERT_EQ(ss_engine_new(&rl.base, NULL, &f.eng), SS_OK);
+
+    run(&f, now_ts(&f), NULL, "SET", "slow", "v1", NULL);
+    ASSERT_EQ(f.status, SS_E_PENDING);
+    ASSERT_EQ(f.resp.len, 0);
+    NO_VERSION(&f);
+    EVENTS(&f, "");
+    run(&f, now_ts(&f), NULL, "SET", "slow", "v1", NULL);
+    RESP(&f, "+OK\r\n");
+    EVENTS(&f, "SET slow=v1 @1700000000001:0:StateStore\n");
+
+    run(&f, now_ts(&f), NULL, "SET", "raced", "r", NULL);
+    ASSERT_EQ(f.status, SS_E_CONFLICT);
+    ASSERT_EQ(f.resp.len, 0);
+    NO_VERSION(&f);
+    EVENTS(&f, "");
+    run(&f, NULL, NULL, "GET", "raced", NULL);
+    RESP(&f, "$-1\r\n");
+    run(&f, now_ts(&f), NULL, "SET", "raced", "r", NULL);
+    RESP(&f, "+OK\r\n");
+    /* Versions still increase: the one issued to the conflicting run is
+     * never seen, the next is above it. */
+    VERSION(&f, "1700000000003:0:StateStore");
+    EVENTS(&f, "SET raced=r @1700000000003:0:StateStore\n");
+    ASSERT_EQ(rl.slow_reads, 2);
+    ASSERT_EQ(rl.raced_writes, 2);
+
+    ASSERT_EQ(ss_engine_commit(f.eng, f.now), SS_OK);
+    ss_engine_free(f.eng);
+    ss_backend_lmdb_free(f.be);
+    ss_store_close(f.store);
+    ss_buf_free(&f.resp);
 }

@@ -1,0 +1,86 @@
+/* blocking.c - the blocking calls: an asynchronous call and a wait for its
+ * answer (client.h). */
+#include "client_internal.h"
+
+#include <string.h>
+
+#include "../core/errors.h"
+
+struct ss_waiter {
+    ss_client *c;
+    bool done;
+    ss_client_result *out;
+};
+
+static void ss_client__wake(void *ud, const ss_client_result *r)
+{
+    struct ss_waiter *w = ud;
+    pthread_mutex_lock(&w->c->mu);
+    ss_client_result *o = w->out;
+    *o = *r;
+    /* Take ownership of the allocated parts. */
+    ((ss_client_result *)r)->value = NULL;
+    ((ss_client_result *)r)->error_text = NULL;
+    w->done = true;
+    pthread_cond_broadcast(&w->c->cv);
+    pthread_mutex_unlock(&w->c->mu);
+}
+
+static int ss_client__wait(ss_client *c, struct ss_waiter *w, int rc)
+{
+    if (rc != SS_OK) {
+        w->out->status = rc;
+        return rc;
+    }
+    pthread_mutex_lock(&c->mu);
+    c->waiters++;
+    while (!w->done)
+        pthread_cond_wait(&c->cv, &c->mu);
+    c->waiters--;
+    if (c->waiters == 0)
+        pthread_cond_broadcast(&c->cv); /* a close may be waiting for us */
+    pthread_mutex_unlock(&c->mu);
+    return w->out->status;
+}
+
+#define SS_BLOCKING(c, r, call)                                                         \
+    do {                                                                                \
+        ss_client_result tmp_;                                                          \
+        ss_client_result *out_ = (r) ? (r) : &tmp_;                                     \
+        memset(out_, 0, sizeof *out_);                                                  \
+        struct ss_waiter w_ = {(c), false, out_};                                       \
+        int rc_ = ss_client__wait((c), &w_, (call));                                           \
+        if (out_ == &tmp_)                                                              \
+            ss_client_result_free(&tmp_);                                               \
+        return rc_;                                                                     \
+    } while (0)
+
+int ss_client_set(ss_client *c, const void *key, size_t key_len, const void *value,
+                  size_t value_len, const ss_set_options *opts, ss_client_result *r)
+{
+    SS_BLOCKING(c, r, ss_client_set_async(c, key, key_len, value, value_len, opts, ss_client__wake, &w_));
+}
+
+int ss_client_get(ss_client *c, const void *key, size_t key_len, ss_client_result *r)
+{
+    SS_BLOCKING(c, r, ss_client_get_async(c, key, key_len, ss_client__wake, &w_));
+}
+
+int ss_client_del(ss_client *c, const void *key, size_t key_len, const char *fencing_token,
+                  ss_client_result *r)
+{
+    SS_BLOCKING(c, r, ss_client_del_async(c, key, key_len, fencing_token, ss_client__wake, &w_));
+}
+
+int ss_client_vdel(ss_client *c, const void *key, size_t key_len, const void *value,
+                   size_t value_len, const char *fencing_token, ss_client_result *r)
+{
+    SS_BLOCKING(c, r,
+                ss_client_vdel_async(c, key, key_len, value, value_len, fencing_token, ss_client__wake, &w_));
+}
+
+int ss_client_keynotify(ss_client *c, const void *key, size_t key_len, bool stop,
+                        ss_client_result *r)
+{
+    SS_BLOCKING(c, r, ss_client_keynotify_async(c, key, key_len, stop, ss_client__wake, &w_));
+}

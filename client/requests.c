@@ -1,0 +1,200 @@
+/* requests.c - sending requests and their pending calls (client.h). */
+#include "client_internal.h"
+
+#include <mqtt_protocol.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "../core/codec.h"
+#include "../core/errors.h"
+#include "../core/protocol.h"
+
+void ss_client__complete(struct ss_pending *p, ss_client_result *r)
+{
+    if (p->cb)
+        p->cb(p->ud, r);
+    ss_client_result_free(r);
+    free(p);
+}
+
+void ss_client__fail_pending(struct ss_pending *p, int status)
+{
+    ss_client_result r;
+    memset(&r, 0, sizeof r);
+    r.status = status;
+    ss_client__complete(p, &r);
+}
+
+/* Publish one request; on success the pending entry is queued. */
+int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const ss_bytes *argv,
+                    const char *fencing_token, ss_result_cb cb, void *ud)
+{
+    if (fencing_token) {
+        ss_hlc check;
+        if (ss_hlc_parse((const uint8_t *)fencing_token, strlen(fencing_token), &check) != SS_OK)
+            return SS_E_TS_MALFORMED;
+    }
+    struct ss_pending *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return SS_E_NOMEM;
+    if (getrandom(p->corr, sizeof p->corr, 0) != (ssize_t)sizeof p->corr) {
+        free(p);
+        return SS_E_IO;
+    }
+    p->kind = kind;
+    p->cb = cb;
+    p->ud = ud;
+    ss_buf payload = SS_BUF_INIT;
+    if (ss_codec_put_request(&payload, argc, argv) != SS_OK) {
+        ss_buf_free(&payload);
+        free(p);
+        return SS_E_NOMEM;
+    }
+    pthread_mutex_lock(&c->mu);
+    if (!c->subscribed || c->closing) {
+        pthread_mutex_unlock(&c->mu);
+        ss_buf_free(&payload);
+        free(p);
+        return SS_E_CONNECTION;
+    }
+    char ts[SS_HLC_TEXT_MAX + 1];
+    ss_hlc now = ss_clock_next(&c->clock, ss_client__now_ms(), NULL, NULL);
+    ts[ss_hlc_format(&now, ts)] = '\0';
+    p->deadline_ms = ss_client__now_ms() + c->timeout_ms;
+    mosquitto_property *props = NULL;
+    int rc = mosquitto_property_add_string(&props, MQTT_PROP_RESPONSE_TOPIC, c->resp_topic);
+    if (rc == MOSQ_ERR_SUCCESS)
+        rc = mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, p->corr, SS_CORR_LEN);
+    if (rc == MOSQ_ERR_SUCCESS)
+        rc = mosquitto_property_add_string(&props, MQTT_PROP_CONTENT_TYPE, "application/octet-stream");
+    if (rc == MOSQ_ERR_SUCCESS)
+        rc = mosquitto_property_add_byte(&props, MQTT_PROP_PAYLOAD_FORMAT_INDICATOR, 0);
+    if (rc == MOSQ_ERR_SUCCESS)
+        rc = mosquitto_property_add_int32(&props, MQTT_PROP_MESSAGE_EXPIRY_INTERVAL,
+                                          (c->timeout_ms + 999) / 1000);
+    if (rc == MOSQ_ERR_SUCCESS)
+        rc = mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__srcId", c->id);
+    if (rc == MOSQ_ERR_SUCCESS)
+        rc = mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__protVer", "1.0");
+    if (rc == MOSQ_ERR_SUCCESS)
+        rc = mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__ts", ts);
+    if (rc == MOSQ_ERR_SUCCESS && fencing_token)
+        rc = mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__ft", fencing_token);
+    if (rc == MOSQ_ERR_SUCCESS) {
+        p->next = c->pending;
+        c->pending = p;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (rc == MOSQ_ERR_SUCCESS)
+        rc = mosquitto_publish_v5(c->m, NULL, SS_REQUEST_TOPIC, (int)payload.len, payload.data, 1,
+                                  false, props);
+    mosquitto_property_free_all(&props);
+    ss_buf_free(&payload);
+    if (rc != MOSQ_ERR_SUCCESS) {
+        /* Take it back if nobody completed it meanwhile. */
+        pthread_mutex_lock(&c->mu);
+        struct ss_pending **pp = &c->pending;
+        while (*pp && *pp != p)
+            pp = &(*pp)->next;
+        bool mine = *pp == p;
+        if (mine)
+            *pp = p->next;
+        pthread_mutex_unlock(&c->mu);
+        if (mine)
+            free(p);
+        return rc == MOSQ_ERR_NOMEM ? SS_E_NOMEM : mine ? SS_E_CONNECTION : SS_OK;
+    }
+    return SS_OK;
+}
+
+ss_bytes ss_client__b(const void *p, size_t n)
+{
+    ss_bytes b = {(const uint8_t *)p, n};
+    return b;
+}
+
+ss_bytes ss_client__w(const char *s)
+{
+    return ss_client__b(s, strlen(s));
+}
+
+int ss_client_set_async(ss_client *c, const void *key, size_t key_len, const void *value,
+                        size_t value_len, const ss_set_options *opts, ss_result_cb cb, void *ud)
+{
+    ss_bytes argv[6] = {ss_client__w("SET"), ss_client__b(key, key_len), ss_client__b(value, value_len)};
+    size_t argc = 3;
+    char px[24];
+    if (opts && opts->condition == SS_SET_NX)
+        argv[argc++] = ss_client__w("NX");
+    else if (opts && opts->condition == SS_SET_NEX)
+        argv[argc++] = ss_client__w("NEX");
+    if (opts && opts->px_ms) {
+        snprintf(px, sizeof px, "%llu", (unsigned long long)opts->px_ms);
+        argv[argc++] = ss_client__w("PX");
+        argv[argc++] = ss_client__w(px);
+    }
+    return ss_client__send(c, SS_ANSWER_SET, argc, argv, opts ? opts->fencing_token : NULL, cb, ud);
+}
+
+int ss_client_get_async(ss_client *c, const void *key, size_t key_len, ss_result_cb cb, void *ud)
+{
+    ss_bytes argv[2] = {ss_client__w("GET"), ss_client__b(key, key_len)};
+    return ss_client__send(c, SS_ANSWER_GET, 2, argv, NULL, cb, ud);
+}
+
+int ss_client_del_async(ss_client *c, const void *key, size_t key_len, const char *fencing_token,
+                        ss_result_cb cb, void *ud)
+{
+    ss_bytes argv[2] = {ss_client__w("DEL"), ss_client__b(key, key_len)};
+    return ss_client__send(c, SS_ANSWER_DEL, 2, argv, fencing_token, cb, ud);
+}
+
+int ss_client_vdel_async(ss_client *c, const void *key, size_t key_len, const void *value,
+                         size_t value_len, const char *fencing_token, ss_result_cb cb, void *ud)
+{
+    ss_bytes argv[3] = {ss_client__w("VDEL"), ss_client__b(key, key_len), ss_client__b(value, value_len)};
+    return ss_client__send(c, SS_ANSWER_VDEL, 3, argv, fencing_token, cb, ud);
+}
+
+/* Remember or forget a key to re-register after a reconnect. */
+static void ss_client__track(ss_client *c, const void *key, size_t key_len, bool stop)
+{
+    pthread_mutex_lock(&c->mu);
+    uint64_t h = ss_table_hash(&c->watched_index, key, key_len);
+    struct ss_watched *found = NULL;
+    for (ss_table_node *n = ss_table_find(&c->watched_index, h); n && !found; n = ss_table_next(n, h)) {
+        struct ss_watched *w = (struct ss_watched *)n;
+        if (w->len == key_len && memcmp(w->key, key, key_len) == 0)
+            found = w;
+    }
+    if (stop && found) {
+        ss_table_remove(&c->watched_index, &found->node);
+        struct ss_watched **pp = &c->watched;
+        while (*pp != found)
+            pp = &(*pp)->next;
+        *pp = found->next;
+        free(found);
+    } else if (!stop && !found) {
+        struct ss_watched *w = malloc(sizeof *w + key_len);
+        if (w) {
+            w->len = key_len;
+            memcpy(w->key, key, key_len);
+            w->next = c->watched;
+            c->watched = w;
+            ss_table_insert(&c->watched_index, &w->node, h);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+int ss_client_keynotify_async(ss_client *c, const void *key, size_t key_len, bool stop,
+                              ss_result_cb cb, void *ud)
+{
+    ss_bytes argv[3] = {ss_client__w("KEYNOTIFY"), ss_client__b(key, key_len), ss_client__w("STOP")};
+    int rc = ss_client__send(c, SS_ANSWER_KEYNOTIFY, stop ? 3 : 2, argv, NULL, cb, ud);
+    if (rc == SS_OK)
+        ss_client__track(c, key, key_len, stop);
+    return rc;
+}

@@ -1,0 +1,168 @@
+/* backend_lmdb.c - the LMDB store behind the storage interface
+ * (backend_lmdb.h). */
+#include "backend_lmdb.h"
+
+#include <stdlib.h>
+
+#include "errors.h"
+
+struct ss_backend_lmdb {
+    ss_backend base; /* first: the interface's impl points back here */
+    ss_store *store;
+    ss_feed pending; /* changes of the open batch (or the commit under way) */
+};
+
+static int ss_backend_lmdb__batch(struct ss_backend_lmdb *l)
+{
+    return ss_store_in_batch(l->store) ? SS_OK : ss_store_begin(l->store);
+}
+
+/* A change of the open batch, for the feed once committed. A change that
+ * cannot be kept (out of memory) is logged by nobody: the write stands,
+ * its notification is lost, as with any notification out of memory. */
+static void ss_backend_lmdb__record(struct ss_backend_lmdb *l, const ss_change *c)
+{
+    if (ss_backend_wants(&l->base, c->key))
+        (void)ss_feed_append(&l->pending, c);
+}
+
+static int ss_backend_lmdb__read(void *impl, ss_bytes key, ss_record *rec, ss_revision *rev)
+{
+    struct ss_backend_lmdb *l = impl;
+    *rev = 0;
+    int rc = ss_backend_lmdb__batch(l);
+    return rc != SS_OK ? rc : ss_store_get(l->store, key, rec);
+}
+
+static int ss_backend_lmdb__put(void *impl, ss_bytes key, const ss_record *rec, ss_revision decided_on)
+{
+    (void)decided_on; /* decided in this transaction: it matches */
+    struct ss_backend_lmdb *l = impl;
+    int rc = ss_backend_lmdb__batch(l);
+    if (rc == SS_OK)
+        rc = ss_store_put(l->store, key, rec);
+    if (rc == SS_OK) {
+        ss_change c = {.type = SS_CHANGE_SET, .key = key, .value = rec->value, .version = rec->version};
+        ss_backend_lmdb__record(l, &c);
+    }
+    return rc;
+}
+
+static int ss_backend_lmdb__del(void *impl, const ss_change *change, ss_revision decided_on)
+{
+    (void)decided_on;
+    struct ss_backend_lmdb *l = impl;
+    int rc = ss_backend_lmdb__batch(l);
+    if (rc == SS_OK)
+        rc = ss_store_del(l->store, change->key);
+    if (rc == SS_OK)
+        ss_backend_lmdb__record(l, change);
+    return rc;
+}
+
+static uint64_t ss_backend_lmdb__next_expiry(void *impl)
+{
+    struct ss_backend_lmdb *l = impl;
+    return ss_store_next_expiry(l->store);
+}
+
+static int ss_backend_lmdb__pop_due(void *impl, uint64_t now_ms, ss_buf *key, ss_hlc *version)
+{
+    struct ss_backend_lmdb *l = impl;
+    int rc = ss_backend_lmdb__batch(l);
+    if (rc == SS_OK)
+        rc = ss_store_pop_due(l->store, now_ms, key, version);
+    if (rc == SS_OK) {
+        ss_change c = {.type = SS_CHANGE_DELETE, .key = {key->data, key->len}, .version = *version,
+                       .expired = true};
+        ss_backend_lmdb__record(l, &c);
+    }
+    return rc;
+}
+
+static int ss_backend_lmdb__save_clock(void *impl, uint64_t wall, uint32_t counter)
+{
+    struct ss_backend_lmdb *l = impl;
+    int rc = ss_backend_lmdb__batch(l);
+    return rc != SS_OK ? rc : ss_store_set_clock(l->store, wall, counter);
+}
+
+static void ss_backend_lmdb__load_clock(void *impl, uint64_t *wall, uint32_t *counter)
+{
+    struct ss_backend_lmdb *l = impl;
+    ss_store_get_clock(l->store, wall, counter);
+}
+
+static void ss_backend_lmdb__append(void *ctx, const ss_change *c)
+{
+    (void)ss_feed_append(ctx, c);
+}
+
+/* Committed: the batch's changes join the feed (in one move when the feed
+ * was delivered, as it usually is); failed: they never happened. */
+static void ss_backend_lmdb__settled(void *impl, int rc)
+{
+    struct ss_backend_lmdb *l = impl;
+    if (rc == SS_OK && ss_feed_len(&l->pending)) {
+        if (ss_feed_len(&l->base.feed) == 0) {
+            ss_feed spare = l->base.feed;
+            l->base.feed = l->pending;
+            l->pending = spare;
+        } else {
+            ss_feed_each(&l->pending, ss_backend_lmdb__append, &l->base.feed);
+        }
+    }
+    ss_feed_clear(&l->pending);
+}
+
+static int ss_backend_lmdb__commit(void *impl, uint64_t now_ms)
+{
+    struct ss_backend_lmdb *l = impl;
+    int rc = ss_store_in_batch(l->store) ? ss_store_commit(l->store, now_ms)
+                                         : ss_store_flush(l->store, now_ms);
+    ss_backend_lmdb__settled(l, rc);
+    return rc;
+}
+
+static void ss_backend_lmdb__abort(void *impl)
+{
+    struct ss_backend_lmdb *l = impl;
+    ss_store_abort(l->store);
+    ss_feed_clear(&l->pending);
+}
+
+static const struct ss_backend_ops ss_backend_lmdb_ops = {
+    .name = "lmdb",
+    .read = ss_backend_lmdb__read,
+    .put = ss_backend_lmdb__put,
+    .del = ss_backend_lmdb__del,
+    .next_expiry = ss_backend_lmdb__next_expiry,
+    .pop_due = ss_backend_lmdb__pop_due,
+    .save_clock = ss_backend_lmdb__save_clock,
+    .load_clock = ss_backend_lmdb__load_clock,
+    .commit = ss_backend_lmdb__commit,
+    .abort = ss_backend_lmdb__abort,
+    .settled = ss_backend_lmdb__settled,
+};
+
+int ss_backend_lmdb_new(ss_store *store, ss_backend **out)
+{
+    struct ss_backend_lmdb *l = calloc(1, sizeof *l);
+    if (l == NULL)
+        return SS_E_NOMEM;
+    l->base.ops = &ss_backend_lmdb_ops;
+    l->base.impl = l;
+    l->store = store;
+    *out = &l->base;
+    return SS_OK;
+}
+
+void ss_backend_lmdb_free(ss_backend *b)
+{
+    if (b == NULL)
+        return;
+    struct ss_backend_lmdb *l = b->impl;
+    ss_feed_free(&l->pending);
+    ss_feed_free(&l->base.feed);
+    free(l);
+}
