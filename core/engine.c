@@ -98,8 +98,10 @@ static bool ss_engine__bytes_eq(ss_bytes a, ss_bytes b)
     return a.len == b.len && (a.len == 0 || memcmp(a.data, b.data, a.len) == 0);
 }
 
+/* Every handler gets the parsed command and its checked stamps (ts, ft:
+ * NULL when absent; ft only for fenced verbs). */
 static int ss_engine__set(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *ts,
-                   const ss_hlc *ft)
+                          const ss_hlc *ft)
 {
     ss_record old;
     ss_revision rev;
@@ -137,8 +139,11 @@ static int ss_engine__set(ss_engine *e, ss_exec *x, const ss_command *c, const s
     return SS_OK;
 }
 
-static int ss_engine__get(ss_engine *e, ss_exec *x, const ss_command *c)
+static int ss_engine__get(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *ts,
+                          const ss_hlc *ft)
 {
+    (void)ts;
+    (void)ft;
     ss_record rec;
     ss_revision rev;
     int rc = ss_engine__lookup(e, c->key, x->now_ms, &rec, &rev);
@@ -153,10 +158,12 @@ static int ss_engine__get(ss_engine *e, ss_exec *x, const ss_command *c)
     return SS_OK;
 }
 
-/* DEL, and VDEL when match is non-NULL. */
-static int ss_engine__del(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *ft,
-                   const ss_bytes *match)
+/* DEL, and VDEL (which only deletes the value it names). */
+static int ss_engine__del(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *ts,
+                          const ss_hlc *ft)
 {
+    (void)ts;
+    const ss_bytes *match = c->type == SS_CMD_VDEL ? &c->value : NULL;
     ss_record rec;
     ss_revision rev;
     int rc = ss_engine__lookup(e, c->key, x->now_ms, &rec, &rev);
@@ -179,8 +186,11 @@ static int ss_engine__del(ss_engine *e, ss_exec *x, const ss_command *c, const s
     return SS_OK;
 }
 
-static int ss_engine__keynotify(ss_engine *e, ss_exec *x, const ss_command *c)
+static int ss_engine__keynotify(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *ts,
+                                const ss_hlc *ft)
 {
+    (void)ts;
+    (void)ft;
     if (e->opt.on_keynotify == NULL)
         return SS_E_UNKNOWN_COMMAND;
     int rc = e->opt.on_keynotify(e->opt.keynotify_ctx, x->caller, c->key, c->stop);
@@ -188,6 +198,19 @@ static int ss_engine__keynotify(ss_engine *e, ss_exec *x, const ss_command *c)
         return rc;
     return rc == 1 ? ss_codec_put_ok(x->response) : ss_codec_put_int(x->response, 0);
 }
+
+/* What each verb does; what it needs (access, fencing, timestamp, resend
+ * answer) is in the command table (command.c). */
+typedef int (*ss_engine_handler)(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *ts,
+                                 const ss_hlc *ft);
+#define SS_ENGINE_HANDLERS (SS_CMD_KEYNOTIFY + 1)
+static const ss_engine_handler ss_engine__handlers[SS_ENGINE_HANDLERS] = {
+    [SS_CMD_SET] = ss_engine__set,
+    [SS_CMD_GET] = ss_engine__get,
+    [SS_CMD_DEL] = ss_engine__del,
+    [SS_CMD_VDEL] = ss_engine__del,
+    [SS_CMD_KEYNOTIFY] = ss_engine__keynotify,
+};
 
 /* Parse an optional HLC property and apply the skew check. */
 static int ss_engine__stamp(ss_bytes prop, uint64_t now_ms, int future_err, ss_hlc *out, const ss_hlc **p)
@@ -252,21 +275,8 @@ static int ss_engine__run(ss_engine *e, ss_exec *x)
     if (traits->fenced && (rc = ss_engine__stamp(x->ft, x->now_ms, SS_E_FT_FUTURE, &ft_buf, &ft)) != SS_OK)
         return rc;
 
-    if (c.type == SS_CMD_KEYNOTIFY)
-        return ss_engine__keynotify(e, x, &c);
-    switch (c.type) {
-    case SS_CMD_SET:
-        return ss_engine__set(e, x, &c, ts, ft);
-    case SS_CMD_GET:
-        return ss_engine__get(e, x, &c);
-    case SS_CMD_DEL:
-        return ss_engine__del(e, x, &c, ft, NULL);
-    case SS_CMD_VDEL:
-        return ss_engine__del(e, x, &c, ft, &c.value);
-    case SS_CMD_KEYNOTIFY:
-        break;
-    }
-    return SS_E_UNKNOWN_COMMAND;
+    ss_engine_handler run = c.type < SS_ENGINE_HANDLERS ? ss_engine__handlers[c.type] : NULL;
+    return run ? run(e, x, &c, ts, ft) : SS_E_UNKNOWN_COMMAND;
 }
 
 int ss_engine_exec(ss_engine *e, ss_exec *x)
