@@ -45,8 +45,17 @@ CFLAGS_ALL = -std=c11 -D_DEFAULT_SOURCE $(OPT) -g $(WARN) -fPIC -fvisibility=hid
           $(SANFLAGS) $(shell pkg-config --cflags lmdb 2>/dev/null) $(CFLAGS)
 LDLIBS_ALL = $(shell pkg-config --libs lmdb 2>/dev/null) $(LDLIBS)
 MOSQ_LIBS  = $(shell pkg-config --libs libmosquitto 2>/dev/null)
-DEBS      := pkg-config liblmdb-dev mosquitto mosquitto-dev libmosquitto-dev mosquitto-clients openssl
+DEBS      := pkg-config liblmdb-dev mosquitto mosquitto-dev libmosquitto-dev mosquitto-clients openssl \
+             libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
 
+# etcd's API messages, generated from Debian's .proto files
+# (scripts/etcd-proto.sh), and etcd/: the etcd backend's client side.
+GEN       := build/gen
+ETCD_PROTO := etcd/mvcc/mvccpb/kv etcd/auth/authpb/auth etcd/etcdserver/etcdserverpb/rpc
+ETCD_GEN_C := $(ETCD_PROTO:%=$(GEN)/%.pb-c.c)
+ETCD_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(wildcard etcd/*.c)) $(ETCD_PROTO:%=$(OUT)/gen/%.pb-c.o)
+LIBETCD   := $(OUT)/libstatestore-etcd.a
+ETCD_LIBS  = $(shell pkg-config --libs libnghttp2 libprotobuf-c 2>/dev/null)
 CORE_SRC  := $(wildcard core/*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(OUT)/%.o)
 UNIT_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/unit/*.c))
@@ -81,6 +90,28 @@ $(OUT)/%.o: %.c
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
 $(LIBCORE): $(CORE_OBJ)
+	$(AR) rcs $@ $^
+
+build/etcd/root/.complete:
+	@scripts/etcd-tools.sh
+
+$(GEN)/.stamp: scripts/etcd-proto.sh build/etcd/root/.complete
+	@rm -rf $(GEN)/etcd
+	@scripts/etcd-proto.sh $(GEN)
+	@touch $@
+
+$(ETCD_GEN_C): $(GEN)/.stamp
+
+# Generated code: our warnings, with -I for its own includes.
+$(OUT)/gen/%.o: $(GEN)/%.c $(GEN)/.stamp
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -I$(GEN) -MMD -MP -c $< -o $@
+
+$(OUT)/etcd/%.o: etcd/%.c $(GEN)/.stamp
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -I$(GEN) -MMD -MP -c $< -o $@
+
+$(LIBETCD): $(ETCD_OBJ)
 	$(AR) rcs $@ $^
 
 # The plugin: core linked in statically; broker symbols resolve at load.
@@ -129,8 +160,8 @@ $(OUT)/tests/stress/run: $(OUT)/tests/stress/main.o $(STRESS_OBJ) $(LIBCORE)
 # The unit tests also cover the client library's pure part (client/answer.c).
 $(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(OUT)/client/answer.o $(LIBCORE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL) -lpthread
-$(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(LIBCLIENT) $(LIBCORE)
-	$(CC) $(SANFLAGS) -o $@ $^ $(MOSQ_LIBS) $(LDLIBS_ALL) -lpthread
+$(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(LIBCLIENT) $(LIBETCD) $(LIBCORE)
+	$(CC) $(SANFLAGS) -o $@ $^ $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
 
 # libFuzzer targets: requests and commands, the engine, and the on-disk
 # decoders (journal replay, stored records). Each also builds without
@@ -252,7 +283,7 @@ install: deps
 clean:
 	rm -rf build
 
--include $(SHLIB_OBJ:.o=.d) $(STRESS_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(CLIENT_OBJ:.o=.d) $(CORE_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(INTEG_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) \
+-include $(ETCD_OBJ:.o=.d) $(SHLIB_OBJ:.o=.d) $(STRESS_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(CLIENT_OBJ:.o=.d) $(CORE_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(INTEG_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) \
          $(OUT)/tests/unit/main.d $(OUT)/tests/integration/main.d
 
 # ---------------------------------------------------------------------------

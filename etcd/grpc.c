@@ -1,0 +1,717 @@
+/* grpc.c - unary gRPC calls over HTTP/2 with nghttp2 (grpc.h).
+ *
+ * gRPC over HTTP/2: a POST to /<service>/<method> with content-type
+ * application/grpc and "te: trailers"; the body is one length-prefixed
+ * message (a flag byte, 0 for uncompressed, and a 4-byte big-endian
+ * length); the reply is the same framing, and the call's status comes in
+ * the trailers (grpc-status, grpc-message), or in the headers when the
+ * server answers with trailers only.
+ *
+ * nghttp2 does the framing; this file owns the socket and the loop, on the
+ * I/O thread: poll the connection and an eventfd (submissions, stop), feed
+ * what arrives to nghttp2, write what it has to send. Threads: the owner's
+ * thread submits and collects under the channel's mutex; the socket, the
+ * session and the running calls are the I/O thread's alone.
+ */
+#include "grpc.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <nghttp2/nghttp2.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/bigendian.h"
+#include "../core/errors.h"
+
+#define SS_GRPC_CONNECT_MS_DEFAULT 2000u
+#define SS_GRPC_TIMEOUT_MS_DEFAULT 5000u
+/* A reply larger than this is refused (our records are far smaller). */
+#define SS_GRPC_REPLY_MAX ((size_t)512 << 20)
+/* Flow-control windows: large, so that big values need no round trips. */
+#define SS_GRPC_WINDOW (1 << 24)
+
+struct ss_grpc_endpoint {
+    char *url;  /* as given, for messages */
+    char *host; /* also the :authority */
+    char *port;
+    char *authority;
+};
+
+struct ss_grpc {
+    struct ss_grpc_endpoint *eps;
+    size_t n_eps;
+    size_t current; /* under mu */
+    unsigned connect_timeout_ms;
+    void (*wake)(void *ctx);
+    void *wake_ctx;
+    int event_fd;
+    pthread_t thread;
+    bool thread_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;                          /* under mu */
+    ss_grpc_call *submitted, *sub_tail; /* under mu */
+    ss_grpc_call *done, *done_tail;     /* under mu */
+    /* I/O thread only */
+    int fd;
+    size_t connected_to;
+    nghttp2_session *session;
+    ss_grpc_call *running;
+    ss_grpc_call *finished; /* closed streams, to hand back after this round */
+    bool move_on;           /* the member said it cannot serve: leave it when idle */
+};
+
+static uint64_t ss_grpc__mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void ss_grpc__say(char *why, size_t n, const char *text, const char *arg)
+{
+    if (why && n)
+        snprintf(why, n, "%s%s", text, arg ? arg : "");
+}
+
+/* ---- endpoints ---------------------------------------------------------- */
+
+/* "http://host:port" (host may be [v6]) into e. */
+static int ss_grpc__parse_url(struct ss_grpc_endpoint *e, const char *url, size_t len, char *why,
+                              size_t why_len)
+{
+    e->url = strndup(url, len);
+    if (e->url == NULL)
+        return SS_E_NOMEM;
+    if (strncmp(e->url, "https://", 8) == 0) {
+        ss_grpc__say(why, why_len, "TLS endpoints are not supported yet: ", e->url);
+        return SS_E_INVAL;
+    }
+    if (strncmp(e->url, "http://", 7) != 0) {
+        ss_grpc__say(why, why_len, "an endpoint must start with http://: ", e->url);
+        return SS_E_INVAL;
+    }
+    const char *h = e->url + 7;
+    const char *colon = h[0] == '[' ? strstr(h, "]:") : strrchr(h, ':');
+    if (colon && h[0] == '[')
+        colon++;
+    if (colon == NULL || colon == h || colon[1] == '\0' || strchr(colon, '/')) {
+        ss_grpc__say(why, why_len, "an endpoint needs a host and a port (http://host:port): ", e->url);
+        return SS_E_INVAL;
+    }
+    bool v6 = h[0] == '[';
+    e->host = strndup(h + v6, (size_t)(colon - h) - 2 * v6);
+    e->port = strdup(colon + 1);
+    e->authority = strdup(h);
+    return e->host && e->port && e->authority ? SS_OK : SS_E_NOMEM;
+}
+
+/* Split the comma-separated endpoints (spaces and a trailing '/' allowed). */
+static int ss_grpc__parse_endpoints(ss_grpc *g, const char *list, char *why, size_t why_len)
+{
+    size_t max = 1;
+    for (const char *p = list ? list : ""; *p; p++)
+        max += *p == ',';
+    g->eps = calloc(max, sizeof *g->eps);
+    if (g->eps == NULL)
+        return SS_E_NOMEM;
+    const char *p = list ? list : "";
+    while (*p) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        size_t len = strcspn(p, ",");
+        size_t used = len;
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t' || p[len - 1] == '/'))
+            len--;
+        if (len) {
+            int rc = ss_grpc__parse_url(&g->eps[g->n_eps++], p, len, why, why_len);
+            if (rc != SS_OK)
+                return rc;
+        }
+        p += used;
+    }
+    if (g->n_eps == 0) {
+        ss_grpc__say(why, why_len, "no endpoint given", NULL);
+        return SS_E_INVAL;
+    }
+    return SS_OK;
+}
+
+/* ---- calls ending ------------------------------------------------------- */
+
+static void ss_grpc__rotate(ss_grpc *g, size_t failed)
+{
+    pthread_mutex_lock(&g->mu);
+    if (g->current == failed)
+        g->current = (g->current + 1) % g->n_eps;
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void ss_grpc__unlink(ss_grpc_call **list, ss_grpc_call *c)
+{
+    for (ss_grpc_call **pp = list; *pp; pp = &(*pp)->next) {
+        if (*pp == c) {
+            *pp = c->next;
+            return;
+        }
+    }
+}
+
+/* The stream of c closed with error_code: set its outputs from what came. */
+static void ss_grpc__settle(ss_grpc *g, ss_grpc_call *c, uint32_t error_code)
+{
+    const char *url = g->eps[g->connected_to].url;
+    if (c->timed_out) {
+        c->rc = SS_E_TIMEOUT;
+        snprintf(c->message, sizeof c->message, "%s: no answer in time", url);
+    } else if (error_code != NGHTTP2_NO_ERROR) {
+        c->rc = SS_E_CONNECTION;
+        snprintf(c->message, sizeof c->message, "%s: stream reset (%s)", url,
+                 nghttp2_http2_strerror(error_code));
+    } else if (c->http_code != 200 || !c->status_seen) {
+        c->rc = SS_E_PROTOCOL;
+        snprintf(c->message, sizeof c->message, "%s: HTTP status %d%s", url, c->http_code,
+                 c->status_seen ? "" : " without a gRPC status");
+    } else if (c->status != SS_GRPC_OK) {
+        c->rc = SS_E_SERVER;
+        /* No leader, or cut off from the quorum: another member may serve. */
+        if (c->status == SS_GRPC_UNAVAILABLE)
+            g->move_on = true;
+    } else {
+        /* One uncompressed message, exactly. */
+        ss_buf *r = &c->reply;
+        if (r->len < 5 || r->data[0] != 0 || (size_t)ss_get_be(r->data + 1, 4) != r->len - 5) {
+            c->rc = SS_E_PROTOCOL;
+            snprintf(c->message, sizeof c->message, "%s: malformed gRPC reply (%zu bytes)", url, r->len);
+        } else {
+            memmove(r->data, r->data + 5, r->len - 5);
+            r->len -= 5;
+            c->rc = SS_OK;
+        }
+    }
+    ss_grpc__unlink(&g->running, c);
+    c->next = g->finished;
+    g->finished = c;
+}
+
+/* Hand the finished calls back: each to its waiter or to the done list. */
+static void ss_grpc__hand_back(ss_grpc *g)
+{
+    if (g->finished == NULL)
+        return;
+    /* finished is newest first: reverse it, so that calls come back in
+     * the order they ended. */
+    ss_grpc_call *list = NULL;
+    while (g->finished) {
+        ss_grpc_call *c = g->finished;
+        g->finished = c->next;
+        c->next = list;
+        list = c;
+    }
+    pthread_mutex_lock(&g->mu);
+    while (list) {
+        ss_grpc_call *c = list;
+        list = c->next;
+        c->next = NULL;
+        if (c->waited) {
+            c->finished = true;
+        } else {
+            if (g->done_tail)
+                g->done_tail->next = c;
+            else
+                g->done = c;
+            g->done_tail = c;
+        }
+    }
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    if (g->wake)
+        g->wake(g->wake_ctx);
+}
+
+static void ss_grpc__fail(ss_grpc *g, ss_grpc_call *c, int rc, const char *what)
+{
+    c->rc = rc;
+    snprintf(c->message, sizeof c->message, "%s", what);
+    c->next = g->finished;
+    g->finished = c;
+}
+
+/* ---- nghttp2 callbacks (I/O thread) ------------------------------------- */
+
+static int ss_grpc__on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8_t *name,
+                              size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                              void *ud)
+{
+    (void)flags;
+    (void)ud;
+    ss_grpc_call *c = nghttp2_session_get_stream_user_data(s, frame->hd.stream_id);
+    if (c == NULL || frame->hd.type != NGHTTP2_HEADERS)
+        return 0;
+    if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
+        int v = 0;
+        for (size_t i = 0; i < valuelen && i < 3 && value[i] >= '0' && value[i] <= '9'; i++)
+            v = v * 10 + (value[i] - '0');
+        c->http_code = v;
+    } else if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0) {
+        int v = 0;
+        for (size_t i = 0; i < valuelen && i < 4 && value[i] >= '0' && value[i] <= '9'; i++)
+            v = v * 10 + (value[i] - '0');
+        c->status = v;
+        c->status_seen = true;
+    } else if (namelen == 12 && memcmp(name, "grpc-message", 12) == 0) {
+        snprintf(c->message, sizeof c->message, "%.*s", (int)valuelen, (const char *)value);
+    }
+    return 0;
+}
+
+static int ss_grpc__on_data(nghttp2_session *s, uint8_t flags, int32_t stream_id, const uint8_t *data,
+                            size_t len, void *ud)
+{
+    (void)flags;
+    (void)ud;
+    ss_grpc_call *c = nghttp2_session_get_stream_user_data(s, stream_id);
+    if (c == NULL)
+        return 0;
+    if (c->reply.len + len > SS_GRPC_REPLY_MAX || ss_buf_append(&c->reply, data, len) != SS_OK)
+        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_INTERNAL_ERROR);
+    return 0;
+}
+
+static int ss_grpc__on_close(nghttp2_session *s, int32_t stream_id, uint32_t error_code, void *ud)
+{
+    ss_grpc *g = ud;
+    ss_grpc_call *c = nghttp2_session_get_stream_user_data(s, stream_id);
+    if (c != NULL) {
+        nghttp2_session_set_stream_user_data(s, stream_id, NULL);
+        ss_grpc__settle(g, c, error_code);
+    }
+    return 0;
+}
+
+/* The request body, framed, handed to nghttp2 as it asks. */
+static ssize_t ss_grpc__read_body(nghttp2_session *s, int32_t stream_id, uint8_t *buf, size_t length,
+                                  uint32_t *data_flags, nghttp2_data_source *source, void *ud)
+{
+    (void)s;
+    (void)stream_id;
+    (void)ud;
+    ss_grpc_call *c = source->ptr;
+    size_t n = c->body.len - c->sent;
+    if (n > length)
+        n = length;
+    memcpy(buf, c->body.data + c->sent, n);
+    c->sent += n;
+    if (c->sent == c->body.len)
+        *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+/* ---- the connection (I/O thread) ---------------------------------------- */
+
+static void ss_grpc__disconnect(ss_grpc *g, const char *why)
+{
+    if (g->session) {
+        nghttp2_session_del(g->session);
+        g->session = NULL;
+    }
+    if (g->fd >= 0) {
+        close(g->fd);
+        g->fd = -1;
+    }
+    /* The calls on the lost connection: their outcome is unknown. */
+    char what[200];
+    snprintf(what, sizeof what, "%s: %s", g->eps[g->connected_to].url, why);
+    while (g->running) {
+        ss_grpc_call *c = g->running;
+        g->running = c->next;
+        ss_grpc__fail(g, c, c->timed_out ? SS_E_TIMEOUT : SS_E_CONNECTION, what);
+    }
+    g->running = NULL;
+    ss_grpc__rotate(g, g->connected_to);
+}
+
+/* Connect to endpoint i within the connect timeout. 0 or SS_E_CONNECTION
+ * with *why. */
+static int ss_grpc__dial(ss_grpc *g, size_t i, char *why, size_t n)
+{
+    const struct ss_grpc_endpoint *e = &g->eps[i];
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    int gai = getaddrinfo(e->host, e->port, &hints, &res);
+    if (gai != 0) {
+        snprintf(why, n, "%s: %s", e->url, gai_strerror(gai));
+        return SS_E_CONNECTION;
+    }
+    int err = ECONNREFUSED;
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
+        if (connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
+            err = errno;
+            close(fd);
+            continue;
+        }
+        struct pollfd p = {fd, POLLOUT, 0};
+        int r = poll(&p, 1, (int)g->connect_timeout_ms);
+        socklen_t len = sizeof err;
+        if (r == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) {
+            freeaddrinfo(res);
+            g->fd = fd;
+            return SS_OK;
+        }
+        if (r == 0)
+            err = ETIMEDOUT;
+        close(fd);
+    }
+    freeaddrinfo(res);
+    snprintf(why, n, "%s: %s", e->url, strerror(err));
+    return SS_E_CONNECTION;
+}
+
+static int ss_grpc__connect(ss_grpc *g, char *why, size_t n)
+{
+    pthread_mutex_lock(&g->mu);
+    size_t i = g->current;
+    pthread_mutex_unlock(&g->mu);
+    g->connected_to = i;
+    int rc = ss_grpc__dial(g, i, why, n);
+    if (rc != SS_OK) {
+        ss_grpc__rotate(g, i);
+        return rc;
+    }
+    nghttp2_session_callbacks *cb;
+    if (nghttp2_session_callbacks_new(&cb) != 0) {
+        close(g->fd);
+        g->fd = -1;
+        snprintf(why, n, "out of memory");
+        return SS_E_NOMEM;
+    }
+    nghttp2_session_callbacks_set_on_header_callback(cb, ss_grpc__on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, ss_grpc__on_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, ss_grpc__on_close);
+    int r = nghttp2_session_client_new(&g->session, cb, g);
+    nghttp2_session_callbacks_del(cb);
+    nghttp2_settings_entry set[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+                                    {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, SS_GRPC_WINDOW}};
+    if (r != 0 || nghttp2_submit_settings(g->session, NGHTTP2_FLAG_NONE, set, 2) != 0 ||
+        nghttp2_session_set_local_window_size(g->session, NGHTTP2_FLAG_NONE, 0, SS_GRPC_WINDOW) != 0) {
+        ss_grpc__disconnect(g, "cannot start HTTP/2");
+        snprintf(why, n, "cannot start HTTP/2");
+        return SS_E_CONNECTION;
+    }
+    return SS_OK;
+}
+
+/* Write everything nghttp2 has to send. false when the connection broke. */
+static bool ss_grpc__flush(ss_grpc *g)
+{
+    for (;;) {
+        const uint8_t *data;
+        ssize_t n = nghttp2_session_mem_send(g->session, &data);
+        if (n < 0)
+            return false;
+        if (n == 0)
+            return true;
+        size_t off = 0;
+        while (off < (size_t)n) {
+            ssize_t w = send(g->fd, data + off, (size_t)n - off, MSG_NOSIGNAL);
+            if (w > 0) {
+                off += (size_t)w;
+                continue;
+            }
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                /* The peer reads slowly: wait until it can take more. */
+                struct pollfd p = {g->fd, POLLOUT, 0};
+                if (poll(&p, 1, 5000) != 1)
+                    return false;
+                continue;
+            }
+            return false;
+        }
+    }
+}
+
+/* Read what arrived and feed it to nghttp2. false when the connection
+ * broke or closed. */
+static bool ss_grpc__receive(ss_grpc *g)
+{
+    uint8_t buf[65536];
+    for (;;) {
+        ssize_t r = recv(g->fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (r > 0) {
+            if (nghttp2_session_mem_recv(g->session, buf, (size_t)r) < 0)
+                return false;
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    }
+}
+
+/* Frame c's request and open its stream. */
+static int ss_grpc__start(ss_grpc *g, ss_grpc_call *c)
+{
+    ss_buf_clear(&c->body);
+    uint8_t head[5] = {0};
+    ss_put_be(head + 1, c->request.len, 4);
+    int rc = ss_buf_append(&c->body, head, sizeof head);
+    if (rc == SS_OK && c->request.len)
+        rc = ss_buf_append(&c->body, c->request.data, c->request.len);
+    if (rc != SS_OK)
+        return rc;
+    c->sent = 0;
+    ss_buf_clear(&c->reply);
+    c->status = 0;
+    c->status_seen = false;
+    c->timed_out = false;
+    c->http_code = 0;
+    c->message[0] = '\0';
+    c->deadline_ms = ss_grpc__mono_ms() + (c->timeout_ms ? c->timeout_ms : SS_GRPC_TIMEOUT_MS_DEFAULT);
+    const struct ss_grpc_endpoint *e = &g->eps[g->connected_to];
+#define SS_NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
+    nghttp2_nv hdrs[] = {SS_NV(":method", "POST"),         SS_NV(":scheme", "http"),
+                         SS_NV(":path", c->method),        SS_NV(":authority", e->authority),
+                         SS_NV("content-type", "application/grpc"), SS_NV("te", "trailers")};
+#undef SS_NV
+    nghttp2_data_provider body = {.source.ptr = c, .read_callback = ss_grpc__read_body};
+    int32_t id = nghttp2_submit_request(g->session, NULL, hdrs, sizeof hdrs / sizeof hdrs[0], &body, c);
+    if (id < 0)
+        return SS_E_NOMEM;
+    c->stream_id = id;
+    c->next = g->running;
+    g->running = c;
+    return SS_OK;
+}
+
+/* A call past its deadline: the endpoint is stopped, partitioned or
+ * overloaded. Give up the connection (the other calls on it end with
+ * SS_E_CONNECTION: their outcome is unknown to the caller either way) and
+ * let later calls try the next endpoint. Returns ms to the next deadline. */
+static int ss_grpc__deadlines(ss_grpc *g)
+{
+    uint64_t now = ss_grpc__mono_ms(), next = now + 1000;
+    bool expired = false;
+    for (ss_grpc_call *c = g->running; c; c = c->next) {
+        if (c->deadline_ms <= now) {
+            c->timed_out = true;
+            expired = true;
+        } else if (c->deadline_ms < next) {
+            next = c->deadline_ms;
+        }
+    }
+    if (expired) {
+        ss_grpc__disconnect(g, "no answer in time");
+        return 1000;
+    }
+    return (int)(next - now);
+}
+
+static void *ss_grpc__main(void *arg)
+{
+    ss_grpc *g = arg;
+    pthread_mutex_lock(&g->mu);
+    while (!g->stop) {
+        ss_grpc_call *list = g->submitted;
+        g->submitted = g->sub_tail = NULL;
+        pthread_mutex_unlock(&g->mu);
+        char why[160];
+        if (g->move_on && g->session && g->running == NULL) {
+            nghttp2_session_del(g->session);
+            g->session = NULL;
+            close(g->fd);
+            g->fd = -1;
+            ss_grpc__rotate(g, g->connected_to);
+        }
+        if (g->session == NULL)
+            g->move_on = false;
+        if (list && g->session == NULL && ss_grpc__connect(g, why, sizeof why) != SS_OK) {
+            /* Nothing was sent: these calls did not happen. */
+            while (list) {
+                ss_grpc_call *c = list;
+                list = c->next;
+                ss_grpc__fail(g, c, SS_E_CONNECTION, why);
+            }
+        }
+        while (list) {
+            ss_grpc_call *c = list;
+            list = c->next;
+            if (ss_grpc__start(g, c) != SS_OK)
+                ss_grpc__fail(g, c, SS_E_NOMEM, "out of memory");
+        }
+        int wait_ms = 1000;
+        if (g->session)
+            wait_ms = ss_grpc__deadlines(g);
+        if (g->session && !ss_grpc__flush(g))
+            ss_grpc__disconnect(g, "connection lost");
+        ss_grpc__hand_back(g);
+        struct pollfd p[2] = {{g->event_fd, POLLIN, 0}, {g->fd, POLLIN, 0}};
+        int np = g->session ? 2 : 1;
+        if (poll(p, (nfds_t)np, wait_ms) > 0) {
+            if (p[0].revents & POLLIN) {
+                uint64_t v;
+                ssize_t r = read(g->event_fd, &v, sizeof v);
+                (void)r;
+            }
+            if (np == 2 && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+                bool alive = ss_grpc__receive(g) && ss_grpc__flush(g);
+                if (!alive || (!nghttp2_session_want_read(g->session) &&
+                               !nghttp2_session_want_write(g->session)))
+                    ss_grpc__disconnect(g, alive ? "closed by the server" : "connection lost");
+            }
+            ss_grpc__hand_back(g);
+        }
+        pthread_mutex_lock(&g->mu);
+    }
+    pthread_mutex_unlock(&g->mu);
+    if (g->session)
+        ss_grpc__disconnect(g, "channel closed");
+    ss_grpc__hand_back(g);
+    return NULL;
+}
+
+/* ---- the owner's side --------------------------------------------------- */
+
+int ss_grpc_new(const ss_grpc_options *o, ss_grpc **out, char *why, size_t why_len)
+{
+    ss_grpc__say(why, why_len, "", NULL);
+    ss_grpc *g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return SS_E_NOMEM;
+    g->fd = -1;
+    g->event_fd = -1;
+    g->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms : SS_GRPC_CONNECT_MS_DEFAULT;
+    g->wake = o->wake;
+    g->wake_ctx = o->wake_ctx;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    int rc = ss_grpc__parse_endpoints(g, o->endpoints, why, why_len);
+    if (rc == SS_OK && (g->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+        rc = SS_E_NOMEM;
+    if (rc == SS_OK) {
+        /* The I/O thread takes no signals: they are for the process's own
+         * threads (the broker's loop). */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        if (pthread_create(&g->thread, NULL, ss_grpc__main, g) != 0)
+            rc = SS_E_NOMEM;
+        else
+            g->thread_started = true;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    if (rc != SS_OK) {
+        ss_grpc_free(g);
+        return rc;
+    }
+    *out = g;
+    return SS_OK;
+}
+
+static void ss_grpc__free_list(ss_grpc_call *c)
+{
+    while (c) {
+        ss_grpc_call *next = c->next;
+        ss_grpc_call_clear(c);
+        c = next;
+    }
+}
+
+static void ss_grpc__poke(ss_grpc *g)
+{
+    uint64_t one = 1;
+    ssize_t r = write(g->event_fd, &one, sizeof one);
+    (void)r; /* a full counter still wakes the thread */
+}
+
+void ss_grpc_free(ss_grpc *g)
+{
+    if (g == NULL)
+        return;
+    if (g->thread_started) {
+        pthread_mutex_lock(&g->mu);
+        g->stop = true;
+        pthread_mutex_unlock(&g->mu);
+        ss_grpc__poke(g);
+        pthread_join(g->thread, NULL);
+    }
+    ss_grpc__free_list(g->submitted);
+    ss_grpc__free_list(g->done);
+    if (g->event_fd >= 0)
+        close(g->event_fd);
+    for (size_t i = 0; i < g->n_eps; i++) {
+        free(g->eps[i].url);
+        free(g->eps[i].host);
+        free(g->eps[i].port);
+        free(g->eps[i].authority);
+    }
+    free(g->eps);
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
+    free(g);
+}
+
+void ss_grpc_submit(ss_grpc *g, ss_grpc_call *c)
+{
+    c->next = NULL;
+    c->finished = false;
+    pthread_mutex_lock(&g->mu);
+    if (g->sub_tail)
+        g->sub_tail->next = c;
+    else
+        g->submitted = c;
+    g->sub_tail = c;
+    pthread_mutex_unlock(&g->mu);
+    ss_grpc__poke(g);
+}
+
+ss_grpc_call *ss_grpc_collect(ss_grpc *g)
+{
+    pthread_mutex_lock(&g->mu);
+    ss_grpc_call *list = g->done;
+    g->done = g->done_tail = NULL;
+    pthread_mutex_unlock(&g->mu);
+    return list;
+}
+
+int ss_grpc_call_wait(ss_grpc *g, ss_grpc_call *c)
+{
+    c->waited = true;
+    ss_grpc_submit(g, c);
+    pthread_mutex_lock(&g->mu);
+    while (!c->finished)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    c->waited = false;
+    return c->rc;
+}
+
+void ss_grpc_call_clear(ss_grpc_call *c)
+{
+    ss_buf_free(&c->request);
+    ss_buf_free(&c->reply);
+    ss_buf_free(&c->body);
+}
+
+const char *ss_grpc_endpoint(ss_grpc *g)
+{
+    pthread_mutex_lock(&g->mu);
+    const char *u = g->eps[g->current].url;
+    pthread_mutex_unlock(&g->mu);
+    return u;
+}

@@ -1,0 +1,92 @@
+/* grpc.h - unary gRPC calls over HTTP/2, run by a thread of their own.
+ *
+ * The etcd backend speaks etcd's gRPC API. A call is a request message's
+ * bytes sent to a method ("/etcdserverpb.KV/Range") and a reply message's
+ * bytes or a gRPC status. Calls run on the channel's I/O thread, many in
+ * flight as streams of one HTTP/2 connection (nghttp2), so the thread that
+ * submits them never waits on the network: it submits, is woken (the wake
+ * callback, on the I/O thread) when calls finish, and collects them.
+ *
+ * Endpoints: http://host:port (HTTP/2 with prior knowledge, as etcd
+ * serves it on a plain client URL). TLS endpoints (https://) are refused
+ * for now with a message that says so. When the connection fails or is
+ * lost, the calls on it fail with SS_E_CONNECTION and the channel moves on
+ * to the next endpoint for later calls; nothing is retried here, since
+ * only the caller knows whether a call may run twice.
+ */
+#ifndef SS_GRPC_H
+#define SS_GRPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/buf.h"
+
+typedef struct ss_grpc ss_grpc;
+
+typedef struct ss_grpc_options {
+    const char *endpoints; /* comma-separated URLs; at least one */
+    unsigned connect_timeout_ms; /* 0: 2000 */
+    void (*wake)(void *ctx);     /* calls finished (I/O thread); may be NULL */
+    void *wake_ctx;
+} ss_grpc_options;
+
+/* gRPC status codes used here (the protocol's numbers). */
+enum {
+    SS_GRPC_OK = 0,
+    SS_GRPC_DEADLINE_EXCEEDED = 4,
+    SS_GRPC_FAILED_PRECONDITION = 9,
+    SS_GRPC_UNAVAILABLE = 14,
+};
+
+/* One call. The owner fills the inputs, submits it, and gets it back from
+ * ss_grpc_collect (or ss_grpc_call_wait) with the outputs set. */
+typedef struct ss_grpc_call {
+    /* in */
+    const char *method;      /* borrowed: must live until collected */
+    ss_buf request;          /* the request message; owned by the call */
+    unsigned timeout_ms;     /* 0: 5000 */
+    void *user;              /* the owner's */
+    /* out */
+    int rc;                  /* 0, SS_E_CONNECTION, SS_E_TIMEOUT, SS_E_PROTOCOL,
+                                SS_E_SERVER (a gRPC status other than OK) */
+    int status;              /* the gRPC status (SS_E_SERVER) */
+    char message[200];       /* grpc-message, or what went wrong */
+    ss_buf reply;            /* the reply message (rc 0); owned by the call */
+    /* the channel's */
+    struct ss_grpc_call *next;
+    ss_buf body;          /* the framed request */
+    size_t sent;          /* bytes of body handed to HTTP/2 */
+    int32_t stream_id;
+    uint64_t deadline_ms; /* CLOCK_MONOTONIC */
+    bool status_seen;
+    bool timed_out;
+    bool waited, finished;
+    int http_code;
+} ss_grpc_call;
+
+/* Start the channel and its I/O thread (it connects when the first call
+ * comes). 0, SS_E_INVAL (no endpoint, a URL that is not http://host:port;
+ * *why says which), SS_E_NOMEM. */
+int ss_grpc_new(const ss_grpc_options *o, ss_grpc **out, char *why, size_t why_len);
+/* Stop the thread. Calls not collected yet are cleared (their buffers
+ * freed; the structs stay their owner's); a waiter returns with
+ * SS_E_CONNECTION. NULL: no-op. */
+void ss_grpc_free(ss_grpc *g);
+
+/* Hand a call to the I/O thread (the channel holds it until collected). */
+void ss_grpc_submit(ss_grpc *g, ss_grpc_call *c);
+/* The calls finished since the last collect, oldest first (a list through
+ * next), now the caller's again; NULL if none. */
+ss_grpc_call *ss_grpc_collect(ss_grpc *g);
+/* Submit c and wait for it (for tools, tests and start-up; never on the
+ * broker's thread while serving). Other finished calls stay collectable. */
+int ss_grpc_call_wait(ss_grpc *g, ss_grpc_call *c);
+/* Free what a call holds (not the call itself). */
+void ss_grpc_call_clear(ss_grpc_call *c);
+
+/* The endpoint calls go to now (for logs). */
+const char *ss_grpc_endpoint(ss_grpc *g);
+
+#endif

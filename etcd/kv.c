@@ -1,0 +1,231 @@
+/* kv.c - etcd's KV messages (kv.h), with the protobuf-c code generated
+ * from etcd's own .proto files. */
+#include "kv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/errors.h"
+#include "etcd/etcdserver/etcdserverpb/rpc.pb-c.h"
+
+enum ss_etcd_item_kind { SS_ETCD_EXPECT, SS_ETCD_PUT, SS_ETCD_DELETE };
+
+/* Offsets into t->bytes: it moves when it grows. */
+struct ss_etcd_txn_item {
+    enum ss_etcd_item_kind kind;
+    size_t key_off, key_len, value_off, value_len;
+    int64_t rev;
+};
+
+static ProtobufCBinaryData ss_etcd__bin(ss_bytes b)
+{
+    ProtobufCBinaryData d = {b.len, (uint8_t *)b.data};
+    return d;
+}
+
+/* Pack any message into out. */
+static int ss_etcd__pack(const ProtobufCMessage *m, ss_buf *out)
+{
+    ss_buf_clear(out);
+    size_t n = protobuf_c_message_get_packed_size(m);
+    int rc = ss_buf_reserve(out, n ? n : 1);
+    if (rc != SS_OK)
+        return rc;
+    out->len = protobuf_c_message_pack(m, out->data);
+    return SS_OK;
+}
+
+int ss_etcd_range_pack(ss_buf *out, ss_bytes key, bool serializable)
+{
+    Etcdserverpb__RangeRequest r = ETCDSERVERPB__RANGE_REQUEST__INIT;
+    r.key = ss_etcd__bin(key);
+    r.serializable = serializable;
+    return ss_etcd__pack(&r.base, out);
+}
+
+int ss_etcd_range_unpack(const ss_buf *reply, ss_etcd_reply *r, ss_etcd_kv *kv)
+{
+    memset(r, 0, sizeof *r);
+    memset(kv, 0, sizeof *kv);
+    Etcdserverpb__RangeResponse *m = etcdserverpb__range_response__unpack(NULL, reply->len, reply->data);
+    if (m == NULL)
+        return SS_E_PROTOCOL;
+    r->msg = m;
+    r->revision = m->header ? m->header->revision : 0;
+    if (m->n_kvs > 1) {
+        ss_etcd_reply_free(r);
+        return SS_E_PROTOCOL;
+    }
+    if (m->n_kvs == 1) {
+        kv->found = true;
+        kv->value.data = m->kvs[0]->value.data;
+        kv->value.len = m->kvs[0]->value.len;
+        kv->mod_revision = m->kvs[0]->mod_revision;
+        kv->create_revision = m->kvs[0]->create_revision;
+    }
+    return SS_OK;
+}
+
+int ss_etcd_txn_unpack(const ss_buf *reply, ss_etcd_reply *r)
+{
+    memset(r, 0, sizeof *r);
+    Etcdserverpb__TxnResponse *m = etcdserverpb__txn_response__unpack(NULL, reply->len, reply->data);
+    if (m == NULL)
+        return SS_E_PROTOCOL;
+    r->msg = m;
+    r->revision = m->header ? m->header->revision : 0;
+    r->succeeded = m->succeeded;
+    return SS_OK;
+}
+
+void ss_etcd_reply_free(ss_etcd_reply *r)
+{
+    if (r->msg)
+        protobuf_c_message_free_unpacked(r->msg, NULL);
+    memset(r, 0, sizeof *r);
+}
+
+int ss_etcd_status_unpack(const ss_buf *reply, uint64_t *leader, char *version, size_t version_len)
+{
+    Etcdserverpb__StatusResponse *m = etcdserverpb__status_response__unpack(NULL, reply->len, reply->data);
+    if (m == NULL)
+        return SS_E_PROTOCOL;
+    *leader = m->leader;
+    if (version_len)
+        snprintf(version, version_len, "%s", m->version ? m->version : "");
+    protobuf_c_message_free_unpacked(&m->base, NULL);
+    return SS_OK;
+}
+
+/* ---- Txn ---------------------------------------------------------------- */
+
+static int ss_etcd__add(ss_etcd_txn *t, enum ss_etcd_item_kind kind, ss_bytes key, ss_bytes value,
+                        int64_t rev)
+{
+    if (t->len == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        struct ss_etcd_txn_item *items = realloc(t->items, cap * sizeof *items);
+        if (items == NULL)
+            return SS_E_NOMEM;
+        t->items = items;
+        t->cap = cap;
+    }
+    size_t mark = t->bytes.len;
+    struct ss_etcd_txn_item *it = &t->items[t->len];
+    it->kind = kind;
+    it->rev = rev;
+    it->key_off = t->bytes.len;
+    it->key_len = key.len;
+    int rc = ss_buf_append(&t->bytes, key.data, key.len);
+    it->value_off = t->bytes.len;
+    it->value_len = value.len;
+    if (rc == SS_OK && value.len)
+        rc = ss_buf_append(&t->bytes, value.data, value.len);
+    if (rc != SS_OK) {
+        t->bytes.len = mark;
+        return rc;
+    }
+    t->len++;
+    return SS_OK;
+}
+
+int ss_etcd_txn_expect(ss_etcd_txn *t, ss_bytes key, int64_t rev)
+{
+    ss_bytes none = {NULL, 0};
+    return ss_etcd__add(t, SS_ETCD_EXPECT, key, none, rev);
+}
+
+int ss_etcd_txn_put(ss_etcd_txn *t, ss_bytes key, ss_bytes value)
+{
+    return ss_etcd__add(t, SS_ETCD_PUT, key, value, 0);
+}
+
+int ss_etcd_txn_delete(ss_etcd_txn *t, ss_bytes key)
+{
+    ss_bytes none = {NULL, 0};
+    return ss_etcd__add(t, SS_ETCD_DELETE, key, none, 0);
+}
+
+size_t ss_etcd_txn_ops(const ss_etcd_txn *t)
+{
+    return t->len;
+}
+
+int ss_etcd_txn_pack(const ss_etcd_txn *t, ss_buf *out)
+{
+    size_t n = t->len ? t->len : 1;
+    /* All the message structs of one Txn in one allocation each. */
+    Etcdserverpb__Compare *cmp = calloc(n, sizeof *cmp);
+    Etcdserverpb__Compare **cmpp = calloc(n, sizeof *cmpp);
+    Etcdserverpb__RequestOp *ops = calloc(n, sizeof *ops);
+    Etcdserverpb__RequestOp **opsp = calloc(n, sizeof *opsp);
+    Etcdserverpb__PutRequest *puts = calloc(n, sizeof *puts);
+    Etcdserverpb__DeleteRangeRequest *dels = calloc(n, sizeof *dels);
+    int rc = SS_E_NOMEM;
+    if (cmp && cmpp && ops && opsp && puts && dels) {
+        Etcdserverpb__TxnRequest txn = ETCDSERVERPB__TXN_REQUEST__INIT;
+        for (size_t i = 0; i < t->len; i++) {
+            const struct ss_etcd_txn_item *it = &t->items[i];
+            ss_bytes key = {t->bytes.data + it->key_off, it->key_len};
+            ss_bytes value = {t->bytes.data + it->value_off, it->value_len};
+            if (it->kind == SS_ETCD_EXPECT) {
+                Etcdserverpb__Compare *c = &cmp[txn.n_compare];
+                etcdserverpb__compare__init(c);
+                c->key = ss_etcd__bin(key);
+                c->result = ETCDSERVERPB__COMPARE__COMPARE_RESULT__EQUAL;
+                /* An absent key has create_revision 0; a present one the
+                 * mod_revision it was read at. */
+                if (it->rev == 0) {
+                    c->target = ETCDSERVERPB__COMPARE__COMPARE_TARGET__CREATE;
+                    c->target_union_case = ETCDSERVERPB__COMPARE__TARGET_UNION_CREATE_REVISION;
+                    c->create_revision = 0;
+                } else {
+                    c->target = ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD;
+                    c->target_union_case = ETCDSERVERPB__COMPARE__TARGET_UNION_MOD_REVISION;
+                    c->mod_revision = it->rev;
+                }
+                cmpp[txn.n_compare++] = c;
+                continue;
+            }
+            Etcdserverpb__RequestOp *op = &ops[txn.n_success];
+            etcdserverpb__request_op__init(op);
+            if (it->kind == SS_ETCD_PUT) {
+                etcdserverpb__put_request__init(&puts[i]);
+                puts[i].key = ss_etcd__bin(key);
+                puts[i].value = ss_etcd__bin(value);
+                op->request_case = ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_PUT;
+                op->request_put = &puts[i];
+            } else {
+                etcdserverpb__delete_range_request__init(&dels[i]);
+                dels[i].key = ss_etcd__bin(key);
+                op->request_case = ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_DELETE_RANGE;
+                op->request_delete_range = &dels[i];
+            }
+            opsp[txn.n_success++] = op;
+        }
+        txn.compare = cmpp;
+        txn.success = opsp;
+        rc = ss_etcd__pack(&txn.base, out);
+    }
+    free(cmp);
+    free(cmpp);
+    free(ops);
+    free(opsp);
+    free(puts);
+    free(dels);
+    return rc;
+}
+
+void ss_etcd_txn_clear(ss_etcd_txn *t)
+{
+    t->len = 0;
+    ss_buf_clear(&t->bytes);
+}
+
+void ss_etcd_txn_free(ss_etcd_txn *t)
+{
+    free(t->items);
+    ss_buf_free(&t->bytes);
+    memset(t, 0, sizeof *t);
+}

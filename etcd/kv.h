@@ -1,0 +1,70 @@
+/* kv.h - etcd's KV messages, packed and unpacked (Range, Txn).
+ *
+ * The etcd backend writes with one shape only: a Txn whose compares are
+ * each key's revision as the request read it (mod_revision == r, or
+ * create_revision == 0 for a key that was absent), and whose operations
+ * are puts and deletes. Reads are Ranges of one key (linearizable unless
+ * asked otherwise). Everything here is pure: bytes in, bytes out.
+ */
+#ifndef SS_ETCD_KV_H
+#define SS_ETCD_KV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/buf.h"
+
+#define SS_ETCD_RANGE_METHOD "/etcdserverpb.KV/Range"
+#define SS_ETCD_TXN_METHOD "/etcdserverpb.KV/Txn"
+#define SS_ETCD_STATUS_METHOD "/etcdserverpb.Maintenance/Status"
+
+/* A Range of one key into out (replaced). 0 or SS_E_NOMEM. */
+int ss_etcd_range_pack(ss_buf *out, ss_bytes key, bool serializable);
+
+/* One key's state in a reply: found or not, and its revisions. value
+ * borrows the unpacked reply (see ss_etcd_reply). */
+typedef struct ss_etcd_kv {
+    bool found;
+    ss_bytes value;
+    int64_t mod_revision;
+    int64_t create_revision;
+} ss_etcd_kv;
+
+/* An unpacked reply; free with ss_etcd_reply_free. */
+typedef struct ss_etcd_reply {
+    void *msg;         /* the protobuf-c message */
+    int64_t revision;  /* the store's revision when it answered */
+    bool succeeded;    /* Txn: the compares held */
+} ss_etcd_reply;
+
+/* Unpack a Range reply of one key. 0 or SS_E_PROTOCOL. */
+int ss_etcd_range_unpack(const ss_buf *reply, ss_etcd_reply *r, ss_etcd_kv *kv);
+/* Unpack a Txn reply. 0 or SS_E_PROTOCOL. */
+int ss_etcd_txn_unpack(const ss_buf *reply, ss_etcd_reply *r);
+void ss_etcd_reply_free(ss_etcd_reply *r);
+
+/* A Txn being built: compares and operations, copies of every key and
+ * value. Zero-initialise. */
+typedef struct ss_etcd_txn {
+    struct ss_etcd_txn_item *items;
+    size_t len, cap;
+    ss_buf bytes;
+} ss_etcd_txn;
+
+/* The key must still be at revision rev (0: absent). */
+int ss_etcd_txn_expect(ss_etcd_txn *t, ss_bytes key, int64_t rev);
+int ss_etcd_txn_put(ss_etcd_txn *t, ss_bytes key, ss_bytes value);
+int ss_etcd_txn_delete(ss_etcd_txn *t, ss_bytes key);
+/* Pack into out (replaced): if every expectation holds, every operation.
+ * 0 or SS_E_NOMEM. */
+int ss_etcd_txn_pack(const ss_etcd_txn *t, ss_buf *out);
+/* Operations and compares so far (etcd limits both, --max-txn-ops). */
+size_t ss_etcd_txn_ops(const ss_etcd_txn *t);
+void ss_etcd_txn_clear(ss_etcd_txn *t);
+void ss_etcd_txn_free(ss_etcd_txn *t);
+
+/* Unpack a Maintenance Status reply: the member's leader id (0: none)
+ * and version. 0 or SS_E_PROTOCOL. */
+int ss_etcd_status_unpack(const ss_buf *reply, uint64_t *leader, char *version, size_t version_len);
+
+#endif

@@ -1,0 +1,123 @@
+/* etcd_cluster.c - a real etcd cluster for tests (etcd_cluster.h). */
+#include "etcd_cluster.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../core/errors.h"
+#include "../../etcd/grpc.h"
+#include "../../etcd/kv.h"
+#include "../test.h"
+#include "harness.h"
+
+static const char *etcd_binary(void)
+{
+    const char *e = getenv("SS_ETCD");
+    return e && e[0] ? e : "build/etcd/root/usr/bin/etcd";
+}
+
+const char *etcd_member_url(const struct etcd_cluster *c, int i, char *buf, size_t n)
+{
+    snprintf(buf, n, "http://127.0.0.1:%d", c->client_port[i]);
+    return buf;
+}
+
+static pid_t etcd_spawn(const struct etcd_cluster *c, int i, const char *initial)
+{
+    char name[16], dir[600], client[64], peer[64], out[600], err[600];
+    snprintf(name, sizeof name, "m%d", i);
+    snprintf(dir, sizeof dir, "%s/etcd-%d", test_tmpdir(), i);
+    snprintf(client, sizeof client, "http://127.0.0.1:%d", c->client_port[i]);
+    snprintf(peer, sizeof peer, "http://127.0.0.1:%d", c->peer_port[i]);
+    snprintf(out, sizeof out, "%s/etcd-%d.out", test_tmpdir(), i);
+    snprintf(err, sizeof err, "%s/etcd-%d.log", test_tmpdir(), i);
+    /* Short election timings: a lost leader is replaced within about a
+     * second, so that fault tests stay short. */
+    char *argv[] = {(char *)etcd_binary(), "--name", name, "--data-dir", dir,
+                    "--listen-client-urls", client, "--advertise-client-urls", client,
+                    "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                    "--initial-cluster", (char *)initial, "--initial-cluster-state", "new",
+                    "--initial-cluster-token", "statestore-test",
+                    "--heartbeat-interval", "50", "--election-timeout", "500",
+                    "--logger", "zap", "--log-outputs", "stderr", NULL};
+    return spawn_cmd(argv, out, err);
+}
+
+/* True when member i answers a status request with a leader (etcd opens
+ * its client port before it has one). */
+static bool etcd_member_ready(const struct etcd_cluster *c, int i)
+{
+    if (!port_open(c->client_port[i]))
+        return false;
+    char url[64];
+    ss_grpc_options o = {.endpoints = etcd_member_url(c, i, url, sizeof url)};
+    ss_grpc *g;
+    if (ss_grpc_new(&o, &g, NULL, 0) != SS_OK)
+        return false;
+    ss_grpc_call call = {.method = SS_ETCD_STATUS_METHOD, .timeout_ms = 2000};
+    uint64_t leader = 0;
+    bool ready = ss_grpc_call_wait(g, &call) == SS_OK &&
+                 ss_etcd_status_unpack(&call.reply, &leader, NULL, 0) == SS_OK && leader != 0;
+    ss_grpc_call_clear(&call);
+    ss_grpc_free(g);
+    return ready;
+}
+
+void etcd_cluster_start(struct etcd_cluster *c, int n)
+{
+    ASSERT_TRUE(n >= 1 && n <= ETCD_MEMBERS_MAX);
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    char initial[512] = "";
+    size_t used = 0, eused = 0;
+    for (int i = 0; i < n; i++) {
+        c->client_port[i] = free_port();
+        do
+            c->peer_port[i] = free_port();
+        while (c->peer_port[i] == c->client_port[i]);
+        used += (size_t)snprintf(initial + used, sizeof initial - used, "%sm%d=http://127.0.0.1:%d",
+                                 i ? "," : "", i, c->peer_port[i]);
+        eused += (size_t)snprintf(c->endpoints + eused, sizeof c->endpoints - eused,
+                                  "%shttp://127.0.0.1:%d", i ? "," : "", c->client_port[i]);
+    }
+    for (int i = 0; i < n; i++)
+        c->pid[i] = etcd_spawn(c, i, initial);
+    for (int i = 0; i < n; i++) {
+        int tries = 0;
+        while (!etcd_member_ready(c, i)) {
+            int status;
+            if (waitpid(c->pid[i], &status, WNOHANG) == c->pid[i]) {
+                c->pid[i] = 0;
+                etcd_cluster_stop(c);
+                test_fail(__FILE__, __LINE__, "an etcd member exited at start (see etcd-N.log)");
+            }
+            if (++tries > 300) {
+                etcd_cluster_stop(c);
+                test_fail(__FILE__, __LINE__, "the etcd cluster did not become ready in 30 s");
+            }
+            usleep(100000);
+        }
+    }
+}
+
+void etcd_cluster_stop(struct etcd_cluster *c)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->pid[i] > 0)
+            kill(c->pid[i], SIGTERM);
+    for (int i = 0; i < c->n; i++) {
+        if (c->pid[i] <= 0)
+            continue;
+        int status;
+        for (int waited = 0; waitpid(c->pid[i], &status, WNOHANG) == 0; waited += 10) {
+            if (waited == 5000)
+                kill(c->pid[i], SIGKILL);
+            usleep(10000);
+        }
+        c->pid[i] = 0;
+    }
+}

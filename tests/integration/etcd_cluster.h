@@ -1,0 +1,29 @@
+/* etcd_cluster.h - a real etcd cluster for tests: n members (1 to 5) on
+ * free loopback ports, data under the test's directory, every PID kept
+ * and stopped by the test. The etcd binary is $SS_ETCD, or Debian's,
+ * unpacked under build/etcd by scripts/etcd-tools.sh. */
+#ifndef SS_ETCD_CLUSTER_H
+#define SS_ETCD_CLUSTER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define ETCD_MEMBERS_MAX 5
+
+struct etcd_cluster {
+    int n;
+    pid_t pid[ETCD_MEMBERS_MAX];
+    int client_port[ETCD_MEMBERS_MAX];
+    int peer_port[ETCD_MEMBERS_MAX];
+    char endpoints[512]; /* "http://127.0.0.1:P1,http://127.0.0.1:P2,..." */
+};
+
+/* Start n members and wait until the cluster answers through every
+ * member; fails the test otherwise. */
+void etcd_cluster_start(struct etcd_cluster *c, int n);
+/* Stop every member still running (SIGTERM, then SIGKILL after 5 s). */
+void etcd_cluster_stop(struct etcd_cluster *c);
+/* The URL of member i. */
+const char *etcd_member_url(const struct etcd_cluster *c, int i, char *buf, size_t n);
+
+#endif
