@@ -36,6 +36,7 @@ struct cli {
     uint64_t ttl_ms;
     uint64_t wait_ms;
     const char *holder;
+    bool watch; /* stats --watch */
 };
 
 /* main.c: a usage error: the message, then the command's usage line. */
@@ -59,6 +60,10 @@ int cmd_watch(struct cli *cl, ss_client *c);
 /* Read a value from the arguments at index i, -f FILE or "-" (stdin).
  * Returns a malloc'ed buffer (free it) or NULL with *rc set. */
 uint8_t *read_value(struct cli *cl, int i, size_t *len, int *rc);
+
+/* stats.c */
+int cmd_ping(struct cli *cl, ss_client *c);
+int cmd_stats(struct cli *cl, ss_client *c);
 
 /* lock.c */
 int cmd_lock(struct cli *cl, ss_client *c);

@@ -32,6 +32,8 @@ static const char usage_text[] =
     "  watch KEY...       print a line per change until interrupted\n"
     "  lock NAME [--ttl MS] [--wait MS] [--holder ID] -- COMMAND [ARGS...]\n"
     "                     run COMMAND while holding the lease NAME\n"
+    "  ping               measure a request's round trip (a health check)\n"
+    "  stats [--watch]    the store's figures (from $SYS/broker/statestore/)\n"
     "\n"
     "Connection (as mosquitto_pub):\n"
     "  -h HOST  -p PORT  -i CLIENT_ID  -u USERNAME  -P PASSWORD\n"
@@ -81,12 +83,22 @@ static const struct {
      "renewing it (lease time --ttl, default 10000 ms), releases it, and exits with\n"
      "COMMAND's status. COMMAND finds the fencing token in STATESTORE_LOCK_TOKEN. If the\n"
      "lease is lost, COMMAND is terminated and the exit status is 2.\n"},
+    {"ping", cmd_ping, 0, 0, false,
+     "Usage: statestore ping\n"
+     "Sends one request (a GET of the key statestore-ping) and prints how long the answer\n"
+     "took. Exit 0 when the store answered, 4 when it did not within --timeout, 3 when it\n"
+     "answered with a storage error: usable as a health check.\n"},
+    {"stats", cmd_stats, 0, 0, false,
+     "Usage: statestore stats [--watch] [--json]\n"
+     "Prints the store's figures, which the broker publishes under $SYS/broker/statestore/\n"
+     "every sys_interval seconds (retained). --watch prints them again at each update\n"
+     "until interrupted. Exit 4 when none arrive within --timeout.\n"},
 };
 
 enum {
     OPT_HOST = 256, OPT_PORT, OPT_ID, OPT_USER, OPT_PASS, OPT_FILE, OPT_CAFILE, OPT_CAPATH,
     OPT_CERT, OPT_KEY, OPT_TIMEOUT, OPT_JSON, OPT_HELP, OPT_VERSION, OPT_NX, OPT_NEX, OPT_PX,
-    OPT_FT, OPT_TTL, OPT_WAIT, OPT_HOLDER,
+    OPT_FT, OPT_TTL, OPT_WAIT, OPT_HOLDER, OPT_WATCH,
 };
 
 /* Every option: its long name, its short letter (0: none) and whether it
@@ -118,6 +130,7 @@ static const struct cli_option {
     {"ttl", 0, true, OPT_TTL},
     {"wait", 0, true, OPT_WAIT},
     {"holder", 0, true, OPT_HOLDER},
+    {"watch", 0, false, OPT_WATCH},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -233,6 +246,7 @@ static int apply(struct cli *cl, const char *spelled, int id, const char *v, boo
     case OPT_TTL: return number(cl, spelled, v, ms_max, &cl->ttl_ms) != 0 ? SS_EXIT_USAGE : -1;
     case OPT_WAIT: return number(cl, spelled, v, ms_max, &cl->wait_ms) != 0 ? SS_EXIT_USAGE : -1;
     case OPT_HOLDER: cl->holder = v; break;
+    case OPT_WATCH: cl->watch = true; break;
     default: break;
     }
     return -1;

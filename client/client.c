@@ -147,6 +147,10 @@ static void ss_client__cb_subscribe(struct mosquitto *m, void *ud, int mid, int 
     (void)p;
     ss_client *c = ud;
     pthread_mutex_lock(&c->mu);
+    if (c->app_sub_mid != 0 && mid == c->app_sub_mid) {
+        c->app_sub_result = qos_count == 1 ? granted[0] : 128;
+        pthread_cond_broadcast(&c->cv);
+    }
     bool ours = mid == c->sub_mid;
     if (ours && !(qos_count == 1 && granted[0] <= 2)) {
         c->sub_refused = true;
@@ -177,7 +181,52 @@ static void ss_client__cb_message(struct mosquitto *m, void *ud, const struct mo
                            const mosquitto_property *props)
 {
     (void)m;
-    ss_client_handle_message(ud, msg->topic, msg->payload, msg->payloadlen, props);
+    ss_client *c = ud;
+    if (ss_client_handle_message(c, msg->topic, msg->payload, msg->payloadlen, props))
+        return;
+    pthread_mutex_lock(&c->mu);
+    ss_message_cb cb = c->message_cb;
+    void *cb_ud = c->message_ud;
+    pthread_mutex_unlock(&c->mu);
+    if (cb)
+        cb(cb_ud, msg->topic, msg->payload, msg->payloadlen, msg->retain);
+}
+
+void ss_client_set_message_cb(ss_client *c, ss_message_cb cb, void *ud)
+{
+    pthread_mutex_lock(&c->mu);
+    c->message_cb = cb;
+    c->message_ud = ud;
+    pthread_mutex_unlock(&c->mu);
+}
+
+int ss_client_subscribe(ss_client *c, const char *filter, int qos)
+{
+    if (filter == NULL || qos < 0 || qos > 1 || !c->own)
+        return SS_E_INVAL;
+    /* Held across the SUBSCRIBE: its answer, on the network thread, waits
+     * until the packet id is known here. */
+    pthread_mutex_lock(&c->mu);
+    int mid = 0;
+    c->app_sub_result = -1;
+    int rc = mosquitto_subscribe_v5(c->m, &mid, filter, qos, 0, NULL);
+    if (rc != MOSQ_ERR_SUCCESS) {
+        pthread_mutex_unlock(&c->mu);
+        return rc == MOSQ_ERR_INVAL || rc == MOSQ_ERR_MALFORMED_UTF8 ? SS_E_INVAL : SS_E_CONNECTION;
+    }
+    c->app_sub_mid = mid;
+    struct timespec ts;
+    ss_client__abstime(&ts, c->timeout_ms);
+    while (c->app_sub_result == -1 && !c->closing && c->connected)
+        if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT)
+            break;
+    int granted = c->app_sub_result;
+    bool lost = !c->connected || c->closing;
+    c->app_sub_mid = 0;
+    pthread_mutex_unlock(&c->mu);
+    if (granted == -1)
+        return lost ? SS_E_CONNECTION : SS_E_TIMEOUT;
+    return granted <= 2 ? SS_OK : SS_E_STATUS;
 }
 
 /* Completes calls whose deadline passed, ten times a second. */

@@ -125,6 +125,20 @@ void ss_client_close(ss_client *c);
 
 void ss_client_set_notify_cb(ss_client *c, ss_notify_cb cb, void *ud);
 void ss_client_set_connection_cb(ss_client *c, ss_connection_cb cb, void *ud);
+
+/* Messages on the application's own subscriptions (anything that is not
+ * this client's answer or notification), for clients that run their own
+ * network thread (ss_client_connect): cb runs on that thread; topic and
+ * payload are valid during the call only. */
+typedef void (*ss_message_cb)(void *ud, const char *topic, const void *payload, int len,
+                              bool retained);
+void ss_client_set_message_cb(ss_client *c, ss_message_cb cb, void *ud);
+/* Subscribe to a topic filter of the application's own (QoS 0 or 1), for
+ * example $SYS/broker/statestore/# for the store's figures; its messages
+ * go to the message callback. Waits for the broker's answer (the
+ * client's timeout): 0, SS_E_STATUS (refused), SS_E_TIMEOUT,
+ * SS_E_CONNECTION, SS_E_INVAL. Not kept across reconnects. */
+int ss_client_subscribe(ss_client *c, const char *filter, int qos);
 const char *ss_client_id(const ss_client *c);
 
 /* Notifications received so far, and a wait until more than `seen` have

@@ -67,6 +67,10 @@ struct ss_client {
     void *notify_ud;
     ss_connection_cb conn_cb;
     void *conn_ud;
+    ss_message_cb message_cb;
+    void *message_ud;
+    int app_sub_mid;     /* the application's SUBSCRIBE waiting for its answer */
+    int app_sub_result;  /* its granted QoS, or -1 while waiting */
     pthread_t reaper;
     bool reaper_running;
     uint64_t notifications;

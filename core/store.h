@@ -175,6 +175,15 @@ uint64_t ss_store_next_expiry(ss_store *s);
  * *version. 0, SS_E_NOTFOUND (nothing due), or a failure. */
 int ss_store_pop_due(ss_store *s, uint64_t now_ms, ss_buf *key, ss_hlc *version);
 
+/* Outside a commit: how many keys have a deadline <= now_ms (counted up
+ * to cap; 0 while a commit is under way). */
+uint64_t ss_store_due_count(ss_store *s, uint64_t now_ms, uint64_t cap);
+/* Bytes in the journal (what the next checkpoint writes into the data
+ * file), and when the last checkpoint since open succeeded (the now_ms of
+ * its commit; 0: none). */
+uint64_t ss_store_journal_bytes(const ss_store *s);
+uint64_t ss_store_last_checkpoint_ms(const ss_store *s);
+
 /* Keys and charged bytes as of the open batch (or the last commit). */
 uint64_t ss_store_key_count(const ss_store *s);
 uint64_t ss_store_byte_count(const ss_store *s);

@@ -319,6 +319,44 @@ int ss_store_pop_due(ss_store *s, uint64_t now_ms, ss_buf *key, ss_hlc *version)
     return ss_lmdb__remove(s, lk, lk_len, &rec, key->len);
 }
 
+uint64_t ss_store_due_count(ss_store *s, uint64_t now_ms, uint64_t cap)
+{
+    if (s->committing || ss_store_next_expiry(s) > now_ms)
+        return 0;
+    bool own = s->txn == NULL;
+    if (own && mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->txn) != 0) {
+        s->txn = NULL;
+        return 0;
+    }
+    uint64_t n = 0;
+    MDB_cursor *c;
+    if (mdb_cursor_open(s->txn, s->db_exp, &c) == 0) {
+        MDB_val k, v;
+        int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+        /* Index keys start with the deadline, big endian: in order. */
+        while (rc == 0 && n < cap && k.mv_size >= 8 && ss_get_be(k.mv_data, 8) <= now_ms) {
+            n++;
+            rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+        }
+        mdb_cursor_close(c);
+    }
+    if (own) {
+        mdb_txn_abort(s->txn);
+        s->txn = NULL;
+    }
+    return n;
+}
+
+uint64_t ss_store_journal_bytes(const ss_store *s)
+{
+    return s->jend;
+}
+
+uint64_t ss_store_last_checkpoint_ms(const ss_store *s)
+{
+    return s->ckpt_ok_ms;
+}
+
 uint64_t ss_store_key_count(const ss_store *s)
 {
     if (!s->committing && s->txn == NULL) {

@@ -330,6 +330,7 @@ int ss_store_commit_finish(ss_store *s, int rc, uint64_t now_ms)
         s->last_ckpt_ms = now_ms; /* after a failure too: not again at once */
         if (rc == SS_OK) {
             s->ckpt_failures = 0;
+            s->ckpt_ok_ms = now_ms;
         } else {
             uint64_t wait = s->opt.checkpoint_interval_ms;
             for (unsigned i = 0; i < s->ckpt_failures && wait < SS_CKPT_BACKOFF_MAX_MS; i++)

@@ -19,6 +19,8 @@
 
 /* Answer buffer memory kept between requests. */
 #define SS_SCRATCH_KEEP ((size_t)64 << 10)
+/* Due keys counted for the metrics at most. */
+#define SS_DUE_COUNT_CAP 1000000u
 /* Expired keys deleted per tick at most. */
 #define SS_SWEEP_PER_TICK 1000u
 
@@ -123,8 +125,10 @@ void ss_batch_notify(struct ss_batch *b, char *client_id, char *topic, uint8_t *
 {
     /* From the change feed: committed already, it waits for nothing. */
     if (ss_outbox_push(&b->outbox, client_id, topic, payload, len, props, NULL, 0, 0) !=
-        MOSQ_ERR_SUCCESS)
+        MOSQ_ERR_SUCCESS) {
+        b->p->metrics.notifications_dropped++;
         ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: a notification was dropped");
+    }
 }
 
 /* ---- running a request ------------------------------------------------- */
@@ -171,6 +175,7 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
         memcpy(version, prior.version.data, prior.version.len);
         version[prior.version.len] = '\0';
         ss_log(p, MOSQ_LOG_DEBUG, "client %s resent a request: answered again", client_id);
+        p->metrics.resends++;
         /* Remembered before the open batch: its request was committed, so
          * its answer is final whatever becomes of this batch (a failed
          * commit must not tell the client that a durable write failed).
@@ -187,6 +192,7 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
         ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request from %s was not answered", client_id);
         return true;
     }
+    ss_metrics_request(&p->metrics, x.command, rc, b->scratch.data, b->scratch.len);
     if (rc == SS_E_QUOTA && in->len > p->opt.max_value_bytes)
         ss_log(p, MOSQ_LOG_WARNING,
                "request from %s refused: a value may have at most %llu bytes so that its "
@@ -345,6 +351,8 @@ static void ss_batch__settle(struct ss_batch *b, int rc, bool ckpt)
 {
     struct ss_plugin *p = b->p;
     if (rc != SS_OK) {
+        if (b->outbox.len)
+            p->metrics.commits_failed++;
         ss_batch__log_failure(b, rc, ckpt);
         ss_outbox_fail(&b->outbox, b->seq, rc);
         ss_dedup_forget_since(p->dedup, b->dedup_mark);
@@ -379,6 +387,7 @@ static void ss_batch__finish(struct ss_batch *b, int rc)
  * then run the queue as the next batch. */
 static void ss_batch__committed(struct ss_batch *b, int rc)
 {
+    ss_metrics_latency(&b->p->metrics.commit, b->committer.job_us);
     ss_batch__finish(b, rc);
     ss_batch__run_queue(b);
 }
@@ -423,6 +432,7 @@ void ss_batch_tick(struct ss_batch *b, uint64_t now)
     } else if (c->syncing) {
         int rc;
         if (ss_committer_collect(c, &rc)) {
+            ss_metrics_latency(&p->metrics.fsync, c->job_us);
             ss_store_sync_done(p->store, rc);
             if (rc != SS_OK)
                 ss_log(p, MOSQ_LOG_ERR,
@@ -462,7 +472,10 @@ void ss_batch_tick(struct ss_batch *b, uint64_t now)
             if (ss_committer_collect(c, &rc2))
                 ss_batch__committed(b, rc2);
         } else {
-            ss_batch__finish(b, ss_store_commit_run(p->store));
+            uint64_t t0 = ss_mono_us();
+            int rc2 = ss_store_commit_run(p->store);
+            ss_metrics_latency(&p->metrics.commit, ss_mono_us() - t0);
+            ss_batch__finish(b, rc2);
         }
     } else {
         ss_batch__settle(b, SS_OK, false); /* answers that needed no batch (KEYNOTIFY) */
@@ -471,6 +484,12 @@ void ss_batch_tick(struct ss_batch *b, uint64_t now)
         ss_store_sync_start(p->store, now))
         ss_committer_submit(c, SS_JOB_SYNC);
     ss_dedup_expire(p->dedup, now);
+}
+
+uint64_t ss_batch_due_count(struct ss_batch *b, uint64_t now_ms)
+{
+    /* While a commit runs the store is the committing thread's. */
+    return b->committer.pending ? 0 : ss_store_due_count(b->p->store, now_ms, SS_DUE_COUNT_CAP);
 }
 
 /* ---- start and stop ---------------------------------------------------- */

@@ -79,6 +79,10 @@ void ss_batch_notify(struct ss_batch *b, char *client_id, char *topic, uint8_t *
  * publish what waited for it, start the periodic fsync when due. */
 void ss_batch_tick(struct ss_batch *b, uint64_t now_ms);
 
+/* Keys past their deadline not deleted yet (for the metrics; 0 while a
+ * commit is under way). */
+uint64_t ss_batch_due_count(struct ss_batch *b, uint64_t now_ms);
+
 /* A client disconnected: its queued requests still run, but a KEYNOTIFY
  * among them registers nothing (its registrations were just dropped). */
 void ss_batch_client_gone(struct ss_batch *b, const char *client_id);

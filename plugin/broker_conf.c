@@ -75,6 +75,7 @@ void ss_read_broker_conf(struct ss_broker_conf *bc)
 {
     memset(bc, 0, sizeof *bc);
     bc->message_size_limit = SS_MQTT_MAX_PAYLOAD;
+    bc->sys_interval = 10; /* mosquitto's default */
     char *path = ss_broker_conf__config_path();
     if (path == NULL)
         return;
@@ -91,6 +92,11 @@ void ss_read_broker_conf(struct ss_broker_conf *bc)
             uint64_t n;
             if (ss_parse_u64((const uint8_t *)v, digits, UINT64_MAX, &n) == SS_OK)
                 limit = n; /* the last one wins, as in mosquitto */
+        } else if ((v = ss_broker_conf__setting(line, "sys_interval")) != NULL) {
+            size_t digits = strspn(v, "0123456789");
+            uint64_t n;
+            if (digits && ss_parse_u64((const uint8_t *)v, digits, 65535, &n) == SS_OK)
+                bc->sys_interval = n;
         } else if (ss_broker_conf__setting(line, "acl_file") != NULL) {
             bc->has_acl_file = true;
         } else if ((v = ss_broker_conf__setting(line, "plugin")) != NULL ||

@@ -8,6 +8,7 @@
 
 struct ss_broker_conf {
     uint64_t message_size_limit; /* MQTT's maximum when unset or unknown */
+    uint64_t sys_interval;       /* seconds between $SYS updates; 10 when unset, 0: none */
     bool has_acl_file;
     int other_plugins; /* plugin / auth_plugin lines naming another library */
 };

@@ -59,6 +59,8 @@
 #include "../core/errors.h"
 #include "committer.h"
 
+#include "metrics.h"
+
 #define SS_WAKE_SIGNAL SIGURG
 #define SS_WAKE_REPEAT_NS 200000L
 
@@ -81,7 +83,10 @@ static void ss_committer__deadline(struct timespec *ts, long ns)
 
 static int ss_committer__run_job(struct ss_committer *c, int job)
 {
-    return job == SS_JOB_SYNC ? ss_store_sync_run(c->store) : ss_store_commit_run(c->store);
+    uint64_t t0 = ss_mono_us();
+    int rc = job == SS_JOB_SYNC ? ss_store_sync_run(c->store) : ss_store_commit_run(c->store);
+    c->job_us = ss_mono_us() - t0; /* published with the result, under mu */
+    return rc;
 }
 
 static void *ss_committer__main(void *arg)

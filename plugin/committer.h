@@ -25,6 +25,8 @@ struct ss_committer {
     int state;  /* under mu */
     int job;    /* under mu: SS_JOB_* */
     int result; /* under mu */
+    uint64_t job_us; /* the last job's duration: written before it is marked
+                        done, read after it is collected */
     bool stop;  /* under mu */
     bool resident; /* one thread for the plugin's life; else one per job */
     bool live;     /* a thread was started and not yet joined */

@@ -81,6 +81,7 @@ static void ss_notify__one(void *ctx, ss_bytes client)
     free(topic);
     ss_buf_free(&payload);
     mosquitto_property_free_all(&props);
+    p->metrics.notifications_dropped++;
     ss_log(p, MOSQ_LOG_WARNING, "out of memory: a notification was dropped");
 }
 

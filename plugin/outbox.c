@@ -112,12 +112,17 @@ void ss_outbox_flush(struct ss_outbox *ob, struct ss_plugin *p)
         if (m->clientid) {
             ss_bytes id = {(const uint8_t *)m->clientid, strlen(m->clientid)};
             if (ss_watch_client_count(p->watch, id) == 0) {
+                p->metrics.notifications_dropped++;
                 ss_outbox__msg_free(m);
                 continue;
             }
         }
         int rc = mosquitto_broker_publish(m->clientid, m->topic, (int)m->payload_len, m->payload, 1,
                                           false, m->props);
+        if (m->clientid && rc == MOSQ_ERR_SUCCESS)
+            p->metrics.notifications_sent++;
+        else if (m->clientid)
+            p->metrics.notifications_dropped++;
         if (rc == MOSQ_ERR_SUCCESS) {
             m->payload = NULL; /* now the broker's */
             m->props = NULL;

@@ -36,7 +36,9 @@ static int ss_plugin__on_tick(int event, void *event_data, void *userdata)
     (void)event;
     (void)event_data;
     struct ss_plugin *p = userdata;
-    ss_batch_tick(p->batch, ss_wall_ms());
+    uint64_t now = ss_wall_ms();
+    ss_batch_tick(p->batch, now);
+    ss_metrics_tick(p, now);
     return MOSQ_ERR_SUCCESS;
 }
 
@@ -137,6 +139,7 @@ static int ss_plugin__open(struct ss_plugin *p)
     struct ss_broker_conf bc;
     ss_read_broker_conf(&bc);
     uint64_t limit = bc.message_size_limit;
+    p->sys_interval_s = bc.sys_interval;
     p->opt.max_value_bytes = limit > SS_NOTIFY_OVERHEAD ? limit - SS_NOTIFY_OVERHEAD : 1;
     p->defer_other_topics = p->opt.other_topics == SS_OTHER_TOPICS_DEFER ||
                             (p->opt.other_topics == SS_OTHER_TOPICS_AUTO &&

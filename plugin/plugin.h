@@ -27,6 +27,7 @@
 #include "../core/protocol.h"
 #include "../core/store.h"
 #include "../core/watch.h"
+#include "metrics.h"
 #include "options.h"
 
 #define SS_TOPIC_LEVELS_MAX 200u /* the broker's TOPIC_HIERARCHY_LIMIT */
@@ -53,6 +54,8 @@ struct ss_plugin {
     uint64_t refused;       /* requests refused since start, for logs */
     ss_acl *acl;            /* NULL: everything allowed */
     bool defer_other_topics;
+    uint64_t sys_interval_s;    /* the broker's sys_interval: $SYS figures */
+    struct ss_metrics metrics;
 };
 
 /* Print when level is enabled (opt.log_level). */

@@ -595,3 +595,54 @@ TEST(cli_dash_values_usage_errors_and_environment)
     unsetenv("STATESTORE_PORT");
     broker_stop(&b);
 }
+
+/* ping: a round trip, exit 0; no broker: exit 4. stats: the figures, as
+ * text and JSON; none published: exit 4 with the reason. */
+TEST(cli_ping_and_stats)
+{
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "sys_interval 1\n");
+    broker_start(&b);
+    struct run r;
+    cli(&r, b.port, NULL, 0, "ping", NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(strncmp(r.out, "answered in ", 12) == 0 && strstr(r.out, " ms\n") != NULL);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "ping", "--json", NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(strncmp(r.out, "{\"ok\":true,\"ms\":", 16) == 0);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "set", "k", "v", NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    usleep(1300000); /* the next publication counts the SET */
+    cli(&r, b.port, NULL, 0, "stats", NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(strstr(r.out, "backend                          lmdb\n") != NULL);
+    ASSERT_TRUE(strstr(r.out, "\nkeys                             1\n") != NULL);
+    ASSERT_TRUE(strstr(r.out, "\nrequests/set/ok                  1\n") != NULL);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "stats", "--json", NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(strncmp(r.out, "{\"backend\":\"lmdb\",", 18) == 0);
+    ASSERT_TRUE(strstr(r.out, ",\"keys\":1,") != NULL);
+    ASSERT_TRUE(r.out_len > 2 && strcmp(r.out + r.out_len - 2, "}\n") == 0);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "stats", "extra", NULL);
+    ASSERT_EQ(r.status, 64);
+    run_free(&r);
+    broker_stop(&b);
+
+    cli(&r, b.port, NULL, 0, "--timeout", "1000", "ping", NULL);
+    ASSERT_EQ(r.status, 4);
+    run_free(&r);
+
+    struct broker quiet = {0};
+    snprintf(quiet.extra, sizeof quiet.extra, "sys_interval 0\n");
+    broker_start(&quiet);
+    cli(&r, quiet.port, NULL, 0, "--timeout", "1500", "stats", NULL);
+    ASSERT_EQ(r.status, 4);
+    ASSERT_TRUE(strstr(r.err, "no figures under $SYS/broker/statestore/ within 1500 ms") != NULL);
+    run_free(&r);
+    broker_stop(&quiet);
+}
