@@ -61,6 +61,10 @@ int cmd_watch(struct cli *cl, ss_client *c);
  * Returns a malloc'ed buffer (free it) or NULL with *rc set. */
 uint8_t *read_value(struct cli *cl, int i, size_t *len, int *rc);
 
+/* keys.c */
+int cmd_keys(struct cli *cl, ss_client *c);
+int cmd_inspect(struct cli *cl, ss_client *c);
+
 /* stats.c */
 int cmd_ping(struct cli *cl, ss_client *c);
 int cmd_stats(struct cli *cl, ss_client *c);

@@ -32,6 +32,8 @@ static const char usage_text[] =
     "  watch KEY...       print a line per change until interrupted\n"
     "  lock NAME [--ttl MS] [--wait MS] [--holder ID] -- COMMAND [ARGS...]\n"
     "                     run COMMAND while holding the lease NAME\n"
+    "  keys [PATTERN]     list keys (glob: * and ?) with size, version, TTL, fencing token\n"
+    "  inspect KEY        the same for one key\n"
     "  ping               measure a request's round trip (a health check)\n"
     "  stats [--watch]    the store's figures (from $SYS/broker/statestore/)\n"
     "\n"
@@ -83,6 +85,14 @@ static const struct {
      "renewing it (lease time --ttl, default 10000 ms), releases it, and exits with\n"
      "COMMAND's status. COMMAND finds the fencing token in STATESTORE_LOCK_TOKEN. If the\n"
      "lease is lost, COMMAND is terminated and the exit status is 2.\n"},
+    {"keys", cmd_keys, 0, 1, false,
+     "Usage: statestore keys [PATTERN]\n"
+     "Lists the keys matching PATTERN (default *; * any bytes, ? one byte, \\ escapes) that\n"
+     "this client may read, one line each: KEY size=N version=V [ttl=Nms]\n"
+     "[fencing_token=T]. Exit 1 when none match.\n"},
+    {"inspect", cmd_inspect, 1, 1, false,
+     "Usage: statestore inspect KEY\n"
+     "Shows KEY's size, version, remaining TTL and fencing token; exit 1 if it is absent.\n"},
     {"ping", cmd_ping, 0, 0, false,
      "Usage: statestore ping\n"
      "Sends one request (a GET of the key statestore-ping) and prints how long the answer\n"

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../core/errors.h"
+#include "../core/json.h"
 #include "cli.h"
 
 void out_escaped(const uint8_t *p, size_t n)
@@ -18,53 +19,23 @@ void out_escaped(const uint8_t *p, size_t n)
     }
 }
 
-/* Length of the UTF-8 sequence at p (1..4), or 0 if it is not valid. */
-static size_t utf8_len(const uint8_t *p, size_t n)
+/* Print what f appends to a buffer; out of memory prints nothing. */
+static void out_via(int (*f)(ss_buf *, const uint8_t *, size_t), const uint8_t *p, size_t n)
 {
-    if (p[0] < 0x80)
-        return 1;
-    size_t len = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
-    if (len == 0 || len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    return len;
+    ss_buf b = SS_BUF_INIT;
+    if (f(&b, p, n) == SS_OK)
+        fwrite(b.data, 1, b.len, stdout);
+    ss_buf_free(&b);
 }
 
 void out_json_string(const uint8_t *p, size_t n)
 {
-    putchar('"');
-    for (size_t i = 0; i < n;) {
-        uint8_t ch = p[i];
-        size_t l = utf8_len(p + i, n - i);
-        if (ch == '"' || ch == '\\') {
-            printf("\\%c", ch);
-            i++;
-        } else if (ch < 0x20 || ch == 0x7f || l == 0) {
-            /* Bytes that are not valid UTF-8 are shown as U+00XX; the
-             * exact bytes are in the base64 field. */
-            printf("\\u%04x", ch);
-            i++;
-        } else {
-            fwrite(p + i, 1, l, stdout);
-            i += l;
-        }
-    }
-    putchar('"');
+    out_via(ss_json_string, p, n);
 }
 
 void out_base64(const uint8_t *p, size_t n)
 {
-    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
-                     (i + 2 < n ? p[i + 2] : 0);
-        putchar(t[v >> 18 & 63]);
-        putchar(t[v >> 12 & 63]);
-        putchar(i + 1 < n ? t[v >> 6 & 63] : '=');
-        putchar(i + 2 < n ? t[v & 63] : '=');
-    }
+    out_via(ss_json_base64, p, n);
 }
 
 void out_verror(const char *fmt, va_list ap)

@@ -62,6 +62,8 @@ static void ss_answer__payload(enum ss_answer_kind kind, const uint8_t *payload,
         ok = rep.kind == SS_REPLY_SIMPLE || (rep.kind == SS_REPLY_INT && rep.num == 0);
         r->applied = rep.kind == SS_REPLY_SIMPLE;
         break;
+    case SS_ANSWER_ADMIN:
+        break; /* not RESP3: see ss_answer__admin */
     }
     if (!ok)
         r->status = SS_E_PROTOCOL;
@@ -76,10 +78,37 @@ void ss_client_result_free(ss_client_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* An administrative answer: lines of text (plugin/admin.h); one that
+ * starts with "error " is the server's refusal. */
+static void ss_answer__admin(const uint8_t *payload, size_t len, ss_client_result *r)
+{
+    if (len >= 6 && memcmp(payload, "error ", 6) == 0) {
+        size_t n = len - 6;
+        while (n && (payload[6 + n - 1] == '\n'))
+            n--;
+        r->error_text = strndup((const char *)payload + 6, n);
+        r->status = r->error_text ? SS_E_SERVER : SS_E_NOMEM;
+        return;
+    }
+    r->value = malloc(len + 1);
+    if (r->value == NULL) {
+        r->status = SS_E_NOMEM;
+        return;
+    }
+    memcpy(r->value, payload, len);
+    r->value[len] = 0;
+    r->value_len = len;
+    r->found = true;
+}
+
 void ss_answer_interpret(enum ss_answer_kind kind, const char *stat, const char *ts,
                          const uint8_t *payload, size_t len, ss_client_result *r)
 {
     memset(r, 0, sizeof *r);
+    if (kind == SS_ANSWER_ADMIN) {
+        ss_answer__admin(payload, len, r);
+        return;
+    }
     /* A status other than 200 is a transport failure, not a state store
      * answer, whatever the payload says (as the SDKs read it). */
     if (stat == NULL || strcmp(stat, "200") != 0)

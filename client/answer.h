@@ -17,6 +17,7 @@ enum ss_answer_kind {
     SS_ANSWER_DEL,
     SS_ANSWER_VDEL,
     SS_ANSWER_KEYNOTIFY,
+    SS_ANSWER_ADMIN, /* statestore's administrative requests: text, no __stat */
 };
 
 /* Fill *r (cleared first) from an answer: stat and ts are the __stat and

@@ -84,3 +84,20 @@ int ss_client_keynotify(ss_client *c, const void *key, size_t key_len, bool stop
 {
     SS_BLOCKING(c, r, ss_client_keynotify_async(c, key, key_len, stop, ss_client__wake, &w_));
 }
+
+int ss_client_admin(ss_client *c, size_t argc, const void *const *argv, const size_t *lens,
+                    ss_client_result *r)
+{
+    enum { SS_ADMIN_ARGS_MAX = 8 };
+    ss_bytes words[SS_ADMIN_ARGS_MAX];
+    if (argc == 0 || argc > SS_ADMIN_ARGS_MAX) {
+        if (r) {
+            memset(r, 0, sizeof *r);
+            r->status = SS_E_INVAL;
+        }
+        return SS_E_INVAL;
+    }
+    for (size_t i = 0; i < argc; i++)
+        words[i] = ss_client__b(argv[i], lens[i]);
+    SS_BLOCKING(c, r, ss_client__send(c, SS_ANSWER_ADMIN, argc, words, NULL, ss_client__wake, &w_));
+}

@@ -126,6 +126,14 @@ void ss_client_close(ss_client *c);
 void ss_client_set_notify_cb(ss_client *c, ss_notify_cb cb, void *ud);
 void ss_client_set_connection_cb(ss_client *c, ss_connection_cb cb, void *ud);
 
+/* An administrative request of statestore's own (not the protocol's:
+ * docs/OPERATIONS.md): argc words, argv[i] of lens[i] bytes, such as
+ * KEYS PATTERN CURSOR COUNT or INSPECT KEY. Blocking. On success
+ * r->value holds the answer's text (NUL-terminated, r->value_len bytes);
+ * an "error TEXT" answer is SS_E_SERVER with r->error_text. */
+int ss_client_admin(ss_client *c, size_t argc, const void *const *argv, const size_t *lens,
+                    ss_client_result *r);
+
 /* Messages on the application's own subscriptions (anything that is not
  * this client's answer or notification), for clients that run their own
  * network thread (ss_client_connect): cb runs on that thread; topic and

@@ -88,8 +88,8 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
     }
     pthread_mutex_unlock(&c->mu);
     if (rc == MOSQ_ERR_SUCCESS)
-        rc = mosquitto_publish_v5(c->m, NULL, SS_REQUEST_TOPIC, (int)payload.len, payload.data, 1,
-                                  false, props);
+        rc = mosquitto_publish_v5(c->m, NULL, kind == SS_ANSWER_ADMIN ? SS_ADMIN_TOPIC : SS_REQUEST_TOPIC,
+                                  (int)payload.len, payload.data, 1, false, props);
     mosquitto_property_free_all(&props);
     ss_buf_free(&payload);
     if (rc != MOSQ_ERR_SUCCESS) {

@@ -47,35 +47,6 @@ size_t ss_acl_rule_count(const ss_acl *a)
     return a->n;
 }
 
-bool ss_glob_match(const char *pat, size_t plen, const uint8_t *text, size_t n)
-{
-    /* Iterative matching with one backtrack point: the last '*'. */
-    size_t p = 0, t = 0, star_p = SIZE_MAX, star_t = 0;
-    while (t < n) {
-        if (p < plen && pat[p] == '*') {
-            star_p = ++p;
-            star_t = t;
-            continue;
-        }
-        if (p < plen) {
-            bool esc = pat[p] == '\\' && p + 1 < plen;
-            char pc = esc ? pat[p + 1] : pat[p];
-            if ((!esc && pc == '?') || (uint8_t)pc == text[t]) {
-                p += esc ? 2 : 1;
-                t++;
-                continue;
-            }
-        }
-        if (star_p == SIZE_MAX)
-            return false;
-        p = star_p;
-        t = ++star_t;
-    }
-    while (p < plen && pat[p] == '*')
-        p++;
-    return p == plen;
-}
-
 /* Next whitespace-separated word of line[*pos..len), or NULL. */
 static const char *ss_acl__word(const char *line, size_t len, size_t *pos, size_t *wlen)
 {

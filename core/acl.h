@@ -24,6 +24,7 @@
 #include <stddef.h>
 
 #include "buf.h"
+#include "glob.h"
 
 typedef struct ss_acl ss_acl;
 
@@ -41,8 +42,5 @@ size_t ss_acl_rule_count(const ss_acl *a);
 /* May the client (id, username: NULL if none) have access to key? */
 bool ss_acl_allows(const ss_acl *a, const char *client_id, const char *username,
                    enum ss_access access, ss_bytes key);
-
-/* Glob match of n bytes of text against a pattern (see above). */
-bool ss_glob_match(const char *pat, size_t plen, const uint8_t *text, size_t n);
 
 #endif

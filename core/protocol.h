@@ -8,6 +8,10 @@
 #define SS_REQUEST_TOPIC "statestore/v1/" SS_GUID "/command/invoke"
 /* Notification topics: SS_NOTIFY_PREFIX/HEX(client id)/command/notify/HEX(key). */
 #define SS_NOTIFY_PREFIX "clients/statestore/v1/" SS_GUID
+/* Administrative requests (listing keys, inspecting one): statestore's
+ * own, outside the protocol's topics so that no future protocol verb can
+ * collide with them (docs/OPERATIONS.md). */
+#define SS_ADMIN_TOPIC "statestore/admin/v1/invoke"
 /* Longest MQTT topic. */
 #define SS_TOPIC_MAX 65535u
 

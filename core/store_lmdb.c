@@ -347,6 +347,71 @@ uint64_t ss_store_due_count(ss_store *s, uint64_t now_ms, uint64_t cap)
     return n;
 }
 
+int ss_store_scan(ss_store *s, ss_bytes after, size_t max_examined, ss_store_scan_fn fn, void *ctx,
+                  ss_buf *next)
+{
+    ss_buf_clear(next);
+    if (s->committing || s->batch)
+        return SS_E_BUSY;
+    bool own = s->txn == NULL;
+    if (own && mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->txn) != 0) {
+        s->txn = NULL;
+        return SS_E_IO;
+    }
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(s->txn, s->db_keys, &c);
+    if (rc != 0) {
+        rc = ss_lmdb__mdb_err(rc);
+        goto out;
+    }
+    MDB_val k = {after.len, (void *)after.data}, v;
+    int mrc = after.len ? mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) : mdb_cursor_get(c, &k, &v, MDB_FIRST);
+    /* The cursor names the last key seen: start after it. */
+    if (mrc == 0 && after.len && k.mv_size == after.len && memcmp(k.mv_data, after.data, after.len) == 0)
+        mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+    ss_buf key = SS_BUF_INIT;
+    size_t seen = 0;
+    rc = SS_OK;
+    while (mrc == 0 && seen < max_examined) {
+        seen++;
+        ss_record rec;
+        ss_bytes tail;
+        if ((rc = ss_record_decode(v.mv_data, v.mv_size, &rec, &tail)) != SS_OK)
+            break;
+        /* A long key: its first bytes are the location key's, the rest in
+         * the record (store_lmdb.h). */
+        size_t prefix = tail.len ? SS_STORE_INLINE_KEY_MAX : k.mv_size;
+        ss_buf_clear(&key);
+        if (ss_buf_append(&key, k.mv_data, prefix) != SS_OK || ss_buf_append(&key, tail.data, tail.len) != SS_OK) {
+            rc = SS_E_NOMEM;
+            break;
+        }
+        ss_bytes whole = {key.data, key.len};
+        bool go_on = fn(ctx, whole, &rec);
+        ss_buf_clear(next);
+        if (ss_buf_append(next, k.mv_data, k.mv_size) != SS_OK) {
+            rc = SS_E_NOMEM;
+            break;
+        }
+        if (!go_on)
+            break;
+        mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+    }
+    if (rc == SS_OK && mrc != 0) {
+        ss_buf_clear(next); /* the end */
+        if (mrc != MDB_NOTFOUND)
+            rc = ss_lmdb__mdb_err(mrc);
+    }
+    ss_buf_free(&key);
+    mdb_cursor_close(c);
+out:
+    if (own) {
+        mdb_txn_abort(s->txn);
+        s->txn = NULL;
+    }
+    return rc;
+}
+
 uint64_t ss_store_journal_bytes(const ss_store *s)
 {
     return s->jend;

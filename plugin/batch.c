@@ -12,6 +12,7 @@
 
 #include "../core/command.h"
 #include "../core/errors.h"
+#include "admin.h"
 #include "committer.h"
 #include "notify.h"
 #include "outbox.h"
@@ -363,6 +364,8 @@ static void ss_batch__settle(struct ss_batch *b, int rc, bool ckpt)
     ss_backend_deliver(p->backend, ss_notify_change, p);
     if (b->outbox.len)
         ss_outbox_flush(&b->outbox, p);
+    /* Between batches: the store holds what is committed, nothing else. */
+    ss_admin_serve(p, ss_wall_ms());
     b->dedup_mark = ss_dedup_mark(p->dedup);
     b->seq++;
 }

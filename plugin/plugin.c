@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "../core/errors.h"
+#include "admin.h"
 #include "batch.h"
 #include "broker_conf.h"
 #include "notify.h"
@@ -73,6 +74,7 @@ static void ss_plugin__destroy(struct ss_plugin *p)
 {
     ss_batch_free(p->batch); /* commits what was executed */
     p->batch = NULL;
+    ss_admin_free(p->admin);
     ss_engine_free(p->engine);
     ss_backend_lmdb_free(p->backend);
     ss_store_close(p->store);
@@ -166,6 +168,8 @@ static int ss_plugin__open(struct ss_plugin *p)
     ss_dedup_limits dl = {p->opt.dedup_window_ms, (size_t)p->opt.dedup_max_entries,
                           (size_t)p->opt.dedup_max_bytes};
     if ((rc = ss_dedup_new(&dl, &p->dedup)) != SS_OK)
+        return rc;
+    if ((rc = ss_admin_new(&p->admin)) != SS_OK)
         return rc;
     return ss_batch_new(p, &p->batch);
 }

@@ -33,6 +33,7 @@
 #define SS_TOPIC_LEVELS_MAX 200u /* the broker's TOPIC_HIERARCHY_LIMIT */
 
 struct ss_batch;
+struct ss_admin;
 
 /* The client a request comes from, for KEYNOTIFY and authorization. */
 struct ss_caller {
@@ -50,6 +51,7 @@ struct ss_plugin {
     ss_watch *watch;
     ss_dedup *dedup;
     struct ss_batch *batch; /* the request lifecycle (batch.h) */
+    struct ss_admin *admin; /* administrative requests (admin.h) */
     ss_buf topic;           /* notify.c: the notification topic being built */
     uint64_t refused;       /* requests refused since start, for logs */
     ss_acl *acl;            /* NULL: everything allowed */

@@ -1,7 +1,8 @@
 /* protect.c - who may see and send what.
  *
  * Topic protection (MOSQ_EVT_ACL_CHECK): nobody receives the requests
- * published on the request topic (they carry values), nobody publishes
+ * published on the request topic (they carry values) or the
+ * administrative topic, nobody publishes
  * into the notification topics (no spoofed notifications), and no client
  * subscribes to a filter that could match another client's notification
  * topics (notifications reach only their client anyway: see notify.c).
@@ -118,7 +119,7 @@ int ss_on_acl_check(int event, void *event_data, void *userdata)
     const char *id = mosquitto_client_id(ed->client);
     switch (ed->access) {
     case MOSQ_ACL_READ:
-        if (strcmp(topic, SS_REQUEST_TOPIC) == 0)
+        if (strcmp(topic, SS_REQUEST_TOPIC) == 0 || strcmp(topic, SS_ADMIN_TOPIC) == 0)
             return MOSQ_ERR_ACL_DENIED; /* requests are for the store only */
         break;
     case MOSQ_ACL_WRITE:

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin.h"
 #include "batch.h"
 #include "plugin.h"
 
@@ -77,6 +78,8 @@ int ss_on_message(int event, void *event_data, void *userdata)
     (void)event;
     struct ss_plugin *p = userdata;
     struct mosquitto_evt_message *ed = event_data;
+    if (ed->topic != NULL && strcmp(ed->topic, SS_ADMIN_TOPIC) == 0)
+        return ss_admin_on_message(p, ed);
     if (ed->topic == NULL || strcmp(ed->topic, SS_REQUEST_TOPIC) != 0)
         return MOSQ_ERR_SUCCESS;
     ed->retain = false; /* a request is never kept as a retained message */

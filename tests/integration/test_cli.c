@@ -646,3 +646,58 @@ TEST(cli_ping_and_stats)
     run_free(&r);
     broker_stop(&quiet);
 }
+
+/* keys and inspect: text and JSON lines, paging through many keys, exit 1
+ * when nothing matches. */
+TEST(cli_keys_and_inspect)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct run r;
+    cli(&r, b.port, NULL, 0, "set", "sensor/1", "20", NULL);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "set", "sensor/2", "21", "--px", "600000", NULL);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "set", "lock", "x", "--fencing-token", "1700000000000:3:me", NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "keys", "sensor/*", NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(strncmp(r.out, "sensor/1  size=2  version=", 26) == 0);
+    ASSERT_TRUE(strstr(r.out, "\nsensor/2  size=2  version=") != NULL);
+    ASSERT_TRUE(strstr(r.out, "  ttl=") != NULL && strstr(r.out, "ms\n") != NULL);
+    ASSERT_TRUE(strstr(r.out, "lock") == NULL);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "--json", "inspect", "lock", NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(strncmp(r.out, "{\"key\":\"lock\",\"key_base64\":\"bG9jaw==\",\"size\":1,\"version\":\"", 57) == 0);
+    ASSERT_TRUE(strstr(r.out, "\",\"ttl_ms\":null,\"fencing_token\":\"1700000000000:3:me\"}\n") != NULL);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "inspect", "nothing", NULL);
+    ASSERT_EQ(r.status, 1);
+    ASSERT_EQ(r.out_len, 0);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "keys", "nothing*", NULL);
+    ASSERT_EQ(r.status, 1);
+    run_free(&r);
+    /* More keys than a page: every one, once. */
+    struct client c;
+    char resp[256];
+    client_connect_rr(&c, b.port, "filler", resp, sizeof resp);
+    for (int i = 0; i < 1100; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "many/%04d", i);
+        request_send(&c, resp, "s", NULL, NULL, W("SET", key, "v"));
+    }
+    ASSERT_EQ(client_drain(&c, 3000), 1100);
+    client_close(&c);
+    cli(&r, b.port, NULL, 0, "keys", "many/*", NULL);
+    ASSERT_EQ(r.status, 0);
+    int lines = 0;
+    for (size_t i = 0; i < r.out_len; i++)
+        lines += r.out[i] == '\n';
+    ASSERT_EQ(lines, 1100);
+    ASSERT_TRUE(strstr(r.out, "many/1099  size=1") != NULL);
+    run_free(&r);
+    broker_stop(&b);
+}

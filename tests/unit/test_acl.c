@@ -35,6 +35,8 @@ TEST(acl_glob)
     ASSERT_TRUE(!glob("a\\*b", "axb"));
     ASSERT_TRUE(glob("a\\?", "a?"));
     ASSERT_TRUE(!glob("a\\?", "ab"));
+    ASSERT_TRUE(glob("h[ae]llo", "h[ae]llo")); /* no classes: '[' is itself */
+    ASSERT_TRUE(!glob("h[ae]llo", "hallo"));
     /* Keys are bytes. */
     ASSERT_TRUE(ss_glob_match("k*", 2, (const uint8_t *)"k\0\xff", 3));
     ASSERT_TRUE(ss_glob_match("k?\xff", 3, (const uint8_t *)"k\0\xff", 3));

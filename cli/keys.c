@@ -1,0 +1,156 @@
+/* keys.c - keys [PATTERN] and inspect KEY: the administrative requests
+ * KEYS and INSPECT (docs/OPERATIONS.md), printed as text or JSON. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/errors.h"
+#include "cli.h"
+
+/* Keys asked for per page. */
+#define SS_KEYS_PAGE "500"
+
+static int unhex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Decode hex in place; returns the byte count, or -1. */
+static long unhex(char *s, size_t n)
+{
+    if (n % 2)
+        return -1;
+    for (size_t i = 0; i < n; i += 2) {
+        int hi = unhex_digit(s[i]), lo = unhex_digit(s[i + 1]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        s[i / 2] = (char)(hi * 16 + lo);
+    }
+    return (long)(n / 2);
+}
+
+/* One "key HEX SIZE VERSION TTL FT" line (without "key "), printed. */
+static bool print_key_line(const struct cli *cl, char *line)
+{
+    char *f[5];
+    int nf = 0;
+    for (char *save = NULL, *t = strtok_r(line, " ", &save); t && nf < 5; t = strtok_r(NULL, " ", &save))
+        f[nf++] = t;
+    if (nf != 5)
+        return false;
+    long klen = unhex(f[0], strlen(f[0]));
+    if (klen < 0)
+        return false;
+    const uint8_t *key = (const uint8_t *)f[0];
+    bool ttl = strcmp(f[3], "-") != 0, ft = strcmp(f[4], "-") != 0;
+    if (cl->json) {
+        fputs("{\"key\":", stdout);
+        out_json_string(key, (size_t)klen);
+        fputs(",\"key_base64\":\"", stdout);
+        out_base64(key, (size_t)klen);
+        printf("\",\"size\":%s,\"version\":\"%s\",\"ttl_ms\":%s,\"fencing_token\":", f[1], f[2],
+               ttl ? f[3] : "null");
+        if (ft)
+            printf("\"%s\"}\n", f[4]);
+        else
+            puts("null}");
+    } else {
+        out_escaped(key, (size_t)klen);
+        printf("  size=%s  version=%s", f[1], f[2]);
+        if (ttl)
+            printf("  ttl=%sms", f[3]);
+        if (ft)
+            printf("  fencing_token=%s", f[4]);
+        putchar('\n');
+    }
+    return true;
+}
+
+/* Print the key lines of an answer; *cursor gets the cursor line's value
+ * (malloc'ed; NULL for "-"). false on an answer that does not parse. */
+static bool print_answer(const struct cli *cl, char *text, char **cursor, int *printed)
+{
+    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, "cursor ", 7) == 0) {
+            if (cursor)
+                *cursor = strcmp(line + 7, "-") == 0 ? NULL : strdup(line + 7);
+        } else if (strncmp(line, "key ", 4) == 0) {
+            char *copy = strdup(line + 4);
+            bool ok = copy && print_key_line(cl, copy);
+            free(copy);
+            if (!ok)
+                return false;
+            (*printed)++;
+        } else if (strcmp(line, "absent") != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int admin_call(struct cli *cl, ss_client *c, const char *what, size_t argc, const char *const *words,
+                      ss_client_result *r)
+{
+    size_t lens[4];
+    for (size_t i = 0; i < argc; i++)
+        lens[i] = strlen(words[i]);
+    int st = ss_client_admin(c, argc, (const void *const *)words, lens, r);
+    if (st != SS_OK) {
+        if (st == SS_E_SERVER && r->error_text)
+            out_error("%s: %s", what, r->error_text);
+        else
+            report_failure(cl, what, st, r);
+        return exit_for(st);
+    }
+    return SS_EXIT_OK;
+}
+
+int cmd_keys(struct cli *cl, ss_client *c)
+{
+    const char *pattern = cl->nargs ? cl->args[0] : "*";
+    char *cursor = NULL;
+    int printed = 0;
+    for (;;) {
+        const char *words[] = {"KEYS", pattern, cursor ? cursor : "", SS_KEYS_PAGE};
+        ss_client_result r;
+        int rc = admin_call(cl, c, "keys", 4, words, &r);
+        free(cursor);
+        cursor = NULL;
+        if (rc != SS_EXIT_OK) {
+            ss_client_result_free(&r);
+            return rc;
+        }
+        bool ok = print_answer(cl, (char *)r.value, &cursor, &printed);
+        ss_client_result_free(&r);
+        if (!ok) {
+            free(cursor);
+            out_error("keys: an answer this tool cannot read");
+            return SS_EXIT_PROTOCOL;
+        }
+        if (cursor == NULL)
+            break;
+    }
+    fflush(stdout);
+    return printed ? SS_EXIT_OK : SS_EXIT_NOT_FOUND;
+}
+
+int cmd_inspect(struct cli *cl, ss_client *c)
+{
+    const char *words[] = {"INSPECT", cl->args[0]};
+    ss_client_result r;
+    int rc = admin_call(cl, c, "inspect", 2, words, &r);
+    if (rc != SS_EXIT_OK) {
+        ss_client_result_free(&r);
+        return rc;
+    }
+    int printed = 0;
+    bool ok = print_answer(cl, (char *)r.value, NULL, &printed);
+    ss_client_result_free(&r);
+    if (!ok) {
+        out_error("inspect: an answer this tool cannot read");
+        return SS_EXIT_PROTOCOL;
+    }
+    if (printed == 0 && cl->json)
+        puts("{\"found\":false}");
+    return printed ? SS_EXIT_OK : SS_EXIT_NOT_FOUND;
+}

@@ -1,0 +1,59 @@
+/* json.c - bytes written as JSON (json.h). */
+#include "json.h"
+
+#include <stdio.h>
+
+#include "errors.h"
+
+/* Length of the UTF-8 sequence at p (1..4), or 0 if it is not valid. */
+static size_t ss_json__utf8_len(const uint8_t *p, size_t n)
+{
+    if (p[0] < 0x80)
+        return 1;
+    size_t len = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
+    if (len == 0 || len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    return len;
+}
+
+int ss_json_string(ss_buf *b, const uint8_t *p, size_t n)
+{
+    int rc = ss_buf_append(b, "\"", 1);
+    for (size_t i = 0; i < n && rc == SS_OK;) {
+        uint8_t ch = p[i];
+        size_t l = ss_json__utf8_len(p + i, n - i);
+        if (ch == '"' || ch == '\\') {
+            char esc[2] = {'\\', (char)ch};
+            rc = ss_buf_append(b, esc, 2);
+            i++;
+        } else if (ch < 0x20 || ch == 0x7f || l == 0) {
+            char esc[8];
+            snprintf(esc, sizeof esc, "\\u%04x", ch);
+            rc = ss_buf_append(b, esc, 6);
+            i++;
+        } else {
+            rc = ss_buf_append(b, p + i, l);
+            i += l;
+        }
+    }
+    return rc == SS_OK ? ss_buf_append(b, "\"", 1) : rc;
+}
+
+int ss_json_base64(ss_buf *b, const uint8_t *p, size_t n)
+{
+    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    int rc = ss_buf_reserve(b, (n + 2) / 3 * 4);
+    if (rc != SS_OK)
+        return rc;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
+                     (i + 2 < n ? p[i + 2] : 0);
+        char q[4] = {t[v >> 18 & 63], t[v >> 12 & 63], i + 1 < n ? t[v >> 6 & 63] : '=',
+                     i + 2 < n ? t[v & 63] : '='};
+        ss_buf_append(b, q, 4); /* reserved above */
+    }
+    return SS_OK;
+}

@@ -1,0 +1,18 @@
+/* json.h - bytes written as JSON: strings and base64, for the tool's
+ * --json output and the administrative answers. Keys and values are
+ * bytes: a JSON string shows valid UTF-8 as it is and any other byte as
+ * U+00XX; the base64 form is exact. */
+#ifndef SS_JSON_H
+#define SS_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+/* Append "..." (quotes included) to b. 0 or SS_E_NOMEM. */
+int ss_json_string(ss_buf *b, const uint8_t *p, size_t n);
+/* Append the bare base64 of p (standard alphabet, padded). */
+int ss_json_base64(ss_buf *b, const uint8_t *p, size_t n);
+
+#endif

@@ -1,0 +1,324 @@
+/* admin.c - administrative requests: KEYS and INSPECT (admin.h). */
+#include "admin.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/codec.h"
+#include "../core/errors.h"
+#include "../core/protocol.h"
+#include "outbox.h"
+#include "plugin.h"
+
+/* Keys per page by default and at most; keys examined per page at most
+ * (a pattern that matches little still answers in bounded time, with a
+ * cursor to go on from). */
+#define SS_ADMIN_PAGE_DEFAULT 100u
+#define SS_ADMIN_PAGE_MAX 1000u
+#define SS_ADMIN_EXAMINE_MAX 10000u
+/* Requests waiting for the end of a batch at most. */
+#define SS_ADMIN_QUEUE_MAX 256u
+
+struct ss_admin_req {
+    uint8_t *payload;
+    size_t len;
+    char *client_id, *username;
+    char *response_topic;
+    uint8_t *corr;
+    uint16_t corr_len;
+};
+
+struct ss_admin {
+    struct ss_admin_req *q;
+    size_t len, cap;
+    ss_buf answer;
+    ss_buf cursor;
+};
+
+int ss_admin_new(struct ss_admin **out)
+{
+    *out = calloc(1, sizeof **out);
+    return *out ? SS_OK : SS_E_NOMEM;
+}
+
+static void ss_admin__req_free(struct ss_admin_req *r)
+{
+    free(r->payload);
+    free(r->client_id);
+    free(r->username);
+    free(r->response_topic);
+    free(r->corr);
+}
+
+void ss_admin_free(struct ss_admin *a)
+{
+    if (a == NULL)
+        return;
+    for (size_t i = 0; i < a->len; i++)
+        ss_admin__req_free(&a->q[i]);
+    free(a->q);
+    ss_buf_free(&a->answer);
+    ss_buf_free(&a->cursor);
+    free(a);
+}
+
+/* Publish text to the request's response topic, with its correlation data. */
+static void ss_admin__answer(struct ss_plugin *p, const struct ss_admin_req *r, const ss_buf *text)
+{
+    mosquitto_property *props = NULL;
+    int rc = mosquitto_property_add_string(&props, MQTT_PROP_CONTENT_TYPE, "text/plain");
+    if (rc == MOSQ_ERR_SUCCESS && r->corr)
+        rc = mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, r->corr, r->corr_len);
+    uint8_t *payload = malloc(text->len ? text->len : 1);
+    if (rc != MOSQ_ERR_SUCCESS || payload == NULL) {
+        mosquitto_property_free_all(&props);
+        free(payload);
+        ss_log(p, MOSQ_LOG_WARNING, "out of memory: an administrative answer was dropped");
+        return;
+    }
+    memcpy(payload, text->data, text->len);
+    rc = mosquitto_broker_publish(NULL, r->response_topic, (int)text->len, payload, 1, false, props);
+    if (rc != MOSQ_ERR_SUCCESS)
+        ss_log(p, MOSQ_LOG_WARNING, "could not publish to %s: %s", r->response_topic, mosquitto_strerror(rc));
+}
+
+static int ss_admin__hex(ss_buf *b, const uint8_t *p, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    int rc = ss_buf_reserve(b, 2 * n);
+    for (size_t i = 0; rc == SS_OK && i < n; i++) {
+        b->data[b->len++] = (uint8_t)hex[p[i] >> 4];
+        b->data[b->len++] = (uint8_t)hex[p[i] & 15];
+    }
+    return rc;
+}
+
+/* Hex text to bytes; false if it is not an even run of hex digits. */
+static bool ss_admin__unhex(ss_bytes text, ss_buf *out)
+{
+    ss_buf_clear(out);
+    if (text.len % 2 || ss_buf_reserve(out, text.len / 2) != SS_OK)
+        return false;
+    for (size_t i = 0; i < text.len; i += 2) {
+        int v = 0;
+        for (size_t j = i; j < i + 2; j++) {
+            uint8_t c = text.data[j];
+            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                      : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            if (d < 0)
+                return false;
+            v = v * 16 + d;
+        }
+        out->data[out->len++] = (uint8_t)v;
+    }
+    return true;
+}
+
+/* One "key" line for key and rec. */
+static int ss_admin__line(ss_buf *b, ss_bytes key, const ss_record *rec, uint64_t now_ms)
+{
+    char v[SS_HLC_TEXT_MAX + 1], ft[SS_HLC_TEXT_MAX + 1] = "-", ttl[24] = "-", size[24];
+    v[ss_hlc_format(&rec->version, v)] = '\0';
+    if (rec->has_ft)
+        ft[ss_hlc_format(&rec->ft, ft)] = '\0';
+    if (rec->expiry_ms)
+        snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)(rec->expiry_ms - now_ms));
+    snprintf(size, sizeof size, "%zu", rec->value.len);
+    int rc = ss_buf_append_str(b, "key ");
+    if (rc == SS_OK)
+        rc = ss_admin__hex(b, key.data, key.len);
+    const char *parts[] = {" ", size, " ", v, " ", ttl, " ", ft, "\n"};
+    for (size_t i = 0; rc == SS_OK && i < sizeof parts / sizeof parts[0]; i++)
+        rc = ss_buf_append_str(b, parts[i]);
+    return rc;
+}
+
+static bool ss_admin__may_read(struct ss_plugin *p, const struct ss_admin_req *r, ss_bytes key)
+{
+    return p->acl == NULL || ss_acl_allows(p->acl, r->client_id, r->username, SS_ACCESS_READ, key);
+}
+
+struct ss_admin_page {
+    struct ss_plugin *p;
+    const struct ss_admin_req *r;
+    ss_bytes pattern;
+    uint64_t now_ms;
+    size_t want, got;
+    int rc;
+};
+
+static bool ss_admin__visit(void *ctx, ss_bytes key, const ss_record *rec)
+{
+    struct ss_admin_page *pg = ctx;
+    if (rec->expiry_ms && rec->expiry_ms <= pg->now_ms)
+        return true; /* expired: absent, whatever the sweep has done */
+    if (!ss_glob_match((const char *)pg->pattern.data, pg->pattern.len, key.data, key.len) ||
+        !ss_admin__may_read(pg->p, pg->r, key))
+        return true;
+    pg->rc = ss_admin__line(&pg->p->admin->answer, key, rec, pg->now_ms);
+    return pg->rc == SS_OK && ++pg->got < pg->want;
+}
+
+/* KEYS PATTERN CURSOR COUNT into a->answer. */
+static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req *r, const ss_request *q,
+                                  uint64_t now_ms)
+{
+    struct ss_admin *a = p->admin;
+    uint64_t count = SS_ADMIN_PAGE_DEFAULT;
+    if (q->argc != 4 || !ss_admin__unhex(q->argv[2], &a->cursor))
+        return "usage: KEYS PATTERN CURSOR COUNT (CURSOR: hex, empty to start)";
+    if (q->argv[3].len && ss_parse_u64(q->argv[3].data, q->argv[3].len, SS_ADMIN_PAGE_MAX, &count) != SS_OK)
+        return "COUNT must be a number from 1 to 1000";
+    if (count == 0)
+        return "COUNT must be a number from 1 to 1000";
+    struct ss_admin_page pg = {p, r, q->argv[1], now_ms, (size_t)count, 0, SS_OK};
+    ss_buf next = SS_BUF_INIT;
+    size_t mark = a->answer.len;
+    /* The cursor line comes first: leave room, fill it in after. */
+    ss_bytes after = {a->cursor.data, a->cursor.len};
+    size_t examine = count * 10 < SS_ADMIN_EXAMINE_MAX ? count * 10 : SS_ADMIN_EXAMINE_MAX;
+    int rc = ss_store_scan(p->store, after, examine, ss_admin__visit, &pg, &next);
+    if (rc == SS_OK)
+        rc = pg.rc;
+    if (rc != SS_OK) {
+        ss_buf_free(&next);
+        a->answer.len = mark;
+        return ss_strerror(rc);
+    }
+    ss_buf lines = a->answer;
+    a->answer = (ss_buf)SS_BUF_INIT;
+    rc = ss_buf_append_str(&a->answer, "cursor ");
+    if (rc == SS_OK)
+        rc = next.len ? ss_admin__hex(&a->answer, next.data, next.len) : ss_buf_append_str(&a->answer, "-");
+    if (rc == SS_OK)
+        rc = ss_buf_append_str(&a->answer, "\n");
+    if (rc == SS_OK)
+        rc = ss_buf_append(&a->answer, lines.data, lines.len);
+    ss_buf_free(&lines);
+    ss_buf_free(&next);
+    return rc == SS_OK ? NULL : ss_strerror(rc);
+}
+
+/* INSPECT KEY into a->answer. */
+static const char *ss_admin__inspect(struct ss_plugin *p, const struct ss_admin_req *r, const ss_request *q,
+                                     uint64_t now_ms)
+{
+    struct ss_admin *a = p->admin;
+    if (q->argc != 2 || q->argv[1].len == 0)
+        return "usage: INSPECT KEY";
+    ss_bytes key = q->argv[1];
+    if (!ss_admin__may_read(p, r, key))
+        return ss_strerror(SS_E_NOT_AUTHORIZED);
+    /* A batch of its own that writes nothing: reads what is committed. */
+    int rc = ss_store_begin(p->store);
+    if (rc != SS_OK)
+        return ss_strerror(rc);
+    ss_record rec;
+    rc = ss_store_get(p->store, key, &rec);
+    if (rc == SS_OK && rec.expiry_ms && rec.expiry_ms <= now_ms)
+        rc = SS_E_NOTFOUND;
+    if (rc == SS_OK)
+        rc = ss_admin__line(&a->answer, key, &rec, now_ms);
+    else if (rc == SS_E_NOTFOUND)
+        rc = ss_buf_append_str(&a->answer, "absent\n");
+    ss_store_abort(p->store);
+    return rc == SS_OK ? NULL : ss_strerror(rc);
+}
+
+static void ss_admin__run(struct ss_plugin *p, const struct ss_admin_req *r, uint64_t now_ms)
+{
+    struct ss_admin *a = p->admin;
+    ss_buf_clear(&a->answer);
+    ss_request q;
+    size_t used;
+    const char *error = NULL;
+    ss_codec_limits lim = ss_codec_limits_default();
+    if (ss_codec_decode_request(r->payload, r->len, &lim, &q, &used) != SS_OK || used != r->len || q.argc < 1)
+        error = "syntax error: a RESP3 array of bulk strings is expected";
+    else if (q.argv[0].len == 4 && memcmp(q.argv[0].data, "KEYS", 4) == 0)
+        error = ss_admin__keys(p, r, &q, now_ms);
+    else if (q.argv[0].len == 7 && memcmp(q.argv[0].data, "INSPECT", 7) == 0)
+        error = ss_admin__inspect(p, r, &q, now_ms);
+    else
+        error = "unknown command (KEYS, INSPECT)";
+    if (error) {
+        ss_buf_clear(&a->answer);
+        if (ss_buf_append_str(&a->answer, "error ") != SS_OK || ss_buf_append_str(&a->answer, error) != SS_OK ||
+            ss_buf_append_str(&a->answer, "\n") != SS_OK)
+            return;
+    }
+    ss_admin__answer(p, r, &a->answer);
+}
+
+void ss_admin_serve(struct ss_plugin *p, uint64_t now_ms)
+{
+    struct ss_admin *a = p->admin;
+    for (size_t i = 0; i < a->len; i++) {
+        ss_admin__run(p, &a->q[i], now_ms);
+        ss_admin__req_free(&a->q[i]);
+    }
+    a->len = 0;
+    if (a->answer.cap > ((size_t)64 << 10))
+        ss_buf_free(&a->answer);
+}
+
+static char *ss_admin__dup(const char *s, bool *failed)
+{
+    if (s == NULL)
+        return NULL;
+    char *d = strdup(s);
+    *failed = *failed || d == NULL;
+    return d;
+}
+
+int ss_admin_on_message(struct ss_plugin *p, struct mosquitto_evt_message *ed)
+{
+    struct ss_admin *a = p->admin;
+    ed->retain = false;
+    const char *client_id = mosquitto_client_id(ed->client);
+    struct ss_admin_req r = {0};
+    for (const mosquitto_property *pr = ed->properties; pr; pr = mosquitto_property_next(pr)) {
+        int id = mosquitto_property_identifier(pr);
+        if (id == MQTT_PROP_RESPONSE_TOPIC && r.response_topic == NULL)
+            mosquitto_property_read_string(pr, MQTT_PROP_RESPONSE_TOPIC, &r.response_topic, false);
+        else if (id == MQTT_PROP_CORRELATION_DATA && r.corr == NULL)
+            mosquitto_property_read_binary(pr, MQTT_PROP_CORRELATION_DATA, (void **)&r.corr, &r.corr_len, false);
+    }
+    /* No answer can go out without a response topic: nothing to run. The
+     * protocol's own topics are no place for it either. */
+    if (r.response_topic == NULL || r.response_topic[0] == '\0' || strpbrk(r.response_topic, "+#") ||
+        strcmp(r.response_topic, SS_REQUEST_TOPIC) == 0 || strcmp(r.response_topic, SS_ADMIN_TOPIC) == 0 ||
+        strncmp(r.response_topic, SS_NOTIFY_PREFIX, strlen(SS_NOTIFY_PREFIX)) == 0) {
+        ss_log(p, MOSQ_LOG_WARNING, "client %s: administrative request without a usable response topic ignored",
+               client_id ? client_id : "");
+        ss_admin__req_free(&r);
+        return MOSQ_ERR_ACL_DENIED;
+    }
+    bool failed = false;
+    r.client_id = ss_admin__dup(client_id ? client_id : "", &failed);
+    r.username = ss_admin__dup(mosquitto_client_username(ed->client), &failed);
+    r.payload = malloc(ed->payloadlen ? (size_t)ed->payloadlen : 1);
+    if (r.payload)
+        memcpy(r.payload, ed->payload, (size_t)ed->payloadlen);
+    r.len = (size_t)ed->payloadlen;
+    if (a->len == a->cap && a->cap < SS_ADMIN_QUEUE_MAX) {
+        size_t cap = a->cap ? a->cap * 2 : 8;
+        struct ss_admin_req *q = realloc(a->q, cap * sizeof *q);
+        if (q) {
+            a->q = q;
+            a->cap = cap;
+        }
+    }
+    if (failed || r.payload == NULL || a->len == a->cap) {
+        ss_buf busy = SS_BUF_INIT;
+        if (ss_buf_append_str(&busy, failed || r.payload == NULL ? "error out of memory\n"
+                                                                 : "error busy: too many administrative requests\n") == SS_OK)
+            ss_admin__answer(p, &r, &busy);
+        ss_buf_free(&busy);
+        ss_admin__req_free(&r);
+        return MOSQ_ERR_ACL_DENIED;
+    }
+    a->q[a->len++] = r;
+    return MOSQ_ERR_SUCCESS; /* nobody may subscribe to it (protect.c) */
+}

@@ -1,0 +1,35 @@
+/* admin.h - administrative requests of statestore's own, on
+ * SS_ADMIN_TOPIC: KEYS PATTERN CURSOR COUNT lists keys page by page,
+ * INSPECT KEY shows one, each with its size, version, remaining TTL and
+ * fencing token, to a client that may read the key (the key ACL).
+ *
+ * A request is a RESP3 array of bulk strings, as the protocol's; the
+ * answer is text, one line per item (docs/OPERATIONS.md):
+ *   cursor HEX|-          (KEYS: where the next page starts; - at the end)
+ *   key HEXKEY SIZE VERSION TTL_MS|- FENCING_TOKEN|-
+ *   absent                (INSPECT of a key that does not exist)
+ *   error TEXT
+ * Requests are answered between batches, from what is committed, and a
+ * page examines a bounded number of keys: other clients wait for a
+ * fraction of a millisecond at most.
+ */
+#ifndef SS_ADMIN_H
+#define SS_ADMIN_H
+
+#include <stdint.h>
+
+#include <mosquitto.h>
+#include <mosquitto_broker.h>
+
+struct ss_plugin;
+struct ss_admin;
+
+int ss_admin_new(struct ss_admin **out);
+void ss_admin_free(struct ss_admin *a);
+/* A message on SS_ADMIN_TOPIC: checked and queued (or refused at once). */
+int ss_admin_on_message(struct ss_plugin *p, struct mosquitto_evt_message *ed);
+/* Between batches (no batch open, no commit running): answer what is
+ * queued. */
+void ss_admin_serve(struct ss_plugin *p, uint64_t now_ms);
+
+#endif
