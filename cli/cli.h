@@ -64,6 +64,10 @@ uint8_t *read_value(struct cli *cl, int i, size_t *len, int *rc);
 /* keys.c */
 int cmd_keys(struct cli *cl, ss_client *c);
 int cmd_inspect(struct cli *cl, ss_client *c);
+int cmd_backup(struct cli *cl, ss_client *c);
+
+/* restore.c (offline: c is NULL) */
+int cmd_restore(struct cli *cl, ss_client *c);
 
 /* stats.c */
 int cmd_ping(struct cli *cl, ss_client *c);

@@ -154,3 +154,25 @@ int cmd_inspect(struct cli *cl, ss_client *c)
         puts("{\"found\":false}");
     return printed ? SS_EXIT_OK : SS_EXIT_NOT_FOUND;
 }
+
+int cmd_backup(struct cli *cl, ss_client *c)
+{
+    const char *words[] = {"BACKUP", cl->args[0]};
+    ss_client_result r;
+    int rc = admin_call(cl, c, "backup", 2, words, &r);
+    if (rc == SS_EXIT_OK) {
+        /* "backup NAME BYTES" */
+        const char *text = (const char *)r.value;
+        const char *bytes = strrchr(text, ' ');
+        if (strncmp(text, "backup ", 7) != 0 || bytes == NULL) {
+            out_error("backup: an answer this tool cannot read");
+            rc = SS_EXIT_PROTOCOL;
+        } else if (cl->json) {
+            printf("{\"backup\":\"%s\",\"bytes\":%.*s}\n", cl->args[0], (int)strcspn(bytes + 1, "\n"), bytes + 1);
+        } else {
+            printf("backup %s written: %.*s bytes\n", cl->args[0], (int)strcspn(bytes + 1, "\n"), bytes + 1);
+        }
+    }
+    ss_client_result_free(&r);
+    return rc;
+}

@@ -34,6 +34,8 @@ static const char usage_text[] =
     "                     run COMMAND while holding the lease NAME\n"
     "  keys [PATTERN]     list keys (glob: * and ?) with size, version, TTL, fencing token\n"
     "  inspect KEY        the same for one key\n"
+    "  backup NAME        a consistent copy of the live store, into the broker's backup_dir\n"
+    "  restore FILE DIR   a backup into an empty data directory (offline)\n"
     "  ping               measure a request's round trip (a health check)\n"
     "  stats [--watch]    the store's figures (from $SYS/broker/statestore/)\n"
     "\n"
@@ -93,6 +95,15 @@ static const struct {
     {"inspect", cmd_inspect, 1, 1, false,
      "Usage: statestore inspect KEY\n"
      "Shows KEY's size, version, remaining TTL and fencing token; exit 1 if it is absent.\n"},
+    {"backup", cmd_backup, 1, 1, false,
+     "Usage: statestore backup NAME\n"
+     "Asks the broker for a consistent copy of the live store, written to NAME in its\n"
+     "plugin_opt_backup_dir, with every write acknowledged before the request. Waits\n"
+     "for it (raise --timeout for a large store) and prints its size.\n"},
+    {"restore", cmd_restore, 2, 2, false,
+     "Usage: statestore restore FILE DIR\n"
+     "Puts the backup FILE into DIR (new or empty) as a data directory, without a\n"
+     "broker; then start the broker with plugin_opt_data_dir DIR.\n"},
     {"ping", cmd_ping, 0, 0, false,
      "Usage: statestore ping\n"
      "Sends one request (a GET of the key statestore-ping) and prints how long the answer\n"
@@ -389,6 +400,11 @@ int main(int argc, char **argv)
         sigaddset(&s, SIGINT);
         sigaddset(&s, SIGTERM);
         pthread_sigmask(SIG_BLOCK, &s, NULL);
+    }
+    if (commands[which].run == cmd_restore) {
+        rc = cmd_restore(&cl, NULL); /* offline */
+        free(cl.args);
+        return rc;
     }
     ss_client *c;
     char why[256];

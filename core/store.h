@@ -122,6 +122,17 @@ bool ss_store_commit_syncs(const ss_store *s);
  * opens a batch and commits it at once with may_checkpoint. A batch that
  * writes is made a checkpoint only when the journal is at its size limit. */
 bool ss_store_checkpoint_due(const ss_store *s, uint64_t now_ms);
+/* Backups. checkpoint_soon makes a checkpoint due at the next chance,
+ * even during writes. file_current: between batches and commits, true when
+ * the data file holds every commit (nothing in the journal). copy_fd
+ * writes a compacted copy of the data file as of the last checkpoint to
+ * fd, from any thread, while the owner goes on with batches and commits
+ * into the journal, provided no checkpoint commits until it returns (the
+ * pages it reads may be reused after the next checkpoint). 0, or SS_E_IO
+ * with errno. */
+void ss_store_checkpoint_soon(ss_store *s);
+bool ss_store_file_current(const ss_store *s);
+int ss_store_copy_fd(ss_store *s, int fd);
 /* Drop the batch. A batch that wrote something is undone by rebuilding the
  * state of the last commit from the file and the journal: costs up to a
  * replay of journal_max_bytes. */

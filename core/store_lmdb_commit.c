@@ -220,6 +220,8 @@ static bool ss_lmdb__checkpoint_due(const ss_store *s, uint64_t now_ms, size_t f
 {
     if (s->jend == 0 && !writes && s->jseq == s->ckpt_seq)
         return false; /* nothing outside the file */
+    if (s->ckpt_asked && (!s->ckpt_failures || now_ms >= s->ckpt_retry_ms))
+        return true;
     /* After a failure, not before its backoff: meanwhile batches go on
      * into the journal, past its size limit if need be. */
     if (s->ckpt_failures && now_ms < s->ckpt_retry_ms)
@@ -231,6 +233,30 @@ static bool ss_lmdb__checkpoint_due(const ss_store *s, uint64_t now_ms, size_t f
         return true;
     return !writes && (now_ms < s->last_ckpt_ms ||
                        now_ms - s->last_ckpt_ms >= s->opt.checkpoint_interval_ms);
+}
+
+void ss_store_checkpoint_soon(ss_store *s)
+{
+    s->ckpt_asked = true;
+}
+
+bool ss_store_file_current(const ss_store *s)
+{
+    return !s->committing && !s->batch && s->jend == 0 && s->jseq == s->ckpt_seq;
+}
+
+int ss_store_copy_fd(ss_store *s, int fd)
+{
+    /* A read transaction of its own sees the last checkpoint: the open
+     * write transaction changes no page of that snapshot until it commits
+     * (it only uses pages free before it), and the owner commits none
+     * meanwhile. */
+    int rc = mdb_env_copyfd2(s->env, fd, MDB_CP_COMPACT);
+    if (rc != 0) {
+        errno = rc > 0 ? rc : EIO;
+        return SS_E_IO;
+    }
+    return SS_OK;
 }
 
 bool ss_store_checkpoint_due(const ss_store *s, uint64_t now_ms)
@@ -331,6 +357,7 @@ int ss_store_commit_finish(ss_store *s, int rc, uint64_t now_ms)
         if (rc == SS_OK) {
             s->ckpt_failures = 0;
             s->ckpt_ok_ms = now_ms;
+            s->ckpt_asked = false;
         } else {
             uint64_t wait = s->opt.checkpoint_interval_ms;
             for (unsigned i = 0; i < s->ckpt_failures && wait < SS_CKPT_BACKOFF_MAX_MS; i++)

@@ -8,6 +8,7 @@
 #include "../core/codec.h"
 #include "../core/errors.h"
 #include "../core/protocol.h"
+#include "backup.h"
 #include "outbox.h"
 #include "plugin.h"
 
@@ -63,24 +64,34 @@ void ss_admin_free(struct ss_admin *a)
     free(a);
 }
 
-/* Publish text to the request's response topic, with its correlation data. */
-static void ss_admin__answer(struct ss_plugin *p, const struct ss_admin_req *r, const ss_buf *text)
+void ss_admin_reply(struct ss_plugin *p, const char *response_topic, const uint8_t *corr, uint16_t corr_len,
+                    const char *text)
 {
+    size_t len = strlen(text);
     mosquitto_property *props = NULL;
     int rc = mosquitto_property_add_string(&props, MQTT_PROP_CONTENT_TYPE, "text/plain");
-    if (rc == MOSQ_ERR_SUCCESS && r->corr)
-        rc = mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, r->corr, r->corr_len);
-    uint8_t *payload = malloc(text->len ? text->len : 1);
+    if (rc == MOSQ_ERR_SUCCESS && corr)
+        rc = mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, corr, corr_len);
+    uint8_t *payload = malloc(len ? len : 1);
     if (rc != MOSQ_ERR_SUCCESS || payload == NULL) {
         mosquitto_property_free_all(&props);
         free(payload);
         ss_log(p, MOSQ_LOG_WARNING, "out of memory: an administrative answer was dropped");
         return;
     }
-    memcpy(payload, text->data, text->len);
-    rc = mosquitto_broker_publish(NULL, r->response_topic, (int)text->len, payload, 1, false, props);
+    memcpy(payload, text, len);
+    rc = mosquitto_broker_publish(NULL, response_topic, (int)len, payload, 1, false, props);
     if (rc != MOSQ_ERR_SUCCESS)
-        ss_log(p, MOSQ_LOG_WARNING, "could not publish to %s: %s", r->response_topic, mosquitto_strerror(rc));
+        ss_log(p, MOSQ_LOG_WARNING, "could not publish to %s: %s", response_topic, mosquitto_strerror(rc));
+}
+
+/* Publish the answer (a->answer's text) to the request's response topic. */
+static void ss_admin__answer(struct ss_plugin *p, const struct ss_admin_req *r, ss_buf *text)
+{
+    if (ss_buf_append(text, "", 1) != SS_OK) /* NUL-terminated, not counted */
+        return;
+    text->len--;
+    ss_admin_reply(p, r->response_topic, r->corr, r->corr_len, (const char *)text->data);
 }
 
 static int ss_admin__hex(ss_buf *b, const uint8_t *p, size_t n)
@@ -226,6 +237,22 @@ static const char *ss_admin__inspect(struct ss_plugin *p, const struct ss_admin_
     return rc == SS_OK ? NULL : ss_strerror(rc);
 }
 
+/* BACKUP NAME: answered when the copy is done (backup.h). Under a key
+ * ACL, only a client that may read every key (a rule whose pattern
+ * matches "*") may copy them all. */
+static const char *ss_admin__backup(struct ss_plugin *p, const struct ss_admin_req *r, const ss_request *q)
+{
+    if (q->argc != 2)
+        return "usage: BACKUP NAME";
+    ss_bytes every = {(const uint8_t *)"*", 1};
+    if (!ss_admin__may_read(p, r, every))
+        return ss_strerror(SS_E_NOT_AUTHORIZED);
+    const char *error = ss_backup_start(p, q->argv[1].data, q->argv[1].len, r->response_topic, r->corr, r->corr_len);
+    if (error == NULL)
+        ss_buf_clear(&p->admin->answer); /* nothing now: the backup answers */
+    return error;
+}
+
 static void ss_admin__run(struct ss_plugin *p, const struct ss_admin_req *r, uint64_t now_ms)
 {
     struct ss_admin *a = p->admin;
@@ -240,15 +267,18 @@ static void ss_admin__run(struct ss_plugin *p, const struct ss_admin_req *r, uin
         error = ss_admin__keys(p, r, &q, now_ms);
     else if (q.argv[0].len == 7 && memcmp(q.argv[0].data, "INSPECT", 7) == 0)
         error = ss_admin__inspect(p, r, &q, now_ms);
+    else if (q.argv[0].len == 6 && memcmp(q.argv[0].data, "BACKUP", 6) == 0)
+        error = ss_admin__backup(p, r, &q);
     else
-        error = "unknown command (KEYS, INSPECT)";
+        error = "unknown command (KEYS, INSPECT, BACKUP)";
     if (error) {
         ss_buf_clear(&a->answer);
         if (ss_buf_append_str(&a->answer, "error ") != SS_OK || ss_buf_append_str(&a->answer, error) != SS_OK ||
             ss_buf_append_str(&a->answer, "\n") != SS_OK)
             return;
     }
-    ss_admin__answer(p, r, &a->answer);
+    if (a->answer.len)
+        ss_admin__answer(p, r, &a->answer);
 }
 
 void ss_admin_serve(struct ss_plugin *p, uint64_t now_ms)

@@ -4,7 +4,8 @@
  * fencing token, to a client that may read the key (the key ACL).
  *
  * A request is a RESP3 array of bulk strings, as the protocol's; the
- * answer is text, one line per item (docs/OPERATIONS.md):
+ * answer is text, one line per item (docs/OPERATIONS.md); BACKUP NAME
+ * starts a backup (backup.h), answered "backup NAME BYTES" when done:
  *   cursor HEX|-          (KEYS: where the next page starts; - at the end)
  *   key HEXKEY SIZE VERSION TTL_MS|- FENCING_TOKEN|-
  *   absent                (INSPECT of a key that does not exist)
@@ -31,5 +32,8 @@ int ss_admin_on_message(struct ss_plugin *p, struct mosquitto_evt_message *ed);
 /* Between batches (no batch open, no commit running): answer what is
  * queued. */
 void ss_admin_serve(struct ss_plugin *p, uint64_t now_ms);
+/* Publish an administrative answer (text) to response_topic with corr. */
+void ss_admin_reply(struct ss_plugin *p, const char *response_topic, const uint8_t *corr, uint16_t corr_len,
+                    const char *text);
 
 #endif

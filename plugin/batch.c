@@ -13,6 +13,7 @@
 #include "../core/command.h"
 #include "../core/errors.h"
 #include "admin.h"
+#include "backup.h"
 #include "committer.h"
 #include "notify.h"
 #include "outbox.h"
@@ -366,6 +367,7 @@ static void ss_batch__settle(struct ss_batch *b, int rc, bool ckpt)
         ss_outbox_flush(&b->outbox, p);
     /* Between batches: the store holds what is committed, nothing else. */
     ss_admin_serve(p, ss_wall_ms());
+    ss_backup_step(p);
     b->dedup_mark = ss_dedup_mark(p->dedup);
     b->seq++;
 }
@@ -454,7 +456,9 @@ void ss_batch_tick(struct ss_batch *b, uint64_t now)
     /* A checkpoint waits for the disk: only with the thread idle (not
      * beside a periodic fsync of the journal). With nothing to commit, an
      * empty batch carries it. */
-    bool idle = !c->syncing;
+    /* Nor while a backup copies the data file: the next checkpoint may
+     * reuse the pages it reads (backup.h). */
+    bool idle = !c->syncing && !ss_backup_copying(p->backup);
     if (idle && !ss_store_in_batch(p->store) && ss_store_checkpoint_due(p->store, now) &&
         ss_store_begin(p->store) != SS_OK)
         idle = false;

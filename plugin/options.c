@@ -43,6 +43,7 @@ static const struct ss_opt_spec ss_opt_table[] = {
     {"max_queued_bytes", SS_OPT_U64, SS_OFF(max_queued_bytes), 0, (uint64_t)1 << 40},
     {"log_level", SS_OPT_LOG, SS_OFF(log_level), 0, 0},
     {"acl_file", SS_OPT_STRING, SS_OFF(acl_file), 0, 0},
+    {"backup_dir", SS_OPT_STRING, SS_OFF(backup_dir), 0, 0},
     {"topic_protection", SS_OPT_BOOL, SS_OFF(topic_protection), 0, 0},
     {"compact_on_start", SS_OPT_BOOL, SS_OFF(compact_on_start), 0, 0},
     {"test_fail_write_at", SS_OPT_U64, SS_OFF(test_fail_write_at), 0, UINT64_MAX / 2},
@@ -78,7 +79,7 @@ static int ss_options__set(struct ss_plugin_options *o, const struct ss_opt_spec
         }
         /* A relative directory would follow wherever the broker happened
          * to be started (a daemon runs from /): the data would seem lost. */
-        if (strcmp(s->name, "data_dir") == 0 && value[0] != '/') {
+        if ((strcmp(s->name, "data_dir") == 0 || strcmp(s->name, "backup_dir") == 0) && value[0] != '/') {
             ss_options__bad(s->name, value, "must be an absolute path (a relative one would depend on "
                                     "the directory the broker was started from)");
             return MOSQ_ERR_INVAL;
@@ -193,9 +194,11 @@ void ss_options_free(struct ss_plugin_options *o)
     free(o->data_dir);
     free(o->node_id);
     free(o->acl_file);
+    free(o->backup_dir);
     o->data_dir = NULL;
     o->node_id = NULL;
     o->acl_file = NULL;
+    o->backup_dir = NULL;
 }
 
 void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
@@ -212,7 +215,7 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
         "max_registrations_per_client=%llu max_registrations=%llu dedup_window_ms=%llu "
         "dedup_max_entries=%llu dedup_max_bytes=%llu max_queued_bytes=%llu log_level=%s "
         "max_value_bytes=%llu "
-        "acl_file=%s topic_protection=%s other_topics=%s compact_on_start=%s",
+        "acl_file=%s topic_protection=%s other_topics=%s compact_on_start=%s backup_dir=%s",
         o->data_dir, (unsigned long long)keys, o->node_id,
         o->sync == SS_SYNC_ALWAYS ? "always" : "periodic", (unsigned long long)o->sync_interval_ms,
         (unsigned long long)o->checkpoint_interval_ms, (unsigned long long)o->journal_max_bytes,
@@ -225,7 +228,7 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
         o->topic_protection ? "true" : "false",
         o->other_topics == SS_OTHER_TOPICS_ALLOW ? "allow"
         : o->other_topics == SS_OTHER_TOPICS_DEFER ? "defer" : "auto",
-        o->compact_on_start ? "true" : "false");
+        o->compact_on_start ? "true" : "false", o->backup_dir ? o->backup_dir : "(none)");
 }
 
 void ss_log(const struct ss_plugin *p, int level, const char *fmt, ...)

@@ -29,6 +29,7 @@ struct ss_plugin_options {
     uint64_t max_queued_bytes; /* requests waiting for a commit on the thread */
     uint64_t max_value_bytes; /* derived from the broker's message_size_limit */
     char *acl_file;           /* key ACL; NULL: everything allowed */
+    char *backup_dir;         /* where BACKUP writes; NULL: backups are off */
     bool topic_protection;
     bool compact_on_start; /* rewrite the data file without free pages at start */
     uint64_t test_fail_write_at; /* testing aids: inject the Nth journal write's */

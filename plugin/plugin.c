@@ -4,9 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../core/errors.h"
 #include "admin.h"
+#include "backup.h"
 #include "batch.h"
 #include "broker_conf.h"
 #include "notify.h"
@@ -72,6 +74,7 @@ int mosquitto_plugin_version(int supported_version_count, const int *supported_v
 
 static void ss_plugin__destroy(struct ss_plugin *p)
 {
+    ss_backup_free(p->backup); /* a copy under way ends first: it needs the store */
     ss_batch_free(p->batch); /* commits what was executed */
     p->batch = NULL;
     ss_admin_free(p->admin);
@@ -106,6 +109,11 @@ static int ss_plugin__open(struct ss_plugin *p)
                              "(plugin_opt_test_fail_write_at %llu, test_fail_sync_at %llu): "
                              "for tests only", (unsigned long long)so.fail_write_at,
                              (unsigned long long)so.fail_sync_at);
+    if (p->opt.backup_dir && access(p->opt.backup_dir, W_OK | X_OK) != 0) {
+        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_backup_dir %s: %s", p->opt.backup_dir,
+                             strerror(errno));
+        return SS_E_INVAL;
+    }
     int rc = ss_store_open(&so, &p->store);
     if (rc == SS_E_BUSY) {
         mosquitto_log_printf(MOSQ_LOG_ERR,
@@ -169,7 +177,7 @@ static int ss_plugin__open(struct ss_plugin *p)
                           (size_t)p->opt.dedup_max_bytes};
     if ((rc = ss_dedup_new(&dl, &p->dedup)) != SS_OK)
         return rc;
-    if ((rc = ss_admin_new(&p->admin)) != SS_OK)
+    if ((rc = ss_admin_new(&p->admin)) != SS_OK || (rc = ss_backup_new(&p->backup)) != SS_OK)
         return rc;
     return ss_batch_new(p, &p->batch);
 }

@@ -34,6 +34,7 @@
 
 struct ss_batch;
 struct ss_admin;
+struct ss_backup;
 
 /* The client a request comes from, for KEYNOTIFY and authorization. */
 struct ss_caller {
@@ -52,6 +53,7 @@ struct ss_plugin {
     ss_dedup *dedup;
     struct ss_batch *batch; /* the request lifecycle (batch.h) */
     struct ss_admin *admin; /* administrative requests (admin.h) */
+    struct ss_backup *backup; /* backup.h */
     ss_buf topic;           /* notify.c: the notification topic being built */
     uint64_t refused;       /* requests refused since start, for logs */
     ss_acl *acl;            /* NULL: everything allowed */

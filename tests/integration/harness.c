@@ -623,3 +623,11 @@ void run_free(struct run *r)
     free(r->err);
     r->out = r->err = NULL;
 }
+
+const char *cli_path(void)
+{
+    const char *p = getenv("SS_CLI");
+    if (p == NULL)
+        test_fail(__FILE__, __LINE__, "SS_CLI is not set");
+    return p;
+}

@@ -153,6 +153,8 @@ void run_free(struct run *r);
 /* Start argv in the background with stdout and stderr going to files;
  * returns its pid. */
 pid_t spawn_cmd(char *const argv[], const char *out_path, const char *err_path);
+/* The statestore tool under test ($SS_CLI); fails the test without it. */
+const char *cli_path(void);
 /* Read a whole file into a malloc'ed NUL-terminated string ("" if none). */
 char *slurp(const char *path, size_t *len);
 #endif

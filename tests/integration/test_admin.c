@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../test.h"
@@ -12,8 +13,8 @@
 #define ADMIN_TOPIC "statestore/admin/v1/invoke"
 
 /* Publish an administrative request (words as for request()) with
- * response topic resp and correlation data corr; wait for the answer. */
-static struct msg *admin(struct client *c, const char *resp, const char *corr, const char *const *words)
+ * response topic resp and correlation data corr. */
+static void admin_send(struct client *c, const char *resp, const char *corr, const char *const *words)
 {
     uint8_t payload[4096];
     int len = encode_request(payload, sizeof payload, words, NULL);
@@ -23,7 +24,13 @@ static struct msg *admin(struct client *c, const char *resp, const char *corr, c
     mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, corr, (uint16_t)strlen(corr));
     ASSERT_EQ(mosquitto_publish_v5(c->m, NULL, ADMIN_TOPIC, len, payload, 1, false, props), MOSQ_ERR_SUCCESS);
     mosquitto_property_free_all(&props);
-    struct msg *m = client_wait(c, 5000);
+}
+
+/* The same, and wait for the answer. */
+static struct msg *admin(struct client *c, const char *resp, const char *corr, const char *const *words)
+{
+    admin_send(c, resp, corr, words);
+    struct msg *m = client_wait(c, 20000);
     ASSERT_TRUE(m != NULL);
     ASSERT_MEM(m->corr, (size_t)m->corr_len, corr, strlen(corr));
     return m;
@@ -191,4 +198,174 @@ TEST(admin_respects_the_key_acl_and_topic_protection)
     client_close(&r);
     client_close(&w);
     broker_stop(&b);
+}
+
+
+/* A backup taken while a writer keeps writing holds every write that was
+ * acknowledged before the backup was asked for, with its version; restored
+ * into an empty directory, a broker serves exactly that, with fencing
+ * tokens and deadlines, and a key whose deadline passed meanwhile is gone. */
+TEST(admin_backup_under_write_load_and_restore)
+{
+    char bk[400], restored[400], file[500];
+    snprintf(bk, sizeof bk, "%s/backups", test_tmpdir());
+    snprintf(restored, sizeof restored, "%s/restored", test_tmpdir());
+    ASSERT_EQ(mkdir(bk, 0700), 0);
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "plugin_opt_backup_dir %s\n", bk);
+    broker_start(&b);
+    struct client w, a;
+    char rw[256], ra[256];
+    client_connect_rr(&w, b.port, "writer", rw, sizeof rw);
+    client_connect_rr(&a, b.port, "admin", ra, sizeof ra);
+    ASSERT_REPLY(request(&w, rw, "f", NULL, "1700000000000:5:lock", W("SET", "fenced", "x")), "+OK\r\n");
+    ASSERT_REPLY(request(&w, rw, "t", NULL, NULL, W("SET", "ttl", "y", "PX", "600000")), "+OK\r\n");
+    ASSERT_REPLY(request(&w, rw, "s", NULL, NULL, W("SET", "soon", "z", "PX", "1500")), "+OK\r\n");
+    uint64_t soon_set = now_ms();
+
+    enum { N = 3000, WINDOW = 100, ASK_AFTER = 1000 };
+    static char version[N][64];
+    static bool before[N];
+    memset(before, 0, sizeof before);
+    int sent = 0, acked = 0;
+    bool asked = false;
+    uint64_t last_ack = now_ms(), longest = 0; /* the longest wait between answers, once asked */
+    while (acked < N) {
+        while (sent < N && sent - acked < WINDOW) {
+            char key[16], val[16], corr[16];
+            snprintf(key, sizeof key, "w%04d", sent);
+            snprintf(val, sizeof val, "v%d", sent);
+            snprintf(corr, sizeof corr, "%d", sent);
+            request_send(&w, rw, corr, NULL, NULL, W("SET", key, val));
+            sent++;
+        }
+        struct msg *m = client_wait(&w, 5000);
+        ASSERT_TRUE(m != NULL);
+        PAYLOAD(m, "+OK\r\n");
+        int i = atoi(m->corr);
+        ASSERT_TRUE(i >= 0 && i < N);
+        snprintf(version[i], sizeof version[i], "%s", msg_user(m, "__ts"));
+        before[i] = !asked;
+        acked++;
+        uint64_t t = now_ms();
+        if (asked && t - last_ack > longest)
+            longest = t - last_ack;
+        last_ack = t;
+        if (!asked && acked >= ASK_AFTER) {
+            admin_send(&a, ra, "bk", W("BACKUP", "snap"));
+            asked = true;
+        }
+    }
+    struct msg *m = client_wait(&a, 30000);
+    ASSERT_TRUE(m != NULL);
+    ASSERT_TRUE(m->len > 12 && strncmp((const char *)m->payload, "backup snap ", 12) == 0);
+    int nbefore = 0;
+    for (int i = 0; i < N; i++)
+        nbefore += before[i];
+    client_close(&w);
+    client_close(&a);
+    broker_stop(&b);
+
+    snprintf(file, sizeof file, "%s/snap", bk);
+    char *argv[] = {(char *)cli_path(), "restore", file, restored, NULL};
+    struct run r;
+    run_cmd(argv, NULL, 0, &r);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    struct broker b2 = {0};
+    snprintf(b2.data, sizeof b2.data, "%s", restored);
+    broker_start(&b2);
+    struct client c;
+    char rc[256];
+    client_connect_rr(&c, b2.port, "checker", rc, sizeof rc);
+    int later = 0;
+    for (int i = 0; i < N; i++) {
+        char key[16], val[16], corr[16];
+        snprintf(key, sizeof key, "w%04d", i);
+        snprintf(val, sizeof val, "v%d", i);
+        snprintf(corr, sizeof corr, "g%d", i);
+        m = request(&c, rc, corr, NULL, NULL, W("GET", key));
+        ASSERT_TRUE(m != NULL);
+        bool found = m->len > 0 && m->payload[0] == '$' && !(m->len == 5 && memcmp(m->payload, "$-1", 3) == 0);
+        if (before[i])
+            ASSERT_TRUE(found); /* acknowledged before the backup was asked for */
+        if (!found)
+            continue;
+        later += !before[i];
+        char want[32];
+        snprintf(want, sizeof want, "$%zu\r\n%s\r\n", strlen(val), val);
+        ASSERT_MEM(m->payload, (size_t)m->len, want, strlen(want));
+        USER(m, "__ts", version[i]); /* the very version it was written with */
+    }
+    fprintf(stderr, "  %d writes acknowledged before the backup was asked for, all restored; "
+                    "%d later ones in it too; longest wait between answers meanwhile: %llu ms\n",
+            nbefore, later, (unsigned long long)longest);
+    ASSERT_TRUE(nbefore >= ASK_AFTER);
+    m = admin(&c, rc, "i", W("INSPECT", "fenced"));
+    ASSERT_TRUE(memcmp(m->payload + m->len - 24, " - 1700000000000:5:lock\n", 24) == 0);
+    m = admin(&c, rc, "j", W("INSPECT", "ttl"));
+    char *ttl = strndup((const char *)m->payload, (size_t)m->len);
+    long long left = 0;
+    ASSERT_EQ(sscanf(ttl, "key 74746c 1 %*s %lld -", &left), 1);
+    free(ttl);
+    ASSERT_TRUE(left > 500000 && left <= 600000); /* the same deadline */
+    while (now_ms() < soon_set + 1600)
+        usleep(50000);
+    ASSERT_REPLY(request(&c, rc, "s", NULL, NULL, W("GET", "soon")), "$-1\r\n");
+    client_close(&c);
+    broker_stop(&b2);
+}
+
+/* Without plugin_opt_backup_dir, BACKUP is refused; bad names too; restore
+ * refuses what is not a backup and a directory that is not empty. */
+TEST(admin_backup_refusals)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct client c;
+    char rc[256];
+    client_connect_rr(&c, b.port, "admin", rc, sizeof rc);
+    struct msg *m = admin(&c, rc, "1", W("BACKUP", "x"));
+    PAYLOAD(m, "error backups are off: set plugin_opt_backup_dir\n");
+    client_close(&c);
+    broker_stop(&b);
+
+    char bk[600];
+    snprintf(bk, sizeof bk, "%s/bk", test_tmpdir());
+    ASSERT_EQ(mkdir(bk, 0700), 0);
+    struct broker b2 = {0};
+    snprintf(b2.extra, sizeof b2.extra, "plugin_opt_backup_dir %s\n", bk);
+    broker_start(&b2);
+    client_connect_rr(&c, b2.port, "admin", rc, sizeof rc);
+    m = admin(&c, rc, "2", W("BACKUP", "../escape"));
+    PAYLOAD(m, "error a backup name is a plain file name (letters, digits, '.', '_', '-')\n");
+    m = admin(&c, rc, "3", W("BACKUP", ".hidden"));
+    PAYLOAD(m, "error a backup name is a plain file name (letters, digits, '.', '_', '-')\n");
+    m = admin(&c, rc, "4", W("BACKUP"));
+    PAYLOAD(m, "error usage: BACKUP NAME\n");
+    client_close(&c);
+    broker_stop(&b2);
+
+    struct broker b3 = {0};
+    snprintf(b3.extra, sizeof b3.extra, "plugin_opt_backup_dir %s/missing\n", bk);
+    ASSERT_TRUE(broker_start_fails(&b3) != 0);
+    ASSERT_TRUE(broker_log_has(&b3, "plugin_opt_backup_dir "));
+    ASSERT_TRUE(broker_log_has(&b3, "/missing: No such file or directory"));
+
+    char notbackup[700], full[700];
+    snprintf(notbackup, sizeof notbackup, "%s/mosquitto.conf", test_tmpdir());
+    char *argv[] = {(char *)cli_path(), "restore", notbackup, bk, NULL};
+    struct run r;
+    run_cmd(argv, NULL, 0, &r);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_TRUE(strstr(r.err, "is not a statestore backup") != NULL);
+    run_free(&r);
+    snprintf(full, sizeof full, "%s", test_tmpdir()); /* has files */
+    char dummy[700];
+    snprintf(dummy, sizeof dummy, "%s/data/data.mdb", test_tmpdir());
+    char *argv2[] = {(char *)cli_path(), "restore", dummy, full, NULL};
+    run_cmd(argv2, NULL, 0, &r);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_TRUE(strstr(r.err, "is not empty") != NULL);
+    run_free(&r);
 }

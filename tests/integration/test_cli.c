@@ -11,13 +11,6 @@
 #include "../test.h"
 #include "harness.h"
 
-static const char *cli_path(void)
-{
-    const char *p = getenv("SS_CLI");
-    if (p == NULL)
-        test_fail(__FILE__, __LINE__, "SS_CLI is not set");
-    return p;
-}
 
 /* Run the CLI with the arguments of ap (NULL-terminated), after "-p PORT"
  * unless port is 0. */
