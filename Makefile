@@ -265,7 +265,8 @@ install: deps
 	@$(MAKE) --no-print-directory $(PLUGIN) $(LIBCLIENT) $(SHLIB) $(CLI) SAN=0
 	install -d $(DESTDIR)$(PREFIX)/lib/statestore $(DESTDIR)$(PREFIX)/include/statestore \
 	    $(DESTDIR)$(PREFIX)/share/statestore/examples $(DESTDIR)$(PREFIX)/bin \
-	    $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
+	    $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/statestore/statestore.so
 	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/statestore
 	install -m 0644 $(LIBCLIENT) $(DESTDIR)$(PREFIX)/lib/
@@ -278,6 +279,7 @@ install: deps
 	    examples/mosquitto.conf > $(DESTDIR)$(PREFIX)/share/statestore/examples/mosquitto.conf
 	install -m 0644 examples/client_example.c $(DESTDIR)$(PREFIX)/share/statestore/examples/
 	install -m 0644 docs/statestore.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 completion/statestore.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/statestore
 	sed -e 's|@PREFIX@|$(PREFIX)|' statestore.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/statestore.pc
 
 clean:

@@ -16,7 +16,8 @@ headers=$(cd "$root/include/statestore" && ls | tr '\n' ' ')
 [ "$headers" = "client.h errors.h lease.h " ] || fail "headers installed: $headers"
 for f in lib/libstatestore-client.a lib/libstatestore-client.so.0 lib/libstatestore-client.so \
          lib/statestore/statestore.so bin/statestore lib/pkgconfig/statestore.pc \
-         share/man/man1/statestore.1 share/statestore/examples/mosquitto.conf; do
+         share/man/man1/statestore.1 share/statestore/examples/mosquitto.conf \
+         share/bash-completion/completions/statestore; do
     [ -e "$root/$f" ] || fail "missing $prefix/$f"
 done
 [ ! -e "$root/lib/libstatestore-core.a" ] || fail "the plugin's internal library was installed"

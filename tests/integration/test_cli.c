@@ -694,3 +694,26 @@ TEST(cli_keys_and_inspect)
     run_free(&r);
     broker_stop(&b);
 }
+
+/* The bash completion offers commands, options by command, and files
+ * where an option takes one. */
+TEST(cli_bash_completion)
+{
+    static const char script[] =
+        "source completion/statestore.bash\n"
+        "t() { COMP_WORDS=(\"$@\"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=(); _statestore;"
+        " echo \"${COMPREPLY[*]}\"; }\n"
+        "t statestore s\n"
+        "t statestore --j\n"
+        "t statestore -p 1884 --timeout 5 k\n"
+        "t statestore set --n\n"
+        "t statestore stats --w\n"
+        "t statestore -p 1884 get\n"
+        "t statestore --cafile completion/statestore.ba\n";
+    char *argv[] = {"bash", "-c", (char *)script, NULL};
+    struct run r;
+    run_cmd(argv, NULL, 0, &r);
+    ASSERT_EQ(r.status, 0);
+    OUT(r, "set stats\n--json\nkeys\n--nx --nex\n--watch\nget\ncompletion/statestore.bash\n");
+    run_free(&r);
+}

@@ -1,0 +1,62 @@
+# bash completion for statestore(1): commands, options, and the values
+# some options take. Installed as share/bash-completion/completions/statestore.
+
+_statestore()
+{
+    local cur prev words cword
+    _init_completion 2>/dev/null || {
+        cur=${COMP_WORDS[COMP_CWORD]}
+        prev=${COMP_WORDS[COMP_CWORD-1]}
+        words=("${COMP_WORDS[@]}")
+        cword=$COMP_CWORD
+    }
+    local commands="set get del vdel watch lock keys inspect backup restore ping stats"
+    local common="-h --host -p --port -i --id -u --username -P --password --cafile --capath
+                  --cert --key --timeout --json --help --version"
+
+    # Options that take a value: complete files where that is what they take.
+    case $prev in
+        -f|--file|--cafile|--cert|--key)
+            COMPREPLY=($(compgen -f -- "$cur"))
+            return ;;
+        --capath)
+            COMPREPLY=($(compgen -d -- "$cur"))
+            return ;;
+        -h|--host|-p|--port|-i|--id|-u|--username|-P|--password|--timeout|--px|--ttl|--wait|--holder|--fencing-token)
+            return ;;
+    esac
+
+    # The command is the first word that is not an option or an option's value.
+    local i command=""
+    for ((i = 1; i < cword; i++)); do
+        case ${words[i]} in
+            -h|--host|-p|--port|-i|--id|-u|--username|-P|--password|--cafile|--capath|--cert|--key|--timeout|-f|--file|--px|--ttl|--wait|--holder|--fencing-token)
+                ((i++)) ;;
+            -*) ;;
+            *) command=${words[i]}; break ;;
+        esac
+    done
+
+    if [[ -z $command ]]; then
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "$common" -- "$cur"))
+        else
+            COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+        fi
+        return
+    fi
+
+    local extra=""
+    case $command in
+        set) extra="--nx --nex --px --fencing-token -f --file" ;;
+        del) extra="--fencing-token" ;;
+        vdel) extra="--fencing-token -f --file" ;;
+        lock) extra="--ttl --wait --holder --" ;;
+        stats) extra="--watch" ;;
+        restore) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    esac
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$common $extra" -- "$cur"))
+    fi
+}
+complete -F _statestore statestore
