@@ -93,7 +93,7 @@ TEST(readme_tour_runs_verbatim)
     "{\"found\":true,\"value\":\"hello\",\"value_base64\":\"aGVsbG8=\",\"version\":\"V\"}\n"    \
     "OK\n"
 #define RR_PROPS "__stat:200 __protVer:1.0 __ts:V\n"
-#define TOUR_TAIL "V DELETE greeting\ninside, token V\nOK\n1\n"
+#define TOUR_TAIL "V DELETE greeting\ninside, token V\nOK\n1\ntemperature  size=2  version=V\n"
     static const char *const expected[2][2] = {
         {TOUR_HEAD "OK\nV SET greeting hi\n" TOUR_TAIL, TOUR_HEAD "V SET greeting hi\nOK\n" TOUR_TAIL},
         {"+OK\r\n   " RR_PROPS "$5\r\nhello\r\n   " RR_PROPS, ""},
