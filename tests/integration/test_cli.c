@@ -678,7 +678,7 @@ TEST(cli_keys_and_inspect)
     char resp[256];
     client_connect_rr(&c, b.port, "filler", resp, sizeof resp);
     for (int i = 0; i < 1100; i++) {
-        char key[16];
+        char key[24];
         snprintf(key, sizeof key, "many/%04d", i);
         request_send(&c, resp, "s", NULL, NULL, W("SET", key, "v"));
     }
