@@ -1,11 +1,15 @@
 /* broker_conf.c - what the plugin must know of the broker's configuration
  * that the plugin API does not give: message_size_limit, and whether
  * anything else decides access (acl_file, password-less ACL plugins...).
- * It is read from the config file named on the broker's command line (-c).
- * Files pulled in by include_dir are not followed; without a config file,
- * the limit is MQTT's own maximum and nothing else decides access. */
+ * It is read from the config file named on the broker's command line (-c)
+ * and the files its include_dir lines pull in (*.conf, in alphabetical
+ * order, where the line stands, as Mosquitto reads them: Debian's default
+ * configuration keeps everything in /etc/mosquitto/conf.d). Without a
+ * config file, the limit is MQTT's own maximum and nothing else decides
+ * access. */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
@@ -71,27 +75,47 @@ static bool ss_broker_conf__is_us(const char *path)
     return realpath(path, a) && realpath(info.dli_fname, b) && strcmp(a, b) == 0;
 }
 
-void ss_read_broker_conf(struct ss_broker_conf *bc)
+/* include_dir nests at most this deep (a loop of includes ends). */
+#define SS_INCLUDE_DEPTH_MAX 4
+
+static int ss_broker_conf__is_conf(const struct dirent *e)
 {
-    memset(bc, 0, sizeof *bc);
-    bc->message_size_limit = SS_MQTT_MAX_PAYLOAD;
-    bc->sys_interval = 10; /* mosquitto's default */
-    char *path = ss_broker_conf__config_path();
-    if (path == NULL)
+    size_t n = strlen(e->d_name);
+    return n > 5 && strcmp(e->d_name + n - 5, ".conf") == 0;
+}
+
+static void ss_broker_conf__read(struct ss_broker_conf *bc, const char *path, uint64_t *limit, int depth);
+
+/* The *.conf files of dir, in alphabetical order. */
+static void ss_broker_conf__read_dir(struct ss_broker_conf *bc, const char *dir, uint64_t *limit, int depth)
+{
+    struct dirent **list;
+    int n = scandir(dir, &list, ss_broker_conf__is_conf, alphasort);
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX];
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, list[i]->d_name) < sizeof path)
+            ss_broker_conf__read(bc, path, limit, depth + 1);
+        free(list[i]);
+    }
+    if (n >= 0)
+        free(list);
+}
+
+static void ss_broker_conf__read(struct ss_broker_conf *bc, const char *path, uint64_t *limit, int depth)
+{
+    if (depth > SS_INCLUDE_DEPTH_MAX)
         return;
     FILE *f = fopen(path, "r");
-    free(path);
     if (f == NULL)
         return;
     char line[4096];
-    uint64_t limit = 0;
     while (fgets(line, sizeof line, f)) {
         char *v;
         if ((v = ss_broker_conf__setting(line, "message_size_limit")) != NULL) {
             size_t digits = strspn(v, "0123456789");
             uint64_t n;
             if (ss_parse_u64((const uint8_t *)v, digits, UINT64_MAX, &n) == SS_OK)
-                limit = n; /* the last one wins, as in mosquitto */
+                *limit = n; /* the last one wins, as in mosquitto */
         } else if ((v = ss_broker_conf__setting(line, "sys_interval")) != NULL) {
             size_t digits = strspn(v, "0123456789");
             uint64_t n;
@@ -103,9 +127,27 @@ void ss_read_broker_conf(struct ss_broker_conf *bc)
                    (v = ss_broker_conf__setting(line, "auth_plugin")) != NULL) {
             if (!ss_broker_conf__is_us(v))
                 bc->other_plugins++;
+        } else if ((v = ss_broker_conf__setting(line, "include_dir")) != NULL) {
+            char *dir = strdup(v);
+            if (dir)
+                ss_broker_conf__read_dir(bc, dir, limit, depth);
+            free(dir);
         }
     }
     fclose(f);
+}
+
+void ss_read_broker_conf(struct ss_broker_conf *bc)
+{
+    memset(bc, 0, sizeof *bc);
+    bc->message_size_limit = SS_MQTT_MAX_PAYLOAD;
+    bc->sys_interval = 10; /* mosquitto's default */
+    char *path = ss_broker_conf__config_path();
+    if (path == NULL)
+        return;
+    uint64_t limit = 0;
+    ss_broker_conf__read(bc, path, &limit, 0);
+    free(path);
     if (limit != 0 && limit <= SS_MQTT_MAX_PAYLOAD)
         bc->message_size_limit = limit;
 }

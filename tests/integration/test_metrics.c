@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../test.h"
 #include "harness.h"
@@ -141,6 +142,39 @@ TEST(metrics_off_with_sys_interval_zero)
     struct broker b = {0};
     snprintf(b.extra, sizeof b.extra, "sys_interval 0\n");
     broker_start(&b);
+    struct client s;
+    client_connect(&s, b.port, "sysreader", false);
+    client_subscribe(&s, SYS "#");
+    ASSERT_EQ(client_drain(&s, 2500), 0);
+    client_close(&s);
+    broker_stop(&b);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ASSERT_TRUE(f != NULL);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Settings in files that include_dir pulls in count (Debian keeps its
+ * configuration in /etc/mosquitto/conf.d): *.conf only, in order. */
+TEST(metrics_and_limits_follow_include_dir)
+{
+    char dir[500], path[600];
+    snprintf(dir, sizeof dir, "%s/conf.d", test_tmpdir());
+    ASSERT_EQ(mkdir(dir, 0700), 0);
+    snprintf(path, sizeof path, "%s/a.conf", dir);
+    write_text(path, "sys_interval 0\nmessage_size_limit 5000\n");
+    snprintf(path, sizeof path, "%s/b.conf", dir);
+    write_text(path, "message_size_limit 1000\n"); /* after a.conf: this one wins */
+    snprintf(path, sizeof path, "%s/c.txt", dir);
+    write_text(path, "message_size_limit 7\n"); /* not a .conf file: ignored */
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "include_dir %s\n", dir);
+    broker_start(&b);
+    ASSERT_TRUE(broker_log_has(&b, " max_value_bytes=950 "));
     struct client s;
     client_connect(&s, b.port, "sysreader", false);
     client_subscribe(&s, SYS "#");
