@@ -129,8 +129,10 @@ $(SHLIB): $(SHLIB_OBJ) client/libstatestore-client.map
 	$(CC) $(SANFLAGS) -shared -Wl,-soname,$(SHLIB_SONAME) \
 	    -Wl,--version-script=client/libstatestore-client.map -o $@ $(SHLIB_OBJ) $(MOSQ_LIBS) -lpthread
 
-$(CLI): $(CLI_OBJ) $(LIBCLIENT)
-	$(CC) $(SANFLAGS) -o $@ $(CLI_OBJ) $(LIBCLIENT) $(MOSQ_LIBS) -lpthread
+# The tool: the client library, and the store for its offline commands
+# (import).
+$(CLI): $(CLI_OBJ) $(LIBCLIENT) $(LIBCORE)
+	$(CC) $(SANFLAGS) -o $@ $(CLI_OBJ) $(LIBCLIENT) $(LIBCORE) $(MOSQ_LIBS) $(LDLIBS_ALL) -lpthread
 
 # The documented example, built against the headers as installed
 # (<statestore/...>): build/include/statestore links to the sources.

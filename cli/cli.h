@@ -62,12 +62,23 @@ int cmd_watch(struct cli *cl, ss_client *c);
 uint8_t *read_value(struct cli *cl, int i, size_t *len, int *rc);
 
 /* keys.c */
+/* An administrative request (argc words, at most 4); on a failure says
+ * why, prefixed with what. Returns the exit code; r is the caller's to
+ * free either way. */
+int cli_admin_call(struct cli *cl, ss_client *c, const char *what, size_t argc, const char *const *words,
+                   ss_client_result *r);
 int cmd_keys(struct cli *cl, ss_client *c);
 int cmd_inspect(struct cli *cl, ss_client *c);
 int cmd_backup(struct cli *cl, ss_client *c);
 
 /* restore.c (offline: c is NULL) */
 int cmd_restore(struct cli *cl, ss_client *c);
+/* True when path is an empty directory or does not exist. */
+bool cli_dir_is_empty(const char *path);
+
+/* export.c: export online; import offline (c is NULL) */
+int cmd_export(struct cli *cl, ss_client *c);
+int cmd_import(struct cli *cl, ss_client *c);
 
 /* stats.c */
 int cmd_ping(struct cli *cl, ss_client *c);

@@ -88,8 +88,8 @@ static bool print_answer(const struct cli *cl, char *text, char **cursor, int *p
     return true;
 }
 
-static int admin_call(struct cli *cl, ss_client *c, const char *what, size_t argc, const char *const *words,
-                      ss_client_result *r)
+int cli_admin_call(struct cli *cl, ss_client *c, const char *what, size_t argc, const char *const *words,
+                   ss_client_result *r)
 {
     size_t lens[4];
     for (size_t i = 0; i < argc; i++)
@@ -113,7 +113,7 @@ int cmd_keys(struct cli *cl, ss_client *c)
     for (;;) {
         const char *words[] = {"KEYS", pattern, cursor ? cursor : "", SS_KEYS_PAGE};
         ss_client_result r;
-        int rc = admin_call(cl, c, "keys", 4, words, &r);
+        int rc = cli_admin_call(cl, c, "keys", 4, words, &r);
         free(cursor);
         cursor = NULL;
         if (rc != SS_EXIT_OK) {
@@ -138,7 +138,7 @@ int cmd_inspect(struct cli *cl, ss_client *c)
 {
     const char *words[] = {"INSPECT", cl->args[0]};
     ss_client_result r;
-    int rc = admin_call(cl, c, "inspect", 2, words, &r);
+    int rc = cli_admin_call(cl, c, "inspect", 2, words, &r);
     if (rc != SS_EXIT_OK) {
         ss_client_result_free(&r);
         return rc;
@@ -159,7 +159,7 @@ int cmd_backup(struct cli *cl, ss_client *c)
 {
     const char *words[] = {"BACKUP", cl->args[0]};
     ss_client_result r;
-    int rc = admin_call(cl, c, "backup", 2, words, &r);
+    int rc = cli_admin_call(cl, c, "backup", 2, words, &r);
     if (rc == SS_EXIT_OK) {
         /* "backup NAME BYTES" */
         const char *text = (const char *)r.value;

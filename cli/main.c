@@ -36,6 +36,8 @@ static const char usage_text[] =
     "  inspect KEY        the same for one key\n"
     "  backup NAME        a consistent copy of the live store, into the broker's backup_dir\n"
     "  restore FILE DIR   a backup into an empty data directory (offline)\n"
+    "  export [PATTERN]   records as JSON lines (key, value, version, token, deadline)\n"
+    "  import FILE DIR    JSON lines into an empty data directory (offline)\n"
     "  ping               measure a request's round trip (a health check)\n"
     "  stats [--watch]    the store's figures (from $SYS/broker/statestore/)\n"
     "\n"
@@ -104,6 +106,15 @@ static const struct {
      "Usage: statestore restore FILE DIR\n"
      "Puts the backup FILE into DIR (new or empty) as a data directory, without a\n"
      "broker; then start the broker with plugin_opt_data_dir DIR.\n"},
+    {"export", cmd_export, 0, 1, false,
+     "Usage: statestore export [PATTERN]\n"
+     "Writes the records matching PATTERN (default *) that this client may read as JSON\n"
+     "lines: key, key_base64, value_base64, version, fencing_token, expires_at_ms.\n"},
+    {"import", cmd_import, 2, 2, false,
+     "Usage: statestore import FILE DIR\n"
+     "Writes the JSON lines of FILE (- for standard input), as export writes them, into DIR\n"
+     "(new or empty) as a data directory, without a broker, with their versions, fencing\n"
+     "tokens and deadlines; records past their deadline are left out.\n"},
     {"ping", cmd_ping, 0, 0, false,
      "Usage: statestore ping\n"
      "Sends one request (a GET of the key statestore-ping) and prints how long the answer\n"
@@ -401,8 +412,8 @@ int main(int argc, char **argv)
         sigaddset(&s, SIGTERM);
         pthread_sigmask(SIG_BLOCK, &s, NULL);
     }
-    if (commands[which].run == cmd_restore) {
-        rc = cmd_restore(&cl, NULL); /* offline */
+    if (commands[which].run == cmd_restore || commands[which].run == cmd_import) {
+        rc = commands[which].run(&cl, NULL); /* offline */
         free(cl.args);
         return rc;
     }

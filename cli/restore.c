@@ -53,6 +53,12 @@ static int copy_fd(int in, int out)
     }
 }
 
+bool cli_dir_is_empty(const char *path)
+{
+    bool exists;
+    return dir_is_empty(path, &exists);
+}
+
 int cmd_restore(struct cli *cl, ss_client *c)
 {
     (void)c;

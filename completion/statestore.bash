@@ -10,7 +10,7 @@ _statestore()
         words=("${COMP_WORDS[@]}")
         cword=$COMP_CWORD
     }
-    local commands="set get del vdel watch lock keys inspect backup restore ping stats"
+    local commands="set get del vdel watch lock keys inspect backup restore export import ping stats"
     local common="-h --host -p --port -i --id -u --username -P --password --cafile --capath
                   --cert --key --timeout --json --help --version"
 
@@ -53,7 +53,7 @@ _statestore()
         vdel) extra="--fencing-token -f --file" ;;
         lock) extra="--ttl --wait --holder --" ;;
         stats) extra="--watch" ;;
-        restore) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        restore|import) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$common $extra" -- "$cur"))

@@ -14,5 +14,8 @@
 int ss_json_string(ss_buf *b, const uint8_t *p, size_t n);
 /* Append the bare base64 of p (standard alphabet, padded). */
 int ss_json_base64(ss_buf *b, const uint8_t *p, size_t n);
+/* Decode base64 text (standard alphabet, padded) into out (replaced).
+ * 0, SS_E_SYNTAX (not base64), SS_E_NOMEM. */
+int ss_json_base64_decode(ss_buf *out, const uint8_t *text, size_t n);
 
 #endif

@@ -18,6 +18,8 @@
 #define SS_ADMIN_PAGE_DEFAULT 100u
 #define SS_ADMIN_PAGE_MAX 1000u
 #define SS_ADMIN_EXAMINE_MAX 10000u
+/* EXPORT: value bytes per page, about (a larger value goes alone). */
+#define SS_ADMIN_EXPORT_BYTES ((size_t)1 << 20)
 /* Requests waiting for the end of a batch at most. */
 #define SS_ADMIN_QUEUE_MAX 256u
 
@@ -65,11 +67,10 @@ void ss_admin_free(struct ss_admin *a)
 }
 
 void ss_admin_reply(struct ss_plugin *p, const char *response_topic, const uint8_t *corr, uint16_t corr_len,
-                    const char *text)
+                    const uint8_t *text, size_t len)
 {
-    size_t len = strlen(text);
     mosquitto_property *props = NULL;
-    int rc = mosquitto_property_add_string(&props, MQTT_PROP_CONTENT_TYPE, "text/plain");
+    int rc = mosquitto_property_add_string(&props, MQTT_PROP_CONTENT_TYPE, "application/octet-stream");
     if (rc == MOSQ_ERR_SUCCESS && corr)
         rc = mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, corr, corr_len);
     uint8_t *payload = malloc(len ? len : 1);
@@ -85,13 +86,10 @@ void ss_admin_reply(struct ss_plugin *p, const char *response_topic, const uint8
         ss_log(p, MOSQ_LOG_WARNING, "could not publish to %s: %s", response_topic, mosquitto_strerror(rc));
 }
 
-/* Publish the answer (a->answer's text) to the request's response topic. */
+/* Publish the answer (a->answer) to the request's response topic. */
 static void ss_admin__answer(struct ss_plugin *p, const struct ss_admin_req *r, ss_buf *text)
 {
-    if (ss_buf_append(text, "", 1) != SS_OK) /* NUL-terminated, not counted */
-        return;
-    text->len--;
-    ss_admin_reply(p, r->response_topic, r->corr, r->corr_len, (const char *)text->data);
+    ss_admin_reply(p, r->response_topic, r->corr, r->corr_len, text->data, text->len);
 }
 
 static int ss_admin__hex(ss_buf *b, const uint8_t *p, size_t n)
@@ -157,7 +155,32 @@ struct ss_admin_page {
     uint64_t now_ms;
     size_t want, got;
     int rc;
+    bool values;  /* EXPORT: records with their values */
+    size_t bytes; /* EXPORT: value bytes in the page so far */
 };
+
+/* EXPORT: one record: "rec HEXKEY VERSION EXPIRES_AT_MS|- FT|- LEN\n", the
+ * value's LEN bytes as they are, "\n". The deadline is absolute (Unix ms),
+ * so that an import keeps it. */
+static int ss_admin__record(ss_buf *b, ss_bytes key, const ss_record *rec)
+{
+    char v[SS_HLC_TEXT_MAX + 1], ft[SS_HLC_TEXT_MAX + 1] = "-", exp[24] = "-", len[24];
+    v[ss_hlc_format(&rec->version, v)] = '\0';
+    if (rec->has_ft)
+        ft[ss_hlc_format(&rec->ft, ft)] = '\0';
+    if (rec->expiry_ms)
+        snprintf(exp, sizeof exp, "%llu", (unsigned long long)rec->expiry_ms);
+    snprintf(len, sizeof len, "%zu", rec->value.len);
+    int rc = ss_buf_append_str(b, "rec ");
+    if (rc == SS_OK)
+        rc = ss_admin__hex(b, key.data, key.len);
+    const char *parts[] = {" ", v, " ", exp, " ", ft, " ", len, "\n"};
+    for (size_t i = 0; rc == SS_OK && i < sizeof parts / sizeof parts[0]; i++)
+        rc = ss_buf_append_str(b, parts[i]);
+    if (rc == SS_OK)
+        rc = ss_buf_append(b, rec->value.data, rec->value.len);
+    return rc == SS_OK ? ss_buf_append_str(b, "\n") : rc;
+}
 
 static bool ss_admin__visit(void *ctx, ss_bytes key, const ss_record *rec)
 {
@@ -167,23 +190,31 @@ static bool ss_admin__visit(void *ctx, ss_bytes key, const ss_record *rec)
     if (!ss_glob_match((const char *)pg->pattern.data, pg->pattern.len, key.data, key.len) ||
         !ss_admin__may_read(pg->p, pg->r, key))
         return true;
+    if (pg->values) {
+        pg->rc = ss_admin__record(&pg->p->admin->answer, key, rec);
+        pg->bytes += rec->value.len;
+        /* A page carries about SS_ADMIN_EXPORT_BYTES of values (one
+         * record at least, however large). */
+        return pg->rc == SS_OK && ++pg->got < pg->want && pg->bytes < SS_ADMIN_EXPORT_BYTES;
+    }
     pg->rc = ss_admin__line(&pg->p->admin->answer, key, rec, pg->now_ms);
     return pg->rc == SS_OK && ++pg->got < pg->want;
 }
 
-/* KEYS PATTERN CURSOR COUNT into a->answer. */
+/* KEYS (or EXPORT, values too) PATTERN CURSOR COUNT into a->answer. */
 static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req *r, const ss_request *q,
-                                  uint64_t now_ms)
+                                  uint64_t now_ms, bool values)
 {
     struct ss_admin *a = p->admin;
     uint64_t count = SS_ADMIN_PAGE_DEFAULT;
     if (q->argc != 4 || !ss_admin__unhex(q->argv[2], &a->cursor))
-        return "usage: KEYS PATTERN CURSOR COUNT (CURSOR: hex, empty to start)";
+        return values ? "usage: EXPORT PATTERN CURSOR COUNT (CURSOR: hex, empty to start)"
+                      : "usage: KEYS PATTERN CURSOR COUNT (CURSOR: hex, empty to start)";
     if (q->argv[3].len && ss_parse_u64(q->argv[3].data, q->argv[3].len, SS_ADMIN_PAGE_MAX, &count) != SS_OK)
         return "COUNT must be a number from 1 to 1000";
     if (count == 0)
         return "COUNT must be a number from 1 to 1000";
-    struct ss_admin_page pg = {p, r, q->argv[1], now_ms, (size_t)count, 0, SS_OK};
+    struct ss_admin_page pg = {p, r, q->argv[1], now_ms, (size_t)count, 0, SS_OK, values, 0};
     ss_buf next = SS_BUF_INIT;
     size_t mark = a->answer.len;
     /* The cursor line comes first: leave room, fill it in after. */
@@ -264,13 +295,15 @@ static void ss_admin__run(struct ss_plugin *p, const struct ss_admin_req *r, uin
     if (ss_codec_decode_request(r->payload, r->len, &lim, &q, &used) != SS_OK || used != r->len || q.argc < 1)
         error = "syntax error: a RESP3 array of bulk strings is expected";
     else if (q.argv[0].len == 4 && memcmp(q.argv[0].data, "KEYS", 4) == 0)
-        error = ss_admin__keys(p, r, &q, now_ms);
+        error = ss_admin__keys(p, r, &q, now_ms, false);
+    else if (q.argv[0].len == 6 && memcmp(q.argv[0].data, "EXPORT", 6) == 0)
+        error = ss_admin__keys(p, r, &q, now_ms, true);
     else if (q.argv[0].len == 7 && memcmp(q.argv[0].data, "INSPECT", 7) == 0)
         error = ss_admin__inspect(p, r, &q, now_ms);
     else if (q.argv[0].len == 6 && memcmp(q.argv[0].data, "BACKUP", 6) == 0)
         error = ss_admin__backup(p, r, &q);
     else
-        error = "unknown command (KEYS, INSPECT, BACKUP)";
+        error = "unknown command (KEYS, INSPECT, EXPORT, BACKUP)";
     if (error) {
         ss_buf_clear(&a->answer);
         if (ss_buf_append_str(&a->answer, "error ") != SS_OK || ss_buf_append_str(&a->answer, error) != SS_OK ||
@@ -341,11 +374,9 @@ int ss_admin_on_message(struct ss_plugin *p, struct mosquitto_evt_message *ed)
         }
     }
     if (failed || r.payload == NULL || a->len == a->cap) {
-        ss_buf busy = SS_BUF_INIT;
-        if (ss_buf_append_str(&busy, failed || r.payload == NULL ? "error out of memory\n"
-                                                                 : "error busy: too many administrative requests\n") == SS_OK)
-            ss_admin__answer(p, &r, &busy);
-        ss_buf_free(&busy);
+        const char *why = failed || r.payload == NULL ? "error out of memory\n"
+                                                      : "error busy: too many administrative requests\n";
+        ss_admin_reply(p, r.response_topic, r.corr, r.corr_len, (const uint8_t *)why, strlen(why));
         ss_admin__req_free(&r);
         return MOSQ_ERR_ACL_DENIED;
     }

@@ -172,7 +172,7 @@ static void *ss_backup__main(void *arg)
 
 static void ss_backup__answer(struct ss_plugin *p, struct ss_backup *b, const char *text)
 {
-    ss_admin_reply(p, b->response_topic, b->corr, b->corr_len, text);
+    ss_admin_reply(p, b->response_topic, b->corr, b->corr_len, (const uint8_t *)text, strlen(text));
 }
 
 void ss_backup_step(struct ss_plugin *p)

@@ -158,7 +158,7 @@ TEST(admin_keys_pages_patterns_and_inspect)
     m = admin(&c, resp, "r4", W("KEYS", "*", "", "1001"));
     PAYLOAD(m, "error COUNT must be a number from 1 to 1000\n");
     m = admin(&c, resp, "r5", W("FLUSHALL"));
-    PAYLOAD(m, "error unknown command (KEYS, INSPECT, BACKUP)\n");
+    PAYLOAD(m, "error unknown command (KEYS, INSPECT, EXPORT, BACKUP)\n");
     /* The broker goes on. */
     ASSERT_REPLY(request(&c, resp, "g", NULL, NULL, W("GET", "k0002")), "$2\r\nv2\r\n");
     client_close(&c);

@@ -1,0 +1,409 @@
+/* export.c - export [PATTERN]: the live store's records as JSON lines
+ * (administrative EXPORT, page by page); import FILE DIR: such lines into
+ * a new data directory, offline, with their versions, fencing tokens and
+ * deadlines. A portable format, so that data can move between stores and
+ * backends.
+ *
+ * One JSON object per line:
+ *   {"key":"...","key_base64":"...","value_base64":"...","version":"HLC",
+ *    "fencing_token":"HLC"|null,"expires_at_ms":N|null}
+ * "key" is for reading (bytes that are not UTF-8 show as U+00XX); import
+ * takes key_base64, which is exact.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/errors.h"
+#include "../core/json.h"
+#include "../core/store.h"
+#include "cli.h"
+
+/* Records asked for per page (the server also bounds a page's bytes). */
+#define SS_EXPORT_PAGE "1000"
+/* Records written per batch on import. */
+#define SS_IMPORT_BATCH 1000
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Decode n hex chars at s into out (replaced). */
+static bool hex_to_buf(const char *s, size_t n, ss_buf *out)
+{
+    ss_buf_clear(out);
+    if (n % 2 || ss_buf_reserve(out, n / 2 + 1) != SS_OK)
+        return false;
+    for (size_t i = 0; i < n; i += 2) {
+        int hi = hexval(s[i]), lo = hexval(s[i + 1]);
+        if (hi < 0 || lo < 0)
+            return false;
+        out->data[out->len++] = (uint8_t)(hi * 16 + lo);
+    }
+    return true;
+}
+
+/* One record line's fields: "rec HEXKEY VERSION EXP FT LEN". */
+struct rec_head {
+    const char *hexkey, *version, *exp, *ft;
+    size_t hexkey_len, version_len, exp_len, ft_len;
+    uint64_t len;
+};
+
+static bool parse_head(const char *p, size_t n, struct rec_head *h)
+{
+    const char *f[5];
+    size_t fl[5];
+    int nf = 0;
+    size_t i = 4; /* after "rec " */
+    while (nf < 5 && i <= n) {
+        size_t start = i;
+        while (i < n && p[i] != ' ')
+            i++;
+        f[nf] = p + start;
+        fl[nf++] = i - start;
+        i++;
+    }
+    if (nf != 5 || i <= n)
+        return false;
+    h->hexkey = f[0];
+    h->hexkey_len = fl[0];
+    h->version = f[1];
+    h->version_len = fl[1];
+    h->exp = f[2];
+    h->exp_len = fl[2];
+    h->ft = f[3];
+    h->ft_len = fl[3];
+    if (fl[4] == 0 || fl[4] > 12)
+        return false;
+    h->len = 0;
+    for (size_t k = 0; k < fl[4]; k++) {
+        if (f[4][k] < '0' || f[4][k] > '9')
+            return false;
+        h->len = h->len * 10 + (uint64_t)(f[4][k] - '0');
+    }
+    return true;
+}
+
+static void print_record(const struct rec_head *h, const ss_buf *key, const uint8_t *value)
+{
+    ss_buf line = SS_BUF_INIT;
+    int rc = ss_buf_append_str(&line, "{\"key\":");
+    if (rc == SS_OK)
+        rc = ss_json_string(&line, key->data, key->len);
+    if (rc == SS_OK)
+        rc = ss_buf_append_str(&line, ",\"key_base64\":\"");
+    if (rc == SS_OK)
+        rc = ss_json_base64(&line, key->data, key->len);
+    if (rc == SS_OK)
+        rc = ss_buf_append_str(&line, "\",\"value_base64\":\"");
+    if (rc == SS_OK)
+        rc = ss_json_base64(&line, value, (size_t)h->len);
+    if (rc == SS_OK)
+        rc = ss_buf_append_str(&line, "\",\"version\":\"");
+    if (rc == SS_OK)
+        rc = ss_buf_append(&line, h->version, h->version_len);
+    if (rc == SS_OK)
+        rc = ss_buf_append_str(&line, "\",\"fencing_token\":");
+    bool ft = !(h->ft_len == 1 && h->ft[0] == '-'), exp = !(h->exp_len == 1 && h->exp[0] == '-');
+    if (rc == SS_OK && ft) {
+        rc = ss_buf_append_str(&line, "\"");
+        if (rc == SS_OK)
+            rc = ss_buf_append(&line, h->ft, h->ft_len);
+        if (rc == SS_OK)
+            rc = ss_buf_append_str(&line, "\"");
+    } else if (rc == SS_OK) {
+        rc = ss_buf_append_str(&line, "null");
+    }
+    if (rc == SS_OK)
+        rc = ss_buf_append_str(&line, ",\"expires_at_ms\":");
+    if (rc == SS_OK)
+        rc = exp ? ss_buf_append(&line, h->exp, h->exp_len) : ss_buf_append_str(&line, "null");
+    if (rc == SS_OK)
+        rc = ss_buf_append_str(&line, "}\n");
+    if (rc == SS_OK)
+        fwrite(line.data, 1, line.len, stdout);
+    ss_buf_free(&line);
+}
+
+/* Print the records of one EXPORT answer; *cursor gets the next cursor
+ * (malloc'ed) or NULL at the end. false if it does not parse. */
+static bool print_page(const uint8_t *p, size_t n, char **cursor, long *count)
+{
+    *cursor = NULL;
+    const uint8_t *nl = memchr(p, '\n', n);
+    if (nl == NULL || nl - p < 8 || memcmp(p, "cursor ", 7) != 0)
+        return false;
+    size_t cl = (size_t)(nl - p) - 7;
+    if (!(cl == 1 && p[7] == '-'))
+        *cursor = strndup((const char *)p + 7, cl);
+    size_t i = (size_t)(nl - p) + 1;
+    ss_buf key = SS_BUF_INIT;
+    bool ok = true;
+    while (ok && i < n) {
+        nl = memchr(p + i, '\n', n - i);
+        struct rec_head h;
+        ok = nl && (size_t)(nl - (p + i)) > 4 && memcmp(p + i, "rec ", 4) == 0 &&
+             parse_head((const char *)p + i, (size_t)(nl - (p + i)), &h) &&
+             hex_to_buf(h.hexkey, h.hexkey_len, &key);
+        if (!ok)
+            break;
+        size_t vstart = (size_t)(nl - p) + 1;
+        ok = h.len <= n - vstart && vstart + h.len < n && p[vstart + h.len] == '\n';
+        if (ok) {
+            print_record(&h, &key, p + vstart);
+            (*count)++;
+            i = vstart + (size_t)h.len + 1;
+        }
+    }
+    ss_buf_free(&key);
+    return ok;
+}
+
+int cmd_export(struct cli *cl, ss_client *c)
+{
+    const char *pattern = cl->nargs ? cl->args[0] : "*";
+    char *cursor = NULL;
+    long count = 0;
+    for (;;) {
+        const char *words[] = {"EXPORT", pattern, cursor ? cursor : "", SS_EXPORT_PAGE};
+        ss_client_result r;
+        int rc = cli_admin_call(cl, c, "export", 4, words, &r);
+        free(cursor);
+        cursor = NULL;
+        if (rc != SS_EXIT_OK) {
+            ss_client_result_free(&r);
+            return rc;
+        }
+        bool ok = print_page(r.value, r.value_len, &cursor, &count);
+        ss_client_result_free(&r);
+        if (!ok) {
+            free(cursor);
+            out_error("export: an answer this tool cannot read");
+            return SS_EXIT_PROTOCOL;
+        }
+        if (cursor == NULL)
+            break;
+    }
+    fflush(stdout);
+    fprintf(stderr, "%ld records exported\n", count);
+    return SS_EXIT_OK;
+}
+
+/* ---- import ------------------------------------------------------------- */
+
+/* The fields import needs from one line; strings borrow the line. */
+struct import_line {
+    ss_bytes key_b64, value_b64, version, ft;
+    bool has_ft, has_exp;
+    uint64_t exp;
+};
+
+static const char *skip_ws(const char *p)
+{
+    while (*p == ' ' || *p == '\t' || *p == '\r')
+        p++;
+    return p;
+}
+
+/* A JSON string at p ('"' first): its raw content (escapes left as they
+ * are, which the fields import reads never have) and the end. */
+static const char *json_string(const char *p, ss_bytes *out)
+{
+    if (*p != '"')
+        return NULL;
+    const char *s = ++p;
+    while (*p && *p != '"') {
+        if (*p == '\\' && p[1])
+            p++;
+        p++;
+    }
+    if (*p != '"')
+        return NULL;
+    out->data = (const uint8_t *)s;
+    out->len = (size_t)(p - s);
+    return p + 1;
+}
+
+/* Parse one line (a flat JSON object) into *l. NULL on success, else why. */
+static const char *parse_line(const char *p, struct import_line *l)
+{
+    memset(l, 0, sizeof *l);
+    bool have_key = false, have_value = false, have_version = false;
+    p = skip_ws(p);
+    if (*p++ != '{')
+        return "not a JSON object";
+    for (;;) {
+        p = skip_ws(p);
+        ss_bytes name;
+        if ((p = json_string(p, &name)) == NULL)
+            return "a field name is expected";
+        p = skip_ws(p);
+        if (*p++ != ':')
+            return "':' is expected";
+        p = skip_ws(p);
+        ss_bytes sv = {NULL, 0};
+        bool is_null = false, is_num = false;
+        uint64_t num = 0;
+        if (*p == '"') {
+            if ((p = json_string(p, &sv)) == NULL)
+                return "an unterminated string";
+        } else if (strncmp(p, "null", 4) == 0) {
+            is_null = true;
+            p += 4;
+        } else if (*p >= '0' && *p <= '9') {
+            is_num = true;
+            while (*p >= '0' && *p <= '9') {
+                if (num > (UINT64_MAX - 9) / 10)
+                    return "a number too large";
+                num = num * 10 + (uint64_t)(*p++ - '0');
+            }
+        } else {
+            return "a string, a number or null is expected";
+        }
+#define IS(lit) (name.len == sizeof(lit) - 1 && memcmp(name.data, lit, name.len) == 0)
+        if (IS("key_base64") && sv.data) {
+            l->key_b64 = sv;
+            have_key = true;
+        } else if (IS("value_base64") && sv.data) {
+            l->value_b64 = sv;
+            have_value = true;
+        } else if (IS("version") && sv.data) {
+            l->version = sv;
+            have_version = true;
+        } else if (IS("fencing_token")) {
+            l->has_ft = sv.data != NULL;
+            l->ft = sv;
+            if (!l->has_ft && !is_null)
+                return "fencing_token must be a string or null";
+        } else if (IS("expires_at_ms")) {
+            l->has_exp = is_num;
+            l->exp = num;
+            if (!is_num && !is_null)
+                return "expires_at_ms must be a number or null";
+        }
+#undef IS
+        p = skip_ws(p);
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p == '}')
+            break;
+        return "',' or '}' is expected";
+    }
+    if (!have_key || !have_value || !have_version)
+        return "key_base64, value_base64 and version are required";
+    return NULL;
+}
+
+int cmd_import(struct cli *cl, ss_client *c)
+{
+    (void)c;
+    const char *file = cl->args[0], *dir = cl->args[1];
+    FILE *in = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
+    if (in == NULL) {
+        out_error("import: %s: %s", file, strerror(errno));
+        return SS_EXIT_USAGE;
+    }
+    if (!cli_dir_is_empty(dir)) {
+        out_error("import: %s is not empty: import into a new or empty data directory", dir);
+        if (in != stdin)
+            fclose(in);
+        return SS_EXIT_USAGE;
+    }
+    ss_store_options so = ss_store_options_default();
+    so.path = dir;
+    ss_store *s;
+    int rc = ss_store_open(&so, &s);
+    if (rc != SS_OK) {
+        out_error("import: cannot open a store in %s: %s", dir, ss_strerror(rc));
+        if (in != stdin)
+            fclose(in);
+        return SS_EXIT_CONNECTION;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    ss_hlc newest = {0};
+    bool any = false;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    long lineno = 0, imported = 0, expired = 0;
+    int exit_code = SS_EXIT_OK;
+    ss_buf key = SS_BUF_INIT, value = SS_BUF_INIT;
+    while (exit_code == SS_EXIT_OK && (got = getline(&line, &cap, in)) > 0) {
+        lineno++;
+        if (line[got - 1] == '\n')
+            line[got - 1] = '\0';
+        if (skip_ws(line)[0] == '\0')
+            continue;
+        struct import_line l;
+        const char *why = parse_line(line, &l);
+        ss_record rec;
+        memset(&rec, 0, sizeof rec);
+        if (why == NULL && (ss_json_base64_decode(&key, l.key_b64.data, l.key_b64.len) != SS_OK || key.len == 0))
+            why = "key_base64 is not base64 of a non-empty key";
+        if (why == NULL && ss_json_base64_decode(&value, l.value_b64.data, l.value_b64.len) != SS_OK)
+            why = "value_base64 is not base64";
+        if (why == NULL && ss_hlc_parse(l.version.data, l.version.len, &rec.version) != SS_OK)
+            why = "version is not a timestamp (ms:counter:node)";
+        if (why == NULL && l.has_ft && ss_hlc_parse(l.ft.data, l.ft.len, &rec.ft) != SS_OK)
+            why = "fencing_token is not a timestamp (ms:counter:node)";
+        if (why) {
+            out_error("import: %s line %ld: %s", file, lineno, why);
+            exit_code = SS_EXIT_USAGE;
+            break;
+        }
+        if (l.has_exp && l.exp <= now) {
+            expired++; /* its deadline passed: it is absent */
+            continue;
+        }
+        rec.value.data = value.data;
+        rec.value.len = value.len;
+        rec.has_ft = l.has_ft;
+        rec.expiry_ms = l.has_exp ? l.exp : 0;
+        if (!ss_store_in_batch(s) && (rc = ss_store_begin(s)) != SS_OK)
+            break;
+        ss_bytes k = {key.data, key.len};
+        if ((rc = ss_store_put(s, k, &rec)) != SS_OK) {
+            out_error("import: %s line %ld: %s (%s)", file, lineno, ss_strerror(rc), ss_store_cause(s));
+            exit_code = SS_EXIT_CONNECTION;
+            break;
+        }
+        if (!any || ss_hlc_compare(&rec.version, &newest) > 0)
+            newest = rec.version;
+        any = true;
+        if (++imported % SS_IMPORT_BATCH == 0 && (rc = ss_store_commit(s, now)) != SS_OK)
+            break;
+    }
+    /* Versions go on above the newest imported one. */
+    if (exit_code == SS_EXIT_OK && rc == SS_OK && any) {
+        if (!ss_store_in_batch(s))
+            rc = ss_store_begin(s);
+        if (rc == SS_OK)
+            rc = ss_store_set_clock(s, newest.wall, newest.counter);
+    }
+    if (exit_code == SS_EXIT_OK && rc == SS_OK && ss_store_in_batch(s))
+        rc = ss_store_commit(s, now);
+    if (exit_code == SS_EXIT_OK && rc != SS_OK) {
+        out_error("import: writing %s: %s (%s)", dir, ss_strerror(rc), ss_store_cause(s));
+        exit_code = SS_EXIT_CONNECTION;
+    }
+    if (ss_store_in_batch(s))
+        ss_store_abort(s);
+    ss_store_close(s);
+    free(line);
+    ss_buf_free(&key);
+    ss_buf_free(&value);
+    if (in != stdin)
+        fclose(in);
+    if (exit_code == SS_EXIT_OK)
+        fprintf(stderr, "%ld records imported into %s (%ld past their deadline left out)\n", imported, dir,
+                expired);
+    return exit_code;
+}
