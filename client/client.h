@@ -137,7 +137,8 @@ int ss_client_admin(ss_client *c, size_t argc, const void *const *argv, const si
 /* Messages on the application's own subscriptions (anything that is not
  * this client's answer or notification), for clients that run their own
  * network thread (ss_client_connect): cb runs on that thread; topic and
- * payload are valid during the call only. */
+ * payload are valid during the call only. Setting another callback (or
+ * NULL) waits for a call of the old one under way to end. */
 typedef void (*ss_message_cb)(void *ud, const char *topic, const void *payload, int len,
                               bool retained);
 void ss_client_set_message_cb(ss_client *c, ss_message_cb cb, void *ud);

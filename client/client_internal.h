@@ -69,6 +69,8 @@ struct ss_client {
     void *conn_ud;
     ss_message_cb message_cb;
     void *message_ud;
+    int message_calls;        /* message callbacks under way */
+    pthread_t message_thread; /* the thread running them */
     int app_sub_mid;     /* the application's SUBSCRIBE waiting for its answer */
     int app_sub_result;  /* its granted QoS, or -1 while waiting */
     pthread_t reaper;

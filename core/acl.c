@@ -236,6 +236,23 @@ static bool ss_acl__expand(const char *pat, const char *id, const char *user, ss
     return true;
 }
 
+bool ss_acl_allows_every_key(const ss_acl *a, const char *client_id, const char *username,
+                             enum ss_access access)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        const struct ss_acl_rule *r = &a->rules[i];
+        if (!(r->access & (int)access) || r->substitutes)
+            continue;
+        if ((r->nusers && !ss_acl__in(r->users, r->nusers, username)) ||
+            (r->nclients && !ss_acl__in(r->clients, r->nclients, client_id)))
+            continue;
+        /* Only a pattern of stars alone stands for every key. */
+        if (r->pattern[0] == '*' && strspn(r->pattern, "*") == strlen(r->pattern))
+            return true;
+    }
+    return false;
+}
+
 bool ss_acl_allows(const ss_acl *a, const char *client_id, const char *username,
                    enum ss_access access, ss_bytes key)
 {

@@ -40,6 +40,12 @@ void ss_acl_free(ss_acl *a);
 size_t ss_acl_rule_count(const ss_acl *a);
 
 /* May the client (id, username: NULL if none) have access to key? */
+/* True when a rule for this client grants access to every key: its
+ * pattern is "*" (no substitution). For what needs all keys at once
+ * (backups), where matching one sample key would be fooled by "?" or
+ * "%c". */
+bool ss_acl_allows_every_key(const ss_acl *a, const char *client_id, const char *username,
+                             enum ss_access access);
 bool ss_acl_allows(const ss_acl *a, const char *client_id, const char *username,
                    enum ss_access access, ss_bytes key);
 

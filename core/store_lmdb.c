@@ -353,6 +353,10 @@ int ss_store_scan(ss_store *s, ss_bytes after, size_t max_examined, ss_store_sca
     ss_buf_clear(next);
     if (s->committing || s->batch)
         return SS_E_BUSY;
+    /* After a failed reload the file alone lacks what the journal holds:
+     * no answer rather than an untrue one (the next batch reloads). */
+    if (s->broken)
+        return s->broken;
     bool own = s->txn == NULL;
     if (own && mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->txn) != 0) {
         s->txn = NULL;

@@ -491,8 +491,14 @@ static int ss_grpc__start(ss_grpc *g, ss_grpc_call *c)
 #undef SS_NV
     nghttp2_data_provider body = {.source.ptr = c, .read_callback = ss_grpc__read_body};
     int32_t id = nghttp2_submit_request(g->session, NULL, hdrs, sizeof hdrs / sizeof hdrs[0], &body, c);
-    if (id < 0)
+    if (id == NGHTTP2_ERR_NOMEM)
         return SS_E_NOMEM;
+    if (id < 0) {
+        /* The connection can take no more streams (stream ids run out
+         * after 2^30 calls) or is going away: a new one, once idle. */
+        g->move_on = true;
+        return SS_E_CONNECTION;
+    }
     c->stream_id = id;
     c->next = g->running;
     g->running = c;
@@ -551,8 +557,9 @@ static void *ss_grpc__main(void *arg)
         while (list) {
             ss_grpc_call *c = list;
             list = c->next;
-            if (ss_grpc__start(g, c) != SS_OK)
-                ss_grpc__fail(g, c, SS_E_NOMEM, "out of memory");
+            int rc = ss_grpc__start(g, c);
+            if (rc != SS_OK)
+                ss_grpc__fail(g, c, rc, rc == SS_E_NOMEM ? "out of memory" : "the connection takes no more calls");
         }
         int wait_ms = 1000;
         if (g->session)
@@ -578,7 +585,15 @@ static void *ss_grpc__main(void *arg)
         }
         pthread_mutex_lock(&g->mu);
     }
+    /* Calls submitted and not started end too: their waiters return. */
+    ss_grpc_call *left = g->submitted;
+    g->submitted = g->sub_tail = NULL;
     pthread_mutex_unlock(&g->mu);
+    while (left) {
+        ss_grpc_call *c = left;
+        left = c->next;
+        ss_grpc__fail(g, c, SS_E_CONNECTION, "channel closed");
+    }
     if (g->session)
         ss_grpc__disconnect(g, "channel closed");
     ss_grpc__hand_back(g);

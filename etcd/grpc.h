@@ -70,9 +70,10 @@ typedef struct ss_grpc_call {
  * comes). 0, SS_E_INVAL (no endpoint, a URL that is not http://host:port;
  * *why says which), SS_E_NOMEM. */
 int ss_grpc_new(const ss_grpc_options *o, ss_grpc **out, char *why, size_t why_len);
-/* Stop the thread. Calls not collected yet are cleared (their buffers
- * freed; the structs stay their owner's); a waiter returns with
- * SS_E_CONNECTION. NULL: no-op. */
+/* Stop the thread. Calls under way or waiting end with SS_E_CONNECTION;
+ * those not collected are cleared (their buffers freed; the structs stay
+ * their owner's). No other thread may be inside ss_grpc_call_wait or
+ * submit on g when free is called. NULL: no-op. */
 void ss_grpc_free(ss_grpc *g);
 
 /* Hand a call to the I/O thread (the channel holds it until collected). */

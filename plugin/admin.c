@@ -10,6 +10,7 @@
 #include "../core/protocol.h"
 #include "backup.h"
 #include "outbox.h"
+#include "request.h"
 #include "plugin.h"
 
 /* Keys per page by default and at most; keys examined per page at most
@@ -18,6 +19,12 @@
 #define SS_ADMIN_PAGE_DEFAULT 100u
 #define SS_ADMIN_PAGE_MAX 1000u
 #define SS_ADMIN_EXAMINE_MAX 10000u
+/* Longest pattern (with the longest keys, one key's match stays in the
+ * millions of steps). */
+#define SS_ADMIN_PATTERN_MAX 256u
+/* Pattern matching steps per page at most (about 5 ms), whatever the
+ * keys and the pattern. */
+#define SS_ADMIN_WORK_MAX 5000000u
 /* EXPORT: value bytes per page, about (a larger value goes alone). */
 #define SS_ADMIN_EXPORT_BYTES ((size_t)1 << 20)
 /* Requests waiting for the end of a batch at most. */
@@ -157,6 +164,7 @@ struct ss_admin_page {
     int rc;
     bool values;  /* EXPORT: records with their values */
     size_t bytes; /* EXPORT: value bytes in the page so far */
+    uint64_t work; /* pattern matching steps so far, at most (key x pattern) */
 };
 
 /* EXPORT: one record: "rec HEXKEY VERSION EXPIRES_AT_MS|- FT|- LEN\n", the
@@ -185,20 +193,25 @@ static int ss_admin__record(ss_buf *b, ss_bytes key, const ss_record *rec)
 static bool ss_admin__visit(void *ctx, ss_bytes key, const ss_record *rec)
 {
     struct ss_admin_page *pg = ctx;
+    /* The matcher takes up to len(key) x len(pattern) steps: a page stops
+     * after SS_ADMIN_WORK_MAX of them, with a cursor to go on from (this
+     * key is done first: the cursor names it as seen). */
+    pg->work += (uint64_t)(key.len + 1) * (pg->pattern.len + 1);
+    bool budget = pg->work <= SS_ADMIN_WORK_MAX;
     if (rec->expiry_ms && rec->expiry_ms <= pg->now_ms)
-        return true; /* expired: absent, whatever the sweep has done */
+        return budget; /* expired: absent, whatever the sweep has done */
     if (!ss_glob_match((const char *)pg->pattern.data, pg->pattern.len, key.data, key.len) ||
         !ss_admin__may_read(pg->p, pg->r, key))
-        return true;
+        return budget;
     if (pg->values) {
         pg->rc = ss_admin__record(&pg->p->admin->answer, key, rec);
         pg->bytes += rec->value.len;
         /* A page carries about SS_ADMIN_EXPORT_BYTES of values (one
          * record at least, however large). */
-        return pg->rc == SS_OK && ++pg->got < pg->want && pg->bytes < SS_ADMIN_EXPORT_BYTES;
+        return pg->rc == SS_OK && ++pg->got < pg->want && pg->bytes < SS_ADMIN_EXPORT_BYTES && budget;
     }
     pg->rc = ss_admin__line(&pg->p->admin->answer, key, rec, pg->now_ms);
-    return pg->rc == SS_OK && ++pg->got < pg->want;
+    return pg->rc == SS_OK && ++pg->got < pg->want && budget;
 }
 
 /* KEYS (or EXPORT, values too) PATTERN CURSOR COUNT into a->answer. */
@@ -214,7 +227,9 @@ static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req
         return "COUNT must be a number from 1 to 1000";
     if (count == 0)
         return "COUNT must be a number from 1 to 1000";
-    struct ss_admin_page pg = {p, r, q->argv[1], now_ms, (size_t)count, 0, SS_OK, values, 0};
+    if (q->argv[1].len > SS_ADMIN_PATTERN_MAX)
+        return "a PATTERN has at most 256 bytes";
+    struct ss_admin_page pg = {p, r, q->argv[1], now_ms, (size_t)count, 0, SS_OK, values, 0, 0};
     ss_buf next = SS_BUF_INIT;
     size_t mark = a->answer.len;
     /* The cursor line comes first: leave room, fill it in after. */
@@ -269,14 +284,13 @@ static const char *ss_admin__inspect(struct ss_plugin *p, const struct ss_admin_
 }
 
 /* BACKUP NAME: answered when the copy is done (backup.h). Under a key
- * ACL, only a client that may read every key (a rule whose pattern
- * matches "*") may copy them all. */
+ * ACL, only a client with a rule for every key (pattern "*") may copy
+ * them all. */
 static const char *ss_admin__backup(struct ss_plugin *p, const struct ss_admin_req *r, const ss_request *q)
 {
     if (q->argc != 2)
         return "usage: BACKUP NAME";
-    ss_bytes every = {(const uint8_t *)"*", 1};
-    if (!ss_admin__may_read(p, r, every))
+    if (p->acl && !ss_acl_allows_every_key(p->acl, r->client_id, r->username, SS_ACCESS_READ))
         return ss_strerror(SS_E_NOT_AUTHORIZED);
     const char *error = ss_backup_start(p, q->argv[1].data, q->argv[1].len, r->response_topic, r->corr, r->corr_len);
     if (error == NULL)
@@ -316,12 +330,15 @@ static void ss_admin__run(struct ss_plugin *p, const struct ss_admin_req *r, uin
 
 void ss_admin_serve(struct ss_plugin *p, uint64_t now_ms)
 {
+    /* One request per call (each settle): a queue of them never holds
+     * the broker's thread for more than one page's work at a time. */
     struct ss_admin *a = p->admin;
-    for (size_t i = 0; i < a->len; i++) {
-        ss_admin__run(p, &a->q[i], now_ms);
-        ss_admin__req_free(&a->q[i]);
-    }
-    a->len = 0;
+    if (a->len == 0)
+        return;
+    ss_admin__run(p, &a->q[0], now_ms);
+    ss_admin__req_free(&a->q[0]);
+    memmove(&a->q[0], &a->q[1], (a->len - 1) * sizeof a->q[0]);
+    a->len--;
     if (a->answer.cap > ((size_t)64 << 10))
         ss_buf_free(&a->answer);
 }
@@ -348,11 +365,10 @@ int ss_admin_on_message(struct ss_plugin *p, struct mosquitto_evt_message *ed)
         else if (id == MQTT_PROP_CORRELATION_DATA && r.corr == NULL)
             mosquitto_property_read_binary(pr, MQTT_PROP_CORRELATION_DATA, (void **)&r.corr, &r.corr_len, false);
     }
-    /* No answer can go out without a response topic: nothing to run. The
-     * protocol's own topics are no place for it either. */
-    if (r.response_topic == NULL || r.response_topic[0] == '\0' || strpbrk(r.response_topic, "+#") ||
-        strcmp(r.response_topic, SS_REQUEST_TOPIC) == 0 || strcmp(r.response_topic, SS_ADMIN_TOPIC) == 0 ||
-        strncmp(r.response_topic, SS_NOTIFY_PREFIX, strlen(SS_NOTIFY_PREFIX)) == 0) {
+    /* No answer can go out without a usable response topic: nothing to
+     * run. The store's own topics are no place for it either. */
+    if (!ss_request_usable_topic(r.response_topic) || ss_request_forbidden_topic(r.response_topic) ||
+        strcmp(r.response_topic, SS_ADMIN_TOPIC) == 0) {
         ss_log(p, MOSQ_LOG_WARNING, "client %s: administrative request without a usable response topic ignored",
                client_id ? client_id : "");
         ss_admin__req_free(&r);

@@ -12,9 +12,9 @@
  *   rec HEXKEY VERSION EXPIRES_AT_MS|- FT|- LEN, newline, LEN bytes of value, newline
  *                         (EXPORT PATTERN CURSOR COUNT: records with values)
  *   error TEXT
- * Requests are answered between batches, from what is committed, and a
- * page examines a bounded number of keys: other clients wait for a
- * fraction of a millisecond at most.
+ * Requests are answered between batches, from what is committed, one per
+ * settle, and a page's work is bounded (keys examined, matching steps,
+ * value bytes): other clients wait a few milliseconds at most.
  */
 #ifndef SS_ADMIN_H
 #define SS_ADMIN_H

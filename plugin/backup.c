@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "../core/errors.h"
@@ -95,6 +96,18 @@ const char *ss_backup_start(struct ss_plugin *p, const uint8_t *name, size_t len
         return "a backup name is a plain file name (letters, digits, '.', '_', '-')";
     if (b->state != SS_BACKUP_IDLE)
         return "busy: a backup is under way";
+    /* Never over an earlier backup, and not without room for the copy (at
+     * most the data file's size: it is compacted). */
+    char final[4096], data[4096];
+    struct stat st;
+    snprintf(final, sizeof final, "%s/%.*s", p->opt.backup_dir, (int)len, (const char *)name);
+    if (stat(final, &st) == 0)
+        return "a backup of that name exists: choose another name or remove it";
+    snprintf(data, sizeof data, "%s/data.mdb", p->opt.data_dir);
+    struct statvfs fs;
+    if (stat(data, &st) == 0 && statvfs(p->opt.backup_dir, &fs) == 0 &&
+        (uint64_t)fs.f_bavail * fs.f_frsize < (uint64_t)st.st_size + ((uint64_t)1 << 20))
+        return "not enough free space in plugin_opt_backup_dir for a copy of the data file";
     b->name = strndup((const char *)name, len);
     b->dir = strdup(p->opt.backup_dir);
     b->response_topic = strdup(response_topic);
@@ -146,20 +159,21 @@ static void *ss_backup__main(void *arg)
             bytes = (uint64_t)st.st_size;
         }
         close(fd);
-        if (rc == SS_OK && rename(tmp, final) != 0) {
+        /* link, not rename: a file that appeared under the name meanwhile
+         * is never replaced. */
+        if (rc == SS_OK && link(tmp, final) != 0) {
             rc = SS_E_IO;
             err = errno;
         }
-        if (rc != SS_OK)
-            unlink(tmp);
+        unlink(tmp);
         int dfd = open(b->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            if (rc == SS_OK && fsync(dfd) != 0) {
-                rc = SS_E_IO;
-                err = errno;
-            }
-            close(dfd);
+        if (rc == SS_OK && (dfd < 0 || fsync(dfd) != 0)) {
+            rc = SS_E_IO;
+            err = errno;
+            unlink(final);
         }
+        if (dfd >= 0)
+            close(dfd);
     }
     pthread_mutex_lock(&b->mu);
     b->rc = rc;

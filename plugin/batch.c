@@ -22,7 +22,7 @@
 /* Answer buffer memory kept between requests. */
 #define SS_SCRATCH_KEEP ((size_t)64 << 10)
 /* Due keys counted for the metrics at most. */
-#define SS_DUE_COUNT_CAP 1000000u
+#define SS_DUE_COUNT_CAP 10000u
 /* Expired keys deleted per tick at most. */
 #define SS_SWEEP_PER_TICK 1000u
 
@@ -296,24 +296,25 @@ static void ss_batch__queued_free(struct ss_queued *e)
     free(e->username);
 }
 
-/* Run the requests that waited for the last commit, in arrival order; one
- * that must run again stays queued, in order. */
+/* Run the requests that waited for the last commit, in arrival order. One
+ * that must run again (backend.h) stops the run: it and every later one
+ * stay queued, in order, so that no request overtakes an earlier one. */
 static void ss_batch__run_queue(struct ss_batch *b)
 {
-    size_t kept = 0;
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < b->queue.len; i++) {
-        struct ss_queued *e = &b->queue.items[i];
+    size_t done = 0;
+    while (done < b->queue.len) {
+        struct ss_queued *e = &b->queue.items[done];
         struct ss_request_from in = {e->payload, e->len, e->client_id, e->username};
-        if (ss_batch__execute(b, &in, e->gone, &e->r)) {
-            ss_batch__queued_free(e);
-            continue;
-        }
-        bytes += ss_batch__queued_size(e);
-        b->queue.items[kept++] = *e;
+        if (!ss_batch__execute(b, &in, e->gone, &e->r))
+            break;
+        b->queue.bytes -= ss_batch__queued_size(e);
+        ss_batch__queued_free(e);
+        done++;
     }
-    b->queue.len = kept;
-    b->queue.bytes = bytes;
+    memmove(b->queue.items, b->queue.items + done, (b->queue.len - done) * sizeof b->queue.items[0]);
+    b->queue.len -= done;
+    if (b->queue.len == 0)
+        b->queue.bytes = 0;
 }
 
 void ss_batch_client_gone(struct ss_batch *b, const char *client_id)
@@ -333,7 +334,7 @@ static void ss_batch__log_failure(struct ss_batch *b, int rc, bool ckpt)
 {
     struct ss_plugin *p = b->p;
     const char *cause = ss_store_cause(p->store);
-    const char *answers = b->outbox.len ? "; the requests of its batch are answered with an error" : "";
+    const char *answers = ss_outbox_count(&b->outbox, b->seq) ? "; the requests of its batch are answered with an error" : "";
     uint64_t retry;
     if (ckpt && ss_store_checkpoint_failing(p->store, &retry)) {
         uint64_t now = ss_wall_ms();
@@ -353,7 +354,7 @@ static void ss_batch__settle(struct ss_batch *b, int rc, bool ckpt)
 {
     struct ss_plugin *p = b->p;
     if (rc != SS_OK) {
-        if (b->outbox.len)
+        if (ss_outbox_count(&b->outbox, b->seq))
             p->metrics.commits_failed++;
         ss_batch__log_failure(b, rc, ckpt);
         ss_outbox_fail(&b->outbox, b->seq, rc);
@@ -491,6 +492,11 @@ void ss_batch_tick(struct ss_batch *b, uint64_t now)
         ss_store_sync_start(p->store, now))
         ss_committer_submit(c, SS_JOB_SYNC);
     ss_dedup_expire(p->dedup, now);
+}
+
+bool ss_batch_committing(const struct ss_batch *b)
+{
+    return b->committer.pending;
 }
 
 uint64_t ss_batch_due_count(struct ss_batch *b, uint64_t now_ms)

@@ -79,8 +79,11 @@ void ss_batch_notify(struct ss_batch *b, char *client_id, char *topic, uint8_t *
  * publish what waited for it, start the periodic fsync when due. */
 void ss_batch_tick(struct ss_batch *b, uint64_t now_ms);
 
-/* Keys past their deadline not deleted yet (for the metrics; 0 while a
- * commit is under way). */
+/* True while a commit runs on the committing thread (the store is then
+ * the thread's). */
+bool ss_batch_committing(const struct ss_batch *b);
+/* Keys past their deadline not deleted yet, counted up to 10,000 (for
+ * the metrics; 0 while a commit is under way). */
 uint64_t ss_batch_due_count(struct ss_batch *b, uint64_t now_ms);
 
 /* A client disconnected: its queued requests still run, but a KEYNOTIFY

@@ -146,7 +146,11 @@ void ss_metrics_publish(struct ss_plugin *p, uint64_t now_ms)
     ss_metrics__percentiles(&m->fsync, &p50, &p99);
     ss_metrics__u64(p, "fsync/p50_us", p50);
     ss_metrics__u64(p, "fsync/p99_us", p99);
-    ss_metrics__u64(p, "journal/bytes", ss_store_journal_bytes(p->store));
+    /* While a commit runs, the store is the committing thread's: the
+     * journal's size is the one seen last. */
+    if (!ss_batch_committing(p->batch))
+        m->journal_bytes = ss_store_journal_bytes(p->store);
+    ss_metrics__u64(p, "journal/bytes", m->journal_bytes);
     ss_metrics__u64(p, "checkpoint/last", ss_store_last_checkpoint_ms(p->store) / 1000);
     ss_metrics__u64(p, "expiry/backlog", ss_batch_due_count(p->batch, now_ms));
 }

@@ -46,6 +46,7 @@ struct ss_metrics {
     uint64_t commits_failed; /* commits whose requests were answered with an error */
     struct ss_latency commit, fsync;
     uint64_t last_publish_ms;
+    uint64_t journal_bytes; /* as last seen between commits */
 };
 
 /* Count one request: command (0 if it did not parse), the status

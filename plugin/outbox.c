@@ -73,6 +73,14 @@ int ss_outbox_push(struct ss_outbox *ob, char *clientid, char *topic, uint8_t *p
     return MOSQ_ERR_SUCCESS;
 }
 
+size_t ss_outbox_count(const struct ss_outbox *ob, uint64_t commit)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ob->len; i++)
+        n += ob->msgs[i].commit == commit;
+    return n;
+}
+
 void ss_outbox_fail(struct ss_outbox *ob, uint64_t commit, int err)
 {
     size_t kept = 0;

@@ -36,6 +36,8 @@ struct ss_outbox {
  * 0 or MOSQ_ERR_NOMEM. */
 int ss_outbox_push(struct ss_outbox *ob, char *clientid, char *topic, uint8_t *payload, size_t len,
                    mosquitto_property *props, uint8_t *corr, uint16_t corr_len, uint64_t commit);
+/* Messages waiting for the commit of batch number commit. */
+size_t ss_outbox_count(const struct ss_outbox *ob, uint64_t commit);
 /* The commit of batch number commit failed with err: its answers become
  * "-ERR <text of err>"; messages that wait for nothing (refusals, answers
  * of requests committed earlier, notifications of committed changes) stay

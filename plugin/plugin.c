@@ -1,6 +1,8 @@
 /* plugin.c - the Mosquitto 2.0 plugin entry points: options, the core's
  * objects, callback registration, and cleanup. */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -89,6 +91,21 @@ static void ss_plugin__destroy(struct ss_plugin *p)
     free(p);
 }
 
+/* Is dir the directory top, or inside it (after resolving links)? A
+ * directory that does not exist yet is compared as written. */
+static bool ss_plugin__inside(const char *dir, const char *top)
+{
+    char a[PATH_MAX], b[PATH_MAX];
+    if (realpath(dir, a) == NULL || realpath(top, b) == NULL) {
+        snprintf(a, sizeof a, "%s", dir);
+        snprintf(b, sizeof b, "%s", top);
+    }
+    size_t n = strlen(b);
+    while (n > 1 && b[n - 1] == '/')
+        b[--n] = '\0';
+    return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/');
+}
+
 static int ss_plugin__open(struct ss_plugin *p)
 {
     ss_store_options so = ss_store_options_default();
@@ -112,6 +129,12 @@ static int ss_plugin__open(struct ss_plugin *p)
     if (p->opt.backup_dir && access(p->opt.backup_dir, W_OK | X_OK) != 0) {
         mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_backup_dir %s: %s", p->opt.backup_dir,
                              strerror(errno));
+        return SS_E_INVAL;
+    }
+    if (p->opt.backup_dir && ss_plugin__inside(p->opt.backup_dir, p->opt.data_dir)) {
+        /* A backup named "journal" or "data.mdb" would replace live files. */
+        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_backup_dir %s: must not be the data "
+                             "directory or inside it", p->opt.backup_dir);
         return SS_E_INVAL;
     }
     int rc = ss_store_open(&so, &p->store);

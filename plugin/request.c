@@ -51,7 +51,7 @@ static void ss_request__read(const mosquitto_property *props, struct ss_request_
     }
 }
 
-static bool ss_request__forbidden_topic(const char *t)
+bool ss_request_forbidden_topic(const char *t)
 {
     return strcmp(t, SS_REQUEST_TOPIC) == 0 ||
            strncmp(t, SS_NOTIFY_PREFIX, sizeof SS_NOTIFY_PREFIX - 1) == 0;
@@ -61,7 +61,7 @@ static bool ss_request__forbidden_topic(const char *t)
  * most SS_TOPIC_LEVELS_MAX slashes, which keeps its topic matching shallow),
  * and not empty: checked here with the C library's scans, which are several
  * times faster than that function's byte loop on every answer. */
-static bool ss_request__usable_topic(const char *t)
+bool ss_request_usable_topic(const char *t)
 {
     size_t n = t ? strlen(t) : 0;
     if (n == 0 || n > SS_TOPIC_MAX || strcspn(t, "+#") != n)
@@ -94,10 +94,10 @@ int ss_on_message(int event, void *event_data, void *userdata)
     struct ss_request_props r;
     ss_request__read(ed->properties, &r);
     int ret = MOSQ_ERR_SUCCESS;
-    if (r.response_topic && ss_request__forbidden_topic(r.response_topic)) {
+    if (r.response_topic && ss_request_forbidden_topic(r.response_topic)) {
         ss_log(p, MOSQ_LOG_WARNING, "client %s: forbidden response topic: disconnected", client_id);
         ret = MOSQ_ERR_PROTOCOL;
-    } else if (!ss_request__usable_topic(r.response_topic)) {
+    } else if (!ss_request_usable_topic(r.response_topic)) {
         ss_log(p, MOSQ_LOG_WARNING, "client %s: request without a usable response topic ignored",
                client_id);
         ret = MOSQ_ERR_ACL_DENIED;

@@ -157,6 +157,10 @@ TEST(admin_keys_pages_patterns_and_inspect)
     PAYLOAD(m, "error COUNT must be a number from 1 to 1000\n");
     m = admin(&c, resp, "r4", W("KEYS", "*", "", "1001"));
     PAYLOAD(m, "error COUNT must be a number from 1 to 1000\n");
+    static char longpat[300];
+    memset(longpat, '*', 257);
+    m = admin(&c, resp, "r6", W("KEYS", longpat, "", "10"));
+    PAYLOAD(m, "error a PATTERN has at most 256 bytes\n");
     m = admin(&c, resp, "r5", W("FLUSHALL"));
     PAYLOAD(m, "error unknown command (KEYS, INSPECT, EXPORT, BACKUP)\n");
     /* The broker goes on. */
@@ -171,7 +175,7 @@ TEST(admin_respects_the_key_acl_and_topic_protection)
     snprintf(acl, sizeof acl, "%s/keys.acl", test_tmpdir());
     FILE *f = fopen(acl, "w");
     ASSERT_TRUE(f != NULL);
-    fputs("client writer readwrite *\nclient reader read pub/*\n", f);
+    fputs("client writer readwrite *\nclient reader read pub/*\nclient sneaky read ?\nclient * read %c\n", f);
     fclose(f);
     struct broker b = {0};
     snprintf(b.extra, sizeof b.extra, "plugin_opt_acl_file %s\n", acl);
@@ -193,6 +197,22 @@ TEST(admin_respects_the_key_acl_and_topic_protection)
     PAYLOAD(m, "error not authorized\n");
     m = admin(&w, rw, "k", W("KEYS", "*", "", "100"));
     ASSERT_EQ(key_lines(m, cursor, sizeof cursor, page, sizeof page), 2);
+    /* BACKUP needs a rule for every key ("*"): "?" or "%c" (with a client
+     * id of "*") match the key "*" but are not every key. */
+    m = admin(&r, rr, "b1", W("BACKUP", "x"));
+    PAYLOAD(m, "error not authorized\n");
+    struct client sn, star;
+    char rs[256], rst[256];
+    client_connect_rr(&sn, b.port, "sneaky", rs, sizeof rs);
+    m = admin(&sn, rs, "b2", W("BACKUP", "x"));
+    PAYLOAD(m, "error not authorized\n");
+    client_connect_rr(&star, b.port, "*", rst, sizeof rst);
+    m = admin(&star, rst, "b3", W("BACKUP", "x"));
+    PAYLOAD(m, "error not authorized\n");
+    m = admin(&w, rw, "b4", W("BACKUP", "x"));
+    PAYLOAD(m, "error backups are off: set plugin_opt_backup_dir\n");
+    client_close(&sn);
+    client_close(&star);
     ASSERT_EQ(client_drain(&spy, 300), 0);
     client_close(&spy);
     client_close(&r);
@@ -330,7 +350,7 @@ TEST(admin_backup_refusals)
     client_close(&c);
     broker_stop(&b);
 
-    char bk[600];
+    char bk[400];
     snprintf(bk, sizeof bk, "%s/bk", test_tmpdir());
     ASSERT_EQ(mkdir(bk, 0700), 0);
     struct broker b2 = {0};
@@ -343,6 +363,10 @@ TEST(admin_backup_refusals)
     PAYLOAD(m, "error a backup name is a plain file name (letters, digits, '.', '_', '-')\n");
     m = admin(&c, rc, "4", W("BACKUP"));
     PAYLOAD(m, "error usage: BACKUP NAME\n");
+    m = admin(&c, rc, "5", W("BACKUP", "one"));
+    ASSERT_TRUE(m->len > 11 && strncmp((const char *)m->payload, "backup one ", 11) == 0);
+    m = admin(&c, rc, "6", W("BACKUP", "one"));
+    PAYLOAD(m, "error a backup of that name exists: choose another name or remove it\n");
     client_close(&c);
     broker_stop(&b2);
 
@@ -351,6 +375,13 @@ TEST(admin_backup_refusals)
     ASSERT_TRUE(broker_start_fails(&b3) != 0);
     ASSERT_TRUE(broker_log_has(&b3, "plugin_opt_backup_dir "));
     ASSERT_TRUE(broker_log_has(&b3, "/missing: No such file or directory"));
+    /* Not the data directory, nor inside it: a backup named "journal"
+     * would replace a live file. */
+    struct broker b4 = {0};
+    snprintf(b4.data, sizeof b4.data, "%s", bk);
+    snprintf(b4.extra, sizeof b4.extra, "plugin_opt_backup_dir %s\n", bk);
+    ASSERT_TRUE(broker_start_fails(&b4) != 0);
+    ASSERT_TRUE(broker_log_has(&b4, "must not be the data directory or inside it"));
 
     char notbackup[700], full[700];
     snprintf(notbackup, sizeof notbackup, "%s/mosquitto.conf", test_tmpdir());
