@@ -311,6 +311,8 @@ static void ss_batch__run_queue(struct ss_batch *b)
         ss_batch__queued_free(e);
         done++;
     }
+    if (done == 0)
+        return; /* nothing ran (an empty queue has no array at all) */
     memmove(b->queue.items, b->queue.items + done, (b->queue.len - done) * sizeof b->queue.items[0]);
     b->queue.len -= done;
     if (b->queue.len == 0)
