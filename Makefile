@@ -46,7 +46,7 @@ CFLAGS_ALL = -std=c11 -D_DEFAULT_SOURCE $(OPT) -g $(WARN) -fPIC -fvisibility=hid
 LDLIBS_ALL = $(shell pkg-config --libs lmdb 2>/dev/null) $(LDLIBS)
 MOSQ_LIBS  = $(shell pkg-config --libs libmosquitto 2>/dev/null)
 DEBS      := pkg-config liblmdb-dev mosquitto mosquitto-dev libmosquitto-dev mosquitto-clients openssl \
-             libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
+             libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev
 
 # etcd's API messages, generated from Debian's .proto files
 # (scripts/etcd-proto.sh), and etcd/: the etcd backend's client side.
@@ -55,7 +55,7 @@ ETCD_PROTO := etcd/mvcc/mvccpb/kv etcd/auth/authpb/auth etcd/etcdserver/etcdserv
 ETCD_GEN_C := $(ETCD_PROTO:%=$(GEN)/%.pb-c.c)
 ETCD_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(wildcard etcd/*.c)) $(ETCD_PROTO:%=$(OUT)/gen/%.pb-c.o)
 LIBETCD   := $(OUT)/libstatestore-etcd.a
-ETCD_LIBS  = $(shell pkg-config --libs libnghttp2 libprotobuf-c 2>/dev/null)
+ETCD_LIBS  = $(shell pkg-config --libs libnghttp2 libprotobuf-c openssl 2>/dev/null)
 CORE_SRC  := $(wildcard core/*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(OUT)/%.o)
 UNIT_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/unit/*.c))

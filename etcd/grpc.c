@@ -18,6 +18,9 @@
 #include <errno.h>
 #include <netdb.h>
 #include <nghttp2/nghttp2.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -26,6 +29,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/eventfd.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,9 +46,10 @@
 
 struct ss_grpc_endpoint {
     char *url;  /* as given, for messages */
-    char *host; /* also the :authority */
+    char *host;
     char *port;
-    char *authority;
+    char *authority; /* host:port as given */
+    bool tls;        /* https:// */
 };
 
 struct ss_grpc {
@@ -63,7 +68,10 @@ struct ss_grpc {
     ss_grpc_call *submitted, *sub_tail; /* under mu */
     ss_grpc_call *done, *done_tail;     /* under mu */
     /* I/O thread only */
+    SSL_CTX *tls;   /* when an endpoint is https:// */
     int fd;
+    SSL *ssl;       /* the connection's TLS, when its endpoint is https:// */
+    char tls_error[120]; /* why TLS gave up on the connection ("" if it did not) */
     size_t connected_to;
     nghttp2_session *session;
     ss_grpc_call *running;
@@ -93,15 +101,12 @@ static int ss_grpc__parse_url(struct ss_grpc_endpoint *e, const char *url, size_
     e->url = strndup(url, len);
     if (e->url == NULL)
         return SS_E_NOMEM;
-    if (strncmp(e->url, "https://", 8) == 0) {
-        ss_grpc__say(why, why_len, "TLS endpoints are not supported yet: ", e->url);
+    e->tls = strncmp(e->url, "https://", 8) == 0;
+    if (!e->tls && strncmp(e->url, "http://", 7) != 0) {
+        ss_grpc__say(why, why_len, "an endpoint must start with http:// or https://: ", e->url);
         return SS_E_INVAL;
     }
-    if (strncmp(e->url, "http://", 7) != 0) {
-        ss_grpc__say(why, why_len, "an endpoint must start with http://: ", e->url);
-        return SS_E_INVAL;
-    }
-    const char *h = e->url + 7;
+    const char *h = e->url + (e->tls ? 8 : 7);
     const char *colon = h[0] == '[' ? strstr(h, "]:") : strrchr(h, ':');
     if (colon && h[0] == '[')
         colon++;
@@ -317,21 +322,221 @@ static ssize_t ss_grpc__read_body(nghttp2_session *s, int32_t stream_id, uint8_t
     return (ssize_t)n;
 }
 
-/* ---- the connection (I/O thread) ---------------------------------------- */
+/* ---- TLS ------------------------------------------------------------------ */
 
-static void ss_grpc__disconnect(ss_grpc *g, const char *why)
+/* The TLS context for https:// endpoints: TLS 1.2 or later, the server's
+ * certificate verified (ca_file, or the system's CAs), ALPN "h2", and a
+ * client certificate when given. */
+static int ss_grpc__tls_setup(ss_grpc *g, const ss_grpc_options *o, char *why, size_t why_len)
 {
-    if (g->session) {
-        nghttp2_session_del(g->session);
-        g->session = NULL;
+    static const unsigned char alpn[] = {2, 'h', '2'};
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (ctx == NULL)
+        return SS_E_NOMEM;
+    g->tls = ctx;
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    const char *what = NULL, *file = "";
+    const char *key = o->key_file ? o->key_file : o->cert_file;
+    if (o->ca_file && o->ca_file[0] && SSL_CTX_load_verify_locations(ctx, o->ca_file, NULL) != 1) {
+        what = "cannot use the CA file ";
+        file = o->ca_file;
+    } else if ((o->ca_file == NULL || o->ca_file[0] == '\0') && SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        what = "cannot load the system's CA certificates";
+    } else if (o->cert_file && o->cert_file[0] && SSL_CTX_use_certificate_chain_file(ctx, o->cert_file) != 1) {
+        what = "cannot use the client certificate ";
+        file = o->cert_file;
+    } else if (o->cert_file && o->cert_file[0] &&
+               (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx) != 1)) {
+        what = "cannot use the client key ";
+        file = key;
+    } else if (SSL_CTX_set_alpn_protos(ctx, alpn, sizeof alpn) != 0) {
+        what = "cannot ask for HTTP/2 (ALPN)";
+    }
+    if (what) {
+        char err[120];
+        ERR_error_string_n(ERR_get_error(), err, sizeof err);
+        if (why && why_len)
+            snprintf(why, why_len, "%s%s: %s", what, file, err);
+        ERR_clear_error();
+        return SS_E_INVAL;
+    }
+    return SS_OK;
+}
+
+/* Wait until fd is ready for what TLS wants (SSL_ERROR_WANT_*), at most
+ * until deadline (monotonic ms). */
+static bool ss_grpc__tls_wait(int fd, int want, uint64_t deadline)
+{
+    uint64_t now = ss_grpc__mono_ms();
+    if (now >= deadline)
+        return false;
+    struct pollfd p = {fd, want == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN, 0};
+    return poll(&p, 1, (int)(deadline - now)) == 1;
+}
+
+/* The TLS handshake on g->fd for endpoint e. 0 or SS_E_CONNECTION with
+ * *why (the certificate's problem when that is the cause). */
+static int ss_grpc__tls_connect(ss_grpc *g, const struct ss_grpc_endpoint *e, char *why, size_t n)
+{
+    SSL *ssl = SSL_new(g->tls);
+    if (ssl == NULL || SSL_set_fd(ssl, g->fd) != 1) {
+        SSL_free(ssl);
+        snprintf(why, n, "%s: cannot start TLS", e->url);
+        return SS_E_CONNECTION;
+    }
+    /* The certificate must name the host: an IP address as such, a name
+     * (sent as SNI too) by the usual rules. */
+    unsigned char addr[16];
+    bool ip = inet_pton(AF_INET, e->host, addr) == 1 || inet_pton(AF_INET6, e->host, addr) == 1;
+    if (ip)
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), e->host);
+    else {
+        SSL_set_tlsext_host_name(ssl, e->host);
+        SSL_set1_host(ssl, e->host);
+    }
+    uint64_t deadline = ss_grpc__mono_ms() + g->connect_timeout_ms;
+    for (;;) {
+        ERR_clear_error();
+        int r = SSL_connect(ssl);
+        if (r == 1)
+            break;
+        int err = SSL_get_error(ssl, r);
+        if ((err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) && ss_grpc__tls_wait(g->fd, err, deadline))
+            continue;
+        long v = SSL_get_verify_result(ssl);
+        char detail[120];
+        unsigned long e2 = ERR_peek_last_error();
+        if (v != X509_V_OK)
+            snprintf(detail, sizeof detail, "certificate verify failed: %s", X509_verify_cert_error_string(v));
+        else if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
+            snprintf(detail, sizeof detail, "TLS handshake timed out");
+        else if (e2)
+            snprintf(detail, sizeof detail, "TLS handshake failed: %s", ERR_reason_error_string(e2));
+        else
+            snprintf(detail, sizeof detail, "TLS handshake failed (the server closed the connection)");
+        snprintf(why, n, "%s: %s", e->url, detail);
+        ERR_clear_error();
+        SSL_free(ssl);
+        return SS_E_CONNECTION;
+    }
+    const unsigned char *proto = NULL;
+    unsigned int plen = 0;
+    SSL_get0_alpn_selected(ssl, &proto, &plen);
+    if (plen != 2 || memcmp(proto, "h2", 2) != 0) {
+        snprintf(why, n, "%s: the server does not speak HTTP/2 over TLS (ALPN)", e->url);
+        SSL_free(ssl);
+        return SS_E_CONNECTION;
+    }
+    g->ssl = ssl;
+    return SS_OK;
+}
+
+/* Keep why TLS gave up: an alert from the server (a refused client
+ * certificate arrives after the handshake with TLS 1.3) says more than
+ * "connection lost". */
+static void ss_grpc__tls_note(ss_grpc *g)
+{
+    unsigned long e = ERR_peek_last_error();
+    if (e && ERR_reason_error_string(e))
+        snprintf(g->tls_error, sizeof g->tls_error, "TLS: %s", ERR_reason_error_string(e));
+    ERR_clear_error();
+}
+
+/* Why the connection was lost, as well as is known. */
+static const char *ss_grpc__lost(const ss_grpc *g)
+{
+    return g->tls_error[0] ? g->tls_error : "connection lost";
+}
+
+/* Send n bytes (all of them): 0, or -1 when the connection broke. */
+static int ss_grpc__send_all(ss_grpc *g, const uint8_t *data, size_t n)
+{
+    size_t off = 0;
+    while (off < n) {
+        if (g->ssl) {
+            ERR_clear_error();
+            int w = SSL_write(g->ssl, data + off, (int)(n - off > INT32_MAX ? INT32_MAX : n - off));
+            if (w > 0) {
+                off += (size_t)w;
+                continue;
+            }
+            int err = SSL_get_error(g->ssl, w);
+            if ((err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) &&
+                ss_grpc__tls_wait(g->fd, err, ss_grpc__mono_ms() + 5000))
+                continue;
+            ss_grpc__tls_note(g);
+            return -1;
+        }
+        ssize_t w = send(g->fd, data + off, n - off, MSG_NOSIGNAL);
+        if (w > 0) {
+            off += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            /* The peer reads slowly: wait until it can take more. */
+            struct pollfd p = {g->fd, POLLOUT, 0};
+            if (poll(&p, 1, 5000) == 1)
+                continue;
+        }
+        return -1;
+    }
+    return 0;
+}
+
+/* Read what is there: bytes (> 0), 0 when nothing more is there now, -1
+ * when the connection closed or broke. */
+static ssize_t ss_grpc__recv_some(ss_grpc *g, uint8_t *buf, size_t n)
+{
+    if (g->ssl) {
+        ERR_clear_error();
+        int r = SSL_read(g->ssl, buf, (int)(n > INT32_MAX ? INT32_MAX : n));
+        if (r > 0)
+            return r;
+        int err = SSL_get_error(g->ssl, r);
+        if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
+            return 0;
+        ss_grpc__tls_note(g);
+        return -1;
+    }
+    for (;;) {
+        ssize_t r = recv(g->fd, buf, n, MSG_DONTWAIT);
+        if (r > 0)
+            return r;
+        if (r < 0 && errno == EINTR)
+            continue;
+        return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+    }
+}
+
+/* Close the socket (and its TLS). */
+static void ss_grpc__close_socket(ss_grpc *g)
+{
+    g->tls_error[0] = '\0';
+    if (g->ssl) {
+        SSL_free(g->ssl);
+        g->ssl = NULL;
     }
     if (g->fd >= 0) {
         close(g->fd);
         g->fd = -1;
     }
-    /* The calls on the lost connection: their outcome is unknown. */
-    char what[200];
+}
+
+/* ---- the connection (I/O thread) ---------------------------------------- */
+
+static void ss_grpc__disconnect(ss_grpc *g, const char *why)
+{
+    char what[200]; /* first: why may be g->tls_error, which closing clears */
     snprintf(what, sizeof what, "%s: %s", g->eps[g->connected_to].url, why);
+    if (g->session) {
+        nghttp2_session_del(g->session);
+        g->session = NULL;
+    }
+    ss_grpc__close_socket(g);
+    /* The calls on the lost connection: their outcome is unknown. */
     while (g->running) {
         ss_grpc_call *c = g->running;
         g->running = c->next;
@@ -388,14 +593,15 @@ static int ss_grpc__connect(ss_grpc *g, char *why, size_t n)
     pthread_mutex_unlock(&g->mu);
     g->connected_to = i;
     int rc = ss_grpc__dial(g, i, why, n);
+    if (rc == SS_OK && g->eps[i].tls && (rc = ss_grpc__tls_connect(g, &g->eps[i], why, n)) != SS_OK)
+        ss_grpc__close_socket(g);
     if (rc != SS_OK) {
         ss_grpc__rotate(g, i);
         return rc;
     }
     nghttp2_session_callbacks *cb;
     if (nghttp2_session_callbacks_new(&cb) != 0) {
-        close(g->fd);
-        g->fd = -1;
+        ss_grpc__close_socket(g);
         snprintf(why, n, "out of memory");
         return SS_E_NOMEM;
     }
@@ -425,24 +631,8 @@ static bool ss_grpc__flush(ss_grpc *g)
             return false;
         if (n == 0)
             return true;
-        size_t off = 0;
-        while (off < (size_t)n) {
-            ssize_t w = send(g->fd, data + off, (size_t)n - off, MSG_NOSIGNAL);
-            if (w > 0) {
-                off += (size_t)w;
-                continue;
-            }
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                /* The peer reads slowly: wait until it can take more. */
-                struct pollfd p = {g->fd, POLLOUT, 0};
-                if (poll(&p, 1, 5000) != 1)
-                    return false;
-                continue;
-            }
+        if (ss_grpc__send_all(g, data, (size_t)n) != 0)
             return false;
-        }
     }
 }
 
@@ -452,15 +642,11 @@ static bool ss_grpc__receive(ss_grpc *g)
 {
     uint8_t buf[65536];
     for (;;) {
-        ssize_t r = recv(g->fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (r > 0) {
-            if (nghttp2_session_mem_recv(g->session, buf, (size_t)r) < 0)
-                return false;
-            continue;
-        }
-        if (r < 0 && errno == EINTR)
-            continue;
-        return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+        ssize_t r = ss_grpc__recv_some(g, buf, sizeof buf);
+        if (r == 0)
+            return true;
+        if (r < 0 || nghttp2_session_mem_recv(g->session, buf, (size_t)r) < 0)
+            return false;
     }
 }
 
@@ -485,7 +671,7 @@ static int ss_grpc__start(ss_grpc *g, ss_grpc_call *c)
     c->deadline_ms = ss_grpc__mono_ms() + (c->timeout_ms ? c->timeout_ms : SS_GRPC_TIMEOUT_MS_DEFAULT);
     const struct ss_grpc_endpoint *e = &g->eps[g->connected_to];
 #define SS_NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
-    nghttp2_nv hdrs[] = {SS_NV(":method", "POST"),         SS_NV(":scheme", "http"),
+    nghttp2_nv hdrs[] = {SS_NV(":method", "POST"),         SS_NV(":scheme", e->tls ? "https" : "http"),
                          SS_NV(":path", c->method),        SS_NV(":authority", e->authority),
                          SS_NV("content-type", "application/grpc"), SS_NV("te", "trailers")};
 #undef SS_NV
@@ -540,8 +726,7 @@ static void *ss_grpc__main(void *arg)
         if (g->move_on && g->session && g->running == NULL) {
             nghttp2_session_del(g->session);
             g->session = NULL;
-            close(g->fd);
-            g->fd = -1;
+            ss_grpc__close_socket(g);
             ss_grpc__rotate(g, g->connected_to);
         }
         if (g->session == NULL)
@@ -565,7 +750,7 @@ static void *ss_grpc__main(void *arg)
         if (g->session)
             wait_ms = ss_grpc__deadlines(g);
         if (g->session && !ss_grpc__flush(g))
-            ss_grpc__disconnect(g, "connection lost");
+            ss_grpc__disconnect(g, ss_grpc__lost(g));
         ss_grpc__hand_back(g);
         struct pollfd p[2] = {{g->event_fd, POLLIN, 0}, {g->fd, POLLIN, 0}};
         int np = g->session ? 2 : 1;
@@ -579,7 +764,7 @@ static void *ss_grpc__main(void *arg)
                 bool alive = ss_grpc__receive(g) && ss_grpc__flush(g);
                 if (!alive || (!nghttp2_session_want_read(g->session) &&
                                !nghttp2_session_want_write(g->session)))
-                    ss_grpc__disconnect(g, alive ? "closed by the server" : "connection lost");
+                    ss_grpc__disconnect(g, alive ? "closed by the server" : ss_grpc__lost(g));
             }
             ss_grpc__hand_back(g);
         }
@@ -616,6 +801,11 @@ int ss_grpc_new(const ss_grpc_options *o, ss_grpc **out, char *why, size_t why_l
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
     int rc = ss_grpc__parse_endpoints(g, o->endpoints, why, why_len);
+    bool any_tls = false;
+    for (size_t i = 0; rc == SS_OK && i < g->n_eps; i++)
+        any_tls = any_tls || g->eps[i].tls;
+    if (rc == SS_OK && any_tls)
+        rc = ss_grpc__tls_setup(g, o, why, why_len);
     if (rc == SS_OK && (g->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
         rc = SS_E_NOMEM;
     if (rc == SS_OK) {
@@ -669,6 +859,7 @@ void ss_grpc_free(ss_grpc *g)
     ss_grpc__free_list(g->done);
     if (g->event_fd >= 0)
         close(g->event_fd);
+    SSL_CTX_free(g->tls);
     for (size_t i = 0; i < g->n_eps; i++) {
         free(g->eps[i].url);
         free(g->eps[i].host);

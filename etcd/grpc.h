@@ -8,8 +8,10 @@
  * callback, on the I/O thread) when calls finish, and collects them.
  *
  * Endpoints: http://host:port (HTTP/2 with prior knowledge, as etcd
- * serves it on a plain client URL). TLS endpoints (https://) are refused
- * for now with a message that says so. When the connection fails or is
+ * serves it on a plain client URL) or https://host:port (TLS 1.2 or later
+ * with ALPN "h2", the server's certificate verified against ca_file or
+ * the system's CAs and matched to host, an optional client certificate).
+ * When the connection fails or is
  * lost, the calls on it fail with SS_E_CONNECTION and the channel moves on
  * to the next endpoint for later calls; nothing is retried here, since
  * only the caller knows whether a call may run twice.
@@ -27,6 +29,9 @@ typedef struct ss_grpc ss_grpc;
 
 typedef struct ss_grpc_options {
     const char *endpoints; /* comma-separated URLs; at least one */
+    const char *ca_file;   /* https: the CA to trust; NULL: the system's */
+    const char *cert_file; /* https: a client certificate (chain), or NULL */
+    const char *key_file;  /* its private key */
     unsigned connect_timeout_ms; /* 0: 2000 */
     void (*wake)(void *ctx);     /* calls finished (I/O thread); may be NULL */
     void *wake_ctx;
@@ -67,8 +72,9 @@ typedef struct ss_grpc_call {
 } ss_grpc_call;
 
 /* Start the channel and its I/O thread (it connects when the first call
- * comes). 0, SS_E_INVAL (no endpoint, a URL that is not http://host:port;
- * *why says which), SS_E_NOMEM. */
+ * comes). 0, SS_E_INVAL (no endpoint, a URL that is not
+ * http(s)://host:port, TLS files that cannot be used; *why says which),
+ * SS_E_NOMEM. */
 int ss_grpc_new(const ss_grpc_options *o, ss_grpc **out, char *why, size_t why_len);
 /* Stop the thread. Calls under way or waiting end with SS_E_CONNECTION;
  * those not collected are cleared (their buffers freed; the structs stay

@@ -22,7 +22,7 @@ static const char *etcd_binary(void)
 
 const char *etcd_member_url(const struct etcd_cluster *c, int i, char *buf, size_t n)
 {
-    snprintf(buf, n, "http://127.0.0.1:%d", c->client_port[i]);
+    snprintf(buf, n, "%s://127.0.0.1:%d", c->tls ? "https" : "http", c->client_port[i]);
     return buf;
 }
 
@@ -31,7 +31,7 @@ static pid_t etcd_spawn(const struct etcd_cluster *c, int i, const char *initial
     char name[16], dir[600], client[64], peer[64], out[600], err[600];
     snprintf(name, sizeof name, "m%d", i);
     snprintf(dir, sizeof dir, "%s/etcd-%d", test_tmpdir(), i);
-    snprintf(client, sizeof client, "http://127.0.0.1:%d", c->client_port[i]);
+    etcd_member_url(c, i, client, sizeof client);
     snprintf(peer, sizeof peer, "http://127.0.0.1:%d", c->peer_port[i]);
     snprintf(out, sizeof out, "%s/etcd-%d.out", test_tmpdir(), i);
     snprintf(err, sizeof err, "%s/etcd-%d.log", test_tmpdir(), i);
@@ -43,7 +43,22 @@ static pid_t etcd_spawn(const struct etcd_cluster *c, int i, const char *initial
                     "--initial-cluster", (char *)initial, "--initial-cluster-state", "new",
                     "--initial-cluster-token", "statestore-test",
                     "--heartbeat-interval", "50", "--election-timeout", "500",
-                    "--logger", "zap", "--log-outputs", "stderr", NULL};
+                    "--logger", "zap", "--log-outputs", "stderr", NULL, NULL, NULL, NULL, NULL, NULL,
+                    NULL, NULL};
+    char certf[700], keyf[700], caf[700];
+    if (c->tls) {
+        size_t k = 0;
+        while (argv[k])
+            k++;
+        snprintf(certf, sizeof certf, "--cert-file=%s", c->tls->cert);
+        snprintf(keyf, sizeof keyf, "--key-file=%s", c->tls->key);
+        snprintf(caf, sizeof caf, "--trusted-ca-file=%s", c->tls->ca);
+        argv[k++] = certf;
+        argv[k++] = keyf;
+        argv[k++] = caf;
+        if (c->tls->client_auth)
+            argv[k++] = "--client-cert-auth";
+    }
     return spawn_cmd(argv, out, err);
 }
 
@@ -55,6 +70,11 @@ static bool etcd_member_ready(const struct etcd_cluster *c, int i)
         return false;
     char url[64];
     ss_grpc_options o = {.endpoints = etcd_member_url(c, i, url, sizeof url)};
+    if (c->tls) {
+        o.ca_file = c->tls->ca;
+        o.cert_file = c->tls->client_cert;
+        o.key_file = c->tls->client_key;
+    }
     ss_grpc *g;
     if (ss_grpc_new(&o, &g, NULL, 0) != SS_OK)
         return false;
@@ -69,9 +89,15 @@ static bool etcd_member_ready(const struct etcd_cluster *c, int i)
 
 void etcd_cluster_start(struct etcd_cluster *c, int n)
 {
+    etcd_cluster_start_tls(c, n, NULL);
+}
+
+void etcd_cluster_start_tls(struct etcd_cluster *c, int n, const struct etcd_tls *tls)
+{
     ASSERT_TRUE(n >= 1 && n <= ETCD_MEMBERS_MAX);
     memset(c, 0, sizeof *c);
     c->n = n;
+    c->tls = tls;
     char initial[512] = "";
     size_t used = 0, eused = 0;
     for (int i = 0; i < n; i++) {
@@ -81,8 +107,8 @@ void etcd_cluster_start(struct etcd_cluster *c, int n)
         while (c->peer_port[i] == c->client_port[i]);
         used += (size_t)snprintf(initial + used, sizeof initial - used, "%sm%d=http://127.0.0.1:%d",
                                  i ? "," : "", i, c->peer_port[i]);
-        eused += (size_t)snprintf(c->endpoints + eused, sizeof c->endpoints - eused,
-                                  "%shttp://127.0.0.1:%d", i ? "," : "", c->client_port[i]);
+        eused += (size_t)snprintf(c->endpoints + eused, sizeof c->endpoints - eused, "%s%s://127.0.0.1:%d",
+                                  i ? "," : "", tls ? "https" : "http", c->client_port[i]);
     }
     for (int i = 0; i < n; i++)
         c->pid[i] = etcd_spawn(c, i, initial);

@@ -10,17 +10,27 @@
 
 #define ETCD_MEMBERS_MAX 5
 
+/* TLS on the members' client URLs (peers stay on plain loopback). */
+struct etcd_tls {
+    const char *ca, *cert, *key; /* PEM files */
+    bool client_auth;            /* members require a client certificate */
+    const char *client_cert, *client_key; /* what the harness itself uses */
+};
+
 struct etcd_cluster {
     int n;
+    const struct etcd_tls *tls;
     pid_t pid[ETCD_MEMBERS_MAX];
     int client_port[ETCD_MEMBERS_MAX];
     int peer_port[ETCD_MEMBERS_MAX];
-    char endpoints[512]; /* "http://127.0.0.1:P1,http://127.0.0.1:P2,..." */
+    char endpoints[512]; /* "http://127.0.0.1:P1,http://127.0.0.1:P2,..." (https with TLS) */
 };
 
 /* Start n members and wait until the cluster answers through every
  * member; fails the test otherwise. */
 void etcd_cluster_start(struct etcd_cluster *c, int n);
+/* The same with TLS on the client URLs (https://; tls is borrowed). */
+void etcd_cluster_start_tls(struct etcd_cluster *c, int n, const struct etcd_tls *tls);
 /* Stop every member still running (SIGTERM, then SIGKILL after 5 s). */
 void etcd_cluster_stop(struct etcd_cluster *c);
 /* The URL of member i. */
