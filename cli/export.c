@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "../core/errors.h"
+#include "../core/hex.h"
 #include "../core/json.h"
 #include "../core/store.h"
 #include "cli.h"
@@ -26,27 +27,7 @@
 /* Records written per batch on import. */
 #define SS_IMPORT_BATCH 1000
 
-static int hexval(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* Decode n hex chars at s into out (replaced). */
-static bool hex_to_buf(const char *s, size_t n, ss_buf *out)
-{
-    ss_buf_clear(out);
-    if (n % 2 || ss_buf_reserve(out, n / 2 + 1) != SS_OK)
-        return false;
-    for (size_t i = 0; i < n; i += 2) {
-        int hi = hexval(s[i]), lo = hexval(s[i + 1]);
-        if (hi < 0 || lo < 0)
-            return false;
-        out->data[out->len++] = (uint8_t)(hi * 16 + lo);
-    }
-    return true;
-}
-
-/* One record line's fields: "rec HEXKEY VERSION EXP FT LEN". */
+/* One record line's fields: "rec HEXKEY SIZE VERSION EXP FT". */
 struct rec_head {
     const char *hexkey, *version, *exp, *ft;
     size_t hexkey_len, version_len, exp_len, ft_len;
@@ -71,19 +52,19 @@ static bool parse_head(const char *p, size_t n, struct rec_head *h)
         return false;
     h->hexkey = f[0];
     h->hexkey_len = fl[0];
-    h->version = f[1];
-    h->version_len = fl[1];
-    h->exp = f[2];
-    h->exp_len = fl[2];
-    h->ft = f[3];
-    h->ft_len = fl[3];
-    if (fl[4] == 0 || fl[4] > 12)
+    h->version = f[2];
+    h->version_len = fl[2];
+    h->exp = f[3];
+    h->exp_len = fl[3];
+    h->ft = f[4];
+    h->ft_len = fl[4];
+    if (fl[1] == 0 || fl[1] > 12)
         return false;
     h->len = 0;
-    for (size_t k = 0; k < fl[4]; k++) {
-        if (f[4][k] < '0' || f[4][k] > '9')
+    for (size_t k = 0; k < fl[1]; k++) {
+        if (f[1][k] < '0' || f[1][k] > '9')
             return false;
-        h->len = h->len * 10 + (uint64_t)(f[4][k] - '0');
+        h->len = h->len * 10 + (uint64_t)(f[1][k] - '0');
     }
     return true;
 }
@@ -148,7 +129,7 @@ static bool print_page(const uint8_t *p, size_t n, char **cursor, long *count)
         struct rec_head h;
         ok = nl && (size_t)(nl - (p + i)) > 4 && memcmp(p + i, "rec ", 4) == 0 &&
              parse_head((const char *)p + i, (size_t)(nl - (p + i)), &h) &&
-             hex_to_buf(h.hexkey, h.hexkey_len, &key);
+             ss_hex_decode(&key, h.hexkey, h.hexkey_len) == SS_OK;
         if (!ok)
             break;
         size_t vstart = (size_t)(nl - p) + 1;

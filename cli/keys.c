@@ -5,29 +5,11 @@
 #include <string.h>
 
 #include "../core/errors.h"
+#include "../core/hex.h"
 #include "cli.h"
 
 /* Keys asked for per page. */
 #define SS_KEYS_PAGE "500"
-
-static int unhex_digit(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* Decode hex in place; returns the byte count, or -1. */
-static long unhex(char *s, size_t n)
-{
-    if (n % 2)
-        return -1;
-    for (size_t i = 0; i < n; i += 2) {
-        int hi = unhex_digit(s[i]), lo = unhex_digit(s[i + 1]);
-        if (hi < 0 || lo < 0)
-            return -1;
-        s[i / 2] = (char)(hi * 16 + lo);
-    }
-    return (long)(n / 2);
-}
 
 /* One "key HEX SIZE VERSION TTL FT" line (without "key "), printed. */
 static bool print_key_line(const struct cli *cl, char *line)
@@ -38,16 +20,19 @@ static bool print_key_line(const struct cli *cl, char *line)
         f[nf++] = t;
     if (nf != 5)
         return false;
-    long klen = unhex(f[0], strlen(f[0]));
-    if (klen < 0)
+    ss_buf kb = SS_BUF_INIT;
+    if (ss_hex_decode(&kb, f[0], strlen(f[0])) != SS_OK) {
+        ss_buf_free(&kb);
         return false;
-    const uint8_t *key = (const uint8_t *)f[0];
+    }
+    const uint8_t *key = kb.data;
+    size_t klen = kb.len;
     bool ttl = strcmp(f[3], "-") != 0, ft = strcmp(f[4], "-") != 0;
     if (cl->json) {
         fputs("{\"key\":", stdout);
-        out_json_string(key, (size_t)klen);
+        out_json_string(key, klen);
         fputs(",\"key_base64\":\"", stdout);
-        out_base64(key, (size_t)klen);
+        out_base64(key, klen);
         printf("\",\"size\":%s,\"version\":\"%s\",\"ttl_ms\":%s,\"fencing_token\":", f[1], f[2],
                ttl ? f[3] : "null");
         if (ft)
@@ -55,7 +40,7 @@ static bool print_key_line(const struct cli *cl, char *line)
         else
             puts("null}");
     } else {
-        out_escaped(key, (size_t)klen);
+        out_escaped(key, klen);
         printf("  size=%s  version=%s", f[1], f[2]);
         if (ttl)
             printf("  ttl=%sms", f[3]);
@@ -63,6 +48,7 @@ static bool print_key_line(const struct cli *cl, char *line)
             printf("  fencing_token=%s", f[4]);
         putchar('\n');
     }
+    ss_buf_free(&kb);
     return true;
 }
 

@@ -9,6 +9,7 @@
 
 #include "../core/codec.h"
 #include "../core/errors.h"
+#include "../core/hex.h"
 #include "../core/protocol.h"
 
 /* The user properties we read from answers and notifications. */
@@ -83,37 +84,20 @@ static void ss_client__on_answer(ss_client *c, const void *payload, int len, con
     ss_client__complete(p, &r);
 }
 
-static int ss_client__unhex(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 static void ss_client__on_notification(ss_client *c, const char *hexkey, const void *payload, int len,
                                 const struct ss_props_seen *s)
 {
-    size_t hn = strlen(hexkey);
-    if (hn % 2)
+    ss_buf kb = SS_BUF_INIT;
+    if (ss_hex_decode(&kb, hexkey, strlen(hexkey)) != SS_OK) {
+        ss_buf_free(&kb);
         return;
-    uint8_t *key = malloc(hn / 2 + 1);
-    if (key == NULL)
-        return;
-    for (size_t i = 0; i < hn; i += 2) {
-        int hi = ss_client__unhex(hexkey[i]), lo = ss_client__unhex(hexkey[i + 1]);
-        if (hi < 0 || lo < 0) {
-            free(key);
-            return;
-        }
-        key[i / 2] = (uint8_t)(hi << 4 | lo);
     }
+    const uint8_t *key = kb.data;
     enum ss_notify_kind kind;
     ss_bytes value;
     if (ss_codec_decode_notify(payload, (size_t)len, &kind, &value) == SS_OK) {
         ss_client__merge_ts(c, s->ts);
-        ss_notification n = {key, hn / 2, kind == SS_NOTIFY_DELETE, value.data, value.len,
+        ss_notification n = {key, kb.len, kind == SS_NOTIFY_DELETE, value.data, value.len,
                              s->ts ? s->ts : ""};
         pthread_mutex_lock(&c->mu);
         ss_notify_cb cb = c->notify_cb;
@@ -126,7 +110,7 @@ static void ss_client__on_notification(ss_client *c, const char *hexkey, const v
         pthread_cond_broadcast(&c->cv);
         pthread_mutex_unlock(&c->mu);
     }
-    free(key);
+    ss_buf_free(&kb);
 }
 
 bool ss_client_handle_message(ss_client *c, const char *topic, const void *payload, int len,

@@ -7,6 +7,7 @@
 
 #include "../core/codec.h"
 #include "../core/errors.h"
+#include "../core/hex.h"
 #include "../core/protocol.h"
 #include "backup.h"
 #include "outbox.h"
@@ -99,54 +100,31 @@ static void ss_admin__answer(struct ss_plugin *p, const struct ss_admin_req *r, 
     ss_admin_reply(p, r->response_topic, r->corr, r->corr_len, text->data, text->len);
 }
 
-static int ss_admin__hex(ss_buf *b, const uint8_t *p, size_t n)
+/* One entry for key and rec: "key HEXKEY SIZE VERSION TTL_MS|- FT|-\n"
+ * (KEYS, INSPECT), or with the value (EXPORT): "rec HEXKEY SIZE VERSION
+ * EXPIRES_AT_MS|- FT|-\n", then the value's SIZE bytes as they are and
+ * "\n". An export carries the absolute deadline (Unix ms), so that an
+ * import keeps it; a listing shows the time left. */
+static int ss_admin__entry(ss_buf *b, ss_bytes key, const ss_record *rec, uint64_t now_ms, bool with_value)
 {
-    static const char hex[] = "0123456789abcdef";
-    int rc = ss_buf_reserve(b, 2 * n);
-    for (size_t i = 0; rc == SS_OK && i < n; i++) {
-        b->data[b->len++] = (uint8_t)hex[p[i] >> 4];
-        b->data[b->len++] = (uint8_t)hex[p[i] & 15];
-    }
-    return rc;
-}
-
-/* Hex text to bytes; false if it is not an even run of hex digits. */
-static bool ss_admin__unhex(ss_bytes text, ss_buf *out)
-{
-    ss_buf_clear(out);
-    if (text.len % 2 || ss_buf_reserve(out, text.len / 2) != SS_OK)
-        return false;
-    for (size_t i = 0; i < text.len; i += 2) {
-        int v = 0;
-        for (size_t j = i; j < i + 2; j++) {
-            uint8_t c = text.data[j];
-            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                      : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-            if (d < 0)
-                return false;
-            v = v * 16 + d;
-        }
-        out->data[out->len++] = (uint8_t)v;
-    }
-    return true;
-}
-
-/* One "key" line for key and rec. */
-static int ss_admin__line(ss_buf *b, ss_bytes key, const ss_record *rec, uint64_t now_ms)
-{
-    char v[SS_HLC_TEXT_MAX + 1], ft[SS_HLC_TEXT_MAX + 1] = "-", ttl[24] = "-", size[24];
+    char v[SS_HLC_TEXT_MAX + 1], ft[SS_HLC_TEXT_MAX + 1] = "-", when[24] = "-", size[24];
     v[ss_hlc_format(&rec->version, v)] = '\0';
     if (rec->has_ft)
         ft[ss_hlc_format(&rec->ft, ft)] = '\0';
     if (rec->expiry_ms)
-        snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)(rec->expiry_ms - now_ms));
+        snprintf(when, sizeof when, "%llu",
+                 (unsigned long long)(with_value ? rec->expiry_ms : rec->expiry_ms - now_ms));
     snprintf(size, sizeof size, "%zu", rec->value.len);
-    int rc = ss_buf_append_str(b, "key ");
+    int rc = ss_buf_append_str(b, with_value ? "rec " : "key ");
     if (rc == SS_OK)
-        rc = ss_admin__hex(b, key.data, key.len);
-    const char *parts[] = {" ", size, " ", v, " ", ttl, " ", ft, "\n"};
+        rc = ss_hex_append(b, key.data, key.len, false);
+    const char *parts[] = {" ", size, " ", v, " ", when, " ", ft, "\n"};
     for (size_t i = 0; rc == SS_OK && i < sizeof parts / sizeof parts[0]; i++)
         rc = ss_buf_append_str(b, parts[i]);
+    if (rc == SS_OK && with_value)
+        rc = ss_buf_append(b, rec->value.data, rec->value.len);
+    if (rc == SS_OK && with_value)
+        rc = ss_buf_append_str(b, "\n");
     return rc;
 }
 
@@ -167,29 +145,6 @@ struct ss_admin_page {
     uint64_t work; /* pattern matching steps so far, at most (key x pattern) */
 };
 
-/* EXPORT: one record: "rec HEXKEY VERSION EXPIRES_AT_MS|- FT|- LEN\n", the
- * value's LEN bytes as they are, "\n". The deadline is absolute (Unix ms),
- * so that an import keeps it. */
-static int ss_admin__record(ss_buf *b, ss_bytes key, const ss_record *rec)
-{
-    char v[SS_HLC_TEXT_MAX + 1], ft[SS_HLC_TEXT_MAX + 1] = "-", exp[24] = "-", len[24];
-    v[ss_hlc_format(&rec->version, v)] = '\0';
-    if (rec->has_ft)
-        ft[ss_hlc_format(&rec->ft, ft)] = '\0';
-    if (rec->expiry_ms)
-        snprintf(exp, sizeof exp, "%llu", (unsigned long long)rec->expiry_ms);
-    snprintf(len, sizeof len, "%zu", rec->value.len);
-    int rc = ss_buf_append_str(b, "rec ");
-    if (rc == SS_OK)
-        rc = ss_admin__hex(b, key.data, key.len);
-    const char *parts[] = {" ", v, " ", exp, " ", ft, " ", len, "\n"};
-    for (size_t i = 0; rc == SS_OK && i < sizeof parts / sizeof parts[0]; i++)
-        rc = ss_buf_append_str(b, parts[i]);
-    if (rc == SS_OK)
-        rc = ss_buf_append(b, rec->value.data, rec->value.len);
-    return rc == SS_OK ? ss_buf_append_str(b, "\n") : rc;
-}
-
 static bool ss_admin__visit(void *ctx, ss_bytes key, const ss_record *rec)
 {
     struct ss_admin_page *pg = ctx;
@@ -204,13 +159,13 @@ static bool ss_admin__visit(void *ctx, ss_bytes key, const ss_record *rec)
         !ss_admin__may_read(pg->p, pg->r, key))
         return budget;
     if (pg->values) {
-        pg->rc = ss_admin__record(&pg->p->admin->answer, key, rec);
+        pg->rc = ss_admin__entry(&pg->p->admin->answer, key, rec, pg->now_ms, true);
         pg->bytes += rec->value.len;
         /* A page carries about SS_ADMIN_EXPORT_BYTES of values (one
          * record at least, however large). */
         return pg->rc == SS_OK && ++pg->got < pg->want && pg->bytes < SS_ADMIN_EXPORT_BYTES && budget;
     }
-    pg->rc = ss_admin__line(&pg->p->admin->answer, key, rec, pg->now_ms);
+    pg->rc = ss_admin__entry(&pg->p->admin->answer, key, rec, pg->now_ms, false);
     return pg->rc == SS_OK && ++pg->got < pg->want && budget;
 }
 
@@ -220,7 +175,7 @@ static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req
 {
     struct ss_admin *a = p->admin;
     uint64_t count = SS_ADMIN_PAGE_DEFAULT;
-    if (q->argc != 4 || !ss_admin__unhex(q->argv[2], &a->cursor))
+    if (q->argc != 4 || ss_hex_decode(&a->cursor, (const char *)q->argv[2].data, q->argv[2].len) != SS_OK)
         return values ? "usage: EXPORT PATTERN CURSOR COUNT (CURSOR: hex, empty to start)"
                       : "usage: KEYS PATTERN CURSOR COUNT (CURSOR: hex, empty to start)";
     if (q->argv[3].len && ss_parse_u64(q->argv[3].data, q->argv[3].len, SS_ADMIN_PAGE_MAX, &count) != SS_OK)
@@ -247,7 +202,7 @@ static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req
     a->answer = (ss_buf)SS_BUF_INIT;
     rc = ss_buf_append_str(&a->answer, "cursor ");
     if (rc == SS_OK)
-        rc = next.len ? ss_admin__hex(&a->answer, next.data, next.len) : ss_buf_append_str(&a->answer, "-");
+        rc = next.len ? ss_hex_append(&a->answer, next.data, next.len, false) : ss_buf_append_str(&a->answer, "-");
     if (rc == SS_OK)
         rc = ss_buf_append_str(&a->answer, "\n");
     if (rc == SS_OK)
@@ -276,7 +231,7 @@ static const char *ss_admin__inspect(struct ss_plugin *p, const struct ss_admin_
     if (rc == SS_OK && rec.expiry_ms && rec.expiry_ms <= now_ms)
         rc = SS_E_NOTFOUND;
     if (rc == SS_OK)
-        rc = ss_admin__line(&a->answer, key, &rec, now_ms);
+        rc = ss_admin__entry(&a->answer, key, &rec, now_ms, false);
     else if (rc == SS_E_NOTFOUND)
         rc = ss_buf_append_str(&a->answer, "absent\n");
     ss_store_abort(p->store);
@@ -328,14 +283,14 @@ static void ss_admin__run(struct ss_plugin *p, const struct ss_admin_req *r, uin
         ss_admin__answer(p, r, &a->answer);
 }
 
-void ss_admin_serve(struct ss_plugin *p, uint64_t now_ms)
+void ss_admin_serve(struct ss_plugin *p)
 {
     /* One request per call (each settle): a queue of them never holds
      * the broker's thread for more than one page's work at a time. */
     struct ss_admin *a = p->admin;
     if (a->len == 0)
         return;
-    ss_admin__run(p, &a->q[0], now_ms);
+    ss_admin__run(p, &a->q[0], ss_wall_ms()); /* read only with work to do: settle runs every tick */
     ss_admin__req_free(&a->q[0]);
     memmove(&a->q[0], &a->q[1], (a->len - 1) * sizeof a->q[0]);
     a->len--;

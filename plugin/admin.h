@@ -9,7 +9,7 @@
  *   cursor HEX|-          (KEYS: where the next page starts; - at the end)
  *   key HEXKEY SIZE VERSION TTL_MS|- FENCING_TOKEN|-
  *   absent                (INSPECT of a key that does not exist)
- *   rec HEXKEY VERSION EXPIRES_AT_MS|- FT|- LEN, newline, LEN bytes of value, newline
+ *   rec HEXKEY SIZE VERSION EXPIRES_AT_MS|- FT|-, newline, SIZE bytes of value, newline
  *                         (EXPORT PATTERN CURSOR COUNT: records with values)
  *   error TEXT
  * Requests are answered between batches, from what is committed, one per
@@ -33,7 +33,7 @@ void ss_admin_free(struct ss_admin *a);
 int ss_admin_on_message(struct ss_plugin *p, struct mosquitto_evt_message *ed);
 /* Between batches (no batch open, no commit running): answer what is
  * queued. */
-void ss_admin_serve(struct ss_plugin *p, uint64_t now_ms);
+void ss_admin_serve(struct ss_plugin *p);
 /* Publish an administrative answer (len bytes) to response_topic with corr. */
 void ss_admin_reply(struct ss_plugin *p, const char *response_topic, const uint8_t *corr, uint16_t corr_len,
                     const uint8_t *text, size_t len);

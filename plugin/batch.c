@@ -369,7 +369,7 @@ static void ss_batch__settle(struct ss_batch *b, int rc, bool ckpt)
     if (b->outbox.len)
         ss_outbox_flush(&b->outbox, p);
     /* Between batches: the store holds what is committed, nothing else. */
-    ss_admin_serve(p, ss_wall_ms());
+    ss_admin_serve(p);
     ss_backup_step(p);
     b->dedup_mark = ss_dedup_mark(p->dedup);
     b->seq++;

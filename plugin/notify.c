@@ -13,22 +13,9 @@
 
 #include "../core/codec.h"
 #include "../core/errors.h"
+#include "../core/hex.h"
 #include "batch.h"
 #include "plugin.h"
-
-static const char ss_hex[] = "0123456789ABCDEF";
-
-static int ss_notify__hex(ss_buf *b, const uint8_t *p, size_t n)
-{
-    int rc = ss_buf_reserve(b, 2 * n);
-    if (rc != SS_OK)
-        return rc;
-    for (size_t i = 0; i < n; i++) {
-        b->data[b->len++] = (uint8_t)ss_hex[p[i] >> 4];
-        b->data[b->len++] = (uint8_t)ss_hex[p[i] & 15];
-    }
-    return SS_OK;
-}
 
 /* The notification topic of (client, key) as a C string in p->topic. */
 static int ss_notify__topic(struct ss_plugin *p, ss_bytes client, ss_bytes key)
@@ -37,11 +24,11 @@ static int ss_notify__topic(struct ss_plugin *p, ss_bytes client, ss_bytes key)
     ss_buf_clear(t);
     int rc = ss_buf_append_str(t, SS_NOTIFY_PREFIX "/");
     if (rc == SS_OK)
-        rc = ss_notify__hex(t, client.data, client.len);
+        rc = ss_hex_append(t, client.data, client.len, true);
     if (rc == SS_OK)
         rc = ss_buf_append_str(t, "/command/notify/");
     if (rc == SS_OK)
-        rc = ss_notify__hex(t, key.data, key.len);
+        rc = ss_hex_append(t, key.data, key.len, true);
     if (rc == SS_OK)
         rc = ss_buf_append(t, "", 1);
     if (rc != SS_OK)

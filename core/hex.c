@@ -1,0 +1,44 @@
+/* hex.c - bytes as hexadecimal text (hex.h). */
+#include "hex.h"
+
+#include "errors.h"
+
+int ss_hex_append(ss_buf *b, const uint8_t *p, size_t n, bool upper)
+{
+    const char *digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+    int rc = ss_buf_reserve(b, 2 * n);
+    for (size_t i = 0; rc == SS_OK && i < n; i++) {
+        b->data[b->len++] = (uint8_t)digits[p[i] >> 4];
+        b->data[b->len++] = (uint8_t)digits[p[i] & 15];
+    }
+    return rc;
+}
+
+static int ss_hex__digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int ss_hex_decode(ss_buf *out, const char *text, size_t n)
+{
+    ss_buf_clear(out);
+    if (n % 2)
+        return SS_E_SYNTAX;
+    /* One byte more, so that a caller may NUL-terminate. */
+    int rc = ss_buf_reserve(out, n / 2 + 1);
+    for (size_t i = 0; rc == SS_OK && i < n; i += 2) {
+        int hi = ss_hex__digit(text[i]), lo = ss_hex__digit(text[i + 1]);
+        if (hi < 0 || lo < 0) {
+            ss_buf_clear(out);
+            return SS_E_SYNTAX;
+        }
+        out->data[out->len++] = (uint8_t)(hi << 4 | lo);
+    }
+    return rc;
+}

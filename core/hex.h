@@ -1,0 +1,19 @@
+/* hex.h - bytes as hexadecimal text: notification topics name client ids
+ * and keys in upper-case hex (PROTOCOL.md), the administrative answers and
+ * cursors in lower case. */
+#ifndef SS_HEX_H
+#define SS_HEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+/* Append two hex digits per byte of p to b. 0 or SS_E_NOMEM. */
+int ss_hex_append(ss_buf *b, const uint8_t *p, size_t n, bool upper);
+/* Decode n hex digits (either case) into out (replaced). 0, SS_E_SYNTAX
+ * (an odd count or a character that is not a hex digit), SS_E_NOMEM. */
+int ss_hex_decode(ss_buf *out, const char *text, size_t n);
+
+#endif
