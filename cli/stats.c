@@ -52,7 +52,6 @@ int cmd_ping(struct cli *cl, ss_client *c)
 /* The figures received, by name; the network thread adds, main reads. */
 struct stats {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     char *name[SS_STATS_MAX];
     char *value[SS_STATS_MAX];
     int n;
@@ -94,7 +93,6 @@ static void on_figure(void *ud, const char *topic, const void *payload, int len,
     stats_set(s, topic + plen, value);
     s->updates++;
     s->last_ms = mono_ms();
-    pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -170,7 +168,6 @@ int cmd_stats(struct cli *cl, ss_client *c)
     struct stats s;
     memset(&s, 0, sizeof s);
     pthread_mutex_init(&s.mu, NULL);
-    pthread_cond_init(&s.cv, NULL);
     ss_client_set_message_cb(c, on_figure, &s);
     int rc = SS_EXIT_OK;
     int st = ss_client_subscribe(c, SS_STATS_PREFIX "#", 0);
@@ -205,6 +202,5 @@ int cmd_stats(struct cli *cl, ss_client *c)
         free(s.value[i]);
     }
     pthread_mutex_destroy(&s.mu);
-    pthread_cond_destroy(&s.cv);
     return rc;
 }

@@ -176,10 +176,9 @@ static void ss_grpc__unlink(ss_grpc_call **list, ss_grpc_call *c)
 static void ss_grpc__settle(ss_grpc *g, ss_grpc_call *c, uint32_t error_code)
 {
     const char *url = g->eps[g->connected_to].url;
-    if (c->timed_out) {
-        c->rc = SS_E_TIMEOUT;
-        snprintf(c->message, sizeof c->message, "%s: no answer in time", url);
-    } else if (error_code != NGHTTP2_NO_ERROR) {
+    /* (A call past its deadline ends with its connection: see
+     * ss_grpc__deadlines.) */
+    if (error_code != NGHTTP2_NO_ERROR) {
         c->rc = SS_E_CONNECTION;
         snprintf(c->message, sizeof c->message, "%s: stream reset (%s)", url,
                  nghttp2_http2_strerror(error_code));
