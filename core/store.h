@@ -124,13 +124,15 @@ bool ss_store_commit_syncs(const ss_store *s);
 bool ss_store_checkpoint_due(const ss_store *s, uint64_t now_ms);
 /* Backups. checkpoint_soon makes a checkpoint due at the next chance,
  * even during writes. file_current: between batches and commits, true when
- * the data file holds every commit (nothing in the journal). copy_fd
- * writes a compacted copy of the data file as of the last checkpoint to
- * fd, from any thread, while the owner goes on with batches and commits
- * into the journal, provided no checkpoint commits until it returns (the
- * pages it reads may be reused after the next checkpoint). 0, or SS_E_IO
- * with errno. */
+ * the data file holds every commit (nothing in the journal).
+ * hold_checkpoints: while held, no checkpoint is due, whatever asks for
+ * one (commits go into the journal). copy_fd writes a compacted copy of
+ * the data file as of the last checkpoint to fd, from any thread, while
+ * the owner goes on with batches and commits, provided checkpoints are
+ * held until it returns (the pages it reads may be reused after the next
+ * checkpoint). 0, or SS_E_IO with errno. */
 void ss_store_checkpoint_soon(ss_store *s);
+void ss_store_hold_checkpoints(ss_store *s, bool hold);
 bool ss_store_file_current(const ss_store *s);
 int ss_store_copy_fd(ss_store *s, int fd);
 /* Drop the batch. A batch that wrote something is undone by rebuilding the

@@ -102,6 +102,7 @@ struct ss_store {
     uint64_t last_ckpt_ms;
     uint64_t ckpt_ok_ms;      /* the last checkpoint that succeeded; 0: none since open */
     bool ckpt_asked;          /* ss_store_checkpoint_soon: one is wanted now */
+    bool ckpt_held;           /* ss_store_hold_checkpoints: none may commit */
     unsigned ckpt_failures;   /* checkpoints failed in a row */
     uint64_t ckpt_retry_ms;   /* after a failure: no checkpoint before this */
     uint64_t jreserved;       /* journal bytes allocated from offset 0; 0: unknown */

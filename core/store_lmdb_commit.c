@@ -218,6 +218,8 @@ void ss_store_abort(ss_store *s)
  * time passed: it costs two fsyncs of the data file. */
 static bool ss_lmdb__checkpoint_due(const ss_store *s, uint64_t now_ms, size_t frame_len, bool writes)
 {
+    if (s->ckpt_held)
+        return false; /* a copy of the file is being made */
     if (s->jend == 0 && !writes && s->jseq == s->ckpt_seq)
         return false; /* nothing outside the file */
     if (s->ckpt_asked && (!s->ckpt_failures || now_ms >= s->ckpt_retry_ms))
@@ -238,6 +240,11 @@ static bool ss_lmdb__checkpoint_due(const ss_store *s, uint64_t now_ms, size_t f
 void ss_store_checkpoint_soon(ss_store *s)
 {
     s->ckpt_asked = true;
+}
+
+void ss_store_hold_checkpoints(ss_store *s, bool hold)
+{
+    s->ckpt_held = hold;
 }
 
 bool ss_store_file_current(const ss_store *s)

@@ -60,16 +60,13 @@ void ss_backup_free(struct ss_backup *b)
 {
     if (b == NULL)
         return;
-    if (b->state == SS_BACKUP_COPYING)
+    if (b->state == SS_BACKUP_COPYING) {
         pthread_join(b->thread, NULL);
+        ss_store_hold_checkpoints(b->store, false);
+    }
     ss_backup__clear(b);
     pthread_mutex_destroy(&b->mu);
     free(b);
-}
-
-bool ss_backup_copying(const struct ss_backup *b)
-{
-    return b->state == SS_BACKUP_COPYING;
 }
 
 /* A plain file name: letters, digits, '.', '_', '-', not starting with '.'. */
@@ -197,9 +194,12 @@ void ss_backup_step(struct ss_plugin *p)
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
+        /* The copy reads pages the next checkpoint may reuse. */
+        ss_store_hold_checkpoints(p->store, true);
         int rc = pthread_create(&b->thread, NULL, ss_backup__main, b);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (rc != 0) {
+            ss_store_hold_checkpoints(p->store, false);
             ss_backup__answer(p, b, "error cannot start the backup's thread\n");
             ss_backup__clear(b);
             return;
@@ -215,6 +215,7 @@ void ss_backup_step(struct ss_plugin *p)
     if (!done)
         return;
     pthread_join(b->thread, NULL);
+    ss_store_hold_checkpoints(p->store, false);
     char text[600];
     if (b->rc == SS_OK) {
         snprintf(text, sizeof text, "backup %s %llu\n", b->name, (unsigned long long)b->bytes);

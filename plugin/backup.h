@@ -27,8 +27,6 @@ void ss_backup_free(struct ss_backup *b);
  * to answer now. */
 const char *ss_backup_start(struct ss_plugin *p, const uint8_t *name, size_t len, const char *response_topic,
                             const uint8_t *corr, uint16_t corr_len);
-/* While true, no checkpoint may commit. */
-bool ss_backup_copying(const struct ss_backup *b);
 /* Between batches: start the copy when the data file is current; answer
  * when it is done. */
 void ss_backup_step(struct ss_plugin *p);

@@ -459,9 +459,7 @@ void ss_batch_tick(struct ss_batch *b, uint64_t now)
     /* A checkpoint waits for the disk: only with the thread idle (not
      * beside a periodic fsync of the journal). With nothing to commit, an
      * empty batch carries it. */
-    /* Nor while a backup copies the data file: the next checkpoint may
-     * reuse the pages it reads (backup.h). */
-    bool idle = !c->syncing && !ss_backup_copying(p->backup);
+    bool idle = !c->syncing;
     if (idle && !ss_store_in_batch(p->store) && ss_store_checkpoint_due(p->store, now) &&
         ss_store_begin(p->store) != SS_OK)
         idle = false;
