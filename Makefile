@@ -115,8 +115,8 @@ $(LIBETCD): $(ETCD_OBJ)
 	$(AR) rcs $@ $^
 
 # The plugin: core linked in statically; broker symbols resolve at load.
-$(PLUGIN): $(PLUGIN_OBJ) $(LIBCORE)
-	$(CC) $(SANFLAGS) -shared -o $@ $(PLUGIN_OBJ) $(LIBCORE) $(LDLIBS_ALL) -lpthread
+$(PLUGIN): $(PLUGIN_OBJ) $(LIBETCD) $(LIBCORE)
+	$(CC) $(SANFLAGS) -shared -o $@ $(PLUGIN_OBJ) $(LIBETCD) $(LIBCORE) $(LDLIBS_ALL) $(ETCD_LIBS) -lpthread
 
 $(LIBCLIENT): $(CLIENT_OBJ) $(LIBCLIENT_CORE)
 	$(AR) rcs $@ $^

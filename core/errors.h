@@ -46,7 +46,8 @@
     X(CONNECTION, -31, 0, "not connected to the broker")                          \
     X(PROTOCOL, -32, 0, "malformed answer from the server")                       \
     X(SERVER, -33, 0, "the server answered with an error this client does not know") \
-    X(STATUS, -34, 0, "the server refused the request (status other than 200)")
+    X(STATUS, -34, 0, "the server refused the request (status other than 200)")  \
+    X(UNAVAILABLE, -35, 1, "the store is unavailable")
 
 enum ss_status {
     SS_OK = 0,

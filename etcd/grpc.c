@@ -30,6 +30,8 @@
 #include <strings.h>
 #include <sys/eventfd.h>
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -563,6 +565,10 @@ static int ss_grpc__dial(ss_grpc *g, size_t i, char *why, size_t n)
             err = errno;
             continue;
         }
+        /* A call is a HEADERS frame then a DATA frame: with Nagle's
+         * algorithm the second waits for the peer's delayed ACK (40 ms). */
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         if (connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
             err = errno;
             close(fd);

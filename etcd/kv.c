@@ -9,7 +9,7 @@
 #include "../core/errors.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.pb-c.h"
 
-enum ss_etcd_item_kind { SS_ETCD_EXPECT, SS_ETCD_PUT, SS_ETCD_DELETE };
+enum ss_etcd_item_kind { SS_ETCD_EXPECT, SS_ETCD_PUT, SS_ETCD_DELETE, SS_ETCD_FAILURE_GET };
 
 /* Offsets into t->bytes: it moves when it grows. */
 struct ss_etcd_txn_item {
@@ -44,6 +44,47 @@ int ss_etcd_range_pack(ss_buf *out, ss_bytes key, bool serializable)
     return ss_etcd__pack(&r.base, out);
 }
 
+int ss_etcd_range_keys_pack(ss_buf *out, ss_bytes key, ss_bytes end, int64_t limit, bool serializable)
+{
+    Etcdserverpb__RangeRequest r = ETCDSERVERPB__RANGE_REQUEST__INIT;
+    r.key = ss_etcd__bin(key);
+    r.range_end = ss_etcd__bin(end);
+    r.limit = limit;
+    r.keys_only = true;
+    r.serializable = serializable;
+    return ss_etcd__pack(&r.base, out);
+}
+
+static void ss_etcd__kv(const Mvccpb__KeyValue *m, ss_etcd_kv *kv)
+{
+    kv->found = true;
+    kv->value.data = m->value.data;
+    kv->value.len = m->value.len;
+    kv->mod_revision = m->mod_revision;
+    kv->create_revision = m->create_revision;
+}
+
+int ss_etcd_range_unpack_all(const ss_buf *reply, ss_etcd_reply *r, size_t *n)
+{
+    memset(r, 0, sizeof *r);
+    *n = 0;
+    Etcdserverpb__RangeResponse *m = etcdserverpb__range_response__unpack(NULL, reply->len, reply->data);
+    if (m == NULL)
+        return SS_E_PROTOCOL;
+    r->msg = m;
+    r->revision = m->header ? m->header->revision : 0;
+    *n = m->n_kvs;
+    return SS_OK;
+}
+
+void ss_etcd_range_kv(const ss_etcd_reply *r, size_t i, ss_etcd_kv *kv, ss_bytes *key)
+{
+    const Etcdserverpb__RangeResponse *m = r->msg;
+    ss_etcd__kv(m->kvs[i], kv);
+    key->data = m->kvs[i]->key.data;
+    key->len = m->kvs[i]->key.len;
+}
+
 int ss_etcd_range_unpack(const ss_buf *reply, ss_etcd_reply *r, ss_etcd_kv *kv)
 {
     memset(r, 0, sizeof *r);
@@ -57,25 +98,26 @@ int ss_etcd_range_unpack(const ss_buf *reply, ss_etcd_reply *r, ss_etcd_kv *kv)
         ss_etcd_reply_free(r);
         return SS_E_PROTOCOL;
     }
-    if (m->n_kvs == 1) {
-        kv->found = true;
-        kv->value.data = m->kvs[0]->value.data;
-        kv->value.len = m->kvs[0]->value.len;
-        kv->mod_revision = m->kvs[0]->mod_revision;
-        kv->create_revision = m->kvs[0]->create_revision;
-    }
+    if (m->n_kvs == 1)
+        ss_etcd__kv(m->kvs[0], kv);
     return SS_OK;
 }
 
-int ss_etcd_txn_unpack(const ss_buf *reply, ss_etcd_reply *r)
+int ss_etcd_txn_unpack(const ss_buf *reply, ss_etcd_reply *r, ss_etcd_kv *kv)
 {
     memset(r, 0, sizeof *r);
+    if (kv)
+        memset(kv, 0, sizeof *kv);
     Etcdserverpb__TxnResponse *m = etcdserverpb__txn_response__unpack(NULL, reply->len, reply->data);
     if (m == NULL)
         return SS_E_PROTOCOL;
     r->msg = m;
     r->revision = m->header ? m->header->revision : 0;
     r->succeeded = m->succeeded;
+    /* The failure branch's one Range, if it had one. */
+    if (kv && !m->succeeded && m->n_responses == 1 && m->responses[0]->response_range &&
+        m->responses[0]->response_range->n_kvs == 1)
+        ss_etcd__kv(m->responses[0]->response_range->kvs[0], kv);
     return SS_OK;
 }
 
@@ -141,6 +183,12 @@ int ss_etcd_txn_put(ss_etcd_txn *t, ss_bytes key, ss_bytes value)
     return ss_etcd__add(t, SS_ETCD_PUT, key, value, 0);
 }
 
+int ss_etcd_txn_on_failure_get(ss_etcd_txn *t, ss_bytes key)
+{
+    ss_bytes none = {NULL, 0};
+    return ss_etcd__add(t, SS_ETCD_FAILURE_GET, key, none, 0);
+}
+
 int ss_etcd_txn_delete(ss_etcd_txn *t, ss_bytes key)
 {
     ss_bytes none = {NULL, 0};
@@ -162,6 +210,9 @@ int ss_etcd_txn_pack(const ss_etcd_txn *t, ss_buf *out)
     Etcdserverpb__RequestOp **opsp = calloc(n, sizeof *opsp);
     Etcdserverpb__PutRequest *puts = calloc(n, sizeof *puts);
     Etcdserverpb__DeleteRangeRequest *dels = calloc(n, sizeof *dels);
+    Etcdserverpb__RangeRequest failure_get = ETCDSERVERPB__RANGE_REQUEST__INIT;
+    Etcdserverpb__RequestOp failure_op = ETCDSERVERPB__REQUEST_OP__INIT;
+    Etcdserverpb__RequestOp *failure_ops[1] = {&failure_op};
     int rc = SS_E_NOMEM;
     if (cmp && cmpp && ops && opsp && puts && dels) {
         Etcdserverpb__TxnRequest txn = ETCDSERVERPB__TXN_REQUEST__INIT;
@@ -186,6 +237,14 @@ int ss_etcd_txn_pack(const ss_etcd_txn *t, ss_buf *out)
                     c->mod_revision = it->rev;
                 }
                 cmpp[txn.n_compare++] = c;
+                continue;
+            }
+            if (it->kind == SS_ETCD_FAILURE_GET) {
+                failure_get.key = ss_etcd__bin(key);
+                failure_op.request_case = ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_RANGE;
+                failure_op.request_range = &failure_get;
+                txn.failure = failure_ops;
+                txn.n_failure = 1;
                 continue;
             }
             Etcdserverpb__RequestOp *op = &ops[txn.n_success];

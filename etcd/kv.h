@@ -20,6 +20,9 @@
 
 /* A Range of one key into out (replaced). 0 or SS_E_NOMEM. */
 int ss_etcd_range_pack(ss_buf *out, ss_bytes key, bool serializable);
+/* A Range of the keys in [key, end), in key order, at most limit of them
+ * (0: all), keys only (no values). 0 or SS_E_NOMEM. */
+int ss_etcd_range_keys_pack(ss_buf *out, ss_bytes key, ss_bytes end, int64_t limit, bool serializable);
 
 /* One key's state in a reply: found or not, and its revisions. value
  * borrows the unpacked reply (see ss_etcd_reply). */
@@ -39,8 +42,14 @@ typedef struct ss_etcd_reply {
 
 /* Unpack a Range reply of one key. 0 or SS_E_PROTOCOL. */
 int ss_etcd_range_unpack(const ss_buf *reply, ss_etcd_reply *r, ss_etcd_kv *kv);
-/* Unpack a Txn reply. 0 or SS_E_PROTOCOL. */
-int ss_etcd_txn_unpack(const ss_buf *reply, ss_etcd_reply *r);
+/* Unpack a Range reply of any number of keys: *n of them, each filled by
+ * ss_etcd_range_kv. 0 or SS_E_PROTOCOL. */
+int ss_etcd_range_unpack_all(const ss_buf *reply, ss_etcd_reply *r, size_t *n);
+void ss_etcd_range_kv(const ss_etcd_reply *r, size_t i, ss_etcd_kv *kv, ss_bytes *key);
+/* Unpack a Txn reply. 0 or SS_E_PROTOCOL. When the compares failed and
+ * the Txn asked for a key on failure (ss_etcd_txn_on_failure_get), *kv
+ * is that key's state (kv may be NULL). */
+int ss_etcd_txn_unpack(const ss_buf *reply, ss_etcd_reply *r, ss_etcd_kv *kv);
 void ss_etcd_reply_free(ss_etcd_reply *r);
 
 /* A Txn being built: compares and operations, copies of every key and
@@ -55,6 +64,9 @@ typedef struct ss_etcd_txn {
 int ss_etcd_txn_expect(ss_etcd_txn *t, ss_bytes key, int64_t rev);
 int ss_etcd_txn_put(ss_etcd_txn *t, ss_bytes key, ss_bytes value);
 int ss_etcd_txn_delete(ss_etcd_txn *t, ss_bytes key);
+/* When an expectation fails, read key instead (its state comes back in
+ * the reply: ss_etcd_txn_unpack). At most one per Txn. */
+int ss_etcd_txn_on_failure_get(ss_etcd_txn *t, ss_bytes key);
 /* Pack into out (replaced): if every expectation holds, every operation.
  * 0 or SS_E_NOMEM. */
 int ss_etcd_txn_pack(const ss_etcd_txn *t, ss_buf *out);

@@ -263,6 +263,8 @@ static void ss_admin__run(struct ss_plugin *p, const struct ss_admin_req *r, uin
     ss_codec_limits lim = ss_codec_limits_default();
     if (ss_codec_decode_request(r->payload, r->len, &lim, &q, &used) != SS_OK || used != r->len || q.argc < 1)
         error = "syntax error: a RESP3 array of bulk strings is expected";
+    else if (p->store == NULL)
+        error = "not available on the etcd backend (use etcdctl: docs/CLUSTER.md)";
     else if (q.argv[0].len == 4 && memcmp(q.argv[0].data, "KEYS", 4) == 0)
         error = ss_admin__keys(p, r, &q, now_ms, false);
     else if (q.argv[0].len == 6 && memcmp(q.argv[0].data, "EXPORT", 6) == 0)

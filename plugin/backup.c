@@ -189,6 +189,8 @@ static void ss_backup__answer(struct ss_plugin *p, struct ss_backup *b, const ch
 void ss_backup_step(struct ss_plugin *p)
 {
     struct ss_backup *b = p->backup;
+    if (p->store == NULL)
+        return; /* etcd: no backups here (admin.c refuses them) */
     if (b->state == SS_BACKUP_WAIT_CHECKPOINT && ss_store_file_current(p->store)) {
         b->done = false;
         sigset_t all, old;

@@ -12,12 +12,14 @@
 
 #include "../core/command.h"
 #include "../core/errors.h"
+#include "../etcd/backend_etcd.h"
 #include "admin.h"
 #include "backup.h"
 #include "committer.h"
 #include "notify.h"
 #include "outbox.h"
 #include "plugin.h"
+#include "waker.h"
 
 /* Answer buffer memory kept between requests. */
 #define SS_SCRATCH_KEEP ((size_t)64 << 10)
@@ -36,15 +38,21 @@ struct ss_queued {
     bool gone; /* its client disconnected meanwhile */
 };
 
+struct ss_qlist {
+    struct ss_queued *items;
+    size_t len, cap;
+};
+
 struct ss_batch {
     struct ss_plugin *p;
     struct ss_committer committer;
     struct ss_outbox outbox;
-    struct {
-        struct ss_queued *items;
-        size_t len, cap;
-        uint64_t bytes; /* payloads and properties held */
-    } queue;
+    struct ss_qlist queue;
+    uint64_t queue_bytes; /* payloads and properties held */
+    /* etcd: copies of the requests run in the open batch, to run again if
+     * its commit finds that someone else changed their keys. */
+    struct ss_qlist ran;
+    uint64_t commit_us;  /* etcd: when the commit under way was sent */
     uint64_t seq;        /* number of the open batch */
     uint64_t dedup_mark; /* resend cache entries after it belong to the open batch */
     ss_buf scratch;      /* the engine's answer */
@@ -206,7 +214,7 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
                (unsigned long long)p->opt.max_key_length);
     else if (rc == SS_E_QUOTA)
         ss_log(p, MOSQ_LOG_NOTICE, "request from %s refused: %s", client_id,
-               ss_store_cause(p->store));
+               p->store ? ss_store_cause(p->store) : ss_strerror(rc));
     else if (rc != SS_OK)
         ss_log(p, MOSQ_LOG_INFO, "request from %s refused: %s", client_id, ss_strerror(rc));
     char version[SS_HLC_TEXT_MAX + 1] = "";
@@ -251,19 +259,26 @@ static uint64_t ss_batch__queued_size(const struct ss_queued *e)
     return n;
 }
 
-/* Keep a request for the next batch; takes what r holds. */
-static void ss_batch__enqueue(struct ss_batch *b, const struct ss_request_from *in,
-                              struct ss_request_props *r)
+/* Room for one more item at the end of q (not counted yet), or NULL. */
+static struct ss_queued *ss_batch__slot(struct ss_qlist *q, size_t more)
 {
-    if (b->queue.len == b->queue.cap) {
-        size_t cap = b->queue.cap ? b->queue.cap * 2 : 64;
-        struct ss_queued *items = realloc(b->queue.items, cap * sizeof *items);
+    if (q->len + more > q->cap) {
+        size_t cap = q->cap ? q->cap : 64;
+        while (cap < q->len + more)
+            cap *= 2;
+        struct ss_queued *items = realloc(q->items, cap * sizeof *items);
         if (items == NULL)
-            goto nomem;
-        b->queue.items = items;
-        b->queue.cap = cap;
+            return NULL;
+        q->items = items;
+        q->cap = cap;
     }
-    struct ss_queued *e = &b->queue.items[b->queue.len];
+    return &q->items[q->len];
+}
+
+/* Copy what a request came with into e (its properties are r's, taken
+ * or copied by the caller). False when memory ran out. */
+static bool ss_batch__hold(struct ss_queued *e, const struct ss_request_from *in, bool gone)
+{
     bool failed = false;
     e->payload = malloc(in->len ? in->len : 1);
     e->client_id = ss_batch__strdup_or_null(in->client_id, &failed);
@@ -272,20 +287,29 @@ static void ss_batch__enqueue(struct ss_batch *b, const struct ss_request_from *
         free(e->payload);
         free(e->client_id);
         free(e->username);
-        goto nomem;
+        return false;
     }
     memcpy(e->payload, in->payload, in->len);
     e->len = in->len;
-    e->gone = false;
+    e->gone = gone;
+    return true;
+}
+
+/* Keep a request for the next batch; takes what r holds. */
+static void ss_batch__enqueue(struct ss_batch *b, const struct ss_request_from *in,
+                              struct ss_request_props *r)
+{
+    struct ss_queued *e = ss_batch__slot(&b->queue, 1);
+    if (e == NULL || !ss_batch__hold(e, in, false)) {
+        ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: a request from %s was not answered",
+               in->client_id);
+        ss_request_props_free(r);
+        return;
+    }
     e->r = *r;
     memset(r, 0, sizeof *r); /* now the queue's */
     b->queue.len++;
-    b->queue.bytes += ss_batch__queued_size(e);
-    return;
-nomem:
-    ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: a request from %s was not answered",
-           in->client_id);
-    ss_request_props_free(r);
+    b->queue_bytes += ss_batch__queued_size(e);
 }
 
 static void ss_batch__queued_free(struct ss_queued *e)
@@ -294,6 +318,63 @@ static void ss_batch__queued_free(struct ss_queued *e)
     free(e->payload);
     free(e->client_id);
     free(e->username);
+}
+
+static void ss_batch__qlist_clear(struct ss_qlist *q)
+{
+    for (size_t i = 0; i < q->len; i++)
+        ss_batch__queued_free(&q->items[i]);
+    q->len = 0;
+}
+
+/* A copy of r that owns its own memory. */
+static bool ss_batch__props_dup(const struct ss_request_props *r, struct ss_request_props *out)
+{
+    bool failed = false;
+    memset(out, 0, sizeof *out);
+    out->response_topic = ss_batch__strdup_or_null(r->response_topic, &failed);
+    out->ts = ss_batch__strdup_or_null(r->ts, &failed);
+    out->ft = ss_batch__strdup_or_null(r->ft, &failed);
+    out->prot_ver = ss_batch__strdup_or_null(r->prot_ver, &failed);
+    out->has_corr = r->has_corr;
+    if (r->corr_len) {
+        if ((out->corr = malloc(r->corr_len)) == NULL)
+            failed = true;
+        else
+            memcpy(out->corr, r->corr, r->corr_len);
+        out->corr_len = r->corr_len;
+    }
+    if (failed)
+        ss_request_props_free(out);
+    return !failed;
+}
+
+/* Run a request in the open batch. On etcd, a copy is kept until the
+ * batch's commit settles: if the commit finds data changed by someone
+ * else, the request runs again (ss_batch__rerun). */
+static bool ss_batch__run(struct ss_batch *b, const struct ss_request_from *in, bool gone,
+                          struct ss_request_props *r)
+{
+    if (b->p->store)
+        return ss_batch__execute(b, in, gone, r);
+    struct ss_queued *e = ss_batch__slot(&b->ran, 1);
+    struct ss_queued copy;
+    bool kept = e && ss_batch__hold(&copy, in, gone);
+    if (kept && !ss_batch__props_dup(r, &copy.r)) {
+        free(copy.payload);
+        free(copy.client_id);
+        free(copy.username);
+        kept = false;
+    }
+    if (!kept)
+        ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: a request from %s is not kept to run again "
+               "on a conflict", in->client_id);
+    bool done = ss_batch__execute(b, in, gone, r);
+    if (done && kept)
+        b->ran.items[b->ran.len++] = copy;
+    else if (kept)
+        ss_batch__queued_free(&copy);
+    return done;
 }
 
 /* Run the requests that waited for the last commit, in arrival order. One
@@ -305,9 +386,9 @@ static void ss_batch__run_queue(struct ss_batch *b)
     while (done < b->queue.len) {
         struct ss_queued *e = &b->queue.items[done];
         struct ss_request_from in = {e->payload, e->len, e->client_id, e->username};
-        if (!ss_batch__execute(b, &in, e->gone, &e->r))
+        if (!ss_batch__run(b, &in, e->gone, &e->r))
             break;
-        b->queue.bytes -= ss_batch__queued_size(e);
+        b->queue_bytes -= ss_batch__queued_size(e);
         ss_batch__queued_free(e);
         done++;
     }
@@ -316,7 +397,7 @@ static void ss_batch__run_queue(struct ss_batch *b)
     memmove(b->queue.items, b->queue.items + done, (b->queue.len - done) * sizeof b->queue.items[0]);
     b->queue.len -= done;
     if (b->queue.len == 0)
-        b->queue.bytes = 0;
+        b->queue_bytes = 0;
 }
 
 void ss_batch_client_gone(struct ss_batch *b, const char *client_id)
@@ -324,6 +405,9 @@ void ss_batch_client_gone(struct ss_batch *b, const char *client_id)
     for (size_t i = 0; i < b->queue.len; i++)
         if (strcmp(b->queue.items[i].client_id, client_id) == 0)
             b->queue.items[i].gone = true;
+    for (size_t i = 0; i < b->ran.len; i++)
+        if (strcmp(b->ran.items[i].client_id, client_id) == 0)
+            b->ran.items[i].gone = true;
 }
 
 /* ---- commits ----------------------------------------------------------- */
@@ -368,6 +452,7 @@ static void ss_batch__settle(struct ss_batch *b, int rc, bool ckpt)
     ss_backend_deliver(p->backend, ss_notify_change, p);
     if (b->outbox.len)
         ss_outbox_flush(&b->outbox, p);
+    ss_batch__qlist_clear(&b->ran);
     /* Between batches: the store holds what is committed, nothing else. */
     ss_admin_serve(p);
     ss_backup_step(p);
@@ -411,27 +496,95 @@ static void ss_batch__wait(struct ss_batch *b)
     ss_batch__committed(b, rc);
 }
 
+/* Is a commit under way (its batch closed)? */
+static bool ss_batch__busy(const struct ss_batch *b)
+{
+    return b->committer.pending || (b->p->store == NULL && ss_backend_etcd_committing(b->p->backend));
+}
+
 void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, struct ss_request_props *r)
 {
     /* While a commit is under way its batch is closed: wait for the next.
      * A full queue waits for the commit here instead, which also stops the
      * broker reading more (slow disk, flood of requests). */
-    if (b->committer.pending && b->queue.bytes >= b->p->opt.max_queued_bytes)
+    if (b->committer.pending && b->queue_bytes >= b->p->opt.max_queued_bytes)
         ss_batch__wait(b);
-    if (b->committer.pending || b->queue.len) {
+    if (ss_batch__busy(b) || b->queue.len) {
         ss_batch__enqueue(b, from, r); /* behind the ones waiting: in order */
         return;
     }
-    if (ss_batch__execute(b, from, false, r))
+    if (ss_batch__run(b, from, false, r))
         ss_request_props_free(r);
     else
         ss_batch__enqueue(b, from, r);
+}
+
+/* etcd: the open batch's commit found keys changed by someone else and
+ * wrote nothing. Its answers are forgotten and its requests run again,
+ * first and in their order, on fresh data. */
+static void ss_batch__rerun(struct ss_batch *b)
+{
+    struct ss_plugin *p = b->p;
+    ss_outbox_drop(&b->outbox, b->seq);
+    ss_dedup_forget_since(p->dedup, b->dedup_mark);
+    if (b->ran.len && ss_batch__slot(&b->queue, b->ran.len) == NULL) {
+        ss_log(p, MOSQ_LOG_WARNING, "out of memory: %zu requests were not answered", b->ran.len);
+        ss_batch__qlist_clear(&b->ran);
+    }
+    if (b->ran.len) {
+        memmove(b->queue.items + b->ran.len, b->queue.items, b->queue.len * sizeof b->queue.items[0]);
+        memcpy(b->queue.items, b->ran.items, b->ran.len * sizeof b->queue.items[0]);
+        for (size_t i = 0; i < b->ran.len; i++)
+            b->queue_bytes += ss_batch__queued_size(&b->ran.items[i]);
+        b->queue.len += b->ran.len;
+        b->ran.len = 0;
+    }
+    b->dedup_mark = ss_dedup_mark(p->dedup);
+    b->seq++;
+}
+
+/* The tick on etcd: collect what the cluster answered, settle the commit
+ * under way, run what waited, and commit the open batch as one Txn
+ * (etcd/backend_etcd.h). */
+static void ss_batch__tick_etcd(struct ss_batch *b, uint64_t now)
+{
+    struct ss_plugin *p = b->p;
+    ss_backend *be = p->backend;
+    ss_waker_seen(&p->waker); /* before looking: a call that ends later wakes us again */
+    ss_backend_etcd_poll(be, now);
+    int rc;
+    if (ss_backend_etcd_committing(be)) {
+        if (!ss_backend_etcd_commit_done(be, &rc))
+            return; /* its answers wait */
+        ss_metrics_latency(&p->metrics.commit, ss_mono_us() - b->commit_us);
+        if (rc == SS_E_CONFLICT)
+            ss_batch__rerun(b);
+        else
+            ss_batch__settle(b, rc, false);
+    }
+    if (b->queue.len)
+        ss_batch__run_queue(b);
+    int n = ss_engine_expire(p->engine, now, SS_SWEEP_PER_TICK);
+    if (n < 0)
+        ss_log(p, MOSQ_LOG_ERR, "expiry sweep failed: %s", ss_strerror(n));
+    rc = ss_backend_etcd_commit_start(be, now);
+    if (rc == SS_OK)
+        b->commit_us = ss_mono_us();
+    else if (rc == SS_E_NOTFOUND)
+        ss_batch__settle(b, SS_OK, false); /* nothing to write or check */
+    else if (rc != SS_OK && rc != SS_E_PENDING)
+        ss_batch__settle(b, rc, false);
+    ss_dedup_expire(p->dedup, now);
 }
 
 void ss_batch_tick(struct ss_batch *b, uint64_t now)
 {
     struct ss_plugin *p = b->p;
     struct ss_committer *c = &b->committer;
+    if (p->store == NULL) {
+        ss_batch__tick_etcd(b, now);
+        return;
+    }
     if (c->pending) {
         int rc;
         if (!ss_committer_collect(c, &rc))
@@ -502,6 +655,8 @@ bool ss_batch_committing(const struct ss_batch *b)
 uint64_t ss_batch_due_count(struct ss_batch *b, uint64_t now_ms)
 {
     /* While a commit runs the store is the committing thread's. */
+    if (b->p->store == NULL)
+        return 0;
     return b->committer.pending ? 0 : ss_store_due_count(b->p->store, now_ms, SS_DUE_COUNT_CAP);
 }
 
@@ -515,7 +670,7 @@ int ss_batch_new(struct ss_plugin *p, struct ss_batch **out)
     b->p = p;
     b->seq = 1;
     b->dedup_mark = ss_dedup_mark(p->dedup);
-    int rc = ss_committer_start(&b->committer, p->store, p->opt.sync == SS_SYNC_ALWAYS);
+    int rc = ss_committer_start(&b->committer, p->store, p->store && p->opt.sync == SS_SYNC_ALWAYS);
     if (rc != SS_OK) {
         free(b);
         return rc;
@@ -542,10 +697,16 @@ void ss_batch_free(struct ss_batch *b)
     }
     ss_committer_destroy(c);
     /* Requests never run were never answered. */
-    for (size_t i = 0; i < b->queue.len; i++)
-        ss_batch__queued_free(&b->queue.items[i]);
+    ss_batch__qlist_clear(&b->queue);
     free(b->queue.items);
-    if (ss_store_in_batch(p->store)) {
+    ss_batch__qlist_clear(&b->ran);
+    free(b->ran.items);
+    if (p->store == NULL) {
+        /* etcd: nothing of the open batch was acknowledged; dropping it
+         * is what a lost connection would do. A commit under way ends
+         * in etcd or not at all, unanswered either way. */
+        ss_engine_abort(p->engine);
+    } else if (ss_store_in_batch(p->store)) {
         /* What was executed is committed, but its answers are not sent:
          * the broker no longer delivers messages during a plugin's
          * cleanup. A client that resends after reconnecting runs its

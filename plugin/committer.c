@@ -61,7 +61,6 @@
 
 #include "metrics.h"
 
-#define SS_WAKE_SIGNAL SIGURG
 #define SS_WAKE_REPEAT_NS 200000L
 
 enum { SS_COMMIT_IDLE, SS_COMMIT_RUNNING, SS_COMMIT_DONE };

@@ -14,6 +14,10 @@
 /* The committing thread's name, as /proc/PID/task/N/comm shows it. */
 #define SS_COMMITTER_THREAD_NAME "ss-committer"
 
+/* The signal that wakes the broker's thread (committer.c says why); its
+ * handler is installed by ss_committer_start. */
+#define SS_WAKE_SIGNAL SIGURG
+
 enum { SS_JOB_COMMIT, SS_JOB_SYNC };
 
 struct ss_committer {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../etcd/backend_etcd.h"
 #include "batch.h"
 #include "plugin.h"
 
@@ -30,6 +31,8 @@ void ss_metrics_request(struct ss_metrics *m, int command, int status, const uin
         outcome = len == 5 && memcmp(answer, ":-1\r\n", 5) == 0 ? SS_OUTCOME_NOT_MET : SS_OUTCOME_OK;
     else if (status <= -1 && status >= -12)
         outcome = SS_OUTCOME_ERROR_FIRST + (-status - 1);
+    else if (status == SS_E_UNAVAILABLE)
+        outcome = SS_OUTCOME_UNAVAILABLE;
     else
         outcome = SS_OUTCOME_STORAGE;
     m->requests[command][outcome]++;
@@ -69,7 +72,7 @@ static void ss_metrics__percentiles(struct ss_latency *l, uint64_t *p50, uint64_
 }
 
 /* The outcome's topic name: ok, not_met, the error's name in lower case
- * (ts_future, quota, ...), storage. */
+ * (ts_future, quota, ...), storage, unavailable. */
 static void ss_metrics__outcome_name(int outcome, char *out, size_t n)
 {
     if (outcome == SS_OUTCOME_OK) {
@@ -78,6 +81,8 @@ static void ss_metrics__outcome_name(int outcome, char *out, size_t n)
         snprintf(out, n, "not_met");
     } else if (outcome == SS_OUTCOME_STORAGE) {
         snprintf(out, n, "storage");
+    } else if (outcome == SS_OUTCOME_UNAVAILABLE) {
+        snprintf(out, n, "unavailable");
     } else {
         snprintf(out, n, "%s", ss_errname(-(outcome - SS_OUTCOME_ERROR_FIRST) - 1));
         for (char *c = out; *c; c++)
@@ -107,15 +112,31 @@ static void ss_metrics__u64(struct ss_plugin *p, const char *name, uint64_t v)
     ss_metrics__put(p, name, text);
 }
 
+/* The etcd backend's own figures. */
+static void ss_metrics__etcd(struct ss_plugin *p)
+{
+    ss_backend_etcd_stats st;
+    ss_backend_etcd_stats_get(p->backend, &st);
+    ss_metrics__put(p, "etcd/endpoint", st.endpoint);
+    ss_metrics__u64(p, "etcd/reachable", st.reachable);
+    ss_metrics__u64(p, "etcd/txns", st.txns);
+    ss_metrics__u64(p, "etcd/conflicts", st.conflicts);
+    ss_metrics__u64(p, "etcd/unknown_outcomes", st.unknown_outcomes);
+    ss_metrics__u64(p, "etcd/fetches", st.fetches);
+    ss_metrics__u64(p, "etcd/cache_entries", st.cache_entries);
+}
+
 void ss_metrics_publish(struct ss_plugin *p, uint64_t now_ms)
 {
     struct ss_metrics *m = &p->metrics;
     m->last_publish_ms = now_ms;
     ss_metrics__put(p, "backend", p->backend->ops->name);
-    ss_metrics__u64(p, "keys", ss_store_key_count(p->store));
-    ss_metrics__u64(p, "bytes", ss_store_byte_count(p->store));
-    ss_metrics__u64(p, "limits/max_keys", p->opt.max_keys);
-    ss_metrics__u64(p, "limits/max_bytes", ss_store_options_get(p->store)->max_bytes);
+    if (p->store) {
+        ss_metrics__u64(p, "keys", ss_store_key_count(p->store));
+        ss_metrics__u64(p, "bytes", ss_store_byte_count(p->store));
+        ss_metrics__u64(p, "limits/max_keys", p->opt.max_keys);
+        ss_metrics__u64(p, "limits/max_bytes", ss_store_options_get(p->store)->max_bytes);
+    }
     ss_metrics__u64(p, "limits/max_key_length", p->opt.max_key_length);
     ss_metrics__u64(p, "limits/max_value_bytes", p->opt.max_value_bytes);
     uint64_t total = 0;
@@ -146,6 +167,10 @@ void ss_metrics_publish(struct ss_plugin *p, uint64_t now_ms)
     ss_metrics__percentiles(&m->fsync, &p50, &p99);
     ss_metrics__u64(p, "fsync/p50_us", p50);
     ss_metrics__u64(p, "fsync/p99_us", p99);
+    if (p->store == NULL) {
+        ss_metrics__etcd(p);
+        return;
+    }
     /* While a commit runs, the store is the committing thread's: the
      * journal's size is the one seen last. */
     if (!ss_batch_committing(p->batch))

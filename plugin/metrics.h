@@ -25,6 +25,7 @@ enum ss_outcome {
     SS_OUTCOME_NOT_MET,
     SS_OUTCOME_ERROR_FIRST, /* + (-status - 1) for the protocol's twelve errors */
     SS_OUTCOME_STORAGE = SS_OUTCOME_ERROR_FIRST + 12,
+    SS_OUTCOME_UNAVAILABLE, /* etcd: the cluster did not answer in time */
     SS_OUTCOME_COUNT
 };
 

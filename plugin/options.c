@@ -10,7 +10,7 @@
 #include "options.h"
 #include "plugin.h"
 
-enum ss_opt_kind { SS_OPT_STRING, SS_OPT_U64, SS_OPT_SYNC, SS_OPT_LOG, SS_OPT_BOOL, SS_OPT_OTHER };
+enum ss_opt_kind { SS_OPT_STRING, SS_OPT_U64, SS_OPT_SYNC, SS_OPT_LOG, SS_OPT_BOOL, SS_OPT_OTHER, SS_OPT_BACKEND };
 
 struct ss_opt_spec {
     const char *name;
@@ -25,6 +25,16 @@ struct ss_opt_spec {
 #define SS_OFF(field) offsetof(struct ss_plugin_options, field)
 
 static const struct ss_opt_spec ss_opt_table[] = {
+    {"backend", SS_OPT_BACKEND, SS_OFF(backend), 0, 0},
+    {"etcd_endpoints", SS_OPT_STRING, SS_OFF(etcd_endpoints), 0, 0},
+    {"etcd_prefix", SS_OPT_STRING, SS_OFF(etcd_prefix), 0, 0},
+    {"etcd_ca_file", SS_OPT_STRING, SS_OFF(etcd_ca_file), 0, 0},
+    {"etcd_cert_file", SS_OPT_STRING, SS_OFF(etcd_cert_file), 0, 0},
+    {"etcd_key_file", SS_OPT_STRING, SS_OFF(etcd_key_file), 0, 0},
+    {"etcd_timeout_ms", SS_OPT_U64, SS_OFF(etcd_timeout_ms), 50, 600000},
+    {"etcd_unavailable_ms", SS_OPT_U64, SS_OFF(etcd_unavailable_ms), 1, 3600000},
+    {"etcd_max_txn_ops", SS_OPT_U64, SS_OFF(etcd_max_txn_ops), 8, 1000000},
+    {"etcd_max_request_bytes", SS_OPT_U64, SS_OFF(etcd_max_request_bytes), (uint64_t)64 << 10, (uint64_t)1 << 31},
     {"data_dir", SS_OPT_STRING, SS_OFF(data_dir), 0, 0},
     {"node_id", SS_OPT_STRING, SS_OFF(node_id), 0, 0},
     {"fsync", SS_OPT_SYNC, SS_OFF(sync), 0, 0},
@@ -139,6 +149,16 @@ static int ss_options__set(struct ss_plugin_options *o, const struct ss_opt_spec
             return MOSQ_ERR_INVAL;
         }
         return MOSQ_ERR_SUCCESS;
+    case SS_OPT_BACKEND:
+        if (strcmp(value, "lmdb") == 0)
+            o->backend = SS_BACKEND_LMDB;
+        else if (strcmp(value, "etcd") == 0)
+            o->backend = SS_BACKEND_ETCD;
+        else {
+            ss_options__bad(s->name, value, "must be lmdb or etcd");
+            return MOSQ_ERR_INVAL;
+        }
+        return MOSQ_ERR_SUCCESS;
     case SS_OPT_LOG:
         for (size_t i = 0; i < sizeof ss_log_levels / sizeof ss_log_levels[0]; i++) {
             if (strcmp(value, ss_log_levels[i].name) == 0) {
@@ -173,6 +193,10 @@ int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, in
     o->max_queued_bytes = (uint64_t)64 << 20;
     o->log_level = ss_log_levels[2].mask;
     o->topic_protection = true;
+    o->etcd_timeout_ms = 2000;
+    o->etcd_unavailable_ms = 5000;
+    o->etcd_max_txn_ops = 128;
+    o->etcd_max_request_bytes = (uint64_t)3 << 19;
     for (int i = 0; i < n; i++) {
         const struct ss_opt_spec *spec = NULL;
         for (size_t j = 0; j < sizeof ss_opt_table / sizeof ss_opt_table[0]; j++)
@@ -186,6 +210,21 @@ int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, in
         if (rc != MOSQ_ERR_SUCCESS)
             return rc;
     }
+    if (o->backend == SS_BACKEND_ETCD && o->etcd_endpoints == NULL) {
+        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_backend etcd needs plugin_opt_etcd_endpoints "
+                             "(comma-separated URLs, e.g. http://127.0.0.1:2379)");
+        return MOSQ_ERR_INVAL;
+    }
+    if (o->backend == SS_BACKEND_ETCD && o->backup_dir) {
+        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_backup_dir: not available with the etcd "
+                             "backend (etcdctl snapshot save backs up the cluster)");
+        return MOSQ_ERR_INVAL;
+    }
+    if ((o->etcd_cert_file == NULL) != (o->etcd_key_file == NULL)) {
+        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_etcd_cert_file and plugin_opt_etcd_key_file "
+                             "go together");
+        return MOSQ_ERR_INVAL;
+    }
     return MOSQ_ERR_SUCCESS;
 }
 
@@ -195,6 +234,13 @@ void ss_options_free(struct ss_plugin_options *o)
     free(o->node_id);
     free(o->acl_file);
     free(o->backup_dir);
+    free(o->etcd_endpoints);
+    free(o->etcd_prefix);
+    free(o->etcd_ca_file);
+    free(o->etcd_cert_file);
+    free(o->etcd_key_file);
+    o->etcd_endpoints = o->etcd_prefix = NULL;
+    o->etcd_ca_file = o->etcd_cert_file = o->etcd_key_file = NULL;
     o->data_dir = NULL;
     o->node_id = NULL;
     o->acl_file = NULL;
@@ -207,19 +253,30 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
     for (size_t i = 0; i < sizeof ss_log_levels / sizeof ss_log_levels[0]; i++)
         if (ss_log_levels[i].mask == o->log_level)
             level = ss_log_levels[i].name;
+    /* Where the data is: the backend's own settings. */
+    char where[1024];
+    if (o->backend == SS_BACKEND_ETCD)
+        snprintf(where, sizeof where, "backend=etcd etcd_endpoints=%s etcd_prefix=%s etcd_tls=%s "
+                 "etcd_timeout_ms=%llu etcd_unavailable_ms=%llu etcd_max_txn_ops=%llu "
+                 "etcd_max_request_bytes=%llu", o->etcd_endpoints,
+                 o->etcd_prefix ? o->etcd_prefix : "statestore/",
+                 o->etcd_ca_file || o->etcd_cert_file ? "files" : "system",
+                 (unsigned long long)o->etcd_timeout_ms, (unsigned long long)o->etcd_unavailable_ms,
+                 (unsigned long long)o->etcd_max_txn_ops, (unsigned long long)o->etcd_max_request_bytes);
+    else
+        snprintf(where, sizeof where, "backend=lmdb data_dir=%s keys=%llu fsync=%s fsync_interval_ms=%llu "
+                 "checkpoint_interval_ms=%llu journal_max_bytes=%llu", o->data_dir, (unsigned long long)keys,
+                 o->sync == SS_SYNC_ALWAYS ? "always" : "periodic", (unsigned long long)o->sync_interval_ms,
+                 (unsigned long long)o->checkpoint_interval_ms, (unsigned long long)o->journal_max_bytes);
     mosquitto_log_printf(
         MOSQ_LOG_NOTICE,
-        "statestore: data_dir=%s keys=%llu node_id=%s fsync=%s fsync_interval_ms=%llu "
-        "checkpoint_interval_ms=%llu journal_max_bytes=%llu "
+        "statestore: %s node_id=%s "
         "max_keys=%llu max_store_bytes=%llu max_key_length=%llu "
         "max_registrations_per_client=%llu max_registrations=%llu dedup_window_ms=%llu "
         "dedup_max_entries=%llu dedup_max_bytes=%llu max_queued_bytes=%llu log_level=%s "
         "max_value_bytes=%llu "
         "acl_file=%s topic_protection=%s other_topics=%s compact_on_start=%s backup_dir=%s",
-        o->data_dir, (unsigned long long)keys, o->node_id,
-        o->sync == SS_SYNC_ALWAYS ? "always" : "periodic", (unsigned long long)o->sync_interval_ms,
-        (unsigned long long)o->checkpoint_interval_ms, (unsigned long long)o->journal_max_bytes,
-        (unsigned long long)o->max_keys, (unsigned long long)o->max_store_bytes,
+        where, o->node_id, (unsigned long long)o->max_keys, (unsigned long long)o->max_store_bytes,
         (unsigned long long)o->max_key_length, (unsigned long long)o->max_registrations_per_client,
         (unsigned long long)o->max_registrations, (unsigned long long)o->dedup_window_ms,
         (unsigned long long)o->dedup_max_entries, (unsigned long long)o->dedup_max_bytes,

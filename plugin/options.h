@@ -10,7 +10,17 @@
 
 #include "../core/store.h"
 
+enum ss_backend_kind { SS_BACKEND_LMDB = 0, SS_BACKEND_ETCD };
+
 struct ss_plugin_options {
+    int backend;              /* enum ss_backend_kind */
+    char *etcd_endpoints;     /* etcd: comma-separated URLs */
+    char *etcd_prefix;
+    char *etcd_ca_file, *etcd_cert_file, *etcd_key_file;
+    uint64_t etcd_timeout_ms;      /* one call to etcd */
+    uint64_t etcd_unavailable_ms;  /* how long a request waits for the cluster */
+    uint64_t etcd_max_txn_ops;     /* the cluster's --max-txn-ops */
+    uint64_t etcd_max_request_bytes; /* the cluster's --max-request-bytes */
     char *data_dir;
     char *node_id;
     enum ss_sync_policy sync;

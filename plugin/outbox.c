@@ -111,6 +111,18 @@ void ss_outbox_fail(struct ss_outbox *ob, uint64_t commit, int err)
     ob->len = kept;
 }
 
+void ss_outbox_drop(struct ss_outbox *ob, uint64_t commit)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < ob->len; i++) {
+        if (commit != 0 && ob->msgs[i].commit == commit)
+            ss_outbox__msg_free(&ob->msgs[i]);
+        else
+            ob->msgs[kept++] = ob->msgs[i];
+    }
+    ob->len = kept;
+}
+
 void ss_outbox_flush(struct ss_outbox *ob, struct ss_plugin *p)
 {
     for (size_t i = 0; i < ob->len; i++) {

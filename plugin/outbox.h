@@ -43,6 +43,9 @@ size_t ss_outbox_count(const struct ss_outbox *ob, uint64_t commit);
  * of requests committed earlier, notifications of committed changes) stay
  * as they are. */
 void ss_outbox_fail(struct ss_outbox *ob, uint64_t commit, int err);
+/* The batch number commit runs again (its commit found data changed by
+ * someone else): forget its messages, which the run replaces. */
+void ss_outbox_drop(struct ss_outbox *ob, uint64_t commit);
 /* Publish everything and empty the outbox (notifications only to clients
  * that still have registrations in p's watch table). */
 void ss_outbox_flush(struct ss_outbox *ob, struct ss_plugin *p);

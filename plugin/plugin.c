@@ -17,6 +17,7 @@
 #include "plugin.h"
 #include "protect.h"
 #include "request.h"
+#include "waker.h"
 
 #define SS_EXPORT __attribute__((visibility("default")))
 
@@ -81,7 +82,11 @@ static void ss_plugin__destroy(struct ss_plugin *p)
     p->batch = NULL;
     ss_admin_free(p->admin);
     ss_engine_free(p->engine);
-    ss_backend_lmdb_free(p->backend);
+    if (p->store)
+        ss_backend_lmdb_free(p->backend);
+    else
+        ss_backend_etcd_free(p->backend); /* its thread ends: no wake-up after this */
+    ss_waker_stop(&p->waker);
     ss_store_close(p->store);
     ss_watch_free(p->watch);
     ss_dedup_free(p->dedup);
@@ -106,7 +111,8 @@ static bool ss_plugin__inside(const char *dir, const char *top)
     return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/');
 }
 
-static int ss_plugin__open(struct ss_plugin *p)
+/* The LMDB store in data_dir, behind the storage interface. */
+static int ss_plugin__open_lmdb(struct ss_plugin *p)
 {
     ss_store_options so = ss_store_options_default();
     so.path = p->opt.data_dir;
@@ -169,6 +175,56 @@ static int ss_plugin__open(struct ss_plugin *p)
                              "statestore: the journal's changes could not go into the data file "
                              "at start (%s); serving from the journal, checkpoint tried again "
                              "later", ss_store_cause(p->store));
+    return ss_backend_lmdb_new(p->store, &p->backend);
+}
+
+static void ss_plugin__etcd_log(void *ctx, int level, const char *msg)
+{
+    static const int levels[] = {MOSQ_LOG_ERR, MOSQ_LOG_WARNING, MOSQ_LOG_NOTICE, MOSQ_LOG_INFO};
+    ss_log(ctx, levels[level >= 0 && level <= SS_ETCD_LOG_INFO ? level : 0], "%s", msg);
+}
+
+/* The store on an etcd cluster. An unreachable cluster is no reason to
+ * stop the broker: it is said, and tried again (requests wait for it up
+ * to etcd_unavailable_ms). */
+static int ss_plugin__open_etcd(struct ss_plugin *p)
+{
+    ss_backend_etcd_options eo = {.endpoints = p->opt.etcd_endpoints,
+                                  .ca_file = p->opt.etcd_ca_file,
+                                  .cert_file = p->opt.etcd_cert_file,
+                                  .key_file = p->opt.etcd_key_file,
+                                  .prefix = p->opt.etcd_prefix,
+                                  .node_id = p->opt.node_id,
+                                  .call_timeout_ms = (unsigned)p->opt.etcd_timeout_ms,
+                                  .unavailable_ms = (unsigned)p->opt.etcd_unavailable_ms,
+                                  .max_request_bytes = (size_t)p->opt.etcd_max_request_bytes,
+                                  .max_txn_ops = (unsigned)p->opt.etcd_max_txn_ops,
+                                  .log = ss_plugin__etcd_log,
+                                  .log_ctx = p};
+    char why[300];
+    int rc = ss_backend_etcd_new(&eo, &p->backend, why, sizeof why);
+    if (rc == SS_E_INVAL)
+        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_etcd_*: %s", why);
+    if (rc != SS_OK)
+        return rc;
+    if ((rc = ss_waker_start(&p->waker)) != SS_OK)
+        return rc;
+    p->backend->wake = ss_waker_poke;
+    p->backend->wake_ctx = &p->waker;
+    if (ss_backend_etcd_ping(p->backend, why, sizeof why) == SS_OK)
+        mosquitto_log_printf(MOSQ_LOG_NOTICE, "statestore: %s", why);
+    else
+        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: etcd does not answer (%s): requests wait for it "
+                             "and are answered \"the store is unavailable\" after %llu ms; trying again",
+                             why, (unsigned long long)p->opt.etcd_unavailable_ms);
+    return SS_OK;
+}
+
+static int ss_plugin__open(struct ss_plugin *p)
+{
+    int rc = p->opt.backend == SS_BACKEND_ETCD ? ss_plugin__open_etcd(p) : ss_plugin__open_lmdb(p);
+    if (rc != SS_OK)
+        return rc;
     struct ss_broker_conf bc;
     ss_read_broker_conf(&bc);
     uint64_t limit = bc.message_size_limit;
@@ -186,8 +242,6 @@ static int ss_plugin__open(struct ss_plugin *p)
                             .keynotify_ctx = p,
                             .on_authorize = ss_authorize,
                             .authorize_ctx = p};
-    if ((rc = ss_backend_lmdb_new(p->store, &p->backend)) != SS_OK)
-        return rc;
     /* Only changes of keys someone observes are kept for the feed. */
     p->backend->wanted = ss_notify_wanted;
     p->backend->wanted_ctx = p;
@@ -230,7 +284,7 @@ int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userdata,
             return rc;
         }
     }
-    ss_options_log(&p->opt, ss_store_key_count(p->store));
+    ss_options_log(&p->opt, p->store ? ss_store_key_count(p->store) : 0);
     if (p->opt.topic_protection)
         ss_log(p, MOSQ_LOG_NOTICE, "topic protection on; other topics are %s",
                p->defer_other_topics ? "left to the acl_file and other plugins" : "allowed");

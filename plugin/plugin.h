@@ -27,8 +27,10 @@
 #include "../core/protocol.h"
 #include "../core/store.h"
 #include "../core/watch.h"
+#include "../etcd/backend_etcd.h"
 #include "metrics.h"
 #include "options.h"
+#include "waker.h"
 
 #define SS_TOPIC_LEVELS_MAX 200u /* the broker's TOPIC_HIERARCHY_LIMIT */
 
@@ -46,8 +48,9 @@ struct ss_caller {
 struct ss_plugin {
     mosquitto_plugin_id_t *id;
     struct ss_plugin_options opt;
-    ss_store *store;     /* the LMDB backend's own control (commits, syncs) */
-    ss_backend *backend; /* the same store behind the storage interface */
+    ss_store *store;     /* the LMDB backend's own control (commits, syncs); NULL on etcd */
+    ss_backend *backend; /* the store behind the storage interface (LMDB or etcd) */
+    struct ss_waker waker; /* etcd: finished calls wake the broker's thread */
     ss_engine *engine;
     ss_watch *watch;
     ss_dedup *dedup;

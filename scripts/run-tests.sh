@@ -1,6 +1,6 @@
 #!/bin/sh
-# Run the corpus replay and the test runners given as arguments, then print
-# one summary line over all of them. Usage: run-tests.sh OUTDIR PLUGIN
+# Run the corpus replay and the test runners, then print one summary line
+# over all of them. Usage: run-tests.sh OUTDIR PLUGIN
 set -u
 out=$1
 plugin=$2
@@ -11,9 +11,18 @@ trap 'rm -f "$log"' EXIT
 for target in request engine journal record; do
     "$out/fuzz/replay_$target" "fuzz/corpus/$target" || failed=$((failed + 1))
 done
-for suite in unit integration; do
+# The integration tests run twice: on LMDB, then again on a 3-member etcd
+# cluster (tests/integration/list.h says which run only once).
+for suite in unit integration integration-etcd; do
     echo "== $suite tests"
-    SS_EXAMPLE=$(pwd)/$out/examples/client_example SS_CLI=$(pwd)/$out/statestore SS_PLUGIN=$plugin "$out/tests/$suite/run" | tee "$log"
+    backend=lmdb
+    runner=$suite
+    if [ "$suite" = integration-etcd ]; then
+        backend=etcd
+        runner=integration
+    fi
+    SS_BACKEND=$backend SS_EXAMPLE=$(pwd)/$out/examples/client_example SS_CLI=$(pwd)/$out/statestore \
+        SS_PLUGIN=$plugin "$out/tests/$runner/run" | tee "$log"
     line=$(tail -n 1 "$log")
     p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
     f=$(echo "$line" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')

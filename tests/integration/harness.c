@@ -18,6 +18,7 @@
 #include "../../core/buf.h"
 #include "../../core/codec.h"
 #include "../test.h"
+#include "etcd_cluster.h"
 
 uint64_t now_ms(void)
 {
@@ -48,6 +49,30 @@ bool port_open(int port)
     return ok;
 }
 
+bool harness_on_etcd(void)
+{
+    const char *be = getenv("SS_BACKEND");
+    return be && strcmp(be, "etcd") == 0;
+}
+
+/* With SS_BACKEND=etcd, every broker of a test runs on one 3-member
+ * cluster started with the test's first broker (its members are stopped
+ * with the test's process group). Each data directory names a prefix of
+ * its own, so that a restarted broker finds its data, and two brokers of
+ * one test on the same directory share it. */
+static const char *harness_etcd_lines(const struct broker *b, char *out, size_t n)
+{
+    static struct etcd_cluster cluster;
+    static bool started;
+    if (!started) {
+        etcd_cluster_start(&cluster, 3);
+        started = true;
+    }
+    snprintf(out, n, "plugin_opt_backend etcd\nplugin_opt_etcd_endpoints %s\nplugin_opt_etcd_prefix %s/\n",
+             cluster.endpoints, b->data);
+    return out;
+}
+
 static void write_conf(struct broker *b)
 {
     const char *plugin = getenv("SS_PLUGIN");
@@ -59,13 +84,16 @@ static void write_conf(struct broker *b)
         snprintf(b->data, sizeof b->data, "%s/data", test_tmpdir());
     snprintf(b->conf, sizeof b->conf, "%s/mosquitto.conf", test_tmpdir());
     snprintf(b->log, sizeof b->log, "%s/broker.log", test_tmpdir());
+    char etcd[1200] = "";
+    if (harness_on_etcd() && !b->no_plugin)
+        harness_etcd_lines(b, etcd, sizeof etcd);
     FILE *f = fopen(b->conf, "w");
     ASSERT_TRUE(f != NULL);
     fprintf(f,
             "%slistener %d 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n"
-            "log_type all\n%s%s\n%s%s\n%s",
+            "log_type all\n%s%s\n%s%s\n%s%s",
             getuid() == 0 ? "user root\n" : "", b->port, b->no_plugin ? "#" : "plugin ", plugin,
-            b->no_plugin ? "#" : "plugin_opt_data_dir ", b->data, b->extra);
+            b->no_plugin ? "#" : "plugin_opt_data_dir ", b->data, etcd, b->extra);
     fclose(f);
 }
 

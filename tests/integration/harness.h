@@ -25,6 +25,8 @@ struct broker {
     bool no_plugin;   /* a plain mosquitto */
 };
 
+/* True when the brokers of the tests run on etcd (SS_BACKEND=etcd). */
+bool harness_on_etcd(void);
 /* Start mosquitto with the plugin (path from $SS_PLUGIN) and b->extra; the
  * data directory is <tmpdir>/data unless b->data is set. Waits until the
  * port answers; fails the test otherwise. Reuses b->port if set. */

@@ -49,7 +49,7 @@ static bool cas(ss_grpc *g, const char *key, int64_t rev, const char *value)
     ASSERT_EQ(ss_etcd_txn_pack(&t, &c.request), SS_OK);
     ASSERT_EQ(ss_grpc_call_wait(g, &c), SS_OK);
     ss_etcd_reply r;
-    ASSERT_EQ(ss_etcd_txn_unpack(&c.reply, &r), SS_OK);
+    ASSERT_EQ(ss_etcd_txn_unpack(&c.reply, &r, NULL), SS_OK);
     bool ok = r.succeeded;
     ss_etcd_reply_free(&r);
     ss_grpc_call_clear(&c);
@@ -173,7 +173,7 @@ TEST(etcd_kv_many_calls_in_flight)
             seen[i] = true;
             ASSERT_EQ(c->rc, SS_OK);
             ss_etcd_reply r;
-            ASSERT_EQ(ss_etcd_txn_unpack(&c->reply, &r), SS_OK);
+            ASSERT_EQ(ss_etcd_txn_unpack(&c->reply, &r, NULL), SS_OK);
             ASSERT_TRUE(r.succeeded);
             ss_etcd_reply_free(&r);
             got++;
@@ -308,8 +308,8 @@ static void make_certs(const char *dir)
              "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=statestore && "
              "printf 'extendedKeyUsage=clientAuth\\n' > client.ext && "
              "openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out client.crt -days 2 "
-             "-extfile client.ext) > certs.log 2>&1",
-             dir);
+             "-extfile client.ext) > %s/certs.log 2>&1",
+             dir, dir);
     ASSERT_EQ(system(cmd), 0);
 }
 

@@ -168,11 +168,13 @@ TEST(codec_error_texts)
         {SS_E_TS_MISSING, "-ERR missing timestamp\r\n"},
         {SS_E_TS_MALFORMED, "-ERR malformed timestamp\r\n"},
         {SS_E_KEY_EMPTY, "-ERR the key length is zero\r\n"},
+        /* Ours, not the protocol's: a cluster without quorum (CLUSTER.md). */
+        {SS_E_UNAVAILABLE, "-ERR the store is unavailable\r\n"},
     };
     int wire = 0;
     for (int code = -1; code >= -40; code--)
         wire += ss_err_is_wire(code);
-    ASSERT_EQ(wire, 12);
+    ASSERT_EQ(wire, 13);
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         ss_buf b = SS_BUF_INIT;
         ASSERT_TRUE(ss_err_is_wire(t[i].code));

@@ -1,0 +1,92 @@
+/* backend_etcd.h - the state store on an etcd cluster, behind the storage
+ * interface (core/backend.h).
+ *
+ * Layout under the prefix (default "statestore/"):
+ *   k/<key>                      the record (core/record.h, no key tail)
+ *   x/<deadline, 16 hex>/<key>   the expiry index: empty values
+ *   n/<node id>                  the commit marker of the broker with that
+ *                                node id (see below)
+ *
+ * A cache of records, each with the mod_revision it was read at, stands
+ * between the engine and etcd. A key that is not in it is fetched (a
+ * linearizable Range) while the request that wants it waits (read answers
+ * SS_E_PENDING). Every batch ends in one Txn that compares the revision of
+ * every key its requests looked at, and only if all still hold, writes
+ * what they changed (record, expiry index) and this broker's commit
+ * marker. So every answer of a batch is true at the moment the Txn
+ * commits, whatever other brokers did meanwhile; when a compare fails,
+ * the Txn changes nothing, the keys of the batch leave the cache and the
+ * batch's requests run again on fresh data (SS_E_CONFLICT).
+ *
+ * A write Txn whose outcome is unknown (lost connection, timeout) is
+ * settled before anything is answered: a second Txn replaces the marker
+ * on the condition that it is still what it was before. If that succeeds,
+ * the first Txn can never commit (its own compare on the marker fails) and
+ * the batch runs again; if not, the marker shows whether the first Txn
+ * committed (it holds that Txn's id).
+ *
+ * Threads: every function runs on the owner's thread (the broker's). The
+ * gRPC channel has its own I/O thread, which calls the wake hook when
+ * calls finish; the owner then calls ss_backend_etcd_poll.
+ */
+#ifndef SS_BACKEND_ETCD_H
+#define SS_BACKEND_ETCD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/backend.h"
+
+enum { SS_ETCD_LOG_ERR, SS_ETCD_LOG_WARNING, SS_ETCD_LOG_NOTICE, SS_ETCD_LOG_INFO };
+
+typedef struct ss_backend_etcd_options {
+    const char *endpoints;  /* comma-separated http(s)://host:port */
+    const char *ca_file, *cert_file, *key_file; /* TLS (grpc.h) */
+    const char *prefix;     /* NULL: "statestore/" */
+    const char *node_id;    /* names the commit marker; NULL: "StateStore" */
+    unsigned call_timeout_ms;   /* one call; 0: 2000 */
+    unsigned unavailable_ms;    /* a request waits this long for the cluster; 0: 5000 */
+    size_t max_request_bytes;   /* etcd's --max-request-bytes; 0: 1.5 MiB */
+    unsigned max_txn_ops;       /* etcd's --max-txn-ops; 0: 128 */
+    unsigned sweep_interval_ms; /* how often due keys are looked for; 0: 250 */
+    void (*log)(void *ctx, int level, const char *msg); /* may be NULL */
+    void *log_ctx;
+} ss_backend_etcd_options;
+
+/* Create the backend (no call is made yet). The wake hook of the returned
+ * ss_backend may be set before the first poll. 0, SS_E_INVAL (bad
+ * endpoints or TLS files; *why says which), SS_E_NOMEM. */
+int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char *why, size_t why_len);
+void ss_backend_etcd_free(ss_backend *b);
+
+/* Ask a member for its status, waiting up to the call timeout: 0 with a
+ * line describing the cluster in *what, or the failure with its cause. */
+int ss_backend_etcd_ping(ss_backend *b, char *what, size_t what_len);
+
+/* Take the results of finished calls (records fetched, a commit), retry
+ * what failed, look for due keys. Call at every tick. */
+void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms);
+
+/* The open batch reached etcd's limits on one Txn: commit it now. */
+bool ss_backend_etcd_full(const ss_backend *b);
+/* Start committing the open batch. 0: its Txn is under way (see
+ * commit_done); SS_E_NOTFOUND: there was nothing to commit (settle at
+ * once); SS_E_PENDING: not yet possible (try at the next tick); or a
+ * failure (SS_E_NOMEM) that drops the batch. */
+int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms);
+/* True once the commit under way has an outcome, with *rc: 0, or
+ * SS_E_CONFLICT (nothing was written: run the batch's requests again),
+ * or a failure that nothing of the batch outlived (SS_E_QUOTA, SS_E_IO). */
+bool ss_backend_etcd_commit_done(ss_backend *b, int *rc);
+bool ss_backend_etcd_committing(const ss_backend *b);
+
+/* Figures for the metrics. */
+typedef struct ss_backend_etcd_stats {
+    uint64_t txns, conflicts, unknown_outcomes, fetches, cache_entries;
+    bool reachable;
+    const char *endpoint;
+} ss_backend_etcd_stats;
+void ss_backend_etcd_stats_get(const ss_backend *b, ss_backend_etcd_stats *s);
+
+#endif

@@ -1,0 +1,96 @@
+/* waker.c - repeat the wake signal until the broker has looked
+ * (waker.h). */
+#include "waker.h"
+
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/errors.h"
+#include "committer.h"
+
+#define SS_WAKER_REPEAT_NS 200000L
+
+static void *ss_waker__main(void *arg)
+{
+    struct ss_waker *w = arg;
+    pthread_mutex_lock(&w->mu);
+    while (!w->stop) {
+        if (!w->poked) {
+            pthread_cond_wait(&w->cv, &w->mu);
+            continue;
+        }
+        pthread_kill(w->broker, SS_WAKE_SIGNAL);
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += SS_WAKER_REPEAT_NS;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+int ss_waker_start(struct ss_waker *w)
+{
+    memset(w, 0, sizeof *w);
+    w->broker = pthread_self();
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0)
+        return SS_E_NOMEM;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc != 0)
+        return SS_E_NOMEM;
+    if (pthread_mutex_init(&w->mu, NULL) != 0) {
+        pthread_cond_destroy(&w->cv);
+        return SS_E_NOMEM;
+    }
+    /* Every signal blocked in the thread: the wake-up is the broker's. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&w->thread, NULL, ss_waker__main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        pthread_mutex_destroy(&w->mu);
+        pthread_cond_destroy(&w->cv);
+        return SS_E_NOMEM;
+    }
+    w->live = true;
+    return SS_OK;
+}
+
+void ss_waker_poke(void *waker)
+{
+    struct ss_waker *w = waker;
+    pthread_mutex_lock(&w->mu);
+    w->poked = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void ss_waker_seen(struct ss_waker *w)
+{
+    pthread_mutex_lock(&w->mu);
+    w->poked = false;
+    pthread_mutex_unlock(&w->mu);
+}
+
+void ss_waker_stop(struct ss_waker *w)
+{
+    if (w == NULL || !w->live)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    w->live = false;
+}
