@@ -706,6 +706,14 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_op *op, bool
         if (!twice && !ss_etcd__index_written(e, k))
             rc = ss_etcd_txn_delete(&t, k);
     }
+    if (rc == SS_OK && !writes) {
+        /* Compares alone would be answered from the member's own state,
+         * which may lag: the marker's Range makes the read linearizable. */
+        ss_bytes none = {NULL, 0};
+        if ((rc = ss_etcd__key(e, &e->scratch, 'n', 0, none)) == SS_OK &&
+            (rc = ss_buf_append_str(&e->scratch, e->node_id)) == SS_OK)
+            rc = ss_etcd_txn_get(&t, ss_etcd__bytes(&e->scratch));
+    }
     if (rc == SS_OK && writes) {
         snprintf(e->txn_id, sizeof e->txn_id, "%s %016llx %llu", e->node_id,
                  (unsigned long long)e->incarnation, (unsigned long long)++e->txn_seq);

@@ -9,7 +9,7 @@
 #include "../core/errors.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.pb-c.h"
 
-enum ss_etcd_item_kind { SS_ETCD_EXPECT, SS_ETCD_PUT, SS_ETCD_DELETE, SS_ETCD_FAILURE_GET };
+enum ss_etcd_item_kind { SS_ETCD_EXPECT, SS_ETCD_PUT, SS_ETCD_DELETE, SS_ETCD_GET, SS_ETCD_FAILURE_GET };
 
 /* Offsets into t->bytes: it moves when it grows. */
 struct ss_etcd_txn_item {
@@ -140,6 +140,16 @@ int ss_etcd_status_unpack(const ss_buf *reply, uint64_t *leader, char *version, 
     return SS_OK;
 }
 
+uint64_t ss_etcd_status_member(const ss_buf *reply)
+{
+    Etcdserverpb__StatusResponse *m = etcdserverpb__status_response__unpack(NULL, reply->len, reply->data);
+    if (m == NULL)
+        return 0;
+    uint64_t id = m->header ? m->header->member_id : 0;
+    protobuf_c_message_free_unpacked(&m->base, NULL);
+    return id;
+}
+
 /* ---- Txn ---------------------------------------------------------------- */
 
 static int ss_etcd__add(ss_etcd_txn *t, enum ss_etcd_item_kind kind, ss_bytes key, ss_bytes value,
@@ -183,6 +193,12 @@ int ss_etcd_txn_put(ss_etcd_txn *t, ss_bytes key, ss_bytes value)
     return ss_etcd__add(t, SS_ETCD_PUT, key, value, 0);
 }
 
+int ss_etcd_txn_get(ss_etcd_txn *t, ss_bytes key)
+{
+    ss_bytes none = {NULL, 0};
+    return ss_etcd__add(t, SS_ETCD_GET, key, none, 0);
+}
+
 int ss_etcd_txn_on_failure_get(ss_etcd_txn *t, ss_bytes key)
 {
     ss_bytes none = {NULL, 0};
@@ -210,11 +226,12 @@ int ss_etcd_txn_pack(const ss_etcd_txn *t, ss_buf *out)
     Etcdserverpb__RequestOp **opsp = calloc(n, sizeof *opsp);
     Etcdserverpb__PutRequest *puts = calloc(n, sizeof *puts);
     Etcdserverpb__DeleteRangeRequest *dels = calloc(n, sizeof *dels);
+    Etcdserverpb__RangeRequest *gets = calloc(n, sizeof *gets);
     Etcdserverpb__RangeRequest failure_get = ETCDSERVERPB__RANGE_REQUEST__INIT;
     Etcdserverpb__RequestOp failure_op = ETCDSERVERPB__REQUEST_OP__INIT;
     Etcdserverpb__RequestOp *failure_ops[1] = {&failure_op};
     int rc = SS_E_NOMEM;
-    if (cmp && cmpp && ops && opsp && puts && dels) {
+    if (cmp && cmpp && ops && opsp && puts && dels && gets) {
         Etcdserverpb__TxnRequest txn = ETCDSERVERPB__TXN_REQUEST__INIT;
         for (size_t i = 0; i < t->len; i++) {
             const struct ss_etcd_txn_item *it = &t->items[i];
@@ -249,7 +266,12 @@ int ss_etcd_txn_pack(const ss_etcd_txn *t, ss_buf *out)
             }
             Etcdserverpb__RequestOp *op = &ops[txn.n_success];
             etcdserverpb__request_op__init(op);
-            if (it->kind == SS_ETCD_PUT) {
+            if (it->kind == SS_ETCD_GET) {
+                etcdserverpb__range_request__init(&gets[i]);
+                gets[i].key = ss_etcd__bin(key);
+                op->request_case = ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_RANGE;
+                op->request_range = &gets[i];
+            } else if (it->kind == SS_ETCD_PUT) {
                 etcdserverpb__put_request__init(&puts[i]);
                 puts[i].key = ss_etcd__bin(key);
                 puts[i].value = ss_etcd__bin(value);
@@ -273,6 +295,7 @@ int ss_etcd_txn_pack(const ss_etcd_txn *t, ss_buf *out)
     free(opsp);
     free(puts);
     free(dels);
+    free(gets);
     return rc;
 }
 

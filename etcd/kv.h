@@ -64,6 +64,11 @@ typedef struct ss_etcd_txn {
 int ss_etcd_txn_expect(ss_etcd_txn *t, ss_bytes key, int64_t rev);
 int ss_etcd_txn_put(ss_etcd_txn *t, ss_bytes key, ss_bytes value);
 int ss_etcd_txn_delete(ss_etcd_txn *t, ss_bytes key);
+/* Read key when the expectations hold. A Txn of compares alone is
+ * served from whichever member answers, possibly behind the others (etcd
+ * treats it as serializable); a Range in it makes etcd confirm with a
+ * quorum that the member is current first. */
+int ss_etcd_txn_get(ss_etcd_txn *t, ss_bytes key);
 /* When an expectation fails, read key instead (its state comes back in
  * the reply: ss_etcd_txn_unpack). At most one per Txn. */
 int ss_etcd_txn_on_failure_get(ss_etcd_txn *t, ss_bytes key);
@@ -78,5 +83,7 @@ void ss_etcd_txn_free(ss_etcd_txn *t);
 /* Unpack a Maintenance Status reply: the member's leader id (0: none)
  * and version. 0 or SS_E_PROTOCOL. */
 int ss_etcd_status_unpack(const ss_buf *reply, uint64_t *leader, char *version, size_t version_len);
+/* The id of the member that answered a Status (0 if the reply has none). */
+uint64_t ss_etcd_status_member(const ss_buf *reply);
 
 #endif

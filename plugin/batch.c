@@ -289,7 +289,8 @@ static bool ss_batch__hold(struct ss_queued *e, const struct ss_request_from *in
         free(e->username);
         return false;
     }
-    memcpy(e->payload, in->payload, in->len);
+    if (in->len) /* an empty payload may come as NULL */
+        memcpy(e->payload, in->payload, in->len);
     e->len = in->len;
     e->gone = gone;
     return true;
@@ -509,6 +510,18 @@ void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, str
      * broker reading more (slow disk, flood of requests). */
     if (b->committer.pending && b->queue_bytes >= b->p->opt.max_queued_bytes)
         ss_batch__wait(b);
+    /* On etcd the broker's thread never waits for the network: past the
+     * bound, a request is refused as the cluster not keeping up. */
+    if (b->p->store == NULL && b->queue_bytes >= b->p->opt.max_queued_bytes) {
+        ss_buf err = SS_BUF_INIT;
+        if (ss_codec_put_error(&err, SS_E_UNAVAILABLE) == SS_OK) {
+            ss_bytes answer = {err.data, err.len};
+            ss_batch__answer(b, r, &answer, NULL, 0);
+        }
+        ss_buf_free(&err);
+        ss_request_props_free(r);
+        return;
+    }
     if (ss_batch__busy(b) || b->queue.len) {
         ss_batch__enqueue(b, from, r); /* behind the ones waiting: in order */
         return;

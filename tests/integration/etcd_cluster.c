@@ -62,10 +62,11 @@ static pid_t etcd_spawn(const struct etcd_cluster *c, int i, const char *initial
     return spawn_cmd(argv, out, err);
 }
 
-/* True when member i answers a status request with a leader (etcd opens
- * its client port before it has one). */
-static bool etcd_member_ready(const struct etcd_cluster *c, int i)
+/* Ask member i for its status: true when it answered, with its own id
+ * and its leader's (0: none). */
+static bool etcd_member_status(const struct etcd_cluster *c, int i, uint64_t *self, uint64_t *leader)
 {
+    *self = *leader = 0;
     if (!port_open(c->client_port[i]))
         return false;
     char url[64];
@@ -79,12 +80,68 @@ static bool etcd_member_ready(const struct etcd_cluster *c, int i)
     if (ss_grpc_new(&o, &g, NULL, 0) != SS_OK)
         return false;
     ss_grpc_call call = {.method = SS_ETCD_STATUS_METHOD, .timeout_ms = 2000};
-    uint64_t leader = 0;
-    bool ready = ss_grpc_call_wait(g, &call) == SS_OK &&
-                 ss_etcd_status_unpack(&call.reply, &leader, NULL, 0) == SS_OK && leader != 0;
+    bool answered = ss_grpc_call_wait(g, &call) == SS_OK &&
+                    ss_etcd_status_unpack(&call.reply, leader, NULL, 0) == SS_OK;
+    if (answered)
+        *self = ss_etcd_status_member(&call.reply);
     ss_grpc_call_clear(&call);
     ss_grpc_free(g);
-    return ready;
+    return answered;
+}
+
+/* True when member i answers a status request with a leader (etcd opens
+ * its client port before it has one). */
+static bool etcd_member_ready(const struct etcd_cluster *c, int i)
+{
+    uint64_t self, leader;
+    return etcd_member_status(c, i, &self, &leader) && leader != 0;
+}
+
+int etcd_cluster_leader(const struct etcd_cluster *c)
+{
+    uint64_t ids[ETCD_MEMBERS_MAX] = {0}, leader = 0;
+    for (int i = 0; i < c->n; i++) {
+        uint64_t l;
+        if (c->pid[i] > 0 && etcd_member_status(c, i, &ids[i], &l) && l)
+            leader = l;
+    }
+    for (int i = 0; i < c->n; i++)
+        if (leader && ids[i] == leader)
+            return i;
+    return -1;
+}
+
+static void etcd_member_wait_ready(struct etcd_cluster *c, int i)
+{
+    for (int tries = 0; !etcd_member_ready(c, i); tries++) {
+        int status;
+        if (waitpid(c->pid[i], &status, WNOHANG) == c->pid[i]) {
+            c->pid[i] = 0;
+            etcd_cluster_stop(c);
+            test_fail(__FILE__, __LINE__, "an etcd member exited at start (see etcd-N.log)");
+        }
+        if (tries > 300) {
+            etcd_cluster_stop(c);
+            test_fail(__FILE__, __LINE__, "the etcd cluster did not become ready in 30 s");
+        }
+        usleep(100000);
+    }
+}
+
+void etcd_member_kill9(struct etcd_cluster *c, int i)
+{
+    if (c->pid[i] <= 0)
+        return;
+    kill(c->pid[i], SIGKILL);
+    waitpid(c->pid[i], NULL, 0);
+    c->pid[i] = 0;
+}
+
+void etcd_member_restart(struct etcd_cluster *c, int i)
+{
+    ASSERT_TRUE(c->pid[i] == 0);
+    c->pid[i] = etcd_spawn(c, i, c->initial);
+    etcd_member_wait_ready(c, i);
 }
 
 void etcd_cluster_start(struct etcd_cluster *c, int n)
@@ -98,36 +155,22 @@ void etcd_cluster_start_tls(struct etcd_cluster *c, int n, const struct etcd_tls
     memset(c, 0, sizeof *c);
     c->n = n;
     c->tls = tls;
-    char initial[512] = "";
+    char *initial = c->initial;
     size_t used = 0, eused = 0;
     for (int i = 0; i < n; i++) {
         c->client_port[i] = free_port();
         do
             c->peer_port[i] = free_port();
         while (c->peer_port[i] == c->client_port[i]);
-        used += (size_t)snprintf(initial + used, sizeof initial - used, "%sm%d=http://127.0.0.1:%d",
+        used += (size_t)snprintf(initial + used, sizeof c->initial - used, "%sm%d=http://127.0.0.1:%d",
                                  i ? "," : "", i, c->peer_port[i]);
         eused += (size_t)snprintf(c->endpoints + eused, sizeof c->endpoints - eused, "%s%s://127.0.0.1:%d",
                                   i ? "," : "", tls ? "https" : "http", c->client_port[i]);
     }
     for (int i = 0; i < n; i++)
         c->pid[i] = etcd_spawn(c, i, initial);
-    for (int i = 0; i < n; i++) {
-        int tries = 0;
-        while (!etcd_member_ready(c, i)) {
-            int status;
-            if (waitpid(c->pid[i], &status, WNOHANG) == c->pid[i]) {
-                c->pid[i] = 0;
-                etcd_cluster_stop(c);
-                test_fail(__FILE__, __LINE__, "an etcd member exited at start (see etcd-N.log)");
-            }
-            if (++tries > 300) {
-                etcd_cluster_stop(c);
-                test_fail(__FILE__, __LINE__, "the etcd cluster did not become ready in 30 s");
-            }
-            usleep(100000);
-        }
-    }
+    for (int i = 0; i < n; i++)
+        etcd_member_wait_ready(c, i);
 }
 
 void etcd_cluster_stop(struct etcd_cluster *c)

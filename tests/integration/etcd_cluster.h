@@ -24,6 +24,7 @@ struct etcd_cluster {
     int client_port[ETCD_MEMBERS_MAX];
     int peer_port[ETCD_MEMBERS_MAX];
     char endpoints[512]; /* "http://127.0.0.1:P1,http://127.0.0.1:P2,..." (https with TLS) */
+    char initial[512];   /* the --initial-cluster of every member */
 };
 
 /* Start n members and wait until the cluster answers through every
@@ -33,6 +34,14 @@ void etcd_cluster_start(struct etcd_cluster *c, int n);
 void etcd_cluster_start_tls(struct etcd_cluster *c, int n, const struct etcd_tls *tls);
 /* Stop every member still running (SIGTERM, then SIGKILL after 5 s). */
 void etcd_cluster_stop(struct etcd_cluster *c);
+/* The index of the member that leads now, or -1 when no live member
+ * knows a leader. */
+int etcd_cluster_leader(const struct etcd_cluster *c);
+/* kill -9 member i and reap it. */
+void etcd_member_kill9(struct etcd_cluster *c, int i);
+/* Start member i again on its data and wait until it answers with a
+ * leader; fails the test after 30 s. */
+void etcd_member_restart(struct etcd_cluster *c, int i);
 /* The URL of member i. */
 const char *etcd_member_url(const struct etcd_cluster *c, int i, char *buf, size_t n);
 

@@ -82,8 +82,13 @@ static void write_conf(struct broker *b)
         b->port = free_port();
     if (b->data[0] == '\0')
         snprintf(b->data, sizeof b->data, "%s/data", test_tmpdir());
-    snprintf(b->conf, sizeof b->conf, "%s/mosquitto.conf", test_tmpdir());
-    snprintf(b->log, sizeof b->log, "%s/broker.log", test_tmpdir());
+    if (b->name[0]) {
+        snprintf(b->conf, sizeof b->conf, "%s/%s.conf", test_tmpdir(), b->name);
+        snprintf(b->log, sizeof b->log, "%s/%s.log", test_tmpdir(), b->name);
+    } else {
+        snprintf(b->conf, sizeof b->conf, "%s/mosquitto.conf", test_tmpdir());
+        snprintf(b->log, sizeof b->log, "%s/broker.log", test_tmpdir());
+    }
     char etcd[1200] = "";
     if (harness_on_etcd() && !b->no_plugin)
         harness_etcd_lines(b, etcd, sizeof etcd);

@@ -23,6 +23,7 @@ struct broker {
     char data[512];
     char extra[2048]; /* extra config lines */
     bool no_plugin;   /* a plain mosquitto */
+    char name[32];    /* several brokers in one test: NAME.conf, NAME.log */
 };
 
 /* True when the brokers of the tests run on etcd (SS_BACKEND=etcd). */

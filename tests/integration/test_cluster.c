@@ -1,0 +1,304 @@
+/* test_cluster.c - the store on a 3-member etcd cluster: races between
+ * two brokers, and faults of etcd members under a write load. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "etcd_cluster.h"
+#include "harness.h"
+
+#define UNAVAILABLE "-ERR the store is unavailable\r\n"
+
+/* A broker named name (its node id too) on cluster c under prefix. */
+static void cluster_broker(struct broker *b, const struct etcd_cluster *c, const char *name,
+                           const char *more)
+{
+    memset(b, 0, sizeof *b);
+    snprintf(b->name, sizeof b->name, "%s", name);
+    snprintf(b->data, sizeof b->data, "%s/data-%s", test_tmpdir(), name);
+    snprintf(b->extra, sizeof b->extra,
+             "plugin_opt_backend etcd\nplugin_opt_etcd_endpoints %s\nplugin_opt_etcd_prefix race/\n"
+             "plugin_opt_node_id %s\n%s",
+             c->endpoints, name, more ? more : "");
+    broker_start(b);
+}
+
+static bool payload_is(const struct msg *m, const char *lit)
+{
+    return m && (size_t)m->len == strlen(lit) && memcmp(m->payload, lit, (size_t)m->len) == 0;
+}
+
+/* Send a on client ca and b on client cb at once; wait for both. */
+static void race(struct client *ca, const char *ra, const char *fta, const char *const *a,
+                 struct client *cb, const char *rb, const char *ftb, const char *const *b,
+                 char *out_a, char *out_b, size_t n)
+{
+    request_send(ca, ra, "a", NULL, fta, a);
+    request_send(cb, rb, "b", NULL, ftb, b);
+    struct msg *m = client_wait(ca, 10000);
+    ASSERT_TRUE(m != NULL);
+    snprintf(out_a, n, "%.*s", m->len, (const char *)m->payload);
+    m = client_wait(cb, 10000);
+    ASSERT_TRUE(m != NULL);
+    snprintf(out_b, n, "%.*s", m->len, (const char *)m->payload);
+}
+
+/* Two brokers on one cluster, a client on each, racing on one key: every
+ * NX, NEX and VDEL race has exactly one winner, and of two fenced writes
+ * the one with the higher token always succeeds (the lower one only
+ * before it). */
+TEST(cluster_two_brokers_one_winner_per_race)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    struct broker a, b;
+    cluster_broker(&a, &c, "broker-a", NULL);
+    cluster_broker(&b, &c, "broker-b", NULL);
+    struct client ca, cb;
+    char ra[64], rb[64], x[200], y[200];
+    client_connect_rr(&ca, a.port, "racer-a", ra, sizeof ra);
+    client_connect_rr(&cb, b.port, "racer-b", rb, sizeof rb);
+    const int rounds = 40;
+    int a_wins = 0, b_wins = 0;
+    for (int i = 0; i < rounds; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "nx%d", i);
+        race(&ca, ra, NULL, W("SET", key, "A", "NX"), &cb, rb, NULL, W("SET", key, "B", "NX"), x, y, sizeof x);
+        bool wa = strcmp(x, "+OK\r\n") == 0, wb = strcmp(y, "+OK\r\n") == 0;
+        ASSERT_TRUE(wa != wb);
+        ASSERT_TRUE(strcmp(wa ? y : x, ":-1\r\n") == 0);
+        a_wins += wa;
+        b_wins += wb;
+        /* The winner's value is what both brokers read. */
+        struct msg *m = request(&ca, ra, "g", NULL, NULL, W("GET", key));
+        ASSERT_TRUE(payload_is(m, wa ? "$1\r\nA\r\n" : "$1\r\nB\r\n"));
+        m = request(&cb, rb, "g", NULL, NULL, W("GET", key));
+        ASSERT_TRUE(payload_is(m, wa ? "$1\r\nA\r\n" : "$1\r\nB\r\n"));
+
+        snprintf(key, sizeof key, "nex%d", i);
+        race(&ca, ra, NULL, W("SET", key, "A", "NEX"), &cb, rb, NULL, W("SET", key, "B", "NEX"), x, y, sizeof x);
+        wa = strcmp(x, "+OK\r\n") == 0;
+        wb = strcmp(y, "+OK\r\n") == 0;
+        ASSERT_TRUE(wa != wb);
+
+        /* Both delete the value the NX race left: one deletes it. */
+        snprintf(key, sizeof key, "nx%d", i);
+        m = request(&ca, ra, "g", NULL, NULL, W("GET", key));
+        ASSERT_TRUE(m != NULL && m->len >= 7);
+        char val[2] = {(char)m->payload[4], 0};
+        race(&ca, ra, NULL, W("VDEL", key, val), &cb, rb, NULL, W("VDEL", key, val), x, y, sizeof x);
+        ASSERT_TRUE((strcmp(x, ":1\r\n") == 0) != (strcmp(y, ":1\r\n") == 0));
+        ASSERT_TRUE(strcmp(x, ":0\r\n") == 0 || strcmp(y, ":0\r\n") == 0);
+    }
+    printf("  %d NX races through two brokers: %d won through a, %d through b\n", rounds, a_wins, b_wins);
+
+    /* Fencing: a lock's holders present tokens in order; the newer one
+     * always wins, the older one only if it came first. */
+    int both = 0;
+    for (int i = 0; i < 20; i++) {
+        char lock[32], low[64], high[64];
+        snprintf(lock, sizeof lock, "lock%d", i);
+        struct msg *m = request(&ca, ra, "l", NULL, NULL, W("SET", lock, "holder", "NX", "PX", "60000"));
+        ASSERT_TRUE(payload_is(m, "+OK\r\n"));
+        snprintf(low, sizeof low, "%s", msg_user(m, "__ts"));
+        m = request(&cb, rb, "l", NULL, NULL, W("SET", lock, "holder2"));
+        ASSERT_TRUE(payload_is(m, "+OK\r\n"));
+        snprintf(high, sizeof high, "%s", msg_user(m, "__ts"));
+        race(&ca, ra, low, W("SET", "protected", "low"), &cb, rb, high, W("SET", "protected", "high"), x, y,
+             sizeof x);
+        ASSERT_TRUE(strcmp(y, "+OK\r\n") == 0);
+        ASSERT_TRUE(strcmp(x, "+OK\r\n") == 0 ||
+                    strcmp(x, "-ERR the request fencing token is a lower version than the fencing token "
+                              "protecting the resource\r\n") == 0);
+        both += strcmp(x, "+OK\r\n") == 0;
+        m = request(&ca, ra, "g", NULL, NULL, W("GET", "protected"));
+        ASSERT_TRUE(payload_is(m, "$4\r\nhigh\r\n"));
+    }
+    printf("  20 fenced races: the higher token won each; the lower one went first %d times\n", both);
+    client_close(&ca);
+    client_close(&cb);
+    broker_stop(&a);
+    broker_stop(&b);
+    etcd_cluster_stop(&c);
+}
+
+/* The load of the fault test: SETs of unique keys, 8 in flight, so that
+ * faults strike calls under way. Every answer is +OK (acknowledged:
+ * recorded) or "unavailable"; none takes more than 20 s. */
+struct load {
+    struct client *c;
+    const char *resp;
+    int next, inflight;
+    char *acked; /* acked[i]: SET of w<i> acknowledged */
+    int cap, nacked, unavailable;
+};
+
+static void load_answer(struct load *l)
+{
+    struct msg *m = client_wait(l->c, 20000);
+    ASSERT_TRUE(m != NULL && m->corr != NULL && m->corr_len > 1 && m->corr_len < 16);
+    char corr[16];
+    memcpy(corr, m->corr, (size_t)m->corr_len);
+    corr[m->corr_len] = '\0';
+    int i = atoi(corr + 1);
+    ASSERT_TRUE(i >= 0 && i < l->next && !l->acked[i]);
+    if (payload_is(m, "+OK\r\n")) {
+        l->acked[i] = 1;
+        l->nacked++;
+    } else if (payload_is(m, UNAVAILABLE)) {
+        l->unavailable++;
+    } else {
+        PAYLOAD(m, "+OK\r\n"); /* no other answer is true */
+    }
+    l->inflight--;
+}
+
+/* Run the load for ms; requests stay in flight unless drain. */
+static void load_for(struct load *l, int ms, bool drain)
+{
+    uint64_t end = now_ms() + (uint64_t)ms;
+    while (now_ms() < end) {
+        while (l->inflight < 8 && l->next < l->cap) {
+            char key[32], val[32], corr[16];
+            snprintf(key, sizeof key, "w%d", l->next);
+            snprintf(val, sizeof val, "v%d", l->next);
+            snprintf(corr, sizeof corr, "c%d", l->next);
+            request_send(l->c, l->resp, corr, NULL, NULL, W("SET", key, val));
+            l->next++;
+            l->inflight++;
+        }
+        load_answer(l);
+    }
+    while (drain && l->inflight)
+        load_answer(l);
+}
+
+/* Every acknowledged write is there, with its value. */
+static void check_acked(struct client *c, const char *resp, const struct load *l)
+{
+    for (int i = 0; i < l->next; i++) {
+        if (!l->acked[i])
+            continue;
+        char key[32], val[32], want[48];
+        snprintf(key, sizeof key, "w%d", i);
+        snprintf(val, sizeof val, "v%d", i);
+        snprintf(want, sizeof want, "$%zu\r\n%s\r\n", strlen(val), val);
+        struct msg *m = request(c, resp, "c", NULL, NULL, W("GET", key));
+        ASSERT_TRUE(m != NULL);
+        ASSERT_MEM(m->payload, (size_t)m->len, want, strlen(want));
+    }
+}
+
+/* A write load through one broker while etcd members fail: the leader
+ * killed with SIGKILL (5 rounds, restarted each time), a follower killed,
+ * the leader stopped with SIGSTOP and continued; then the broker itself
+ * killed and restarted. No acknowledged write is lost, no answer is
+ * wrong, and the store serves again after each fault. */
+TEST(cluster_member_faults_under_write_load)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    struct broker b;
+    cluster_broker(&b, &c, "faults",
+                   "plugin_opt_etcd_timeout_ms 1000\nplugin_opt_etcd_unavailable_ms 3000\n");
+    struct client cl;
+    char r[64];
+    client_connect_rr(&cl, b.port, "writer", r, sizeof r);
+    struct load l = {.c = &cl, .resp = r, .cap = 200000};
+    l.acked = calloc((size_t)l.cap, 1);
+    ASSERT_TRUE(l.acked != NULL);
+    for (int round = 0; round < 7; round++) {
+        load_for(&l, 700, false);
+        int leader = etcd_cluster_leader(&c);
+        ASSERT_TRUE(leader >= 0);
+        int victim = round == 5 ? (leader + 1) % 3 : leader;
+        int before = l.nacked;
+        if (round == 6) {
+            kill(c.pid[victim], SIGSTOP);
+            load_for(&l, 1500, false);
+            kill(c.pid[victim], SIGCONT);
+        } else {
+            etcd_member_kill9(&c, victim);
+            load_for(&l, 1500, false);
+            etcd_member_restart(&c, victim);
+        }
+        load_for(&l, 700, true);
+        /* Served again after the fault. */
+        ASSERT_TRUE(l.nacked > before);
+        printf("  round %d (%s member %d): %d writes acknowledged so far, %d answered unavailable\n", round,
+               round == 6 ? "SIGSTOP of leader" : round == 5 ? "kill -9 of follower" : "kill -9 of leader",
+               victim, l.nacked, l.unavailable);
+    }
+    check_acked(&cl, r, &l);
+    client_close(&cl);
+    size_t len;
+    char *log = slurp(b.log, &len);
+    int unknown = 0, settled = 0;
+    for (const char *p = log; (p = strstr(p, "the outcome of a commit is unknown")) != NULL; p++)
+        unknown++;
+    for (const char *p = log; (p = strstr(p, "the commit of unknown outcome ")) != NULL; p++)
+        settled++;
+    free(log);
+    ASSERT_EQ(unknown, settled); /* every one was settled */
+    printf("  %d commits of unknown outcome, each settled through the marker\n", unknown);
+    /* The broker crashes; what it acknowledged is in etcd. */
+    broker_kill9(&b);
+    snprintf(b.name, sizeof b.name, "faults-restarted");
+    broker_start(&b);
+    client_connect_rr(&cl, b.port, "checker", r, sizeof r);
+    check_acked(&cl, r, &l);
+    printf("  %d acknowledged writes of %d present after 7 faults and a broker kill -9\n", l.nacked, l.next);
+    client_close(&cl);
+    broker_stop(&b);
+    etcd_cluster_stop(&c);
+    free(l.acked);
+}
+
+/* Without quorum a request waits up to etcd_unavailable_ms and is answered
+ * "the store is unavailable", having changed nothing; once a quorum is
+ * back, the store serves again with everything it held. */
+TEST(cluster_without_quorum_answers_unavailable)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    struct broker b;
+    cluster_broker(&b, &c, "quorum", "plugin_opt_etcd_timeout_ms 500\nplugin_opt_etcd_unavailable_ms 1500\n");
+    struct client cl;
+    char r[64];
+    client_connect_rr(&cl, b.port, "client", r, sizeof r);
+    struct msg *m = request(&cl, r, "1", NULL, NULL, W("SET", "kept", "yes"));
+    PAYLOAD(m, "+OK\r\n");
+    etcd_member_kill9(&c, 1);
+    etcd_member_kill9(&c, 2);
+    const char *const *asks[] = {W("GET", "kept"), W("GET", "never-read"), W("SET", "new", "x"),
+                                 W("DEL", "kept")};
+    for (size_t i = 0; i < sizeof asks / sizeof asks[0]; i++) {
+        uint64_t t0 = now_ms();
+        request_send(&cl, r, "2", NULL, NULL, asks[i]);
+        m = client_wait(&cl, 15000);
+        uint64_t waited = now_ms() - t0;
+        ASSERT_TRUE(m != NULL);
+        PAYLOAD(m, UNAVAILABLE);
+        ASSERT_TRUE(waited >= 1000);
+        printf("  %s without quorum: \"the store is unavailable\" after %llu ms\n", asks[i][0],
+               (unsigned long long)waited);
+    }
+    etcd_member_restart(&c, 1);
+    etcd_member_restart(&c, 2);
+    /* The refused requests changed nothing. */
+    m = request(&cl, r, "3", NULL, NULL, W("GET", "kept"));
+    ASSERT_TRUE(m != NULL);
+    PAYLOAD(m, "$3\r\nyes\r\n");
+    m = request(&cl, r, "3", NULL, NULL, W("GET", "new"));
+    ASSERT_TRUE(m != NULL);
+    PAYLOAD(m, "$-1\r\n");
+    m = request(&cl, r, "4", NULL, NULL, W("SET", "new", "y"));
+    PAYLOAD(m, "+OK\r\n");
+    ASSERT_TRUE(broker_log_has(&b, "the requests that wait for it are answered \"the store is unavailable\""));
+    client_close(&cl);
+    broker_stop(&b);
+    etcd_cluster_stop(&c);
+}
