@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../core/errors.h"
 #include "../core/record.h"
@@ -37,6 +38,8 @@
 /* Pauses before trying a call again. */
 #define SS_ETCD_RETRY_MS 100u
 #define SS_ETCD_MARKER_RETRY_MS 1000u
+/* gRPC's status for a call without a valid token. */
+#define SS_ETCD_UNAUTHENTICATED 16
 
 enum ss_entry_state { SS_ENTRY_FETCHING, SS_ENTRY_RETRY, SS_ENTRY_KNOWN, SS_ENTRY_FAILED };
 enum ss_entry_change { SS_CHANGE_NONE, SS_CHANGE_PUT, SS_CHANGE_DEL };
@@ -62,7 +65,8 @@ struct ss_etcd_entry {
     int fail_rc;
 };
 
-enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_SWEEP };
+enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_SWEEP, SS_OP_GRANT, SS_OP_CLAIM,
+                  SS_OP_KEEPALIVE, SS_OP_REVOKE, SS_OP_AUTH };
 
 /* A call and what it is for. */
 struct ss_etcd_op {
@@ -79,11 +83,15 @@ struct ss_etcd_due {
 };
 
 enum ss_commit_state { SS_COMMIT_IDLE, SS_COMMIT_TXN, SS_COMMIT_RESOLVING, SS_COMMIT_DONE };
+enum ss_claim_state { SS_CLAIM_NONE, SS_CLAIM_GRANTING, SS_CLAIM_CLAIMING, SS_CLAIM_HELD };
 
 struct ss_backend_etcd {
     ss_backend base; /* first: the interface's impl points back here */
     ss_grpc *grpc;
     char *prefix, *node_id;
+    char *username, *password; /* NULL: no authentication */
+    bool auth_needed, auth_asked, auth_refused_logged;
+    uint64_t auth_retry_ms;
     unsigned call_timeout_ms, unavailable_ms, max_txn_ops, sweep_interval_ms;
     size_t max_request_bytes;
     void (*log)(void *ctx, int level, const char *msg);
@@ -118,6 +126,14 @@ struct ss_backend_etcd {
     uint64_t marker_retry_ms;
     uint64_t incarnation, txn_seq;
     bool unreachable_logged;
+
+    /* this broker's claim on its node id */
+    enum ss_claim_state claim;
+    int64_t lease_id;
+    unsigned lease_ttl_s;
+    uint64_t claim_retry_ms, keepalive_ms; /* monotonic */
+    bool keepalive_asked, claim_refused_logged;
+    char claim_value[64];
 
     /* the expiry sweep */
     struct ss_etcd_due due[SS_ETCD_SWEEP_BATCH];
@@ -232,7 +248,6 @@ static bool ss_etcd__refused(const ss_grpc_call *c)
     case 8:  /* RESOURCE_EXHAUSTED: the database is full (quota) */
     case 9:  /* FAILED_PRECONDITION */
     case 11: /* OUT_OF_RANGE */
-    case 16: /* UNAUTHENTICATED */
         return true;
     default:
         return false;
@@ -836,6 +851,12 @@ static void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         ss_etcd__commit_outcome(e, ok ? SS_OK : SS_E_CONFLICT, rev);
         return;
     }
+    if (c->rc == SS_E_SERVER && c->status == SS_ETCD_UNAUTHENTICATED) {
+        /* Refused before it ran (the token expired): log in again and
+         * run the batch again. */
+        ss_etcd__commit_outcome(e, SS_E_CONFLICT, 0);
+        return;
+    }
     if (ss_etcd__refused(c)) {
         ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd refused a commit: %s", ss_etcd__why(c));
         ss_etcd__commit_outcome(e, c->status == 8 ? SS_E_QUOTA : SS_E_IO, 0);
@@ -1023,6 +1044,236 @@ static void ss_etcd__due_found(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     ss_etcd_reply_free(&r);
 }
 
+/* ---- the claim on the node id ------------------------------------------ */
+
+/* scratch = prefix "l/" node id */
+static int ss_etcd__claim_key(struct ss_backend_etcd *e)
+{
+    ss_bytes none = {NULL, 0};
+    int rc = ss_etcd__key(e, &e->scratch, 'l', 0, none);
+    return rc == SS_OK ? ss_buf_append_str(&e->scratch, e->node_id) : rc;
+}
+
+/* The claim's Txn for lease id into out: put l/<node id> on the lease if
+ * nobody holds it, else read who does. */
+static int ss_etcd__claim_pack(struct ss_backend_etcd *e, int64_t lease, ss_buf *out)
+{
+    ss_etcd_txn t = {0};
+    ss_bytes value = {(const uint8_t *)e->claim_value, strlen(e->claim_value)};
+    int rc = ss_etcd__claim_key(e);
+    if (rc == SS_OK && (rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), 0)) == SS_OK &&
+        (rc = ss_etcd_txn_put_leased(&t, ss_etcd__bytes(&e->scratch), value, lease)) == SS_OK &&
+        (rc = ss_etcd_txn_on_failure_get(&t, ss_etcd__bytes(&e->scratch))) == SS_OK)
+        rc = ss_etcd_txn_pack(&t, out);
+    ss_etcd_txn_free(&t);
+    return rc;
+}
+
+/* A claim's Txn came back: 0 (held), SS_E_BUSY (*holder: the claim of
+ * the broker that holds it), or the call's failure. */
+static int ss_etcd__claim_result(const ss_grpc_call *c, char *holder, size_t n)
+{
+    ss_etcd_reply r;
+    ss_etcd_kv kv;
+    if (c->rc != SS_OK)
+        return c->rc;
+    if (ss_etcd_txn_unpack(&c->reply, &r, &kv) != SS_OK)
+        return SS_E_PROTOCOL;
+    int rc = r.succeeded ? SS_OK : SS_E_BUSY;
+    if (!r.succeeded)
+        snprintf(holder, n, "%.*s", kv.found ? (int)kv.value.len : 0, kv.found ? (const char *)kv.value.data : "");
+    ss_etcd_reply_free(&r);
+    return rc;
+}
+
+static void ss_etcd__send(struct ss_backend_etcd *e, enum ss_op_kind kind, const char *method,
+                          int (*pack)(struct ss_backend_etcd *, ss_buf *))
+{
+    struct ss_etcd_op *op = ss_etcd__op_new(e, kind, method);
+    if (op == NULL || pack(e, &op->call.request) != SS_OK) {
+        if (op)
+            ss_etcd__op_free(op);
+        return;
+    }
+    ss_etcd__submit(e, op);
+}
+
+static int ss_etcd__pack_grant(struct ss_backend_etcd *e, ss_buf *out)
+{
+    return ss_etcd_lease_grant_pack(out, e->lease_ttl_s);
+}
+
+static int ss_etcd__pack_claim(struct ss_backend_etcd *e, ss_buf *out)
+{
+    return ss_etcd__claim_pack(e, e->lease_id, out);
+}
+
+static int ss_etcd__pack_lease(struct ss_backend_etcd *e, ss_buf *out)
+{
+    return ss_etcd_lease_id_pack(out, e->lease_id);
+}
+
+int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why_len)
+{
+    struct ss_backend_etcd *e = b->impl;
+    uint64_t end = ss_etcd__mono_ms() + wait_ms;
+    for (;;) {
+        ss_grpc_call c;
+        memset(&c, 0, sizeof c);
+        c.method = SS_ETCD_LEASE_GRANT_METHOD;
+        c.timeout_ms = e->call_timeout_ms;
+        int64_t id = 0, ttl = 0;
+        int rc = ss_etcd_lease_grant_pack(&c.request, e->lease_ttl_s);
+        if (rc == SS_OK && (rc = ss_grpc_call_wait(e->grpc, &c)) == SS_OK)
+            rc = ss_etcd_lease_grant_unpack(&c.reply, &id, &ttl);
+        if (rc != SS_OK)
+            snprintf(why, why_len, "%s", ss_etcd__why(&c));
+        ss_grpc_call_clear(&c);
+        if (rc != SS_OK)
+            return SS_E_UNAVAILABLE;
+        memset(&c, 0, sizeof c);
+        c.method = SS_ETCD_TXN_METHOD;
+        c.timeout_ms = e->call_timeout_ms;
+        char holder[64] = "";
+        if ((rc = ss_etcd__claim_pack(e, id, &c.request)) == SS_OK) {
+            ss_grpc_call_wait(e->grpc, &c);
+            rc = ss_etcd__claim_result(&c, holder, sizeof holder);
+        }
+        if (rc != SS_OK && rc != SS_E_BUSY)
+            snprintf(why, why_len, "%s", ss_etcd__why(&c));
+        ss_grpc_call_clear(&c);
+        if (rc == SS_OK) {
+            e->lease_id = id;
+            e->claim = SS_CLAIM_HELD;
+            e->keepalive_ms = ss_etcd__mono_ms() + (uint64_t)ttl * 1000u / 3u;
+            return SS_OK;
+        }
+        /* The lease just granted is not needed: give it back. */
+        memset(&c, 0, sizeof c);
+        c.method = SS_ETCD_LEASE_REVOKE_METHOD;
+        c.timeout_ms = e->call_timeout_ms;
+        if (ss_etcd_lease_id_pack(&c.request, id) == SS_OK)
+            ss_grpc_call_wait(e->grpc, &c);
+        ss_grpc_call_clear(&c);
+        if (rc != SS_E_BUSY)
+            return SS_E_UNAVAILABLE;
+        if (ss_etcd__mono_ms() >= end) {
+            snprintf(why, why_len, "node id %s is claimed by another live broker (%s) on this etcd prefix; "
+                     "give each broker its own plugin_opt_node_id", e->node_id, holder);
+            return SS_E_BUSY;
+        }
+        struct timespec ts = {0, 250 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* From poll: claim when not held, renew when held. */
+static void ss_etcd__claim_step(struct ss_backend_etcd *e)
+{
+    uint64_t now = ss_etcd__mono_ms();
+    if (e->claim == SS_CLAIM_NONE && e->marker_known && now >= e->claim_retry_ms) {
+        e->claim = SS_CLAIM_GRANTING;
+        ss_etcd__send(e, SS_OP_GRANT, SS_ETCD_LEASE_GRANT_METHOD, ss_etcd__pack_grant);
+    } else if (e->claim == SS_CLAIM_HELD && !e->keepalive_asked && now >= e->keepalive_ms) {
+        e->keepalive_asked = true;
+        ss_etcd__send(e, SS_OP_KEEPALIVE, SS_ETCD_LEASE_KEEPALIVE_METHOD, ss_etcd__pack_lease);
+    }
+}
+
+static void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    uint64_t now = ss_etcd__mono_ms();
+    const ss_grpc_call *c = &op->call;
+    int64_t ttl = 0;
+    switch (op->kind) {
+    case SS_OP_GRANT:
+        if (c->rc == SS_OK && ss_etcd_lease_grant_unpack(&c->reply, &e->lease_id, &ttl) == SS_OK) {
+            e->claim = SS_CLAIM_CLAIMING;
+            ss_etcd__send(e, SS_OP_CLAIM, SS_ETCD_TXN_METHOD, ss_etcd__pack_claim);
+        } else {
+            e->claim = SS_CLAIM_NONE;
+            e->claim_retry_ms = now + SS_ETCD_MARKER_RETRY_MS;
+        }
+        break;
+    case SS_OP_CLAIM: {
+        char holder[64] = "";
+        int rc = ss_etcd__claim_result(c, holder, sizeof holder);
+        if (rc == SS_OK) {
+            e->claim = SS_CLAIM_HELD;
+            e->keepalive_ms = now + e->lease_ttl_s * 1000u / 3u;
+            if (e->claim_refused_logged)
+                ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "node id %s is this broker's again", e->node_id);
+            e->claim_refused_logged = false;
+            break;
+        }
+        if (rc == SS_E_BUSY && !e->claim_refused_logged) {
+            ss_etcd__log(e, SS_ETCD_LOG_ERR, "node id %s is claimed by another live broker (%s): two brokers "
+                         "must not share a node id (plugin_opt_node_id)", e->node_id, holder);
+            e->claim_refused_logged = true;
+        }
+        ss_etcd__send(e, SS_OP_REVOKE, SS_ETCD_LEASE_REVOKE_METHOD, ss_etcd__pack_lease);
+        e->claim = SS_CLAIM_NONE;
+        e->claim_retry_ms = now + SS_ETCD_MARKER_RETRY_MS;
+        break;
+    }
+    case SS_OP_KEEPALIVE:
+        e->keepalive_asked = false;
+        if (c->rc != SS_OK || ss_etcd_lease_keepalive_unpack(&c->reply, &ttl) != SS_OK) {
+            e->keepalive_ms = now + SS_ETCD_RETRY_MS * 5; /* soon, within the lease */
+        } else if (ttl > 0) {
+            e->keepalive_ms = now + (uint64_t)ttl * 1000u / 3u;
+        } else {
+            ss_etcd__log(e, SS_ETCD_LOG_WARNING, "the claim on node id %s lapsed (etcd was out of reach "
+                         "for longer than %u s): claiming it again", e->node_id, e->lease_ttl_s);
+            e->claim = SS_CLAIM_NONE;
+            e->claim_retry_ms = 0;
+        }
+        break;
+    default:
+        break; /* a revoke: nothing waits for it */
+    }
+}
+
+/* ---- authentication ---------------------------------------------------- */
+
+static int ss_etcd__pack_auth(struct ss_backend_etcd *e, ss_buf *out)
+{
+    return ss_etcd_authenticate_pack(out, e->username, e->password);
+}
+
+/* A login's reply: the token for every later call. */
+static int ss_etcd__logged_in(struct ss_backend_etcd *e, const ss_grpc_call *c)
+{
+    char token[256];
+    if (c->rc != SS_OK)
+        return c->rc;
+    int rc = ss_etcd_authenticate_unpack(&c->reply, token, sizeof token);
+    return rc == SS_OK ? ss_grpc_set_token(e->grpc, token) : rc;
+}
+
+static void ss_etcd__auth_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    e->auth_asked = false;
+    if (ss_etcd__logged_in(e, &op->call) == SS_OK) {
+        e->auth_needed = false;
+        e->auth_refused_logged = false;
+        return;
+    }
+    if (!e->auth_refused_logged)
+        ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd did not accept user %s: %s; trying again every %u ms",
+                     e->username, ss_etcd__why(&op->call), SS_ETCD_MARKER_RETRY_MS);
+    e->auth_refused_logged = true;
+    e->auth_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
+}
+
+static void ss_etcd__auth_step(struct ss_backend_etcd *e)
+{
+    if (e->username && e->auth_needed && !e->auth_asked && ss_etcd__mono_ms() >= e->auth_retry_ms) {
+        e->auth_asked = true;
+        ss_etcd__send(e, SS_OP_AUTH, SS_ETCD_AUTHENTICATE_METHOD, ss_etcd__pack_auth);
+    }
+}
+
 /* ---- polling ----------------------------------------------------------- */
 
 static void ss_etcd__marker_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
@@ -1058,6 +1309,8 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
         list = c->next;
         struct ss_etcd_op *op = c->user;
         ss_etcd__unlink_op(e, op);
+        if (c->rc == SS_E_SERVER && c->status == SS_ETCD_UNAUTHENTICATED)
+            e->auth_needed = true; /* the token expired, or none yet */
         switch (op->kind) {
         case SS_OP_FETCH:
             ss_etcd__fetched(e, op);
@@ -1074,12 +1327,23 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
         case SS_OP_SWEEP:
             ss_etcd__due_found(e, op);
             break;
+        case SS_OP_GRANT:
+        case SS_OP_CLAIM:
+        case SS_OP_KEEPALIVE:
+        case SS_OP_REVOKE:
+            ss_etcd__claim_done(e, op);
+            break;
+        case SS_OP_AUTH:
+            ss_etcd__auth_done(e, op);
+            break;
         }
         ss_etcd__op_free(op);
     }
     if (e->commit == SS_COMMIT_RESOLVING && e->resolve_at_ms && ss_etcd__mono_ms() >= e->resolve_at_ms)
         ss_etcd__send_fence(e);
+    ss_etcd__auth_step(e);
     ss_etcd__ask_marker(e);
+    ss_etcd__claim_step(e);
     if (e->marker_known)
         ss_etcd__ask_due(e, now_ms);
 }
@@ -1112,6 +1376,23 @@ int ss_backend_etcd_ping(ss_backend *b, char *what, size_t what_len)
     else
         snprintf(what, what_len, "%s: %s", ss_grpc_endpoint(e->grpc), ss_etcd__why(&c));
     ss_grpc_call_clear(&c);
+    if (rc != SS_OK || e->username == NULL)
+        return rc;
+    memset(&c, 0, sizeof c);
+    c.method = SS_ETCD_AUTHENTICATE_METHOD;
+    c.timeout_ms = e->call_timeout_ms;
+    if ((rc = ss_etcd_authenticate_pack(&c.request, e->username, e->password)) == SS_OK) {
+        ss_grpc_call_wait(e->grpc, &c);
+        rc = ss_etcd__logged_in(e, &c);
+    }
+    if (rc != SS_OK) {
+        snprintf(what, what_len, "etcd did not accept user %s: %s", e->username, ss_etcd__why(&c));
+        if (c.rc == SS_E_SERVER && c.status == 3) /* INVALID_ARGUMENT: a wrong name or password */
+            rc = SS_E_INVAL;
+    } else {
+        e->auth_needed = false;
+    }
+    ss_grpc_call_clear(&c);
     return rc;
 }
 
@@ -1136,12 +1417,24 @@ int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char
     e->max_request_bytes = o->max_request_bytes ? o->max_request_bytes : SS_ETCD_MAX_REQUEST_DEFAULT;
     e->max_txn_ops = o->max_txn_ops ? o->max_txn_ops : 128;
     e->sweep_interval_ms = o->sweep_interval_ms ? o->sweep_interval_ms : 250;
+    e->lease_ttl_s = o->lease_ttl_s ? o->lease_ttl_s : 3;
     e->log = o->log;
     e->log_ctx = o->log_ctx;
+    if (o->username) {
+        e->username = strdup(o->username);
+        e->password = strdup(o->password ? o->password : "");
+        e->auth_needed = true;
+        if (e->username == NULL || e->password == NULL) {
+            ss_backend_etcd_free(&e->base);
+            return SS_E_NOMEM;
+        }
+    }
     e->batch_ops = 1;
     e->due_hint_ms = UINT64_MAX;
     if (getrandom(&e->incarnation, sizeof e->incarnation, 0) != (ssize_t)sizeof e->incarnation)
         e->incarnation = (uint64_t)time(NULL);
+    snprintf(e->claim_value, sizeof e->claim_value, "pid %ld, instance %016llx", (long)getpid(),
+             (unsigned long long)e->incarnation);
     int rc = e->prefix && e->node_id ? ss_table_init(&e->table) : SS_E_NOMEM;
     if (rc != SS_OK) {
         free(e->prefix);
@@ -1165,6 +1458,16 @@ void ss_backend_etcd_free(ss_backend *b)
     if (b == NULL)
         return;
     struct ss_backend_etcd *e = b->impl;
+    if (e->grpc && e->claim == SS_CLAIM_HELD) {
+        /* A clean stop gives the node id back at once. */
+        ss_grpc_call c;
+        memset(&c, 0, sizeof c);
+        c.method = SS_ETCD_LEASE_REVOKE_METHOD;
+        c.timeout_ms = e->call_timeout_ms;
+        if (ss_etcd_lease_id_pack(&c.request, e->lease_id) == SS_OK)
+            ss_grpc_call_wait(e->grpc, &c);
+        ss_grpc_call_clear(&c);
+    }
     ss_grpc_free(e->grpc); /* no call runs past here */
     while (e->ops) {
         struct ss_etcd_op *op = e->ops;
@@ -1184,5 +1487,9 @@ void ss_backend_etcd_free(ss_backend *b)
     ss_buf_free(&e->scratch2);
     free(e->prefix);
     free(e->node_id);
+    free(e->username);
+    if (e->password) /* not left in freed memory */
+        explicit_bzero(e->password, strlen(e->password));
+    free(e->password);
     free(e);
 }

@@ -6,6 +6,8 @@
  *   x/<deadline, 16 hex>/<key>   the expiry index: empty values
  *   n/<node id>                  the commit marker of the broker with that
  *                                node id (see below)
+ *   l/<node id>                  the claim of the live broker with that node
+ *                                id, on a lease it renews
  *
  * A cache of records, each with the mod_revision it was read at, stands
  * between the engine and etcd. A key that is not in it is fetched (a
@@ -43,6 +45,7 @@ enum { SS_ETCD_LOG_ERR, SS_ETCD_LOG_WARNING, SS_ETCD_LOG_NOTICE, SS_ETCD_LOG_INF
 typedef struct ss_backend_etcd_options {
     const char *endpoints;  /* comma-separated http(s)://host:port */
     const char *ca_file, *cert_file, *key_file; /* TLS (grpc.h) */
+    const char *username, *password; /* etcd's authentication; NULL: none */
     const char *prefix;     /* NULL: "statestore/" */
     const char *node_id;    /* names the commit marker; NULL: "StateStore" */
     unsigned call_timeout_ms;   /* one call; 0: 2000 */
@@ -50,6 +53,7 @@ typedef struct ss_backend_etcd_options {
     size_t max_request_bytes;   /* etcd's --max-request-bytes; 0: 1.5 MiB */
     unsigned max_txn_ops;       /* etcd's --max-txn-ops; 0: 128 */
     unsigned sweep_interval_ms; /* how often due keys are looked for; 0: 250 */
+    unsigned lease_ttl_s;       /* the node id's claim lives this long unrenewed; 0: 3 */
     void (*log)(void *ctx, int level, const char *msg); /* may be NULL */
     void *log_ctx;
 } ss_backend_etcd_options;
@@ -60,9 +64,17 @@ typedef struct ss_backend_etcd_options {
 int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char *why, size_t why_len);
 void ss_backend_etcd_free(ss_backend *b);
 
-/* Ask a member for its status, waiting up to the call timeout: 0 with a
- * line describing the cluster in *what, or the failure with its cause. */
+/* Ask a member for its status, waiting up to the call timeout, and log in
+ * when a user name is set: 0 with a line describing the cluster in *what;
+ * SS_E_INVAL when etcd refused the user name or password; or the
+ * failure with its cause. */
 int ss_backend_etcd_ping(ss_backend *b, char *what, size_t what_len);
+
+/* Claim the node id for this broker (l/<node id>, on a lease renewed
+ * from poll), waiting up to wait_ms for the claim of a broker that died
+ * to lapse. 0; SS_E_BUSY: another live broker holds it (*why says which);
+ * SS_E_UNAVAILABLE: the cluster did not answer (poll claims it later). */
+int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why_len);
 
 /* Take the results of finished calls (records fetched, a commit), retry
  * what failed, look for due keys. Call at every tick. */

@@ -69,6 +69,7 @@ struct ss_grpc {
     bool stop;                          /* under mu */
     ss_grpc_call *submitted, *sub_tail; /* under mu */
     ss_grpc_call *done, *done_tail;     /* under mu */
+    char token[256];                    /* under mu: etcd's auth token, "" for none */
     /* I/O thread only */
     SSL_CTX *tls;   /* when an endpoint is https:// */
     int fd;
@@ -675,13 +676,19 @@ static int ss_grpc__start(ss_grpc *g, ss_grpc_call *c)
     c->message[0] = '\0';
     c->deadline_ms = ss_grpc__mono_ms() + (c->timeout_ms ? c->timeout_ms : SS_GRPC_TIMEOUT_MS_DEFAULT);
     const struct ss_grpc_endpoint *e = &g->eps[g->connected_to];
+    char token[sizeof g->token];
+    pthread_mutex_lock(&g->mu);
+    memcpy(token, g->token, sizeof token);
+    pthread_mutex_unlock(&g->mu);
 #define SS_NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
     nghttp2_nv hdrs[] = {SS_NV(":method", "POST"),         SS_NV(":scheme", e->tls ? "https" : "http"),
                          SS_NV(":path", c->method),        SS_NV(":authority", e->authority),
-                         SS_NV("content-type", "application/grpc"), SS_NV("te", "trailers")};
+                         SS_NV("content-type", "application/grpc"), SS_NV("te", "trailers"),
+                         SS_NV("token", token)};
 #undef SS_NV
+    size_t nhdrs = sizeof hdrs / sizeof hdrs[0] - (token[0] ? 0 : 1); /* the token only when there is one */
     nghttp2_data_provider body = {.source.ptr = c, .read_callback = ss_grpc__read_body};
-    int32_t id = nghttp2_submit_request(g->session, NULL, hdrs, sizeof hdrs / sizeof hdrs[0], &body, c);
+    int32_t id = nghttp2_submit_request(g->session, NULL, hdrs, nhdrs, &body, c);
     if (id == NGHTTP2_ERR_NOMEM)
         return SS_E_NOMEM;
     if (id < 0) {
@@ -917,6 +924,16 @@ void ss_grpc_call_clear(ss_grpc_call *c)
     ss_buf_free(&c->request);
     ss_buf_free(&c->reply);
     ss_buf_free(&c->body);
+}
+
+int ss_grpc_set_token(ss_grpc *g, const char *token)
+{
+    if (strlen(token) >= sizeof g->token)
+        return SS_E_INVAL;
+    pthread_mutex_lock(&g->mu);
+    snprintf(g->token, sizeof g->token, "%s", token);
+    pthread_mutex_unlock(&g->mu);
+    return SS_OK;
 }
 
 const char *ss_grpc_endpoint(ss_grpc *g)

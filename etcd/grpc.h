@@ -93,6 +93,10 @@ int ss_grpc_call_wait(ss_grpc *g, ss_grpc_call *c);
 /* Free what a call holds (not the call itself). */
 void ss_grpc_call_clear(ss_grpc_call *c);
 
+/* etcd's authentication token, sent as metadata with every later call
+ * ("" for none). 0, or SS_E_INVAL when it is too long. */
+int ss_grpc_set_token(ss_grpc *g, const char *token);
+
 /* The endpoint calls go to now (for logs). */
 const char *ss_grpc_endpoint(ss_grpc *g);
 

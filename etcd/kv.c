@@ -15,7 +15,8 @@ enum ss_etcd_item_kind { SS_ETCD_EXPECT, SS_ETCD_PUT, SS_ETCD_DELETE, SS_ETCD_GE
 struct ss_etcd_txn_item {
     enum ss_etcd_item_kind kind;
     size_t key_off, key_len, value_off, value_len;
-    int64_t rev;
+    int64_t rev;   /* SS_ETCD_EXPECT */
+    int64_t lease; /* SS_ETCD_PUT: 0 for none */
 };
 
 static ProtobufCBinaryData ss_etcd__bin(ss_bytes b)
@@ -167,6 +168,7 @@ static int ss_etcd__add(ss_etcd_txn *t, enum ss_etcd_item_kind kind, ss_bytes ke
     struct ss_etcd_txn_item *it = &t->items[t->len];
     it->kind = kind;
     it->rev = rev;
+    it->lease = 0;
     it->key_off = t->bytes.len;
     it->key_len = key.len;
     int rc = ss_buf_append(&t->bytes, key.data, key.len);
@@ -191,6 +193,14 @@ int ss_etcd_txn_expect(ss_etcd_txn *t, ss_bytes key, int64_t rev)
 int ss_etcd_txn_put(ss_etcd_txn *t, ss_bytes key, ss_bytes value)
 {
     return ss_etcd__add(t, SS_ETCD_PUT, key, value, 0);
+}
+
+int ss_etcd_txn_put_leased(ss_etcd_txn *t, ss_bytes key, ss_bytes value, int64_t lease)
+{
+    int rc = ss_etcd__add(t, SS_ETCD_PUT, key, value, 0);
+    if (rc == SS_OK)
+        t->items[t->len - 1].lease = lease;
+    return rc;
 }
 
 int ss_etcd_txn_get(ss_etcd_txn *t, ss_bytes key)
@@ -275,6 +285,7 @@ int ss_etcd_txn_pack(const ss_etcd_txn *t, ss_buf *out)
                 etcdserverpb__put_request__init(&puts[i]);
                 puts[i].key = ss_etcd__bin(key);
                 puts[i].value = ss_etcd__bin(value);
+                puts[i].lease = it->lease;
                 op->request_case = ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_PUT;
                 op->request_put = &puts[i];
             } else {
@@ -310,4 +321,69 @@ void ss_etcd_txn_free(ss_etcd_txn *t)
     free(t->items);
     ss_buf_free(&t->bytes);
     memset(t, 0, sizeof *t);
+}
+
+/* ---- leases ------------------------------------------------------------ */
+
+int ss_etcd_lease_grant_pack(ss_buf *out, int64_t ttl)
+{
+    Etcdserverpb__LeaseGrantRequest r = ETCDSERVERPB__LEASE_GRANT_REQUEST__INIT;
+    r.ttl = ttl;
+    return ss_etcd__pack(&r.base, out);
+}
+
+int ss_etcd_lease_grant_unpack(const ss_buf *reply, int64_t *id, int64_t *ttl)
+{
+    Etcdserverpb__LeaseGrantResponse *m =
+        etcdserverpb__lease_grant_response__unpack(NULL, reply->len, reply->data);
+    if (m == NULL)
+        return SS_E_PROTOCOL;
+    *id = m->id;
+    *ttl = m->ttl;
+    bool refused = m->error && m->error[0];
+    protobuf_c_message_free_unpacked(&m->base, NULL);
+    return refused || *id == 0 ? SS_E_PROTOCOL : SS_OK;
+}
+
+/* LeaseKeepAliveRequest and LeaseRevokeRequest both carry only the id
+ * (field 1), so they pack alike. */
+int ss_etcd_lease_id_pack(ss_buf *out, int64_t id)
+{
+    Etcdserverpb__LeaseKeepAliveRequest r = ETCDSERVERPB__LEASE_KEEP_ALIVE_REQUEST__INIT;
+    r.id = id;
+    return ss_etcd__pack(&r.base, out);
+}
+
+int ss_etcd_lease_keepalive_unpack(const ss_buf *reply, int64_t *ttl)
+{
+    Etcdserverpb__LeaseKeepAliveResponse *m =
+        etcdserverpb__lease_keep_alive_response__unpack(NULL, reply->len, reply->data);
+    if (m == NULL)
+        return SS_E_PROTOCOL;
+    *ttl = m->ttl;
+    protobuf_c_message_free_unpacked(&m->base, NULL);
+    return SS_OK;
+}
+
+/* ---- authentication ---------------------------------------------------- */
+
+int ss_etcd_authenticate_pack(ss_buf *out, const char *name, const char *password)
+{
+    Etcdserverpb__AuthenticateRequest r = ETCDSERVERPB__AUTHENTICATE_REQUEST__INIT;
+    r.name = (char *)name;
+    r.password = (char *)password;
+    return ss_etcd__pack(&r.base, out);
+}
+
+int ss_etcd_authenticate_unpack(const ss_buf *reply, char *token, size_t token_len)
+{
+    Etcdserverpb__AuthenticateResponse *m =
+        etcdserverpb__authenticate_response__unpack(NULL, reply->len, reply->data);
+    if (m == NULL)
+        return SS_E_PROTOCOL;
+    int rc = m->token && strlen(m->token) < token_len ? SS_OK : SS_E_INVAL;
+    if (rc == SS_OK)
+        snprintf(token, token_len, "%s", m->token);
+    protobuf_c_message_free_unpacked(&m->base, NULL);
+    return rc;
 }

@@ -17,6 +17,10 @@
 #define SS_ETCD_RANGE_METHOD "/etcdserverpb.KV/Range"
 #define SS_ETCD_TXN_METHOD "/etcdserverpb.KV/Txn"
 #define SS_ETCD_STATUS_METHOD "/etcdserverpb.Maintenance/Status"
+#define SS_ETCD_AUTHENTICATE_METHOD "/etcdserverpb.Auth/Authenticate"
+#define SS_ETCD_LEASE_GRANT_METHOD "/etcdserverpb.Lease/LeaseGrant"
+#define SS_ETCD_LEASE_KEEPALIVE_METHOD "/etcdserverpb.Lease/LeaseKeepAlive"
+#define SS_ETCD_LEASE_REVOKE_METHOD "/etcdserverpb.Lease/LeaseRevoke"
 
 /* A Range of one key into out (replaced). 0 or SS_E_NOMEM. */
 int ss_etcd_range_pack(ss_buf *out, ss_bytes key, bool serializable);
@@ -63,6 +67,8 @@ typedef struct ss_etcd_txn {
 /* The key must still be at revision rev (0: absent). */
 int ss_etcd_txn_expect(ss_etcd_txn *t, ss_bytes key, int64_t rev);
 int ss_etcd_txn_put(ss_etcd_txn *t, ss_bytes key, ss_bytes value);
+/* A put attached to a lease: the key goes when the lease ends. */
+int ss_etcd_txn_put_leased(ss_etcd_txn *t, ss_bytes key, ss_bytes value, int64_t lease);
 int ss_etcd_txn_delete(ss_etcd_txn *t, ss_bytes key);
 /* Read key when the expectations hold. A Txn of compares alone is
  * served from whichever member answers, possibly behind the others (etcd
@@ -85,5 +91,19 @@ void ss_etcd_txn_free(ss_etcd_txn *t);
 int ss_etcd_status_unpack(const ss_buf *reply, uint64_t *leader, char *version, size_t version_len);
 /* The id of the member that answered a Status (0 if the reply has none). */
 uint64_t ss_etcd_status_member(const ss_buf *reply);
+
+/* Authenticate as name with password; the reply's token into token
+ * (token_len bytes with its NUL). 0, SS_E_NOMEM, SS_E_PROTOCOL, or
+ * SS_E_INVAL for a token that does not fit. */
+int ss_etcd_authenticate_pack(ss_buf *out, const char *name, const char *password);
+int ss_etcd_authenticate_unpack(const ss_buf *reply, char *token, size_t token_len);
+
+/* Leases: a grant of ttl seconds (*id, *ttl from the reply); one
+ * keep-alive (a stream of one message each way; *ttl 0: the lease is
+ * gone); a revoke. 0, SS_E_NOMEM or SS_E_PROTOCOL. */
+int ss_etcd_lease_grant_pack(ss_buf *out, int64_t ttl);
+int ss_etcd_lease_grant_unpack(const ss_buf *reply, int64_t *id, int64_t *ttl);
+int ss_etcd_lease_id_pack(ss_buf *out, int64_t id); /* keep-alive and revoke */
+int ss_etcd_lease_keepalive_unpack(const ss_buf *reply, int64_t *ttl);
 
 #endif

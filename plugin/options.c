@@ -31,6 +31,8 @@ static const struct ss_opt_spec ss_opt_table[] = {
     {"etcd_ca_file", SS_OPT_STRING, SS_OFF(etcd_ca_file), 0, 0},
     {"etcd_cert_file", SS_OPT_STRING, SS_OFF(etcd_cert_file), 0, 0},
     {"etcd_key_file", SS_OPT_STRING, SS_OFF(etcd_key_file), 0, 0},
+    {"etcd_username", SS_OPT_STRING, SS_OFF(etcd_username), 0, 0},
+    {"etcd_password", SS_OPT_STRING, SS_OFF(etcd_password), 0, 0},
     {"etcd_timeout_ms", SS_OPT_U64, SS_OFF(etcd_timeout_ms), 50, 600000},
     {"etcd_unavailable_ms", SS_OPT_U64, SS_OFF(etcd_unavailable_ms), 1, 3600000},
     {"etcd_max_txn_ops", SS_OPT_U64, SS_OFF(etcd_max_txn_ops), 8, 1000000},
@@ -220,6 +222,10 @@ int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, in
                              "backend (etcdctl snapshot save backs up the cluster)");
         return MOSQ_ERR_INVAL;
     }
+    if (o->etcd_password && o->etcd_username == NULL) {
+        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_etcd_password needs plugin_opt_etcd_username");
+        return MOSQ_ERR_INVAL;
+    }
     if ((o->etcd_cert_file == NULL) != (o->etcd_key_file == NULL)) {
         mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_etcd_cert_file and plugin_opt_etcd_key_file "
                              "go together");
@@ -239,6 +245,11 @@ void ss_options_free(struct ss_plugin_options *o)
     free(o->etcd_ca_file);
     free(o->etcd_cert_file);
     free(o->etcd_key_file);
+    free(o->etcd_username);
+    if (o->etcd_password)
+        explicit_bzero(o->etcd_password, strlen(o->etcd_password));
+    free(o->etcd_password);
+    o->etcd_username = o->etcd_password = NULL;
     o->etcd_endpoints = o->etcd_prefix = NULL;
     o->etcd_ca_file = o->etcd_cert_file = o->etcd_key_file = NULL;
     o->data_dir = NULL;
@@ -256,11 +267,12 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
     /* Where the data is: the backend's own settings. */
     char where[1024];
     if (o->backend == SS_BACKEND_ETCD)
-        snprintf(where, sizeof where, "backend=etcd etcd_endpoints=%s etcd_prefix=%s etcd_tls=%s "
+        snprintf(where, sizeof where, "backend=etcd etcd_endpoints=%s etcd_prefix=%s etcd_tls=%s etcd_username=%s "
                  "etcd_timeout_ms=%llu etcd_unavailable_ms=%llu etcd_max_txn_ops=%llu "
                  "etcd_max_request_bytes=%llu", o->etcd_endpoints,
                  o->etcd_prefix ? o->etcd_prefix : "statestore/",
                  o->etcd_ca_file || o->etcd_cert_file ? "files" : "system",
+                 o->etcd_username ? o->etcd_username : "(none)",
                  (unsigned long long)o->etcd_timeout_ms, (unsigned long long)o->etcd_unavailable_ms,
                  (unsigned long long)o->etcd_max_txn_ops, (unsigned long long)o->etcd_max_request_bytes);
     else

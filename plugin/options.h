@@ -17,6 +17,7 @@ struct ss_plugin_options {
     char *etcd_endpoints;     /* etcd: comma-separated URLs */
     char *etcd_prefix;
     char *etcd_ca_file, *etcd_cert_file, *etcd_key_file;
+    char *etcd_username, *etcd_password; /* etcd's authentication */
     uint64_t etcd_timeout_ms;      /* one call to etcd */
     uint64_t etcd_unavailable_ms;  /* how long a request waits for the cluster */
     uint64_t etcd_max_txn_ops;     /* the cluster's --max-txn-ops */

@@ -184,6 +184,10 @@ static void ss_plugin__etcd_log(void *ctx, int level, const char *msg)
     ss_log(ctx, levels[level >= 0 && level <= SS_ETCD_LOG_INFO ? level : 0], "%s", msg);
 }
 
+/* How long a starting broker waits for the claim of a broker that died
+ * with its node id: the claim's lease (3 s) and a margin. */
+#define SS_ETCD_CLAIM_WAIT_MS 4500u
+
 /* The store on an etcd cluster. An unreachable cluster is no reason to
  * stop the broker: it is said, and tried again (requests wait for it up
  * to etcd_unavailable_ms). */
@@ -193,6 +197,8 @@ static int ss_plugin__open_etcd(struct ss_plugin *p)
                                   .ca_file = p->opt.etcd_ca_file,
                                   .cert_file = p->opt.etcd_cert_file,
                                   .key_file = p->opt.etcd_key_file,
+                                  .username = p->opt.etcd_username,
+                                  .password = p->opt.etcd_password,
                                   .prefix = p->opt.etcd_prefix,
                                   .node_id = p->opt.node_id,
                                   .call_timeout_ms = (unsigned)p->opt.etcd_timeout_ms,
@@ -211,9 +217,25 @@ static int ss_plugin__open_etcd(struct ss_plugin *p)
         return rc;
     p->backend->wake = ss_waker_poke;
     p->backend->wake_ctx = &p->waker;
-    if (ss_backend_etcd_ping(p->backend, why, sizeof why) == SS_OK)
+    rc = ss_backend_etcd_ping(p->backend, why, sizeof why);
+    if (rc == SS_E_INVAL) { /* the user name or password */
+        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_etcd_username, plugin_opt_etcd_password: %s",
+                             why);
+        return rc;
+    }
+    if (rc == SS_OK) {
         mosquitto_log_printf(MOSQ_LOG_NOTICE, "statestore: %s", why);
-    else
+        /* One live broker per node id: a broker that died leaves its
+         * claim until its lease lapses, so wait that long first. */
+        rc = ss_backend_etcd_claim(p->backend, SS_ETCD_CLAIM_WAIT_MS, why, sizeof why);
+        if (rc == SS_E_BUSY) {
+            mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: %s", why);
+            return rc;
+        }
+        if (rc != SS_OK)
+            mosquitto_log_printf(MOSQ_LOG_WARNING, "statestore: the node id could not be claimed yet (%s): "
+                                 "trying again", why);
+    } else
         mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: etcd does not answer (%s): requests wait for it "
                              "and are answered \"the store is unavailable\" after %llu ms; trying again",
                              why, (unsigned long long)p->opt.etcd_unavailable_ms);

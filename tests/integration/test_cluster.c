@@ -302,3 +302,110 @@ TEST(cluster_without_quorum_answers_unavailable)
     broker_stop(&b);
     etcd_cluster_stop(&c);
 }
+
+/* One live broker per node id: a second broker with the same node id on
+ * the same prefix refuses to start while the first lives; after a clean
+ * stop it starts at once, and after a kill -9 once the claim's lease has
+ * lapsed (a few seconds). */
+TEST(cluster_node_id_held_by_one_live_broker)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    struct broker a, b;
+    cluster_broker(&a, &c, "same-a", "plugin_opt_node_id twin\n");
+    memset(&b, 0, sizeof b);
+    snprintf(b.name, sizeof b.name, "same-b");
+    snprintf(b.data, sizeof b.data, "%s/data-b", test_tmpdir());
+    snprintf(b.extra, sizeof b.extra,
+             "plugin_opt_backend etcd\nplugin_opt_etcd_endpoints %s\nplugin_opt_etcd_prefix race/\n"
+             "plugin_opt_node_id twin\n", c.endpoints);
+    uint64_t t0 = now_ms();
+    ASSERT_TRUE(broker_start_fails(&b) != 0);
+    ASSERT_TRUE(broker_log_has(&b, "node id twin is claimed by another live broker"));
+    printf("  a second broker with node id twin refused to start after %llu ms\n",
+           (unsigned long long)(now_ms() - t0));
+    /* Another node id on the same cluster is welcome. */
+    struct broker other;
+    cluster_broker(&other, &c, "other", NULL);
+    broker_stop(&other);
+    /* A clean stop gives the node id back. */
+    broker_stop(&a);
+    t0 = now_ms();
+    broker_start(&b);
+    uint64_t clean = now_ms() - t0;
+    ASSERT_TRUE(clean < 2500);
+    /* A broker killed keeps it until its lease lapses. */
+    broker_kill9(&b);
+    t0 = now_ms();
+    broker_start(&a);
+    uint64_t killed = now_ms() - t0;
+    struct client cl;
+    char r[64];
+    client_connect_rr(&cl, a.port, "c", r, sizeof r);
+    struct msg *m = request(&cl, r, "1", NULL, NULL, W("SET", "k", "v"));
+    PAYLOAD(m, "+OK\r\n");
+    client_close(&cl);
+    printf("  the node id came back in %llu ms after a clean stop, %llu ms after a kill -9\n",
+           (unsigned long long)clean, (unsigned long long)killed);
+    broker_stop(&a);
+    etcd_cluster_stop(&c);
+}
+
+/* Run etcdctl against the cluster with the words given. */
+static void etcdctl(const struct etcd_cluster *c, const char *const *words)
+{
+    char ep[600];
+    snprintf(ep, sizeof ep, "--endpoints=%s", c->endpoints);
+    char *argv[16] = {"build/etcd/root/usr/bin/etcdctl", ep};
+    int n = 2;
+    for (size_t i = 0; words[i] && n < 15; i++)
+        argv[n++] = (char *)words[i];
+    argv[n] = NULL;
+    struct run r;
+    run_cmd(argv, NULL, 0, &r);
+    if (r.status != 0)
+        fprintf(stderr, "  etcdctl: %s%s", r.out, r.err ? r.err : "");
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+}
+
+/* With etcd's authentication on, the plugin logs in with
+ * etcd_username/etcd_password (a user whose role may read and write only
+ * the store's prefix) and serves; a wrong password stops the broker at
+ * start, naming the options. */
+TEST(cluster_etcd_user_and_password)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    etcdctl(&c, W("user", "add", "root", "--new-user-password=rootpw", "--interactive=false"));
+    etcdctl(&c, W("role", "add", "store"));
+    etcdctl(&c, W("role", "grant-permission", "--prefix=true", "store", "readwrite", "race/"));
+    etcdctl(&c, W("user", "add", "store", "--new-user-password=storepw", "--interactive=false"));
+    etcdctl(&c, W("user", "grant-role", "store", "store"));
+    etcdctl(&c, W("auth", "enable"));
+    struct broker b;
+    cluster_broker(&b, &c, "auth", "plugin_opt_etcd_username store\nplugin_opt_etcd_password storepw\n");
+    struct client cl;
+    char r[64];
+    client_connect_rr(&cl, b.port, "c", r, sizeof r);
+    struct msg *m = request(&cl, r, "1", NULL, NULL, W("SET", "k", "v", "PX", "300"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&cl, r, "2", NULL, NULL, W("GET", "k"));
+    PAYLOAD(m, "$1\r\nv\r\n");
+    usleep(700 * 1000); /* expired and swept, under the user's rights */
+    m = request(&cl, r, "3", NULL, NULL, W("GET", "k"));
+    PAYLOAD(m, "$-1\r\n");
+    client_close(&cl);
+    ASSERT_TRUE(broker_log_has(&b, "etcd_username=store"));
+    ASSERT_TRUE(!broker_log_has(&b, "storepw"));
+    broker_stop(&b);
+    struct broker bad;
+    memset(&bad, 0, sizeof bad);
+    snprintf(bad.name, sizeof bad.name, "bad-password");
+    snprintf(bad.extra, sizeof bad.extra,
+             "plugin_opt_backend etcd\nplugin_opt_etcd_endpoints %s\nplugin_opt_etcd_prefix race/\n"
+             "plugin_opt_etcd_username store\nplugin_opt_etcd_password wrong\n", c.endpoints);
+    ASSERT_TRUE(broker_start_fails(&bad) != 0);
+    ASSERT_TRUE(broker_log_has(&bad, "plugin_opt_etcd_username, plugin_opt_etcd_password: etcd did not accept user store"));
+    etcd_cluster_stop(&c);
+}
