@@ -252,8 +252,9 @@ run: deps
 	    echo "statestore: port $(PORT) is already in use (a mosquitto service installed by Debian?)."; \
 	    echo "statestore: stop it (systemctl stop mosquitto) or choose another: make run PORT=1884"; \
 	    exit 1; fi
-	@mkdir -p build/run "$(DATA)"
+	@mkdir -p build/run/backups "$(DATA)"
 	@sed -e 's|@PLUGIN@|$(CURDIR)/build/plain/statestore.so|' -e 's|@PORT@|$(PORT)|' -e 's|@DATA@|$(DATA)|' \
+	    -e 's|^#plugin_opt_backup_dir .*|plugin_opt_backup_dir $(CURDIR)/build/run/backups|' \
 	    examples/mosquitto.conf > $(RUN_CONF)
 	@if [ "$$(id -u)" = 0 ]; then sed -i '1i user root' $(RUN_CONF); fi
 	@echo "statestore: mosquitto on 127.0.0.1:$(PORT), data in $(DATA), config $(RUN_CONF)"

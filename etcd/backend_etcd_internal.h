@@ -1,0 +1,198 @@
+/* backend_etcd_internal.h - what the etcd backend's files share (not
+ * installed; the contract is backend_etcd.h).
+ *
+ * Files: backend_etcd.c (the cache, the storage interface, polling,
+ * start and stop), backend_etcd_commit.c (a batch's Txn, its outcome, the
+ * fence that settles an unknown one), backend_etcd_sweep.c (the expiry
+ * index: finding due keys, deleting them), backend_etcd_session.c (the
+ * commit marker, the claim on the node id, authentication).
+ *
+ * The cache: one entry per key the engine asked for, in a hash table and
+ * a list. An entry is being fetched, waiting to fetch again (the cluster
+ * did not answer), failed for good (the cluster stayed unreachable past
+ * unavailable_ms: its readers are answered "unavailable" until the batch
+ * ends), or known: its record as read and the mod_revision it was read at
+ * (0: absent). The open batch "touches" known entries as requests look at
+ * them; a touched entry may hold the batch's change (put or delete), and
+ * the batch's Txn is built from the touched entries alone.
+ *
+ * Everything runs on the owner's thread; the gRPC channel's thread only
+ * hands finished calls back (grpc.h).
+ */
+#ifndef SS_BACKEND_ETCD_INTERNAL_H
+#define SS_BACKEND_ETCD_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/buf.h"
+#include "../core/table.h"
+#include "backend_etcd.h"
+#include "grpc.h"
+#include "kv.h"
+
+#define SS_ETCD_PREFIX_DEFAULT "statestore/"
+#define SS_ETCD_MAX_REQUEST_DEFAULT ((size_t)3 << 19) /* etcd's 1.5 MiB */
+/* Room in a request for what is not keys and values (framing, the
+ * marker). */
+#define SS_ETCD_REQUEST_SLACK ((size_t)16 << 10)
+/* After a commit, a cache larger than this is emptied of clean entries. */
+#define SS_ETCD_CACHE_ENTRIES 65536u
+#define SS_ETCD_CACHE_BYTES ((uint64_t)64 << 20)
+/* Due keys taken per look. */
+#define SS_ETCD_SWEEP_BATCH 64
+/* Pauses before trying a call again. */
+#define SS_ETCD_RETRY_MS 100u
+#define SS_ETCD_MARKER_RETRY_MS 1000u
+/* gRPC's status for a call without a valid token. */
+#define SS_ETCD_UNAUTHENTICATED 16
+
+enum ss_entry_state { SS_ENTRY_FETCHING, SS_ENTRY_RETRY, SS_ENTRY_KNOWN, SS_ENTRY_FAILED };
+enum ss_entry_change { SS_CHANGE_NONE, SS_CHANGE_PUT, SS_CHANGE_DEL };
+
+struct ss_etcd_entry {
+    ss_table_node node;
+    struct ss_etcd_entry *prev, *next; /* every entry */
+    enum ss_entry_state state;
+    ss_buf key;
+    /* as read */
+    bool found;
+    int64_t rev;
+    ss_buf stored;
+    uint64_t stored_expiry;
+    /* the open batch */
+    bool touched;
+    enum ss_entry_change change;
+    ss_buf next_rec;
+    uint64_t next_expiry;
+    /* fetching */
+    struct ss_etcd_op *op;
+    uint64_t first_try_ms, retry_at_ms;
+    int fail_rc;
+};
+
+enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_SWEEP, SS_OP_GRANT, SS_OP_CLAIM,
+                  SS_OP_KEEPALIVE, SS_OP_REVOKE, SS_OP_AUTH };
+
+/* A call and what it is for. */
+struct ss_etcd_op {
+    ss_grpc_call call;
+    enum ss_op_kind kind;
+    struct ss_etcd_entry *entry; /* SS_OP_FETCH; NULL once the entry is gone */
+    struct ss_etcd_op *prev, *next; /* calls under way */
+};
+
+/* An expiry index entry found due. */
+struct ss_etcd_due {
+    uint64_t deadline;
+    ss_buf key;
+};
+
+enum ss_commit_state { SS_COMMIT_IDLE, SS_COMMIT_TXN, SS_COMMIT_RESOLVING, SS_COMMIT_DONE };
+enum ss_claim_state { SS_CLAIM_NONE, SS_CLAIM_GRANTING, SS_CLAIM_CLAIMING, SS_CLAIM_HELD };
+
+struct ss_backend_etcd {
+    ss_backend base; /* first: the interface's impl points back here */
+    ss_grpc *grpc;
+    char *prefix, *node_id;
+    char *username, *password; /* NULL: no authentication */
+    bool auth_needed, auth_asked, auth_refused_logged;
+    uint64_t auth_retry_ms;
+    unsigned call_timeout_ms, unavailable_ms, max_txn_ops, sweep_interval_ms;
+    size_t max_request_bytes;
+    void (*log)(void *ctx, int level, const char *msg);
+    void *log_ctx;
+
+    ss_table table;
+    struct ss_etcd_entry *first, *last;
+    size_t entries;
+    uint64_t cache_bytes;
+    struct ss_etcd_op *ops; /* calls under way */
+
+    /* the open batch */
+    struct ss_etcd_entry **touched;
+    size_t ntouched, touched_cap;
+    size_t batch_bytes, batch_ops;
+    ss_buf orphans; /* expiry index keys to delete: u32 length, bytes */
+    size_t norphans;
+    bool full;
+    ss_feed pending; /* changes of the open batch (or of its commit) */
+
+    /* the commit under way */
+    enum ss_commit_state commit;
+    bool commit_writes;
+    int commit_rc;
+    int64_t commit_revision;
+    char txn_id[300];
+    uint64_t resolve_at_ms;
+
+    /* this broker's commit marker */
+    bool marker_known, marker_asked;
+    int64_t marker_rev;
+    uint64_t marker_retry_ms;
+    uint64_t incarnation, txn_seq;
+    bool unreachable_logged;
+
+    /* this broker's claim on its node id */
+    enum ss_claim_state claim;
+    int64_t lease_id;
+    unsigned lease_ttl_s;
+    uint64_t claim_retry_ms, keepalive_ms; /* monotonic */
+    bool keepalive_asked, claim_refused_logged;
+    char claim_value[64];
+
+    /* the expiry sweep */
+    struct ss_etcd_due due[SS_ETCD_SWEEP_BATCH];
+    size_t due_len, due_pos;
+    bool sweep_asked;
+    uint64_t sweep_at_ms; /* wall clock: the next look, or a deadline this
+                             broker wrote if that comes first */
+    uint64_t due_hint_ms; /* wall clock: the earliest deadline this broker
+                             wrote since the last look */
+    uint64_t now_ms;      /* wall clock at the last poll */
+
+    ss_buf scratch, scratch2;
+    ss_backend_etcd_stats stats;
+};
+
+/* backend_etcd.c */
+uint64_t ss_etcd__mono_ms(void);
+void ss_etcd__log(struct ss_backend_etcd *e, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int ss_etcd__key(struct ss_backend_etcd *e, ss_buf *out, char part, uint64_t deadline, ss_bytes key);
+ss_bytes ss_etcd__bytes(const ss_buf *b);
+struct ss_etcd_op *ss_etcd__op_new(struct ss_backend_etcd *e, enum ss_op_kind kind, const char *method);
+void ss_etcd__op_free(struct ss_etcd_op *op);
+void ss_etcd__submit(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+/* Send a call whose request pack() writes (dropped if it cannot be made). */
+void ss_etcd__send(struct ss_backend_etcd *e, enum ss_op_kind kind, const char *method,
+                   int (*pack)(struct ss_backend_etcd *, ss_buf *));
+bool ss_etcd__refused(const ss_grpc_call *c);
+const char *ss_etcd__why(const ss_grpc_call *c);
+int ss_etcd__get(struct ss_backend_etcd *e, ss_bytes key, ss_record *rec, ss_revision *rev,
+                 struct ss_etcd_entry **entry);
+struct ss_etcd_entry *ss_etcd__touched(struct ss_backend_etcd *e, ss_bytes key);
+int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on);
+void ss_etcd__end_batch(struct ss_backend_etcd *e, bool committed, int64_t rev);
+void ss_etcd__abort(void *impl);
+
+/* backend_etcd_commit.c */
+void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+void ss_etcd__send_fence(struct ss_backend_etcd *e);
+
+/* backend_etcd_sweep.c */
+uint64_t ss_etcd__next_expiry(void *impl);
+int ss_etcd__pop_due(void *impl, uint64_t now_ms, ss_buf *key, ss_hlc *version);
+void ss_etcd__ask_due(struct ss_backend_etcd *e, uint64_t now_ms);
+void ss_etcd__due_found(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+
+/* backend_etcd_session.c */
+void ss_etcd__ask_marker(struct ss_backend_etcd *e);
+void ss_etcd__marker_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+void ss_etcd__claim_step(struct ss_backend_etcd *e);
+void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+int ss_etcd__logged_in(struct ss_backend_etcd *e, const ss_grpc_call *c);
+void ss_etcd__auth_step(struct ss_backend_etcd *e);
+void ss_etcd__auth_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+
+#endif

@@ -1,0 +1,270 @@
+/* backend_etcd_session.c - what a broker keeps with the cluster: its
+ * commit marker, its claim on its node id, its authentication token. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/errors.h"
+#include "backend_etcd_internal.h"
+
+/* ---- the commit marker ------------------------------------------------- */
+
+void ss_etcd__ask_marker(struct ss_backend_etcd *e)
+{
+    uint64_t now = ss_etcd__mono_ms();
+    if (e->marker_known || e->marker_asked || now < e->marker_retry_ms)
+        return;
+    struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_MARKER, SS_ETCD_RANGE_METHOD);
+    ss_bytes none = {NULL, 0};
+    if (op == NULL || ss_etcd__key(e, &e->scratch, 'n', 0, none) != SS_OK ||
+        ss_buf_append_str(&e->scratch, e->node_id) != SS_OK ||
+        ss_etcd_range_pack(&op->call.request, ss_etcd__bytes(&e->scratch), false) != SS_OK) {
+        if (op)
+            ss_etcd__op_free(op);
+        return;
+    }
+    e->marker_asked = true;
+    ss_etcd__submit(e, op);
+}
+
+
+void ss_etcd__marker_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    e->marker_asked = false;
+    ss_etcd_reply r;
+    ss_etcd_kv kv;
+    if (op->call.rc == SS_OK && ss_etcd_range_unpack(&op->call.reply, &r, &kv) == SS_OK) {
+        e->marker_rev = kv.found ? kv.mod_revision : 0;
+        e->marker_known = true;
+        ss_etcd_reply_free(&r);
+        if (e->unreachable_logged)
+            ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "etcd answers again (%s)", ss_grpc_endpoint(e->grpc));
+        e->unreachable_logged = false;
+        e->stats.reachable = true;
+        return;
+    }
+    if (!e->unreachable_logged)
+        ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd does not answer (%s: %s): trying again every %u ms",
+                     ss_grpc_endpoint(e->grpc), ss_etcd__why(&op->call), SS_ETCD_MARKER_RETRY_MS);
+    e->unreachable_logged = true;
+    e->stats.reachable = false;
+    e->marker_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
+}
+
+/* ---- the claim on the node id ------------------------------------------ */
+
+/* scratch = prefix "l/" node id */
+static int ss_etcd__claim_key(struct ss_backend_etcd *e)
+{
+    ss_bytes none = {NULL, 0};
+    int rc = ss_etcd__key(e, &e->scratch, 'l', 0, none);
+    return rc == SS_OK ? ss_buf_append_str(&e->scratch, e->node_id) : rc;
+}
+
+/* The claim's Txn for lease id into out: put l/<node id> on the lease if
+ * nobody holds it, else read who does. */
+static int ss_etcd__claim_pack(struct ss_backend_etcd *e, int64_t lease, ss_buf *out)
+{
+    ss_etcd_txn t = {0};
+    ss_bytes value = {(const uint8_t *)e->claim_value, strlen(e->claim_value)};
+    int rc = ss_etcd__claim_key(e);
+    if (rc == SS_OK && (rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), 0)) == SS_OK &&
+        (rc = ss_etcd_txn_put_leased(&t, ss_etcd__bytes(&e->scratch), value, lease)) == SS_OK &&
+        (rc = ss_etcd_txn_on_failure_get(&t, ss_etcd__bytes(&e->scratch))) == SS_OK)
+        rc = ss_etcd_txn_pack(&t, out);
+    ss_etcd_txn_free(&t);
+    return rc;
+}
+
+/* A claim's Txn came back: 0 (held), SS_E_BUSY (*holder: the claim of
+ * the broker that holds it), or the call's failure. */
+static int ss_etcd__claim_result(const ss_grpc_call *c, char *holder, size_t n)
+{
+    ss_etcd_reply r;
+    ss_etcd_kv kv;
+    if (c->rc != SS_OK)
+        return c->rc;
+    if (ss_etcd_txn_unpack(&c->reply, &r, &kv) != SS_OK)
+        return SS_E_PROTOCOL;
+    int rc = r.succeeded ? SS_OK : SS_E_BUSY;
+    if (!r.succeeded)
+        snprintf(holder, n, "%.*s", kv.found ? (int)kv.value.len : 0, kv.found ? (const char *)kv.value.data : "");
+    ss_etcd_reply_free(&r);
+    return rc;
+}
+
+static int ss_etcd__pack_grant(struct ss_backend_etcd *e, ss_buf *out)
+{
+    return ss_etcd_lease_grant_pack(out, e->lease_ttl_s);
+}
+
+static int ss_etcd__pack_claim(struct ss_backend_etcd *e, ss_buf *out)
+{
+    return ss_etcd__claim_pack(e, e->lease_id, out);
+}
+
+static int ss_etcd__pack_lease(struct ss_backend_etcd *e, ss_buf *out)
+{
+    return ss_etcd_lease_id_pack(out, e->lease_id);
+}
+
+int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why_len)
+{
+    struct ss_backend_etcd *e = b->impl;
+    uint64_t end = ss_etcd__mono_ms() + wait_ms;
+    for (;;) {
+        ss_grpc_call c;
+        memset(&c, 0, sizeof c);
+        c.method = SS_ETCD_LEASE_GRANT_METHOD;
+        c.timeout_ms = e->call_timeout_ms;
+        int64_t id = 0, ttl = 0;
+        int rc = ss_etcd_lease_grant_pack(&c.request, e->lease_ttl_s);
+        if (rc == SS_OK && (rc = ss_grpc_call_wait(e->grpc, &c)) == SS_OK)
+            rc = ss_etcd_lease_grant_unpack(&c.reply, &id, &ttl);
+        if (rc != SS_OK)
+            snprintf(why, why_len, "%s", ss_etcd__why(&c));
+        ss_grpc_call_clear(&c);
+        if (rc != SS_OK)
+            return SS_E_UNAVAILABLE;
+        memset(&c, 0, sizeof c);
+        c.method = SS_ETCD_TXN_METHOD;
+        c.timeout_ms = e->call_timeout_ms;
+        char holder[64] = "";
+        if ((rc = ss_etcd__claim_pack(e, id, &c.request)) == SS_OK) {
+            ss_grpc_call_wait(e->grpc, &c);
+            rc = ss_etcd__claim_result(&c, holder, sizeof holder);
+        }
+        if (rc != SS_OK && rc != SS_E_BUSY)
+            snprintf(why, why_len, "%s", ss_etcd__why(&c));
+        ss_grpc_call_clear(&c);
+        if (rc == SS_OK) {
+            e->lease_id = id;
+            e->claim = SS_CLAIM_HELD;
+            e->keepalive_ms = ss_etcd__mono_ms() + (uint64_t)ttl * 1000u / 3u;
+            return SS_OK;
+        }
+        /* The lease just granted is not needed: give it back. */
+        memset(&c, 0, sizeof c);
+        c.method = SS_ETCD_LEASE_REVOKE_METHOD;
+        c.timeout_ms = e->call_timeout_ms;
+        if (ss_etcd_lease_id_pack(&c.request, id) == SS_OK)
+            ss_grpc_call_wait(e->grpc, &c);
+        ss_grpc_call_clear(&c);
+        if (rc != SS_E_BUSY)
+            return SS_E_UNAVAILABLE;
+        if (ss_etcd__mono_ms() >= end) {
+            snprintf(why, why_len, "node id %s is claimed by another live broker (%s) on this etcd prefix; "
+                     "give each broker its own plugin_opt_node_id", e->node_id, holder);
+            return SS_E_BUSY;
+        }
+        struct timespec ts = {0, 250 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* From poll: claim when not held, renew when held. */
+void ss_etcd__claim_step(struct ss_backend_etcd *e)
+{
+    uint64_t now = ss_etcd__mono_ms();
+    if (e->claim == SS_CLAIM_NONE && e->marker_known && now >= e->claim_retry_ms) {
+        e->claim = SS_CLAIM_GRANTING;
+        ss_etcd__send(e, SS_OP_GRANT, SS_ETCD_LEASE_GRANT_METHOD, ss_etcd__pack_grant);
+    } else if (e->claim == SS_CLAIM_HELD && !e->keepalive_asked && now >= e->keepalive_ms) {
+        e->keepalive_asked = true;
+        ss_etcd__send(e, SS_OP_KEEPALIVE, SS_ETCD_LEASE_KEEPALIVE_METHOD, ss_etcd__pack_lease);
+    }
+}
+
+void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    uint64_t now = ss_etcd__mono_ms();
+    const ss_grpc_call *c = &op->call;
+    int64_t ttl = 0;
+    switch (op->kind) {
+    case SS_OP_GRANT:
+        if (c->rc == SS_OK && ss_etcd_lease_grant_unpack(&c->reply, &e->lease_id, &ttl) == SS_OK) {
+            e->claim = SS_CLAIM_CLAIMING;
+            ss_etcd__send(e, SS_OP_CLAIM, SS_ETCD_TXN_METHOD, ss_etcd__pack_claim);
+        } else {
+            e->claim = SS_CLAIM_NONE;
+            e->claim_retry_ms = now + SS_ETCD_MARKER_RETRY_MS;
+        }
+        break;
+    case SS_OP_CLAIM: {
+        char holder[64] = "";
+        int rc = ss_etcd__claim_result(c, holder, sizeof holder);
+        if (rc == SS_OK) {
+            e->claim = SS_CLAIM_HELD;
+            e->keepalive_ms = now + e->lease_ttl_s * 1000u / 3u;
+            if (e->claim_refused_logged)
+                ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "node id %s is this broker's again", e->node_id);
+            e->claim_refused_logged = false;
+            break;
+        }
+        if (rc == SS_E_BUSY && !e->claim_refused_logged) {
+            ss_etcd__log(e, SS_ETCD_LOG_ERR, "node id %s is claimed by another live broker (%s): two brokers "
+                         "must not share a node id (plugin_opt_node_id)", e->node_id, holder);
+            e->claim_refused_logged = true;
+        }
+        ss_etcd__send(e, SS_OP_REVOKE, SS_ETCD_LEASE_REVOKE_METHOD, ss_etcd__pack_lease);
+        e->claim = SS_CLAIM_NONE;
+        e->claim_retry_ms = now + SS_ETCD_MARKER_RETRY_MS;
+        break;
+    }
+    case SS_OP_KEEPALIVE:
+        e->keepalive_asked = false;
+        if (c->rc != SS_OK || ss_etcd_lease_keepalive_unpack(&c->reply, &ttl) != SS_OK) {
+            e->keepalive_ms = now + SS_ETCD_RETRY_MS * 5; /* soon, within the lease */
+        } else if (ttl > 0) {
+            e->keepalive_ms = now + (uint64_t)ttl * 1000u / 3u;
+        } else {
+            ss_etcd__log(e, SS_ETCD_LOG_WARNING, "the claim on node id %s lapsed (etcd was out of reach "
+                         "for longer than %u s): claiming it again", e->node_id, e->lease_ttl_s);
+            e->claim = SS_CLAIM_NONE;
+            e->claim_retry_ms = 0;
+        }
+        break;
+    default:
+        break; /* a revoke: nothing waits for it */
+    }
+}
+/* ---- authentication ---------------------------------------------------- */
+
+static int ss_etcd__pack_auth(struct ss_backend_etcd *e, ss_buf *out)
+{
+    return ss_etcd_authenticate_pack(out, e->username, e->password);
+}
+
+/* A login's reply: the token for every later call. */
+int ss_etcd__logged_in(struct ss_backend_etcd *e, const ss_grpc_call *c)
+{
+    char token[256];
+    if (c->rc != SS_OK)
+        return c->rc;
+    int rc = ss_etcd_authenticate_unpack(&c->reply, token, sizeof token);
+    return rc == SS_OK ? ss_grpc_set_token(e->grpc, token) : rc;
+}
+
+void ss_etcd__auth_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    e->auth_asked = false;
+    if (ss_etcd__logged_in(e, &op->call) == SS_OK) {
+        e->auth_needed = false;
+        e->auth_refused_logged = false;
+        return;
+    }
+    if (!e->auth_refused_logged)
+        ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd did not accept user %s: %s; trying again every %u ms",
+                     e->username, ss_etcd__why(&op->call), SS_ETCD_MARKER_RETRY_MS);
+    e->auth_refused_logged = true;
+    e->auth_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
+}
+
+void ss_etcd__auth_step(struct ss_backend_etcd *e)
+{
+    if (e->username && e->auth_needed && !e->auth_asked && ss_etcd__mono_ms() >= e->auth_retry_ms) {
+        e->auth_asked = true;
+        ss_etcd__send(e, SS_OP_AUTH, SS_ETCD_AUTHENTICATE_METHOD, ss_etcd__pack_auth);
+    }
+}

@@ -1,0 +1,133 @@
+/* backend_etcd_sweep.c - the expiry index: looking for due keys and
+ * deleting them, in deadline order, each with a compare on its revision. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/errors.h"
+#include "backend_etcd_internal.h"
+
+/* ---- looking ---------------------------------------------------------- */
+
+void ss_etcd__ask_due(struct ss_backend_etcd *e, uint64_t now_ms)
+{
+    if (e->sweep_asked || e->due_pos < e->due_len || (now_ms < e->sweep_at_ms && now_ms < e->due_hint_ms))
+        return;
+    if (e->due_hint_ms <= now_ms)
+        e->due_hint_ms = UINT64_MAX; /* this look covers it */
+    struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_SWEEP, SS_ETCD_RANGE_METHOD);
+    ss_bytes none = {NULL, 0};
+    int rc = op ? ss_etcd__key(e, &e->scratch, 'x', 0, none) : SS_E_NOMEM;
+    if (rc == SS_OK) {
+        e->scratch.len -= 17; /* "x/" alone: the 0 deadline goes */
+        rc = ss_etcd__key(e, &e->scratch2, 'x', now_ms + 1, none);
+    }
+    /* Serializable: a member that lags only finds keys late; each key is
+     * read linearizably before it is deleted. */
+    if (rc == SS_OK)
+        rc = ss_etcd_range_keys_pack(&op->call.request, ss_etcd__bytes(&e->scratch),
+                                     ss_etcd__bytes(&e->scratch2), SS_ETCD_SWEEP_BATCH, true);
+    if (rc != SS_OK) {
+        if (op)
+            ss_etcd__op_free(op);
+        return;
+    }
+    e->sweep_asked = true;
+    ss_etcd__submit(e, op);
+}
+
+void ss_etcd__due_found(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    e->sweep_asked = false;
+    e->sweep_at_ms = e->now_ms + e->sweep_interval_ms;
+    ss_etcd_reply r;
+    size_t n;
+    if (op->call.rc != SS_OK || ss_etcd_range_unpack_all(&op->call.reply, &r, &n) != SS_OK)
+        return;
+    size_t plen = strlen(e->prefix) + 2;
+    e->due_len = e->due_pos = 0;
+    for (size_t i = 0; i < n && e->due_len < SS_ETCD_SWEEP_BATCH; i++) {
+        ss_etcd_kv kv;
+        ss_bytes k;
+        ss_etcd_range_kv(&r, i, &kv, &k);
+        if (k.len < plen + 17 || k.data[plen + 16] != '/')
+            continue;
+        char hex[17];
+        memcpy(hex, k.data + plen, 16);
+        hex[16] = '\0';
+        char *end;
+        uint64_t deadline = strtoull(hex, &end, 16);
+        if (*end != '\0')
+            continue;
+        struct ss_etcd_due *d = &e->due[e->due_len];
+        ss_buf_clear(&d->key);
+        if (ss_buf_append(&d->key, k.data + plen + 17, k.len - plen - 17) != SS_OK)
+            break;
+        d->deadline = deadline;
+        e->due_len++;
+    }
+    if (n == SS_ETCD_SWEEP_BATCH)
+        e->sweep_at_ms = 0; /* more are due: look again once these are done */
+    ss_etcd_reply_free(&r);
+}
+
+/* ---- deleting --------------------------------------------------------- */
+
+uint64_t ss_etcd__next_expiry(void *impl)
+{
+    struct ss_backend_etcd *e = impl;
+    return e->due_pos < e->due_len ? e->due[e->due_pos].deadline : UINT64_MAX;
+}
+
+/* An index entry that no longer matches its record: deleted with the
+ * batch (the record's compare keeps that true). */
+static void ss_etcd__orphan(struct ss_backend_etcd *e, uint64_t deadline, ss_bytes key)
+{
+    if (e->batch_ops + 1 > e->max_txn_ops || ss_etcd__key(e, &e->scratch, 'x', deadline, key) != SS_OK)
+        return; /* found again by a later look */
+    uint32_t n = (uint32_t)e->scratch.len;
+    if (ss_buf_append(&e->orphans, &n, sizeof n) != SS_OK ||
+        ss_buf_append(&e->orphans, e->scratch.data, n) != SS_OK)
+        return;
+    e->norphans++;
+    e->batch_ops++;
+}
+
+int ss_etcd__pop_due(void *impl, uint64_t now_ms, ss_buf *key, ss_hlc *version)
+{
+    struct ss_backend_etcd *e = impl;
+    while (e->due_pos < e->due_len) {
+        struct ss_etcd_due *d = &e->due[e->due_pos];
+        if (d->deadline > now_ms)
+            return SS_E_NOTFOUND;
+        ss_record rec;
+        ss_revision rev;
+        struct ss_etcd_entry *x = NULL;
+        ss_bytes k = ss_etcd__bytes(&d->key);
+        int rc = ss_etcd__get(e, k, &rec, &rev, &x);
+        if (rc == SS_E_PENDING)
+            return SS_E_NOTFOUND; /* fetching it, or the batch is full */
+        e->due_pos++;
+        if (rc != SS_OK && rc != SS_E_NOTFOUND)
+            continue; /* found again by a later look */
+        if (rc == SS_E_NOTFOUND || rec.expiry_ms != d->deadline) {
+            /* Renewed or deleted since: the index entry is stale, unless
+             * this batch's own change of the key writes or deletes it. */
+            bool own = (x->found && x->stored_expiry == d->deadline) ||
+                       (x->change == SS_CHANGE_PUT && x->next_expiry == d->deadline);
+            if (!own)
+                ss_etcd__orphan(e, d->deadline, k);
+            continue;
+        }
+        ss_change gone = {.type = SS_CHANGE_DELETE, .key = k, .version = rec.version, .expired = true};
+        if ((rc = ss_etcd__del(e, &gone, rev)) != SS_OK)
+            return rc;
+        ss_buf_clear(key);
+        if ((rc = ss_buf_append(key, k.data, k.len)) != SS_OK)
+            return rc;
+        *version = rec.version;
+        return SS_OK;
+    }
+    return SS_E_NOTFOUND;
+}
+
