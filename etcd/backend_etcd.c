@@ -361,10 +361,12 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
         e->full = true;
         return SS_E_CONFLICT; /* the next batch */
     }
-    ss_buf_clear(&x->next_rec);
+    /* Room first (what next_rec holds stays), then the charge, which
+     * reads what x holds now: nothing can fail after it. */
     int rc = ss_buf_reserve(&x->next_rec, size);
-    if (rc != SS_OK)
+    if (rc != SS_OK || (rc = ss_etcd__charge(e, x, true, rec->value.len)) != SS_OK)
         return rc;
+    ss_buf_clear(&x->next_rec);
     ss_record_encode(x->next_rec.data, rec, NULL, 0, false);
     x->next_rec.len = size;
     x->change = SS_CHANGE_PUT;
@@ -383,6 +385,9 @@ int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on)
         return SS_E_CONFLICT;
     if (x->change == SS_CHANGE_DEL || (x->change == SS_CHANGE_NONE && !x->found))
         return SS_E_NOTFOUND;
+    int rc = ss_etcd__charge(e, x, false, 0);
+    if (rc != SS_OK)
+        return rc;
     x->change = SS_CHANGE_DEL;
     ss_etcd__record_change(e, change);
     return SS_OK;
@@ -438,7 +443,9 @@ void ss_etcd__end_batch(struct ss_backend_etcd *e, bool committed, int64_t rev)
         x->change = SS_CHANGE_NONE;
     }
     e->ntouched = 0;
-    e->batch_ops = 1; /* the marker's put */
+    e->dkeys = e->dbytes = 0;
+    e->usage_used = false;
+    e->batch_ops = 2; /* the marker's put, the usage counter's */
     e->batch_bytes = 0;
     ss_buf_clear(&e->orphans);
     e->norphans = 0;
@@ -550,6 +557,11 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
         case SS_OP_AUTH:
             ss_etcd__auth_done(e, op);
             break;
+        case SS_OP_USAGE:
+        case SS_OP_USAGE_SCAN:
+        case SS_OP_USAGE_INIT:
+            ss_etcd__usage_done(e, op);
+            break;
         }
         ss_etcd__op_free(op);
     }
@@ -558,6 +570,8 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
     ss_etcd__auth_step(e);
     ss_etcd__ask_marker(e);
     ss_etcd__claim_step(e);
+    if (e->marker_known)
+        ss_etcd__usage_step(e);
     if (e->marker_known)
         ss_etcd__ask_due(e, now_ms);
 }
@@ -569,6 +583,9 @@ void ss_backend_etcd_stats_get(const ss_backend *b, ss_backend_etcd_stats *s)
     const struct ss_backend_etcd *e = b->impl;
     *s = e->stats;
     s->cache_entries = e->entries;
+    s->usage_known = ss_etcd__limited(e) && e->usage_known;
+    s->keys = e->usage_keys;
+    s->bytes = e->usage_bytes;
     s->endpoint = ss_grpc_endpoint(e->grpc);
 }
 
@@ -632,6 +649,8 @@ int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char
     e->max_txn_ops = o->max_txn_ops ? o->max_txn_ops : 128;
     e->sweep_interval_ms = o->sweep_interval_ms ? o->sweep_interval_ms : 250;
     e->lease_ttl_s = o->lease_ttl_s ? o->lease_ttl_s : 3;
+    e->max_keys = o->max_keys;
+    e->max_bytes = o->max_bytes;
     e->log = o->log;
     e->log_ctx = o->log_ctx;
     if (o->username) {
@@ -643,7 +662,7 @@ int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char
             return SS_E_NOMEM;
         }
     }
-    e->batch_ops = 1;
+    e->batch_ops = 2;
     e->due_hint_ms = UINT64_MAX;
     if (getrandom(&e->incarnation, sizeof e->incarnation, 0) != (ssize_t)sizeof e->incarnation)
         e->incarnation = (uint64_t)time(NULL);

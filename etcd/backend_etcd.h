@@ -8,6 +8,9 @@
  *                                node id (see below)
  *   l/<node id>                  the claim of the live broker with that node
  *                                id, on a lease it renews
+ *   q/usage                      "<keys> <bytes>" of the whole store, kept
+ *                                by every Txn that changes them (only when
+ *                                a limit is set)
  *
  * A cache of records, each with the mod_revision it was read at, stands
  * between the engine and etcd. A key that is not in it is fetched (a
@@ -54,6 +57,7 @@ typedef struct ss_backend_etcd_options {
     unsigned max_txn_ops;       /* etcd's --max-txn-ops; 0: 128 */
     unsigned sweep_interval_ms; /* how often due keys are looked for; 0: 250 */
     unsigned lease_ttl_s;       /* the node id's claim lives this long unrenewed; 0: 3 */
+    uint64_t max_keys, max_bytes; /* over the whole store (q/usage); 0: no limit */
     void (*log)(void *ctx, int level, const char *msg); /* may be NULL */
     void *log_ctx;
 } ss_backend_etcd_options;
@@ -96,6 +100,8 @@ bool ss_backend_etcd_committing(const ss_backend *b);
 /* Figures for the metrics. */
 typedef struct ss_backend_etcd_stats {
     uint64_t txns, conflicts, unknown_outcomes, fetches, cache_entries;
+    bool usage_known;          /* with a limit set: keys and bytes below */
+    uint64_t keys, bytes;
     bool reachable;
     const char *endpoint;
 } ss_backend_etcd_stats;

@@ -81,6 +81,8 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_op *op, bool
             (rc = ss_buf_append_str(&e->scratch, e->node_id)) == SS_OK)
             rc = ss_etcd_txn_get(&t, ss_etcd__bytes(&e->scratch));
     }
+    if (rc == SS_OK)
+        rc = ss_etcd__build_usage(e, &t);
     if (rc == SS_OK && writes) {
         snprintf(e->txn_id, sizeof e->txn_id, "%s %016llx %llu", e->node_id,
                  (unsigned long long)e->incarnation, (unsigned long long)++e->txn_seq);
@@ -251,6 +253,7 @@ bool ss_backend_etcd_commit_done(ss_backend *b, int *rc)
         return false;
     *rc = e->commit_rc;
     e->commit = SS_COMMIT_IDLE;
+    ss_etcd__usage_settled(e, *rc, e->commit_revision);
     if (*rc == SS_OK) {
         ss_etcd__end_batch(e, true, e->commit_revision);
     } else {

@@ -5,7 +5,8 @@
  * start and stop), backend_etcd_commit.c (a batch's Txn, its outcome, the
  * fence that settles an unknown one), backend_etcd_sweep.c (the expiry
  * index: finding due keys, deleting them), backend_etcd_session.c (the
- * commit marker, the claim on the node id, authentication).
+ * commit marker, the claim on the node id, authentication),
+ * backend_etcd_quota.c (max_keys and max_bytes over the whole store).
  *
  * The cache: one entry per key the engine asked for, in a hash table and
  * a list. An entry is being fetched, waiting to fetch again (the cluster
@@ -72,7 +73,8 @@ struct ss_etcd_entry {
 };
 
 enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_SWEEP, SS_OP_GRANT, SS_OP_CLAIM,
-                  SS_OP_KEEPALIVE, SS_OP_REVOKE, SS_OP_AUTH };
+                  SS_OP_KEEPALIVE, SS_OP_REVOKE, SS_OP_AUTH, SS_OP_USAGE, SS_OP_USAGE_SCAN,
+                  SS_OP_USAGE_INIT };
 
 /* A call and what it is for. */
 struct ss_etcd_op {
@@ -151,6 +153,14 @@ struct ss_backend_etcd {
                              wrote since the last look */
     uint64_t now_ms;      /* wall clock at the last poll */
 
+    /* quotas over the whole store (q/usage), when a limit is set */
+    uint64_t max_keys, max_bytes;
+    bool usage_known, usage_asked, commit_usage;
+    bool usage_used; /* the open batch decided on the usage: its Txn compares it */
+    int64_t usage_rev;
+    uint64_t usage_keys, usage_bytes, usage_retry_ms;
+    int64_t dkeys, dbytes; /* the open batch's change to them */
+
     ss_buf scratch, scratch2;
     ss_backend_etcd_stats stats;
 };
@@ -185,6 +195,22 @@ uint64_t ss_etcd__next_expiry(void *impl);
 int ss_etcd__pop_due(void *impl, uint64_t now_ms, ss_buf *key, ss_hlc *version);
 void ss_etcd__ask_due(struct ss_backend_etcd *e, uint64_t now_ms);
 void ss_etcd__due_found(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+
+/* backend_etcd_quota.c */
+bool ss_etcd__limited(const struct ss_backend_etcd *e);
+/* Charge a change of a touched entry from what it holds now to found /
+ * value_len: SS_E_QUOTA (a limit; nothing charged), SS_E_PENDING (the
+ * usage is not known yet), or 0. */
+int ss_etcd__charge(struct ss_backend_etcd *e, const struct ss_etcd_entry *x, bool found, size_t value_len);
+int ss_etcd__usage_key(struct ss_backend_etcd *e, ss_buf *out);
+/* The batch's Txn compares q/usage when a decision of the batch rested on
+ * it (a refusal too), and writes it when the batch changed it. */
+int ss_etcd__build_usage(struct ss_backend_etcd *e, ss_etcd_txn *t);
+/* The commit ended: rc 0 applies the batch's change; otherwise the usage
+ * is read again. */
+void ss_etcd__usage_settled(struct ss_backend_etcd *e, int rc, int64_t revision);
+void ss_etcd__usage_step(struct ss_backend_etcd *e);
+void ss_etcd__usage_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
 /* backend_etcd_session.c */
 void ss_etcd__ask_marker(struct ss_backend_etcd *e);

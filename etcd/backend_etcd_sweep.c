@@ -120,7 +120,11 @@ int ss_etcd__pop_due(void *impl, uint64_t now_ms, ss_buf *key, ss_hlc *version)
             continue;
         }
         ss_change gone = {.type = SS_CHANGE_DELETE, .key = k, .version = rec.version, .expired = true};
-        if ((rc = ss_etcd__del(e, &gone, rev)) != SS_OK)
+        if ((rc = ss_etcd__del(e, &gone, rev)) == SS_E_PENDING) {
+            e->due_pos--; /* the usage counter is being read: later */
+            return SS_E_NOTFOUND;
+        }
+        if (rc != SS_OK)
             return rc;
         ss_buf_clear(key);
         if ((rc = ss_buf_append(key, k.data, k.len)) != SS_OK)

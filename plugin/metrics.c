@@ -124,6 +124,12 @@ static void ss_metrics__etcd(struct ss_plugin *p)
     ss_metrics__u64(p, "etcd/unknown_outcomes", st.unknown_outcomes);
     ss_metrics__u64(p, "etcd/fetches", st.fetches);
     ss_metrics__u64(p, "etcd/cache_entries", st.cache_entries);
+    if (st.usage_known) { /* counted over the whole store, with a limit set */
+        ss_metrics__u64(p, "keys", st.keys);
+        ss_metrics__u64(p, "bytes", st.bytes);
+        ss_metrics__u64(p, "limits/max_keys", p->opt.max_keys);
+        ss_metrics__u64(p, "limits/max_bytes", p->opt.max_store_bytes);
+    }
 }
 
 void ss_metrics_publish(struct ss_plugin *p, uint64_t now_ms)

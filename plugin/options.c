@@ -212,6 +212,13 @@ int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, in
         if (rc != MOSQ_ERR_SUCCESS)
             return rc;
     }
+    /* On etcd the limits cost contention between brokers (CLUSTER.md):
+     * max_store_bytes applies only when given, as max_keys does. */
+    bool bytes_given = false;
+    for (int i = 0; i < n; i++)
+        bytes_given = bytes_given || strcmp(opts[i].key, "max_store_bytes") == 0;
+    if (o->backend == SS_BACKEND_ETCD && !bytes_given)
+        o->max_store_bytes = 0;
     if (o->backend == SS_BACKEND_ETCD && o->etcd_endpoints == NULL) {
         mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_backend etcd needs plugin_opt_etcd_endpoints "
                              "(comma-separated URLs, e.g. http://127.0.0.1:2379)");

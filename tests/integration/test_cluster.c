@@ -409,3 +409,77 @@ TEST(cluster_etcd_user_and_password)
     ASSERT_TRUE(broker_log_has(&bad, "plugin_opt_etcd_username, plugin_opt_etcd_password: etcd did not accept user store"));
     etcd_cluster_stop(&c);
 }
+
+/* max_keys and max_store_bytes hold for the whole store, whichever broker
+ * writes: the counter is created by counting what is there, every write
+ * is charged in the Txn that makes it, and deletes give room back. */
+TEST(cluster_limits_hold_for_the_whole_store)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    /* Three keys before any limit: counted when a limit first needs them. */
+    struct broker a, b;
+    cluster_broker(&a, &c, "limits-a", NULL);
+    struct client ca, cb;
+    char ra[64], rb[64];
+    client_connect_rr(&ca, a.port, "a", ra, sizeof ra);
+    for (int i = 0; i < 3; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "old%d", i);
+        struct msg *m = request(&ca, ra, "o", NULL, NULL, W("SET", key, "12345"));
+        PAYLOAD(m, "+OK\r\n");
+    }
+    client_close(&ca);
+    broker_stop(&a);
+    const char *limits = "plugin_opt_max_keys 10\nplugin_opt_max_store_bytes 5000\n";
+    cluster_broker(&a, &c, "limits-a", limits);
+    cluster_broker(&b, &c, "limits-b", limits);
+    client_connect_rr(&ca, a.port, "a", ra, sizeof ra);
+    client_connect_rr(&cb, b.port, "b", rb, sizeof rb);
+    /* 7 more keys fit, from both brokers at once; the 11th does not. */
+    int ok = 0, quota = 0;
+    for (int i = 0; i < 5; i++) {
+        char ka[16], kb[16], x[200], y[200];
+        snprintf(ka, sizeof ka, "a%d", i);
+        snprintf(kb, sizeof kb, "b%d", i);
+        race(&ca, ra, NULL, W("SET", ka, "v"), &cb, rb, NULL, W("SET", kb, "v"), x, y, sizeof x);
+        const char *answers[2] = {x, y};
+        for (int j = 0; j < 2; j++) {
+            if (strcmp(answers[j], "+OK\r\n") == 0)
+                ok++;
+            else if (strcmp(answers[j], "-ERR the quota has been exceeded\r\n") == 0)
+                quota++;
+            else
+                ASSERT_TRUE(!"an answer other than +OK or the quota");
+        }
+    }
+    ASSERT_EQ(ok, 7);
+    ASSERT_EQ(quota, 3);
+    /* Replacing a value adds no key; a delete makes room for one. */
+    struct msg *m = request(&cb, rb, "r", NULL, NULL, W("SET", "old0", "other"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&cb, rb, "n", NULL, NULL, W("SET", "new", "v"));
+    PAYLOAD(m, "-ERR the quota has been exceeded\r\n");
+    m = request(&ca, ra, "d", NULL, NULL, W("DEL", "old1"));
+    PAYLOAD(m, ":1\r\n");
+    m = request(&cb, rb, "n", NULL, NULL, W("SET", "new", "v"));
+    PAYLOAD(m, "+OK\r\n");
+    /* Bytes: the 10 keys use about 700 of 5000 (key, value and 64 each):
+     * with one deleted, a value of 4500 does not fit, one of 4000 does. */
+    m = request(&ca, ra, "d", NULL, NULL, W("DEL", "old2"));
+    PAYLOAD(m, ":1\r\n");
+    static char big[4500], mid[4000];
+    memset(big, 'x', sizeof big - 1);
+    memset(mid, 'y', sizeof mid - 1);
+    m = request(&ca, ra, "b", NULL, NULL, W("SET", "big", big));
+    PAYLOAD(m, "-ERR the quota has been exceeded\r\n");
+    m = request(&cb, rb, "m", NULL, NULL, W("SET", "mid", mid));
+    PAYLOAD(m, "+OK\r\n");
+    ASSERT_TRUE(broker_log_has(&a, "the store's usage counted: 3 keys") ||
+                broker_log_has(&b, "the store's usage counted: 3 keys"));
+    client_close(&ca);
+    client_close(&cb);
+    broker_stop(&a);
+    broker_stop(&b);
+    etcd_cluster_stop(&c);
+}

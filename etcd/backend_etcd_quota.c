@@ -1,0 +1,228 @@
+/* backend_etcd_quota.c - max_keys and max_bytes over the whole store.
+ *
+ * Exact counts, in one key (q/usage: "<keys> <bytes>", bytes charged as on
+ * LMDB: key, value and 64 per key). Every Txn that changes them compares
+ * the counter's revision and writes its new value, so the limits hold
+ * whichever brokers write. The price: with limits set, the write batches
+ * of different brokers all touch that key, so they commit one after the
+ * other (a batch that lost the race runs again). Without a limit the key
+ * is neither read nor written (docs/CLUSTER.md).
+ *
+ * The first broker that needs the counter and finds none counts the
+ * records (a Range over k/) and creates it, if still absent.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/errors.h"
+#include "../core/record.h"
+#include "backend_etcd_internal.h"
+
+#define SS_ETCD_KEY_CHARGE 64u
+
+bool ss_etcd__limited(const struct ss_backend_etcd *e)
+{
+    return e->max_keys != 0 || e->max_bytes != 0;
+}
+
+int ss_etcd__usage_key(struct ss_backend_etcd *e, ss_buf *out)
+{
+    ss_bytes none = {NULL, 0};
+    int rc = ss_etcd__key(e, out, 'q', 0, none);
+    return rc == SS_OK ? ss_buf_append_str(out, "usage") : rc;
+}
+
+/* What x holds now (the batch's change, else what was read): found, and
+ * the charge. */
+static uint64_t ss_etcd__held(const struct ss_etcd_entry *x, bool *found)
+{
+    const ss_buf *cur = x->change == SS_CHANGE_PUT ? &x->next_rec
+                        : x->change == SS_CHANGE_DEL ? NULL
+                        : x->found                   ? &x->stored
+                                                     : NULL;
+    ss_record rec;
+    ss_bytes tail;
+    *found = cur != NULL;
+    if (cur == NULL || ss_record_decode(cur->data, cur->len, &rec, &tail) != SS_OK)
+        return 0;
+    return x->key.len + rec.value.len + SS_ETCD_KEY_CHARGE;
+}
+
+int ss_etcd__charge(struct ss_backend_etcd *e, const struct ss_etcd_entry *x, bool found, size_t value_len)
+{
+    if (!ss_etcd__limited(e))
+        return SS_OK;
+    if (!e->usage_known)
+        return SS_E_PENDING; /* poll reads it */
+    /* Allowed or refused, the answer rests on the count as read: the
+     * batch's Txn checks that it still holds (a refusal too). */
+    e->usage_used = true;
+    bool had;
+    uint64_t before = ss_etcd__held(x, &had);
+    uint64_t after = found ? x->key.len + value_len + SS_ETCD_KEY_CHARGE : 0;
+    int64_t dk = (int64_t)found - (int64_t)had, db = (int64_t)after - (int64_t)before;
+    int64_t keys = (int64_t)e->usage_keys + e->dkeys + dk, bytes = (int64_t)e->usage_bytes + e->dbytes + db;
+    /* Only growth is refused: a store over a limit lowered since may
+     * still shrink. */
+    if ((dk > 0 && e->max_keys && keys > (int64_t)e->max_keys) ||
+        (db > 0 && e->max_bytes && bytes > (int64_t)e->max_bytes))
+        return SS_E_QUOTA;
+    e->dkeys += dk;
+    e->dbytes += db;
+    return SS_OK;
+}
+
+int ss_etcd__build_usage(struct ss_backend_etcd *e, ss_etcd_txn *t)
+{
+    e->commit_usage = false;
+    if (!e->usage_used)
+        return SS_OK;
+    int rc = ss_etcd__usage_key(e, &e->scratch);
+    if (rc == SS_OK)
+        rc = ss_etcd_txn_expect(t, ss_etcd__bytes(&e->scratch), e->usage_rev);
+    if (rc != SS_OK || (e->dkeys == 0 && e->dbytes == 0))
+        return rc;
+    char text[48];
+    int n = snprintf(text, sizeof text, "%" PRId64 " %" PRId64, (int64_t)e->usage_keys + e->dkeys,
+                     (int64_t)e->usage_bytes + e->dbytes);
+    ss_bytes value = {(const uint8_t *)text, (size_t)n};
+    rc = ss_etcd_txn_put(t, ss_etcd__bytes(&e->scratch), value);
+    e->commit_usage = rc == SS_OK;
+    return rc;
+}
+
+void ss_etcd__usage_settled(struct ss_backend_etcd *e, int rc, int64_t revision)
+{
+    if (rc == SS_OK && e->commit_usage) {
+        e->usage_keys = (uint64_t)((int64_t)e->usage_keys + e->dkeys);
+        e->usage_bytes = (uint64_t)((int64_t)e->usage_bytes + e->dbytes);
+        e->usage_rev = revision;
+    } else if (rc != SS_OK && ss_etcd__limited(e)) {
+        e->usage_known = false; /* another broker may have moved it */
+    }
+    e->commit_usage = e->usage_used = false;
+    e->dkeys = e->dbytes = 0;
+}
+
+/* "<keys> <bytes>" */
+static bool ss_etcd__usage_parse(struct ss_backend_etcd *e, ss_bytes v, int64_t rev)
+{
+    char text[48];
+    if (v.len == 0 || v.len >= sizeof text)
+        return false;
+    memcpy(text, v.data, v.len);
+    text[v.len] = '\0';
+    unsigned long long k, b;
+    if (sscanf(text, "%llu %llu", &k, &b) != 2)
+        return false;
+    e->usage_keys = k;
+    e->usage_bytes = b;
+    e->usage_rev = rev;
+    e->usage_known = true;
+    return true;
+}
+
+static int ss_etcd__pack_usage(struct ss_backend_etcd *e, ss_buf *out)
+{
+    int rc = ss_etcd__usage_key(e, &e->scratch);
+    return rc == SS_OK ? ss_etcd_range_pack(out, ss_etcd__bytes(&e->scratch), false) : rc;
+}
+
+static int ss_etcd__pack_scan(struct ss_backend_etcd *e, ss_buf *out)
+{
+    ss_bytes none = {NULL, 0};
+    int rc = ss_etcd__key(e, &e->scratch, 'k', 0, none);
+    ss_buf_clear(&e->scratch2);
+    if (rc == SS_OK)
+        rc = ss_buf_append(&e->scratch2, e->scratch.data, e->scratch.len);
+    if (rc != SS_OK)
+        return rc;
+    e->scratch2.data[e->scratch2.len - 1] = '0'; /* "k0" follows every "k/..." */
+    return ss_etcd_range_all_pack(out, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(&e->scratch2));
+}
+
+void ss_etcd__usage_step(struct ss_backend_etcd *e)
+{
+    if (!ss_etcd__limited(e) || e->usage_known || e->usage_asked || ss_etcd__mono_ms() < e->usage_retry_ms)
+        return;
+    e->usage_asked = true;
+    ss_etcd__send(e, SS_OP_USAGE, SS_ETCD_RANGE_METHOD, ss_etcd__pack_usage);
+}
+
+/* The records counted: create the counter unless someone did meanwhile. */
+static void ss_etcd__usage_counted(struct ss_backend_etcd *e, const ss_grpc_call *c)
+{
+    ss_etcd_reply r;
+    size_t n;
+    if (c->rc != SS_OK || ss_etcd_range_unpack_all(&c->reply, &r, &n) != SS_OK) {
+        e->usage_asked = false;
+        e->usage_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+        return;
+    }
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        ss_etcd_kv kv;
+        ss_bytes key;
+        ss_record rec;
+        ss_bytes tail;
+        ss_etcd_range_kv(&r, i, &kv, &key);
+        size_t klen = key.len - strlen(e->prefix) - 2;
+        if (ss_record_decode(kv.value.data, kv.value.len, &rec, &tail) == SS_OK)
+            bytes += klen + rec.value.len + SS_ETCD_KEY_CHARGE;
+    }
+    ss_etcd_reply_free(&r);
+    char text[48];
+    int len = snprintf(text, sizeof text, "%zu %" PRIu64, n, bytes);
+    ss_bytes value = {(const uint8_t *)text, (size_t)len};
+    struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_USAGE_INIT, SS_ETCD_TXN_METHOD);
+    ss_etcd_txn t = {0};
+    int rc = op ? ss_etcd__usage_key(e, &e->scratch) : SS_E_NOMEM;
+    if (rc == SS_OK && (rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), 0)) == SS_OK &&
+        (rc = ss_etcd_txn_put(&t, ss_etcd__bytes(&e->scratch), value)) == SS_OK &&
+        (rc = ss_etcd_txn_on_failure_get(&t, ss_etcd__bytes(&e->scratch))) == SS_OK)
+        rc = ss_etcd_txn_pack(&t, &op->call.request);
+    ss_etcd_txn_free(&t);
+    if (rc != SS_OK) {
+        if (op)
+            ss_etcd__op_free(op);
+        e->usage_asked = false;
+        e->usage_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+        return;
+    }
+    ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "the store's usage counted: %zu keys, %" PRIu64 " bytes", n, bytes);
+    ss_etcd__submit(e, op);
+}
+
+void ss_etcd__usage_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    const ss_grpc_call *c = &op->call;
+    ss_etcd_reply r;
+    ss_etcd_kv kv;
+    if (op->kind == SS_OP_USAGE_SCAN) {
+        ss_etcd__usage_counted(e, c);
+        return;
+    }
+    bool ok = false;
+    if (op->kind == SS_OP_USAGE && c->rc == SS_OK && ss_etcd_range_unpack(&c->reply, &r, &kv) == SS_OK) {
+        if (!kv.found) { /* no counter yet: count */
+            ss_etcd_reply_free(&r);
+            ss_etcd__send(e, SS_OP_USAGE_SCAN, SS_ETCD_RANGE_METHOD, ss_etcd__pack_scan);
+            return;
+        }
+        ok = ss_etcd__usage_parse(e, kv.value, kv.mod_revision);
+        ss_etcd_reply_free(&r);
+    } else if (op->kind == SS_OP_USAGE_INIT && c->rc == SS_OK && ss_etcd_txn_unpack(&c->reply, &r, &kv) == SS_OK) {
+        if (r.succeeded) { /* created: read it back */
+            ss_etcd_reply_free(&r);
+            ss_etcd__send(e, SS_OP_USAGE, SS_ETCD_RANGE_METHOD, ss_etcd__pack_usage);
+            return;
+        }
+        ok = kv.found && ss_etcd__usage_parse(e, kv.value, kv.mod_revision);
+        ss_etcd_reply_free(&r);
+    }
+    e->usage_asked = false;
+    if (!ok)
+        e->usage_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+}
