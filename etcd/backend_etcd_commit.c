@@ -151,18 +151,13 @@ static void ss_etcd__marker_seen(struct ss_backend_etcd *e, const ss_etcd_kv *kv
 void ss_etcd__send_fence(struct ss_backend_etcd *e)
 {
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_FENCE, SS_ETCD_TXN_METHOD);
-    ss_etcd_txn t = {0};
     ss_bytes none = {NULL, 0};
     char fence[sizeof e->txn_id + 8];
     snprintf(fence, sizeof fence, "%s fence", e->txn_id);
     ss_bytes id = {(const uint8_t *)fence, strlen(fence)};
     int rc = op ? ss_etcd__key(e, &e->scratch, 'n', 0, none) : SS_E_NOMEM;
-    if (rc == SS_OK && (rc = ss_buf_append_str(&e->scratch, e->node_id)) == SS_OK &&
-        (rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), e->marker_rev)) == SS_OK &&
-        (rc = ss_etcd_txn_put(&t, ss_etcd__bytes(&e->scratch), id)) == SS_OK &&
-        (rc = ss_etcd_txn_on_failure_get(&t, ss_etcd__bytes(&e->scratch))) == SS_OK)
-        rc = ss_etcd_txn_pack(&t, &op->call.request);
-    ss_etcd_txn_free(&t);
+    if (rc == SS_OK && (rc = ss_buf_append_str(&e->scratch, e->node_id)) == SS_OK)
+        rc = ss_etcd_cas_pack(&op->call.request, ss_etcd__bytes(&e->scratch), e->marker_rev, id, 0);
     if (rc != SS_OK) {
         if (op)
             ss_etcd__op_free(op);

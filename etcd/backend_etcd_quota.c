@@ -177,13 +177,9 @@ static void ss_etcd__usage_counted(struct ss_backend_etcd *e, const ss_grpc_call
     int len = snprintf(text, sizeof text, "%zu %" PRIu64, n, bytes);
     ss_bytes value = {(const uint8_t *)text, (size_t)len};
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_USAGE_INIT, SS_ETCD_TXN_METHOD);
-    ss_etcd_txn t = {0};
     int rc = op ? ss_etcd__usage_key(e, &e->scratch) : SS_E_NOMEM;
-    if (rc == SS_OK && (rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), 0)) == SS_OK &&
-        (rc = ss_etcd_txn_put(&t, ss_etcd__bytes(&e->scratch), value)) == SS_OK &&
-        (rc = ss_etcd_txn_on_failure_get(&t, ss_etcd__bytes(&e->scratch))) == SS_OK)
-        rc = ss_etcd_txn_pack(&t, &op->call.request);
-    ss_etcd_txn_free(&t);
+    if (rc == SS_OK) /* unless another broker created it meanwhile */
+        rc = ss_etcd_cas_pack(&op->call.request, ss_etcd__bytes(&e->scratch), 0, value, 0);
     if (rc != SS_OK) {
         if (op)
             ss_etcd__op_free(op);

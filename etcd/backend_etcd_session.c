@@ -66,15 +66,9 @@ static int ss_etcd__claim_key(struct ss_backend_etcd *e)
  * nobody holds it, else read who does. */
 static int ss_etcd__claim_pack(struct ss_backend_etcd *e, int64_t lease, ss_buf *out)
 {
-    ss_etcd_txn t = {0};
     ss_bytes value = {(const uint8_t *)e->claim_value, strlen(e->claim_value)};
     int rc = ss_etcd__claim_key(e);
-    if (rc == SS_OK && (rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), 0)) == SS_OK &&
-        (rc = ss_etcd_txn_put_leased(&t, ss_etcd__bytes(&e->scratch), value, lease)) == SS_OK &&
-        (rc = ss_etcd_txn_on_failure_get(&t, ss_etcd__bytes(&e->scratch))) == SS_OK)
-        rc = ss_etcd_txn_pack(&t, out);
-    ss_etcd_txn_free(&t);
-    return rc;
+    return rc == SS_OK ? ss_etcd_cas_pack(out, ss_etcd__bytes(&e->scratch), 0, value, lease) : rc;
 }
 
 /* A claim's Txn came back: 0 (held), SS_E_BUSY (*holder: the claim of

@@ -318,6 +318,20 @@ int ss_etcd_txn_pack(const ss_etcd_txn *t, ss_buf *out)
     return rc;
 }
 
+int ss_etcd_cas_pack(ss_buf *out, ss_bytes key, int64_t rev, ss_bytes value, int64_t lease)
+{
+    ss_etcd_txn t = {0};
+    int rc = ss_etcd_txn_expect(&t, key, rev);
+    if (rc == SS_OK)
+        rc = ss_etcd_txn_put_leased(&t, key, value, lease);
+    if (rc == SS_OK)
+        rc = ss_etcd_txn_on_failure_get(&t, key);
+    if (rc == SS_OK)
+        rc = ss_etcd_txn_pack(&t, out);
+    ss_etcd_txn_free(&t);
+    return rc;
+}
+
 void ss_etcd_txn_clear(ss_etcd_txn *t)
 {
     t->len = 0;

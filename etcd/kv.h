@@ -84,6 +84,10 @@ int ss_etcd_txn_on_failure_get(ss_etcd_txn *t, ss_bytes key);
 /* Pack into out (replaced): if every expectation holds, every operation.
  * 0 or SS_E_NOMEM. */
 int ss_etcd_txn_pack(const ss_etcd_txn *t, ss_buf *out);
+/* The Txn of a compare-and-set, into out: put value at key (on lease; 0:
+ * none) if key is still at revision rev (0: absent), else read key (its
+ * state comes back with ss_etcd_txn_unpack). 0 or SS_E_NOMEM. */
+int ss_etcd_cas_pack(ss_buf *out, ss_bytes key, int64_t rev, ss_bytes value, int64_t lease);
 /* Operations and compares so far (etcd limits both, --max-txn-ops). */
 size_t ss_etcd_txn_ops(const ss_etcd_txn *t);
 void ss_etcd_txn_clear(ss_etcd_txn *t);
