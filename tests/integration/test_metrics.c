@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "../test.h"
+#include "etcd_cluster.h"
 #include "harness.h"
 
 #define SYS "$SYS/broker/statestore/"
@@ -181,4 +182,48 @@ TEST(metrics_and_limits_follow_include_dir)
     ASSERT_EQ(client_drain(&s, 2500), 0);
     client_close(&s);
     broker_stop(&b);
+}
+
+/* On etcd: the backend's own figures, and keys and bytes counted over the
+ * whole store when a limit is set; the LMDB store's figures are not
+ * published. */
+TEST(metrics_on_etcd)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra,
+             "sys_interval 1\nplugin_opt_backend etcd\nplugin_opt_etcd_endpoints %s\nplugin_opt_max_keys 100\n",
+             c.endpoints);
+    broker_start(&b);
+    struct client w, s;
+    char rw[256];
+    client_connect_rr(&w, b.port, "writer", rw, sizeof rw);
+    ASSERT_REPLY(request(&w, rw, "1", NULL, NULL, W("SET", "k", "v")), "+OK\r\n");
+    ASSERT_REPLY(request(&w, rw, "2", NULL, NULL, W("GET", "k")), "$1\r\nv\r\n");
+    client_connect(&s, b.port, "sysreader", false);
+    client_subscribe(&s, SYS "#");
+    struct figures f = {.n = 0};
+    gather_until_total(&s, &f, "2");
+    FIGURE(&f, "backend", "etcd");
+    FIGURE(&f, "keys", "1");
+    FIGURE(&f, "bytes", "66");
+    FIGURE(&f, "limits/max_keys", "100");
+    FIGURE(&f, "limits/max_bytes", "0"); /* no default on etcd */
+    FIGURE(&f, "etcd/reachable", "1");
+    FIGURE(&f, "etcd/conflicts", "0");
+    FIGURE(&f, "etcd/unknown_outcomes", "0");
+    FIGURE(&f, "etcd/fetches", "1"); /* k, once: then from the cache */
+    FIGURE(&f, "etcd/cache_entries", "1");
+    FIGURE(&f, "requests/set/ok", "1");
+    FIGURE(&f, "requests/get/ok", "1");
+    ASSERT_TRUE(atoll(figure(&f, "etcd/txns")) >= 2); /* the SET's, the GET's */
+    ASSERT_TRUE(strncmp(figure(&f, "etcd/endpoint"), "http://127.0.0.1:", 17) == 0);
+    ASSERT_TRUE(figure(&f, "commit/p50_us") != NULL);
+    ASSERT_TRUE(figure(&f, "journal/bytes") == NULL && figure(&f, "checkpoint/last") == NULL &&
+                figure(&f, "expiry/backlog") == NULL);
+    client_close(&w);
+    client_close(&s);
+    broker_stop(&b);
+    etcd_cluster_stop(&c);
 }
