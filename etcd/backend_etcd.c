@@ -268,9 +268,11 @@ static bool ss_etcd__touch(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
 {
     if (x->touched)
         return true;
-    /* Per key: a compare; a put or delete, and two index changes. */
-    size_t ops = 3, bytes = 2 * x->key.len + 64;
-    if (e->ntouched > 0 && (e->batch_ops + ops + 2 > e->max_txn_ops ||
+    /* Per key a compare (etcd counts compares and operations apart; the
+     * operations of a change are counted when it is made: ss_etcd__room).
+     * Beside them: the marker's and the counter's compares. */
+    size_t bytes = 2 * x->key.len + 64;
+    if (e->ntouched > 0 && (e->ntouched + 1 + 2 > e->max_txn_ops ||
                             e->batch_bytes + bytes + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)) {
         e->full = true;
         return false;
@@ -284,9 +286,22 @@ static bool ss_etcd__touch(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
         e->touched_cap = cap;
     }
     e->touched[e->ntouched++] = x;
-    e->batch_ops += ops;
     e->batch_bytes += bytes;
     x->touched = true;
+    return true;
+}
+
+/* Room for the operations of x's first change in the batch (a put or
+ * delete of the record, and two of the expiry index)? False: the batch is
+ * full, the change waits for the next. */
+static bool ss_etcd__room(struct ss_backend_etcd *e, const struct ss_etcd_entry *x)
+{
+    if (x->change != SS_CHANGE_NONE)
+        return true; /* counted at its first change */
+    if (e->batch_ops + 3 > e->max_txn_ops) {
+        e->full = true;
+        return false;
+    }
     return true;
 }
 
@@ -357,7 +372,8 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
     size_t size = ss_record_size(rec, 0, false);
     if (size + 2 * key.len + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)
         return SS_E_QUOTA; /* no Txn could carry it */
-    if (e->ntouched > 1 && e->batch_bytes + size + SS_ETCD_REQUEST_SLACK > e->max_request_bytes) {
+    if (!ss_etcd__room(e, x) ||
+        (e->ntouched > 1 && e->batch_bytes + size + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)) {
         e->full = true;
         return SS_E_CONFLICT; /* the next batch */
     }
@@ -369,6 +385,8 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
     ss_buf_clear(&x->next_rec);
     ss_record_encode(x->next_rec.data, rec, NULL, 0, false);
     x->next_rec.len = size;
+    if (x->change == SS_CHANGE_NONE)
+        e->batch_ops += 3;
     x->change = SS_CHANGE_PUT;
     x->next_expiry = rec->expiry_ms;
     e->batch_bytes += size;
@@ -385,9 +403,13 @@ int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on)
         return SS_E_CONFLICT;
     if (x->change == SS_CHANGE_DEL || (x->change == SS_CHANGE_NONE && !x->found))
         return SS_E_NOTFOUND;
+    if (!ss_etcd__room(e, x))
+        return SS_E_CONFLICT; /* the next batch */
     int rc = ss_etcd__charge(e, x, false, 0);
     if (rc != SS_OK)
         return rc;
+    if (x->change == SS_CHANGE_NONE)
+        e->batch_ops += 3;
     x->change = SS_CHANGE_DEL;
     ss_etcd__record_change(e, change);
     return SS_OK;
@@ -445,7 +467,7 @@ void ss_etcd__end_batch(struct ss_backend_etcd *e, bool committed, int64_t rev)
     e->ntouched = 0;
     e->dkeys = e->dbytes = 0;
     e->usage_used = false;
-    e->batch_ops = 2; /* the marker's put, the usage counter's */
+    e->batch_ops = 3; /* the marker's put, the counter's, a read-only batch's Range */
     e->batch_bytes = 0;
     ss_buf_clear(&e->orphans);
     e->norphans = 0;
@@ -662,7 +684,7 @@ int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char
             return SS_E_NOMEM;
         }
     }
-    e->batch_ops = 2;
+    e->batch_ops = 3;
     e->due_hint_ms = UINT64_MAX;
     if (getrandom(&e->incarnation, sizeof e->incarnation, 0) != (ssize_t)sizeof e->incarnation)
         e->incarnation = (uint64_t)time(NULL);

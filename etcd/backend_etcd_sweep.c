@@ -120,8 +120,8 @@ int ss_etcd__pop_due(void *impl, uint64_t now_ms, ss_buf *key, ss_hlc *version)
             continue;
         }
         ss_change gone = {.type = SS_CHANGE_DELETE, .key = k, .version = rec.version, .expired = true};
-        if ((rc = ss_etcd__del(e, &gone, rev)) == SS_E_PENDING) {
-            e->due_pos--; /* the usage counter is being read: later */
+        if ((rc = ss_etcd__del(e, &gone, rev)) == SS_E_PENDING || rc == SS_E_CONFLICT) {
+            e->due_pos--; /* the usage counter is being read, or the batch is full: later */
             return SS_E_NOTFOUND;
         }
         if (rc != SS_OK)
