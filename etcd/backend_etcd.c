@@ -584,6 +584,9 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
         case SS_OP_USAGE_INIT:
             ss_etcd__usage_done(e, op);
             break;
+        case SS_OP_SCAN:
+            ss_etcd__scan_read(e, op);
+            break;
         }
         ss_etcd__op_free(op);
     }
@@ -740,6 +743,7 @@ void ss_backend_etcd_free(ss_backend *b)
     ss_feed_free(&e->base.feed);
     ss_buf_free(&e->scratch);
     ss_buf_free(&e->scratch2);
+    ss_buf_free(&e->scan_reply);
     free(e->prefix);
     free(e->node_id);
     free(e->username);

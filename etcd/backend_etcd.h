@@ -97,6 +97,17 @@ int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms);
 bool ss_backend_etcd_commit_done(ss_backend *b, int *rc);
 bool ss_backend_etcd_committing(const ss_backend *b);
 
+/* Reading records in key order for administrative requests (KEYS,
+ * INSPECT, EXPORT), one page at a time: start reads up to limit records
+ * from `from` (inclusive, or after it; empty: the first); done is false
+ * while the read is under way, then calls fn for each record (expiry not
+ * applied) until fn returns false, sets *next to the key to go on after
+ * (empty at the end) and *rc, and returns true. One read at a time:
+ * start answers SS_E_BUSY while one is under way. */
+int ss_backend_etcd_scan_start(ss_backend *b, ss_bytes from, bool inclusive, size_t limit);
+bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key, const ss_record *rec),
+                               void *ctx, ss_buf *next, int *rc);
+
 /* Figures for the metrics. */
 typedef struct ss_backend_etcd_stats {
     uint64_t txns, conflicts, unknown_outcomes, fetches, cache_entries;

@@ -6,7 +6,8 @@
  * fence that settles an unknown one), backend_etcd_sweep.c (the expiry
  * index: finding due keys, deleting them), backend_etcd_session.c (the
  * commit marker, the claim on the node id, authentication),
- * backend_etcd_quota.c (max_keys and max_bytes over the whole store).
+ * backend_etcd_quota.c (max_keys and max_bytes over the whole store),
+ * backend_etcd_scan.c (pages of records for administrative requests).
  *
  * The cache: one entry per key the engine asked for, in a hash table and
  * a list. An entry is being fetched, waiting to fetch again (the cluster
@@ -74,7 +75,7 @@ struct ss_etcd_entry {
 
 enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_SWEEP, SS_OP_GRANT, SS_OP_CLAIM,
                   SS_OP_KEEPALIVE, SS_OP_REVOKE, SS_OP_AUTH, SS_OP_USAGE, SS_OP_USAGE_SCAN,
-                  SS_OP_USAGE_INIT };
+                  SS_OP_USAGE_INIT, SS_OP_SCAN };
 
 /* A call and what it is for. */
 struct ss_etcd_op {
@@ -161,6 +162,12 @@ struct ss_backend_etcd {
     uint64_t usage_keys, usage_bytes, usage_retry_ms;
     int64_t dkeys, dbytes; /* the open batch's change to them */
 
+    /* a page of records for an administrative request */
+    enum { SS_SCAN_IDLE, SS_SCAN_RUNNING, SS_SCAN_DONE } scan;
+    size_t scan_limit;
+    int scan_rc;
+    ss_buf scan_reply;
+
     ss_buf scratch, scratch2;
     ss_backend_etcd_stats stats;
 };
@@ -211,6 +218,9 @@ int ss_etcd__build_usage(struct ss_backend_etcd *e, ss_etcd_txn *t);
 void ss_etcd__usage_settled(struct ss_backend_etcd *e, int rc, int64_t revision);
 void ss_etcd__usage_step(struct ss_backend_etcd *e);
 void ss_etcd__usage_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+
+/* backend_etcd_scan.c */
+void ss_etcd__scan_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
 /* backend_etcd_session.c */
 void ss_etcd__ask_marker(struct ss_backend_etcd *e);

@@ -140,7 +140,7 @@ static int ss_etcd__pack_scan(struct ss_backend_etcd *e, ss_buf *out)
     if (rc != SS_OK)
         return rc;
     e->scratch2.data[e->scratch2.len - 1] = '0'; /* "k0" follows every "k/..." */
-    return ss_etcd_range_all_pack(out, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(&e->scratch2));
+    return ss_etcd_range_all_pack(out, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(&e->scratch2), 0);
 }
 
 void ss_etcd__usage_step(struct ss_backend_etcd *e)

@@ -56,11 +56,12 @@ int ss_etcd_range_keys_pack(ss_buf *out, ss_bytes key, ss_bytes end, int64_t lim
     return ss_etcd__pack(&r.base, out);
 }
 
-int ss_etcd_range_all_pack(ss_buf *out, ss_bytes key, ss_bytes end)
+int ss_etcd_range_all_pack(ss_buf *out, ss_bytes key, ss_bytes end, int64_t limit)
 {
     Etcdserverpb__RangeRequest r = ETCDSERVERPB__RANGE_REQUEST__INIT;
     r.key = ss_etcd__bin(key);
     r.range_end = ss_etcd__bin(end);
+    r.limit = limit;
     return ss_etcd__pack(&r.base, out);
 }
 

@@ -46,9 +46,9 @@ typedef struct ss_etcd_reply {
 
 /* Unpack a Range reply of one key. 0 or SS_E_PROTOCOL. */
 int ss_etcd_range_unpack(const ss_buf *reply, ss_etcd_reply *r, ss_etcd_kv *kv);
-/* A Range of the keys in [key, end) with their values, linearizable.
- * 0 or SS_E_NOMEM. */
-int ss_etcd_range_all_pack(ss_buf *out, ss_bytes key, ss_bytes end);
+/* A Range of the keys in [key, end) with their values, at most limit (0:
+ * all), linearizable. 0 or SS_E_NOMEM. */
+int ss_etcd_range_all_pack(ss_buf *out, ss_bytes key, ss_bytes end, int64_t limit);
 /* Unpack a Range reply of any number of keys: *n of them, each filled by
  * ss_etcd_range_kv. 0 or SS_E_PROTOCOL. */
 int ss_etcd_range_unpack_all(const ss_buf *reply, ss_etcd_reply *r, size_t *n);

@@ -45,7 +45,11 @@ struct ss_admin {
     size_t len, cap;
     ss_buf answer;
     ss_buf cursor;
+    bool reading; /* etcd: the page of the first request is being read */
 };
+
+/* Not answered yet: the request stays first until its page is read. */
+static const char ss_admin__wait[] = "";
 
 int ss_admin_new(struct ss_admin **out)
 {
@@ -190,7 +194,19 @@ static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req
     /* The cursor line comes first: leave room, fill it in after. */
     ss_bytes after = {a->cursor.data, a->cursor.len};
     size_t examine = count * 10 < SS_ADMIN_EXAMINE_MAX ? count * 10 : SS_ADMIN_EXAMINE_MAX;
-    int rc = ss_store_scan(p->store, after, examine, ss_admin__visit, &pg, &next);
+    int rc;
+    if (p->store) {
+        rc = ss_store_scan(p->store, after, examine, ss_admin__visit, &pg, &next);
+    } else if (!a->reading) { /* etcd: the page is read first, then visited */
+        if ((rc = ss_backend_etcd_scan_start(p->backend, after, false, examine)) != SS_OK)
+            return ss_strerror(rc);
+        a->reading = true;
+        return ss_admin__wait;
+    } else if (ss_backend_etcd_scan_done(p->backend, ss_admin__visit, &pg, &next, &rc)) {
+        a->reading = false;
+    } else {
+        return ss_admin__wait;
+    }
     if (rc == SS_OK)
         rc = pg.rc;
     if (rc != SS_OK) {
@@ -212,6 +228,47 @@ static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req
     return rc == SS_OK ? NULL : ss_strerror(rc);
 }
 
+/* The one record INSPECT reads on etcd: a page of one from the key. */
+struct ss_admin_one {
+    ss_bytes key;
+    ss_buf *answer;
+    uint64_t now_ms;
+    int rc;
+    bool found;
+};
+
+static bool ss_admin__one(void *ctx, ss_bytes key, const ss_record *rec)
+{
+    struct ss_admin_one *o = ctx;
+    if (key.len == o->key.len && memcmp(key.data, o->key.data, key.len) == 0 &&
+        !(rec->expiry_ms && rec->expiry_ms <= o->now_ms)) {
+        o->found = true;
+        o->rc = ss_admin__entry(o->answer, key, rec, o->now_ms, false);
+    }
+    return false;
+}
+
+static const char *ss_admin__inspect_etcd(struct ss_plugin *p, ss_bytes key, uint64_t now_ms)
+{
+    struct ss_admin *a = p->admin;
+    int rc;
+    if (!a->reading) {
+        if ((rc = ss_backend_etcd_scan_start(p->backend, key, true, 1)) != SS_OK)
+            return ss_strerror(rc);
+        a->reading = true;
+        return ss_admin__wait;
+    }
+    struct ss_admin_one one = {key, &a->answer, now_ms, SS_OK, false};
+    ss_buf next = SS_BUF_INIT;
+    if (!ss_backend_etcd_scan_done(p->backend, ss_admin__one, &one, &next, &rc))
+        return ss_admin__wait;
+    a->reading = false;
+    ss_buf_free(&next);
+    if (rc == SS_OK)
+        rc = one.found ? one.rc : ss_buf_append_str(&a->answer, "absent\n");
+    return rc == SS_OK ? NULL : ss_strerror(rc);
+}
+
 /* INSPECT KEY into a->answer. */
 static const char *ss_admin__inspect(struct ss_plugin *p, const struct ss_admin_req *r, const ss_request *q,
                                      uint64_t now_ms)
@@ -222,6 +279,8 @@ static const char *ss_admin__inspect(struct ss_plugin *p, const struct ss_admin_
     ss_bytes key = q->argv[1];
     if (!ss_admin__may_read(p, r, key))
         return ss_strerror(SS_E_NOT_AUTHORIZED);
+    if (p->store == NULL)
+        return ss_admin__inspect_etcd(p, key, now_ms);
     /* A batch of its own that writes nothing: reads what is committed. */
     int rc = ss_store_begin(p->store);
     if (rc != SS_OK)
@@ -247,13 +306,16 @@ static const char *ss_admin__backup(struct ss_plugin *p, const struct ss_admin_r
         return "usage: BACKUP NAME";
     if (p->acl && !ss_acl_allows_every_key(p->acl, r->client_id, r->username, SS_ACCESS_READ))
         return ss_strerror(SS_E_NOT_AUTHORIZED);
+    if (p->store == NULL)
+        return "backups are not available on the etcd backend (etcdctl snapshot save backs up the cluster)";
     const char *error = ss_backup_start(p, q->argv[1].data, q->argv[1].len, r->response_topic, r->corr, r->corr_len);
     if (error == NULL)
         ss_buf_clear(&p->admin->answer); /* nothing now: the backup answers */
     return error;
 }
 
-static void ss_admin__run(struct ss_plugin *p, const struct ss_admin_req *r, uint64_t now_ms)
+/* Run r; false when it waits for a page being read (etcd). */
+static bool ss_admin__run(struct ss_plugin *p, const struct ss_admin_req *r, uint64_t now_ms)
 {
     struct ss_admin *a = p->admin;
     ss_buf_clear(&a->answer);
@@ -263,8 +325,6 @@ static void ss_admin__run(struct ss_plugin *p, const struct ss_admin_req *r, uin
     ss_codec_limits lim = ss_codec_limits_default();
     if (ss_codec_decode_request(r->payload, r->len, &lim, &q, &used) != SS_OK || used != r->len || q.argc < 1)
         error = "syntax error: a RESP3 array of bulk strings is expected";
-    else if (p->store == NULL)
-        error = "not available on the etcd backend (use etcdctl: docs/CLUSTER.md)";
     else if (q.argv[0].len == 4 && memcmp(q.argv[0].data, "KEYS", 4) == 0)
         error = ss_admin__keys(p, r, &q, now_ms, false);
     else if (q.argv[0].len == 6 && memcmp(q.argv[0].data, "EXPORT", 6) == 0)
@@ -275,14 +335,17 @@ static void ss_admin__run(struct ss_plugin *p, const struct ss_admin_req *r, uin
         error = ss_admin__backup(p, r, &q);
     else
         error = "unknown command (KEYS, INSPECT, EXPORT, BACKUP)";
+    if (error == ss_admin__wait)
+        return false;
     if (error) {
         ss_buf_clear(&a->answer);
         if (ss_buf_append_str(&a->answer, "error ") != SS_OK || ss_buf_append_str(&a->answer, error) != SS_OK ||
             ss_buf_append_str(&a->answer, "\n") != SS_OK)
-            return;
+            return true;
     }
     if (a->answer.len)
         ss_admin__answer(p, r, &a->answer);
+    return true;
 }
 
 void ss_admin_serve(struct ss_plugin *p)
@@ -292,7 +355,8 @@ void ss_admin_serve(struct ss_plugin *p)
     struct ss_admin *a = p->admin;
     if (a->len == 0)
         return;
-    ss_admin__run(p, &a->q[0], ss_wall_ms()); /* read only with work to do: settle runs every tick */
+    if (!ss_admin__run(p, &a->q[0], ss_wall_ms())) /* read only with work to do: settle runs every tick */
+        return; /* its page is being read: it stays first */
     ss_admin__req_free(&a->q[0]);
     memmove(&a->q[0], &a->q[1], (a->len - 1) * sizeof a->q[0]);
     a->len--;

@@ -1,8 +1,9 @@
 /* Every integration test, one line each: X(name) runs TEST(name) on each
  * backend (SS_BACKEND=etcd runs the suite again on etcd); X_ONCE(name)
  * only in the default run: tests of the LMDB backend's own machinery
- * (fsync, journal, checkpoints, its data directory, backups, key
- * listing), and those that start etcd clusters of their own. */
+ * (fsync, journal, checkpoints, its data directory, backups, offline
+ * import), tests whose figures or texts are LMDB's, and those that start
+ * etcd clusters of their own. */
 X(plugin_commands_byte_exact)
 X(plugin_sdk_response_topics_and_properties)
 X(plugin_forbidden_response_topic_disconnects)
@@ -70,9 +71,9 @@ X_ONCE(metrics_published_under_sys_with_exact_counts)
 X_ONCE(metrics_on_etcd)
 X(metrics_off_with_sys_interval_zero)
 X_ONCE(cli_ping_and_stats)
-X_ONCE(admin_keys_pages_patterns_and_inspect)
-X_ONCE(admin_respects_the_key_acl_and_topic_protection)
-X_ONCE(cli_keys_and_inspect)
+X(admin_keys_pages_patterns_and_inspect)
+X(admin_respects_the_key_acl_and_topic_protection)
+X(cli_keys_and_inspect)
 X_ONCE(admin_backup_under_write_load_and_restore)
 X_ONCE(admin_backup_refusals)
 X(cli_bash_completion)

@@ -1,0 +1,88 @@
+/* backend_etcd_scan.c - pages of records in key order, for the
+ * administrative requests (backend_etcd.h). A page is one linearizable
+ * Range of k/, read on the channel's thread while the broker goes on. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/errors.h"
+#include "../core/record.h"
+#include "backend_etcd_internal.h"
+
+int ss_backend_etcd_scan_start(ss_backend *b, ss_bytes from, bool inclusive, size_t limit)
+{
+    struct ss_backend_etcd *e = b->impl;
+    if (e->scan != SS_SCAN_IDLE)
+        return SS_E_BUSY;
+    struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_SCAN, SS_ETCD_RANGE_METHOD);
+    if (op == NULL)
+        return SS_E_NOMEM;
+    ss_bytes none = {NULL, 0};
+    uint8_t zero = 0;
+    int rc = ss_etcd__key(e, &e->scratch, 'k', 0, from);
+    if (rc == SS_OK && !inclusive && from.len) /* the first key after it */
+        rc = ss_buf_append(&e->scratch, &zero, 1);
+    if (rc == SS_OK && (rc = ss_etcd__key(e, &e->scratch2, 'k', 0, none)) == SS_OK) {
+        e->scratch2.data[e->scratch2.len - 1] = '0'; /* "k0" follows every "k/..." */
+        rc = ss_etcd_range_all_pack(&op->call.request, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(&e->scratch2),
+                                    (int64_t)limit);
+    }
+    if (rc != SS_OK) {
+        ss_etcd__op_free(op);
+        return rc;
+    }
+    e->scan = SS_SCAN_RUNNING;
+    e->scan_limit = limit;
+    ss_etcd__submit(e, op);
+    return SS_OK;
+}
+
+void ss_etcd__scan_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    e->scan = SS_SCAN_DONE;
+    e->scan_rc = op->call.rc == SS_OK ? SS_OK : SS_E_UNAVAILABLE;
+    ss_buf spare = e->scan_reply; /* the reply is kept without a copy */
+    e->scan_reply = op->call.reply;
+    op->call.reply = spare;
+    ss_buf_clear(&op->call.reply);
+}
+
+bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key, const ss_record *rec),
+                               void *ctx, ss_buf *next, int *rc)
+{
+    struct ss_backend_etcd *e = b->impl;
+    if (e->scan != SS_SCAN_DONE)
+        return false;
+    e->scan = SS_SCAN_IDLE;
+    ss_buf_clear(next);
+    *rc = e->scan_rc;
+    ss_etcd_reply r;
+    size_t n = 0;
+    if (*rc == SS_OK && ss_etcd_range_unpack_all(&e->scan_reply, &r, &n) != SS_OK)
+        *rc = SS_E_PROTOCOL;
+    if (*rc != SS_OK)
+        return true;
+    size_t plen = strlen(e->prefix) + 2;
+    ss_bytes last = {NULL, 0};
+    bool stopped = false;
+    for (size_t i = 0; i < n && !stopped; i++) {
+        ss_etcd_kv kv;
+        ss_bytes key, tail;
+        ss_record rec;
+        ss_etcd_range_kv(&r, i, &kv, &key);
+        if (key.len < plen)
+            continue;
+        last.data = key.data + plen;
+        last.len = key.len - plen;
+        if (ss_record_decode(kv.value.data, kv.value.len, &rec, &tail) != SS_OK)
+            continue; /* not a record of ours: skipped */
+        stopped = !fn(ctx, last, &rec);
+    }
+    /* More may follow when the page was full or the walk stopped early. */
+    if ((stopped || n == e->scan_limit) && last.data && ss_buf_append(next, last.data, last.len) != SS_OK)
+        *rc = SS_E_NOMEM;
+    ss_etcd_reply_free(&r);
+    if (e->scan_reply.cap > ((size_t)1 << 20))
+        ss_buf_free(&e->scan_reply);
+    return true;
+}
