@@ -429,6 +429,16 @@ int client_drain(struct client *c, int ms)
     return n;
 }
 
+int client_drain_count(struct client *c, int want, int ms)
+{
+    int n = 0;
+    uint64_t end = now_ms() + (uint64_t)ms;
+    while (n < want && now_ms() < end && !c->disconnected)
+        if (client_wait(c, (int)(end - now_ms())))
+            n++;
+    return n + client_drain(c, 100); /* and none more */
+}
+
 int client_wait_puback(struct client *c, int ms)
 {
     int before = c->pubacks;

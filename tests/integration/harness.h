@@ -94,6 +94,10 @@ int client_publish(struct client *c, const char *topic, const void *payload, int
 struct msg *client_wait(struct client *c, int ms);
 /* Run the loop for ms and return the number of messages received. */
 int client_drain(struct client *c, int ms);
+/* Run the loop until want messages came or ms passed, then 100 ms more;
+ * returns the number received (for loads whose pace varies: a sanitizer
+ * build, a cluster). */
+int client_drain_count(struct client *c, int want, int ms);
 /* Wait for our own PUBACK: returns its reason code, or -1. */
 int client_wait_puback(struct client *c, int ms);
 const char *msg_user(const struct msg *m, const char *name);
