@@ -53,6 +53,12 @@ int ss_etcd__key(struct ss_backend_etcd *e, ss_buf *out, char part, uint64_t dea
     return rc;
 }
 
+int ss_etcd__named(struct ss_backend_etcd *e, char part, const char *name)
+{
+    ss_bytes n = {(const uint8_t *)name, strlen(name)};
+    return ss_etcd__key(e, &e->scratch, part, 0, n);
+}
+
 ss_bytes ss_etcd__bytes(const ss_buf *b)
 {
     ss_bytes v = {b->data, b->len};
@@ -154,6 +160,8 @@ static void ss_etcd__entry_free(struct ss_backend_etcd *e, struct ss_etcd_entry 
 {
     if (x->op)
         x->op->entry = NULL; /* its answer is dropped when it comes */
+    if (x->state == SS_ENTRY_FAILED)
+        e->failed--;
     ss_table_remove(&e->table, &x->node);
     if (x->prev)
         x->prev->next = x->next;
@@ -195,7 +203,7 @@ static int ss_etcd__fetch(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
 static int ss_etcd__entry_new(struct ss_backend_etcd *e, ss_bytes key, uint64_t hash)
 {
     struct ss_etcd_entry *x = calloc(1, sizeof *x);
-    if (x == NULL || ss_buf_append(&x->key, key.data, key.len ? key.len : 0) != SS_OK) {
+    if (x == NULL || ss_buf_append(&x->key, key.data, key.len) != SS_OK) {
         free(x);
         return SS_E_NOMEM;
     }
@@ -242,6 +250,7 @@ static void ss_etcd__fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         if (rc != SS_OK) {
             x->state = SS_ENTRY_FAILED;
             x->fail_rc = rc;
+            e->failed++;
             return;
         }
         x->found = kv.found;
@@ -256,6 +265,7 @@ static void ss_etcd__fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op)
                      e->unavailable_ms, ss_etcd__why(&op->call));
         x->state = SS_ENTRY_FAILED;
         x->fail_rc = SS_E_UNAVAILABLE;
+        e->failed++;
         return;
     }
     x->state = SS_ENTRY_RETRY;
@@ -473,8 +483,11 @@ void ss_etcd__end_batch(struct ss_backend_etcd *e, bool committed, int64_t rev)
     e->norphans = 0;
     e->full = false;
     /* Entries that failed are fetched again by their next reader; a cache
-     * grown too large is emptied of what the next batch does not need. */
+     * grown too large is emptied of what the next batch does not need.
+     * Otherwise nothing to walk: this runs at every tick. */
     bool shrink = e->entries > SS_ETCD_CACHE_ENTRIES || e->cache_bytes > SS_ETCD_CACHE_BYTES;
+    if (!shrink && e->failed == 0)
+        return;
     for (struct ss_etcd_entry *x = e->first, *next; x; x = next) {
         next = x->next;
         if (x->state == SS_ENTRY_FAILED || (shrink && x->state == SS_ENTRY_KNOWN))

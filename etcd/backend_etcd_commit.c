@@ -76,9 +76,7 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_op *op, bool
     if (rc == SS_OK && !writes) {
         /* Compares alone would be answered from the member's own state,
          * which may lag: the marker's Range makes the read linearizable. */
-        ss_bytes none = {NULL, 0};
-        if ((rc = ss_etcd__key(e, &e->scratch, 'n', 0, none)) == SS_OK &&
-            (rc = ss_buf_append_str(&e->scratch, e->node_id)) == SS_OK)
+        if ((rc = ss_etcd__named(e, 'n', e->node_id)) == SS_OK)
             rc = ss_etcd_txn_get(&t, ss_etcd__bytes(&e->scratch));
     }
     if (rc == SS_OK)
@@ -87,9 +85,7 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_op *op, bool
         snprintf(e->txn_id, sizeof e->txn_id, "%s %016llx %llu", e->node_id,
                  (unsigned long long)e->incarnation, (unsigned long long)++e->txn_seq);
         ss_bytes id = {(const uint8_t *)e->txn_id, strlen(e->txn_id)};
-        ss_bytes none = {NULL, 0};
-        if ((rc = ss_etcd__key(e, &e->scratch, 'n', 0, none)) == SS_OK &&
-            ss_buf_append_str(&e->scratch, e->node_id) == SS_OK &&
+        if ((rc = ss_etcd__named(e, 'n', e->node_id)) == SS_OK &&
             (rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), e->marker_rev)) == SS_OK &&
             (rc = ss_etcd_txn_put(&t, ss_etcd__bytes(&e->scratch), id)) == SS_OK)
             rc = ss_etcd_txn_on_failure_get(&t, ss_etcd__bytes(&e->scratch));
@@ -151,12 +147,11 @@ static void ss_etcd__marker_seen(struct ss_backend_etcd *e, const ss_etcd_kv *kv
 void ss_etcd__send_fence(struct ss_backend_etcd *e)
 {
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_FENCE, SS_ETCD_TXN_METHOD);
-    ss_bytes none = {NULL, 0};
     char fence[sizeof e->txn_id + 8];
     snprintf(fence, sizeof fence, "%s fence", e->txn_id);
     ss_bytes id = {(const uint8_t *)fence, strlen(fence)};
-    int rc = op ? ss_etcd__key(e, &e->scratch, 'n', 0, none) : SS_E_NOMEM;
-    if (rc == SS_OK && (rc = ss_buf_append_str(&e->scratch, e->node_id)) == SS_OK)
+    int rc = op ? ss_etcd__named(e, 'n', e->node_id) : SS_E_NOMEM;
+    if (rc == SS_OK)
         rc = ss_etcd_cas_pack(&op->call.request, ss_etcd__bytes(&e->scratch), e->marker_rev, id, 0);
     if (rc != SS_OK) {
         if (op)

@@ -109,6 +109,7 @@ struct ss_backend_etcd {
     ss_table table;
     struct ss_etcd_entry *first, *last;
     size_t entries;
+    size_t failed; /* entries SS_ENTRY_FAILED: dropped when the batch ends */
     uint64_t cache_bytes;
     struct ss_etcd_op *ops; /* calls under way */
 
@@ -176,6 +177,9 @@ struct ss_backend_etcd {
 uint64_t ss_etcd__mono_ms(void);
 void ss_etcd__log(struct ss_backend_etcd *e, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int ss_etcd__key(struct ss_backend_etcd *e, ss_buf *out, char part, uint64_t deadline, ss_bytes key);
+/* e->scratch = prefix part "/" name: this broker's marker ('n', node id),
+ * claim ('l', node id), the usage counter ('q', "usage"). */
+int ss_etcd__named(struct ss_backend_etcd *e, char part, const char *name);
 ss_bytes ss_etcd__bytes(const ss_buf *b);
 struct ss_etcd_op *ss_etcd__op_new(struct ss_backend_etcd *e, enum ss_op_kind kind, const char *method);
 void ss_etcd__op_free(struct ss_etcd_op *op);
@@ -209,7 +213,6 @@ bool ss_etcd__limited(const struct ss_backend_etcd *e);
  * value_len: SS_E_QUOTA (a limit; nothing charged), SS_E_PENDING (the
  * usage is not known yet), or 0. */
 int ss_etcd__charge(struct ss_backend_etcd *e, const struct ss_etcd_entry *x, bool found, size_t value_len);
-int ss_etcd__usage_key(struct ss_backend_etcd *e, ss_buf *out);
 /* The batch's Txn compares q/usage when a decision of the batch rested on
  * it (a refusal too), and writes it when the batch changed it. */
 int ss_etcd__build_usage(struct ss_backend_etcd *e, ss_etcd_txn *t);

@@ -27,13 +27,6 @@ bool ss_etcd__limited(const struct ss_backend_etcd *e)
     return e->max_keys != 0 || e->max_bytes != 0;
 }
 
-int ss_etcd__usage_key(struct ss_backend_etcd *e, ss_buf *out)
-{
-    ss_bytes none = {NULL, 0};
-    int rc = ss_etcd__key(e, out, 'q', 0, none);
-    return rc == SS_OK ? ss_buf_append_str(out, "usage") : rc;
-}
-
 /* What x holds now (the batch's change, else what was read): found, and
  * the charge. */
 static uint64_t ss_etcd__held(const struct ss_etcd_entry *x, bool *found)
@@ -79,7 +72,7 @@ int ss_etcd__build_usage(struct ss_backend_etcd *e, ss_etcd_txn *t)
     e->commit_usage = false;
     if (!e->usage_used)
         return SS_OK;
-    int rc = ss_etcd__usage_key(e, &e->scratch);
+    int rc = ss_etcd__named(e, 'q', "usage");
     if (rc == SS_OK)
         rc = ss_etcd_txn_expect(t, ss_etcd__bytes(&e->scratch), e->usage_rev);
     if (rc != SS_OK || (e->dkeys == 0 && e->dbytes == 0))
@@ -126,7 +119,7 @@ static bool ss_etcd__usage_parse(struct ss_backend_etcd *e, ss_bytes v, int64_t 
 
 static int ss_etcd__pack_usage(struct ss_backend_etcd *e, ss_buf *out)
 {
-    int rc = ss_etcd__usage_key(e, &e->scratch);
+    int rc = ss_etcd__named(e, 'q', "usage");
     return rc == SS_OK ? ss_etcd_range_pack(out, ss_etcd__bytes(&e->scratch), false) : rc;
 }
 
@@ -177,7 +170,7 @@ static void ss_etcd__usage_counted(struct ss_backend_etcd *e, const ss_grpc_call
     int len = snprintf(text, sizeof text, "%zu %" PRIu64, n, bytes);
     ss_bytes value = {(const uint8_t *)text, (size_t)len};
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_USAGE_INIT, SS_ETCD_TXN_METHOD);
-    int rc = op ? ss_etcd__usage_key(e, &e->scratch) : SS_E_NOMEM;
+    int rc = op ? ss_etcd__named(e, 'q', "usage") : SS_E_NOMEM;
     if (rc == SS_OK) /* unless another broker created it meanwhile */
         rc = ss_etcd_cas_pack(&op->call.request, ss_etcd__bytes(&e->scratch), 0, value, 0);
     if (rc != SS_OK) {

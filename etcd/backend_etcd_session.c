@@ -16,9 +16,7 @@ void ss_etcd__ask_marker(struct ss_backend_etcd *e)
     if (e->marker_known || e->marker_asked || now < e->marker_retry_ms)
         return;
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_MARKER, SS_ETCD_RANGE_METHOD);
-    ss_bytes none = {NULL, 0};
-    if (op == NULL || ss_etcd__key(e, &e->scratch, 'n', 0, none) != SS_OK ||
-        ss_buf_append_str(&e->scratch, e->node_id) != SS_OK ||
+    if (op == NULL || ss_etcd__named(e, 'n', e->node_id) != SS_OK ||
         ss_etcd_range_pack(&op->call.request, ss_etcd__bytes(&e->scratch), false) != SS_OK) {
         if (op)
             ss_etcd__op_free(op);
@@ -54,20 +52,12 @@ void ss_etcd__marker_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 
 /* ---- the claim on the node id ------------------------------------------ */
 
-/* scratch = prefix "l/" node id */
-static int ss_etcd__claim_key(struct ss_backend_etcd *e)
-{
-    ss_bytes none = {NULL, 0};
-    int rc = ss_etcd__key(e, &e->scratch, 'l', 0, none);
-    return rc == SS_OK ? ss_buf_append_str(&e->scratch, e->node_id) : rc;
-}
-
 /* The claim's Txn for lease id into out: put l/<node id> on the lease if
  * nobody holds it, else read who does. */
 static int ss_etcd__claim_pack(struct ss_backend_etcd *e, int64_t lease, ss_buf *out)
 {
     ss_bytes value = {(const uint8_t *)e->claim_value, strlen(e->claim_value)};
-    int rc = ss_etcd__claim_key(e);
+    int rc = ss_etcd__named(e, 'l', e->node_id);
     return rc == SS_OK ? ss_etcd_cas_pack(out, ss_etcd__bytes(&e->scratch), 0, value, lease) : rc;
 }
 

@@ -97,20 +97,18 @@ void ss_etcd_range_kv(const ss_etcd_reply *r, size_t i, ss_etcd_kv *kv, ss_bytes
 
 int ss_etcd_range_unpack(const ss_buf *reply, ss_etcd_reply *r, ss_etcd_kv *kv)
 {
-    memset(r, 0, sizeof *r);
     memset(kv, 0, sizeof *kv);
-    Etcdserverpb__RangeResponse *m = etcdserverpb__range_response__unpack(NULL, reply->len, reply->data);
-    if (m == NULL)
-        return SS_E_PROTOCOL;
-    r->msg = m;
-    r->revision = m->header ? m->header->revision : 0;
-    if (m->n_kvs > 1) {
+    size_t n;
+    int rc = ss_etcd_range_unpack_all(reply, r, &n);
+    if (rc == SS_OK && n > 1) {
         ss_etcd_reply_free(r);
         return SS_E_PROTOCOL;
     }
-    if (m->n_kvs == 1)
-        ss_etcd__kv(m->kvs[0], kv);
-    return SS_OK;
+    if (rc == SS_OK && n == 1) {
+        ss_bytes key;
+        ss_etcd_range_kv(r, 0, kv, &key);
+    }
+    return rc;
 }
 
 int ss_etcd_txn_unpack(const ss_buf *reply, ss_etcd_reply *r, ss_etcd_kv *kv)
