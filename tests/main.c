@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -101,6 +102,8 @@ static int run_one(const struct test_entry *t, unsigned timeout_s)
         return 1;
     }
     fflush(NULL);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     pid_t pid = fork();
     if (pid == 0) {
         /* Its own process group: whatever the test starts (brokers,
@@ -119,15 +122,18 @@ static int run_one(const struct test_entry *t, unsigned timeout_s)
         ;
     if (getenv("SS_KEEP_TMP") == NULL)
         nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    /* The time each test took, so that a slow suite shows where. */
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        printf("ok   %s\n", t->name);
+        printf("ok   %s (%.1f s)\n", t->name, took);
         return 0;
     }
     if (WIFSIGNALED(status))
-        printf("FAIL %s (signal %d%s)\n", t->name, WTERMSIG(status),
+        printf("FAIL %s (%.1f s, signal %d%s)\n", t->name, took, WTERMSIG(status),
                WTERMSIG(status) == SIGALRM ? ": timed out" : "");
     else
-        printf("FAIL %s\n", t->name);
+        printf("FAIL %s (%.1f s)\n", t->name, took);
     return 1;
 }
 

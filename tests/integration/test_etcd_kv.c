@@ -249,6 +249,16 @@ static void call_until_answered(ss_grpc *g, ss_grpc_call *c)
     ASSERT_EQ(rc, SS_OK);
 }
 
+/* The index of the member whose URL is endpoint, or -1. */
+static int member_of(const struct etcd_cluster *ec, const char *endpoint)
+{
+    char url[64];
+    for (int i = 0; i < ec->n; i++)
+        if (strcmp(endpoint, etcd_member_url(ec, i, url, sizeof url)) == 0)
+            return i;
+    return -1;
+}
+
 /* A member that stops answering (SIGSTOP): the call times out and later
  * calls go to the next member. A member killed: its call fails as a lost
  * connection, and the next goes on elsewhere. */
@@ -261,23 +271,28 @@ TEST(etcd_kv_timeout_and_lost_member)
     ASSERT_EQ(ss_grpc_new(&o, &g, NULL, 0), SS_OK);
     ss_etcd_kv kv;
     char v[64], url[64];
-    get_key(g, "k", &kv, v, sizeof v); /* connected to member 0 */
-    ASSERT_EQ(kill(ec.pid[0], SIGSTOP), 0);
+    get_key(g, "k", &kv, v, sizeof v);
+    /* Stop the member the channel is connected to: usually member 0, but
+     * another when member 0 was not yet listening at the first call. */
+    int s = member_of(&ec, ss_grpc_endpoint(g));
+    ASSERT_TRUE(s >= 0);
+    ASSERT_EQ(kill(ec.pid[s], SIGSTOP), 0);
     ss_grpc_call c = {.method = SS_ETCD_RANGE_METHOD, .timeout_ms = 500};
     ASSERT_EQ(ss_etcd_range_pack(&c.request, B("k"), false), SS_OK);
     uint64_t t0 = now_ms();
     ASSERT_EQ(ss_grpc_call_wait(g, &c), SS_E_TIMEOUT);
     ASSERT_TRUE(now_ms() - t0 >= 500 && now_ms() - t0 < 3000);
-    etcd_member_url(&ec, 0, url, sizeof url);
+    etcd_member_url(&ec, s, url, sizeof url);
     ASSERT_TRUE(strstr(c.message, url) != NULL && strstr(c.message, "no answer in time") != NULL);
-    /* Members 1 and 2 still have a quorum. */
+    /* The two others still have a quorum. */
     c.timeout_ms = 5000;
     call_until_answered(g, &c);
     ASSERT_TRUE(strcmp(ss_grpc_endpoint(g), url) != 0);
     /* Kill the member that answered. */
-    int m = strstr(ss_grpc_endpoint(g), etcd_member_url(&ec, 1, url, sizeof url)) ? 1 : 2;
+    int m = member_of(&ec, ss_grpc_endpoint(g));
+    ASSERT_TRUE(m >= 0 && m != s);
     etcd_member_url(&ec, m, url, sizeof url);
-    ASSERT_EQ(kill(ec.pid[0], SIGCONT), 0);
+    ASSERT_EQ(kill(ec.pid[s], SIGCONT), 0);
     ASSERT_EQ(kill(ec.pid[m], SIGKILL), 0);
     waitpid(ec.pid[m], NULL, 0);
     ec.pid[m] = 0;
