@@ -78,7 +78,7 @@ PUBLIC_HEADERS := client/client.h client/lease.h core/errors.h
 CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
-.PHONY: all deps test check valgrind stress bench bench-compare fuzz run install clean
+.PHONY: all deps test check valgrind stress bench bench-compare fuzz run run-cluster install clean
 
 all: deps $(LIBCORE) $(PLUGIN) $(LIBCLIENT) $(SHLIB) $(CLI)
 
@@ -246,6 +246,15 @@ fuzz: deps
 
 # Run the broker in the foreground with the plugin, from examples/mosquitto.conf.
 RUN_CONF := build/run/mosquitto.conf
+
+# Three etcd members and two brokers on one store, in the foreground
+# (docs/CLUSTER.md): brokers on PORT and PORT+1, data in CLUSTER_DIR.
+CLUSTER_DIR ?= $(CURDIR)/build/run-cluster
+run-cluster: deps
+	@scripts/etcd-tools.sh
+	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore SAN=0
+	@scripts/run-cluster.sh $(CLUSTER_DIR) $(CURDIR)/build/plain/statestore.so \
+	    $(CURDIR)/build/plain/statestore $(CURDIR)/build/etcd/root/usr/bin $(PORT)
 run: deps
 	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore SAN=0
 	@if bash -c 'exec 3<>/dev/tcp/127.0.0.1/$(PORT)' 2>/dev/null; then \

@@ -502,17 +502,21 @@ void ss_etcd__abort(void *impl)
     ss_feed_clear(&e->pending);
 }
 
-static void ss_etcd__append(void *ctx, const ss_change *c)
+void ss_etcd__append(void *ctx, const ss_change *c)
 {
     (void)ss_feed_append(ctx, c);
 }
 
 static void ss_etcd__settled(void *impl, int rc)
 {
-    struct ss_backend_etcd *e = impl;
-    if (rc == SS_OK)
-        ss_feed_each(&e->pending, ss_etcd__append, &e->base.feed);
-    ss_feed_clear(&e->pending);
+    ss_etcd__watch_settled(impl, rc);
+}
+
+void ss_etcd__seen_change(struct ss_backend_etcd *e, ss_bytes key, int64_t rev)
+{
+    struct ss_etcd_entry *x = ss_etcd__find(e, key, NULL);
+    if (x && x->state == SS_ENTRY_KNOWN && !x->touched && x->rev < rev)
+        ss_etcd__entry_free(e, x);
 }
 
 /* For owners without a pipeline: commit and wait (bounded). */
@@ -559,6 +563,7 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
 {
     struct ss_backend_etcd *e = b->impl;
     e->now_ms = now_ms;
+    ss_etcd__watch_read(e);
     ss_grpc_call *list = ss_grpc_collect(e->grpc);
     while (list) {
         ss_grpc_call *c = list;
@@ -600,6 +605,9 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
         case SS_OP_SCAN:
             ss_etcd__scan_read(e, op);
             break;
+        case SS_OP_WATCH:
+            ss_etcd__watch_ended(e, op);
+            break;
         }
         ss_etcd__op_free(op);
     }
@@ -612,6 +620,7 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
         ss_etcd__usage_step(e);
     if (e->marker_known)
         ss_etcd__ask_due(e, now_ms);
+    ss_etcd__watch_step(e);
 }
 
 /* ---- start and stop ---------------------------------------------------- */
@@ -753,6 +762,8 @@ void ss_backend_etcd_free(ss_backend *b)
     for (size_t i = 0; i < SS_ETCD_SWEEP_BATCH; i++)
         ss_buf_free(&e->due[i].key);
     ss_feed_free(&e->pending);
+    ss_feed_free(&e->watched);
+    ss_buf_free(&e->watch_frames);
     ss_feed_free(&e->base.feed);
     ss_buf_free(&e->scratch);
     ss_buf_free(&e->scratch2);

@@ -80,6 +80,11 @@ int ss_backend_etcd_ping(ss_backend *b, char *what, size_t what_len);
  * SS_E_UNAVAILABLE: the cluster did not answer (poll claims it later). */
 int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why_len);
 
+/* Start watching the records for changes (the change feed: every
+ * broker's changes notify observers here), waiting up to wait_ms for etcd
+ * to confirm it. 0; SS_E_UNAVAILABLE: not yet (poll goes on trying). */
+int ss_backend_etcd_watch_start(ss_backend *b, unsigned wait_ms);
+
 /* Take the results of finished calls (records fetched, a commit), retry
  * what failed, look for due keys. Call at every tick. */
 void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms);
@@ -115,6 +120,10 @@ typedef struct ss_backend_etcd_stats {
     uint64_t keys, bytes;
     bool reachable;
     const char *endpoint;
+    /* the watch: the last revision seen, changes seen, restarts of its
+     * stream, revisions lost to compaction, changes that could not be
+     * read (no previous value) */
+    uint64_t watch_revision, watch_events, watch_restarts, watch_lost_revisions, watch_undecodable;
 } ss_backend_etcd_stats;
 void ss_backend_etcd_stats_get(const ss_backend *b, ss_backend_etcd_stats *s);
 

@@ -7,7 +7,8 @@
  * index: finding due keys, deleting them), backend_etcd_session.c (the
  * commit marker, the claim on the node id, authentication),
  * backend_etcd_quota.c (max_keys and max_bytes over the whole store),
- * backend_etcd_scan.c (pages of records for administrative requests).
+ * backend_etcd_scan.c (pages of records for administrative requests),
+ * backend_etcd_watch.c (the change feed from etcd's Watch).
  *
  * The cache: one entry per key the engine asked for, in a hash table and
  * a list. An entry is being fetched, waiting to fetch again (the cluster
@@ -75,7 +76,7 @@ struct ss_etcd_entry {
 
 enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_SWEEP, SS_OP_GRANT, SS_OP_CLAIM,
                   SS_OP_KEEPALIVE, SS_OP_REVOKE, SS_OP_AUTH, SS_OP_USAGE, SS_OP_USAGE_SCAN,
-                  SS_OP_USAGE_INIT, SS_OP_SCAN };
+                  SS_OP_USAGE_INIT, SS_OP_SCAN, SS_OP_WATCH };
 
 /* A call and what it is for. */
 struct ss_etcd_op {
@@ -169,6 +170,15 @@ struct ss_backend_etcd {
     int scan_rc;
     ss_buf scan_reply;
 
+    /* the watch on the records: the change feed */
+    struct ss_etcd_op *watch; /* its stream, while one runs */
+    int64_t watch_rev;        /* every change up to this revision was seen (0: none yet) */
+    int64_t watch_from;       /* the first watch's start: later commits come through it */
+    bool watch_created, watch_logged;
+    uint64_t watch_retry_ms;  /* monotonic */
+    ss_buf watch_frames;
+    ss_feed watched;          /* changes seen, held until the next settle */
+
     ss_buf scratch, scratch2;
     ss_backend_etcd_stats stats;
 };
@@ -195,6 +205,11 @@ struct ss_etcd_entry *ss_etcd__touched(struct ss_backend_etcd *e, ss_bytes key);
 int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on);
 void ss_etcd__end_batch(struct ss_backend_etcd *e, bool committed, int64_t rev);
 void ss_etcd__abort(void *impl);
+/* Append a copy of c to the feed ctx (an ss_change_fn). */
+void ss_etcd__append(void *ctx, const ss_change *c);
+/* A change of key at revision rev was seen: a clean cached copy read
+ * before it goes. */
+void ss_etcd__seen_change(struct ss_backend_etcd *e, ss_bytes key, int64_t rev);
 
 /* backend_etcd_commit.c */
 void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
@@ -224,6 +239,14 @@ void ss_etcd__usage_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
 /* backend_etcd_scan.c */
 void ss_etcd__scan_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+
+/* backend_etcd_watch.c */
+/* Start the watch when none runs; read what it reported; its stream
+ * ended; a commit settled (move the changes seen into the feed). */
+void ss_etcd__watch_step(struct ss_backend_etcd *e);
+void ss_etcd__watch_read(struct ss_backend_etcd *e);
+void ss_etcd__watch_ended(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+void ss_etcd__watch_settled(struct ss_backend_etcd *e, int rc);
 
 /* backend_etcd_session.c */
 void ss_etcd__ask_marker(struct ss_backend_etcd *e);

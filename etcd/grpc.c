@@ -1,11 +1,12 @@
-/* grpc.c - unary gRPC calls over HTTP/2 with nghttp2 (grpc.h).
+/* grpc.c - gRPC calls over HTTP/2 with nghttp2 (grpc.h).
  *
  * gRPC over HTTP/2: a POST to /<service>/<method> with content-type
  * application/grpc and "te: trailers"; the body is one length-prefixed
  * message (a flag byte, 0 for uncompressed, and a 4-byte big-endian
  * length); the reply is the same framing, and the call's status comes in
  * the trailers (grpc-status, grpc-message), or in the headers when the
- * server answers with trailers only.
+ * server answers with trailers only. A server stream (etcd's Watch) is
+ * the same with many reply messages and a request side left open.
  *
  * nghttp2 does the framing; this file owns the socket and the loop, on the
  * I/O thread: poll the connection and an eventfd (submissions, stop), feed
@@ -80,6 +81,7 @@ struct ss_grpc {
     ss_grpc_call *running;
     ss_grpc_call *finished; /* closed streams, to hand back after this round */
     bool move_on;           /* the member said it cannot serve: leave it when idle */
+    bool stream_data;       /* a stream got messages: wake the owner */
 };
 
 static uint64_t ss_grpc__mono_ms(void)
@@ -194,6 +196,8 @@ static void ss_grpc__settle(ss_grpc *g, ss_grpc_call *c, uint32_t error_code)
         /* No leader, or cut off from the quorum: another member may serve. */
         if (c->status == SS_GRPC_UNAVAILABLE)
             g->move_on = true;
+    } else if (c->stream) {
+        c->rc = SS_OK; /* its messages went to the inbox */
     } else {
         /* One uncompressed message, exactly. */
         ss_buf *r = &c->reply;
@@ -214,8 +218,13 @@ static void ss_grpc__settle(ss_grpc *g, ss_grpc_call *c, uint32_t error_code)
 /* Hand the finished calls back: each to its waiter or to the done list. */
 static void ss_grpc__hand_back(ss_grpc *g)
 {
+    if (g->stream_data && g->finished == NULL && g->wake) {
+        g->stream_data = false;
+        g->wake(g->wake_ctx);
+    }
     if (g->finished == NULL)
         return;
+    g->stream_data = false;
     /* finished is newest first: reverse it, so that calls come back in
      * the order they ended. */
     ss_grpc_call *list = NULL;
@@ -282,6 +291,32 @@ static int ss_grpc__on_header(nghttp2_session *s, const nghttp2_frame *frame, co
     return 0;
 }
 
+/* Move the complete messages of a stream's reply into its inbox, for the
+ * owner to take. */
+static void ss_grpc__stream_messages(ss_grpc *g, ss_grpc_call *c)
+{
+    ss_buf *r = &c->reply;
+    size_t used = 0;
+    while (r->len - used >= 5) {
+        size_t n = 5 + (size_t)ss_get_be(r->data + used + 1, 4);
+        if (r->len - used < n)
+            break;
+        used += n;
+    }
+    if (used == 0)
+        return;
+    pthread_mutex_lock(&g->mu);
+    int rc = ss_buf_append(&c->inbox, r->data, used);
+    pthread_mutex_unlock(&g->mu);
+    if (rc != SS_OK) {
+        nghttp2_submit_rst_stream(g->session, NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_INTERNAL_ERROR);
+        return;
+    }
+    memmove(r->data, r->data + used, r->len - used);
+    r->len -= used;
+    g->stream_data = true;
+}
+
 static int ss_grpc__on_data(nghttp2_session *s, uint8_t flags, int32_t stream_id, const uint8_t *data,
                             size_t len, void *ud)
 {
@@ -290,8 +325,12 @@ static int ss_grpc__on_data(nghttp2_session *s, uint8_t flags, int32_t stream_id
     ss_grpc_call *c = nghttp2_session_get_stream_user_data(s, stream_id);
     if (c == NULL)
         return 0;
-    if (c->reply.len + len > SS_GRPC_REPLY_MAX || ss_buf_append(&c->reply, data, len) != SS_OK)
+    if (c->reply.len + len > SS_GRPC_REPLY_MAX || ss_buf_append(&c->reply, data, len) != SS_OK) {
         nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_INTERNAL_ERROR);
+        return 0;
+    }
+    if (c->stream)
+        ss_grpc__stream_messages(ud, c);
     return 0;
 }
 
@@ -318,8 +357,10 @@ static ssize_t ss_grpc__read_body(nghttp2_session *s, int32_t stream_id, uint8_t
     if (n > length)
         n = length;
     memcpy(buf, c->body.data + c->sent, n);
+    if (n == 0 && c->stream)
+        return NGHTTP2_ERR_DEFERRED; /* the request side stays open */
     c->sent += n;
-    if (c->sent == c->body.len)
+    if (c->sent == c->body.len && !c->stream)
         *data_flags |= NGHTTP2_DATA_FLAG_EOF;
     return (ssize_t)n;
 }
@@ -674,7 +715,11 @@ static int ss_grpc__start(ss_grpc *g, ss_grpc_call *c)
     c->timed_out = false;
     c->http_code = 0;
     c->message[0] = '\0';
-    c->deadline_ms = ss_grpc__mono_ms() + (c->timeout_ms ? c->timeout_ms : SS_GRPC_TIMEOUT_MS_DEFAULT);
+    c->deadline_ms = c->stream ? UINT64_MAX
+                               : ss_grpc__mono_ms() + (c->timeout_ms ? c->timeout_ms : SS_GRPC_TIMEOUT_MS_DEFAULT);
+    pthread_mutex_lock(&g->mu);
+    ss_buf_clear(&c->inbox);
+    pthread_mutex_unlock(&g->mu);
     const struct ss_grpc_endpoint *e = &g->eps[g->connected_to];
     char token[sizeof g->token];
     pthread_mutex_lock(&g->mu);
@@ -709,6 +754,14 @@ static int ss_grpc__start(ss_grpc *g, ss_grpc_call *c)
  * let later calls try the next endpoint. Returns ms to the next deadline. */
 static int ss_grpc__deadlines(ss_grpc *g)
 {
+    /* Streams the owner wants ended. */
+    pthread_mutex_lock(&g->mu);
+    for (ss_grpc_call *c = g->running; c; c = c->next)
+        if (c->cancel) {
+            c->cancel = false;
+            nghttp2_submit_rst_stream(g->session, NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_CANCEL);
+        }
+    pthread_mutex_unlock(&g->mu);
     uint64_t now = ss_grpc__mono_ms(), next = now + 1000;
     bool expired = false;
     for (ss_grpc_call *c = g->running; c; c = c->next) {
@@ -726,6 +779,14 @@ static int ss_grpc__deadlines(ss_grpc *g)
     return (int)(next - now);
 }
 
+static bool ss_grpc__only_streams(const ss_grpc *g)
+{
+    for (const ss_grpc_call *c = g->running; c; c = c->next)
+        if (!c->stream)
+            return false;
+    return true;
+}
+
 static void *ss_grpc__main(void *arg)
 {
     ss_grpc *g = arg;
@@ -735,12 +796,9 @@ static void *ss_grpc__main(void *arg)
         g->submitted = g->sub_tail = NULL;
         pthread_mutex_unlock(&g->mu);
         char why[160];
-        if (g->move_on && g->session && g->running == NULL) {
-            nghttp2_session_del(g->session);
-            g->session = NULL;
-            ss_grpc__close_socket(g);
-            ss_grpc__rotate(g, g->connected_to);
-        }
+        /* Once no unary call waits on it (streams go on elsewhere). */
+        if (g->move_on && g->session && ss_grpc__only_streams(g))
+            ss_grpc__disconnect(g, "the member cannot serve: moving on");
         if (g->session == NULL)
             g->move_on = false;
         if (list && g->session == NULL && ss_grpc__connect(g, why, sizeof why) != SS_OK) {
@@ -919,8 +977,43 @@ int ss_grpc_call_wait(ss_grpc *g, ss_grpc_call *c)
     return c->rc;
 }
 
+int ss_grpc_stream_take(ss_grpc *g, ss_grpc_call *c, ss_buf *out)
+{
+    pthread_mutex_lock(&g->mu);
+    int rc = SS_OK;
+    if (c->inbox.len) {
+        rc = ss_buf_append(out, c->inbox.data, c->inbox.len);
+        if (rc == SS_OK)
+            ss_buf_clear(&c->inbox);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+bool ss_grpc_next_message(const ss_buf *frames, size_t *pos, ss_bytes *msg)
+{
+    if (frames->len - *pos < 5)
+        return false;
+    size_t n = (size_t)ss_get_be(frames->data + *pos + 1, 4);
+    if (frames->len - *pos - 5 < n)
+        return false;
+    msg->data = frames->data + *pos + 5;
+    msg->len = n;
+    *pos += 5 + n;
+    return true;
+}
+
+void ss_grpc_cancel(ss_grpc *g, ss_grpc_call *c)
+{
+    pthread_mutex_lock(&g->mu);
+    c->cancel = true;
+    pthread_mutex_unlock(&g->mu);
+    ss_grpc__poke(g);
+}
+
 void ss_grpc_call_clear(ss_grpc_call *c)
 {
+    ss_buf_free(&c->inbox);
     ss_buf_free(&c->request);
     ss_buf_free(&c->reply);
     ss_buf_free(&c->body);

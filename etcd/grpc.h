@@ -1,4 +1,5 @@
-/* grpc.h - unary gRPC calls over HTTP/2, run by a thread of their own.
+/* grpc.h - gRPC calls over HTTP/2 (unary, and server streams), run by a
+ * thread of their own.
  *
  * The etcd backend speaks etcd's gRPC API. A call is a request message's
  * bytes sent to a method ("/etcdserverpb.KV/Range") and a reply message's
@@ -53,12 +54,17 @@ typedef struct ss_grpc_call {
     ss_buf request;          /* the request message; owned by the call */
     unsigned timeout_ms;     /* 0: 5000 */
     void *user;              /* the owner's */
+    bool stream;             /* a server stream (see ss_grpc_stream_take) */
     /* out */
     int rc;                  /* 0, SS_E_CONNECTION, SS_E_TIMEOUT, SS_E_PROTOCOL,
                                 SS_E_SERVER (a gRPC status other than OK) */
     int status;              /* the gRPC status (SS_E_SERVER) */
     char message[200];       /* grpc-message, or what went wrong */
     ss_buf reply;            /* the reply message (rc 0); owned by the call */
+    /* a stream's messages not yet taken, and the owner's wish to end it
+     * (under the channel's mutex) */
+    ss_buf inbox;
+    bool cancel;
     /* the channel's */
     struct ss_grpc_call *next;
     ss_buf body;          /* the framed request */
@@ -90,6 +96,22 @@ ss_grpc_call *ss_grpc_collect(ss_grpc *g);
 /* Submit c and wait for it (for tools, tests and start-up; never on the
  * broker's thread while serving). Other finished calls stay collectable. */
 int ss_grpc_call_wait(ss_grpc *g, ss_grpc_call *c);
+/* Streams (c->stream set before submitting): the request message is
+ * sent and the request side stays open (etcd ends a watch whose client
+ * half-closes); the call has no deadline; each reply message is handed
+ * over as it arrives, with a wake, while the call runs. The call ends
+ * (and is collected) when the server ends it, the connection is lost, or
+ * the owner cancels it. */
+/* Append the complete messages that arrived since the last take to out,
+ * each framed as gRPC frames it (a flag byte, a 4-byte big-endian length,
+ * the message): read them with ss_grpc_next_message. 0 or SS_E_NOMEM. */
+int ss_grpc_stream_take(ss_grpc *g, ss_grpc_call *c, ss_buf *out);
+/* The message at *pos of what take gave, moving *pos past it; false at
+ * the end. */
+bool ss_grpc_next_message(const ss_buf *frames, size_t *pos, ss_bytes *msg);
+/* End a running stream (it is collected later with SS_E_CONNECTION). */
+void ss_grpc_cancel(ss_grpc *g, ss_grpc_call *c);
+
 /* Free what a call holds (not the call itself). */
 void ss_grpc_call_clear(ss_grpc_call *c);
 

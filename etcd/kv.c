@@ -408,3 +408,59 @@ int ss_etcd_authenticate_unpack(const ss_buf *reply, char *token, size_t token_l
     protobuf_c_message_free_unpacked(&m->base, NULL);
     return rc;
 }
+
+int ss_etcd_watch_pack(ss_buf *out, ss_bytes key, ss_bytes end, int64_t start_revision)
+{
+    Etcdserverpb__WatchCreateRequest c = ETCDSERVERPB__WATCH_CREATE_REQUEST__INIT;
+    c.key = ss_etcd__bin(key);
+    c.range_end = ss_etcd__bin(end);
+    c.start_revision = start_revision;
+    c.prev_kv = true;
+    c.progress_notify = true;
+    Etcdserverpb__WatchRequest r = ETCDSERVERPB__WATCH_REQUEST__INIT;
+    r.request_union_case = ETCDSERVERPB__WATCH_REQUEST__REQUEST_UNION_CREATE_REQUEST;
+    r.create_request = &c;
+    return ss_etcd__pack(&r.base, out);
+}
+
+int ss_etcd_watch_unpack(ss_bytes msg, ss_etcd_watch *w)
+{
+    memset(w, 0, sizeof *w);
+    Etcdserverpb__WatchResponse *m = etcdserverpb__watch_response__unpack(NULL, msg.len, msg.data);
+    if (m == NULL)
+        return SS_E_PROTOCOL;
+    w->msg = m;
+    w->revision = m->header ? m->header->revision : 0;
+    w->created = m->created;
+    w->canceled = m->canceled;
+    w->compact_revision = m->compact_revision;
+    w->cancel_reason = m->cancel_reason ? m->cancel_reason : "";
+    w->n_events = m->n_events;
+    for (size_t i = 0; i < m->n_events; i++) {
+        if (m->events[i]->kv == NULL) {
+            ss_etcd_watch_free(w);
+            return SS_E_PROTOCOL;
+        }
+    }
+    return SS_OK;
+}
+
+void ss_etcd_watch_event(const ss_etcd_watch *w, size_t i, ss_etcd_event *ev)
+{
+    const Etcdserverpb__WatchResponse *m = w->msg;
+    const Mvccpb__Event *e = m->events[i];
+    memset(ev, 0, sizeof *ev);
+    ev->deleted = e->type == MVCCPB__EVENT__EVENT_TYPE__DELETE;
+    ev->key.data = e->kv->key.data;
+    ev->key.len = e->kv->key.len;
+    ss_etcd__kv(e->kv, &ev->kv);
+    if (e->prev_kv)
+        ss_etcd__kv(e->prev_kv, &ev->prev);
+}
+
+void ss_etcd_watch_free(ss_etcd_watch *w)
+{
+    if (w->msg)
+        protobuf_c_message_free_unpacked(w->msg, NULL);
+    memset(w, 0, sizeof *w);
+}

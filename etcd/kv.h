@@ -1,4 +1,4 @@
-/* kv.h - etcd's KV messages, packed and unpacked (Range, Txn).
+/* kv.h - etcd's KV messages, packed and unpacked (Range, Txn, Watch).
  *
  * The etcd backend writes with one shape only: a Txn whose compares are
  * each key's revision as the request read it (mod_revision == r, or
@@ -21,6 +21,7 @@
 #define SS_ETCD_LEASE_GRANT_METHOD "/etcdserverpb.Lease/LeaseGrant"
 #define SS_ETCD_LEASE_KEEPALIVE_METHOD "/etcdserverpb.Lease/LeaseKeepAlive"
 #define SS_ETCD_LEASE_REVOKE_METHOD "/etcdserverpb.Lease/LeaseRevoke"
+#define SS_ETCD_WATCH_METHOD "/etcdserverpb.Watch/Watch"
 
 /* A Range of one key into out (replaced). 0 or SS_E_NOMEM. */
 int ss_etcd_range_pack(ss_buf *out, ss_bytes key, bool serializable);
@@ -112,5 +113,31 @@ int ss_etcd_lease_grant_pack(ss_buf *out, int64_t ttl);
 int ss_etcd_lease_grant_unpack(const ss_buf *reply, int64_t *id, int64_t *ttl);
 int ss_etcd_lease_id_pack(ss_buf *out, int64_t id); /* keep-alive and revoke */
 int ss_etcd_lease_keepalive_unpack(const ss_buf *reply, int64_t *ttl);
+
+/* Watch: the create request of a watch on the keys in [key, end) from
+ * start_revision (0: from now), with each change's previous value and
+ * progress reports on a quiet range. 0 or SS_E_NOMEM. */
+int ss_etcd_watch_pack(ss_buf *out, ss_bytes key, ss_bytes end, int64_t start_revision);
+/* One message of a watch's reply stream; free with ss_etcd_watch_free. */
+typedef struct ss_etcd_watch {
+    void *msg;
+    int64_t revision;         /* the store's revision when it was sent */
+    bool created, canceled;
+    int64_t compact_revision; /* canceled: history before it is gone */
+    const char *cancel_reason;
+    size_t n_events;
+} ss_etcd_watch;
+/* One change: the key, its new state (kv; for a deletion, found with
+ * the deletion's mod_revision and no value) and its state before (prev,
+ * found when it existed). Borrows w. */
+typedef struct ss_etcd_event {
+    bool deleted;
+    ss_bytes key;
+    ss_etcd_kv kv, prev;
+} ss_etcd_event;
+/* 0 or SS_E_PROTOCOL. */
+int ss_etcd_watch_unpack(ss_bytes msg, ss_etcd_watch *w);
+void ss_etcd_watch_event(const ss_etcd_watch *w, size_t i, ss_etcd_event *ev);
+void ss_etcd_watch_free(ss_etcd_watch *w);
 
 #endif

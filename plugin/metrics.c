@@ -124,6 +124,11 @@ static void ss_metrics__etcd(struct ss_plugin *p)
     ss_metrics__u64(p, "etcd/unknown_outcomes", st.unknown_outcomes);
     ss_metrics__u64(p, "etcd/fetches", st.fetches);
     ss_metrics__u64(p, "etcd/cache_entries", st.cache_entries);
+    ss_metrics__u64(p, "etcd/watch_revision", st.watch_revision);
+    ss_metrics__u64(p, "etcd/watch_events", st.watch_events);
+    ss_metrics__u64(p, "etcd/watch_restarts", st.watch_restarts);
+    ss_metrics__u64(p, "etcd/watch_lost_revisions", st.watch_lost_revisions);
+    ss_metrics__u64(p, "etcd/watch_undecodable", st.watch_undecodable);
     if (st.usage_known) { /* counted over the whole store, with a limit set */
         ss_metrics__u64(p, "keys", st.keys);
         ss_metrics__u64(p, "bytes", st.bytes);

@@ -237,6 +237,12 @@ static int ss_plugin__open_etcd(struct ss_plugin *p)
         if (rc != SS_OK)
             mosquitto_log_printf(MOSQ_LOG_WARNING, "statestore: the node id could not be claimed yet (%s): "
                                  "trying again", why);
+        /* Serve once changes made through other brokers are watched, so
+         * that an observer registered from the start hears of them. */
+        if (ss_backend_etcd_watch_start(p->backend, (unsigned)p->opt.etcd_timeout_ms) != SS_OK)
+            mosquitto_log_printf(MOSQ_LOG_WARNING, "statestore: etcd did not start the watch on changes "
+                                 "in time: trying again (until then, observers here hear only of "
+                                 "changes made through this broker)");
     } else
         mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: etcd does not answer (%s): requests wait for it "
                              "and are answered \"the store is unavailable\" after %llu ms; trying again",

@@ -1,6 +1,7 @@
 /* etcd_cluster.c - a real etcd cluster for tests (etcd_cluster.h). */
 #include "etcd_cluster.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +172,76 @@ void etcd_cluster_start_tls(struct etcd_cluster *c, int n, const struct etcd_tls
         c->pid[i] = etcd_spawn(c, i, initial);
     for (int i = 0; i < n; i++)
         etcd_member_wait_ready(c, i);
+}
+
+/* True when every thread of pid is stopped (state T in /proc). */
+static bool etcd_all_threads_stopped(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (d == NULL)
+        return false;
+    bool all = true;
+    struct dirent *t;
+    while (all && (t = readdir(d)) != NULL) {
+        if (t->d_name[0] == '.')
+            continue;
+        char stat[320], line[512];
+        snprintf(stat, sizeof stat, "/proc/%d/task/%s/stat", (int)pid, t->d_name);
+        FILE *f = fopen(stat, "r");
+        if (f == NULL)
+            continue; /* the thread ended */
+        const char *close_paren = NULL;
+        if (fgets(line, sizeof line, f))
+            close_paren = strrchr(line, ')');
+        fclose(f);
+        /* "pid (comm) S ...": the state follows the command's ')'. */
+        all = close_paren != NULL && close_paren[1] == ' ' && (close_paren[2] == 'T' || close_paren[2] == 't');
+    }
+    closedir(d);
+    return all;
+}
+
+void etcd_member_sigstop(struct etcd_cluster *c, int i)
+{
+    ASSERT_EQ(kill(c->pid[i], SIGSTOP), 0);
+    for (int waited = 0; !etcd_all_threads_stopped(c->pid[i]); waited++) {
+        ASSERT_TRUE(waited < 2000);
+        usleep(1000);
+    }
+}
+
+bool etcd_cluster_hashkv_equal(const struct etcd_cluster *c, int *n)
+{
+    char ctl[600];
+    snprintf(ctl, sizeof ctl, "%s", etcd_binary());
+    char *slash = strrchr(ctl, '/');
+    snprintf(slash ? slash + 1 : ctl, sizeof ctl - (size_t)(slash ? slash + 1 - ctl : 0), "etcdctl");
+    char first[64] = "";
+    bool equal = true;
+    *n = 0;
+    for (int i = 0; i < c->n; i++) {
+        if (c->pid[i] <= 0)
+            continue;
+        char url[64];
+        char *argv[] = {ctl, "--endpoints", (char *)etcd_member_url(c, i, url, sizeof url), "endpoint", "hashkv",
+                        NULL};
+        struct run r;
+        run_cmd(argv, NULL, 0, &r);
+        /* "http://127.0.0.1:P, HASH" */
+        const char *comma = r.status == 0 && r.out ? strstr(r.out, ", ") : NULL;
+        ASSERT_TRUE(comma != NULL);
+        char hash[64];
+        snprintf(hash, sizeof hash, "%.*s", (int)strcspn(comma + 2, "\n"), comma + 2);
+        run_free(&r);
+        if (*n == 0)
+            snprintf(first, sizeof first, "%s", hash);
+        else if (strcmp(first, hash) != 0)
+            equal = false;
+        (*n)++;
+    }
+    return equal;
 }
 
 void etcd_cluster_stop(struct etcd_cluster *c)

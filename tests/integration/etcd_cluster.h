@@ -39,6 +39,12 @@ void etcd_cluster_stop(struct etcd_cluster *c);
 int etcd_cluster_leader(const struct etcd_cluster *c);
 /* kill -9 member i and reap it. */
 void etcd_member_kill9(struct etcd_cluster *c, int i);
+/* SIGSTOP member i and wait (2 s at most) until every thread of it has
+ * stopped: kill returns before a thread running on another CPU stops. */
+void etcd_member_sigstop(struct etcd_cluster *c, int i);
+/* `etcdctl endpoint hashkv` of every running member (a hash of its whole
+ * key-value history): true when all are equal; *n: how many answered. */
+bool etcd_cluster_hashkv_equal(const struct etcd_cluster *c, int *n);
 /* Start member i again on its data and wait until it answers with a
  * leader; fails the test after 30 s. */
 void etcd_member_restart(struct etcd_cluster *c, int i);

@@ -134,7 +134,19 @@ struct load {
     int next, inflight;
     char *acked; /* acked[i]: SET of w<i> acknowledged */
     int cap, nacked, unavailable;
+    bool hot; /* every 10th write goes to one of 4 hot keys h0..h3 */
 };
+
+#define HOT_KEYS 4
+
+/* The key of the load's write i: w<i>, or a hot key h<k>. */
+static void load_key(const struct load *l, int i, char *key, size_t n)
+{
+    if (l->hot && i % 10 == 0)
+        snprintf(key, n, "h%d", (i / 10) % HOT_KEYS);
+    else
+        snprintf(key, n, "w%d", i);
+}
 
 static void load_answer(struct load *l)
 {
@@ -163,7 +175,7 @@ static void load_for(struct load *l, int ms, bool drain)
     while (now_ms() < end) {
         while (l->inflight < 8 && l->next < l->cap) {
             char key[32], val[32], corr[16];
-            snprintf(key, sizeof key, "w%d", l->next);
+            load_key(l, l->next, key, sizeof key);
             snprintf(val, sizeof val, "v%d", l->next);
             snprintf(corr, sizeof corr, "c%d", l->next);
             request_send(l->c, l->resp, corr, NULL, NULL, W("SET", key, val));
@@ -176,15 +188,32 @@ static void load_for(struct load *l, int ms, bool drain)
         load_answer(l);
 }
 
-/* Every acknowledged write is there, with its value. */
+/* Every acknowledged write is there, with its value, or (a hot key) was
+ * superseded by the last acknowledged write of that key. */
 static void check_acked(struct client *c, const char *resp, const struct load *l)
 {
+    int last_hot[HOT_KEYS] = {-1, -1, -1, -1};
     for (int i = 0; i < l->next; i++) {
         if (!l->acked[i])
             continue;
         char key[32], val[32], want[48];
-        snprintf(key, sizeof key, "w%d", i);
+        load_key(l, i, key, sizeof key);
+        if (key[0] == 'h') {
+            last_hot[(i / 10) % HOT_KEYS] = i;
+            continue;
+        }
         snprintf(val, sizeof val, "v%d", i);
+        snprintf(want, sizeof want, "$%zu\r\n%s\r\n", strlen(val), val);
+        struct msg *m = request(c, resp, "c", NULL, NULL, W("GET", key));
+        ASSERT_TRUE(m != NULL);
+        ASSERT_MEM(m->payload, (size_t)m->len, want, strlen(want));
+    }
+    for (int k = 0; k < HOT_KEYS; k++) {
+        if (last_hot[k] < 0)
+            continue;
+        char key[32], val[32], want[48];
+        snprintf(key, sizeof key, "h%d", k);
+        snprintf(val, sizeof val, "v%d", last_hot[k]);
         snprintf(want, sizeof want, "$%zu\r\n%s\r\n", strlen(val), val);
         struct msg *m = request(c, resp, "c", NULL, NULL, W("GET", key));
         ASSERT_TRUE(m != NULL);
@@ -192,11 +221,43 @@ static void check_acked(struct client *c, const char *resp, const struct load *l
     }
 }
 
+/* What an observer of the hot keys on another broker was told. */
+struct seen {
+    char *got;            /* got[i]: notifications of write i */
+    int last[HOT_KEYS];   /* the last write notified per key */
+    int n;
+};
+
+/* Take the observer's notifications until none came for quiet_ms: each
+ * a SET of a hot key, later than the last one of that key, never twice. */
+static void observe(struct client *o, struct seen *s, int quiet_ms)
+{
+    struct msg *m;
+    while ((m = client_wait(o, quiet_ms)) != NULL) {
+        const char *k = strrchr(m->topic, '/');
+        ASSERT_TRUE(k != NULL && strlen(k) == 5 && k[1] == '6' && k[2] == '8' && k[3] == '3');
+        int key = k[4] - '0';
+        ASSERT_TRUE(key >= 0 && key < HOT_KEYS);
+        static const char set[] = "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$";
+        ASSERT_TRUE((size_t)m->len > sizeof set - 1 && memcmp(m->payload, set, sizeof set - 1) == 0);
+        const char *v = strstr((const char *)m->payload + sizeof set - 1, "\r\nv");
+        ASSERT_TRUE(v != NULL);
+        int i = atoi(v + 3);
+        ASSERT_TRUE(i > s->last[key] && i % 10 == 0 && (i / 10) % HOT_KEYS == key);
+        s->last[key] = i;
+        s->got[i]++;
+        s->n++;
+    }
+}
+
 /* A write load through one broker while etcd members fail: the leader
  * killed with SIGKILL (5 rounds, restarted each time), a follower killed,
  * the leader stopped with SIGSTOP and continued; then the broker itself
  * killed and restarted. No acknowledged write is lost, no answer is
- * wrong, and the store serves again after each fault. */
+ * wrong, and the store serves again after each fault. A client on a
+ * second broker observes the hot keys: its watch on etcd is cut by the
+ * same faults and resumes, and it hears of every acknowledged write of
+ * them once. Afterwards every member's history hashes the same. */
 TEST(cluster_member_faults_under_write_load)
 {
     struct etcd_cluster c;
@@ -204,20 +265,32 @@ TEST(cluster_member_faults_under_write_load)
     struct broker b;
     cluster_broker(&b, &c, "faults",
                    "plugin_opt_etcd_timeout_ms 1000\nplugin_opt_etcd_unavailable_ms 3000\n");
-    struct client cl;
-    char r[64];
+    /* A second broker, whose client observes the hot keys. */
+    struct broker b2;
+    cluster_broker(&b2, &c, "observed",
+                   "plugin_opt_etcd_timeout_ms 1000\nplugin_opt_etcd_unavailable_ms 3000\n");
+    struct client cl, ob;
+    char r[64], ro[64];
     client_connect_rr(&cl, b.port, "writer", r, sizeof r);
-    struct load l = {.c = &cl, .resp = r, .cap = 200000};
+    client_connect_rr(&ob, b2.port, "observer", ro, sizeof ro);
+    for (int k = 0; k < HOT_KEYS; k++) {
+        char key[8];
+        snprintf(key, sizeof key, "h%d", k);
+        ASSERT_REPLY(request(&ob, ro, "n", NULL, NULL, W("KEYNOTIFY", key)), "+OK\r\n");
+    }
+    struct load l = {.c = &cl, .resp = r, .cap = 200000, .hot = true};
     l.acked = calloc((size_t)l.cap, 1);
-    ASSERT_TRUE(l.acked != NULL);
+    struct seen seen = {.got = calloc((size_t)l.cap, 1), .last = {-1, -1, -1, -1}};
+    ASSERT_TRUE(l.acked != NULL && seen.got != NULL);
     for (int round = 0; round < 7; round++) {
         load_for(&l, 700, false);
+        observe(&ob, &seen, 1);
         int leader = etcd_cluster_leader(&c);
         ASSERT_TRUE(leader >= 0);
         int victim = round == 5 ? (leader + 1) % 3 : leader;
         int before = l.nacked;
         if (round == 6) {
-            kill(c.pid[victim], SIGSTOP);
+            etcd_member_sigstop(&c, victim);
             load_for(&l, 1500, false);
             kill(c.pid[victim], SIGCONT);
         } else {
@@ -225,7 +298,9 @@ TEST(cluster_member_faults_under_write_load)
             load_for(&l, 1500, false);
             etcd_member_restart(&c, victim);
         }
+        observe(&ob, &seen, 1);
         load_for(&l, 700, true);
+        observe(&ob, &seen, 1);
         /* Served again after the fault. */
         ASSERT_TRUE(l.nacked > before);
         printf("  round %d (%s member %d): %d writes acknowledged so far, %d answered unavailable\n", round,
@@ -233,6 +308,22 @@ TEST(cluster_member_faults_under_write_load)
                victim, l.nacked, l.unavailable);
     }
     check_acked(&cl, r, &l);
+    /* The observer on the other broker was told of every acknowledged
+     * write of a hot key exactly once, in order, and of nothing else. */
+    observe(&ob, &seen, 2000);
+    int hot_acked = 0;
+    for (int i = 0; i < l.next; i += 10) {
+        ASSERT_EQ(seen.got[i], l.acked[i]);
+        hot_acked += l.acked[i];
+    }
+    size_t len2;
+    char *log2 = slurp(b2.log, &len2);
+    int resumed = 0;
+    for (const char *p = log2; (p = strstr(p, "the watch on changes was lost")) != NULL; p++)
+        resumed++;
+    free(log2);
+    printf("  an observer on a second broker was told of each of %d acknowledged hot-key writes once, in "
+           "order, through the faults (its broker's watch was cut and resumed %d times)\n", hot_acked, resumed);
     client_close(&cl);
     size_t len;
     char *log = slurp(b.log, &len);
@@ -252,9 +343,22 @@ TEST(cluster_member_faults_under_write_load)
     check_acked(&cl, r, &l);
     printf("  %d acknowledged writes of %d present after 7 faults and a broker kill -9\n", l.nacked, l.next);
     client_close(&cl);
+    client_close(&ob);
     broker_stop(&b);
+    broker_stop(&b2);
+    /* Every member holds the same history. */
+    int members;
+    bool equal = false;
+    for (int tries = 0; tries < 50 && !equal; tries++) {
+        equal = etcd_cluster_hashkv_equal(&c, &members);
+        if (!equal)
+            usleep(100000); /* a member that was stopped may still be catching up */
+    }
+    ASSERT_TRUE(equal && members == 3);
+    printf("  etcdctl endpoint hashkv: equal on all 3 members\n");
     etcd_cluster_stop(&c);
     free(l.acked);
+    free(seen.got);
 }
 
 /* Without quorum a request waits up to etcd_unavailable_ms and is answered
@@ -479,6 +583,133 @@ TEST(cluster_limits_hold_for_the_whole_store)
                 broker_log_has(&b, "the store's usage counted: 3 keys"));
     client_close(&ca);
     client_close(&cb);
+    broker_stop(&a);
+    broker_stop(&b);
+    etcd_cluster_stop(&c);
+}
+
+/* What an observer was told: "SET key value ts" or "DELETE key ts". */
+static void notification_line(const struct msg *m, char *out, size_t n)
+{
+    /* The key is the topic's last level, in hex. */
+    const char *k = strrchr(m->topic, '/');
+    ASSERT_TRUE(k != NULL);
+    char key[64] = "";
+    for (size_t i = 0; k[1 + 2 * i] && k[2 + 2 * i] && i + 1 < sizeof key; i++) {
+        unsigned v;
+        ASSERT_TRUE(sscanf(k + 1 + 2 * i, "%2x", &v) == 1);
+        key[i] = (char)v;
+        key[i + 1] = '\0';
+    }
+    const char *ts = msg_user(m, "__ts");
+    ASSERT_TRUE(ts != NULL);
+    static const char del[] = "*2\r\n$6\r\nNOTIFY\r\n$6\r\nDELETE\r\n";
+    static const char set[] = "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$";
+    if ((size_t)m->len == sizeof del - 1 && memcmp(m->payload, del, sizeof del - 1) == 0) {
+        snprintf(out, n, "DELETE %s %s", key, ts);
+        return;
+    }
+    ASSERT_TRUE((size_t)m->len > sizeof set - 1 && memcmp(m->payload, set, sizeof set - 1) == 0);
+    const char *v = strstr((const char *)m->payload + sizeof set - 1, "\r\n");
+    ASSERT_TRUE(v != NULL);
+    int vlen = m->len - (int)(v + 2 - (const char *)m->payload) - 2;
+    snprintf(out, n, "SET %s %.*s %s", key, vlen, v + 2, ts);
+}
+
+/* Each observer gets exactly want (the lines in order), then nothing.
+ * Returns when the last one came (now_ms). */
+static uint64_t expect_notifications(struct client *o, char (*want)[160], int n)
+{
+    uint64_t last = 0;
+    for (int i = 0; i < n; i++) {
+        struct msg *m = client_wait(o, 5000);
+        ASSERT_TRUE(m != NULL);
+        char got[160];
+        notification_line(m, got, sizeof got);
+        ASSERT_MEM(got, strlen(got), want[i], strlen(want[i]));
+        last = now_ms();
+    }
+    ASSERT_EQ(client_drain(o, 400), 0);
+    return last;
+}
+
+/* A client on broker a hears of changes made through broker b, and the
+ * other way round: the exact payloads and versions, in order, each once,
+ * expiry included (one DELETE per expiry although both brokers sweep). */
+TEST(cluster_notifications_across_brokers)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    struct broker a, b;
+    cluster_broker(&a, &c, "broker-a", NULL);
+    cluster_broker(&b, &c, "broker-b", NULL);
+    struct client oa, ob, wa, wb;
+    char roa[64], rob[64], rwa[64], rwb[64];
+    client_connect_rr(&oa, a.port, "observer-a", roa, sizeof roa);
+    client_connect_rr(&ob, b.port, "observer-b", rob, sizeof rob);
+    client_connect_rr(&wa, a.port, "writer-a", rwa, sizeof rwa);
+    client_connect_rr(&wb, b.port, "writer-b", rwb, sizeof rwb);
+    const char *keys[] = {"k1", "k2", "exp"};
+    for (int i = 0; i < 3; i++) {
+        ASSERT_REPLY(request(&oa, roa, "n", NULL, NULL, W("KEYNOTIFY", keys[i])), "+OK\r\n");
+        ASSERT_REPLY(request(&ob, rob, "n", NULL, NULL, W("KEYNOTIFY", keys[i])), "+OK\r\n");
+    }
+    char want[8][160], ts[4][80];
+    struct msg *m = request(&wa, rwa, "1", NULL, NULL, W("SET", "k1", "one"));
+    ASSERT_TRUE(payload_is(m, "+OK\r\n"));
+    snprintf(ts[0], sizeof ts[0], "%s", msg_user(m, "__ts"));
+    m = request(&wb, rwb, "2", NULL, NULL, W("SET", "k1", "two"));
+    ASSERT_TRUE(payload_is(m, "+OK\r\n"));
+    snprintf(ts[1], sizeof ts[1], "%s", msg_user(m, "__ts"));
+    m = request(&wa, rwa, "3", NULL, NULL, W("SET", "k2", "x"));
+    ASSERT_TRUE(payload_is(m, "+OK\r\n"));
+    snprintf(ts[2], sizeof ts[2], "%s", msg_user(m, "__ts"));
+    ASSERT_REPLY(request(&wb, rwb, "4", NULL, NULL, W("DEL", "k1")), ":1\r\n");
+    ASSERT_REPLY(request(&wa, rwa, "5", NULL, NULL, W("VDEL", "k2", "nope")), ":-1\r\n");
+    ASSERT_REPLY(request(&wb, rwb, "6", NULL, NULL, W("VDEL", "k2", "x")), ":1\r\n");
+    m = request(&wa, rwa, "7", NULL, NULL, W("SET", "exp", "soon", "PX", "300"));
+    ASSERT_TRUE(payload_is(m, "+OK\r\n"));
+    snprintf(ts[3], sizeof ts[3], "%s", msg_user(m, "__ts"));
+    uint64_t deadline = now_ms() + 300;
+    snprintf(want[0], sizeof want[0], "SET k1 one %s", ts[0]);
+    snprintf(want[1], sizeof want[1], "SET k1 two %s", ts[1]);
+    snprintf(want[2], sizeof want[2], "SET k2 x %s", ts[2]);
+    snprintf(want[3], sizeof want[3], "DELETE k1 %s", ts[1]);
+    snprintf(want[4], sizeof want[4], "DELETE k2 %s", ts[2]);
+    snprintf(want[5], sizeof want[5], "SET exp soon %s", ts[3]);
+    snprintf(want[6], sizeof want[6], "DELETE exp %s", ts[3]);
+    uint64_t late_a = expect_notifications(&oa, want, 7) - deadline;
+    uint64_t late_b = expect_notifications(&ob, want, 7) - deadline;
+    /* (ob's messages waited while oa's were checked: late_b bounds it.) */
+    printf("  expiry DELETE reached the observers %llu ms (broker a) and at most %llu ms (broker b) "
+           "after the deadline\n", (unsigned long long)late_a, (unsigned long long)late_b);
+    ASSERT_TRUE(late_a < 1000);
+
+    /* A load through both brokers on four keys: each observer hears of
+     * every acknowledged write exactly once, in version order per key. */
+    const char *hot[] = {"k1", "k2", "h3", "h4"};
+    for (int i = 2; i < 4; i++) {
+        ASSERT_REPLY(request(&oa, roa, "n", NULL, NULL, W("KEYNOTIFY", hot[i])), "+OK\r\n");
+        ASSERT_REPLY(request(&ob, rob, "n", NULL, NULL, W("KEYNOTIFY", hot[i])), "+OK\r\n");
+    }
+    enum { WRITES = 200 };
+    static char acked[WRITES][160];
+    for (int i = 0; i < WRITES; i++) {
+        struct client *w = i % 2 ? &wb : &wa;
+        char val[16];
+        snprintf(val, sizeof val, "v%d", i);
+        m = request(w, i % 2 ? rwb : rwa, "w", NULL, NULL, W("SET", hot[i % 4], val));
+        ASSERT_TRUE(payload_is(m, "+OK\r\n"));
+        snprintf(acked[i], sizeof acked[i], "SET %s %s %s", hot[i % 4], val, msg_user(m, "__ts"));
+    }
+    /* Sequential writes: the order is the order of acknowledgement. */
+    expect_notifications(&oa, acked, WRITES);
+    expect_notifications(&ob, acked, WRITES);
+    printf("  %d writes through two brokers: each observer told of each once, in order\n", WRITES);
+    client_close(&oa);
+    client_close(&ob);
+    client_close(&wa);
+    client_close(&wb);
     broker_stop(&a);
     broker_stop(&b);
     etcd_cluster_stop(&c);

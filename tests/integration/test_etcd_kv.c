@@ -276,7 +276,7 @@ TEST(etcd_kv_timeout_and_lost_member)
      * another when member 0 was not yet listening at the first call. */
     int s = member_of(&ec, ss_grpc_endpoint(g));
     ASSERT_TRUE(s >= 0);
-    ASSERT_EQ(kill(ec.pid[s], SIGSTOP), 0);
+    etcd_member_sigstop(&ec, s);
     ss_grpc_call c = {.method = SS_ETCD_RANGE_METHOD, .timeout_ms = 500};
     ASSERT_EQ(ss_etcd_range_pack(&c.request, B("k"), false), SS_OK);
     uint64_t t0 = now_ms();

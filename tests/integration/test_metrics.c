@@ -215,6 +215,11 @@ TEST(metrics_on_etcd)
     FIGURE(&f, "etcd/unknown_outcomes", "0");
     FIGURE(&f, "etcd/fetches", "1"); /* k, once: then from the cache */
     FIGURE(&f, "etcd/cache_entries", "1");
+    FIGURE(&f, "etcd/watch_events", "1"); /* the SET, seen through the watch */
+    FIGURE(&f, "etcd/watch_restarts", "0");
+    FIGURE(&f, "etcd/watch_lost_revisions", "0");
+    FIGURE(&f, "etcd/watch_undecodable", "0");
+    ASSERT_TRUE(atoll(figure(&f, "etcd/watch_revision")) >= 2);
     FIGURE(&f, "requests/set/ok", "1");
     FIGURE(&f, "requests/get/ok", "1");
     ASSERT_TRUE(atoll(figure(&f, "etcd/txns")) >= 2); /* the SET's, the GET's */

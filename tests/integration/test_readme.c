@@ -189,3 +189,121 @@ TEST(readme_make_run_builds_the_cli_and_prints_the_alias)
     int status;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
 }
+
+/* A port p with p + 1 also free, and an etcd base b with b+1..b+3 and
+ * b+11..b+13 free (run-cluster's fixed layout). */
+static int free_pair(void)
+{
+    for (;;) {
+        int p = free_port();
+        if (p < 65000 && !port_open(p + 1))
+            return p;
+    }
+}
+
+static int free_etcd_base(void)
+{
+    for (;;) {
+        int b = free_port();
+        bool ok = b < 65000;
+        for (int i = 1; ok && i <= 13; i++)
+            ok = !port_open(b + i);
+        if (ok)
+            return b;
+    }
+}
+
+/* The session of `make run-cluster`, stopped however the test ends
+ * (setsid puts it out of the test's process group). */
+static pid_t run_cluster_session;
+
+static void stop_run_cluster(void)
+{
+    if (run_cluster_session > 0)
+        kill(-run_cluster_session, SIGKILL);
+}
+
+/* `make run-cluster` starts 3 etcd members and 2 brokers; the README's
+ * block (its ports replaced by the free ones used here) shows a watch on
+ * one broker seeing a SET made through the other; Ctrl-C stops it all. */
+TEST(readme_run_cluster_block_runs)
+{
+    char *blocks[2];
+    ASSERT_EQ(readme_blocks("## Several brokers, one store", blocks, 2), 1);
+    char out[600], err[600], portarg[32], basearg[32], dirarg[700];
+    snprintf(out, sizeof out, "%s/make.out", test_tmpdir());
+    snprintf(err, sizeof err, "%s/make.err", test_tmpdir());
+    int p = free_pair(), base = free_etcd_base();
+    snprintf(portarg, sizeof portarg, "PORT=%d", p);
+    snprintf(basearg, sizeof basearg, "ETCD_PORT_BASE=%d", base);
+    snprintf(dirarg, sizeof dirarg, "CLUSTER_DIR=%s/cluster", test_tmpdir());
+    unsetenv("MAKEFLAGS");
+    unsetenv("MFLAGS");
+    unsetenv("MAKELEVEL");
+    char *argv[] = {"setsid", "make", "--no-print-directory", "run-cluster", portarg, basearg, dirarg, NULL};
+    pid_t pid = spawn_cmd(argv, out, err);
+    run_cluster_session = pid;
+    atexit(stop_run_cluster);
+    bool up = false;
+    for (int i = 0; i < 900 && !up; i++) {
+        size_t n;
+        char *text = slurp(out, &n);
+        up = strstr(text, "Ctrl-C stops everything") != NULL;
+        if (!up && i == 899)
+            fprintf(stderr, "  make run-cluster printed:\n%s\n", text);
+        free(text);
+        if (!up)
+            usleep(100000);
+    }
+    ASSERT_TRUE(up);
+    /* The block, with the free ports for 1883 and 1884. */
+    char script[4000], from_a[16], from_b[16], to_a[16], to_b[16];
+    snprintf(from_a, sizeof from_a, "-p 1883");
+    snprintf(from_b, sizeof from_b, "-p 1884");
+    snprintf(to_a, sizeof to_a, "-p %d", p);
+    snprintf(to_b, sizeof to_b, "-p %d", p + 1);
+    size_t used = (size_t)snprintf(script, sizeof script, "shopt -s expand_aliases\nset -m\n");
+    for (const char *s = blocks[0]; *s && used + 16 < sizeof script;) {
+        if (strncmp(s, from_a, 7) == 0 || strncmp(s, from_b, 7) == 0) {
+            used += (size_t)snprintf(script + used, sizeof script - used, "%s", s[6] == '3' ? to_a : to_b);
+            s += 7;
+        } else {
+            script[used++] = *s++;
+            script[used] = '\0';
+        }
+    }
+    free(blocks[0]);
+    /* The alias names $PWD/build/plain/statestore: run it from a
+     * directory where that is the tool under test. */
+    char dir[600], cmd[1600];
+    snprintf(dir, sizeof dir, "%s/repo", test_tmpdir());
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/build/plain && ln -s %s %s/build/plain/statestore", dir,
+             getenv("SS_CLI"), dir);
+    ASSERT_EQ(system(cmd), 0);
+    char wrapped[5000];
+    snprintf(wrapped, sizeof wrapped, "cd %s && %s\nsleep 0.5\n", dir, script);
+    char *sh[] = {"bash", "-c", wrapped, NULL};
+    struct run r;
+    run_cmd(sh, NULL, 0, &r);
+    ASSERT_EQ(r.status, 0);
+    mask_versions(r.out);
+    /* The SET's "OK" and the watch's line race each other; the GET
+     * comes after both. */
+    const char *a = "OK\nV SET greeting hello\nhello", *b = "V SET greeting hello\nOK\nhello";
+    if (strcmp(r.out, b) != 0)
+        ASSERT_MEM(r.out, strlen(r.out), a, strlen(a));
+    run_free(&r);
+    /* Ctrl-C: everything it started stops. */
+    ASSERT_EQ(kill(-pid, SIGINT), 0);
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    run_cluster_session = 0;
+    for (int i = 0; i < 100 && (port_open(p) || port_open(p + 1) || port_open(base + 1)); i++)
+        usleep(100000);
+    ASSERT_TRUE(!port_open(p) && !port_open(p + 1) && !port_open(base + 1) && !port_open(base + 2) &&
+                !port_open(base + 3));
+    size_t n;
+    char *text = slurp(out, &n);
+    ASSERT_TRUE(strstr(text, "run-cluster: stopping") != NULL);
+    free(text);
+}
