@@ -13,6 +13,7 @@
 
 #include "../../core/hlc.h"
 #include "../test.h"
+#include "etcd_cluster.h"
 #include "harness.h"
 
 /* Microseconds on the monotonic clock: histories need finer stamps than
@@ -154,6 +155,7 @@ struct op {
     bool has_version;
     int64_t count;    /* DEL/VDEL answer */
     char got[16];     /* GET value */
+    bool unknown;     /* answered with an error: it may or may not have happened */
 };
 
 #define CLIENTS 16
@@ -166,7 +168,10 @@ static int cmp_version(const struct op *a, const struct op *b)
 }
 
 /* The checker: a register per key, its states ordered by version (the
- * server's linearization order), checked against real time. */
+ * server's linearization order), checked against real time. Operations
+ * of unknown outcome take no part, except that a read may have seen what
+ * a write of unknown outcome wrote (the same value, begun before the
+ * read ended). */
 static void report(const char *why, const struct op *o)
 {
     char v[SS_HLC_TEXT_MAX + 1] = "";
@@ -191,7 +196,8 @@ static void check_history(struct op *ops, int n)
         struct op *writes[OPS];
         int nw = 0;
         for (int i = 0; i < n; i++)
-            if (ops[i].key == k && (ops[i].kind == OP_SET || ops[i].kind == OP_SETNX) && ops[i].ok)
+            if (ops[i].key == k && (ops[i].kind == OP_SET || ops[i].kind == OP_SETNX) && ops[i].ok &&
+                !ops[i].unknown)
                 writes[nw++] = &ops[i];
         for (int i = 0; i < nw; i++)
             for (int j = i + 1; j < nw; j++)
@@ -211,7 +217,7 @@ static void check_history(struct op *ops, int n)
         /* The op that ended state i: the next write, or a delete of it. */
         for (int i = 0; i < n; i++) {
             struct op *o = &ops[i];
-            if (o->key != k)
+            if (o->key != k || o->unknown)
                 continue;
             bool is_read = o->kind == OP_GET || (o->kind == OP_SETNX && !o->ok);
             bool reads_absent = (o->kind == OP_GET && !o->ok) ||
@@ -223,7 +229,14 @@ static void check_history(struct op *ops, int n)
                     if (ss_hlc_compare(&writes[j]->version, &o->version) == 0)
                         s = j;
                 if (s < 0) {
-                    VIOLATION("a version nobody wrote", o);
+                    bool maybe = false;
+                    for (int j = 0; j < n; j++)
+                        maybe = maybe || (ops[j].unknown && ops[j].key == k &&
+                                          (ops[j].kind == OP_SET || ops[j].kind == OP_SETNX) &&
+                                          ops[j].invoked <= o->done &&
+                                          (o->kind != OP_GET || strcmp(ops[j].value, o->got) == 0));
+                    if (!maybe)
+                        VIOLATION("a version nobody wrote", o);
                     continue;
                 }
                 if (o->kind == OP_GET && strcmp(o->got, writes[s]->value) != 0)
@@ -270,25 +283,32 @@ static void check_history(struct op *ops, int n)
     ASSERT_EQ(violations, 0);
 }
 
-static void linearizable_histories(const char *extra)
+/* OPS operations from CLIENTS clients, alternately on the brokers at
+ * port_a and port_b (the same one for a single broker); fault(ctx) runs
+ * once, halfway. With may_refuse, "the store is unavailable" answers are
+ * accepted as operations of unknown outcome. Returns how many there were. */
+static int linearizable_run(int port_a, int port_b, bool may_refuse, void (*fault)(void *ctx), void *ctx)
 {
-    struct broker b = {0};
-    snprintf(b.extra, sizeof b.extra, "%s", extra);
-    broker_start(&b);
     static struct client cs[CLIENTS];
     static char resp[CLIENTS][64];
     static struct op ops[OPS];
+    memset(ops, 0, sizeof ops);
     int current[CLIENTS];
     for (int i = 0; i < CLIENTS; i++) {
         char id[32];
         snprintf(id, sizeof id, "lin%02d", i);
-        client_connect_rr(&cs[i], b.port, id, resp[i], sizeof resp[i]);
+        client_connect_rr(&cs[i], i % 2 ? port_b : port_a, id, resp[i], sizeof resp[i]);
         current[i] = -1;
     }
+    int unknown = 0;
     int issued = 0, completed = 0, vcount = 0;
     srand(7);
     uint64_t deadline = now_ms() + 60000;
     while (completed < OPS && now_ms() < deadline) {
+        if (fault && completed >= OPS / 2) {
+            fault(ctx);
+            fault = NULL;
+        }
         for (int i = 0; i < CLIENTS; i++) {
             if (current[i] < 0 && issued < OPS) {
                 struct op *o = &ops[issued];
@@ -324,6 +344,13 @@ static void linearizable_histories(const char *extra)
                 ASSERT_EQ(ss_hlc_parse((const uint8_t *)v, strlen(v), &o->version), 0);
             ss_reply rep;
             ASSERT_EQ(ss_codec_decode_reply(m->payload, (size_t)m->len, &rep), 0);
+            if (may_refuse && rep.kind == SS_REPLY_ERROR) {
+                /* Only the cluster's refusal is an acceptable error. */
+                ASSERT_STR(m->payload, (size_t)m->len, "-ERR the store is unavailable\r\n");
+                o->unknown = true;
+                unknown++;
+                continue;
+            }
             switch (o->kind) {
             case OP_SET:
             case OP_SETNX:
@@ -350,9 +377,18 @@ static void linearizable_histories(const char *extra)
     }
     ASSERT_EQ(completed, OPS);
     check_history(ops, OPS);
-    fprintf(stderr, "  %d operations from %d clients on %d keys: linearizable\n", OPS, CLIENTS, KEYS);
     for (int i = 0; i < CLIENTS; i++)
         client_close(&cs[i]);
+    return unknown;
+}
+
+static void linearizable_histories(const char *extra)
+{
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "%s", extra);
+    broker_start(&b);
+    linearizable_run(b.port, b.port, false, NULL, NULL);
+    fprintf(stderr, "  %d operations from %d clients on %d keys: linearizable\n", OPS, CLIENTS, KEYS);
     broker_stop(&b);
 }
 
@@ -379,6 +415,41 @@ TEST(reliability_linearizable_histories_full_queue)
 TEST(reliability_linearizable_histories_frequent_checkpoints)
 {
     linearizable_histories("plugin_opt_checkpoint_interval_ms 2\n");
+}
+
+static void kill_etcd_leader(void *ctx)
+{
+    struct etcd_cluster *c = ctx;
+    int leader = etcd_cluster_leader(c);
+    ASSERT_TRUE(leader >= 0);
+    etcd_member_kill9(c, leader);
+    fprintf(stderr, "  halfway: etcd member %d, the leader, killed with SIGKILL\n", leader);
+}
+
+/* Two brokers on one etcd cluster, the clients split between them, the
+ * etcd leader killed halfway: one history, linearizable. */
+TEST(reliability_linearizable_across_brokers_with_a_leader_kill)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    struct broker a = {0}, b = {0};
+    const char *names[] = {"lin-a", "lin-b"};
+    struct broker *bs[] = {&a, &b};
+    for (int i = 0; i < 2; i++) {
+        snprintf(bs[i]->name, sizeof bs[i]->name, "%s", names[i]);
+        snprintf(bs[i]->data, sizeof bs[i]->data, "%s/data-%s", test_tmpdir(), names[i]);
+        snprintf(bs[i]->extra, sizeof bs[i]->extra,
+                 "plugin_opt_backend etcd\nplugin_opt_etcd_endpoints %s\nplugin_opt_node_id %s\n"
+                 "plugin_opt_etcd_timeout_ms 1000\nplugin_opt_etcd_unavailable_ms 3000\n",
+                 c.endpoints, names[i]);
+        broker_start(bs[i]);
+    }
+    int unknown = linearizable_run(a.port, b.port, true, kill_etcd_leader, &c);
+    fprintf(stderr, "  %d operations from %d clients on two brokers, %d keys: linearizable (%d of unknown "
+            "outcome)\n", OPS, CLIENTS, KEYS, unknown);
+    broker_stop(&a);
+    broker_stop(&b);
+    etcd_cluster_stop(&c);
 }
 
 /* A broken history must be caught: the checker is not vacuous. */
@@ -419,6 +490,23 @@ TEST(reliability_checker_catches_violations)
     snprintf(ops[2].got, sizeof ops[2].got, "b");
     ops[2].version.wall = 20;
     check_history(ops, 3);
+    /* A write of unknown outcome may have happened: a later read of its
+     * value passes; a read of a value nobody wrote does not. */
+    ops[3] = (struct op){.kind = OP_SET, .key = 0, .invoked = 7, .done = 8, .unknown = true};
+    snprintf(ops[3].value, sizeof ops[3].value, "c");
+    ops[2] = (struct op){.kind = OP_GET, .key = 0, .invoked = 9, .done = 10, .ok = true, .has_version = true};
+    snprintf(ops[2].got, sizeof ops[2].got, "c");
+    ops[2].version.wall = 30;
+    check_history(ops, 4);
+    snprintf(ops[2].got, sizeof ops[2].got, "d");
+    pid = fork();
+    if (pid == 0) {
+        freopen("/dev/null", "w", stderr);
+        check_history(ops, 4);
+        _exit(0);
+    }
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
 }
 
 TEST(reliability_per_client_limits)
