@@ -12,6 +12,8 @@
 
 CC      ?= cc
 SAN     ?= 0
+# 0: make test leaves out the integration tests' second pass on etcd
+ETCD_PASS ?= 1
 PREFIX  ?= /usr/local
 PORT    ?= 1883
 DATA    ?= $(CURDIR)/data
@@ -78,7 +80,7 @@ PUBLIC_HEADERS := client/client.h client/lease.h core/errors.h
 CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
-.PHONY: all deps test check valgrind stress bench bench-compare fuzz run run-cluster install clean
+.PHONY: all deps test check valgrind stress bench bench-etcd bench-compare fuzz run run-cluster install clean
 
 all: deps $(LIBCORE) $(PLUGIN) $(LIBCLIENT) $(SHLIB) $(CLI)
 
@@ -179,13 +181,14 @@ TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(FUZZ_TARGETS:%=
 test: deps
 	@$(MAKE) --no-print-directory $(TEST_BINS)
 	@SS_BROKER_PRELOAD="$(BROKER_PRELOAD)" TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp" \
-	    scripts/run-tests.sh $(OUT) $(CURDIR)/$(PLUGIN)
+	    SS_ETCD_PASS=$(ETCD_PASS) scripts/run-tests.sh $(OUT) $(CURDIR)/$(PLUGIN)
 
 check: test
 
 # Benchmarks (about 10 minutes): see docs/BENCHMARKS.md.
 BENCH_BINS = build/plain/bench/loadgen build/plain/bench/echo_plugin.so build/plain/bench/engine_bench \
-             build/plain/bench/expiry_storm build/plain/statestore.so build/plain/statestore
+             build/plain/bench/expiry_storm build/plain/bench/etcd_txn build/plain/statestore.so \
+             build/plain/statestore
 build/plain/bench/loadgen: bench/loadgen.c bench/mqtt_raw.c bench/mqtt_raw.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ bench/loadgen.c bench/mqtt_raw.c
@@ -195,12 +198,22 @@ build/plain/bench/echo_plugin.so: bench/echo_plugin.c
 build/plain/bench/engine_bench: bench/engine_bench.c build/plain/libstatestore-core.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+build/plain/bench/etcd_txn: bench/etcd_txn.c build/plain/libstatestore-etcd.a build/plain/libstatestore-core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
 build/plain/bench/expiry_storm: bench/expiry_storm.c bench/mqtt_raw.c bench/mqtt_raw.h build/plain/libstatestore-core.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ bench/expiry_storm.c bench/mqtt_raw.c build/plain/libstatestore-core.a $(LDLIBS_ALL)
 bench: deps
 	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0
 	@scripts/bench.sh
+	@scripts/bench-etcd.sh
+
+# Only the benchmarks on etcd (part of make bench; about 3 minutes).
+bench-etcd: deps
+	@scripts/etcd-tools.sh
+	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0
+	@scripts/bench-etcd.sh
 
 # The working tree's plugin against BASE's (a revision), same run: for
 # changes that should not cost speed.

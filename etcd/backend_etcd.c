@@ -301,14 +301,15 @@ static bool ss_etcd__touch(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
     return true;
 }
 
-/* Room for the operations of x's first change in the batch (a put or
- * delete of the record, and two of the expiry index)? False: the batch is
- * full, the change waits for the next. */
+/* Room for the operations of x's change in the batch (a put or delete of
+ * the record, and two of the expiry index)? False: the batch is full, the
+ * change waits for the next. */
 static bool ss_etcd__room(struct ss_backend_etcd *e, const struct ss_etcd_entry *x)
 {
-    if (x->change != SS_CHANGE_NONE)
-        return true; /* counted at its first change */
-    if (e->batch_ops + 3 > e->max_txn_ops) {
+    /* A second change of a key waits for the next batch: a Txn writes a
+     * key once, and each change must be a revision of its own for every
+     * broker's watch to report it (one broker notifies every change). */
+    if (x->change != SS_CHANGE_NONE || e->batch_ops + 3 > e->max_txn_ops) {
         e->full = true;
         return false;
     }
@@ -395,8 +396,7 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
     ss_buf_clear(&x->next_rec);
     ss_record_encode(x->next_rec.data, rec, NULL, 0, false);
     x->next_rec.len = size;
-    if (x->change == SS_CHANGE_NONE)
-        e->batch_ops += 3;
+    e->batch_ops += 3;
     x->change = SS_CHANGE_PUT;
     x->next_expiry = rec->expiry_ms;
     e->batch_bytes += size;
@@ -418,8 +418,7 @@ int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on)
     int rc = ss_etcd__charge(e, x, false, 0);
     if (rc != SS_OK)
         return rc;
-    if (x->change == SS_CHANGE_NONE)
-        e->batch_ops += 3;
+    e->batch_ops += 3;
     x->change = SS_CHANGE_DEL;
     ss_etcd__record_change(e, change);
     return SS_OK;
@@ -510,6 +509,16 @@ void ss_etcd__append(void *ctx, const ss_change *c)
 static void ss_etcd__settled(void *impl, int rc)
 {
     ss_etcd__watch_settled(impl, rc);
+}
+
+void ss_backend_etcd_prefetch(ss_backend *b, ss_bytes key)
+{
+    struct ss_backend_etcd *e = b->impl;
+    uint64_t hash;
+    if (key.len == 0 || key.len > SS_STORE_KEY_MAX || ss_etcd__find(e, key, &hash) != NULL)
+        return;
+    /* A failure here is met again when the request itself reads the key. */
+    (void)ss_etcd__entry_new(e, key, hash);
 }
 
 void ss_etcd__seen_change(struct ss_backend_etcd *e, ss_bytes key, int64_t rev)
@@ -607,6 +616,9 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
             break;
         case SS_OP_WATCH:
             ss_etcd__watch_ended(e, op);
+            break;
+        case SS_OP_REMOVED:
+            ss_etcd__removed_read(e, op);
             break;
         }
         ss_etcd__op_free(op);
@@ -762,8 +774,7 @@ void ss_backend_etcd_free(ss_backend *b)
     for (size_t i = 0; i < SS_ETCD_SWEEP_BATCH; i++)
         ss_buf_free(&e->due[i].key);
     ss_feed_free(&e->pending);
-    ss_feed_free(&e->watched);
-    ss_buf_free(&e->watch_frames);
+    ss_etcd__watch_free(e);
     ss_feed_free(&e->base.feed);
     ss_buf_free(&e->scratch);
     ss_buf_free(&e->scratch2);

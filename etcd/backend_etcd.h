@@ -89,6 +89,11 @@ int ss_backend_etcd_watch_start(ss_backend *b, unsigned wait_ms);
  * what failed, look for due keys. Call at every tick. */
 void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms);
 
+/* Start reading key into the cache, if it is not there, for a request
+ * that will run later: requests run in order, so without this a queue of
+ * requests on uncached keys would read them one after the other. */
+void ss_backend_etcd_prefetch(ss_backend *b, ss_bytes key);
+
 /* The open batch reached etcd's limits on one Txn: commit it now. */
 bool ss_backend_etcd_full(const ss_backend *b);
 /* Start committing the open batch. 0: its Txn is under way (see

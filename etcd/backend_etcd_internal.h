@@ -40,7 +40,7 @@
  * marker). */
 #define SS_ETCD_REQUEST_SLACK ((size_t)16 << 10)
 /* After a commit, a cache larger than this is emptied of clean entries. */
-#define SS_ETCD_CACHE_ENTRIES 65536u
+#define SS_ETCD_CACHE_ENTRIES (1u << 20)
 #define SS_ETCD_CACHE_BYTES ((uint64_t)64 << 20)
 /* Due keys taken per look. */
 #define SS_ETCD_SWEEP_BATCH 64
@@ -76,14 +76,30 @@ struct ss_etcd_entry {
 
 enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_SWEEP, SS_OP_GRANT, SS_OP_CLAIM,
                   SS_OP_KEEPALIVE, SS_OP_REVOKE, SS_OP_AUTH, SS_OP_USAGE, SS_OP_USAGE_SCAN,
-                  SS_OP_USAGE_INIT, SS_OP_SCAN, SS_OP_WATCH };
+                  SS_OP_USAGE_INIT, SS_OP_SCAN, SS_OP_WATCH, SS_OP_REMOVED };
 
 /* A call and what it is for. */
 struct ss_etcd_op {
     ss_grpc_call call;
     enum ss_op_kind kind;
     struct ss_etcd_entry *entry; /* SS_OP_FETCH; NULL once the entry is gone */
+    uint64_t ticket;             /* SS_OP_REMOVED: the held change it is for */
     struct ss_etcd_op *prev, *next; /* calls under way */
+};
+
+/* A change the watch reported, held in order until it can go into the
+ * feed: a deletion waits for the version it removed (read from etcd's
+ * history), and every change after it waits behind it. */
+struct ss_etcd_held {
+    enum ss_change_type type;
+    bool ready;    /* known: may go into the feed */
+    bool dropped;  /* nothing true can be said of it: not notified */
+    bool asked;    /* the read of the removed version is under way */
+    bool expired;
+    ss_buf key, value;
+    ss_hlc version;
+    int64_t rev;     /* the change's revision */
+    uint64_t ticket;
 };
 
 /* An expiry index entry found due. */
@@ -178,6 +194,10 @@ struct ss_backend_etcd {
     uint64_t watch_retry_ms;  /* monotonic */
     ss_buf watch_frames;
     ss_feed watched;          /* changes seen, held until the next settle */
+    struct ss_etcd_held *held; /* changes behind a deletion whose version is read */
+    size_t nheld, held_cap;
+    uint64_t next_ticket;
+    uint64_t held_retry_ms;   /* monotonic: when failed reads are sent again */
 
     ss_buf scratch, scratch2;
     ss_backend_etcd_stats stats;
@@ -247,6 +267,9 @@ void ss_etcd__watch_step(struct ss_backend_etcd *e);
 void ss_etcd__watch_read(struct ss_backend_etcd *e);
 void ss_etcd__watch_ended(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__watch_settled(struct ss_backend_etcd *e, int rc);
+/* The read of a deleted record's last version came back. */
+void ss_etcd__removed_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+void ss_etcd__watch_free(struct ss_backend_etcd *e);
 
 /* backend_etcd_session.c */
 void ss_etcd__ask_marker(struct ss_backend_etcd *e);

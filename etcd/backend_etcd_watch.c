@@ -1,8 +1,12 @@
 /* backend_etcd_watch.c - the change feed from etcd's Watch: every change
  * to a record, whichever broker made it (backend_etcd_internal.h).
  *
- * One watch on the records (k/), with each change's previous value, so
- * that a deletion carries the version it removed. The watch resumes after
+ * One watch on the records (k/). A deletion's notification carries the
+ * version it removed, which the watch does not say (asking etcd for every
+ * change's previous value cost a third of the throughput): for a deleted
+ * key that has observers here, that version is read from etcd's history
+ * (the key at the revision before), and the changes after it wait behind
+ * it, so that the order stays etcd's. The watch resumes after
  * the last revision it delivered when its stream is lost (a member
  * stopped, a connection cut), so no change is skipped; only a history
  * compacted past that revision is lost, and that is logged with the
@@ -28,6 +32,8 @@
 #include "../core/record.h"
 #include "backend_etcd_internal.h"
 
+static void ss_etcd__ask_removed(struct ss_backend_etcd *e, struct ss_etcd_held *h);
+
 /* The range of the records: prefix "k/" up to prefix "k0". */
 static int ss_etcd__records_range(struct ss_backend_etcd *e)
 {
@@ -42,6 +48,11 @@ static int ss_etcd__records_range(struct ss_backend_etcd *e)
 
 void ss_etcd__watch_step(struct ss_backend_etcd *e)
 {
+    /* Reads of removed versions that failed: again, after a pause. */
+    if (e->nheld && ss_etcd__mono_ms() >= e->held_retry_ms)
+        for (size_t i = 0; i < e->nheld; i++)
+            if (!e->held[i].ready && !e->held[i].asked)
+                ss_etcd__ask_removed(e, &e->held[i]);
     if (e->watch != NULL || ss_etcd__mono_ms() < e->watch_retry_ms)
         return;
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_WATCH, SS_ETCD_WATCH_METHOD);
@@ -63,6 +74,49 @@ void ss_etcd__watch_step(struct ss_backend_etcd *e)
     ss_etcd__submit(e, op);
 }
 
+/* A new held change at the end of the queue, or NULL (out of memory). */
+static struct ss_etcd_held *ss_etcd__hold(struct ss_backend_etcd *e, enum ss_change_type type, ss_bytes key,
+                                          int64_t rev)
+{
+    if (e->nheld == e->held_cap) {
+        size_t cap = e->held_cap ? 2 * e->held_cap : 16;
+        struct ss_etcd_held *h = realloc(e->held, cap * sizeof *h);
+        if (h == NULL)
+            return NULL;
+        e->held = h;
+        e->held_cap = cap;
+    }
+    struct ss_etcd_held *h = &e->held[e->nheld];
+    memset(h, 0, sizeof *h);
+    if (ss_buf_append(&h->key, key.data, key.len) != SS_OK) {
+        ss_buf_free(&h->key);
+        return NULL;
+    }
+    h->type = type;
+    h->rev = rev;
+    h->ticket = ++e->next_ticket;
+    e->nheld++;
+    return h;
+}
+
+/* Read the record a held deletion removed: the key as it was just before
+ * the deletion's revision. */
+static void ss_etcd__ask_removed(struct ss_backend_etcd *e, struct ss_etcd_held *h)
+{
+    struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_REMOVED, SS_ETCD_RANGE_METHOD);
+    int rc = op ? ss_etcd__key(e, &e->scratch, 'k', 0, ss_etcd__bytes(&h->key)) : SS_E_NOMEM;
+    if (rc == SS_OK)
+        rc = ss_etcd_range_at_pack(&op->call.request, ss_etcd__bytes(&e->scratch), h->rev - 1);
+    if (rc != SS_OK) {
+        if (op)
+            ss_etcd__op_free(op);
+        return; /* asked again later */
+    }
+    op->ticket = h->ticket;
+    h->asked = true;
+    ss_etcd__submit(e, op);
+}
+
 /* One change the watch reported. */
 static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event *ev)
 {
@@ -80,25 +134,72 @@ static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event 
     ss_etcd__seen_change(e, key, rev);
     if (!ss_backend_wants(&e->base, key))
         return;
-    const ss_etcd_kv *state = ev->deleted ? &ev->prev : &ev->kv;
-    ss_record rec;
-    ss_bytes tail;
-    if (!state->found || ss_record_decode(state->value.data, state->value.len, &rec, &tail) != SS_OK) {
-        /* No previous value (etcd had compacted it) or not a record:
-         * nothing true can be said of this change. */
-        e->stats.watch_undecodable++;
+    if (ev->deleted) {
+        /* Its notification carries the version it removed: read it. */
+        struct ss_etcd_held *h = ss_etcd__hold(e, SS_CHANGE_DELETE, key, rev);
+        if (h == NULL)
+            e->stats.watch_undecodable++;
+        else
+            ss_etcd__ask_removed(e, h);
         return;
     }
-    ss_change c = {.key = key, .version = rec.version};
-    if (ev->deleted) {
-        c.type = SS_CHANGE_DELETE;
-        c.expired = rec.expiry_ms != 0 && rec.expiry_ms <= e->now_ms;
-    } else {
-        c.type = SS_CHANGE_SET;
-        c.value = rec.value;
+    ss_record rec;
+    ss_bytes tail;
+    if (ss_record_decode(ev->kv.value.data, ev->kv.value.len, &rec, &tail) != SS_OK) {
+        e->stats.watch_undecodable++; /* not a record: nothing true can be said of it */
+        return;
     }
-    if (ss_feed_append(&e->watched, &c) != SS_OK)
+    ss_change c = {.type = SS_CHANGE_SET, .key = key, .value = rec.value, .version = rec.version};
+    if (e->nheld == 0) {
+        if (ss_feed_append(&e->watched, &c) != SS_OK)
+            e->stats.watch_undecodable++;
+        return;
+    }
+    /* Behind a deletion still being read. */
+    struct ss_etcd_held *h = ss_etcd__hold(e, SS_CHANGE_SET, key, rev);
+    if (h == NULL || ss_buf_append(&h->value, rec.value.data, rec.value.len) != SS_OK) {
+        if (h)
+            h->dropped = true;
         e->stats.watch_undecodable++;
+    }
+    if (h) {
+        h->version = rec.version;
+        h->ready = true;
+    }
+}
+
+void ss_etcd__removed_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    struct ss_etcd_held *h = NULL;
+    for (size_t i = 0; i < e->nheld && h == NULL; i++)
+        if (e->held[i].ticket == op->ticket)
+            h = &e->held[i];
+    if (h == NULL)
+        return;
+    h->asked = false;
+    ss_etcd_reply r;
+    ss_etcd_kv kv;
+    if (op->call.rc != SS_OK || ss_etcd_range_unpack(&op->call.reply, &r, &kv) != SS_OK) {
+        if (ss_etcd__refused(&op->call)) {
+            /* Compacted since: the version is gone. */
+            h->ready = h->dropped = true;
+            e->stats.watch_undecodable++;
+        } else {
+            e->held_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+        }
+        return;
+    }
+    ss_record rec;
+    ss_bytes tail;
+    if (kv.found && ss_record_decode(kv.value.data, kv.value.len, &rec, &tail) == SS_OK) {
+        h->version = rec.version;
+        h->expired = rec.expiry_ms != 0 && rec.expiry_ms <= e->now_ms;
+    } else {
+        h->dropped = true;
+        e->stats.watch_undecodable++;
+    }
+    h->ready = true;
+    ss_etcd_reply_free(&r);
 }
 
 /* One message of the watch's stream. */
@@ -188,9 +289,39 @@ void ss_etcd__watch_settled(struct ss_backend_etcd *e, int rc)
     if (rc == SS_OK && !watched)
         ss_feed_each(&e->pending, ss_etcd__append, &e->base.feed);
     ss_feed_clear(&e->pending);
-    /* What the watch reported, after this commit's answers. */
+    /* What the watch reported, after this commit's answers: first what
+     * came while nothing was held, then the held changes that are known,
+     * up to the first that is not. */
     ss_feed_each(&e->watched, ss_etcd__append, &e->base.feed);
     ss_feed_clear(&e->watched);
+    size_t n = 0;
+    for (; n < e->nheld && e->held[n].ready; n++) {
+        struct ss_etcd_held *h = &e->held[n];
+        if (!h->dropped) {
+            ss_change c = {.type = h->type, .key = ss_etcd__bytes(&h->key), .version = h->version,
+                           .expired = h->expired};
+            if (h->type == SS_CHANGE_SET)
+                c.value = ss_etcd__bytes(&h->value);
+            ss_etcd__append(&e->base.feed, &c);
+        }
+        ss_buf_free(&h->key);
+        ss_buf_free(&h->value);
+    }
+    if (n) {
+        memmove(e->held, e->held + n, (e->nheld - n) * sizeof *e->held);
+        e->nheld -= n;
+    }
+}
+
+void ss_etcd__watch_free(struct ss_backend_etcd *e)
+{
+    for (size_t i = 0; i < e->nheld; i++) {
+        ss_buf_free(&e->held[i].key);
+        ss_buf_free(&e->held[i].value);
+    }
+    free(e->held);
+    ss_feed_free(&e->watched);
+    ss_buf_free(&e->watch_frames);
 }
 
 int ss_backend_etcd_watch_start(ss_backend *b, unsigned wait_ms)

@@ -45,6 +45,14 @@ int ss_etcd_range_pack(ss_buf *out, ss_bytes key, bool serializable)
     return ss_etcd__pack(&r.base, out);
 }
 
+int ss_etcd_range_at_pack(ss_buf *out, ss_bytes key, int64_t revision)
+{
+    Etcdserverpb__RangeRequest r = ETCDSERVERPB__RANGE_REQUEST__INIT;
+    r.key = ss_etcd__bin(key);
+    r.revision = revision;
+    return ss_etcd__pack(&r.base, out);
+}
+
 int ss_etcd_range_keys_pack(ss_buf *out, ss_bytes key, ss_bytes end, int64_t limit, bool serializable)
 {
     Etcdserverpb__RangeRequest r = ETCDSERVERPB__RANGE_REQUEST__INIT;
@@ -415,7 +423,6 @@ int ss_etcd_watch_pack(ss_buf *out, ss_bytes key, ss_bytes end, int64_t start_re
     c.key = ss_etcd__bin(key);
     c.range_end = ss_etcd__bin(end);
     c.start_revision = start_revision;
-    c.prev_kv = true;
     c.progress_notify = true;
     Etcdserverpb__WatchRequest r = ETCDSERVERPB__WATCH_REQUEST__INIT;
     r.request_union_case = ETCDSERVERPB__WATCH_REQUEST__REQUEST_UNION_CREATE_REQUEST;
@@ -454,8 +461,6 @@ void ss_etcd_watch_event(const ss_etcd_watch *w, size_t i, ss_etcd_event *ev)
     ev->key.data = e->kv->key.data;
     ev->key.len = e->kv->key.len;
     ss_etcd__kv(e->kv, &ev->kv);
-    if (e->prev_kv)
-        ss_etcd__kv(e->prev_kv, &ev->prev);
 }
 
 void ss_etcd_watch_free(ss_etcd_watch *w)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/codec.h"
 #include "../core/command.h"
 #include "../core/errors.h"
 #include "../etcd/backend_etcd.h"
@@ -27,6 +28,8 @@
 #define SS_DUE_COUNT_CAP 10000u
 /* Expired keys deleted per tick at most. */
 #define SS_SWEEP_PER_TICK 1000u
+/* etcd: queued requests whose keys are read ahead (see ss_batch__prefetch). */
+#define SS_PREFETCH_AHEAD 256u
 
 /* A request waiting for the commit under way; owns copies of everything. */
 struct ss_queued {
@@ -381,14 +384,35 @@ static bool ss_batch__run(struct ss_batch *b, const struct ss_request_from *in, 
 /* Run the requests that waited for the last commit, in arrival order. One
  * that must run again (backend.h) stops the run: it and every later one
  * stay queued, in order, so that no request overtakes an earlier one. */
+/* etcd: start reading the keys of the requests queued behind one that
+ * waits for its key (at most SS_PREFETCH_AHEAD of them), so that their
+ * reads overlap instead of following each other. */
+static void ss_batch__prefetch(struct ss_batch *b, size_t from)
+{
+    ss_codec_limits lim = ss_codec_limits_default();
+    size_t end = b->queue.len - from > SS_PREFETCH_AHEAD ? from + SS_PREFETCH_AHEAD : b->queue.len;
+    for (size_t i = from; i < end; i++) {
+        const struct ss_queued *e = &b->queue.items[i];
+        ss_request req;
+        ss_command cmd;
+        size_t used;
+        if (ss_codec_decode_request(e->payload, e->len, &lim, &req, &used) == SS_OK &&
+            ss_command_parse(&req, &cmd) == SS_OK && cmd.type != SS_CMD_KEYNOTIFY)
+            ss_backend_etcd_prefetch(b->p->backend, cmd.key);
+    }
+}
+
 static void ss_batch__run_queue(struct ss_batch *b)
 {
     size_t done = 0;
     while (done < b->queue.len) {
         struct ss_queued *e = &b->queue.items[done];
         struct ss_request_from in = {e->payload, e->len, e->client_id, e->username};
-        if (!ss_batch__run(b, &in, e->gone, &e->r))
+        if (!ss_batch__run(b, &in, e->gone, &e->r)) {
+            if (b->p->store == NULL)
+                ss_batch__prefetch(b, done + 1);
             break;
+        }
         b->queue_bytes -= ss_batch__queued_size(e);
         ss_batch__queued_free(e);
         done++;

@@ -188,37 +188,56 @@ static void load_for(struct load *l, int ms, bool drain)
         load_answer(l);
 }
 
+/* The answer to a check of write i: its value. */
+static void check_answer(struct client *c, const struct load *l)
+{
+    struct msg *m = client_wait(c, 20000);
+    ASSERT_TRUE(m != NULL && m->corr != NULL && m->corr_len > 1 && m->corr_len < 16);
+    char corr[16];
+    memcpy(corr, m->corr, (size_t)m->corr_len);
+    corr[m->corr_len] = '\0';
+    int i = atoi(corr + 1);
+    ASSERT_TRUE(i >= 0 && i < l->next);
+    char val[32], want[48];
+    snprintf(val, sizeof val, "v%d", i);
+    snprintf(want, sizeof want, "$%zu\r\n%s\r\n", strlen(val), val);
+    ASSERT_MEM(m->payload, (size_t)m->len, want, strlen(want));
+}
+
 /* Every acknowledged write is there, with its value, or (a hot key) was
- * superseded by the last acknowledged write of that key. */
+ * superseded by the last acknowledged write of that key. GETs go 32 at a
+ * time. */
 static void check_acked(struct client *c, const char *resp, const struct load *l)
 {
     int last_hot[HOT_KEYS] = {-1, -1, -1, -1};
+    int inflight = 0;
     for (int i = 0; i < l->next; i++) {
         if (!l->acked[i])
             continue;
-        char key[32], val[32], want[48];
+        char key[32], corr[16];
         load_key(l, i, key, sizeof key);
         if (key[0] == 'h') {
             last_hot[(i / 10) % HOT_KEYS] = i;
             continue;
         }
-        snprintf(val, sizeof val, "v%d", i);
-        snprintf(want, sizeof want, "$%zu\r\n%s\r\n", strlen(val), val);
-        struct msg *m = request(c, resp, "c", NULL, NULL, W("GET", key));
-        ASSERT_TRUE(m != NULL);
-        ASSERT_MEM(m->payload, (size_t)m->len, want, strlen(want));
+        snprintf(corr, sizeof corr, "g%d", i);
+        request_send(c, resp, corr, NULL, NULL, W("GET", key));
+        if (++inflight == 32) {
+            check_answer(c, l);
+            inflight--;
+        }
     }
     for (int k = 0; k < HOT_KEYS; k++) {
         if (last_hot[k] < 0)
             continue;
-        char key[32], val[32], want[48];
+        char key[32], corr[16];
         snprintf(key, sizeof key, "h%d", k);
-        snprintf(val, sizeof val, "v%d", last_hot[k]);
-        snprintf(want, sizeof want, "$%zu\r\n%s\r\n", strlen(val), val);
-        struct msg *m = request(c, resp, "c", NULL, NULL, W("GET", key));
-        ASSERT_TRUE(m != NULL);
-        ASSERT_MEM(m->payload, (size_t)m->len, want, strlen(want));
+        snprintf(corr, sizeof corr, "g%d", last_hot[k]);
+        request_send(c, resp, corr, NULL, NULL, W("GET", key));
+        inflight++;
     }
+    while (inflight-- > 0)
+        check_answer(c, l);
 }
 
 /* What an observer of the hot keys on another broker was told. */
@@ -706,6 +725,35 @@ TEST(cluster_notifications_across_brokers)
     expect_notifications(&oa, acked, WRITES);
     expect_notifications(&ob, acked, WRITES);
     printf("  %d writes through two brokers: each observer told of each once, in order\n", WRITES);
+
+    /* Changes of one key sent at once (one batch on one broker): each is
+     * a revision of its own, so every observer hears of each. */
+    const char *const *burst[] = {W("SET", "k1", "b1"), W("DEL", "k1"), W("SET", "k1", "b2"), W("DEL", "k1"),
+                                  W("SET", "k1", "b3")};
+    for (int i = 0; i < 5; i++) {
+        char corr[8];
+        snprintf(corr, sizeof corr, "b%d", i);
+        request_send(&wa, rwa, corr, NULL, NULL, burst[i]);
+    }
+    char bts[5][80];
+    for (int n = 0; n < 5; n++) {
+        m = client_wait(&wa, 5000);
+        ASSERT_TRUE(m != NULL && m->corr != NULL && m->corr_len == 2);
+        int i = m->corr[1] - '0';
+        ASSERT_TRUE(i >= 0 && i < 5);
+        ASSERT_TRUE(payload_is(m, i % 2 ? ":1\r\n" : "+OK\r\n"));
+        const char *t = msg_user(m, "__ts");
+        snprintf(bts[i], sizeof bts[i], "%s", t ? t : "");
+    }
+    char bwant[5][160];
+    snprintf(bwant[0], sizeof bwant[0], "SET k1 b1 %s", bts[0]);
+    snprintf(bwant[1], sizeof bwant[1], "DELETE k1 %s", bts[0]);
+    snprintf(bwant[2], sizeof bwant[2], "SET k1 b2 %s", bts[2]);
+    snprintf(bwant[3], sizeof bwant[3], "DELETE k1 %s", bts[2]);
+    snprintf(bwant[4], sizeof bwant[4], "SET k1 b3 %s", bts[4]);
+    expect_notifications(&oa, bwant, 5);
+    expect_notifications(&ob, bwant, 5);
+    printf("  5 changes of one key sent at once: each observer told of each, in order\n");
     client_close(&oa);
     client_close(&ob);
     client_close(&wa);

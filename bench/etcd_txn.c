@@ -1,0 +1,185 @@
+/* etcd_txn.c - etcd's own capacity for the Txns the state store sends:
+ * the baseline of the benchmarks on etcd.
+ *
+ *   etcd_txn ENDPOINTS KEYS_PER_TXN SET_PERCENT IN_FLIGHT SECONDS
+ *
+ * Each of IN_FLIGHT threads sends one Txn after another through one gRPC
+ * channel (the plugin's own client code, etcd/grpc.c), on keys of its own.
+ * A Txn has the shape of one batch of the plugin: a compare on the
+ * revision of each of KEYS_PER_TXN keys (16-byte keys, as read last), a
+ * put of an 84-byte value (a 64-byte value and its record header) for
+ * SET_PERCENT of them, and a put of a marker key when it wrote anything,
+ * a Range of it when not. Prints:
+ *   ETCDTXN txns=.. seconds=.. txn_per_s=.. keys_per_s=.. p50_us=.. p99_us=.. failed=..
+ */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/errors.h"
+#include "../etcd/grpc.h"
+#include "../etcd/kv.h"
+
+#define MAX_THREADS 16
+#define KEYS_PER_THREAD 4096
+#define MAX_LAT (1u << 20)
+
+struct worker {
+    ss_grpc *g;
+    int id, per_txn, set_pct;
+    double seconds;
+    int64_t rev[KEYS_PER_THREAD]; /* each key's mod_revision (0: absent) */
+    uint32_t *lat;
+    size_t nlat;
+    long txns, failed;
+};
+
+static uint64_t mono_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+static ss_bytes bytes_of(const char *s, size_t n)
+{
+    ss_bytes b = {(const uint8_t *)s, n};
+    return b;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    char value[84];
+    memset(value, 'v', sizeof value);
+    /* Keys of this process alone: a key it has not written is absent. */
+    char marker[48];
+    snprintf(marker, sizeof marker, "raw%ld/n/bench-%d", (long)getpid(), w->id);
+    uint64_t end = mono_us() + (uint64_t)(w->seconds * 1e6);
+    unsigned next = 0, turn = 0;
+    int *batch = calloc((size_t)w->per_txn, sizeof *batch);
+    ss_etcd_txn t = {0};
+    while (batch && mono_us() < end) {
+        ss_etcd_txn_clear(&t);
+        bool wrote = false;
+        for (int i = 0; i < w->per_txn; i++) {
+            int k = (int)(next++ % KEYS_PER_THREAD);
+            batch[i] = k;
+            char key[64];
+            int n = snprintf(key, sizeof key, "raw%ld/k/%02d%014d", (long)getpid(), w->id, k);
+            ss_etcd_txn_expect(&t, bytes_of(key, (size_t)n), w->rev[k]);
+        }
+        for (int i = 0; i < w->per_txn; i++) {
+            if ((int)(turn++ % 100) >= w->set_pct)
+                continue;
+            char key[64];
+            int n = snprintf(key, sizeof key, "raw%ld/k/%02d%014d", (long)getpid(), w->id, batch[i]);
+            ss_etcd_txn_put(&t, bytes_of(key, (size_t)n), bytes_of(value, sizeof value));
+            batch[i] = -1 - batch[i]; /* written: its revision changes */
+            wrote = true;
+        }
+        if (wrote)
+            ss_etcd_txn_put(&t, bytes_of(marker, strlen(marker)), bytes_of("txn", 3));
+        else
+            ss_etcd_txn_get(&t, bytes_of(marker, strlen(marker)));
+        ss_grpc_call c = {.method = SS_ETCD_TXN_METHOD, .timeout_ms = 5000};
+        if (ss_etcd_txn_pack(&t, &c.request) != SS_OK)
+            break;
+        uint64_t t0 = mono_us();
+        int rc = ss_grpc_call_wait(w->g, &c);
+        uint64_t took = mono_us() - t0;
+        ss_etcd_reply r;
+        if (rc == SS_OK && ss_etcd_txn_unpack(&c.reply, &r, NULL) == SS_OK) {
+            if (r.succeeded) {
+                for (int i = 0; i < w->per_txn; i++)
+                    if (batch[i] < 0)
+                        w->rev[-1 - batch[i]] = r.revision;
+                w->txns++;
+                if (w->nlat < MAX_LAT)
+                    w->lat[w->nlat++] = (uint32_t)took;
+            } else {
+                w->failed++; /* no one else writes these keys: never */
+            }
+            ss_etcd_reply_free(&r);
+        } else {
+            w->failed++;
+        }
+        ss_grpc_call_clear(&c);
+    }
+    ss_etcd_txn_free(&t);
+    free(batch);
+    return NULL;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 6) {
+        fprintf(stderr, "usage: etcd_txn ENDPOINTS KEYS_PER_TXN SET_PERCENT IN_FLIGHT SECONDS\n");
+        return 2;
+    }
+    int per_txn = atoi(argv[2]), set_pct = atoi(argv[3]), threads = atoi(argv[4]);
+    double seconds = atof(argv[5]);
+    if (per_txn < 1 || per_txn > 125 || set_pct < 0 || set_pct > 100 || threads < 1 || threads > MAX_THREADS ||
+        seconds <= 0) {
+        fprintf(stderr, "etcd_txn: 1..125 keys per Txn, 0..100 percent, 1..%d in flight, seconds > 0\n",
+                MAX_THREADS);
+        return 2;
+    }
+    ss_grpc_options o = {.endpoints = argv[1]};
+    ss_grpc *g;
+    char why[200];
+    if (ss_grpc_new(&o, &g, why, sizeof why) != SS_OK) {
+        fprintf(stderr, "etcd_txn: %s\n", why);
+        return 1;
+    }
+    static struct worker ws[MAX_THREADS];
+    pthread_t tids[MAX_THREADS];
+    uint64_t t0 = mono_us();
+    for (int i = 0; i < threads; i++) {
+        ws[i] = (struct worker){.g = g, .id = i, .per_txn = per_txn, .set_pct = set_pct, .seconds = seconds};
+        ws[i].lat = malloc(MAX_LAT * sizeof *ws[i].lat);
+        if (ws[i].lat == NULL || pthread_create(&tids[i], NULL, worker_main, &ws[i]) != 0) {
+            fprintf(stderr, "etcd_txn: out of memory\n");
+            return 1;
+        }
+    }
+    long txns = 0, failed = 0;
+    size_t nlat = 0;
+    for (int i = 0; i < threads; i++) {
+        pthread_join(tids[i], NULL);
+        txns += ws[i].txns;
+        failed += ws[i].failed;
+        nlat += ws[i].nlat;
+    }
+    double secs = (double)(mono_us() - t0) / 1e6;
+    uint32_t *all = malloc((nlat ? nlat : 1) * sizeof *all);
+    size_t at = 0;
+    for (int i = 0; i < threads; i++) {
+        if (all)
+            memcpy(all + at, ws[i].lat, ws[i].nlat * sizeof *all);
+        at += ws[i].nlat;
+        free(ws[i].lat);
+    }
+    uint32_t p50 = 0, p99 = 0;
+    if (all && nlat) {
+        qsort(all, nlat, sizeof *all, cmp_u32);
+        p50 = all[nlat / 2];
+        p99 = all[nlat * 99 / 100];
+    }
+    free(all);
+    ss_grpc_free(g);
+    printf("ETCDTXN txns=%ld seconds=%.3f txn_per_s=%.0f keys_per_s=%.0f p50_us=%u p99_us=%u failed=%ld\n", txns,
+           secs, (double)txns / secs, (double)txns * per_txn / secs, p50, p99, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,111 @@
+#!/bin/bash
+# Benchmarks of the store on etcd (part of `make bench`; alone: `make
+# bench-etcd`): a 3-member etcd cluster on this machine, one and two
+# brokers on it, beside the LMDB store and beside etcd's own capacity for
+# the same Txns (bench/etcd_txn: the plugin's gRPC client, the same batch
+# sizes), all measured in this run, interleaved, medians of REPS runs.
+# Results are described in docs/BENCHMARKS.md.
+set -u
+B=build/plain
+REPS=${BENCH_REPS:-3}
+SECS=${BENCH_SECONDS:-6}
+ETCD_BIN=build/etcd/root/usr/bin
+WORK=$(mktemp -d /tmp/statestore-bench-etcd.XXXXXX)
+. "$(dirname "$0")/bench-lib.sh"
+
+# ---- the cluster: 3 members, data under WORK (on whatever disk /tmp is) ----
+initial=""
+ENDPOINTS=""
+declare -a CP PP
+for i in 1 2 3; do
+    CP[$i]=$(free_port)
+    PP[$i]=$(free_port)
+    initial="${initial:+$initial,}m$i=http://127.0.0.1:${PP[$i]}"
+    ENDPOINTS="${ENDPOINTS:+$ENDPOINTS,}http://127.0.0.1:${CP[$i]}"
+done
+for i in 1 2 3; do
+    "$ETCD_BIN/etcd" --name "m$i" --data-dir "$WORK/etcd-$i" \
+        --listen-client-urls "http://127.0.0.1:${CP[$i]}" --advertise-client-urls "http://127.0.0.1:${CP[$i]}" \
+        --listen-peer-urls "http://127.0.0.1:${PP[$i]}" --initial-advertise-peer-urls "http://127.0.0.1:${PP[$i]}" \
+        --initial-cluster "$initial" --initial-cluster-state new > "$WORK/etcd-$i.log" 2>&1 &
+    PIDS+=("$!")
+done
+for _ in $(seq 200); do
+    ETCDCTL_API=3 "$ETCD_BIN/etcdctl" --endpoints "$ENDPOINTS" endpoint health > /dev/null 2>&1 && break
+    sleep 0.1
+done
+ETCD_VERSION=$("$ETCD_BIN/etcd" --version | awk '/etcd Version/ {print $3}')
+
+start_broker lmdb "$PWD/$B/statestore.so" "plugin_opt_data_dir $WORK/lmdb"
+for n in a b; do
+    start_broker "etcd_$n" "$PWD/$B/statestore.so" "plugin_opt_backend etcd" \
+        "plugin_opt_etcd_endpoints $ENDPOINTS" "plugin_opt_node_id bench-$n" "sys_interval 1"
+done
+
+# txns PORT: the broker's etcd/txns figure (published every second)
+txns() {
+    $B/statestore -p "$1" stats 2>/dev/null | awk '$1 == "etcd/txns" {print $2}'
+}
+# keys_per_txn OPS TXNS: the batch size the plugin reached, whole keys
+keys_per_txn() { awk -v o="$1" -v t="$2" 'BEGIN {k = (t > 0 ? int(o / t + 0.5) : 1); print (k < 1 ? 1 : (k > 125 ? 125 : k))}'; }
+raw() { $B/bench/etcd_txn "$ENDPOINTS" "$@" | grep '^ETCDTXN'; }
+
+# Every key written once first, as in 1: the brokers then hold them in
+# their caches, and requests need no reads (the plugin's steady state).
+lg -p "$PORT_lmdb" -c 4 -w 64 -k 100000 -n 100000 --sequential --label preload > /dev/null
+lg -p "$PORT_etcd_a" -c 4 -w 64 -k 100000 -n 100000 --sequential --label preload > /dev/null
+lg -p "$PORT_etcd_a" -c 4 -w 64 -k 100000 -n 100000 --sequential --prefix a --label preload > /dev/null
+lg -p "$PORT_etcd_b" -c 4 -w 64 -k 100000 -n 100000 --sequential --prefix b --label preload > /dev/null
+
+echo "8. the store on etcd: 3 members of etcd $ETCD_VERSION on this machine (data in /tmp), $REPS interleaved runs of ${SECS}s, medians"
+# Throughput: 4 connections x 64 in flight, 50% SET / 50% GET, as in 1.
+declare -a lt e1 r1 k1 e2 r2
+for i in $(seq "$REPS"); do
+    l=$(lg -p "$PORT_lmdb" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --label lmdb)
+    t0=$(txns "$PORT_etcd_a")
+    e=$(lg -p "$PORT_etcd_a" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --label etcd1)
+    sleep 1.2
+    t1=$(txns "$PORT_etcd_a")
+    k=$(keys_per_txn "$(field "$e" ops)" "$(( t1 - t0 ))")
+    r=$(raw "$k" 50 1 "$SECS")
+    # Two brokers at once, each with the same load, on keys of their own.
+    $B/bench/loadgen -p "$PORT_etcd_b" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --prefix b --label etcd2b \
+        | grep '^LOADGEN' > "$WORK/b.out" &
+    lb=$!
+    ea=$(lg -p "$PORT_etcd_a" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --prefix a --label etcd2a)
+    wait $lb
+    eb=$(cat "$WORK/b.out")
+    rr=$(raw "$k" 50 2 "$SECS")
+    lt+=("$(field "$l" ops_per_s)"); e1+=("$(field "$e" ops_per_s)"); k1+=("$k")
+    r1+=("$(field "$r" keys_per_s)")
+    e2+=("$(awk -v a="$(field "$ea" ops_per_s)" -v b="$(field "$eb" ops_per_s)" 'BEGIN {print a + b}')")
+    r2+=("$(field "$rr" keys_per_s)")
+done
+LT=$(median "${lt[@]}"); E1=$(median "${e1[@]}"); R1=$(median "${r1[@]}"); K1=$(median "${k1[@]}")
+E2=$(median "${e2[@]}"); R2=$(median "${r2[@]}")
+echo "   throughput 4x64 in flight, 50% SET / 50% GET:"
+echo "     LMDB ${LT} ops/s; one broker on etcd ${E1} ops/s ($(ratio "$E1" "$LT") of LMDB), ${K1} requests per Txn"
+echo "     raw etcd Txns of ${K1} keys (half of them put), 1 in flight, through the same client: ${R1} keys/s:"
+echo "       one broker / raw $(ratio "$E1" "$R1") (target >= 0.8)"
+echo "     two brokers at once ${E2} ops/s; raw, 2 in flight ${R2} keys/s: two brokers / raw $(ratio "$E2" "$R2")"
+echo "     runs: lmdb ${lt[*]} / etcd ${e1[*]} / raw ${r1[*]} / two brokers ${e2[*]} / raw 2 ${r2[*]}"
+echo "BENCH etcd_throughput lmdb_ops=$LT etcd_ops=$E1 etcd_vs_lmdb=$(ratio "$E1" "$LT") keys_per_txn=$K1 raw_keys=$R1 etcd_vs_raw=$(ratio "$E1" "$R1") two_brokers_ops=$E2 raw2_keys=$R2 two_vs_raw=$(ratio "$E2" "$R2")"
+
+# Latency: 1 in flight, alternating which goes first.
+declare -a ll el rl
+for i in $(seq "$REPS"); do
+    if [ $(( i % 2 )) = 1 ]; then
+        e=$(lg -p "$PORT_etcd_a" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --label etcd1x1)
+        r=$(raw 1 50 1 "$SECS")
+    else
+        r=$(raw 1 50 1 "$SECS")
+        e=$(lg -p "$PORT_etcd_a" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --label etcd1x1)
+    fi
+    l=$(lg -p "$PORT_lmdb" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --label lmdb1x1)
+    ll+=("$(field "$l" p50_us)"); el+=("$(field "$e" p50_us)"); rl+=("$(field "$r" p50_us)")
+done
+LL=$(median "${ll[@]}"); EL=$(median "${el[@]}"); RL=$(median "${rl[@]}")
+echo "   latency p50, 1 in flight, 50% SET / 50% GET: LMDB ${LL} us, etcd ${EL} us, raw etcd Txn ${RL} us:"
+echo "     the plugin adds $(( EL - RL )) us to raw etcd (target <= 1000)"
+echo "     runs: lmdb ${ll[*]} / etcd ${el[*]} / raw ${rl[*]}"
+echo "BENCH etcd_latency lmdb_p50_us=$LL etcd_p50_us=$EL raw_p50_us=$RL added_us=$(( EL - RL ))"
