@@ -230,6 +230,9 @@ stress: deps
 # Under valgrind: the unit tests, then the integration tests with the
 # broker (and so the plugin) under valgrind. Any memory error or definite
 # leak fails.
+# Tests valgrind may leave out (make valgrind VALGRIND_SKIP="cluster_ etcd_"
+# leaves out those of the etcd cluster, which ASan and TSan cover).
+VALGRIND_SKIP ?=
 valgrind: deps
 	@scripts/deps.sh valgrind
 	@$(MAKE) --no-print-directory build/plain/tests/unit/run build/plain/tests/integration/run \
@@ -237,7 +240,7 @@ valgrind: deps
 	@valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite \
 	    --error-exitcode=9 build/plain/tests/unit/run
 	@$(MAKE) --no-print-directory build/plain/statestore build/plain/examples/client_example SAN=0
-	@SS_BROKER_VALGRIND=1 SS_CLI=$(CURDIR)/build/plain/statestore \
+	@SS_TEST_SKIP="$(VALGRIND_SKIP)" SS_BROKER_VALGRIND=1 SS_CLI=$(CURDIR)/build/plain/statestore \
 	    SS_EXAMPLE=$(CURDIR)/build/plain/examples/client_example \
 	    SS_PLUGIN=$(CURDIR)/build/plain/statestore.so build/plain/tests/integration/run
 
