@@ -133,8 +133,8 @@ $(SHLIB): $(SHLIB_OBJ) client/libstatestore-client.map
 
 # The tool: the client library, and the store for its offline commands
 # (import).
-$(CLI): $(CLI_OBJ) $(LIBCLIENT) $(LIBCORE)
-	$(CC) $(SANFLAGS) -o $@ $(CLI_OBJ) $(LIBCLIENT) $(LIBCORE) $(MOSQ_LIBS) $(LDLIBS_ALL) -lpthread
+$(CLI): $(CLI_OBJ) $(LIBCLIENT) $(LIBETCD) $(LIBCORE)
+	$(CC) $(SANFLAGS) -o $@ $(CLI_OBJ) $(LIBCLIENT) $(LIBETCD) $(LIBCORE) $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
 
 # The documented example, built against the headers as installed
 # (<statestore/...>): build/include/statestore links to the sources.

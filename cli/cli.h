@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../client/client.h"
+#include "../core/backend.h"
 
 /* Exit codes (documented in --help and the man page). */
 enum {
@@ -37,6 +38,7 @@ struct cli {
     uint64_t wait_ms;
     const char *holder;
     bool watch; /* stats --watch */
+    const char *etcd_endpoints, *etcd_prefix; /* import into an etcd cluster */
 };
 
 /* main.c: a usage error: the message, then the command's usage line. */
@@ -75,6 +77,16 @@ int cmd_backup(struct cli *cl, ss_client *c);
 int cmd_restore(struct cli *cl, ss_client *c);
 /* True when path is an empty directory or does not exist. */
 bool cli_dir_is_empty(const char *path);
+
+/* import_etcd.c: import into a store on an etcd cluster (--etcd). open
+ * connects (TLS with --cafile/--cert/--key, etcd's login with -u/-P) and
+ * checks that the prefix holds nothing; put adds a record; finish
+ * commits what is left. Each returns 0 or a failure with *why. */
+struct import_etcd;
+int import_etcd_open(const struct cli *cl, struct import_etcd **out, char *why, size_t n);
+int import_etcd_put(struct import_etcd *e, ss_bytes key, const ss_record *rec, char *why, size_t n);
+int import_etcd_finish(struct import_etcd *e, char *why, size_t n);
+void import_etcd_close(struct import_etcd *e);
 
 /* export.c: export online; import offline (c is NULL) */
 int cmd_export(struct cli *cl, ss_client *c);

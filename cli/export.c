@@ -1,7 +1,8 @@
 /* export.c - export [PATTERN]: the live store's records as JSON lines
  * (administrative EXPORT, page by page); import FILE DIR: such lines into
  * a new data directory, offline, with their versions, fencing tokens and
- * deadlines. A portable format, so that data can move between stores and
+ * deadlines (or, with --etcd, into a store on an etcd cluster:
+ * import_etcd.c). A portable format, so that data can move between stores and
  * backends.
  *
  * One JSON object per line:
@@ -281,41 +282,121 @@ static const char *parse_line(const char *p, struct import_line *l)
     return NULL;
 }
 
-int cmd_import(struct cli *cl, ss_client *c)
+/* Where imported records go: a new LMDB data directory, or a store on an
+ * etcd cluster. */
+struct import_sink {
+    ss_store *s;
+    struct import_etcd *e;
+    uint64_t now;
+    long written;
+    char why[256];
+};
+
+static int sink_put(struct import_sink *k, ss_bytes key, const ss_record *rec)
 {
-    (void)c;
-    const char *file = cl->args[0], *dir = cl->args[1];
-    FILE *in = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
-    if (in == NULL) {
-        out_error("import: %s: %s", file, strerror(errno));
+    if (k->e)
+        return import_etcd_put(k->e, key, rec, k->why, sizeof k->why);
+    int rc = SS_OK;
+    if (!ss_store_in_batch(k->s) && (rc = ss_store_begin(k->s)) != SS_OK)
+        return rc;
+    if ((rc = ss_store_put(k->s, key, rec)) != SS_OK)
+        snprintf(k->why, sizeof k->why, "%s", ss_store_cause(k->s));
+    if (rc == SS_OK && ++k->written % SS_IMPORT_BATCH == 0 && (rc = ss_store_commit(k->s, k->now)) != SS_OK)
+        snprintf(k->why, sizeof k->why, "%s", ss_store_cause(k->s));
+    return rc;
+}
+
+/* Everything written; versions go on above newest (on etcd, brokers
+ * merge the versions they read instead). */
+static int sink_finish(struct import_sink *k, bool any, const ss_hlc *newest)
+{
+    if (k->e)
+        return import_etcd_finish(k->e, k->why, sizeof k->why);
+    int rc = SS_OK;
+    if (any && !ss_store_in_batch(k->s))
+        rc = ss_store_begin(k->s);
+    if (any && rc == SS_OK)
+        rc = ss_store_set_clock(k->s, newest->wall, newest->counter);
+    if (rc == SS_OK && ss_store_in_batch(k->s))
+        rc = ss_store_commit(k->s, k->now);
+    if (rc != SS_OK)
+        snprintf(k->why, sizeof k->why, "%s", ss_store_cause(k->s));
+    return rc;
+}
+
+static void sink_close(struct import_sink *k)
+{
+    if (k->s) {
+        if (ss_store_in_batch(k->s))
+            ss_store_abort(k->s);
+        ss_store_close(k->s);
+    }
+    import_etcd_close(k->e);
+}
+
+/* Open the destination: DIR, or the cluster of --etcd. */
+static int sink_open(struct cli *cl, struct import_sink *k)
+{
+    memset(k, 0, sizeof *k);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    k->now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    if (cl->etcd_endpoints) {
+        if (cl->nargs != 1) {
+            usage_error(cl, "import: with --etcd, give FILE alone (no DIR)");
+            return SS_EXIT_USAGE;
+        }
+        int rc = import_etcd_open(cl, &k->e, k->why, sizeof k->why);
+        if (rc != SS_OK) {
+            out_error("import: etcd at %s: %s", cl->etcd_endpoints, k->why);
+            return rc == SS_E_INVAL ? SS_EXIT_USAGE : SS_EXIT_CONNECTION;
+        }
+        return SS_EXIT_OK;
+    }
+    if (cl->nargs != 2) {
+        usage_error(cl, "import: give FILE and DIR (or FILE and --etcd ENDPOINTS)");
         return SS_EXIT_USAGE;
     }
+    const char *dir = cl->args[1];
     if (!cli_dir_is_empty(dir)) {
         out_error("import: %s is not empty: import into a new or empty data directory", dir);
-        if (in != stdin)
-            fclose(in);
         return SS_EXIT_USAGE;
     }
     ss_store_options so = ss_store_options_default();
     so.path = dir;
-    ss_store *s;
-    int rc = ss_store_open(&so, &s);
+    int rc = ss_store_open(&so, &k->s);
     if (rc != SS_OK) {
         out_error("import: cannot open a store in %s: %s", dir, ss_strerror(rc));
-        if (in != stdin)
-            fclose(in);
         return SS_EXIT_CONNECTION;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return SS_EXIT_OK;
+}
+
+int cmd_import(struct cli *cl, ss_client *c)
+{
+    (void)c;
+    const char *file = cl->args[0];
+    const char *dest = cl->etcd_endpoints ? cl->etcd_endpoints : cl->nargs > 1 ? cl->args[1] : "";
+    struct import_sink sink;
+    int exit_code = sink_open(cl, &sink);
+    if (exit_code != SS_EXIT_OK) {
+        sink_close(&sink);
+        return exit_code;
+    }
+    FILE *in = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
+    if (in == NULL) {
+        out_error("import: %s: %s", file, strerror(errno));
+        sink_close(&sink);
+        return SS_EXIT_USAGE;
+    }
+    uint64_t now = sink.now;
     ss_hlc newest = {0};
     bool any = false;
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;
     long lineno = 0, imported = 0, expired = 0;
-    int exit_code = SS_EXIT_OK;
+    int rc = SS_OK;
     ss_buf key = SS_BUF_INIT, value = SS_BUF_INIT;
     while (exit_code == SS_EXIT_OK && (got = getline(&line, &cap, in)) > 0) {
         lineno++;
@@ -348,43 +429,30 @@ int cmd_import(struct cli *cl, ss_client *c)
         rec.value.len = value.len;
         rec.has_ft = l.has_ft;
         rec.expiry_ms = l.has_exp ? l.exp : 0;
-        if (!ss_store_in_batch(s) && (rc = ss_store_begin(s)) != SS_OK)
-            break;
         ss_bytes k = {key.data, key.len};
-        if ((rc = ss_store_put(s, k, &rec)) != SS_OK) {
-            out_error("import: %s line %ld: %s (%s)", file, lineno, ss_strerror(rc), ss_store_cause(s));
-            exit_code = SS_EXIT_CONNECTION;
+        if ((rc = sink_put(&sink, k, &rec)) != SS_OK) {
+            out_error("import: %s line %ld: %s (%s)", file, lineno, ss_strerror(rc), sink.why);
+            exit_code = rc == SS_E_INVAL || rc == SS_E_QUOTA ? SS_EXIT_USAGE : SS_EXIT_CONNECTION;
             break;
         }
         if (!any || ss_hlc_compare(&rec.version, &newest) > 0)
             newest = rec.version;
         any = true;
-        if (++imported % SS_IMPORT_BATCH == 0 && (rc = ss_store_commit(s, now)) != SS_OK)
-            break;
+        imported++;
     }
-    /* Versions go on above the newest imported one. */
-    if (exit_code == SS_EXIT_OK && rc == SS_OK && any) {
-        if (!ss_store_in_batch(s))
-            rc = ss_store_begin(s);
-        if (rc == SS_OK)
-            rc = ss_store_set_clock(s, newest.wall, newest.counter);
+    if (exit_code == SS_EXIT_OK && (rc = sink_finish(&sink, any, &newest)) != SS_OK) {
+        out_error("import: writing %s: %s (%s)", dest, ss_strerror(rc), sink.why);
+        exit_code = rc == SS_E_INVAL ? SS_EXIT_USAGE : SS_EXIT_CONNECTION;
     }
-    if (exit_code == SS_EXIT_OK && rc == SS_OK && ss_store_in_batch(s))
-        rc = ss_store_commit(s, now);
-    if (exit_code == SS_EXIT_OK && rc != SS_OK) {
-        out_error("import: writing %s: %s (%s)", dir, ss_strerror(rc), ss_store_cause(s));
-        exit_code = SS_EXIT_CONNECTION;
-    }
-    if (ss_store_in_batch(s))
-        ss_store_abort(s);
-    ss_store_close(s);
+    sink_close(&sink);
     free(line);
     ss_buf_free(&key);
     ss_buf_free(&value);
     if (in != stdin)
         fclose(in);
     if (exit_code == SS_EXIT_OK)
-        fprintf(stderr, "%ld records imported into %s (%ld past their deadline left out)\n", imported, dir,
+        fprintf(stderr, "%ld records imported into %s%s%s (%ld past their deadline left out)\n", imported, dest,
+                cl->etcd_endpoints ? ", prefix " : "", cl->etcd_endpoints ? (cl->etcd_prefix ? cl->etcd_prefix : "statestore/") : "",
                 expired);
     return exit_code;
 }

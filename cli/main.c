@@ -37,7 +37,8 @@ static const char usage_text[] =
     "  backup NAME        a consistent copy of the live store, into the broker's backup_dir\n"
     "  restore FILE DIR   a backup into an empty data directory (offline)\n"
     "  export [PATTERN]   records as JSON lines (key, value, version, token, deadline)\n"
-    "  import FILE DIR    JSON lines into an empty data directory (offline)\n"
+    "  import FILE DIR    JSON lines into an empty data directory (offline), or\n"
+    "  import FILE --etcd ENDPOINTS   into a store on an etcd cluster\n"
     "  ping               measure a request's round trip (a health check)\n"
     "  stats [--watch]    the store's figures (from $SYS/broker/statestore/)\n"
     "\n"
@@ -110,11 +111,15 @@ static const struct {
      "Usage: statestore export [PATTERN]\n"
      "Writes the records matching PATTERN (default *) that this client may read as JSON\n"
      "lines: key, key_base64, value_base64, version, fencing_token, expires_at_ms.\n"},
-    {"import", cmd_import, 2, 2, false,
+    {"import", cmd_import, 1, 2, false,
      "Usage: statestore import FILE DIR\n"
+     "       statestore import FILE --etcd ENDPOINTS [--etcd-prefix PREFIX]\n"
      "Writes the JSON lines of FILE (- for standard input), as export writes them, into DIR\n"
      "(new or empty) as a data directory, without a broker, with their versions, fencing\n"
-     "tokens and deadlines; records past their deadline are left out.\n"},
+     "tokens and deadlines; records past their deadline are left out. With --etcd, into a\n"
+     "store on that etcd cluster (comma-separated http(s)://host:port) under PREFIX\n"
+     "(default statestore/), which must hold no keys yet; --cafile, --cert and --key are\n"
+     "then etcd's TLS, -u and -P etcd's user and password.\n"},
     {"ping", cmd_ping, 0, 0, false,
      "Usage: statestore ping\n"
      "Sends one request (a GET of the key statestore-ping) and prints how long the answer\n"
@@ -130,7 +135,7 @@ static const struct {
 enum {
     OPT_HOST = 256, OPT_PORT, OPT_ID, OPT_USER, OPT_PASS, OPT_FILE, OPT_CAFILE, OPT_CAPATH,
     OPT_CERT, OPT_KEY, OPT_TIMEOUT, OPT_JSON, OPT_HELP, OPT_VERSION, OPT_NX, OPT_NEX, OPT_PX,
-    OPT_FT, OPT_TTL, OPT_WAIT, OPT_HOLDER, OPT_WATCH,
+    OPT_FT, OPT_TTL, OPT_WAIT, OPT_HOLDER, OPT_WATCH, OPT_ETCD, OPT_ETCD_PREFIX,
 };
 
 /* Every option: its long name, its short letter (0: none) and whether it
@@ -163,6 +168,8 @@ static const struct cli_option {
     {"wait", 0, true, OPT_WAIT},
     {"holder", 0, true, OPT_HOLDER},
     {"watch", 0, false, OPT_WATCH},
+    {"etcd", 0, true, OPT_ETCD},
+    {"etcd-prefix", 0, true, OPT_ETCD_PREFIX},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -279,6 +286,8 @@ static int apply(struct cli *cl, const char *spelled, int id, const char *v, boo
     case OPT_WAIT: return number(cl, spelled, v, ms_max, &cl->wait_ms) != 0 ? SS_EXIT_USAGE : -1;
     case OPT_HOLDER: cl->holder = v; break;
     case OPT_WATCH: cl->watch = true; break;
+    case OPT_ETCD: cl->etcd_endpoints = v; break;
+    case OPT_ETCD_PREFIX: cl->etcd_prefix = v; break;
     default: break;
     }
     return -1;

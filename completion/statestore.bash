@@ -22,7 +22,7 @@ _statestore()
         --capath)
             COMPREPLY=($(compgen -d -- "$cur"))
             return ;;
-        -h|--host|-p|--port|-i|--id|-u|--username|-P|--password|--timeout|--px|--ttl|--wait|--holder|--fencing-token)
+        -h|--host|-p|--port|-i|--id|-u|--username|-P|--password|--timeout|--px|--ttl|--wait|--holder|--fencing-token|--etcd|--etcd-prefix)
             return ;;
     esac
 
@@ -30,7 +30,7 @@ _statestore()
     local i command=""
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-            -h|--host|-p|--port|-i|--id|-u|--username|-P|--password|--cafile|--capath|--cert|--key|--timeout|-f|--file|--px|--ttl|--wait|--holder|--fencing-token)
+            -h|--host|-p|--port|-i|--id|-u|--username|-P|--password|--cafile|--capath|--cert|--key|--timeout|-f|--file|--px|--ttl|--wait|--holder|--fencing-token|--etcd|--etcd-prefix)
                 ((i++)) ;;
             -*) ;;
             *) command=${words[i]}; break ;;
@@ -53,7 +53,14 @@ _statestore()
         vdel) extra="--fencing-token -f --file" ;;
         lock) extra="--ttl --wait --holder --" ;;
         stats) extra="--watch" ;;
-        restore|import) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        restore) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        import)
+            if [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "$common --etcd --etcd-prefix" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi
+            return ;;
     esac
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$common $extra" -- "$cur"))

@@ -211,7 +211,7 @@ static void ss_etcd__watch_message(struct ss_backend_etcd *e, ss_bytes msg)
         ss_grpc_cancel(e->grpc, &e->watch->call);
         return;
     }
-    if (w.created) {
+    if (w.created && !w.canceled) {
         e->watch_created = true;
         if (e->watch_rev == 0) {
             /* The first watch: changes after this revision come from it. */
@@ -236,8 +236,11 @@ static void ss_etcd__watch_message(struct ss_backend_etcd *e, ss_bytes msg)
                 e->stats.watch_lost_revisions += (uint64_t)lost;
             e->watch_rev = w.compact_revision - 1;
         } else {
-            ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd ended the watch on changes (%s): watching again",
-                         w.cancel_reason[0] ? w.cancel_reason : "no reason given");
+            /* Refused (a permission, say): said once, tried every second. */
+            if (!e->watch_logged)
+                ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd ended the watch on changes (%s): watching again",
+                             w.cancel_reason[0] ? w.cancel_reason : "no reason given");
+            e->watch_logged = true;
             e->watch_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
         }
         ss_grpc_cancel(e->grpc, &e->watch->call);

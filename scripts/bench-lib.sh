@@ -13,7 +13,9 @@ trap cleanup EXIT
 free_port() {
     local p
     while :; do
-        p=$((20000 + RANDOM % 40000))
+        # below the ephemeral range (32768-60999), which outgoing
+        # connections take ports from
+        p=$((20000 + RANDOM % 12000))
         (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
     done
 }

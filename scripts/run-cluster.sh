@@ -14,15 +14,17 @@ port=$5
 base=${ETCD_PORT_BASE:-23790}
 pids=""
 
+# Stop everything started, and exit with $1 (0 for Ctrl-C).
 stop() {
     trap - INT TERM EXIT
     echo
     echo "run-cluster: stopping"
     for pid in $pids; do kill "$pid" 2>/dev/null || true; done
     for pid in $pids; do wait "$pid" 2>/dev/null || true; done
-    exit 0
+    exit "$1"
 }
-trap stop INT TERM EXIT
+trap 'stop 0' INT TERM
+trap 'stop 1' EXIT
 
 busy() {
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
@@ -37,7 +39,7 @@ wait_for() {
         tries=$((tries + 1))
         if [ $tries -gt 100 ]; then
             echo "run-cluster: $what"
-            exit 1
+            exit 1 # the EXIT trap stops what was started
         fi
         sleep 0.1
     done

@@ -244,6 +244,18 @@ bool etcd_cluster_hashkv_equal(const struct etcd_cluster *c, int *n)
     return equal;
 }
 
+void etcd_cluster_assert_same_history(const struct etcd_cluster *c)
+{
+    int members = 0;
+    bool equal = false;
+    for (int tries = 0; tries < 50 && !equal; tries++) {
+        equal = etcd_cluster_hashkv_equal(c, &members);
+        if (!equal)
+            usleep(100000);
+    }
+    ASSERT_TRUE(equal && members == c->n);
+}
+
 void etcd_cluster_stop(struct etcd_cluster *c)
 {
     for (int i = 0; i < c->n; i++)

@@ -27,16 +27,39 @@ uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* Ports are taken from 20000-31999, below Linux's ephemeral range
+ * (32768-60999): a port the kernel hands out there may become the local
+ * port of some outgoing connection (etcd members dial each other) before
+ * the server that was meant to listen on it binds it. A port is free when
+ * it can be bound now; none is handed out twice by one process. */
 int free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-        test_fail(__FILE__, __LINE__, "no free port");
-    close(fd);
-    return ntohs(a.sin_port);
+    static int given[256];
+    static int ngiven;
+    static unsigned seed;
+    if (seed == 0)
+        seed = (unsigned)getpid() ^ (unsigned)now_ms();
+    for (int tries = 0; tries < 10000; tries++) {
+        int p = 20000 + (int)(rand_r(&seed) % 12000);
+        bool used = false;
+        for (int i = 0; i < ngiven; i++)
+            used = used || given[i] == p;
+        if (used)
+            continue;
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        if (fd >= 0)
+            close(fd);
+        if (!ok)
+            continue;
+        if (ngiven < 256)
+            given[ngiven++] = p;
+        return p;
+    }
+    test_fail(__FILE__, __LINE__, "no free port");
+    return -1;
 }
 
 bool port_open(int port)

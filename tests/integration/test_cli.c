@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../test.h"
+#include "etcd_cluster.h"
 #include "harness.h"
 
 
@@ -722,7 +723,11 @@ TEST(cli_bash_completion)
  * data directory with their versions, tokens and deadlines, leaving out
  * those past their deadline; a broker on it serves the same records and
  * issues versions above them. */
-TEST(cli_export_import_round_trip)
+/* A broker (on LMDB) with a plain record, one with a deadline in 10
+ * minutes, a fenced one, a binary key and value, and with soon one whose
+ * deadline is 300 ms away; their export into *exp and into file
+ * (test_tmpdir()/export.jsonl). */
+static void export_sample(bool soon, struct run *exp, char *file, size_t file_len)
 {
     struct broker b = {0};
     broker_start(&b);
@@ -733,7 +738,7 @@ TEST(cli_export_import_round_trip)
         {"set", "fenced", "3", "--fencing-token", "1700000000000:1:x", NULL},
         {"set", "soon", "gone", "--px", "300", NULL},
     };
-    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0] - (soon ? 0 : 1); i++) {
         cli(&r, b.port, NULL, 0, sets[i][0], sets[i][1], sets[i][2], sets[i][3], sets[i][4], sets[i][5], NULL);
         ASSERT_EQ(r.status, 0);
         run_free(&r);
@@ -741,23 +746,27 @@ TEST(cli_export_import_round_trip)
     cli(&r, b.port, "v\0\xff", 3, "set", "bin\x01key", "-", NULL);
     ASSERT_EQ(r.status, 0);
     run_free(&r);
-    struct run exp1;
-    cli(&exp1, b.port, NULL, 0, "export", NULL);
-    ASSERT_EQ(exp1.status, 0);
+    cli(exp, b.port, NULL, 0, "export", NULL);
+    ASSERT_EQ(exp->status, 0);
+    broker_stop(&b);
+    snprintf(file, file_len, "%s/export.jsonl", test_tmpdir());
+    FILE *f = fopen(file, "w");
+    ASSERT_TRUE(f != NULL);
+    fwrite(exp->out, 1, exp->out_len, f);
+    fclose(f);
+}
+
+TEST(cli_export_import_round_trip)
+{
+    struct run r, exp1;
+    char file[400], dir[400];
+    export_sample(true, &exp1, file, sizeof file);
     ASSERT_TRUE(strstr(exp1.err, "5 records exported") != NULL);
     ASSERT_TRUE(strstr(exp1.out, "{\"key\":\"bin\\u0001key\",\"key_base64\":\"YmluAWtleQ==\","
                                  "\"value_base64\":\"dgD/\",\"version\":\"") != NULL);
     ASSERT_TRUE(strstr(exp1.out, "\"fencing_token\":\"1700000000000:1:x\",\"expires_at_ms\":null}\n") != NULL);
-    broker_stop(&b);
     usleep(400000); /* "soon" is past its deadline now */
-
-    char file[400], dir[400];
-    snprintf(file, sizeof file, "%s/export.jsonl", test_tmpdir());
     snprintf(dir, sizeof dir, "%s/imported", test_tmpdir());
-    FILE *f = fopen(file, "w");
-    ASSERT_TRUE(f != NULL);
-    fwrite(exp1.out, 1, exp1.out_len, f);
-    fclose(f);
     cli(&r, 0, NULL, 0, "import", file, dir, NULL);
     ASSERT_EQ(r.status, 0);
     ASSERT_TRUE(strstr(r.err, "4 records imported") != NULL && strstr(r.err, "(1 past their deadline left out)"));
@@ -797,7 +806,7 @@ TEST(cli_export_import_round_trip)
     run_free(&exp2);
 
     /* A line that is not a record: refused with its number. */
-    f = fopen(file, "w");
+    FILE *f = fopen(file, "w");
     fputs("{\"key_base64\":\"YQ==\",\"value_base64\":\"MQ==\",\"version\":\"1:0:n\"}\n{\"key_base64\":7}\n", f);
     fclose(f);
     snprintf(dir, sizeof dir, "%s/bad", test_tmpdir());
@@ -805,4 +814,42 @@ TEST(cli_export_import_round_trip)
     ASSERT_EQ(r.status, 64);
     ASSERT_TRUE(strstr(r.err, "export.jsonl line 2: key_base64, value_base64 and version are required") != NULL);
     run_free(&r);
+}
+
+/* import --etcd puts an export into a store on an etcd cluster under a
+ * prefix that holds nothing yet; a broker on that prefix exports the same
+ * lines; a second import into it is refused, and so is --etcd with DIR. */
+TEST(cli_import_into_an_etcd_cluster)
+{
+    struct run r, exp1;
+    char file[400];
+    export_sample(false, &exp1, file, sizeof file);
+
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    cli(&r, 0, NULL, 0, "import", file, "--etcd", c.endpoints, "--etcd-prefix", "imp/", NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(strstr(r.err, "4 records imported into http://127.0.0.1:") != NULL &&
+                strstr(r.err, ", prefix imp/ (0 past their deadline left out)") != NULL);
+    run_free(&r);
+    cli(&r, 0, NULL, 0, "import", file, "--etcd", c.endpoints, "--etcd-prefix", "imp/", NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_TRUE(strstr(r.err, "the prefix imp/ already holds keys") != NULL);
+    run_free(&r);
+    cli(&r, 0, NULL, 0, "import", file, "somedir", "--etcd", c.endpoints, NULL);
+    ASSERT_EQ(r.status, 64);
+    run_free(&r);
+
+    struct broker e = {0};
+    snprintf(e.extra, sizeof e.extra,
+             "plugin_opt_backend etcd\nplugin_opt_etcd_endpoints %s\nplugin_opt_etcd_prefix imp/\n", c.endpoints);
+    broker_start(&e);
+    struct run exp2;
+    cli(&exp2, e.port, NULL, 0, "export", NULL);
+    ASSERT_EQ(exp2.status, 0);
+    ASSERT_MEM(exp2.out, exp2.out_len, exp1.out, exp1.out_len);
+    run_free(&exp1);
+    run_free(&exp2);
+    broker_stop(&e);
+    etcd_cluster_stop(&c);
 }

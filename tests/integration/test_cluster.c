@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../core/hlc.h"
 #include "../test.h"
 #include "etcd_cluster.h"
 #include "harness.h"
@@ -366,14 +367,7 @@ TEST(cluster_member_faults_under_write_load)
     broker_stop(&b);
     broker_stop(&b2);
     /* Every member holds the same history. */
-    int members;
-    bool equal = false;
-    for (int tries = 0; tries < 50 && !equal; tries++) {
-        equal = etcd_cluster_hashkv_equal(&c, &members);
-        if (!equal)
-            usleep(100000); /* a member that was stopped may still be catching up */
-    }
-    ASSERT_TRUE(equal && members == 3);
+    etcd_cluster_assert_same_history(&c);
     printf("  etcdctl endpoint hashkv: equal on all 3 members\n");
     etcd_cluster_stop(&c);
     free(l.acked);
@@ -760,5 +754,234 @@ TEST(cluster_notifications_across_brokers)
     client_close(&wb);
     broker_stop(&a);
     broker_stop(&b);
+    etcd_cluster_stop(&c);
+}
+
+/* ---- locks, renewals and deadlines under faults, two brokers ----------- */
+
+enum lk_state { LK_ACQUIRE, LK_WRITE, LK_RELEASE };
+
+/* A client of the lock test: one request in flight at a time. */
+struct lk_client {
+    struct client c;
+    char id[16], resp[64];
+    int port;
+    bool busy;
+    uint64_t sent_ms;
+    enum lk_state state;
+    char token[80]; /* LK_WRITE: the lock's fencing token */
+    int n;
+};
+
+/* A fenced write the store accepted: its token and its version. */
+struct lk_accepted {
+    ss_hlc token, version;
+};
+
+static void lk_connect(struct lk_client *k, int port)
+{
+    k->port = port;
+    k->busy = false;
+    client_connect_rr(&k->c, port, k->id, k->resp, sizeof k->resp);
+}
+
+/* The answer of k's request, if it came; NULL otherwise. */
+static struct msg *lk_answer(struct lk_client *k)
+{
+    if (!k->busy)
+        return NULL;
+    struct msg *m = client_wait(&k->c, 0);
+    if (m != NULL)
+        k->busy = false;
+    return m;
+}
+
+static bool lk_unavailable(const struct msg *m)
+{
+    return payload_is(m, UNAVAILABLE);
+}
+
+/* Lockers take a lock (SET NX PX), write a fenced resource with its
+ * token, and release it (VDEL); a renewer keeps a lease alive (SET NEX
+ * PX); a reader writes keys with a 200 ms deadline and reads them until
+ * they are gone. Clients on both brokers, while the etcd leader is
+ * killed, a follower stopped, and one broker killed (its clients move to
+ * the other). Afterwards: the tokens the resource accepted only increase
+ * in version order, no GET begun after a key's deadline returned it, and
+ * every member's history hashes the same. */
+TEST(cluster_locks_renewals_and_deadlines_under_faults)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    struct broker a, b;
+    const char *opts = "plugin_opt_etcd_timeout_ms 1000\nplugin_opt_etcd_unavailable_ms 3000\n";
+    cluster_broker(&a, &c, "locks-a", opts);
+    cluster_broker(&b, &c, "locks-b", opts);
+    enum { LOCKERS = 4, RENEWER = LOCKERS, READER = LOCKERS + 1, ALL = LOCKERS + 2 };
+    static struct lk_client ks[ALL];
+    for (int i = 0; i < ALL; i++) {
+        snprintf(ks[i].id, sizeof ks[i].id, i < LOCKERS ? "locker%d" : i == RENEWER ? "renewer" : "reader", i);
+        lk_connect(&ks[i], i % 2 ? b.port : a.port);
+    }
+    static struct lk_accepted accepted[20000];
+    int naccepted = 0, refused = 0, acquired = 0, unknown = 0, renewed = 0, lapsed = 0, reads = 0;
+    int expiring = 0, late_reads = 0;
+    bool renewer_has_lease = false;
+    uint64_t tmp_deadline = 0; /* the reader's key: latest possible deadline */
+    int tmp_n = 0;
+    uint64_t start = now_ms(), end = start + 14000;
+    int fault = 0, stopped = -1;
+    while (now_ms() < end) {
+        uint64_t t = now_ms() - start;
+        /* The faults, at fixed times. */
+        if (fault == 0 && t >= 3000) {
+            int leader = etcd_cluster_leader(&c);
+            ASSERT_TRUE(leader >= 0);
+            etcd_member_kill9(&c, leader);
+            stopped = leader;
+            fault++;
+        } else if (fault == 1 && t >= 5000) {
+            etcd_member_restart(&c, stopped);
+            fault++;
+        } else if (fault == 2 && t >= 7000) {
+            int leader = etcd_cluster_leader(&c);
+            ASSERT_TRUE(leader >= 0);
+            stopped = (leader + 1) % 3;
+            etcd_member_sigstop(&c, stopped);
+            fault++;
+        } else if (fault == 3 && t >= 8500) {
+            ASSERT_EQ(kill(c.pid[stopped], SIGCONT), 0);
+            fault++;
+        } else if (fault == 4 && t >= 10000) {
+            /* Broker a dies; its clients go on through broker b. */
+            broker_kill9(&a);
+            for (int i = 0; i < ALL; i++) {
+                if (ks[i].port != a.port)
+                    continue;
+                if (ks[i].busy)
+                    unknown++; /* its answer will never come */
+                client_close(&ks[i].c);
+                lk_connect(&ks[i], b.port);
+            }
+            fault++;
+        }
+        for (int i = 0; i < ALL; i++) {
+            struct lk_client *k = &ks[i];
+            struct msg *m = lk_answer(k);
+            if (k->busy)
+                continue;
+            if (m != NULL)
+                ASSERT_TRUE(now_ms() - k->sent_ms < 20000);
+            if (i < LOCKERS) {
+                if (m != NULL && lk_unavailable(m)) {
+                    unknown++;
+                    k->state = LK_ACQUIRE;
+                } else if (m != NULL && k->state == LK_ACQUIRE) {
+                    if (payload_is(m, "+OK\r\n")) {
+                        snprintf(k->token, sizeof k->token, "%s", msg_user(m, "__ts"));
+                        k->state = LK_WRITE;
+                        acquired++;
+                    } else {
+                        ASSERT_TRUE(payload_is(m, ":-1\r\n"));
+                    }
+                } else if (m != NULL && k->state == LK_WRITE) {
+                    if (payload_is(m, "+OK\r\n")) {
+                        ASSERT_TRUE(naccepted < 20000);
+                        const char *v = msg_user(m, "__ts");
+                        ASSERT_EQ(ss_hlc_parse((const uint8_t *)k->token, strlen(k->token),
+                                               &accepted[naccepted].token), 0);
+                        ASSERT_EQ(ss_hlc_parse((const uint8_t *)v, strlen(v), &accepted[naccepted].version), 0);
+                        naccepted++;
+                    } else {
+                        ASSERT_TRUE(payload_is(m, "-ERR the request fencing token is a lower version than "
+                                                  "the fencing token protecting the resource\r\n"));
+                        refused++;
+                    }
+                    k->state = LK_RELEASE;
+                } else if (m != NULL && k->state == LK_RELEASE) {
+                    ASSERT_TRUE(payload_is(m, ":1\r\n") || payload_is(m, ":0\r\n") || payload_is(m, ":-1\r\n"));
+                    k->state = LK_ACQUIRE;
+                }
+                char val[32];
+                snprintf(val, sizeof val, "%s-%d", k->id, k->n++);
+                if (k->state == LK_ACQUIRE)
+                    request_send(&k->c, k->resp, "l", NULL, NULL, W("SET", "lock", k->id, "NX", "PX", "2000"));
+                else if (k->state == LK_WRITE)
+                    request_send(&k->c, k->resp, "w", NULL, k->token, W("SET", "protected", val));
+                else
+                    request_send(&k->c, k->resp, "r", NULL, NULL, W("VDEL", "lock", k->id));
+            } else if (i == RENEWER) {
+                if (m != NULL && payload_is(m, "+OK\r\n")) {
+                    renewed += renewer_has_lease;
+                    renewer_has_lease = true;
+                } else if (m != NULL && payload_is(m, ":-1\r\n")) {
+                    lapsed++; /* the lease expired (a fault outlasted it): take it again */
+                    renewer_has_lease = false;
+                } else if (m != NULL) {
+                    ASSERT_TRUE(lk_unavailable(m));
+                    unknown++;
+                    renewer_has_lease = false;
+                }
+                if (renewer_has_lease)
+                    request_send(&k->c, k->resp, "n", NULL, NULL, W("SET", "lease", "held", "NEX", "PX", "1500"));
+                else
+                    request_send(&k->c, k->resp, "n", NULL, NULL, W("SET", "lease", "held", "PX", "1500"));
+            } else {
+                /* The reader: "SET tmp<n> x PX 200", then GETs until gone. */
+                char key[16];
+                snprintf(key, sizeof key, "tmp%d", tmp_n);
+                if (m != NULL && lk_unavailable(m)) {
+                    unknown++;
+                    tmp_deadline = 0;
+                    tmp_n++;
+                } else if (m != NULL && tmp_deadline == 0) {
+                    ASSERT_TRUE(payload_is(m, "+OK\r\n"));
+                    tmp_deadline = now_ms() + 200; /* the deadline is at most this */
+                    expiring++;
+                } else if (m != NULL) {
+                    reads++;
+                    if (payload_is(m, "$1\r\nx\r\n")) {
+                        /* Begun after the latest possible deadline: must
+                         * have been absent. */
+                        if (k->sent_ms > tmp_deadline + 1)
+                            late_reads++;
+                    } else {
+                        ASSERT_TRUE(payload_is(m, "$-1\r\n"));
+                        tmp_deadline = 0;
+                        tmp_n++;
+                    }
+                }
+                snprintf(key, sizeof key, "tmp%d", tmp_n);
+                if (tmp_deadline == 0)
+                    request_send(&k->c, k->resp, "t", NULL, NULL, W("SET", key, "x", "PX", "200"));
+                else
+                    request_send(&k->c, k->resp, "t", NULL, NULL, W("GET", key));
+            }
+            k->busy = true;
+            k->sent_ms = now_ms();
+        }
+        usleep(200);
+    }
+    ASSERT_EQ(fault, 5);
+    ASSERT_EQ(late_reads, 0);
+    /* The fenced resource: in version order, tokens never went down. */
+    for (int i = 0; i < naccepted; i++)
+        for (int j = i + 1; j < naccepted; j++)
+            if (ss_hlc_compare(&accepted[j].version, &accepted[i].version) < 0) {
+                struct lk_accepted x = accepted[i];
+                accepted[i] = accepted[j];
+                accepted[j] = x;
+            }
+    for (int i = 0; i + 1 < naccepted; i++)
+        ASSERT_TRUE(ss_hlc_compare(&accepted[i].token, &accepted[i + 1].token) <= 0);
+    ASSERT_TRUE(acquired > 0 && naccepted > 0 && expiring > 0 && renewed > 0);
+    printf("  %d locks taken, %d fenced writes accepted (tokens only increased) and %d refused; %d renewals, "
+           "%d lapses; %d keys with deadlines, %d reads of them, none past the deadline; %d operations of "
+           "unknown outcome\n",
+           acquired, naccepted, refused, renewed, lapsed, expiring, reads, unknown);
+    for (int i = 0; i < ALL; i++)
+        client_close(&ks[i].c);
+    broker_stop(&b);
+    etcd_cluster_assert_same_history(&c);
     etcd_cluster_stop(&c);
 }

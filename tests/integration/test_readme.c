@@ -191,12 +191,13 @@ TEST(readme_make_run_builds_the_cli_and_prints_the_alias)
 }
 
 /* A port p with p + 1 also free, and an etcd base b with b+1..b+3 and
- * b+11..b+13 free (run-cluster's fixed layout). */
+ * b+11..b+13 free (run-cluster's fixed layout). free_port's ports are
+ * below the ephemeral range, so nothing else takes them meanwhile. */
 static int free_pair(void)
 {
     for (;;) {
         int p = free_port();
-        if (p < 65000 && !port_open(p + 1))
+        if (p < 31990 && !port_open(p + 1))
             return p;
     }
 }
@@ -205,7 +206,7 @@ static int free_etcd_base(void)
 {
     for (;;) {
         int b = free_port();
-        bool ok = b < 65000;
+        bool ok = b < 31980;
         for (int i = 1; ok && i <= 13; i++)
             ok = !port_open(b + i);
         if (ok)

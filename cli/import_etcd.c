@@ -1,0 +1,201 @@
+/* import_etcd.c - import FILE --etcd ENDPOINTS: records into a store on an
+ * etcd cluster, in the layout of etcd/backend_etcd.h (k/<key> the record,
+ * x/<deadline>/<key> its expiry index entry), under a prefix no store
+ * uses yet.
+ *
+ * Records go in Txns of up to SS_IMPORT_ETCD_KEYS keys, each put only if
+ * the key is absent: an import never replaces a record, and one that
+ * finds a key present stops and says so (what it wrote before stays:
+ * the records of complete Txns). Brokers need nothing else: they read
+ * records as they need them, merge the versions they read into their
+ * clocks, and count the store for its limits when they first need to.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/errors.h"
+#include "../core/record.h"
+#include "../etcd/grpc.h"
+#include "../etcd/kv.h"
+#include "cli.h"
+
+/* Keys per Txn: a compare and up to two puts each, within etcd's default
+ * --max-txn-ops of 128. */
+#define SS_IMPORT_ETCD_KEYS 40
+/* Bytes per Txn, within etcd's default --max-request-bytes (1.5 MiB). */
+#define SS_IMPORT_ETCD_BYTES ((size_t)1 << 20)
+#define SS_IMPORT_ETCD_TIMEOUT_MS 10000u
+
+struct import_etcd {
+    ss_grpc *g;
+    const char *prefix;
+    ss_etcd_txn t;
+    size_t keys, bytes;
+    ss_buf name, rec;
+};
+
+static int import_etcd__name(struct import_etcd *e, char part, uint64_t deadline, ss_bytes key)
+{
+    ss_buf_clear(&e->name);
+    char head[24];
+    int n = part == 'x' ? snprintf(head, sizeof head, "x/%016llx/", (unsigned long long)deadline)
+                        : snprintf(head, sizeof head, "%c/", part);
+    int rc = ss_buf_append_str(&e->name, e->prefix);
+    if (rc == SS_OK)
+        rc = ss_buf_append(&e->name, head, (size_t)n);
+    if (rc == SS_OK && key.len)
+        rc = ss_buf_append(&e->name, key.data, key.len);
+    return rc;
+}
+
+static ss_bytes import_etcd__bytes(const ss_buf *b)
+{
+    ss_bytes v = {b->data, b->len};
+    return v;
+}
+
+/* Send c and wait: 0, or the failure with its cause in why. */
+static int import_etcd__call(struct import_etcd *e, ss_grpc_call *c, char *why, size_t n)
+{
+    c->timeout_ms = SS_IMPORT_ETCD_TIMEOUT_MS;
+    int rc = ss_grpc_call_wait(e->g, c);
+    if (rc != SS_OK)
+        snprintf(why, n, "%s", c->message[0] ? c->message : ss_strerror(rc));
+    return rc;
+}
+
+void import_etcd_close(struct import_etcd *e)
+{
+    if (e == NULL)
+        return;
+    ss_grpc_free(e->g);
+    ss_etcd_txn_free(&e->t);
+    ss_buf_free(&e->name);
+    ss_buf_free(&e->rec);
+    free(e);
+}
+
+int import_etcd_open(const struct cli *cl, struct import_etcd **out, char *why, size_t n)
+{
+    struct import_etcd *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return SS_E_NOMEM;
+    e->prefix = cl->etcd_prefix ? cl->etcd_prefix : "statestore/";
+    ss_grpc_options o = {.endpoints = cl->etcd_endpoints, .ca_file = cl->conn.cafile,
+                         .cert_file = cl->conn.certfile, .key_file = cl->conn.keyfile};
+    int rc = ss_grpc_new(&o, &e->g, why, n);
+    ss_grpc_call c;
+    memset(&c, 0, sizeof c);
+    /* etcd's own user and password (-u, -P), when given. */
+    if (rc == SS_OK && cl->conn.username) {
+        c.method = SS_ETCD_AUTHENTICATE_METHOD;
+        char token[256];
+        rc = ss_etcd_authenticate_pack(&c.request, cl->conn.username, cl->conn.password ? cl->conn.password : "");
+        if (rc == SS_OK && (rc = import_etcd__call(e, &c, why, n)) == SS_OK &&
+            ((rc = ss_etcd_authenticate_unpack(&c.reply, token, sizeof token)) != SS_OK ||
+             (rc = ss_grpc_set_token(e->g, token)) != SS_OK))
+            snprintf(why, n, "etcd's answer to the login could not be used");
+        ss_grpc_call_clear(&c);
+        memset(&c, 0, sizeof c);
+    }
+    /* The prefix must hold no store yet: one key of it is enough to say. */
+    ss_bytes none = {NULL, 0};
+    if (rc == SS_OK && (rc = import_etcd__name(e, 'k', 0, none)) == SS_OK) {
+        e->name.len -= 2; /* the prefix alone */
+        ss_buf end = SS_BUF_INIT;
+        rc = ss_buf_append(&end, e->name.data, e->name.len);
+        if (rc == SS_OK && end.len == 0)
+            rc = ss_buf_append(&end, "", 1); /* the whole keyspace: from "" to "\0" */
+        else if (rc == SS_OK)
+            end.data[end.len - 1]++;
+        c.method = SS_ETCD_RANGE_METHOD;
+        if (rc == SS_OK)
+            rc = ss_etcd_range_keys_pack(&c.request, import_etcd__bytes(&e->name), import_etcd__bytes(&end), 1,
+                                         false);
+        ss_buf_free(&end);
+        ss_etcd_reply r;
+        size_t found = 0;
+        if (rc == SS_OK && (rc = import_etcd__call(e, &c, why, n)) == SS_OK &&
+            (rc = ss_etcd_range_unpack_all(&c.reply, &r, &found)) == SS_OK) {
+            ss_etcd_reply_free(&r);
+            if (found > 0) {
+                snprintf(why, n, "the prefix %s already holds keys: import into a prefix no store uses "
+                         "(--etcd-prefix)", e->prefix);
+                rc = SS_E_INVAL;
+            }
+        }
+        ss_grpc_call_clear(&c);
+    }
+    if (rc != SS_OK) {
+        import_etcd_close(e);
+        return rc;
+    }
+    *out = e;
+    return SS_OK;
+}
+
+/* Commit the Txn being built. */
+static int import_etcd__flush(struct import_etcd *e, char *why, size_t n)
+{
+    if (e->keys == 0)
+        return SS_OK;
+    ss_grpc_call c;
+    memset(&c, 0, sizeof c);
+    c.method = SS_ETCD_TXN_METHOD;
+    int rc = ss_etcd_txn_pack(&e->t, &c.request);
+    ss_etcd_reply r;
+    if (rc == SS_OK && (rc = import_etcd__call(e, &c, why, n)) == SS_OK) {
+        if ((rc = ss_etcd_txn_unpack(&c.reply, &r, NULL)) != SS_OK) {
+            snprintf(why, n, "etcd's answer to a Txn could not be read");
+        } else {
+            if (!r.succeeded) {
+                snprintf(why, n, "a key of this import is in the store already (written meanwhile?)");
+                rc = SS_E_INVAL;
+            }
+            ss_etcd_reply_free(&r);
+        }
+    }
+    ss_grpc_call_clear(&c);
+    ss_etcd_txn_clear(&e->t);
+    e->keys = e->bytes = 0;
+    return rc;
+}
+
+int import_etcd_put(struct import_etcd *e, ss_bytes key, const ss_record *rec, char *why, size_t n)
+{
+    size_t size = ss_record_size(rec, 0, false);
+    size_t need = size + 2 * key.len + 2 * strlen(e->prefix) + 64;
+    if (need > SS_IMPORT_ETCD_BYTES) {
+        snprintf(why, n, "a record of %zu bytes does not fit in one etcd request", size);
+        return SS_E_QUOTA;
+    }
+    int rc = SS_OK;
+    if (e->keys == SS_IMPORT_ETCD_KEYS || e->bytes + need > SS_IMPORT_ETCD_BYTES)
+        rc = import_etcd__flush(e, why, n);
+    if (rc == SS_OK)
+        rc = ss_buf_reserve(&e->rec, size);
+    if (rc != SS_OK)
+        return rc;
+    ss_record_encode(e->rec.data, rec, NULL, 0, false);
+    e->rec.len = size;
+    ss_bytes value = {e->rec.data, size};
+    if ((rc = import_etcd__name(e, 'k', 0, key)) == SS_OK &&
+        (rc = ss_etcd_txn_expect(&e->t, import_etcd__bytes(&e->name), 0)) == SS_OK)
+        rc = ss_etcd_txn_put(&e->t, import_etcd__bytes(&e->name), value);
+    if (rc == SS_OK && rec->expiry_ms) {
+        ss_bytes empty = {NULL, 0};
+        if ((rc = import_etcd__name(e, 'x', rec->expiry_ms, key)) == SS_OK)
+            rc = ss_etcd_txn_put(&e->t, import_etcd__bytes(&e->name), empty);
+    }
+    if (rc != SS_OK)
+        return rc;
+    e->keys++;
+    e->bytes += need;
+    return SS_OK;
+}
+
+int import_etcd_finish(struct import_etcd *e, char *why, size_t n)
+{
+    return import_etcd__flush(e, why, n);
+}
