@@ -62,7 +62,8 @@ CORE_SRC  := $(wildcard core/*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(OUT)/%.o)
 UNIT_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/unit/*.c))
 INTEG_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/integration/*.c))
-STRESS_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/stress/*.c)) $(OUT)/tests/integration/harness.o
+STRESS_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/stress/*.c)) $(OUT)/tests/integration/harness.o \
+              $(OUT)/tests/integration/etcd_cluster.o
 PLUGIN_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard plugin/*.c))
 LIBCORE   := $(OUT)/libstatestore-core.a
 PLUGIN    := $(OUT)/statestore.so
@@ -158,8 +159,8 @@ $(OUT)/tests/integration/main.o: tests/main.c
 $(OUT)/tests/stress/main.o: tests/main.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests/stress -MMD -MP -c $< -o $@
-$(OUT)/tests/stress/run: $(OUT)/tests/stress/main.o $(STRESS_OBJ) $(LIBCORE)
-	$(CC) $(SANFLAGS) -o $@ $^ $(MOSQ_LIBS) $(LDLIBS_ALL) -lpthread
+$(OUT)/tests/stress/run: $(OUT)/tests/stress/main.o $(STRESS_OBJ) $(LIBETCD) $(LIBCORE)
+	$(CC) $(SANFLAGS) -o $@ $^ $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
 
 # The unit tests also cover the client library's pure part (client/answer.c).
 $(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(OUT)/client/answer.o $(LIBCORE)
@@ -226,6 +227,10 @@ bench-compare: deps
 stress: deps
 	@$(MAKE) --no-print-directory $(OUT)/tests/stress/run $(PLUGIN)
 	@SS_TEST_TIMEOUT=1200 SS_PLUGIN=$(CURDIR)/$(PLUGIN) $(OUT)/tests/stress/run
+	@$(MAKE) --no-print-directory $(OUT)/tests/integration/run
+	@echo "== two brokers on etcd: locks, renewals and deadlines through 10 rounds of etcd faults (2 min)"
+	@SS_CLUSTER_SOAK_S=124 SS_TEST_TIMEOUT=600 SS_PLUGIN=$(CURDIR)/$(PLUGIN) \
+	    $(OUT)/tests/integration/run cluster_locks_renewals_and_deadlines_under_faults
 
 # Under valgrind: the unit tests, then the integration tests with the
 # broker (and so the plugin) under valgrind. Any memory error or definite
