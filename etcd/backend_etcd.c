@@ -652,10 +652,33 @@ int ss_backend_etcd_ping(ss_backend *b, char *what, size_t what_len)
 {
     struct ss_backend_etcd *e = b->impl;
     ss_grpc_call c;
+    int rc = SS_OK;
+    /* Log in first: etcd 3.6 answers even a status only to a user (3.4
+     * answered anyone). */
+    if (e->username != NULL) {
+        memset(&c, 0, sizeof c);
+        c.method = SS_ETCD_AUTHENTICATE_METHOD;
+        c.timeout_ms = e->call_timeout_ms;
+        if ((rc = ss_etcd_authenticate_pack(&c.request, e->username, e->password)) == SS_OK) {
+            ss_grpc_call_wait(e->grpc, &c);
+            rc = ss_etcd__logged_in(e, &c);
+        }
+        if (rc != SS_OK && c.rc == SS_E_SERVER && c.status == 3) { /* INVALID_ARGUMENT: a wrong name or password */
+            snprintf(what, what_len, "etcd did not accept user %s: %s", e->username, ss_etcd__why(&c));
+            rc = SS_E_INVAL;
+        } else if (rc != SS_OK) {
+            snprintf(what, what_len, "%s: %s", ss_grpc_endpoint(e->grpc), ss_etcd__why(&c));
+        } else {
+            e->auth_needed = false;
+        }
+        ss_grpc_call_clear(&c);
+        if (rc != SS_OK)
+            return rc;
+    }
     memset(&c, 0, sizeof c);
     c.method = SS_ETCD_STATUS_METHOD;
     c.timeout_ms = e->call_timeout_ms;
-    int rc = ss_grpc_call_wait(e->grpc, &c);
+    rc = ss_grpc_call_wait(e->grpc, &c);
     uint64_t leader = 0;
     char version[32] = "";
     if (rc == SS_OK)
@@ -665,23 +688,6 @@ int ss_backend_etcd_ping(ss_backend *b, char *what, size_t what_len)
                  leader ? "with a leader" : "without a leader");
     else
         snprintf(what, what_len, "%s: %s", ss_grpc_endpoint(e->grpc), ss_etcd__why(&c));
-    ss_grpc_call_clear(&c);
-    if (rc != SS_OK || e->username == NULL)
-        return rc;
-    memset(&c, 0, sizeof c);
-    c.method = SS_ETCD_AUTHENTICATE_METHOD;
-    c.timeout_ms = e->call_timeout_ms;
-    if ((rc = ss_etcd_authenticate_pack(&c.request, e->username, e->password)) == SS_OK) {
-        ss_grpc_call_wait(e->grpc, &c);
-        rc = ss_etcd__logged_in(e, &c);
-    }
-    if (rc != SS_OK) {
-        snprintf(what, what_len, "etcd did not accept user %s: %s", e->username, ss_etcd__why(&c));
-        if (c.rc == SS_E_SERVER && c.status == 3) /* INVALID_ARGUMENT: a wrong name or password */
-            rc = SS_E_INVAL;
-    } else {
-        e->auth_needed = false;
-    }
     ss_grpc_call_clear(&c);
     return rc;
 }
