@@ -16,6 +16,7 @@
 
 #include "../core/errors.h"
 #include "../core/record.h"
+#include "../etcd/backend_etcd.h"
 #include "../etcd/grpc.h"
 #include "../etcd/kv.h"
 #include "cli.h"
@@ -37,16 +38,7 @@ struct import_etcd {
 
 static int import_etcd__name(struct import_etcd *e, char part, uint64_t deadline, ss_bytes key)
 {
-    ss_buf_clear(&e->name);
-    char head[24];
-    int n = part == 'x' ? snprintf(head, sizeof head, "x/%016llx/", (unsigned long long)deadline)
-                        : snprintf(head, sizeof head, "%c/", part);
-    int rc = ss_buf_append_str(&e->name, e->prefix);
-    if (rc == SS_OK)
-        rc = ss_buf_append(&e->name, head, (size_t)n);
-    if (rc == SS_OK && key.len)
-        rc = ss_buf_append(&e->name, key.data, key.len);
-    return rc;
+    return ss_backend_etcd_layout_key(&e->name, e->prefix, part, deadline, key);
 }
 
 static ss_bytes import_etcd__bytes(const ss_buf *b)

@@ -38,19 +38,23 @@ void ss_etcd__log(struct ss_backend_etcd *e, int level, const char *fmt, ...)
 
 /* out = prefix + part + key (part: "k/", or "x/<deadline>/" when
  * deadline is not 0). */
-int ss_etcd__key(struct ss_backend_etcd *e, ss_buf *out, char part, uint64_t deadline,
-                        ss_bytes key)
+int ss_backend_etcd_layout_key(ss_buf *out, const char *prefix, char part, uint64_t deadline, ss_bytes key)
 {
     ss_buf_clear(out);
     char head[24];
     int n = part == 'x' ? snprintf(head, sizeof head, "x/%016llx/", (unsigned long long)deadline)
                         : snprintf(head, sizeof head, "%c/", part);
-    int rc = ss_buf_append_str(out, e->prefix);
+    int rc = ss_buf_append_str(out, prefix);
     if (rc == SS_OK)
         rc = ss_buf_append(out, head, (size_t)n);
     if (rc == SS_OK && key.len)
         rc = ss_buf_append(out, key.data, key.len);
     return rc;
+}
+
+int ss_etcd__key(struct ss_backend_etcd *e, ss_buf *out, char part, uint64_t deadline, ss_bytes key)
+{
+    return ss_backend_etcd_layout_key(out, e->prefix, part, deadline, key);
 }
 
 int ss_etcd__named(struct ss_backend_etcd *e, char part, const char *name)

@@ -43,6 +43,11 @@
 
 #include "../core/backend.h"
 
+/* The etcd key of part ('k': key's record, 'x': its expiry index entry
+ * at deadline, 'n', 'l', 'q': see above) under prefix, into out
+ * (replaced): the one place the layout is spelled. 0 or SS_E_NOMEM. */
+int ss_backend_etcd_layout_key(ss_buf *out, const char *prefix, char part, uint64_t deadline, ss_bytes key);
+
 enum { SS_ETCD_LOG_ERR, SS_ETCD_LOG_WARNING, SS_ETCD_LOG_NOTICE, SS_ETCD_LOG_INFO };
 
 typedef struct ss_backend_etcd_options {

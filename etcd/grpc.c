@@ -717,12 +717,10 @@ static int ss_grpc__start(ss_grpc *g, ss_grpc_call *c)
     c->message[0] = '\0';
     c->deadline_ms = c->stream ? UINT64_MAX
                                : ss_grpc__mono_ms() + (c->timeout_ms ? c->timeout_ms : SS_GRPC_TIMEOUT_MS_DEFAULT);
-    pthread_mutex_lock(&g->mu);
-    ss_buf_clear(&c->inbox);
-    pthread_mutex_unlock(&g->mu);
     const struct ss_grpc_endpoint *e = &g->eps[g->connected_to];
     char token[sizeof g->token];
     pthread_mutex_lock(&g->mu);
+    ss_buf_clear(&c->inbox); /* the owner takes a stream's messages under mu */
     memcpy(token, g->token, sizeof token);
     pthread_mutex_unlock(&g->mu);
 #define SS_NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}

@@ -52,6 +52,7 @@ struct ss_batch {
     struct ss_outbox outbox;
     struct ss_qlist queue;
     uint64_t queue_bytes; /* payloads and properties held */
+    size_t prefetched;    /* etcd: queued requests whose keys were read ahead */
     /* etcd: copies of the requests run in the open batch, to run again if
      * its commit finds that someone else changed their keys. */
     struct ss_qlist ran;
@@ -381,17 +382,16 @@ static bool ss_batch__run(struct ss_batch *b, const struct ss_request_from *in, 
     return done;
 }
 
-/* Run the requests that waited for the last commit, in arrival order. One
- * that must run again (backend.h) stops the run: it and every later one
- * stay queued, in order, so that no request overtakes an earlier one. */
 /* etcd: start reading the keys of the requests queued behind one that
- * waits for its key (at most SS_PREFETCH_AHEAD of them), so that their
- * reads overlap instead of following each other. */
+ * waits for its key (up to SS_PREFETCH_AHEAD of them), so that their
+ * reads overlap instead of following each other. Each queued request is
+ * looked at once: b->prefetched counts those, from the queue's front. */
 static void ss_batch__prefetch(struct ss_batch *b, size_t from)
 {
     ss_codec_limits lim = ss_codec_limits_default();
+    size_t start = b->prefetched > from ? b->prefetched : from;
     size_t end = b->queue.len - from > SS_PREFETCH_AHEAD ? from + SS_PREFETCH_AHEAD : b->queue.len;
-    for (size_t i = from; i < end; i++) {
+    for (size_t i = start; i < end; i++) {
         const struct ss_queued *e = &b->queue.items[i];
         ss_request req;
         ss_command cmd;
@@ -400,8 +400,13 @@ static void ss_batch__prefetch(struct ss_batch *b, size_t from)
             ss_command_parse(&req, &cmd) == SS_OK && cmd.type != SS_CMD_KEYNOTIFY)
             ss_backend_etcd_prefetch(b->p->backend, cmd.key);
     }
+    if (end > b->prefetched)
+        b->prefetched = end;
 }
 
+/* Run the requests that waited for the last commit, in arrival order. One
+ * that must run again (backend.h) stops the run: it and every later one
+ * stay queued, in order, so that no request overtakes an earlier one. */
 static void ss_batch__run_queue(struct ss_batch *b)
 {
     size_t done = 0;
@@ -421,6 +426,7 @@ static void ss_batch__run_queue(struct ss_batch *b)
         return; /* nothing ran (an empty queue has no array at all) */
     memmove(b->queue.items, b->queue.items + done, (b->queue.len - done) * sizeof b->queue.items[0]);
     b->queue.len -= done;
+    b->prefetched = b->prefetched > done ? b->prefetched - done : 0;
     if (b->queue.len == 0)
         b->queue_bytes = 0;
 }
