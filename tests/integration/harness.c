@@ -690,6 +690,12 @@ void run_free(struct run *r)
     r->out = r->err = NULL;
 }
 
+bool test_quick(void)
+{
+    const char *q = getenv("SS_TEST_QUICK");
+    return q != NULL && strcmp(q, "1") == 0;
+}
+
 const char *cli_path(void)
 {
     const char *p = getenv("SS_CLI");

@@ -160,6 +160,10 @@ void run_free(struct run *r);
 /* Start argv in the background with stdout and stderr going to files;
  * returns its pid. */
 pid_t spawn_cmd(char *const argv[], const char *out_path, const char *err_path);
+/* SS_TEST_QUICK=1: the long fault loops run fewer rounds (one of each
+ * kind of fault). CI sets it for the sanitizer and valgrind runs, which
+ * look for memory and thread errors; make test runs every round. */
+bool test_quick(void);
 /* The statestore tool under test ($SS_CLI); fails the test without it. */
 const char *cli_path(void);
 /* Read a whole file into a malloc'ed NUL-terminated string ("" if none). */
