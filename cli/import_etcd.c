@@ -9,10 +9,15 @@
  * the records of complete Txns). Brokers need nothing else: they read
  * records as they need them, merge the versions they read into their
  * clocks, and count the store for its limits when they first need to.
+ * A record too large for one request goes as the backend stores it: its
+ * value in chunks first, each in a request of its own, then its stub in
+ * the Txn (backend_etcd_blob.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "../core/errors.h"
 #include "../core/record.h"
@@ -34,6 +39,7 @@ struct import_etcd {
     ss_etcd_txn t;
     size_t keys, bytes;
     ss_buf name, rec;
+    uint64_t instance, blobs; /* blob ids: this run's instance and a count */
 };
 
 static int import_etcd__name(struct import_etcd *e, char part, uint64_t deadline, ss_bytes key)
@@ -74,6 +80,8 @@ int import_etcd_open(const struct cli *cl, struct import_etcd **out, char *why, 
     if (e == NULL)
         return SS_E_NOMEM;
     e->prefix = cl->etcd_prefix ? cl->etcd_prefix : "statestore/";
+    if (getrandom(&e->instance, sizeof e->instance, 0) != (ssize_t)sizeof e->instance)
+        e->instance = (uint64_t)time(NULL);
     ss_grpc_options o = {.endpoints = cl->etcd_endpoints, .ca_file = cl->conn.cafile,
                          .cert_file = cl->conn.certfile, .key_file = cl->conn.keyfile};
     int rc = ss_grpc_new(&o, &e->g, why, n);
@@ -154,24 +162,58 @@ static int import_etcd__flush(struct import_etcd *e, char *why, size_t n)
     return rc;
 }
 
+/* Write rec's value in chunks under a new blob id, and its stub into
+ * e->rec. */
+static int import_etcd__chunks(struct import_etcd *e, const ss_record *rec, char *why, size_t n)
+{
+    char blob[40];
+    snprintf(blob, sizeof blob, "%016llx%016llx", (unsigned long long)e->instance,
+             (unsigned long long)++e->blobs);
+    int rc = SS_OK;
+    for (size_t off = 0, i = 0; rc == SS_OK && off < rec->value.len; off += SS_IMPORT_ETCD_BYTES, i++) {
+        size_t len = rec->value.len - off < SS_IMPORT_ETCD_BYTES ? rec->value.len - off : SS_IMPORT_ETCD_BYTES;
+        ss_bytes chunk = {rec->value.data + off, len};
+        ss_etcd_txn t = {0};
+        ss_grpc_call c;
+        memset(&c, 0, sizeof c);
+        c.method = SS_ETCD_TXN_METHOD;
+        if ((rc = ss_backend_etcd_chunk_key(&e->name, e->prefix, blob, (uint32_t)i)) == SS_OK &&
+            (rc = ss_etcd_txn_put(&t, import_etcd__bytes(&e->name), chunk)) == SS_OK &&
+            (rc = ss_etcd_txn_pack(&t, &c.request)) == SS_OK)
+            rc = import_etcd__call(e, &c, why, n);
+        ss_etcd_txn_free(&t);
+        ss_grpc_call_clear(&c);
+    }
+    return rc == SS_OK ? ss_backend_etcd_stub(&e->rec, rec, blob, SS_IMPORT_ETCD_BYTES) : rc;
+}
+
 int import_etcd_put(struct import_etcd *e, ss_bytes key, const ss_record *rec, char *why, size_t n)
 {
     size_t size = ss_record_size(rec, 0, false);
-    size_t need = size + 2 * key.len + 2 * strlen(e->prefix) + 64;
+    size_t over = 2 * key.len + 2 * strlen(e->prefix) + 64;
+    bool chunked = size + over > SS_IMPORT_ETCD_BYTES;
+    if (chunked) {
+        ss_record stub = *rec;
+        stub.value.len = 64; /* at least the stub's */
+        size = ss_record_size(&stub, 0, false);
+    }
+    size_t need = size + over;
     if (need > SS_IMPORT_ETCD_BYTES) {
-        snprintf(why, n, "a record of %zu bytes does not fit in one etcd request", size);
+        snprintf(why, n, "a key of %zu bytes does not fit in one etcd request", key.len);
         return SS_E_QUOTA;
     }
     int rc = SS_OK;
     if (e->keys == SS_IMPORT_ETCD_KEYS || e->bytes + need > SS_IMPORT_ETCD_BYTES)
         rc = import_etcd__flush(e, why, n);
-    if (rc == SS_OK)
-        rc = ss_buf_reserve(&e->rec, size);
+    if (rc == SS_OK && chunked) {
+        rc = import_etcd__chunks(e, rec, why, n);
+    } else if (rc == SS_OK && (rc = ss_buf_reserve(&e->rec, size)) == SS_OK) {
+        ss_record_encode(e->rec.data, rec, NULL, 0, false);
+        e->rec.len = size;
+    }
     if (rc != SS_OK)
         return rc;
-    ss_record_encode(e->rec.data, rec, NULL, 0, false);
-    e->rec.len = size;
-    ss_bytes value = {e->rec.data, size};
+    ss_bytes value = {e->rec.data, e->rec.len};
     if ((rc = import_etcd__name(e, 'k', 0, key)) == SS_OK &&
         (rc = ss_etcd_txn_expect(&e->t, import_etcd__bytes(&e->name), 0)) == SS_OK)
         rc = ss_etcd_txn_put(&e->t, import_etcd__bytes(&e->name), value);

@@ -21,6 +21,9 @@
 #define SS_RECORD_FT 1u
 #define SS_RECORD_EXPIRY 2u
 #define SS_RECORD_LONG_KEY 4u
+/* The etcd backend's stub of a value kept in chunks: the value bytes
+ * refer to them (etcd/backend_etcd_blob.c). */
+#define SS_RECORD_CHUNKED 8u
 
 /* Decode the n bytes at p. On success rec->value, and *tail (the long-key
  * tail; empty for an inline key), borrow p. SS_E_CORRUPT if the bytes are

@@ -230,6 +230,16 @@ static int ss_etcd__entry_new(struct ss_backend_etcd *e, ss_bytes key, uint64_t 
     return SS_OK;
 }
 
+static void ss_etcd__fetch_failed(struct ss_backend_etcd *e, struct ss_etcd_entry *x, const ss_grpc_call *c);
+
+/* x cannot be read: its readers are answered rc until the batch ends. */
+static void ss_etcd__entry_failed(struct ss_backend_etcd *e, struct ss_etcd_entry *x, int rc)
+{
+    x->state = SS_ENTRY_FAILED;
+    x->fail_rc = rc;
+    e->failed++;
+}
+
 /* A fetch came back. */
 static void ss_etcd__fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
@@ -237,7 +247,6 @@ static void ss_etcd__fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     if (x == NULL)
         return;
     x->op = NULL;
-    uint64_t now = ss_etcd__mono_ms();
     ss_etcd_reply r;
     ss_etcd_kv kv;
     if (op->call.rc == SS_OK && ss_etcd_range_unpack(&op->call.reply, &r, &kv) == SS_OK) {
@@ -252,24 +261,80 @@ static void ss_etcd__fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         ss_etcd_reply_free(&r);
         e->cache_bytes += x->stored.cap;
         if (rc != SS_OK) {
-            x->state = SS_ENTRY_FAILED;
-            x->fail_rc = rc;
-            e->failed++;
+            ss_etcd__entry_failed(e, x, rc);
             return;
         }
         x->found = kv.found;
         x->rev = kv.found ? kv.mod_revision : 0;
         x->stored_expiry = kv.found ? rec.expiry_ms : 0;
+        x->blob[0] = '\0';
+        struct ss_etcd_stub stub;
+        if (kv.found && ss_etcd__stub(ss_etcd__bytes(&x->stored), &rec, &stub)) {
+            /* A stub: its chunks as they were when it was read. */
+            struct ss_etcd_op *op2 = ss_etcd__blob_read(e, SS_OP_BLOB_FETCH, &stub, r.revision);
+            if (op2 == NULL) {
+                ss_etcd__entry_failed(e, x, SS_E_NOMEM);
+                return;
+            }
+            op2->entry = x;
+            x->op = op2;
+            ss_etcd__submit(e, op2);
+            return;
+        }
         x->state = SS_ENTRY_KNOWN;
         return;
     }
+    ss_etcd__fetch_failed(e, x, &op->call);
+}
+
+/* The chunks of a fetched stub came back. */
+static void ss_etcd__blob_fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    struct ss_etcd_entry *x = op->entry;
+    if (x == NULL)
+        return;
+    x->op = NULL;
+    ss_record rec;
+    ss_bytes tail;
+    struct ss_etcd_stub stub;
+    if (ss_record_decode(x->stored.data, x->stored.len, &rec, &tail) != SS_OK ||
+        !ss_etcd__stub(ss_etcd__bytes(&x->stored), &rec, &stub))
+        return; /* cannot be: fetched checked it */
+    if (op->call.rc != SS_OK) {
+        ss_etcd__fetch_failed(e, x, &op->call);
+        return;
+    }
+    ss_buf value = SS_BUF_INIT, full = SS_BUF_INIT;
+    int rc = ss_etcd__blob_value(&op->call.reply, &stub, &value);
+    if (rc == SS_OK)
+        rc = ss_etcd__unstub(ss_etcd__bytes(&x->stored), ss_etcd__bytes(&value), &full);
+    ss_buf_free(&value);
+    if (rc != SS_OK) {
+        if (rc == SS_E_CORRUPT)
+            ss_etcd__log(e, SS_ETCD_LOG_ERR, "the chunks %s/ of a stored value are missing or do not add "
+                         "up to its length", stub.blob);
+        ss_buf_free(&full);
+        ss_etcd__entry_failed(e, x, rc);
+        return;
+    }
+    e->cache_bytes -= x->stored.cap;
+    ss_buf_free(&x->stored);
+    x->stored = full;
+    e->cache_bytes += x->stored.cap;
+    memcpy(x->blob, stub.blob, sizeof x->blob);
+    x->state = SS_ENTRY_KNOWN;
+}
+
+/* A read of x failed: again after a pause, or, past unavailable_ms, its
+ * readers are answered that the store is unavailable. */
+static void ss_etcd__fetch_failed(struct ss_backend_etcd *e, struct ss_etcd_entry *x, const ss_grpc_call *c)
+{
+    uint64_t now = ss_etcd__mono_ms();
     if (now - x->first_try_ms >= e->unavailable_ms) {
         ss_etcd__log(e, SS_ETCD_LOG_WARNING, "etcd did not answer a read for %u ms (%s): the "
                      "requests that wait for it are answered \"the store is unavailable\"",
-                     e->unavailable_ms, ss_etcd__why(&op->call));
-        x->state = SS_ENTRY_FAILED;
-        x->fail_rc = SS_E_UNAVAILABLE;
-        e->failed++;
+                     e->unavailable_ms, ss_etcd__why(c));
+        ss_etcd__entry_failed(e, x, SS_E_UNAVAILABLE);
         return;
     }
     x->state = SS_ENTRY_RETRY;
@@ -306,18 +371,20 @@ static bool ss_etcd__touch(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
 }
 
 /* Room for the operations of x's change in the batch (a put or delete of
- * the record, and two of the expiry index)? False: the batch is full, the
- * change waits for the next. */
-static bool ss_etcd__room(struct ss_backend_etcd *e, const struct ss_etcd_entry *x)
+ * the record, two of the expiry index, and the deletion of the chunks of
+ * a value it replaces)? The operations it takes, or 0: the batch is full,
+ * the change waits for the next. */
+static size_t ss_etcd__room(struct ss_backend_etcd *e, const struct ss_etcd_entry *x)
 {
+    size_t ops = x->found && x->blob[0] != '\0' ? 4 : 3;
     /* A second change of a key waits for the next batch: a Txn writes a
      * key once, and each change must be a revision of its own for every
      * broker's watch to report it (one broker notifies every change). */
-    if (x->change != SS_CHANGE_NONE || e->batch_ops + 3 > e->max_txn_ops) {
+    if (x->change != SS_CHANGE_NONE || e->batch_ops + ops > e->max_txn_ops) {
         e->full = true;
-        return false;
+        return 0;
     }
-    return true;
+    return ops;
 }
 
 /* The engine's read, and the sweep's. */
@@ -385,10 +452,14 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
     if (x == NULL || (ss_revision)x->rev != decided_on)
         return SS_E_CONFLICT;
     size_t size = ss_record_size(rec, 0, false);
-    if (size + 2 * key.len + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)
-        return SS_E_QUOTA; /* no Txn could carry it */
-    if (!ss_etcd__room(e, x) ||
-        (e->ntouched > 1 && e->batch_bytes + size + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)) {
+    /* A value too large for one request goes in chunks (backend_etcd_blob.c):
+     * the Txn carries its stub. */
+    bool chunked = size + 2 * key.len + SS_ETCD_REQUEST_SLACK > e->max_request_bytes;
+    size_t in_txn = chunked ? ss_etcd__stub_size(rec) : size;
+    if (in_txn + 2 * key.len + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)
+        return SS_E_QUOTA; /* no Txn could carry it: the key is too long */
+    size_t ops = ss_etcd__room(e, x);
+    if (ops == 0 || (e->ntouched > 1 && e->batch_bytes + in_txn + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)) {
         e->full = true;
         return SS_E_CONFLICT; /* the next batch */
     }
@@ -400,10 +471,14 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
     ss_buf_clear(&x->next_rec);
     ss_record_encode(x->next_rec.data, rec, NULL, 0, false);
     x->next_rec.len = size;
-    e->batch_ops += 3;
+    e->batch_ops += ops;
     x->change = SS_CHANGE_PUT;
     x->next_expiry = rec->expiry_ms;
-    e->batch_bytes += size;
+    x->next_blob[0] = '\0';
+    x->uploaded = 0;
+    if (chunked)
+        ss_etcd__blob_new(e, x->next_blob);
+    e->batch_bytes += in_txn;
     ss_change c = {.type = SS_CHANGE_SET, .key = key, .value = rec->value, .version = rec->version};
     ss_etcd__record_change(e, &c);
     return SS_OK;
@@ -417,12 +492,13 @@ int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on)
         return SS_E_CONFLICT;
     if (x->change == SS_CHANGE_DEL || (x->change == SS_CHANGE_NONE && !x->found))
         return SS_E_NOTFOUND;
-    if (!ss_etcd__room(e, x))
+    size_t ops = ss_etcd__room(e, x);
+    if (ops == 0)
         return SS_E_CONFLICT; /* the next batch */
     int rc = ss_etcd__charge(e, x, false, 0);
     if (rc != SS_OK)
         return rc;
-    e->batch_ops += 3;
+    e->batch_ops += ops;
     x->change = SS_CHANGE_DEL;
     ss_etcd__record_change(e, change);
     return SS_OK;
@@ -455,6 +531,11 @@ void ss_etcd__end_batch(struct ss_backend_etcd *e, bool committed, int64_t rev)
         struct ss_etcd_entry *x = e->touched[i];
         x->touched = false;
         if (!committed) {
+            /* Chunks written for a value that was not stored (also when
+             * none was confirmed: a put that timed out may have been
+             * applied all the same). */
+            if (x->change == SS_CHANGE_PUT && x->next_blob[0] != '\0')
+                ss_etcd__blob_drop(e, x->next_blob);
             ss_etcd__entry_free(e, x);
             continue;
         }
@@ -467,13 +548,17 @@ void ss_etcd__end_batch(struct ss_backend_etcd *e, bool committed, int64_t rev)
             x->found = true;
             x->rev = rev;
             x->stored_expiry = x->next_expiry;
+            memcpy(x->blob, x->next_blob, sizeof x->blob);
             if (x->next_expiry && x->next_expiry < e->due_hint_ms)
                 e->due_hint_ms = x->next_expiry; /* its expiry is prompt */
         } else if (x->change == SS_CHANGE_DEL) {
             x->found = false;
             x->rev = 0;
             x->stored_expiry = 0;
+            x->blob[0] = '\0';
         }
+        x->next_blob[0] = '\0';
+        x->uploaded = 0;
         ss_buf_clear(&x->next_rec);
         x->change = SS_CHANGE_NONE;
     }
@@ -624,11 +709,29 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
         case SS_OP_REMOVED:
             ss_etcd__removed_read(e, op);
             break;
+        case SS_OP_UPLOAD:
+            ss_etcd__upload_done(e, op);
+            break;
+        case SS_OP_BLOB_DROP:
+            ss_etcd__blob_dropped(e, op);
+            break;
+        case SS_OP_BLOB_FETCH:
+            ss_etcd__blob_fetched(e, op);
+            break;
+        case SS_OP_BLOB_HELD:
+            ss_etcd__held_blob_read(e, op);
+            break;
+        case SS_OP_BLOB_SCAN:
+            ss_etcd__scan_blob_read(e, op);
+            break;
         }
         ss_etcd__op_free(op);
     }
     if (e->commit == SS_COMMIT_RESOLVING && e->resolve_at_ms && ss_etcd__mono_ms() >= e->resolve_at_ms)
         ss_etcd__send_fence(e);
+    if (e->commit == SS_COMMIT_UPLOADING && e->upload_retry_ms && ss_etcd__mono_ms() >= e->upload_retry_ms)
+        ss_etcd__upload_next(e);
+    ss_etcd__drop_step(e);
     ss_etcd__auth_step(e);
     ss_etcd__ask_marker(e);
     ss_etcd__claim_step(e);
@@ -789,6 +892,9 @@ void ss_backend_etcd_free(ss_backend *b)
     ss_buf_free(&e->scratch);
     ss_buf_free(&e->scratch2);
     ss_buf_free(&e->scan_reply);
+    ss_buf_free(&e->scan_value);
+    ss_buf_free(&e->stub);
+    ss_buf_free(&e->drops);
     free(e->prefix);
     free(e->node_id);
     free(e->username);

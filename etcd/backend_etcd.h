@@ -2,7 +2,11 @@
  * interface (core/backend.h).
  *
  * Layout under the prefix (default "statestore/"):
- *   k/<key>                      the record (core/record.h, no key tail)
+ *   k/<key>                      the record (core/record.h, no key tail), or
+ *                                for a value too large for one request a
+ *                                stub that refers to its chunks
+ *   c/<blob id>/<index, 8 hex>   the chunks of such a value
+ *                                (backend_etcd_blob.c)
  *   x/<deadline, 16 hex>/<key>   the expiry index: empty values
  *   n/<node id>                  the commit marker of the broker with that
  *                                node id (see below)
@@ -47,6 +51,14 @@
  * at deadline, 'n', 'l', 'q': see above) under prefix, into out
  * (replaced): the one place the layout is spelled. 0 or SS_E_NOMEM. */
 int ss_backend_etcd_layout_key(ss_buf *out, const char *prefix, char part, uint64_t deadline, ss_bytes key);
+
+/* Values too large for one request, for tools that write the layout
+ * (backend_etcd_blob.c): the key of chunk i of blob (32 hex digits) under
+ * prefix; the stub that stands at k/<key> for rec, whose value is in
+ * chunks of chunk_bytes (the last one shorter) under blob. 0 or
+ * SS_E_NOMEM. */
+int ss_backend_etcd_chunk_key(ss_buf *out, const char *prefix, const char *blob, uint32_t i);
+int ss_backend_etcd_stub(ss_buf *out, const ss_record *rec, const char *blob, size_t chunk_bytes);
 
 enum { SS_ETCD_LOG_ERR, SS_ETCD_LOG_WARNING, SS_ETCD_LOG_NOTICE, SS_ETCD_LOG_INFO };
 
@@ -108,7 +120,8 @@ bool ss_backend_etcd_full(const ss_backend *b);
 int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms);
 /* True once the commit under way has an outcome, with *rc: 0, or
  * SS_E_CONFLICT (nothing was written: run the batch's requests again),
- * or a failure that nothing of the batch outlived (SS_E_QUOTA, SS_E_IO). */
+ * or a failure that nothing of the batch outlived (SS_E_QUOTA, SS_E_IO,
+ * SS_E_UNAVAILABLE: the chunks of a large value could not be written). */
 bool ss_backend_etcd_commit_done(ss_backend *b, int *rc);
 bool ss_backend_etcd_committing(const ss_backend *b);
 
@@ -118,8 +131,11 @@ bool ss_backend_etcd_committing(const ss_backend *b);
  * while the read is under way, then calls fn for each record (expiry not
  * applied) until fn returns false, sets *next to the key to go on after
  * (empty at the end) and *rc, and returns true. One read at a time:
- * start answers SS_E_BUSY while one is under way. */
-int ss_backend_etcd_scan_start(ss_backend *b, ss_bytes from, bool inclusive, size_t limit);
+ * start answers SS_E_BUSY while one is under way. Without values, a
+ * value kept in chunks is not read: fn sees its length alone (rec->value
+ * with data NULL). With them, done may return false between two calls
+ * of fn while the chunks of the next record are read. */
+int ss_backend_etcd_scan_start(ss_backend *b, ss_bytes from, bool inclusive, size_t limit, bool values);
 bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key, const ss_record *rec),
                                void *ctx, ss_buf *next, int *rc);
 
@@ -134,6 +150,7 @@ typedef struct ss_backend_etcd_stats {
      * stream, revisions lost to compaction, changes that could not be
      * read (no previous value) */
     uint64_t watch_revision, watch_events, watch_restarts, watch_lost_revisions, watch_undecodable;
+    uint64_t chunks_written; /* of values too large for one request */
 } ss_backend_etcd_stats;
 void ss_backend_etcd_stats_get(const ss_backend *b, ss_backend_etcd_stats *s);
 

@@ -41,8 +41,17 @@ static int ss_etcd__build_entry(struct ss_backend_etcd *e, ss_etcd_txn *t, struc
         return rc;
     uint64_t old = x->found ? x->stored_expiry : 0;
     uint64_t now = x->change == SS_CHANGE_PUT ? x->next_expiry : 0;
-    rc = x->change == SS_CHANGE_PUT ? ss_etcd_txn_put(t, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(&x->next_rec))
-                                    : ss_etcd_txn_delete(t, ss_etcd__bytes(&e->scratch));
+    const ss_buf *rec = &x->next_rec;
+    if (x->change == SS_CHANGE_PUT && x->next_blob[0] != '\0') { /* its chunks are written */
+        rc = ss_etcd__stub_make(&x->next_rec, x->next_blob, ss_etcd__chunk_bytes(e), &e->stub);
+        rec = &e->stub;
+    }
+    if (rc == SS_OK)
+        rc = x->change == SS_CHANGE_PUT ? ss_etcd_txn_put(t, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(rec))
+                                        : ss_etcd_txn_delete(t, ss_etcd__bytes(&e->scratch));
+    /* The chunks of the value it replaces go with it. */
+    if (rc == SS_OK && x->found && x->blob[0] != '\0')
+        rc = ss_etcd__blob_delete(e, t, x->blob);
     if (rc == SS_OK && old && old != now && (rc = ss_etcd__key(e, &e->scratch, 'x', old, key)) == SS_OK)
         rc = ss_etcd_txn_delete(t, ss_etcd__bytes(&e->scratch));
     ss_bytes empty = {NULL, 0};
@@ -111,6 +120,15 @@ int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms)
         ss_etcd__ask_marker(e);
         return SS_E_PENDING;
     }
+    e->commit_writes = writes;
+    if (ss_etcd__uploads(e)) {
+        /* Large values first, in chunks; the Txn follows. */
+        e->commit = SS_COMMIT_UPLOADING;
+        e->upload_at = 0;
+        e->upload_started_ms = ss_etcd__mono_ms();
+        ss_etcd__upload_next(e);
+        return SS_OK;
+    }
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_TXN, SS_ETCD_TXN_METHOD);
     int rc = op ? ss_etcd__build(e, op, writes) : SS_E_NOMEM;
     if (rc != SS_OK) {
@@ -120,10 +138,24 @@ int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms)
         return rc;
     }
     e->commit = SS_COMMIT_TXN;
-    e->commit_writes = writes;
     e->stats.txns++;
     ss_etcd__submit(e, op);
     return SS_OK;
+}
+
+void ss_etcd__commit_send(struct ss_backend_etcd *e)
+{
+    struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_TXN, SS_ETCD_TXN_METHOD);
+    int rc = op ? ss_etcd__build(e, op, e->commit_writes) : SS_E_NOMEM;
+    if (rc != SS_OK) {
+        if (op)
+            ss_etcd__op_free(op);
+        ss_etcd__commit_failed(e, rc);
+        return;
+    }
+    e->commit = SS_COMMIT_TXN;
+    e->stats.txns++;
+    ss_etcd__submit(e, op);
 }
 
 /* The commit's outcome is known. */
@@ -136,6 +168,11 @@ static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, int rc, int64_t r
         e->marker_rev = revision;
     if (rc == SS_E_CONFLICT)
         e->stats.conflicts++;
+}
+
+void ss_etcd__commit_failed(struct ss_backend_etcd *e, int rc)
+{
+    ss_etcd__commit_outcome(e, rc, 0);
 }
 
 /* The marker as a failed Txn's failure branch read it. */

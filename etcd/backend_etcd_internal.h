@@ -8,7 +8,8 @@
  * commit marker, the claim on the node id, authentication),
  * backend_etcd_quota.c (max_keys and max_bytes over the whole store),
  * backend_etcd_scan.c (pages of records for administrative requests),
- * backend_etcd_watch.c (the change feed from etcd's Watch).
+ * backend_etcd_watch.c (the change feed from etcd's Watch),
+ * backend_etcd_blob.c (values too large for one request, in chunks).
  *
  * The cache: one entry per key the engine asked for, in a hash table and
  * a list. An entry is being fetched, waiting to fetch again (the cluster
@@ -47,6 +48,8 @@
 /* Pauses before trying a call again. */
 #define SS_ETCD_RETRY_MS 100u
 #define SS_ETCD_MARKER_RETRY_MS 1000u
+/* A blob id: 32 hex digits (this process's instance, a count). */
+#define SS_ETCD_BLOB_ID_LEN 32
 /* gRPC's status for a call without a valid token. */
 #define SS_ETCD_UNAUTHENTICATED 16
 
@@ -61,13 +64,16 @@ struct ss_etcd_entry {
     /* as read */
     bool found;
     int64_t rev;
-    ss_buf stored;
+    ss_buf stored;            /* the whole record, also when etcd holds it in chunks */
     uint64_t stored_expiry;
+    char blob[SS_ETCD_BLOB_ID_LEN + 1]; /* its chunks' blob id ("": none) */
     /* the open batch */
     bool touched;
     enum ss_entry_change change;
     ss_buf next_rec;
     uint64_t next_expiry;
+    char next_blob[SS_ETCD_BLOB_ID_LEN + 1]; /* next_rec goes in chunks under it */
+    size_t uploaded;                          /* chunks of it written */
     /* fetching */
     struct ss_etcd_op *op;
     uint64_t first_try_ms, retry_at_ms;
@@ -76,7 +82,15 @@ struct ss_etcd_entry {
 
 enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_SWEEP, SS_OP_GRANT, SS_OP_CLAIM,
                   SS_OP_KEEPALIVE, SS_OP_REVOKE, SS_OP_AUTH, SS_OP_USAGE, SS_OP_USAGE_SCAN,
-                  SS_OP_USAGE_INIT, SS_OP_SCAN, SS_OP_WATCH, SS_OP_REMOVED };
+                  SS_OP_USAGE_INIT, SS_OP_SCAN, SS_OP_WATCH, SS_OP_REMOVED, SS_OP_UPLOAD, SS_OP_BLOB_DROP,
+                  SS_OP_BLOB_FETCH, SS_OP_BLOB_HELD, SS_OP_BLOB_SCAN };
+
+/* What a stub says of a value stored in chunks (backend_etcd_blob.c). */
+struct ss_etcd_stub {
+    char blob[SS_ETCD_BLOB_ID_LEN + 1];
+    uint64_t len;
+    uint32_t chunks;
+};
 
 /* A call and what it is for. */
 struct ss_etcd_op {
@@ -84,6 +98,7 @@ struct ss_etcd_op {
     enum ss_op_kind kind;
     struct ss_etcd_entry *entry; /* SS_OP_FETCH; NULL once the entry is gone */
     uint64_t ticket;             /* SS_OP_REMOVED: the held change it is for */
+    char blob[SS_ETCD_BLOB_ID_LEN + 1]; /* SS_OP_BLOB_DROP: the chunks it deletes */
     struct ss_etcd_op *prev, *next; /* calls under way */
 };
 
@@ -99,6 +114,8 @@ struct ss_etcd_held {
     ss_buf key, value;
     ss_hlc version;
     int64_t rev;     /* the change's revision */
+    bool chunked;    /* a SET whose value is read from its chunks */
+    struct ss_etcd_stub stub;
     uint64_t ticket;
 };
 
@@ -108,7 +125,7 @@ struct ss_etcd_due {
     ss_buf key;
 };
 
-enum ss_commit_state { SS_COMMIT_IDLE, SS_COMMIT_TXN, SS_COMMIT_RESOLVING, SS_COMMIT_DONE };
+enum ss_commit_state { SS_COMMIT_IDLE, SS_COMMIT_UPLOADING, SS_COMMIT_TXN, SS_COMMIT_RESOLVING, SS_COMMIT_DONE };
 enum ss_claim_state { SS_CLAIM_NONE, SS_CLAIM_GRANTING, SS_CLAIM_CLAIMING, SS_CLAIM_HELD };
 
 struct ss_backend_etcd {
@@ -146,6 +163,13 @@ struct ss_backend_etcd {
     int64_t commit_revision;
     char txn_id[300];
     uint64_t resolve_at_ms;
+    /* chunks of large values, written before the Txn */
+    size_t upload_at;        /* the touched entry being written */
+    uint64_t upload_started_ms, upload_retry_ms; /* monotonic */
+    uint64_t blob_seq;
+    ss_buf stub;
+    ss_buf drops;            /* blob ids whose deletion is tried again */
+    uint64_t drop_retry_ms;  /* monotonic */
 
     /* this broker's commit marker */
     bool marker_known, marker_asked;
@@ -183,8 +207,12 @@ struct ss_backend_etcd {
     /* a page of records for an administrative request */
     enum { SS_SCAN_IDLE, SS_SCAN_RUNNING, SS_SCAN_DONE } scan;
     size_t scan_limit;
+    bool scan_values;
     int scan_rc;
     ss_buf scan_reply;
+    size_t scan_pos;      /* the record the walk of the page is at */
+    size_t scan_value_at; /* 1 + the record whose chunks are in scan_value */
+    ss_buf scan_value;
 
     /* the watch on the records: the change feed */
     struct ss_etcd_op *watch; /* its stream, while one runs */
@@ -232,6 +260,10 @@ void ss_etcd__append(void *ctx, const ss_change *c);
 void ss_etcd__seen_change(struct ss_backend_etcd *e, ss_bytes key, int64_t rev);
 
 /* backend_etcd_commit.c */
+/* Build and send the open batch's Txn (its chunks are written). */
+void ss_etcd__commit_send(struct ss_backend_etcd *e);
+/* The commit ended before its Txn was sent: nothing of it is stored. */
+void ss_etcd__commit_failed(struct ss_backend_etcd *e, int rc);
 void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__send_fence(struct ss_backend_etcd *e);
@@ -259,6 +291,8 @@ void ss_etcd__usage_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
 /* backend_etcd_scan.c */
 void ss_etcd__scan_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+/* The chunks of a record of the page came back. */
+void ss_etcd__scan_blob_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
 /* backend_etcd_watch.c */
 /* Start the watch when none runs; read what it reported; its stream
@@ -269,7 +303,43 @@ void ss_etcd__watch_ended(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__watch_settled(struct ss_backend_etcd *e, int rc);
 /* The read of a deleted record's last version came back. */
 void ss_etcd__removed_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+/* The chunks of a held change's value came back. */
+void ss_etcd__held_blob_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__watch_free(struct ss_backend_etcd *e);
+
+/* backend_etcd_blob.c */
+/* The most a chunk holds. */
+size_t ss_etcd__chunk_bytes(const struct ss_backend_etcd *e);
+/* Is raw (as stored at k/, decoded into rec) a stub? Then *stub. */
+bool ss_etcd__stub(ss_bytes raw, const ss_record *rec, struct ss_etcd_stub *stub);
+/* The length of the value raw holds or refers to. */
+uint64_t ss_etcd__value_len(ss_bytes raw, const ss_record *rec);
+/* Bytes of rec's stub. */
+size_t ss_etcd__stub_size(const ss_record *rec);
+void ss_etcd__blob_new(struct ss_backend_etcd *e, char blob[SS_ETCD_BLOB_ID_LEN + 1]);
+/* The stub of the whole record full, its value under blob, into out. */
+int ss_etcd__stub_make(const ss_buf *full, const char *blob, size_t chunk_bytes, ss_buf *out);
+/* The whole record: stub raw with value, into out. */
+int ss_etcd__unstub(ss_bytes raw, ss_bytes value, ss_buf *out);
+/* Add the deletion of blob's chunks to t. */
+int ss_etcd__blob_delete(struct ss_backend_etcd *e, ss_etcd_txn *t, const char *blob);
+/* A call (not sent yet; NULL: out of memory) reading stub's chunks as
+ * they were at revision; its reply gives the value (blob_value). */
+struct ss_etcd_op *ss_etcd__blob_read(struct ss_backend_etcd *e, enum ss_op_kind kind,
+                                      const struct ss_etcd_stub *stub, int64_t revision);
+/* The value from such a reply, into out: 0, SS_E_CORRUPT (chunks
+ * missing or of the wrong length), SS_E_PROTOCOL, SS_E_NOMEM. */
+int ss_etcd__blob_value(const ss_buf *reply, const struct ss_etcd_stub *stub, ss_buf *out);
+/* Has the open batch values that go in chunks? Write them, one call at
+ * a time; then the Txn goes (commit_send). */
+bool ss_etcd__uploads(struct ss_backend_etcd *e);
+void ss_etcd__upload_next(struct ss_backend_etcd *e);
+void ss_etcd__upload_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+/* Delete the chunks of a value that was not stored (best effort). */
+void ss_etcd__blob_drop(struct ss_backend_etcd *e, const char *blob);
+void ss_etcd__blob_dropped(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+/* Deletions that failed, again after a pause. */
+void ss_etcd__drop_step(struct ss_backend_etcd *e);
 
 /* backend_etcd_session.c */
 void ss_etcd__ask_marker(struct ss_backend_etcd *e);

@@ -163,7 +163,7 @@ static void ss_etcd__usage_counted(struct ss_backend_etcd *e, const ss_grpc_call
         ss_etcd_range_kv(&r, i, &kv, &key);
         size_t klen = key.len - strlen(e->prefix) - 2;
         if (ss_record_decode(kv.value.data, kv.value.len, &rec, &tail) == SS_OK)
-            bytes += klen + rec.value.len + SS_ETCD_KEY_CHARGE;
+            bytes += klen + ss_etcd__value_len(kv.value, &rec) + SS_ETCD_KEY_CHARGE;
     }
     ss_etcd_reply_free(&r);
     char text[48];

@@ -9,7 +9,7 @@
 #include "../core/record.h"
 #include "backend_etcd_internal.h"
 
-int ss_backend_etcd_scan_start(ss_backend *b, ss_bytes from, bool inclusive, size_t limit)
+int ss_backend_etcd_scan_start(ss_backend *b, ss_bytes from, bool inclusive, size_t limit, bool values)
 {
     struct ss_backend_etcd *e = b->impl;
     if (e->scan != SS_SCAN_IDLE)
@@ -33,6 +33,7 @@ int ss_backend_etcd_scan_start(ss_backend *b, ss_bytes from, bool inclusive, siz
     }
     e->scan = SS_SCAN_RUNNING;
     e->scan_limit = limit;
+    e->scan_values = values;
     ss_etcd__submit(e, op);
     return SS_OK;
 }
@@ -47,25 +48,68 @@ void ss_etcd__scan_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     ss_buf_clear(&op->call.reply);
 }
 
+void ss_etcd__scan_blob_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    if (e->scan != SS_SCAN_RUNNING)
+        return;
+    e->scan = SS_SCAN_DONE;
+    ss_etcd_reply r;
+    size_t n = 0;
+    int rc = op->call.rc == SS_OK ? SS_OK : SS_E_UNAVAILABLE;
+    if (rc == SS_OK && ss_etcd_range_unpack_all(&e->scan_reply, &r, &n) != SS_OK)
+        rc = SS_E_PROTOCOL;
+    if (rc != SS_OK) {
+        e->scan_rc = rc;
+        return;
+    }
+    ss_etcd_kv kv;
+    ss_bytes key, tail;
+    ss_record rec;
+    struct ss_etcd_stub stub;
+    ss_etcd_range_kv(&r, e->scan_pos, &kv, &key);
+    if (ss_record_decode(kv.value.data, kv.value.len, &rec, &tail) != SS_OK || !ss_etcd__stub(kv.value, &rec, &stub))
+        rc = SS_E_CORRUPT; /* cannot be: the walk found a stub there */
+    if (rc == SS_OK)
+        rc = ss_etcd__blob_value(&op->call.reply, &stub, &e->scan_value);
+    ss_etcd_reply_free(&r);
+    if (rc == SS_OK)
+        e->scan_value_at = e->scan_pos + 1;
+    else
+        e->scan_rc = rc;
+}
+
+/* The page is walked; the next scan starts afresh. */
+static void ss_etcd__scan_end(struct ss_backend_etcd *e)
+{
+    e->scan = SS_SCAN_IDLE;
+    e->scan_pos = 0;
+    e->scan_value_at = 0;
+    if (e->scan_reply.cap > ((size_t)1 << 20))
+        ss_buf_free(&e->scan_reply);
+    if (e->scan_value.cap > ((size_t)1 << 20))
+        ss_buf_free(&e->scan_value);
+}
+
 bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key, const ss_record *rec),
                                void *ctx, ss_buf *next, int *rc)
 {
     struct ss_backend_etcd *e = b->impl;
     if (e->scan != SS_SCAN_DONE)
         return false;
-    e->scan = SS_SCAN_IDLE;
     ss_buf_clear(next);
     *rc = e->scan_rc;
     ss_etcd_reply r;
     size_t n = 0;
     if (*rc == SS_OK && ss_etcd_range_unpack_all(&e->scan_reply, &r, &n) != SS_OK)
         *rc = SS_E_PROTOCOL;
-    if (*rc != SS_OK)
+    if (*rc != SS_OK) {
+        ss_etcd__scan_end(e);
         return true;
+    }
     size_t plen = strlen(e->prefix) + 2;
     ss_bytes last = {NULL, 0};
     bool stopped = false;
-    for (size_t i = 0; i < n && !stopped; i++) {
+    for (size_t i = e->scan_pos; i < n && !stopped; i++) {
         ss_etcd_kv kv;
         ss_bytes key, tail;
         ss_record rec;
@@ -76,13 +120,34 @@ bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key
         last.len = key.len - plen;
         if (ss_record_decode(kv.value.data, kv.value.len, &rec, &tail) != SS_OK)
             continue; /* not a record of ours: skipped */
+        struct ss_etcd_stub stub;
+        if (ss_etcd__stub(kv.value, &rec, &stub) && !e->scan_values) {
+            rec.value.data = NULL; /* its length alone */
+            rec.value.len = (size_t)stub.len;
+        } else if (ss_etcd__stub(kv.value, &rec, &stub)) {
+            if (e->scan_value_at != i + 1) {
+                /* Its value is in chunks: the walk goes on from here
+                 * once they are read, as they were when the page was. */
+                struct ss_etcd_op *op = ss_etcd__blob_read(e, SS_OP_BLOB_SCAN, &stub, r.revision);
+                ss_etcd_reply_free(&r);
+                if (op == NULL) {
+                    *rc = SS_E_NOMEM;
+                    ss_etcd__scan_end(e);
+                    return true;
+                }
+                e->scan_pos = i;
+                e->scan = SS_SCAN_RUNNING;
+                ss_etcd__submit(e, op);
+                return false;
+            }
+            rec.value = ss_etcd__bytes(&e->scan_value);
+        }
         stopped = !fn(ctx, last, &rec);
     }
     /* More may follow when the page was full or the walk stopped early. */
     if ((stopped || n == e->scan_limit) && last.data && ss_buf_append(next, last.data, last.len) != SS_OK)
         *rc = SS_E_NOMEM;
     ss_etcd_reply_free(&r);
-    if (e->scan_reply.cap > ((size_t)1 << 20))
-        ss_buf_free(&e->scan_reply);
+    ss_etcd__scan_end(e);
     return true;
 }

@@ -126,6 +126,9 @@ int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why
             e->lease_id = id;
             e->claim = SS_CLAIM_HELD;
             e->keepalive_ms = ss_etcd__mono_ms() + (uint64_t)ttl * 1000u / 3u;
+            /* The instance names what this process writes (chunks of
+             * large values: CLUSTER.md). */
+            ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "node id %s claimed (%s)", e->node_id, e->claim_value);
             return SS_OK;
         }
         /* The lease just granted is not needed: give it back. */

@@ -33,6 +33,7 @@
 #include "backend_etcd_internal.h"
 
 static void ss_etcd__ask_removed(struct ss_backend_etcd *e, struct ss_etcd_held *h);
+static void ss_etcd__ask_blob(struct ss_backend_etcd *e, struct ss_etcd_held *h);
 
 /* The range of the records: prefix "k/" up to prefix "k0". */
 static int ss_etcd__records_range(struct ss_backend_etcd *e)
@@ -51,8 +52,12 @@ void ss_etcd__watch_step(struct ss_backend_etcd *e)
     /* Reads of removed versions that failed: again, after a pause. */
     if (e->nheld && ss_etcd__mono_ms() >= e->held_retry_ms)
         for (size_t i = 0; i < e->nheld; i++)
-            if (!e->held[i].ready && !e->held[i].asked)
-                ss_etcd__ask_removed(e, &e->held[i]);
+            if (!e->held[i].ready && !e->held[i].asked) {
+                if (e->held[i].chunked)
+                    ss_etcd__ask_blob(e, &e->held[i]);
+                else
+                    ss_etcd__ask_removed(e, &e->held[i]);
+            }
     if (e->watch != NULL || ss_etcd__mono_ms() < e->watch_retry_ms)
         return;
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_WATCH, SS_ETCD_WATCH_METHOD);
@@ -117,6 +122,47 @@ static void ss_etcd__ask_removed(struct ss_backend_etcd *e, struct ss_etcd_held 
     ss_etcd__submit(e, op);
 }
 
+/* Read the chunks of a held SET's value, as they were at its revision. */
+static void ss_etcd__ask_blob(struct ss_backend_etcd *e, struct ss_etcd_held *h)
+{
+    struct ss_etcd_op *op = ss_etcd__blob_read(e, SS_OP_BLOB_HELD, &h->stub, h->rev);
+    if (op == NULL)
+        return; /* asked again later */
+    op->ticket = h->ticket;
+    h->asked = true;
+    ss_etcd__submit(e, op);
+}
+
+static struct ss_etcd_held *ss_etcd__held_for(struct ss_backend_etcd *e, uint64_t ticket)
+{
+    for (size_t i = 0; i < e->nheld; i++)
+        if (e->held[i].ticket == ticket)
+            return &e->held[i];
+    return NULL;
+}
+
+void ss_etcd__held_blob_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    struct ss_etcd_held *h = ss_etcd__held_for(e, op->ticket);
+    if (h == NULL)
+        return;
+    h->asked = false;
+    if (op->call.rc != SS_OK) {
+        if (ss_etcd__refused(&op->call)) { /* compacted since: the value is gone */
+            h->ready = h->dropped = true;
+            e->stats.watch_undecodable++;
+        } else {
+            e->held_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+        }
+        return;
+    }
+    if (ss_etcd__blob_value(&op->call.reply, &h->stub, &h->value) != SS_OK) {
+        h->dropped = true;
+        e->stats.watch_undecodable++;
+    }
+    h->ready = true;
+}
+
 /* One change the watch reported. */
 static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event *ev)
 {
@@ -149,6 +195,20 @@ static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event 
         e->stats.watch_undecodable++; /* not a record: nothing true can be said of it */
         return;
     }
+    struct ss_etcd_stub stub;
+    if (ss_etcd__stub(ev->kv.value, &rec, &stub)) {
+        /* Its value is in chunks: read them; later changes wait behind. */
+        struct ss_etcd_held *h = ss_etcd__hold(e, SS_CHANGE_SET, key, rev);
+        if (h == NULL) {
+            e->stats.watch_undecodable++;
+            return;
+        }
+        h->version = rec.version;
+        h->chunked = true;
+        h->stub = stub;
+        ss_etcd__ask_blob(e, h);
+        return;
+    }
     ss_change c = {.type = SS_CHANGE_SET, .key = key, .value = rec.value, .version = rec.version};
     if (e->nheld == 0) {
         if (ss_feed_append(&e->watched, &c) != SS_OK)
@@ -170,10 +230,7 @@ static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event 
 
 void ss_etcd__removed_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
-    struct ss_etcd_held *h = NULL;
-    for (size_t i = 0; i < e->nheld && h == NULL; i++)
-        if (e->held[i].ticket == op->ticket)
-            h = &e->held[i];
+    struct ss_etcd_held *h = ss_etcd__held_for(e, op->ticket);
     if (h == NULL)
         return;
     h->asked = false;

@@ -66,10 +66,16 @@ int ss_etcd_range_keys_pack(ss_buf *out, ss_bytes key, ss_bytes end, int64_t lim
 
 int ss_etcd_range_all_pack(ss_buf *out, ss_bytes key, ss_bytes end, int64_t limit)
 {
+    return ss_etcd_range_all_at_pack(out, key, end, limit, 0);
+}
+
+int ss_etcd_range_all_at_pack(ss_buf *out, ss_bytes key, ss_bytes end, int64_t limit, int64_t revision)
+{
     Etcdserverpb__RangeRequest r = ETCDSERVERPB__RANGE_REQUEST__INIT;
     r.key = ss_etcd__bin(key);
     r.range_end = ss_etcd__bin(end);
     r.limit = limit;
+    r.revision = revision;
     return ss_etcd__pack(&r.base, out);
 }
 
@@ -236,6 +242,12 @@ int ss_etcd_txn_delete(ss_etcd_txn *t, ss_bytes key)
     return ss_etcd__add(t, SS_ETCD_DELETE, key, none, 0);
 }
 
+int ss_etcd_txn_delete_range(ss_etcd_txn *t, ss_bytes key, ss_bytes end)
+{
+    /* The range's end travels as the item's value. */
+    return ss_etcd__add(t, SS_ETCD_DELETE, key, end, 0);
+}
+
 size_t ss_etcd_txn_ops(const ss_etcd_txn *t)
 {
     return t->len;
@@ -306,6 +318,8 @@ int ss_etcd_txn_pack(const ss_etcd_txn *t, ss_buf *out)
             } else {
                 etcdserverpb__delete_range_request__init(&dels[i]);
                 dels[i].key = ss_etcd__bin(key);
+                if (value.len)
+                    dels[i].range_end = ss_etcd__bin(value);
                 op->request_case = ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_DELETE_RANGE;
                 op->request_delete_range = &dels[i];
             }

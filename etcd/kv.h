@@ -53,6 +53,8 @@ int ss_etcd_range_unpack(const ss_buf *reply, ss_etcd_reply *r, ss_etcd_kv *kv);
 /* A Range of the keys in [key, end) with their values, at most limit (0:
  * all), linearizable. 0 or SS_E_NOMEM. */
 int ss_etcd_range_all_pack(ss_buf *out, ss_bytes key, ss_bytes end, int64_t limit);
+/* The same at revision (0: the latest). */
+int ss_etcd_range_all_at_pack(ss_buf *out, ss_bytes key, ss_bytes end, int64_t limit, int64_t revision);
 /* Unpack a Range reply of any number of keys: *n of them, each filled by
  * ss_etcd_range_kv. 0 or SS_E_PROTOCOL. */
 int ss_etcd_range_unpack_all(const ss_buf *reply, ss_etcd_reply *r, size_t *n);
@@ -77,6 +79,8 @@ int ss_etcd_txn_put(ss_etcd_txn *t, ss_bytes key, ss_bytes value);
 /* A put attached to a lease: the key goes when the lease ends. */
 int ss_etcd_txn_put_leased(ss_etcd_txn *t, ss_bytes key, ss_bytes value, int64_t lease);
 int ss_etcd_txn_delete(ss_etcd_txn *t, ss_bytes key);
+/* Delete every key in [key, end) (one operation). */
+int ss_etcd_txn_delete_range(ss_etcd_txn *t, ss_bytes key, ss_bytes end);
 /* Read key when the expectations hold. A Txn of compares alone is
  * served from whichever member answers, possibly behind the others (etcd
  * treats it as serializable); a Range in it makes etcd confirm with a

@@ -46,6 +46,11 @@ struct ss_admin {
     ss_buf answer;
     ss_buf cursor;
     bool reading; /* etcd: the page of the first request is being read */
+    /* etcd: the walk of the page so far (it waits for the chunks of a
+     * large value between records) */
+    size_t mark;
+    size_t got, bytes;
+    uint64_t work;
 };
 
 /* Not answered yet: the request stays first until its page is read. */
@@ -191,6 +196,12 @@ static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req
     struct ss_admin_page pg = {p, r, q->argv[1], now_ms, (size_t)count, 0, SS_OK, values, 0, 0};
     ss_buf next = SS_BUF_INIT;
     size_t mark = a->answer.len;
+    if (p->store == NULL && a->reading) { /* etcd: the walk goes on where it waited */
+        mark = a->mark;
+        pg.got = a->got;
+        pg.bytes = a->bytes;
+        pg.work = a->work;
+    }
     /* The cursor line comes first: leave room, fill it in after. */
     ss_bytes after = {a->cursor.data, a->cursor.len};
     size_t examine = count * 10 < SS_ADMIN_EXAMINE_MAX ? count * 10 : SS_ADMIN_EXAMINE_MAX;
@@ -198,13 +209,19 @@ static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req
     if (p->store) {
         rc = ss_store_scan(p->store, after, examine, ss_admin__visit, &pg, &next);
     } else if (!a->reading) { /* etcd: the page is read first, then visited */
-        if ((rc = ss_backend_etcd_scan_start(p->backend, after, false, examine)) != SS_OK)
+        if ((rc = ss_backend_etcd_scan_start(p->backend, after, false, examine, values)) != SS_OK)
             return ss_strerror(rc);
         a->reading = true;
+        a->mark = mark;
+        a->got = a->bytes = 0;
+        a->work = 0;
         return ss_admin__wait;
     } else if (ss_backend_etcd_scan_done(p->backend, ss_admin__visit, &pg, &next, &rc)) {
         a->reading = false;
     } else {
+        a->got = pg.got;
+        a->bytes = pg.bytes;
+        a->work = pg.work;
         return ss_admin__wait;
     }
     if (rc == SS_OK)
@@ -253,7 +270,7 @@ static const char *ss_admin__inspect_etcd(struct ss_plugin *p, ss_bytes key, uin
     struct ss_admin *a = p->admin;
     int rc;
     if (!a->reading) {
-        if ((rc = ss_backend_etcd_scan_start(p->backend, key, true, 1)) != SS_OK)
+        if ((rc = ss_backend_etcd_scan_start(p->backend, key, true, 1, false)) != SS_OK)
             return ss_strerror(rc);
         a->reading = true;
         return ss_admin__wait;
@@ -318,7 +335,8 @@ static const char *ss_admin__backup(struct ss_plugin *p, const struct ss_admin_r
 static bool ss_admin__run(struct ss_plugin *p, const struct ss_admin_req *r, uint64_t now_ms)
 {
     struct ss_admin *a = p->admin;
-    ss_buf_clear(&a->answer);
+    if (!a->reading) /* a walk that waited keeps its lines */
+        ss_buf_clear(&a->answer);
     ss_request q;
     size_t used;
     const char *error = NULL;

@@ -450,10 +450,11 @@ void ss_batch_client_gone(struct ss_batch *b, const char *client_id)
 static void ss_batch__log_failure(struct ss_batch *b, int rc, bool ckpt)
 {
     struct ss_plugin *p = b->p;
-    const char *cause = ss_store_cause(p->store);
+    /* On etcd (no local store) the backend logged the cause itself. */
+    const char *cause = p->store ? ss_store_cause(p->store) : "";
     const char *answers = ss_outbox_count(&b->outbox, b->seq) ? "; the requests of its batch are answered with an error" : "";
     uint64_t retry;
-    if (ckpt && ss_store_checkpoint_failing(p->store, &retry)) {
+    if (ckpt && p->store && ss_store_checkpoint_failing(p->store, &retry)) {
         uint64_t now = ss_wall_ms();
         ss_log(p, MOSQ_LOG_ERR,
                "checkpoint failed (%s); the journal keeps every acknowledged write; next try in "

@@ -212,12 +212,36 @@ void etcd_member_sigstop(struct etcd_cluster *c, int i)
     }
 }
 
+/* etcdctl beside the etcd binary, into ctl. */
+static void etcdctl_path(char *ctl, size_t n)
+{
+    snprintf(ctl, n, "%s", etcd_binary());
+    char *slash = strrchr(ctl, '/');
+    snprintf(slash ? slash + 1 : ctl, n - (size_t)(slash ? slash + 1 - ctl : 0), "etcdctl");
+}
+
+int etcd_cluster_count_keys(const struct etcd_cluster *c, const char *prefix)
+{
+    char ctl[600];
+    etcdctl_path(ctl, sizeof ctl);
+    char *argv[] = {ctl, "--endpoints", (char *)c->endpoints, "get", "--prefix", "--keys-only", (char *)prefix,
+                    NULL};
+    struct run r;
+    run_cmd(argv, NULL, 0, &r);
+    ASSERT_EQ(r.status, 0);
+    /* One line per key, each followed by an empty line. */
+    int n = 0;
+    for (const char *p = r.out ? r.out : ""; *p; p++)
+        if (*p != '\n' && (p == r.out || p[-1] == '\n'))
+            n++;
+    run_free(&r);
+    return n;
+}
+
 bool etcd_cluster_hashkv_equal(const struct etcd_cluster *c, int *n)
 {
     char ctl[600];
-    snprintf(ctl, sizeof ctl, "%s", etcd_binary());
-    char *slash = strrchr(ctl, '/');
-    snprintf(slash ? slash + 1 : ctl, sizeof ctl - (size_t)(slash ? slash + 1 - ctl : 0), "etcdctl");
+    etcdctl_path(ctl, sizeof ctl);
     char first[64] = "";
     bool equal = true;
     *n = 0;

@@ -48,6 +48,8 @@ bool etcd_cluster_hashkv_equal(const struct etcd_cluster *c, int *n);
 /* Wait (5 s at most) until every member's hashkv is equal, and fail the
  * test if they never are (a member that was stopped may catch up late). */
 void etcd_cluster_assert_same_history(const struct etcd_cluster *c);
+/* How many keys the cluster holds under prefix (etcdctl get --prefix). */
+int etcd_cluster_count_keys(const struct etcd_cluster *c, const char *prefix);
 /* Start member i again on its data and wait until it answers with a
  * leader; fails the test after 30 s. */
 void etcd_member_restart(struct etcd_cluster *c, int i);

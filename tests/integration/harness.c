@@ -298,9 +298,20 @@ static void on_message(struct mosquitto *m, void *ud, const struct mosquitto_mes
 {
     (void)m;
     struct client *c = ud;
-    if (c->count == 256)
-        return;
-    struct msg *x = &c->queue[(c->head + c->count++) % 256];
+    if (c->count == c->cap) {
+        /* Never drop one: a test that sends many requests before reading
+         * the answers gets them all. */
+        int cap = c->cap ? 2 * c->cap : 256;
+        struct msg *q = calloc((size_t)cap, sizeof *q);
+        ASSERT_TRUE(q != NULL);
+        for (int i = 0; i < c->count; i++)
+            q[i] = c->queue[(c->head + i) % c->cap];
+        free(c->queue);
+        c->queue = q;
+        c->head = 0;
+        c->cap = cap;
+    }
+    struct msg *x = &c->queue[(c->head + c->count++) % c->cap];
     memset(x, 0, sizeof *x);
     x->topic = strdup(mm->topic);
     x->len = mm->payloadlen;
@@ -393,9 +404,12 @@ void client_close(struct client *c)
     msg_free(&c->last);
     while (c->count) {
         msg_free(&c->queue[c->head]);
-        c->head = (c->head + 1) % 256;
+        c->head = (c->head + 1) % c->cap;
         c->count--;
     }
+    free(c->queue);
+    c->queue = NULL;
+    c->cap = 0;
 }
 
 void client_subscribe(struct client *c, const char *topic)
@@ -434,7 +448,7 @@ struct msg *client_wait(struct client *c, int ms)
         return NULL;
     msg_free(&c->last);
     c->last = c->queue[c->head];
-    c->head = (c->head + 1) % 256;
+    c->head = (c->head + 1) % c->cap;
     c->count--;
     return &c->last;
 }

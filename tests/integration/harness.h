@@ -60,8 +60,8 @@ struct msg {
 struct client {
     struct mosquitto *m;
     char id[128];
-    struct msg queue[256];
-    int head, count;
+    struct msg *queue; /* a ring of cap messages, grown as they come */
+    int head, count, cap;
     bool connected, disconnected;
     int disconnect_rc;
     int last_puback_rc;

@@ -746,6 +746,16 @@ static void export_sample(bool soon, struct run *exp, char *file, size_t file_le
     cli(&r, b.port, "v\0\xff", 3, "set", "bin\x01key", "-", NULL);
     ASSERT_EQ(r.status, 0);
     run_free(&r);
+    /* Larger than one etcd request: on etcd it goes in chunks. */
+    size_t large_len = (size_t)3 << 20;
+    char *large = malloc(large_len);
+    ASSERT_TRUE(large != NULL);
+    for (size_t i = 0; i < large_len; i++)
+        large[i] = (char)(i * 31 + i / 4096);
+    cli(&r, b.port, large, large_len, "set", "large", "-", NULL);
+    free(large);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
     cli(exp, b.port, NULL, 0, "export", NULL);
     ASSERT_EQ(exp->status, 0);
     broker_stop(&b);
@@ -761,7 +771,7 @@ TEST(cli_export_import_round_trip)
     struct run r, exp1;
     char file[400], dir[400];
     export_sample(true, &exp1, file, sizeof file);
-    ASSERT_TRUE(strstr(exp1.err, "5 records exported") != NULL);
+    ASSERT_TRUE(strstr(exp1.err, "6 records exported") != NULL);
     ASSERT_TRUE(strstr(exp1.out, "{\"key\":\"bin\\u0001key\",\"key_base64\":\"YmluAWtleQ==\","
                                  "\"value_base64\":\"dgD/\",\"version\":\"") != NULL);
     ASSERT_TRUE(strstr(exp1.out, "\"fencing_token\":\"1700000000000:1:x\",\"expires_at_ms\":null}\n") != NULL);
@@ -769,7 +779,7 @@ TEST(cli_export_import_round_trip)
     snprintf(dir, sizeof dir, "%s/imported", test_tmpdir());
     cli(&r, 0, NULL, 0, "import", file, dir, NULL);
     ASSERT_EQ(r.status, 0);
-    ASSERT_TRUE(strstr(r.err, "4 records imported") != NULL && strstr(r.err, "(1 past their deadline left out)"));
+    ASSERT_TRUE(strstr(r.err, "5 records imported") != NULL && strstr(r.err, "(1 past their deadline left out)"));
     run_free(&r);
     cli(&r, 0, NULL, 0, "import", file, dir, NULL); /* not empty now */
     ASSERT_EQ(r.status, 64);
@@ -829,9 +839,10 @@ TEST(cli_import_into_an_etcd_cluster)
     etcd_cluster_start(&c, 3);
     cli(&r, 0, NULL, 0, "import", file, "--etcd", c.endpoints, "--etcd-prefix", "imp/", NULL);
     ASSERT_EQ(r.status, 0);
-    ASSERT_TRUE(strstr(r.err, "4 records imported into http://127.0.0.1:") != NULL &&
+    ASSERT_TRUE(strstr(r.err, "5 records imported into http://127.0.0.1:") != NULL &&
                 strstr(r.err, ", prefix imp/ (0 past their deadline left out)") != NULL);
     run_free(&r);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "imp/c/"), 3); /* the large value's chunks of 1 MiB */
     cli(&r, 0, NULL, 0, "import", file, "--etcd", c.endpoints, "--etcd-prefix", "imp/", NULL);
     ASSERT_EQ(r.status, 64);
     ASSERT_TRUE(strstr(r.err, "the prefix imp/ already holds keys") != NULL);

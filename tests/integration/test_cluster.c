@@ -6,7 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../core/buf.h"
 #include "../../core/hlc.h"
+#include "../../core/json.h"
 #include "../test.h"
 #include "etcd_cluster.h"
 #include "harness.h"
@@ -998,5 +1000,242 @@ TEST(cluster_locks_renewals_and_deadlines_under_faults)
         client_close(&ks[i].c);
     broker_stop(&b);
     etcd_cluster_assert_same_history(&c);
+    etcd_cluster_stop(&c);
+}
+
+/* A value of n bytes that changes along its length (no NUL). */
+static char *patterned(size_t n, unsigned seed)
+{
+    char *v = malloc(n + 1);
+    ASSERT_TRUE(v != NULL);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (char)('a' + (i * 7 + i / 1000 + seed) % 26);
+    v[n] = '\0';
+    return v;
+}
+
+/* m's payload is exactly prefix, then value as a bulk string. */
+static void assert_bulk(const struct msg *m, const char *prefix, const char *value)
+{
+    ASSERT_TRUE(m != NULL);
+    size_t len = strlen(value);
+    char head[96];
+    size_t h = (size_t)snprintf(head, sizeof head, "%s$%zu\r\n", prefix, len);
+    ASSERT_EQ((size_t)m->len, h + len + 2);
+    ASSERT_TRUE(memcmp(m->payload, head, h) == 0);
+    ASSERT_TRUE(memcmp(m->payload + h, value, len) == 0);
+    ASSERT_TRUE(memcmp(m->payload + h + len, "\r\n", 2) == 0);
+}
+
+/* GET key answers exactly value. */
+static void assert_get(struct client *c, const char *r, const char *key, const char *value)
+{
+    assert_bulk(request(c, r, "g", NULL, NULL, W("GET", key)), "", value);
+}
+
+/* The next notification is a SET of key to value at version ts. */
+static void assert_set_note(struct client *o, const char *value, const char *ts)
+{
+    struct msg *m = client_wait(o, 10000);
+    assert_bulk(m, "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n", value);
+    const char *got = msg_user(m, "__ts");
+    ASSERT_TRUE(got != NULL);
+    ASSERT_MEM(got, strlen(got), ts, strlen(ts));
+}
+
+/* Wait (5 s at most) until the cluster holds n keys under prefix. */
+static void await_keys(const struct etcd_cluster *c, const char *prefix, int n)
+{
+    int got = -1;
+    for (int i = 0; i < 100 && (got = etcd_cluster_count_keys(c, prefix)) != n; i++)
+        usleep(50 * 1000);
+    ASSERT_EQ(got, n);
+}
+
+/* Values larger than one etcd request (1.5 MiB by default) are stored in
+ * chunks: written, read and notified whole through either broker; their
+ * chunks go when the value is replaced, deleted or expires; KEYS shows
+ * the length and EXPORT the whole value. */
+TEST(cluster_large_values_in_chunks)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    struct broker a, b;
+    cluster_broker(&a, &c, "large-a", NULL);
+    cluster_broker(&b, &c, "large-b", NULL);
+    struct client ca, cb, ob;
+    char ra[64], rb[64], rob[64];
+    client_connect_rr(&ca, a.port, "writer-a", ra, sizeof ra);
+    client_connect_rr(&cb, b.port, "writer-b", rb, sizeof rb);
+    client_connect_rr(&ob, b.port, "observer", rob, sizeof rob);
+    ASSERT_REPLY(request(&ob, rob, "n", NULL, NULL, W("KEYNOTIFY", "big")), "+OK\r\n");
+    /* 5 MiB: 4 chunks of a little under 1.5 MiB. */
+    size_t n1 = (size_t)5 << 20, n2 = n1 + 12345;
+    char *v1 = patterned(n1, 0), *v2 = patterned(n2, 5);
+    struct msg *m = request(&ca, ra, "1", NULL, NULL, W("SET", "big", v1));
+    ASSERT_TRUE(payload_is(m, "+OK\r\n"));
+    char ts1[80], ts2[80];
+    snprintf(ts1, sizeof ts1, "%s", msg_user(m, "__ts"));
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/c/"), 4);
+    assert_get(&cb, rb, "big", v1);
+    assert_set_note(&ob, v1, ts1);
+    /* Replaced through the other broker: the old chunks go with the old
+     * value, and the first broker reads the new one. */
+    m = request(&cb, rb, "2", NULL, NULL, W("SET", "big", v2));
+    ASSERT_TRUE(payload_is(m, "+OK\r\n"));
+    snprintf(ts2, sizeof ts2, "%s", msg_user(m, "__ts"));
+    assert_set_note(&ob, v2, ts2);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/c/"), 4);
+    assert_get(&ca, ra, "big", v2);
+    /* KEYS gives its length; EXPORT its whole value. */
+    ASSERT_REPLY(request(&ca, ra, "s", NULL, NULL, W("SET", "small", "v")), "+OK\r\n");
+    char port[16];
+    snprintf(port, sizeof port, "%d", a.port);
+    char *keys_argv[] = {(char *)cli_path(), "-p", port, "keys", NULL};
+    struct run r;
+    run_cmd(keys_argv, NULL, 0, &r);
+    ASSERT_EQ(r.status, 0);
+    char want[160];
+    snprintf(want, sizeof want, "big  size=%zu  version=%s", n2, ts2);
+    ASSERT_TRUE(r.out && strstr(r.out, want) != NULL);
+    run_free(&r);
+    char *export_argv[] = {(char *)cli_path(), "-p", port, "export", NULL};
+    run_cmd(export_argv, NULL, 0, &r);
+    ASSERT_EQ(r.status, 0);
+    ss_buf b64 = SS_BUF_INIT;
+    ASSERT_EQ(ss_buf_append_str(&b64, "\"value_base64\":\""), 0);
+    ASSERT_EQ(ss_json_base64(&b64, (const uint8_t *)v2, n2), 0);
+    ASSERT_EQ(ss_buf_append_str(&b64, "\""), 0);
+    ASSERT_EQ(ss_buf_append(&b64, "", 1), 0);
+    ASSERT_TRUE(r.out && strstr(r.out, (const char *)b64.data) != NULL);
+    ASSERT_TRUE(strstr(r.out, "{\"key\":\"small\"") != NULL);
+    ss_buf_free(&b64);
+    run_free(&r);
+    /* A small value in its place: no chunk is left. */
+    ASSERT_REPLY(request(&ca, ra, "3", NULL, NULL, W("SET", "big", "tiny")), "+OK\r\n");
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/c/"), 0);
+    assert_get(&cb, rb, "big", "tiny");
+    /* Large again with a deadline: the expiry takes the chunks; a DEL
+     * of a large value too. */
+    ASSERT_REPLY(request(&cb, rb, "4", NULL, NULL, W("SET", "big", v1, "PX", "300")), "+OK\r\n");
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/c/"), 4);
+    await_keys(&c, "race/c/", 0);
+    ASSERT_REPLY(request(&ca, ra, "5", NULL, NULL, W("GET", "big")), "$-1\r\n");
+    ASSERT_REPLY(request(&ca, ra, "6", NULL, NULL, W("SET", "big", v2)), "+OK\r\n");
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/c/"), 4);
+    ASSERT_REPLY(request(&cb, rb, "7", NULL, NULL, W("DEL", "big")), ":1\r\n");
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/c/"), 0);
+    printf("  values of %zu and %zu bytes stored as 4 chunks each, read, notified and exported whole; "
+           "their chunks went with a replacement, an expiry and a DEL\n", n1, n2);
+    free(v1);
+    free(v2);
+    client_close(&ca);
+    client_close(&cb);
+    client_close(&ob);
+    broker_stop(&a);
+    broker_stop(&b);
+    etcd_cluster_stop(&c);
+}
+
+/* The value GET key answers, into a malloc'ed string (NULL: absent). */
+static char *get_value(struct client *c, const char *r, const char *key)
+{
+    struct msg *m = request(c, r, "g", NULL, NULL, W("GET", key));
+    ASSERT_TRUE(m != NULL);
+    if (m->len == 5 && memcmp(m->payload, "$-1\r\n", 5) == 0)
+        return NULL;
+    const char *crlf = memchr(m->payload, '\n', (size_t)m->len);
+    ASSERT_TRUE(m->payload[0] == '$' && crlf != NULL);
+    size_t h = (size_t)(crlf + 1 - (const char *)m->payload);
+    ASSERT_TRUE((size_t)m->len >= h + 2);
+    size_t len = (size_t)m->len - h - 2;
+    char *v = malloc(len + 1);
+    ASSERT_TRUE(v != NULL);
+    memcpy(v, m->payload + h, len);
+    v[len] = '\0';
+    return v;
+}
+
+/* Large values written by two brokers at once, and while the cluster
+ * loses its quorum: every answer is true (what was acknowledged is what
+ * both brokers read; what was refused as unavailable changed nothing),
+ * and only the chunks of the value stored remain. */
+TEST(cluster_large_values_under_races_and_quorum_loss)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    const char *opts = "plugin_opt_etcd_timeout_ms 500\nplugin_opt_etcd_unavailable_ms 1500\n";
+    struct broker a, b;
+    cluster_broker(&a, &c, "chunks-a", opts);
+    cluster_broker(&b, &c, "chunks-b", opts);
+    struct client ca, cb;
+    char ra[64], rb[64];
+    client_connect_rr(&ca, a.port, "writer-a", ra, sizeof ra);
+    client_connect_rr(&cb, b.port, "writer-b", rb, sizeof rb);
+    size_t n = (size_t)4 << 20;
+    char *v[4];
+    for (unsigned i = 0; i < 4; i++)
+        v[i] = patterned(n + i, i);
+    /* Both at once: both stored, one after the other; the later is
+     * what both brokers read, and its chunks alone remain. */
+    char x[64], y[64];
+    for (int round = 0; round < 3; round++) {
+        race(&ca, ra, NULL, W("SET", "k", v[0]), &cb, rb, NULL, W("SET", "k", v[1]), x, y, sizeof x);
+        ASSERT_STR(x, strlen(x), "+OK\r\n");
+        ASSERT_STR(y, strlen(y), "+OK\r\n");
+        char *ga = get_value(&ca, ra, "k"), *gb = get_value(&cb, rb, "k");
+        ASSERT_TRUE(ga != NULL && gb != NULL && strcmp(ga, gb) == 0);
+        ASSERT_TRUE(strcmp(ga, v[0]) == 0 || strcmp(ga, v[1]) == 0);
+        free(ga);
+        free(gb);
+        await_keys(&c, "race/c/", 3);
+    }
+    /* The quorum lost while a large value is on its way. */
+    int ok = 0, refused = 0;
+    for (int round = 0; round < 4; round++) {
+        char *before = get_value(&cb, rb, "k");
+        ASSERT_TRUE(before != NULL);
+        const char *next = v[2 + round % 2];
+        request_send(&ca, ra, "q", NULL, NULL, W("SET", "k", next));
+        usleep((useconds_t)(10 + 20 * round) * 1000);
+        int leader = etcd_cluster_leader(&c);
+        ASSERT_TRUE(leader >= 0);
+        etcd_member_sigstop(&c, (leader + 1) % 3);
+        etcd_member_sigstop(&c, (leader + 2) % 3);
+        struct msg *m = client_wait(&ca, 15000);
+        if (m == NULL)
+            printf("  no answer: disconnected %d rc %d at %llu\n", ca.disconnected, ca.disconnect_rc, (unsigned long long)now_ms());
+        ASSERT_TRUE(m != NULL);
+        bool stored = payload_is(m, "+OK\r\n");
+        ASSERT_TRUE(stored || payload_is(m, UNAVAILABLE));
+        kill(c.pid[(leader + 1) % 3], SIGCONT);
+        kill(c.pid[(leader + 2) % 3], SIGCONT);
+        char *after = NULL;
+        for (int i = 0; i < 100 && after == NULL; i++) {
+            struct msg *g = request(&cb, rb, "g", NULL, NULL, W("GET", "k"));
+            ASSERT_TRUE(g != NULL);
+            if (!payload_is(g, UNAVAILABLE))
+                after = get_value(&cb, rb, "k");
+            else
+                usleep(100 * 1000);
+        }
+        ASSERT_TRUE(after != NULL);
+        ASSERT_TRUE(strcmp(after, stored ? next : before) == 0);
+        ok += stored;
+        refused += !stored;
+        await_keys(&c, "race/c/", 3);
+        free(before);
+        free(after);
+    }
+    etcd_cluster_assert_same_history(&c);
+    printf("  3 races of two 4 MiB values: both stored, the later read everywhere; 4 quorum losses during a "
+           "large SET: %d stored, %d answered unavailable, each as told; only the stored value's chunks "
+           "remained\n", ok, refused);
+    for (int i = 0; i < 4; i++)
+        free(v[i]);
+    client_close(&ca);
+    client_close(&cb);
+    broker_stop(&a);
+    broker_stop(&b);
     etcd_cluster_stop(&c);
 }
