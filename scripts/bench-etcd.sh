@@ -50,6 +50,25 @@ txns() {
 keys_per_txn() { awk -v o="$1" -v t="$2" 'BEGIN {k = (t > 0 ? int(o / t + 0.5) : 1); print (k < 1 ? 1 : (k > 125 ? 125 : k))}'; }
 raw() { $B/bench/etcd_txn "$ENDPOINTS" "$@" | grep '^ETCDTXN'; }
 
+# Where the CPU goes during a run: the machine's busy and total time
+# (/proc/stat, all cores) and the etcd members' and a broker's own.
+ETCD_PIDS=("${PIDS[@]:0:3}")
+machine_ticks() { awk '/^cpu / {t = 0; for (i = 2; i <= NF; i++) t += $i; print $2 + $3 + $4 + $7 + $8, t}' /proc/stat; }
+etcd_ticks() { local s=0 p; for p in "${ETCD_PIDS[@]}"; do s=$(( s + $(cpu_ticks "$p") )); done; echo "$s"; }
+# cpu_start / cpu_end BROKER_PID: sets CORES_BUSY, CORES_ETCD, CORES_BROKER
+# (cores in use on average between the two) and ETCD_TICKS (etcd's CPU)
+cpu_start() { read -r M0 T0 <<< "$(machine_ticks)"; E0=$(etcd_ticks); P0=$([ -n "$1" ] && cpu_ticks "$1" || echo 0); }
+cpu_end() {
+    local m t e p; read -r m t <<< "$(machine_ticks)"; e=$(etcd_ticks); p=$([ -n "$1" ] && cpu_ticks "$1" || echo 0)
+    local wall; wall=$(awk -v t="$(( t - T0 ))" -v n="$(nproc)" 'BEGIN {print t / n}')
+    CORES_BUSY=$(awk -v a="$(( m - M0 ))" -v w="$wall" 'BEGIN {printf "%.2f", a / w}')
+    CORES_ETCD=$(awk -v a="$(( e - E0 ))" -v w="$wall" 'BEGIN {printf "%.2f", a / w}')
+    CORES_BROKER=$(awk -v a="$(( p - P0 ))" -v w="$wall" 'BEGIN {printf "%.2f", a / w}')
+    ETCD_TICKS=$(( e - E0 ))
+}
+# ms of etcd CPU per 1000 keys
+per_k() { awk -v t="$1" -v n="$2" -v hz="$HZ" 'BEGIN {printf "%.1f", (n > 0 ? t * 1e6 / hz / n : 0)}'; }
+
 # Every key written once first, as in 1: the brokers then hold them in
 # their caches, and requests need no reads (the plugin's steady state).
 lg -p "$PORT_lmdb" -c 4 -w 64 -k 100000 -n 100000 --sequential --label preload > /dev/null
@@ -59,15 +78,21 @@ lg -p "$PORT_etcd_b" -c 4 -w 64 -k 100000 -n 100000 --sequential --prefix b --la
 
 echo "8. the store on etcd: 3 members of etcd $ETCD_VERSION on this machine (data in /tmp), $REPS interleaved runs of ${SECS}s, medians"
 # Throughput: 4 connections x 64 in flight, 50% SET / 50% GET, as in 1.
-declare -a lt e1 r1 k1 e2 r2
+declare -a lt e1 r1 k1 e2 r2 pb pe pp pk rb re rk
 for i in $(seq "$REPS"); do
     l=$(lg -p "$PORT_lmdb" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --label lmdb)
     t0=$(txns "$PORT_etcd_a")
+    cpu_start "$PID_etcd_a"
     e=$(lg -p "$PORT_etcd_a" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --label etcd1)
+    cpu_end "$PID_etcd_a"
+    pb+=("$CORES_BUSY"); pe+=("$CORES_ETCD"); pp+=("$CORES_BROKER"); pk+=("$(per_k "$ETCD_TICKS" "$(field "$e" ops)")")
     sleep 1.2
     t1=$(txns "$PORT_etcd_a")
     k=$(keys_per_txn "$(field "$e" ops)" "$(( t1 - t0 ))")
+    cpu_start ""
     r=$(raw "$k" 50 1 "$SECS")
+    cpu_end ""
+    rb+=("$CORES_BUSY"); re+=("$CORES_ETCD"); rk+=("$(per_k "$ETCD_TICKS" "$(awk -v a="$(field "$r" keys_per_s)" -v s="$(field "$r" seconds)" 'BEGIN {print int(a * s)}')")")
     # Two brokers at once, each with the same load, on keys of their own.
     $B/bench/loadgen -p "$PORT_etcd_b" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --prefix b --label etcd2b \
         | grep '^LOADGEN' > "$WORK/b.out" &
@@ -89,6 +114,13 @@ echo "     raw etcd Txns of ${K1} keys (half of them put), 1 in flight, through 
 echo "       one broker / raw $(ratio "$E1" "$R1") (target >= 0.8)"
 echo "     two brokers at once ${E2} ops/s; raw, 2 in flight ${R2} keys/s: two brokers / raw $(ratio "$E2" "$R2")"
 echo "     runs: lmdb ${lt[*]} / etcd ${e1[*]} / raw ${r1[*]} / two brokers ${e2[*]} / raw 2 ${r2[*]}"
+PB=$(median "${pb[@]}"); PE=$(median "${pe[@]}"); PP=$(median "${pp[@]}"); PK=$(median "${pk[@]}")
+RB=$(median "${rb[@]}"); RE=$(median "${re[@]}"); RK=$(median "${rk[@]}")
+echo "   where the time goes ($(nproc) cores; cores in use on average during the runs):"
+echo "     one broker: ${PB} busy: etcd members ${PE}, the broker ${PP}, the rest (load generator, system) $(awk -v b="$PB" -v e="$PE" -v p="$PP" 'BEGIN {printf "%.2f", b - e - p}')"
+echo "     raw Txns:   ${RB} busy: etcd members ${RE}, the rest (the client) $(awk -v b="$RB" -v e="$RE" 'BEGIN {printf "%.2f", b - e}')"
+echo "     etcd's CPU per 1000 keys: ${PK} ms under the plugin, ${RK} ms under raw Txns"
+echo "BENCH etcd_cpu plugin_busy=$PB plugin_etcd=$PE plugin_broker=$PP plugin_etcd_ms_per_1k=$PK raw_busy=$RB raw_etcd=$RE raw_etcd_ms_per_1k=$RK"
 echo "BENCH etcd_throughput lmdb_ops=$LT etcd_ops=$E1 etcd_vs_lmdb=$(ratio "$E1" "$LT") keys_per_txn=$K1 raw_keys=$R1 etcd_vs_raw=$(ratio "$E1" "$R1") two_brokers_ops=$E2 raw2_keys=$R2 two_vs_raw=$(ratio "$E2" "$R2")"
 
 # Latency: 1 in flight, alternating which goes first.

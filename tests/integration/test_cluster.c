@@ -815,7 +815,8 @@ static bool lk_unavailable(const struct msg *m)
  * PX); a reader writes keys with a 200 ms deadline and reads them until
  * they are gone. Clients on both brokers, while the etcd leader is
  * killed, a follower stopped, and one broker killed (its clients move to
- * the other). Afterwards: the tokens the resource accepted only increase
+ * the other); in a longer run (make stress) the rounds repeat, the dead
+ * broker starts again and the other is killed next. Afterwards: the tokens the resource accepted only increase
  * in version order, no GET begun after a key's deadline returned it, and
  * every member's history hashes the same. */
 TEST(cluster_locks_renewals_and_deadlines_under_faults)
@@ -844,7 +845,9 @@ TEST(cluster_locks_renewals_and_deadlines_under_faults)
     uint64_t run_ms = soak && atoi(soak) > 14 ? (uint64_t)atoi(soak) * 1000u : 14000u;
     uint64_t start = now_ms(), end = start + run_ms, cycle_start = start;
     int fault = 0, stopped = -1, cycles = 1;
-    bool broker_killed = false;
+    int broker_kills = 0, broker_restarts = 0;
+    struct broker *brokers[2] = {&a, &b};
+    struct broker *dead = NULL; /* killed, to start again in the next round */
     while (now_ms() < end) {
         uint64_t t = now_ms() - cycle_start;
         if (fault == 5 && t >= 12000 && now_ms() + 12000 <= end) {
@@ -853,7 +856,13 @@ TEST(cluster_locks_renewals_and_deadlines_under_faults)
             cycles++;
             t = 0;
         }
-        /* The faults, at fixed times. */
+        /* The faults, at fixed times. A broker killed in the last round
+         * starts again first (its node id's claim has lapsed by then). */
+        if (fault == 0 && dead != NULL) {
+            broker_start(dead);
+            broker_restarts++;
+            dead = NULL;
+        }
         if (fault == 0 && t >= 3000) {
             int leader = etcd_cluster_leader(&c);
             ASSERT_TRUE(leader >= 0);
@@ -873,18 +882,19 @@ TEST(cluster_locks_renewals_and_deadlines_under_faults)
             ASSERT_EQ(kill(c.pid[stopped], SIGCONT), 0);
             fault++;
         } else if (fault == 4 && t >= 10000) {
-            /* Broker a dies (once); its clients go on through broker b. */
-            if (!broker_killed) {
-                broker_kill9(&a);
-                broker_killed = true;
-                for (int i = 0; i < ALL; i++) {
-                    if (ks[i].port != a.port)
-                        continue;
-                    if (ks[i].busy)
-                        unknown++; /* its answer will never come */
-                    client_close(&ks[i].c);
-                    lk_connect(&ks[i], b.port);
-                }
+            /* A broker dies (a, then b, in turns); its clients go on
+             * through the other. */
+            struct broker *victim = brokers[broker_kills % 2], *other = brokers[(broker_kills + 1) % 2];
+            broker_kill9(victim);
+            broker_kills++;
+            dead = victim;
+            for (int i = 0; i < ALL; i++) {
+                if (ks[i].port != victim->port)
+                    continue;
+                if (ks[i].busy)
+                    unknown++; /* its answer will never come */
+                client_close(&ks[i].c);
+                lk_connect(&ks[i], other->port);
             }
             fault++;
         }
@@ -985,20 +995,21 @@ TEST(cluster_locks_renewals_and_deadlines_under_faults)
         }
         usleep(200);
     }
-    ASSERT_TRUE(fault == 5 && broker_killed);
+    ASSERT_TRUE(fault == 5 && broker_kills == cycles && broker_restarts == cycles - 1);
     ASSERT_EQ(late_reads, 0);
     /* The fenced resource: in version order, tokens never went down. */
     qsort(accepted, (size_t)naccepted, sizeof accepted[0], lk_by_version);
     for (int i = 0; i + 1 < naccepted; i++)
         ASSERT_TRUE(ss_hlc_compare(&accepted[i].token, &accepted[i + 1].token) <= 0);
     ASSERT_TRUE(acquired > 0 && naccepted > 0 && expiring > 0 && renewed > 0);
-    printf("  %d s, %d rounds of etcd faults: %d locks taken, %d fenced writes accepted (tokens only "
-           "increased) and %d refused; %d renewals, %d lapses; %d keys with deadlines, %d reads of them, none "
-           "past the deadline; %d operations of unknown outcome\n",
-           (int)(run_ms / 1000), cycles, acquired, naccepted, refused, renewed, lapsed, expiring, reads, unknown);
+    printf("  %d s, %d rounds of etcd faults, %d brokers killed, %d started again: %d locks taken, %d fenced "
+           "writes accepted (tokens only increased) and %d refused; %d renewals, %d lapses; %d keys with "
+           "deadlines, %d reads of them, none past the deadline; %d operations of unknown outcome\n",
+           (int)(run_ms / 1000), cycles, broker_kills, broker_restarts, acquired, naccepted, refused, renewed,
+           lapsed, expiring, reads, unknown);
     for (int i = 0; i < ALL; i++)
         client_close(&ks[i].c);
-    broker_stop(&b);
+    broker_stop(dead == &a ? &b : &a);
     etcd_cluster_assert_same_history(&c);
     etcd_cluster_stop(&c);
 }
