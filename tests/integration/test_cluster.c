@@ -926,6 +926,9 @@ TEST(cluster_locks_renewals_and_deadlines_under_faults)
                         ASSERT_EQ(ss_hlc_parse((const uint8_t *)v, strlen(v), &accepted[naccepted].version), 0);
                         naccepted++;
                     } else {
+                        if (!payload_is(m, "-ERR the request fencing token is a lower version than "
+                                           "the fencing token protecting the resource\r\n"))
+                            printf("  a fenced write of %s was answered %.*s\n", k->id, m->len, (const char *)m->payload);
                         ASSERT_TRUE(payload_is(m, "-ERR the request fencing token is a lower version than "
                                                   "the fencing token protecting the resource\r\n"));
                         refused++;
