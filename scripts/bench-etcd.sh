@@ -123,8 +123,9 @@ echo "     etcd's CPU per 1000 keys: ${PK} ms under the plugin, ${RK} ms under r
 echo "BENCH etcd_cpu plugin_busy=$PB plugin_etcd=$PE plugin_broker=$PP plugin_etcd_ms_per_1k=$PK raw_busy=$RB raw_etcd=$RE raw_etcd_ms_per_1k=$RK"
 echo "BENCH etcd_throughput lmdb_ops=$LT etcd_ops=$E1 etcd_vs_lmdb=$(ratio "$E1" "$LT") keys_per_txn=$K1 raw_keys=$R1 etcd_vs_raw=$(ratio "$E1" "$R1") two_brokers_ops=$E2 raw2_keys=$R2 two_vs_raw=$(ratio "$E2" "$R2")"
 
-# Latency: 1 in flight, alternating which goes first.
-declare -a ll el rl
+# Latency: 1 in flight, alternating which goes first; then one client on
+# each of two brokers at once.
+declare -a ll el rl e2a e2b
 for i in $(seq "$REPS"); do
     if [ $(( i % 2 )) = 1 ]; then
         e=$(lg -p "$PORT_etcd_a" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --label etcd1x1)
@@ -135,9 +136,17 @@ for i in $(seq "$REPS"); do
     fi
     l=$(lg -p "$PORT_lmdb" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --label lmdb1x1)
     ll+=("$(field "$l" p50_us)"); el+=("$(field "$e" p50_us)"); rl+=("$(field "$r" p50_us)")
+    $B/bench/loadgen -p "$PORT_etcd_b" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --prefix b --label etcd2b1x1 \
+        | grep '^LOADGEN' > "$WORK/b.out" &
+    lb=$!
+    ea=$(lg -p "$PORT_etcd_a" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --prefix a --label etcd2a1x1)
+    wait $lb
+    e2a+=("$(field "$ea" p50_us)"); e2b+=("$(field "$(cat "$WORK/b.out")" p50_us)")
 done
 LL=$(median "${ll[@]}"); EL=$(median "${el[@]}"); RL=$(median "${rl[@]}")
+E2A=$(median "${e2a[@]}"); E2B=$(median "${e2b[@]}")
 echo "   latency p50, 1 in flight, 50% SET / 50% GET: LMDB ${LL} us, etcd ${EL} us, raw etcd Txn ${RL} us:"
 echo "     the plugin adds $(( EL - RL )) us to raw etcd (target <= 1000)"
-echo "     runs: lmdb ${ll[*]} / etcd ${el[*]} / raw ${rl[*]}"
-echo "BENCH etcd_latency lmdb_p50_us=$LL etcd_p50_us=$EL raw_p50_us=$RL added_us=$(( EL - RL ))"
+echo "     two brokers at once, one client each: p50 ${E2A} us (broker a), ${E2B} us (broker b)"
+echo "     runs: lmdb ${ll[*]} / etcd ${el[*]} / raw ${rl[*]} / two brokers ${e2a[*]} and ${e2b[*]}"
+echo "BENCH etcd_latency lmdb_p50_us=$LL etcd_p50_us=$EL raw_p50_us=$RL added_us=$(( EL - RL )) two_brokers_p50_us=$E2A,$E2B"
