@@ -37,10 +37,13 @@ done
 ETCD_VERSION=$("$ETCD_BIN/etcd" --version | awk '/etcd Version/ {print $3}')
 
 start_broker lmdb "$PWD/$B/statestore.so" "plugin_opt_data_dir $WORK/lmdb"
-for n in a b; do
-    start_broker "etcd_$n" "$PWD/$B/statestore.so" "plugin_opt_backend etcd" \
-        "plugin_opt_etcd_endpoints $ENDPOINTS" "plugin_opt_node_id bench-$n" "sys_interval 1"
-done
+# Broker b joins for the runs of two brokers only: "one broker" means one
+# on the cluster (another broker's watch would cost etcd work too).
+etcd_broker() {
+    start_broker "etcd_$1" "$PWD/$B/statestore.so" "plugin_opt_backend etcd" \
+        "plugin_opt_etcd_endpoints $ENDPOINTS" "plugin_opt_node_id bench-$1" "sys_interval 1"
+}
+etcd_broker a
 
 # txns PORT: the broker's etcd/txns figure (published every second)
 txns() {
@@ -74,9 +77,9 @@ per_k() { awk -v t="$1" -v n="$2" -v hz="$HZ" 'BEGIN {printf "%.1f", (n > 0 ? t 
 lg -p "$PORT_lmdb" -c 4 -w 64 -k 100000 -n 100000 --sequential --label preload > /dev/null
 lg -p "$PORT_etcd_a" -c 4 -w 64 -k 100000 -n 100000 --sequential --label preload > /dev/null
 lg -p "$PORT_etcd_a" -c 4 -w 64 -k 100000 -n 100000 --sequential --prefix a --label preload > /dev/null
-lg -p "$PORT_etcd_b" -c 4 -w 64 -k 100000 -n 100000 --sequential --prefix b --label preload > /dev/null
 
 echo "8. the store on etcd: 3 members of etcd $ETCD_VERSION on this machine (data in /tmp), $REPS interleaved runs of ${SECS}s, medians"
+echo "   (one broker on the cluster, then a second one joins for the runs of two brokers)"
 # Throughput: 4 connections x 64 in flight, 50% SET / 50% GET, as in 1.
 declare -a lt e1 r1 k1 e2 r2 pb pe pp pk rb re rk
 for i in $(seq "$REPS"); do
@@ -93,18 +96,45 @@ for i in $(seq "$REPS"); do
     r=$(raw "$k" 50 1 "$SECS")
     cpu_end ""
     rb+=("$CORES_BUSY"); re+=("$CORES_ETCD"); rk+=("$(per_k "$ETCD_TICKS" "$(awk -v a="$(field "$r" keys_per_s)" -v s="$(field "$r" seconds)" 'BEGIN {print int(a * s)}')")")
-    # Two brokers at once, each with the same load, on keys of their own.
+    lt+=("$(field "$l" ops_per_s)"); e1+=("$(field "$e" ops_per_s)"); k1+=("$k")
+    r1+=("$(field "$r" keys_per_s)")
+done
+# Latency, one broker: 1 in flight, alternating which goes first.
+declare -a ll el rl e2a e2b
+for i in $(seq "$REPS"); do
+    if [ $(( i % 2 )) = 1 ]; then
+        e=$(lg -p "$PORT_etcd_a" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --label etcd1x1)
+        r=$(raw 1 50 1 "$SECS")
+    else
+        r=$(raw 1 50 1 "$SECS")
+        e=$(lg -p "$PORT_etcd_a" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --label etcd1x1)
+    fi
+    l=$(lg -p "$PORT_lmdb" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --label lmdb1x1)
+    ll+=("$(field "$l" p50_us)"); el+=("$(field "$e" p50_us)"); rl+=("$(field "$r" p50_us)")
+done
+# Two brokers at once, each with the same load, on keys of their own
+# (broker b's keys written once first, as a's were).
+etcd_broker b
+lg -p "$PORT_etcd_b" -c 4 -w 64 -k 100000 -n 100000 --sequential --prefix b --label preload > /dev/null
+for i in $(seq "$REPS"); do
     $B/bench/loadgen -p "$PORT_etcd_b" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --prefix b --label etcd2b \
         | grep '^LOADGEN' > "$WORK/b.out" &
     lb=$!
     ea=$(lg -p "$PORT_etcd_a" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --prefix a --label etcd2a)
     wait $lb
     eb=$(cat "$WORK/b.out")
-    rr=$(raw "$k" 50 2 "$SECS")
-    lt+=("$(field "$l" ops_per_s)"); e1+=("$(field "$e" ops_per_s)"); k1+=("$k")
-    r1+=("$(field "$r" keys_per_s)")
+    rr=$(raw "$(median "${k1[@]}")" 50 2 "$SECS")
     e2+=("$(awk -v a="$(field "$ea" ops_per_s)" -v b="$(field "$eb" ops_per_s)" 'BEGIN {print a + b}')")
     r2+=("$(field "$rr" keys_per_s)")
+done
+# Latency, two brokers: one client on each at once.
+for i in $(seq "$REPS"); do
+    $B/bench/loadgen -p "$PORT_etcd_b" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --prefix b --label etcd2b1x1 \
+        | grep '^LOADGEN' > "$WORK/b.out" &
+    lb=$!
+    ea=$(lg -p "$PORT_etcd_a" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --prefix a --label etcd2a1x1)
+    wait $lb
+    e2a+=("$(field "$ea" p50_us)"); e2b+=("$(field "$(cat "$WORK/b.out")" p50_us)")
 done
 LT=$(median "${lt[@]}"); E1=$(median "${e1[@]}"); R1=$(median "${r1[@]}"); K1=$(median "${k1[@]}")
 E2=$(median "${e2[@]}"); R2=$(median "${r2[@]}")
@@ -123,26 +153,7 @@ echo "     etcd's CPU per 1000 keys: ${PK} ms under the plugin, ${RK} ms under r
 echo "BENCH etcd_cpu plugin_busy=$PB plugin_etcd=$PE plugin_broker=$PP plugin_etcd_ms_per_1k=$PK raw_busy=$RB raw_etcd=$RE raw_etcd_ms_per_1k=$RK"
 echo "BENCH etcd_throughput lmdb_ops=$LT etcd_ops=$E1 etcd_vs_lmdb=$(ratio "$E1" "$LT") keys_per_txn=$K1 raw_keys=$R1 etcd_vs_raw=$(ratio "$E1" "$R1") two_brokers_ops=$E2 raw2_keys=$R2 two_vs_raw=$(ratio "$E2" "$R2")"
 
-# Latency: 1 in flight, alternating which goes first; then one client on
-# each of two brokers at once.
-declare -a ll el rl e2a e2b
-for i in $(seq "$REPS"); do
-    if [ $(( i % 2 )) = 1 ]; then
-        e=$(lg -p "$PORT_etcd_a" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --label etcd1x1)
-        r=$(raw 1 50 1 "$SECS")
-    else
-        r=$(raw 1 50 1 "$SECS")
-        e=$(lg -p "$PORT_etcd_a" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --label etcd1x1)
-    fi
-    l=$(lg -p "$PORT_lmdb" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --label lmdb1x1)
-    ll+=("$(field "$l" p50_us)"); el+=("$(field "$e" p50_us)"); rl+=("$(field "$r" p50_us)")
-    $B/bench/loadgen -p "$PORT_etcd_b" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --prefix b --label etcd2b1x1 \
-        | grep '^LOADGEN' > "$WORK/b.out" &
-    lb=$!
-    ea=$(lg -p "$PORT_etcd_a" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --prefix a --label etcd2a1x1)
-    wait $lb
-    e2a+=("$(field "$ea" p50_us)"); e2b+=("$(field "$(cat "$WORK/b.out")" p50_us)")
-done
+
 LL=$(median "${ll[@]}"); EL=$(median "${el[@]}"); RL=$(median "${rl[@]}")
 E2A=$(median "${e2a[@]}"); E2B=$(median "${e2b[@]}")
 echo "   latency p50, 1 in flight, 50% SET / 50% GET: LMDB ${LL} us, etcd ${EL} us, raw etcd Txn ${RL} us:"
