@@ -40,6 +40,7 @@ struct import_etcd {
     size_t keys, bytes;
     ss_buf name, rec;
     uint64_t instance, blobs; /* blob ids: this run's instance and a count */
+    ss_buf pending_blobs;     /* ids (32 bytes each) of the chunked values of the Txn being built */
 };
 
 static int import_etcd__name(struct import_etcd *e, char part, uint64_t deadline, ss_bytes key)
@@ -63,14 +64,20 @@ static int import_etcd__call(struct import_etcd *e, ss_grpc_call *c, char *why, 
     return rc;
 }
 
+static void import_etcd__drop_pending(struct import_etcd *e);
+
 void import_etcd_close(struct import_etcd *e)
 {
     if (e == NULL)
         return;
+    /* An import that stopped before the Txn being built committed. */
+    if (e->pending_blobs.len)
+        import_etcd__drop_pending(e);
     ss_grpc_free(e->g);
     ss_etcd_txn_free(&e->t);
     ss_buf_free(&e->name);
     ss_buf_free(&e->rec);
+    ss_buf_free(&e->pending_blobs);
     free(e);
 }
 
@@ -135,6 +142,37 @@ int import_etcd_open(const struct cli *cl, struct import_etcd **out, char *why, 
     return SS_OK;
 }
 
+/* The Txn that would have referred to them did not commit: delete the
+ * chunks written for it (best effort: a failure leaves them behind,
+ * under this run's instance, as CLUSTER.md describes). */
+static void import_etcd__drop_pending(struct import_etcd *e)
+{
+    ss_etcd_txn t = {0};
+    ss_buf end = SS_BUF_INIT;
+    int rc = SS_OK;
+    for (size_t off = 0; rc == SS_OK && off + 32 <= e->pending_blobs.len; off += 32) {
+        char name[34];
+        memcpy(name, e->pending_blobs.data + off, 32);
+        name[32] = '/';
+        ss_bytes k = {(const uint8_t *)name, 33};
+        if ((rc = ss_backend_etcd_layout_key(&e->name, e->prefix, 'c', 0, k)) == SS_OK &&
+            (rc = ss_backend_etcd_layout_key(&end, e->prefix, 'c', 0, k)) == SS_OK) {
+            end.data[end.len - 1] = '/' + 1;
+            rc = ss_etcd_txn_delete_range(&t, import_etcd__bytes(&e->name), import_etcd__bytes(&end));
+        }
+    }
+    ss_grpc_call c;
+    memset(&c, 0, sizeof c);
+    c.method = SS_ETCD_TXN_METHOD;
+    char why[200];
+    if (rc == SS_OK && e->pending_blobs.len && ss_etcd_txn_pack(&t, &c.request) == SS_OK)
+        (void)import_etcd__call(e, &c, why, sizeof why);
+    ss_grpc_call_clear(&c);
+    ss_etcd_txn_free(&t);
+    ss_buf_free(&end);
+    ss_buf_clear(&e->pending_blobs);
+}
+
 /* Commit the Txn being built. */
 static int import_etcd__flush(struct import_etcd *e, char *why, size_t n)
 {
@@ -159,6 +197,9 @@ static int import_etcd__flush(struct import_etcd *e, char *why, size_t n)
     ss_grpc_call_clear(&c);
     ss_etcd_txn_clear(&e->t);
     e->keys = e->bytes = 0;
+    if (rc != SS_OK)
+        import_etcd__drop_pending(e);
+    ss_buf_clear(&e->pending_blobs);
     return rc;
 }
 
@@ -169,7 +210,9 @@ static int import_etcd__chunks(struct import_etcd *e, const ss_record *rec, char
     char blob[40];
     snprintf(blob, sizeof blob, "%016llx%016llx", (unsigned long long)e->instance,
              (unsigned long long)++e->blobs);
-    int rc = SS_OK;
+    /* Recorded first: if the Txn that refers to them never commits, the
+     * chunks written go (import_etcd__drop_pending). */
+    int rc = ss_buf_append(&e->pending_blobs, blob, 32);
     for (size_t off = 0, i = 0; rc == SS_OK && off < rec->value.len; off += SS_IMPORT_ETCD_BYTES, i++) {
         size_t len = rec->value.len - off < SS_IMPORT_ETCD_BYTES ? rec->value.len - off : SS_IMPORT_ETCD_BYTES;
         ss_bytes chunk = {rec->value.data + off, len};

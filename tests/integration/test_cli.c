@@ -845,6 +845,21 @@ TEST(cli_import_into_an_etcd_cluster)
                 strstr(r.err, ", prefix imp/ (0 past their deadline left out)") != NULL);
     run_free(&r);
     ASSERT_EQ(etcd_cluster_count_keys(&c, "imp/c/"), 3); /* the large value's chunks of 1 MiB */
+    /* An import that stops (a bad line) after a large value's chunks were
+     * written, before its Txn: the chunks go, nothing refers to them. */
+    char bad[450];
+    snprintf(bad, sizeof bad, "%s.bad", file);
+    FILE *f = fopen(bad, "w");
+    ASSERT_TRUE(f != NULL);
+    const char *zl = strstr(exp1.out, "{\"key\":\"zlarge\"");
+    ASSERT_TRUE(zl != NULL);
+    fwrite(zl, 1, strcspn(zl, "\n") + 1, f);
+    fputs("{\"key\": not json\n", f);
+    fclose(f);
+    cli(&r, 0, NULL, 0, "import", bad, "--etcd", c.endpoints, "--etcd-prefix", "imp2/", NULL);
+    ASSERT_TRUE(r.status != 0);
+    run_free(&r);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "imp2/"), 0);
     cli(&r, 0, NULL, 0, "import", file, "--etcd", c.endpoints, "--etcd-prefix", "imp/", NULL);
     ASSERT_EQ(r.status, 64);
     ASSERT_TRUE(strstr(r.err, "the prefix imp/ already holds keys") != NULL);
