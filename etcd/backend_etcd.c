@@ -117,9 +117,12 @@ bool ss_etcd__refused(const ss_grpc_call *c)
     if (c->rc != SS_E_SERVER)
         return false;
     switch (c->status) {
+    case 8: /* RESOURCE_EXHAUSTED: the database is full (quota), or, for a
+             * while, "too many requests" (a member applying far behind
+             * what it committed): that one passes, like a timeout. */
+        return strstr(c->message, "too many requests") == NULL;
     case 3:  /* INVALID_ARGUMENT: too many operations, too large, duplicate key */
     case 7:  /* PERMISSION_DENIED */
-    case 8:  /* RESOURCE_EXHAUSTED: the database is full (quota) */
     case 9:  /* FAILED_PRECONDITION */
     case 11: /* OUT_OF_RANGE */
         return true;

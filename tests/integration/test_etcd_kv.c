@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../../core/errors.h"
+#include "../../etcd/backend_etcd_internal.h"
 #include "../../etcd/grpc.h"
 #include "../../etcd/kv.h"
 #include "../test.h"
@@ -394,4 +395,41 @@ TEST(etcd_kv_tls_and_client_certificates)
     ASSERT_EQ(ss_grpc_new(&bad, &g, why, sizeof why), SS_E_INVAL);
     ASSERT_TRUE(strncmp(why, "cannot use the CA file /nonexistent/ca.crt: ", 44) == 0);
     etcd_cluster_stop(&ec);
+}
+
+/* Which failures of a call say that etcd did not run it and never will
+ * (the batch is answered with an error), and which may pass (it is
+ * settled or sent again). etcd answers a full database and a member
+ * overloaded for a while with the same status, RESOURCE_EXHAUSTED: only
+ * the message tells them apart, and "too many requests" must not become
+ * a "quota exceeded" answer. (Needs no cluster: the messages are etcd
+ * 3.4's, from its api/v3rpc/rpctypes.) */
+TEST(etcd_kv_failures_that_refuse_and_that_pass)
+{
+    struct {
+        int rc, status;
+        const char *message;
+        bool refused;
+    } cases[] = {
+        {SS_E_SERVER, 8, "etcdserver: mvcc: database space exceeded", true},
+        {SS_E_SERVER, 8, "etcdserver: too many requests", false},
+        {SS_E_SERVER, 3, "etcdserver: too many operations in txn request", true},
+        {SS_E_SERVER, 3, "etcdserver: request is too large", true},
+        {SS_E_SERVER, 7, "etcdserver: permission denied", true},
+        {SS_E_SERVER, 14, "etcdserver: leader changed", false},
+        {SS_E_SERVER, 14, "etcdserver: no leader", false},
+        {SS_E_SERVER, 4, "context deadline exceeded", false},
+        {SS_E_TIMEOUT, 0, "no answer in time", false},
+        {SS_E_IO, 0, "connection lost", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ss_grpc_call c;
+        memset(&c, 0, sizeof c);
+        c.rc = cases[i].rc;
+        c.status = cases[i].status;
+        snprintf(c.message, sizeof c.message, "%s", cases[i].message);
+        if (ss_etcd__refused(&c) != cases[i].refused)
+            printf("  %s: refused %d, expected %d\n", cases[i].message, !cases[i].refused, cases[i].refused);
+        ASSERT_EQ(ss_etcd__refused(&c), cases[i].refused);
+    }
 }
