@@ -268,6 +268,17 @@ void ss_dedup_forget_since(ss_dedup *d, uint64_t mark)
         ss_dedup__drop(d, d->tail);
 }
 
+void ss_dedup_forget_range(ss_dedup *d, uint64_t after, uint64_t upto)
+{
+    /* The list is in the order entries were remembered: from the newest
+     * back to the first of the range. */
+    for (struct ss_dentry *e = d->tail, *prev; e && e->seq > after; e = prev) {
+        prev = e->prev;
+        if (e->seq <= upto)
+            ss_dedup__drop(d, e);
+    }
+}
+
 size_t ss_dedup_count(const ss_dedup *d)
 {
     return d->table.count;

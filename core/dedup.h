@@ -58,6 +58,9 @@ void ss_dedup_expire(ss_dedup *d, uint64_t now_ms);
  * commit: its requests never took effect and may run again). */
 uint64_t ss_dedup_mark(const ss_dedup *d);
 void ss_dedup_forget_since(ss_dedup *d, uint64_t mark);
+/* Drop the entries added after mark `after` up to mark `upto` (one batch
+ * of several in flight, whose commit failed). */
+void ss_dedup_forget_range(ss_dedup *d, uint64_t after, uint64_t upto);
 
 size_t ss_dedup_count(const ss_dedup *d);
 size_t ss_dedup_bytes(const ss_dedup *d);

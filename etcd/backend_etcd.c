@@ -354,21 +354,22 @@ static bool ss_etcd__touch(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
      * operations of a change are counted when it is made: ss_etcd__room).
      * Beside them: the marker's and the counter's compares. */
     size_t bytes = 2 * x->key.len + 64;
-    if (e->ntouched > 0 && (e->ntouched + 1 + 2 > e->max_txn_ops ||
-                            e->batch_bytes + bytes + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)) {
-        e->full = true;
+    struct ss_etcd_batch *b = &e->open;
+    if (b->ntouched > 0 && (b->ntouched + 1 + 2 > e->max_txn_ops ||
+                            b->bytes + bytes + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)) {
+        b->full = true;
         return false;
     }
-    if (e->ntouched == e->touched_cap) {
-        size_t cap = e->touched_cap ? e->touched_cap * 2 : 64;
-        struct ss_etcd_entry **t = realloc(e->touched, cap * sizeof *t);
+    if (b->ntouched == b->touched_cap) {
+        size_t cap = b->touched_cap ? b->touched_cap * 2 : 64;
+        struct ss_etcd_entry **t = realloc(b->touched, cap * sizeof *t);
         if (t == NULL)
             return false;
-        e->touched = t;
-        e->touched_cap = cap;
+        b->touched = t;
+        b->touched_cap = cap;
     }
-    e->touched[e->ntouched++] = x;
-    e->batch_bytes += bytes;
+    b->touched[b->ntouched++] = x;
+    b->bytes += bytes;
     x->touched = true;
     return true;
 }
@@ -383,8 +384,8 @@ static size_t ss_etcd__room(struct ss_backend_etcd *e, const struct ss_etcd_entr
     /* A second change of a key waits for the next batch: a Txn writes a
      * key once, and each change must be a revision of its own for every
      * broker's watch to report it (one broker notifies every change). */
-    if (x->change != SS_CHANGE_NONE || e->batch_ops + ops > e->max_txn_ops) {
-        e->full = true;
+    if (x->change != SS_CHANGE_NONE || e->open.ops + ops > e->max_txn_ops) {
+        e->open.full = true;
         return 0;
     }
     return ops;
@@ -413,6 +414,8 @@ int ss_etcd__get(struct ss_backend_etcd *e, ss_bytes key, ss_record *rec, ss_rev
     case SS_ENTRY_KNOWN:
         break;
     }
+    if (x->flight)
+        return SS_E_PENDING; /* its batch commits: after that */
     if (!ss_etcd__touch(e, x))
         return SS_E_PENDING; /* the next batch */
     if (entry)
@@ -434,6 +437,11 @@ static int ss_etcd__read(void *impl, ss_bytes key, ss_record *rec, ss_revision *
     return ss_etcd__get(impl, key, rec, rev, NULL);
 }
 
+struct ss_etcd_entry *ss_etcd__entry(struct ss_backend_etcd *e, ss_bytes key)
+{
+    return ss_etcd__find(e, key, NULL);
+}
+
 struct ss_etcd_entry *ss_etcd__touched(struct ss_backend_etcd *e, ss_bytes key)
 {
     struct ss_etcd_entry *x = ss_etcd__find(e, key, NULL);
@@ -443,7 +451,7 @@ struct ss_etcd_entry *ss_etcd__touched(struct ss_backend_etcd *e, ss_bytes key)
 static void ss_etcd__record_change(struct ss_backend_etcd *e, const ss_change *c)
 {
     if (ss_backend_wants(&e->base, c->key))
-        (void)ss_feed_append(&e->pending, c);
+        (void)ss_feed_append(&e->open.pending, c);
 }
 
 static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revision decided_on)
@@ -462,8 +470,8 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
     if (in_txn + 2 * key.len + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)
         return SS_E_QUOTA; /* no Txn could carry it: the key is too long */
     size_t ops = ss_etcd__room(e, x);
-    if (ops == 0 || (e->ntouched > 1 && e->batch_bytes + in_txn + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)) {
-        e->full = true;
+    if (ops == 0 || (e->open.ntouched > 1 && e->open.bytes + in_txn + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)) {
+        e->open.full = true;
         return SS_E_CONFLICT; /* the next batch */
     }
     /* Room first (what next_rec holds stays), then the charge, which
@@ -474,14 +482,14 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
     ss_buf_clear(&x->next_rec);
     ss_record_encode(x->next_rec.data, rec, NULL, 0, false);
     x->next_rec.len = size;
-    e->batch_ops += ops;
+    e->open.ops += ops;
     x->change = SS_CHANGE_PUT;
     x->next_expiry = rec->expiry_ms;
     x->next_blob[0] = '\0';
     x->uploaded = 0;
     if (chunked)
         ss_etcd__blob_new(e, x->next_blob);
-    e->batch_bytes += in_txn;
+    e->open.bytes += in_txn;
     ss_change c = {.type = SS_CHANGE_SET, .key = key, .value = rec->value, .version = rec->version};
     ss_etcd__record_change(e, &c);
     return SS_OK;
@@ -501,7 +509,7 @@ int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on)
     int rc = ss_etcd__charge(e, x, false, 0);
     if (rc != SS_OK)
         return rc;
-    e->batch_ops += ops;
+    e->open.ops += ops;
     x->change = SS_CHANGE_DEL;
     ss_etcd__record_change(e, change);
     return SS_OK;
@@ -524,15 +532,15 @@ static void ss_etcd__load_clock(void *impl, uint64_t *wall, uint32_t *counter)
     *counter = 0;
 }
 
-/* The open batch ends: its entries are no longer touched; kept_changes
- * tells whether their changes were committed (and now are what etcd
- * holds, at revision rev) or not (then the entries leave the cache: what
- * they hold may be stale). */
-void ss_etcd__end_batch(struct ss_backend_etcd *e, bool committed, int64_t rev)
+/* The entries of batch b leave it: committed (their changes are what
+ * etcd holds, at revision rev) or not (they leave the cache: what they
+ * hold may be stale). */
+static void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch *b, bool committed, int64_t rev)
 {
-    for (size_t i = 0; i < e->ntouched; i++) {
-        struct ss_etcd_entry *x = e->touched[i];
+    for (size_t i = 0; i < b->ntouched; i++) {
+        struct ss_etcd_entry *x = b->touched[i];
         x->touched = false;
+        x->flight = NULL;
         if (!committed) {
             /* Chunks written for a value that was not stored (also when
              * none was confirmed: a put that timed out may have been
@@ -565,32 +573,58 @@ void ss_etcd__end_batch(struct ss_backend_etcd *e, bool committed, int64_t rev)
         ss_buf_clear(&x->next_rec);
         x->change = SS_CHANGE_NONE;
     }
-    e->ntouched = 0;
-    e->dkeys = e->dbytes = 0;
-    e->usage_used = false;
-    e->batch_ops = 3; /* the marker's put, the counter's, a read-only batch's Range */
-    e->batch_bytes = 0;
-    ss_buf_clear(&e->orphans);
-    e->norphans = 0;
-    e->full = false;
+}
+
+void ss_etcd__batch_reset(struct ss_etcd_batch *b)
+{
+    b->ntouched = 0;
+    b->dkeys = b->dbytes = 0;
+    b->usage_used = b->commit_usage = false;
+    b->ops = 3; /* the marker's put, the counter's, a read-only batch's Range */
+    b->bytes = 0;
+    ss_buf_clear(&b->orphans);
+    b->norphans = 0;
+    b->full = false;
+    ss_feed_clear(&b->pending);
+}
+
+static void ss_etcd__batch_free(struct ss_etcd_batch *b)
+{
+    free(b->touched);
+    ss_buf_free(&b->orphans);
+    ss_feed_free(&b->pending);
+}
+
+void ss_etcd__tidy(struct ss_backend_etcd *e)
+{
     /* Entries that failed are fetched again by their next reader; a cache
-     * grown too large is emptied of what the next batch does not need.
-     * Otherwise nothing to walk: this runs at every tick. */
+     * grown too large is emptied of what no batch needs. Otherwise
+     * nothing to walk: this runs at every tick. */
     bool shrink = e->entries > SS_ETCD_CACHE_ENTRIES || e->cache_bytes > SS_ETCD_CACHE_BYTES;
     if (!shrink && e->failed == 0)
         return;
     for (struct ss_etcd_entry *x = e->first, *next; x; x = next) {
         next = x->next;
+        if (x->touched || x->flight)
+            continue;
         if (x->state == SS_ENTRY_FAILED || (shrink && x->state == SS_ENTRY_KNOWN))
             ss_etcd__entry_free(e, x);
     }
 }
 
+void ss_etcd__end_flight(struct ss_backend_etcd *e, struct ss_etcd_flight *f, bool committed, int64_t rev)
+{
+    ss_etcd__entries_end(e, &f->b, committed, rev);
+    ss_etcd__batch_reset(&f->b);
+    ss_etcd__tidy(e);
+}
+
 void ss_etcd__abort(void *impl)
 {
     struct ss_backend_etcd *e = impl;
-    ss_etcd__end_batch(e, false, 0);
-    ss_feed_clear(&e->pending);
+    ss_etcd__entries_end(e, &e->open, false, 0);
+    ss_etcd__batch_reset(&e->open);
+    ss_etcd__tidy(e);
 }
 
 void ss_etcd__append(void *ctx, const ss_change *c)
@@ -616,7 +650,7 @@ void ss_backend_etcd_prefetch(ss_backend *b, ss_bytes key)
 void ss_etcd__seen_change(struct ss_backend_etcd *e, ss_bytes key, int64_t rev)
 {
     struct ss_etcd_entry *x = ss_etcd__find(e, key, NULL);
-    if (x && x->state == SS_ENTRY_KNOWN && !x->touched && x->rev < rev)
+    if (x && x->state == SS_ENTRY_KNOWN && !x->touched && !x->flight && x->rev < rev)
         ss_etcd__entry_free(e, x);
 }
 
@@ -626,16 +660,20 @@ static int ss_etcd__commit(void *impl, uint64_t now_ms)
     struct ss_backend_etcd *e = impl;
     uint64_t end = ss_etcd__mono_ms() + 4u * e->call_timeout_ms + e->unavailable_ms;
     int rc = SS_E_PENDING;
+    bool started = false;
+    unsigned slot = 0;
     while (ss_etcd__mono_ms() < end) {
         ss_backend_etcd_poll(&e->base, now_ms);
-        if (e->commit == SS_COMMIT_IDLE) {
-            rc = ss_backend_etcd_commit_start(&e->base, now_ms);
+        if (!started) {
+            rc = ss_backend_etcd_commit_start(&e->base, now_ms, &slot);
             if (rc == SS_E_NOTFOUND)
                 return SS_OK;
-            if (rc != SS_OK && rc != SS_E_PENDING)
+            if (rc == SS_OK)
+                started = true;
+            else if (rc != SS_E_PENDING && rc != SS_E_BUSY)
                 return rc;
         }
-        if (ss_backend_etcd_commit_done(&e->base, &rc)) {
+        if (started && ss_backend_etcd_commit_done(&e->base, slot, &rc)) {
             ss_etcd__settled(e, rc);
             return rc == SS_E_CONFLICT ? SS_E_IO : rc;
         }
@@ -730,17 +768,24 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
         }
         ss_etcd__op_free(op);
     }
-    if (e->commit == SS_COMMIT_RESOLVING && e->resolve_at_ms && ss_etcd__mono_ms() >= e->resolve_at_ms)
-        ss_etcd__send_fence(e);
-    if (e->commit == SS_COMMIT_UPLOADING && e->upload_retry_ms && ss_etcd__mono_ms() >= e->upload_retry_ms)
-        ss_etcd__upload_next(e);
+    uint64_t mono = ss_etcd__mono_ms();
+    for (unsigned i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++) {
+        struct ss_etcd_flight *f = &e->flights[i];
+        if (f->state == SS_COMMIT_RESOLVING && f->resolve_at_ms && mono >= f->resolve_at_ms)
+            ss_etcd__send_fence(e, f);
+        if (f->state == SS_COMMIT_UPLOADING && f->upload_retry_ms && mono >= f->upload_retry_ms)
+            ss_etcd__upload_next(e, f);
+    }
     ss_etcd__drop_step(e);
     ss_etcd__auth_step(e);
-    ss_etcd__ask_marker(e);
+    /* The first slot's marker is read at start; the others' when first
+     * used. */
+    struct ss_etcd_flight *first = &e->flights[0];
+    ss_etcd__ask_marker(e, first);
     ss_etcd__claim_step(e);
-    if (e->marker_known)
+    if (first->marker_known)
         ss_etcd__usage_step(e);
-    if (e->marker_known)
+    if (first->marker_known)
         ss_etcd__ask_due(e, now_ms);
     ss_etcd__watch_step(e);
 }
@@ -837,7 +882,11 @@ int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char
             return SS_E_NOMEM;
         }
     }
-    e->batch_ops = 3;
+    ss_etcd__batch_reset(&e->open);
+    for (unsigned i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++) {
+        e->flights[i].slot = i;
+        ss_etcd__batch_reset(&e->flights[i].b);
+    }
     e->due_hint_ms = UINT64_MAX;
     if (getrandom(&e->incarnation, sizeof e->incarnation, 0) != (ssize_t)sizeof e->incarnation)
         e->incarnation = (uint64_t)time(NULL);
@@ -885,11 +934,12 @@ void ss_backend_etcd_free(ss_backend *b)
     while (e->first)
         ss_etcd__entry_free(e, e->first);
     ss_table_free(&e->table);
-    free(e->touched);
-    ss_buf_free(&e->orphans);
+    ss_etcd__batch_free(&e->open);
+    for (unsigned i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++)
+        ss_etcd__batch_free(&e->flights[i].b);
+    ss_feed_free(&e->settled);
     for (size_t i = 0; i < SS_ETCD_SWEEP_BATCH; i++)
         ss_buf_free(&e->due[i].key);
-    ss_feed_free(&e->pending);
     ss_etcd__watch_free(e);
     ss_feed_free(&e->base.feed);
     ss_buf_free(&e->scratch);

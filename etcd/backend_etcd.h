@@ -9,7 +9,8 @@
  *                                (backend_etcd_blob.c)
  *   x/<deadline, 16 hex>/<key>   the expiry index: empty values
  *   n/<node id>                  the commit marker of the broker with that
- *                                node id (see below)
+ *                                node id (see below); m/<slot>/<node id>
+ *                                the markers of its other flights
  *   l/<node id>                  the claim of the live broker with that node
  *                                id, on a lease it renews
  *   q/usage                      "<keys> <bytes>" of the whole store, kept
@@ -25,7 +26,10 @@
  * marker. So every answer of a batch is true at the moment the Txn
  * commits, whatever other brokers did meanwhile; when a compare fails,
  * the Txn changes nothing, the keys of the batch leave the cache and the
- * batch's requests run again on fresh data (SS_E_CONFLICT).
+ * batch's requests run again on fresh data (SS_E_CONFLICT). Up to
+ * SS_BACKEND_ETCD_FLIGHTS Txns are in flight at once, on disjoint keys
+ * (a key in a Txn under way answers its readers SS_E_PENDING), each with
+ * a commit marker of its own.
  *
  * A write Txn whose outcome is unknown (lost connection, timeout) is
  * settled before anything is answered: a second Txn replaces the marker
@@ -111,18 +115,29 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms);
  * requests on uncached keys would read them one after the other. */
 void ss_backend_etcd_prefetch(ss_backend *b, ss_bytes key);
 
+/* Txns in flight at once at most, on disjoint keys (one while a quota is
+ * set: every Txn that changes the store's size then compares q/usage). */
+#define SS_BACKEND_ETCD_FLIGHTS 2
+
 /* The open batch reached etcd's limits on one Txn: commit it now. */
 bool ss_backend_etcd_full(const ss_backend *b);
-/* Start committing the open batch. 0: its Txn is under way (see
- * commit_done); SS_E_NOTFOUND: there was nothing to commit (settle at
- * once); SS_E_PENDING: not yet possible (try at the next tick); or a
- * failure (SS_E_NOMEM) that drops the batch. */
-int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms);
-/* True once the commit under way has an outcome, with *rc: 0, or
+/* Start committing the open batch in a flight of its own; a new batch
+ * opens. 0: its Txn is under way in flight *slot (see commit_done);
+ * SS_E_NOTFOUND: there was nothing to commit (settle at once);
+ * SS_E_BUSY: every flight is taken (try at the next tick); SS_E_PENDING:
+ * not yet possible (try at the next tick); or a failure (SS_E_NOMEM)
+ * that drops the batch. */
+int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms, unsigned *slot);
+/* True once the commit in flight slot has an outcome, with *rc: 0, or
  * SS_E_CONFLICT (nothing was written: run the batch's requests again),
  * or a failure that nothing of the batch outlived (SS_E_QUOTA, SS_E_IO,
- * SS_E_UNAVAILABLE: the chunks of a large value could not be written). */
-bool ss_backend_etcd_commit_done(ss_backend *b, int *rc);
+ * SS_E_UNAVAILABLE: the chunks of a large value could not be written).
+ * The slot is free again. Call the backend's settled() next. */
+bool ss_backend_etcd_commit_done(ss_backend *b, unsigned slot, int *rc);
+/* Has the commit in flight slot an outcome (commit_done would return
+ * true)? */
+bool ss_backend_etcd_flight_done(const ss_backend *b, unsigned slot);
+/* Is any commit in flight? */
 bool ss_backend_etcd_committing(const ss_backend *b);
 
 /* Reading records in key order for administrative requests (KEYS,
@@ -142,6 +157,7 @@ bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key
 /* Figures for the metrics. */
 typedef struct ss_backend_etcd_stats {
     uint64_t txns, conflicts, unknown_outcomes, fetches, cache_entries;
+    uint64_t txns_overlapped; /* sent while another was in flight */
     bool usage_known;          /* with a limit set: keys and bytes below */
     uint64_t keys, bytes;
     bool reachable;

@@ -230,12 +230,13 @@ static struct ss_etcd_op *ss_etcd__txn_call(struct ss_backend_etcd *e, enum ss_o
     return op;
 }
 
-/* The touched entry whose value goes in chunks and still has one to
+/* The entry of flight f whose value goes in chunks and still has one to
  * write, from the one the upload is at. */
-static struct ss_etcd_entry *ss_etcd__uploading(struct ss_backend_etcd *e, ss_bytes *value)
+static struct ss_etcd_entry *ss_etcd__uploading(struct ss_backend_etcd *e, struct ss_etcd_flight *f,
+                                                ss_bytes *value)
 {
-    for (; e->upload_at < e->ntouched; e->upload_at++) {
-        struct ss_etcd_entry *x = e->touched[e->upload_at];
+    for (; f->upload_at < f->b.ntouched; f->upload_at++) {
+        struct ss_etcd_entry *x = f->b.touched[f->upload_at];
         if (x->change != SS_CHANGE_PUT || x->next_blob[0] == '\0')
             continue;
         ss_record rec;
@@ -250,21 +251,21 @@ static struct ss_etcd_entry *ss_etcd__uploading(struct ss_backend_etcd *e, ss_by
     return NULL;
 }
 
-bool ss_etcd__uploads(struct ss_backend_etcd *e)
+bool ss_etcd__uploads(const struct ss_etcd_batch *b)
 {
-    for (size_t i = 0; i < e->ntouched; i++)
-        if (e->touched[i]->change == SS_CHANGE_PUT && e->touched[i]->next_blob[0] != '\0')
+    for (size_t i = 0; i < b->ntouched; i++)
+        if (b->touched[i]->change == SS_CHANGE_PUT && b->touched[i]->next_blob[0] != '\0')
             return true;
     return false;
 }
 
-void ss_etcd__upload_next(struct ss_backend_etcd *e)
+void ss_etcd__upload_next(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
 {
-    e->upload_retry_ms = 0;
+    f->upload_retry_ms = 0;
     ss_bytes value;
-    struct ss_etcd_entry *x = ss_etcd__uploading(e, &value);
+    struct ss_etcd_entry *x = ss_etcd__uploading(e, f, &value);
     if (x == NULL) {
-        ss_etcd__commit_send(e); /* every chunk is there: the Txn */
+        ss_etcd__commit_send(e, f); /* every chunk is there: the Txn */
         return;
     }
     size_t cb = ss_etcd__chunk_bytes(e);
@@ -276,37 +277,39 @@ void ss_etcd__upload_next(struct ss_backend_etcd *e)
         rc = ss_etcd_txn_put(&t, ss_etcd__bytes(&e->scratch), chunk);
     struct ss_etcd_op *op = ss_etcd__txn_call(e, SS_OP_UPLOAD, &t, rc);
     if (op == NULL) {
-        e->upload_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS; /* out of memory: later */
+        f->upload_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS; /* out of memory: later */
         return;
     }
+    op->flight = f;
     ss_etcd__submit(e, op);
 }
 
 void ss_etcd__upload_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
+    struct ss_etcd_flight *f = op->flight;
     ss_grpc_call *c = &op->call;
-    if (e->commit != SS_COMMIT_UPLOADING)
+    if (f->state != SS_COMMIT_UPLOADING)
         return;
     if (c->rc == SS_OK) {
-        e->touched[e->upload_at]->uploaded++;
+        f->b.touched[f->upload_at]->uploaded++;
         e->stats.chunks_written++;
-        ss_etcd__upload_next(e);
+        ss_etcd__upload_next(e, f);
         return;
     }
     if (ss_etcd__refused(c) && !(c->rc == SS_E_SERVER && c->status == SS_ETCD_UNAUTHENTICATED)) {
         ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd refused a chunk of a large value: %s", ss_etcd__why(c));
-        ss_etcd__commit_failed(e, c->status == 8 ? SS_E_QUOTA : SS_E_IO);
+        ss_etcd__commit_failed(e, f, c->status == 8 ? SS_E_QUOTA : SS_E_IO);
         return;
     }
     /* A put of a key nobody else writes: sent again, it does no harm. */
-    if (ss_etcd__mono_ms() - e->upload_started_ms >= e->unavailable_ms) {
+    if (ss_etcd__mono_ms() - f->upload_started_ms >= e->unavailable_ms) {
         ss_etcd__log(e, SS_ETCD_LOG_WARNING, "etcd did not take the chunks of a large value for %u ms "
                      "(%s): its batch is answered \"the store is unavailable\"",
                      e->unavailable_ms, ss_etcd__why(c));
-        ss_etcd__commit_failed(e, SS_E_UNAVAILABLE);
+        ss_etcd__commit_failed(e, f, SS_E_UNAVAILABLE);
         return;
     }
-    e->upload_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+    f->upload_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
 }
 
 void ss_etcd__blob_drop(struct ss_backend_etcd *e, const char *blob)

@@ -1,5 +1,6 @@
-/* backend_etcd_commit.c - a batch as one Txn, its outcome, and the fence
- * that settles an outcome left unknown (backend_etcd.h). */
+/* backend_etcd_commit.c - a batch as one Txn in a flight of its own, its
+ * outcome, and the fence that settles an outcome left unknown
+ * (backend_etcd.h, backend_etcd_internal.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,26 +10,26 @@
 
 /* ---- commits ----------------------------------------------------------- */
 
-static bool ss_etcd__writes(const struct ss_backend_etcd *e)
+static bool ss_etcd__writes(const struct ss_etcd_batch *b)
 {
-    if (e->norphans)
+    if (b->norphans)
         return true;
-    for (size_t i = 0; i < e->ntouched; i++)
-        if (e->touched[i]->change != SS_CHANGE_NONE)
+    for (size_t i = 0; i < b->ntouched; i++)
+        if (b->touched[i]->change != SS_CHANGE_NONE)
             return true;
     return false;
 }
 
-/* Is the index key (deadline, key) written by the change of a touched
- * entry? (A Txn may not name a key twice.) */
-static bool ss_etcd__index_written(struct ss_backend_etcd *e, ss_bytes index_key)
+/* Is the index key (deadline, key) written by the change of an entry of
+ * flight f? (A Txn may not name a key twice.) */
+static bool ss_etcd__index_written(struct ss_backend_etcd *e, const struct ss_etcd_flight *f, ss_bytes index_key)
 {
     size_t plen = strlen(e->prefix) + 2 + 16 + 1;
     if (index_key.len < plen)
         return false;
     ss_bytes key = {index_key.data + plen, index_key.len - plen};
-    struct ss_etcd_entry *x = ss_etcd__touched(e, key);
-    return x && x->change != SS_CHANGE_NONE;
+    struct ss_etcd_entry *x = ss_etcd__entry(e, key);
+    return x && x->flight == f && x->change != SS_CHANGE_NONE;
 }
 
 static int ss_etcd__build_entry(struct ss_backend_etcd *e, ss_etcd_txn *t, struct ss_etcd_entry *x)
@@ -60,42 +61,52 @@ static int ss_etcd__build_entry(struct ss_backend_etcd *e, ss_etcd_txn *t, struc
     return rc;
 }
 
-/* The open batch as a Txn, in op's request. */
-static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_op *op, bool writes)
+int ss_etcd__marker_key(struct ss_backend_etcd *e, unsigned slot)
 {
+    if (slot == 0)
+        return ss_etcd__named(e, 'n', e->node_id);
+    char name[300];
+    snprintf(name, sizeof name, "%u/%s", slot, e->node_id);
+    return ss_etcd__named(e, 'm', name);
+}
+
+/* Flight f's batch as a Txn, in op's request. */
+static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_flight *f, struct ss_etcd_op *op)
+{
+    const struct ss_etcd_batch *b = &f->b;
     ss_etcd_txn t = {0};
     int rc = SS_OK;
-    for (size_t i = 0; rc == SS_OK && i < e->ntouched; i++)
-        rc = ss_etcd__build_entry(e, &t, e->touched[i]);
-    for (size_t off = 0, i = 0; rc == SS_OK && i < e->norphans; i++) {
+    for (size_t i = 0; rc == SS_OK && i < b->ntouched; i++)
+        rc = ss_etcd__build_entry(e, &t, b->touched[i]);
+    for (size_t off = 0, i = 0; rc == SS_OK && i < b->norphans; i++) {
         uint32_t n;
-        memcpy(&n, e->orphans.data + off, sizeof n);
-        ss_bytes k = {e->orphans.data + off + sizeof n, n};
+        memcpy(&n, b->orphans.data + off, sizeof n);
+        ss_bytes k = {b->orphans.data + off + sizeof n, n};
         off += sizeof n + n;
         bool twice = false;
         for (size_t j = 0, off2 = 0; j < i; j++) { /* the same stale entry found twice */
             uint32_t n2;
-            memcpy(&n2, e->orphans.data + off2, sizeof n2);
-            twice = twice || (n2 == n && memcmp(e->orphans.data + off2 + sizeof n2, k.data, n) == 0);
+            memcpy(&n2, b->orphans.data + off2, sizeof n2);
+            twice = twice || (n2 == n && memcmp(b->orphans.data + off2 + sizeof n2, k.data, n) == 0);
             off2 += sizeof n2 + n2;
         }
-        if (!twice && !ss_etcd__index_written(e, k))
+        if (!twice && !ss_etcd__index_written(e, f, k))
             rc = ss_etcd_txn_delete(&t, k);
     }
-    if (rc == SS_OK && !writes) {
+    if (rc == SS_OK && !f->writes) {
         /* Compares alone would be answered from the member's own state,
          * which may lag: the marker's Range makes the read linearizable. */
         if ((rc = ss_etcd__named(e, 'n', e->node_id)) == SS_OK)
             rc = ss_etcd_txn_get(&t, ss_etcd__bytes(&e->scratch));
     }
     if (rc == SS_OK)
-        rc = ss_etcd__build_usage(e, &t);
-    if (rc == SS_OK && writes) {
-        snprintf(e->txn_id, sizeof e->txn_id, "%s %016llx %llu", e->node_id,
+        rc = ss_etcd__build_usage(e, &f->b, &t);
+    if (rc == SS_OK && f->writes) {
+        snprintf(f->txn_id, sizeof f->txn_id, "%s %016llx %llu", e->node_id,
                  (unsigned long long)e->incarnation, (unsigned long long)++e->txn_seq);
-        ss_bytes id = {(const uint8_t *)e->txn_id, strlen(e->txn_id)};
-        if ((rc = ss_etcd__named(e, 'n', e->node_id)) == SS_OK &&
-            (rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), e->marker_rev)) == SS_OK &&
+        ss_bytes id = {(const uint8_t *)f->txn_id, strlen(f->txn_id)};
+        if ((rc = ss_etcd__marker_key(e, f->slot)) == SS_OK &&
+            (rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), f->marker_rev)) == SS_OK &&
             (rc = ss_etcd_txn_put(&t, ss_etcd__bytes(&e->scratch), id)) == SS_OK)
             rc = ss_etcd_txn_on_failure_get(&t, ss_etcd__bytes(&e->scratch));
     }
@@ -105,103 +116,141 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_op *op, bool
     return rc;
 }
 
-int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms)
+/* A free flight, or NULL. While a quota is set, one at a time. */
+static struct ss_etcd_flight *ss_etcd__free_flight(struct ss_backend_etcd *e)
+{
+    struct ss_etcd_flight *free_one = NULL;
+    for (unsigned i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++) {
+        struct ss_etcd_flight *f = &e->flights[i];
+        if (f->state != SS_COMMIT_IDLE && ss_etcd__limited(e))
+            return NULL;
+        if (f->state == SS_COMMIT_IDLE && free_one == NULL)
+            free_one = f;
+    }
+    return free_one;
+}
+
+int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms, unsigned *slot)
 {
     (void)now_ms;
     struct ss_backend_etcd *e = b->impl;
-    if (e->commit != SS_COMMIT_IDLE)
-        return SS_E_BUSY;
-    if (e->ntouched == 0 && e->norphans == 0) {
-        ss_etcd__end_batch(e, true, 0);
+    if (e->open.ntouched == 0 && e->open.norphans == 0) {
+        /* Nothing to commit: the batch's changes to the feed, if any, are
+         * none either. */
+        ss_feed_clear(&e->settled);
+        e->settled_revision = 0;
+        ss_etcd__batch_reset(&e->open);
+        ss_etcd__tidy(e);
         return SS_E_NOTFOUND;
     }
-    bool writes = ss_etcd__writes(e);
-    if (writes && !e->marker_known) {
-        ss_etcd__ask_marker(e);
+    struct ss_etcd_flight *f = ss_etcd__free_flight(e);
+    if (f == NULL)
+        return SS_E_BUSY;
+    bool writes = ss_etcd__writes(&e->open);
+    if (writes && !f->marker_known) {
+        ss_etcd__ask_marker(e, f);
         return SS_E_PENDING;
     }
-    e->commit_writes = writes;
-    if (ss_etcd__uploads(e)) {
+    /* The open batch becomes the flight's; the flight's emptied batch
+     * (its memory kept) opens. */
+    struct ss_etcd_batch spare = f->b;
+    f->b = e->open;
+    e->open = spare;
+    ss_etcd__batch_reset(&e->open);
+    for (size_t i = 0; i < f->b.ntouched; i++) {
+        f->b.touched[i]->touched = false;
+        f->b.touched[i]->flight = f;
+    }
+    f->writes = writes;
+    f->rc = SS_OK;
+    f->revision = 0;
+    *slot = f->slot;
+    for (unsigned i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++)
+        if (&e->flights[i] != f && e->flights[i].state != SS_COMMIT_IDLE) {
+            e->stats.txns_overlapped++;
+            break;
+        }
+    if (ss_etcd__uploads(&f->b)) {
         /* Large values first, in chunks; the Txn follows. */
-        e->commit = SS_COMMIT_UPLOADING;
-        e->upload_at = 0;
-        e->upload_started_ms = ss_etcd__mono_ms();
-        ss_etcd__upload_next(e);
+        f->state = SS_COMMIT_UPLOADING;
+        f->upload_at = 0;
+        f->upload_started_ms = ss_etcd__mono_ms();
+        ss_etcd__upload_next(e, f);
         return SS_OK;
     }
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_TXN, SS_ETCD_TXN_METHOD);
-    int rc = op ? ss_etcd__build(e, op, writes) : SS_E_NOMEM;
+    int rc = op ? ss_etcd__build(e, f, op) : SS_E_NOMEM;
     if (rc != SS_OK) {
         if (op)
             ss_etcd__op_free(op);
-        ss_etcd__abort(e);
+        ss_feed_clear(&f->b.pending);
+        ss_etcd__end_flight(e, f, false, 0);
         return rc;
     }
-    e->commit = SS_COMMIT_TXN;
+    op->flight = f;
+    f->state = SS_COMMIT_TXN;
     e->stats.txns++;
     ss_etcd__submit(e, op);
     return SS_OK;
 }
 
-void ss_etcd__commit_send(struct ss_backend_etcd *e)
+void ss_etcd__commit_send(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
 {
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_TXN, SS_ETCD_TXN_METHOD);
-    int rc = op ? ss_etcd__build(e, op, e->commit_writes) : SS_E_NOMEM;
+    int rc = op ? ss_etcd__build(e, f, op) : SS_E_NOMEM;
     if (rc != SS_OK) {
         if (op)
             ss_etcd__op_free(op);
-        ss_etcd__commit_failed(e, rc);
+        ss_etcd__commit_failed(e, f, rc);
         return;
     }
-    e->commit = SS_COMMIT_TXN;
+    op->flight = f;
+    f->state = SS_COMMIT_TXN;
     e->stats.txns++;
     ss_etcd__submit(e, op);
 }
 
 /* The commit's outcome is known. */
-static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, int rc, int64_t revision)
+static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_flight *f, int rc,
+                                    int64_t revision)
 {
-    e->commit = SS_COMMIT_DONE;
-    e->commit_rc = rc;
-    e->commit_revision = revision;
-    if (rc == SS_OK && e->commit_writes)
-        e->marker_rev = revision;
+    f->state = SS_COMMIT_DONE;
+    f->rc = rc;
+    f->revision = revision;
+    if (rc == SS_OK && f->writes)
+        f->marker_rev = revision;
     if (rc == SS_E_CONFLICT)
         e->stats.conflicts++;
 }
 
-void ss_etcd__commit_failed(struct ss_backend_etcd *e, int rc)
+void ss_etcd__commit_failed(struct ss_backend_etcd *e, struct ss_etcd_flight *f, int rc)
 {
-    ss_etcd__commit_outcome(e, rc, 0);
+    ss_etcd__commit_outcome(e, f, rc, 0);
 }
 
-/* The marker as a failed Txn's failure branch read it. */
-static void ss_etcd__marker_seen(struct ss_backend_etcd *e, const ss_etcd_kv *kv)
-{
-    e->marker_rev = kv->found ? kv->mod_revision : 0;
-}
-
-void ss_etcd__send_fence(struct ss_backend_etcd *e)
+void ss_etcd__send_fence(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
 {
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_FENCE, SS_ETCD_TXN_METHOD);
-    char fence[sizeof e->txn_id + 8];
-    snprintf(fence, sizeof fence, "%s fence", e->txn_id);
+    char fence[sizeof f->txn_id + 8];
+    snprintf(fence, sizeof fence, "%s fence", f->txn_id);
     ss_bytes id = {(const uint8_t *)fence, strlen(fence)};
-    int rc = op ? ss_etcd__named(e, 'n', e->node_id) : SS_E_NOMEM;
+    int rc = op ? ss_etcd__marker_key(e, f->slot) : SS_E_NOMEM;
     if (rc == SS_OK)
-        rc = ss_etcd_cas_pack(&op->call.request, ss_etcd__bytes(&e->scratch), e->marker_rev, id, 0);
+        rc = ss_etcd_cas_pack(&op->call.request, ss_etcd__bytes(&e->scratch), f->marker_rev, id, 0);
     if (rc != SS_OK) {
         if (op)
             ss_etcd__op_free(op);
-        e->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS; /* out of memory: later */
+        f->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS; /* out of memory: later */
         return;
     }
-    e->resolve_at_ms = 0;
+    f->resolve_at_ms = 0;
+    op->flight = f;
     ss_etcd__submit(e, op);
 }
 
 void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
+    struct ss_etcd_flight *f = op->flight;
     ss_grpc_call *c = &op->call;
     ss_etcd_reply r;
     ss_etcd_kv kv;
@@ -209,98 +258,111 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         int64_t rev = r.revision;
         bool ok = r.succeeded;
         ss_etcd_reply_free(&r);
-        if (!ok && e->commit_writes)
-            ss_etcd__marker_seen(e, &kv);
-        ss_etcd__commit_outcome(e, ok ? SS_OK : SS_E_CONFLICT, rev);
+        if (!ok && f->writes) /* the marker as the failure branch read it */
+            f->marker_rev = kv.found ? kv.mod_revision : 0;
+        ss_etcd__commit_outcome(e, f, ok ? SS_OK : SS_E_CONFLICT, rev);
         return;
     }
     if (c->rc == SS_E_SERVER && c->status == SS_ETCD_UNAUTHENTICATED) {
         /* Refused before it ran (the token expired): log in again and
          * run the batch again. */
-        ss_etcd__commit_outcome(e, SS_E_CONFLICT, 0);
+        ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
         return;
     }
     if (ss_etcd__refused(c)) {
         ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd refused a commit: %s", ss_etcd__why(c));
-        ss_etcd__commit_outcome(e, c->status == 8 ? SS_E_QUOTA : SS_E_IO, 0);
+        ss_etcd__commit_outcome(e, f, c->status == 8 ? SS_E_QUOTA : SS_E_IO, 0);
         return;
     }
-    if (!e->commit_writes) { /* only compares: running again is harmless */
-        ss_etcd__commit_outcome(e, SS_E_CONFLICT, 0);
+    if (!f->writes) { /* only compares: running again is harmless */
+        ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
         return;
     }
     e->stats.unknown_outcomes++;
     ss_etcd__log(e, SS_ETCD_LOG_WARNING, "the outcome of a commit is unknown (%s): settling it "
                  "through the commit marker before anything is answered", ss_etcd__why(c));
-    e->commit = SS_COMMIT_RESOLVING;
-    ss_etcd__send_fence(e);
+    f->state = SS_COMMIT_RESOLVING;
+    ss_etcd__send_fence(e, f);
 }
 
 void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
+    struct ss_etcd_flight *f = op->flight;
     ss_grpc_call *c = &op->call;
     ss_etcd_reply r;
     ss_etcd_kv kv;
     if (c->rc != SS_OK || ss_etcd_txn_unpack(&c->reply, &r, &kv) != SS_OK) {
-        e->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+        f->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
         return;
     }
     if (r.succeeded) {
         /* The marker moved on from where the commit expected it: that
          * commit can no longer succeed, and did not. */
-        e->marker_rev = r.revision;
+        f->marker_rev = r.revision;
         ss_etcd_reply_free(&r);
         ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "the commit of unknown outcome did not happen: its "
                      "requests run again");
-        e->commit_writes = false;
-        ss_etcd__commit_outcome(e, SS_E_CONFLICT, 0);
+        f->writes = false;
+        ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
         return;
     }
-    size_t idlen = strlen(e->txn_id);
-    bool ours = kv.found && kv.value.len == idlen && memcmp(kv.value.data, e->txn_id, idlen) == 0;
+    size_t idlen = strlen(f->txn_id);
+    bool ours = kv.found && kv.value.len == idlen && memcmp(kv.value.data, f->txn_id, idlen) == 0;
     int64_t rev = kv.found ? kv.mod_revision : 0;
     ss_etcd_reply_free(&r);
     if (ours) {
         ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "the commit of unknown outcome happened");
-        ss_etcd__commit_outcome(e, SS_OK, rev);
+        ss_etcd__commit_outcome(e, f, SS_OK, rev);
         return;
     }
     /* Someone else wrote this broker's marker: another broker with the
      * same node id. */
     ss_etcd__log(e, SS_ETCD_LOG_ERR, "the commit marker of node id %s was changed by another "
                  "process: two brokers must not share a node id", e->node_id);
-    e->marker_rev = rev;
-    e->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+    f->marker_rev = rev;
+    f->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
 }
 
-bool ss_backend_etcd_commit_done(ss_backend *b, int *rc)
+bool ss_backend_etcd_commit_done(ss_backend *b, unsigned slot, int *rc)
 {
     struct ss_backend_etcd *e = b->impl;
-    if (e->commit != SS_COMMIT_DONE)
+    struct ss_etcd_flight *f = &e->flights[slot];
+    if (f->state != SS_COMMIT_DONE)
         return false;
-    *rc = e->commit_rc;
-    e->commit = SS_COMMIT_IDLE;
-    ss_etcd__usage_settled(e, *rc, e->commit_revision);
-    if (*rc == SS_OK) {
-        ss_etcd__end_batch(e, true, e->commit_revision);
-    } else {
-        /* Nothing of it is in etcd: its entries leave the cache. */
-        ss_etcd__end_batch(e, false, 0);
-        if (*rc == SS_E_CONFLICT)
-            ss_feed_clear(&e->pending);
-    }
+    *rc = f->rc;
+    f->state = SS_COMMIT_IDLE;
+    ss_etcd__usage_settled(e, &f->b, *rc, f->revision);
+    /* Its changes, for the owner's settle (backend.h: settled). */
+    ss_feed spare = e->settled;
+    ss_feed_clear(&spare);
+    e->settled = f->b.pending;
+    f->b.pending = spare;
+    e->settled_revision = f->revision;
+    if (*rc != SS_OK)
+        ss_feed_clear(&e->settled);
+    /* Committed: its entries hold what etcd holds. If not, nothing of it
+     * is in etcd: its entries leave the cache. */
+    ss_etcd__end_flight(e, f, *rc == SS_OK, f->revision);
     return true;
+}
+
+bool ss_backend_etcd_flight_done(const ss_backend *b, unsigned slot)
+{
+    const struct ss_backend_etcd *e = b->impl;
+    return slot < SS_BACKEND_ETCD_FLIGHTS && e->flights[slot].state == SS_COMMIT_DONE;
 }
 
 bool ss_backend_etcd_committing(const ss_backend *b)
 {
     const struct ss_backend_etcd *e = b->impl;
-    return e->commit != SS_COMMIT_IDLE;
+    for (unsigned i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++)
+        if (e->flights[i].state != SS_COMMIT_IDLE)
+            return true;
+    return false;
 }
 
 bool ss_backend_etcd_full(const ss_backend *b)
 {
     const struct ss_backend_etcd *e = b->impl;
-    return e->full;
+    return e->open.full;
 }
-

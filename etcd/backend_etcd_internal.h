@@ -20,6 +20,12 @@
  * them; a touched entry may hold the batch's change (put or delete), and
  * the batch's Txn is built from the touched entries alone.
  *
+ * Flights: when the open batch commits, it moves into a flight (a slot of
+ * SS_BACKEND_ETCD_FLIGHTS) with its entries, and a new batch opens. Up
+ * to that many Txns are in flight at once, on disjoint keys: an entry in
+ * a flight answers its readers "pending" until the flight settles. Each
+ * slot has a commit marker of its own (session.c).
+ *
  * Everything runs on the owner's thread; the gRPC channel's thread only
  * hands finished calls back (grpc.h).
  */
@@ -67,8 +73,9 @@ struct ss_etcd_entry {
     ss_buf stored;            /* the whole record, also when etcd holds it in chunks */
     uint64_t stored_expiry;
     char blob[SS_ETCD_BLOB_ID_LEN + 1]; /* its chunks' blob id ("": none) */
-    /* the open batch */
+    /* the open batch, or a flight */
     bool touched;
+    struct ss_etcd_flight *flight; /* the flight it is in (not touched then) */
     enum ss_entry_change change;
     ss_buf next_rec;
     uint64_t next_expiry;
@@ -98,6 +105,7 @@ struct ss_etcd_op {
     enum ss_op_kind kind;
     struct ss_etcd_entry *entry; /* SS_OP_FETCH; NULL once the entry is gone */
     uint64_t ticket;             /* SS_OP_REMOVED: the held change it is for */
+    struct ss_etcd_flight *flight; /* a commit's calls: whose */
     char blob[SS_ETCD_BLOB_ID_LEN + 1]; /* SS_OP_BLOB_DROP: the chunks it deletes */
     struct ss_etcd_op *prev, *next; /* calls under way */
 };
@@ -111,6 +119,7 @@ struct ss_etcd_held {
     bool dropped;  /* nothing true can be said of it: not notified */
     bool asked;    /* the read of the removed version is under way */
     bool expired;
+    bool wait_flight; /* its key is in a flight: after that settles */
     ss_buf key, value;
     ss_hlc version;
     int64_t rev;     /* the change's revision */
@@ -126,6 +135,39 @@ struct ss_etcd_due {
 };
 
 enum ss_commit_state { SS_COMMIT_IDLE, SS_COMMIT_UPLOADING, SS_COMMIT_TXN, SS_COMMIT_RESOLVING, SS_COMMIT_DONE };
+
+/* A batch: the entries its requests looked at, and what it changes. */
+struct ss_etcd_batch {
+    struct ss_etcd_entry **touched;
+    size_t ntouched, touched_cap;
+    size_t bytes, ops;
+    ss_buf orphans; /* expiry index keys to delete: u32 length, bytes */
+    size_t norphans;
+    bool full;
+    ss_feed pending; /* its changes */
+    /* quotas: a decision rested on q/usage; the change to it */
+    bool usage_used, commit_usage;
+    int64_t dkeys, dbytes;
+};
+
+/* A batch being committed: its chunks of large values, its Txn, the
+ * fence that settles an unknown outcome; and the slot's commit marker. */
+struct ss_etcd_flight {
+    unsigned slot;
+    struct ss_etcd_batch b;
+    enum ss_commit_state state; /* IDLE: the slot is free */
+    bool writes;
+    int rc;
+    int64_t revision;
+    char txn_id[300];
+    uint64_t resolve_at_ms;
+    size_t upload_at;        /* the touched entry being written */
+    uint64_t upload_started_ms, upload_retry_ms; /* monotonic */
+    /* the slot's commit marker */
+    bool marker_known, marker_asked;
+    int64_t marker_rev;
+    uint64_t marker_retry_ms;
+};
 enum ss_claim_state { SS_CLAIM_NONE, SS_CLAIM_GRANTING, SS_CLAIM_CLAIMING, SS_CLAIM_HELD };
 
 struct ss_backend_etcd {
@@ -147,34 +189,17 @@ struct ss_backend_etcd {
     uint64_t cache_bytes;
     struct ss_etcd_op *ops; /* calls under way */
 
-    /* the open batch */
-    struct ss_etcd_entry **touched;
-    size_t ntouched, touched_cap;
-    size_t batch_bytes, batch_ops;
-    ss_buf orphans; /* expiry index keys to delete: u32 length, bytes */
-    size_t norphans;
-    bool full;
-    ss_feed pending; /* changes of the open batch (or of its commit) */
+    struct ss_etcd_batch open;
+    struct ss_etcd_flight flights[SS_BACKEND_ETCD_FLIGHTS];
+    ss_feed settled;          /* the changes of the flight that settled last */
+    int64_t settled_revision; /* and its revision */
 
-    /* the commit under way */
-    enum ss_commit_state commit;
-    bool commit_writes;
-    int commit_rc;
-    int64_t commit_revision;
-    char txn_id[300];
-    uint64_t resolve_at_ms;
     /* chunks of large values, written before the Txn */
-    size_t upload_at;        /* the touched entry being written */
-    uint64_t upload_started_ms, upload_retry_ms; /* monotonic */
     uint64_t blob_seq;
     ss_buf stub;
     ss_buf drops;            /* blob ids whose deletion is tried again */
     uint64_t drop_retry_ms;  /* monotonic */
 
-    /* this broker's commit marker */
-    bool marker_known, marker_asked;
-    int64_t marker_rev;
-    uint64_t marker_retry_ms;
     uint64_t incarnation, txn_seq;
     bool unreachable_logged;
 
@@ -198,11 +223,9 @@ struct ss_backend_etcd {
 
     /* quotas over the whole store (q/usage), when a limit is set */
     uint64_t max_keys, max_bytes;
-    bool usage_known, usage_asked, commit_usage;
-    bool usage_used; /* the open batch decided on the usage: its Txn compares it */
+    bool usage_known, usage_asked;
     int64_t usage_rev;
     uint64_t usage_keys, usage_bytes, usage_retry_ms;
-    int64_t dkeys, dbytes; /* the open batch's change to them */
 
     /* a page of records for an administrative request */
     enum { SS_SCAN_IDLE, SS_SCAN_RUNNING, SS_SCAN_DONE } scan;
@@ -251,7 +274,16 @@ int ss_etcd__get(struct ss_backend_etcd *e, ss_bytes key, ss_record *rec, ss_rev
                  struct ss_etcd_entry **entry);
 struct ss_etcd_entry *ss_etcd__touched(struct ss_backend_etcd *e, ss_bytes key);
 int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on);
-void ss_etcd__end_batch(struct ss_backend_etcd *e, bool committed, int64_t rev);
+/* Flight f's batch ended: committed (its changes are what etcd holds,
+ * at revision rev) or not (its entries leave the cache: what they hold
+ * may be stale). */
+void ss_etcd__end_flight(struct ss_backend_etcd *e, struct ss_etcd_flight *f, bool committed, int64_t rev);
+/* Empty batch b (its entries already dealt with). */
+void ss_etcd__batch_reset(struct ss_etcd_batch *b);
+/* Drop failed entries, and clean ones when the cache is too large. */
+void ss_etcd__tidy(struct ss_backend_etcd *e);
+/* The cache's entry of key, or NULL. */
+struct ss_etcd_entry *ss_etcd__entry(struct ss_backend_etcd *e, ss_bytes key);
 void ss_etcd__abort(void *impl);
 /* Append a copy of c to the feed ctx (an ss_change_fn). */
 void ss_etcd__append(void *ctx, const ss_change *c);
@@ -261,12 +293,15 @@ void ss_etcd__seen_change(struct ss_backend_etcd *e, ss_bytes key, int64_t rev);
 
 /* backend_etcd_commit.c */
 /* Build and send the open batch's Txn (its chunks are written). */
-void ss_etcd__commit_send(struct ss_backend_etcd *e);
+void ss_etcd__commit_send(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
 /* The commit ended before its Txn was sent: nothing of it is stored. */
-void ss_etcd__commit_failed(struct ss_backend_etcd *e, int rc);
+void ss_etcd__commit_failed(struct ss_backend_etcd *e, struct ss_etcd_flight *f, int rc);
 void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-void ss_etcd__send_fence(struct ss_backend_etcd *e);
+void ss_etcd__send_fence(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
+/* e->scratch = the commit marker of slot: n/<node id> for slot 0,
+ * m/<slot>/<node id> for the others. */
+int ss_etcd__marker_key(struct ss_backend_etcd *e, unsigned slot);
 
 /* backend_etcd_sweep.c */
 uint64_t ss_etcd__next_expiry(void *impl);
@@ -282,10 +317,10 @@ bool ss_etcd__limited(const struct ss_backend_etcd *e);
 int ss_etcd__charge(struct ss_backend_etcd *e, const struct ss_etcd_entry *x, bool found, size_t value_len);
 /* The batch's Txn compares q/usage when a decision of the batch rested on
  * it (a refusal too), and writes it when the batch changed it. */
-int ss_etcd__build_usage(struct ss_backend_etcd *e, ss_etcd_txn *t);
+int ss_etcd__build_usage(struct ss_backend_etcd *e, struct ss_etcd_batch *b, ss_etcd_txn *t);
 /* The commit ended: rc 0 applies the batch's change; otherwise the usage
  * is read again. */
-void ss_etcd__usage_settled(struct ss_backend_etcd *e, int rc, int64_t revision);
+void ss_etcd__usage_settled(struct ss_backend_etcd *e, struct ss_etcd_batch *b, int rc, int64_t revision);
 void ss_etcd__usage_step(struct ss_backend_etcd *e);
 void ss_etcd__usage_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
@@ -332,8 +367,8 @@ struct ss_etcd_op *ss_etcd__blob_read(struct ss_backend_etcd *e, enum ss_op_kind
 int ss_etcd__blob_value(const ss_buf *reply, const struct ss_etcd_stub *stub, ss_buf *out);
 /* Has the open batch values that go in chunks? Write them, one call at
  * a time; then the Txn goes (commit_send). */
-bool ss_etcd__uploads(struct ss_backend_etcd *e);
-void ss_etcd__upload_next(struct ss_backend_etcd *e);
+bool ss_etcd__uploads(const struct ss_etcd_batch *b);
+void ss_etcd__upload_next(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
 void ss_etcd__upload_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 /* Delete the chunks of a value that was not stored (best effort). */
 void ss_etcd__blob_drop(struct ss_backend_etcd *e, const char *blob);
@@ -342,7 +377,8 @@ void ss_etcd__blob_dropped(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__drop_step(struct ss_backend_etcd *e);
 
 /* backend_etcd_session.c */
-void ss_etcd__ask_marker(struct ss_backend_etcd *e);
+/* Read the commit marker of f's slot, once. */
+void ss_etcd__ask_marker(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
 void ss_etcd__marker_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__claim_step(struct ss_backend_etcd *e);
 void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);

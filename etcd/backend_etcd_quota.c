@@ -47,56 +47,59 @@ int ss_etcd__charge(struct ss_backend_etcd *e, const struct ss_etcd_entry *x, bo
 {
     if (!ss_etcd__limited(e))
         return SS_OK;
-    if (!e->usage_known)
-        return SS_E_PENDING; /* poll reads it */
+    /* The count as read, with nothing in flight that may move it (a
+     * decision on it now would fail its compare when that commits). */
+    if (!e->usage_known || ss_backend_etcd_committing(&e->base))
+        return SS_E_PENDING; /* poll reads it; the flight settles */
     /* Allowed or refused, the answer rests on the count as read: the
      * batch's Txn checks that it still holds (a refusal too). */
-    e->usage_used = true;
+    struct ss_etcd_batch *b = &e->open;
+    b->usage_used = true;
     bool had;
     uint64_t before = ss_etcd__held(x, &had);
     uint64_t after = found ? x->key.len + value_len + SS_ETCD_KEY_CHARGE : 0;
     int64_t dk = (int64_t)found - (int64_t)had, db = (int64_t)after - (int64_t)before;
-    int64_t keys = (int64_t)e->usage_keys + e->dkeys + dk, bytes = (int64_t)e->usage_bytes + e->dbytes + db;
+    int64_t keys = (int64_t)e->usage_keys + b->dkeys + dk, bytes = (int64_t)e->usage_bytes + b->dbytes + db;
     /* Only growth is refused: a store over a limit lowered since may
      * still shrink. */
     if ((dk > 0 && e->max_keys && keys > (int64_t)e->max_keys) ||
         (db > 0 && e->max_bytes && bytes > (int64_t)e->max_bytes))
         return SS_E_QUOTA;
-    e->dkeys += dk;
-    e->dbytes += db;
+    b->dkeys += dk;
+    b->dbytes += db;
     return SS_OK;
 }
 
-int ss_etcd__build_usage(struct ss_backend_etcd *e, ss_etcd_txn *t)
+int ss_etcd__build_usage(struct ss_backend_etcd *e, struct ss_etcd_batch *b, ss_etcd_txn *t)
 {
-    e->commit_usage = false;
-    if (!e->usage_used)
+    b->commit_usage = false;
+    if (!b->usage_used)
         return SS_OK;
     int rc = ss_etcd__named(e, 'q', "usage");
     if (rc == SS_OK)
         rc = ss_etcd_txn_expect(t, ss_etcd__bytes(&e->scratch), e->usage_rev);
-    if (rc != SS_OK || (e->dkeys == 0 && e->dbytes == 0))
+    if (rc != SS_OK || (b->dkeys == 0 && b->dbytes == 0))
         return rc;
     char text[48];
-    int n = snprintf(text, sizeof text, "%" PRId64 " %" PRId64, (int64_t)e->usage_keys + e->dkeys,
-                     (int64_t)e->usage_bytes + e->dbytes);
+    int n = snprintf(text, sizeof text, "%" PRId64 " %" PRId64, (int64_t)e->usage_keys + b->dkeys,
+                     (int64_t)e->usage_bytes + b->dbytes);
     ss_bytes value = {(const uint8_t *)text, (size_t)n};
     rc = ss_etcd_txn_put(t, ss_etcd__bytes(&e->scratch), value);
-    e->commit_usage = rc == SS_OK;
+    b->commit_usage = rc == SS_OK;
     return rc;
 }
 
-void ss_etcd__usage_settled(struct ss_backend_etcd *e, int rc, int64_t revision)
+void ss_etcd__usage_settled(struct ss_backend_etcd *e, struct ss_etcd_batch *b, int rc, int64_t revision)
 {
-    if (rc == SS_OK && e->commit_usage) {
-        e->usage_keys = (uint64_t)((int64_t)e->usage_keys + e->dkeys);
-        e->usage_bytes = (uint64_t)((int64_t)e->usage_bytes + e->dbytes);
+    if (rc == SS_OK && b->commit_usage) {
+        e->usage_keys = (uint64_t)((int64_t)e->usage_keys + b->dkeys);
+        e->usage_bytes = (uint64_t)((int64_t)e->usage_bytes + b->dbytes);
         e->usage_rev = revision;
     } else if (rc != SS_OK && ss_etcd__limited(e)) {
         e->usage_known = false; /* another broker may have moved it */
     }
-    e->commit_usage = e->usage_used = false;
-    e->dkeys = e->dbytes = 0;
+    b->commit_usage = b->usage_used = false;
+    b->dkeys = b->dbytes = 0;
 }
 
 /* "<keys> <bytes>" */

@@ -10,31 +10,32 @@
 
 /* ---- the commit marker ------------------------------------------------- */
 
-void ss_etcd__ask_marker(struct ss_backend_etcd *e)
+void ss_etcd__ask_marker(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
 {
     uint64_t now = ss_etcd__mono_ms();
-    if (e->marker_known || e->marker_asked || now < e->marker_retry_ms)
+    if (f->marker_known || f->marker_asked || now < f->marker_retry_ms)
         return;
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_MARKER, SS_ETCD_RANGE_METHOD);
-    if (op == NULL || ss_etcd__named(e, 'n', e->node_id) != SS_OK ||
+    if (op == NULL || ss_etcd__marker_key(e, f->slot) != SS_OK ||
         ss_etcd_range_pack(&op->call.request, ss_etcd__bytes(&e->scratch), false) != SS_OK) {
         if (op)
             ss_etcd__op_free(op);
         return;
     }
-    e->marker_asked = true;
+    op->flight = f;
+    f->marker_asked = true;
     ss_etcd__submit(e, op);
 }
 
-
 void ss_etcd__marker_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
-    e->marker_asked = false;
+    struct ss_etcd_flight *f = op->flight;
+    f->marker_asked = false;
     ss_etcd_reply r;
     ss_etcd_kv kv;
     if (op->call.rc == SS_OK && ss_etcd_range_unpack(&op->call.reply, &r, &kv) == SS_OK) {
-        e->marker_rev = kv.found ? kv.mod_revision : 0;
-        e->marker_known = true;
+        f->marker_rev = kv.found ? kv.mod_revision : 0;
+        f->marker_known = true;
         ss_etcd_reply_free(&r);
         if (e->unreachable_logged)
             ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "etcd answers again (%s)", ss_grpc_endpoint(e->grpc));
@@ -47,7 +48,7 @@ void ss_etcd__marker_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
                      ss_grpc_endpoint(e->grpc), ss_etcd__why(&op->call), SS_ETCD_MARKER_RETRY_MS);
     e->unreachable_logged = true;
     e->stats.reachable = false;
-    e->marker_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
+    f->marker_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
 }
 
 /* ---- the claim on the node id ------------------------------------------ */
@@ -154,7 +155,7 @@ int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why
 void ss_etcd__claim_step(struct ss_backend_etcd *e)
 {
     uint64_t now = ss_etcd__mono_ms();
-    if (e->claim == SS_CLAIM_NONE && e->marker_known && now >= e->claim_retry_ms) {
+    if (e->claim == SS_CLAIM_NONE && e->flights[0].marker_known && now >= e->claim_retry_ms) {
         e->claim = SS_CLAIM_GRANTING;
         ss_etcd__send(e, SS_OP_GRANT, SS_ETCD_LEASE_GRANT_METHOD, ss_etcd__pack_grant);
     } else if (e->claim == SS_CLAIM_HELD && !e->keepalive_asked && now >= e->keepalive_ms) {

@@ -79,6 +79,14 @@ void ss_etcd__watch_step(struct ss_backend_etcd *e)
     ss_etcd__submit(e, op);
 }
 
+/* Is key's entry in a flight? A change of it that the watch reports may
+ * be that flight's own, whose writers must hear their answers first. */
+static bool ss_etcd__in_flight(struct ss_backend_etcd *e, ss_bytes key)
+{
+    struct ss_etcd_entry *x = ss_etcd__entry(e, key);
+    return x && x->flight;
+}
+
 /* A new held change at the end of the queue, or NULL (out of memory). */
 static struct ss_etcd_held *ss_etcd__hold(struct ss_backend_etcd *e, enum ss_change_type type, ss_bytes key,
                                           int64_t rev)
@@ -100,6 +108,7 @@ static struct ss_etcd_held *ss_etcd__hold(struct ss_backend_etcd *e, enum ss_cha
     h->type = type;
     h->rev = rev;
     h->ticket = ++e->next_ticket;
+    h->wait_flight = ss_etcd__in_flight(e, key);
     e->nheld++;
     return h;
 }
@@ -210,12 +219,13 @@ static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event 
         return;
     }
     ss_change c = {.type = SS_CHANGE_SET, .key = key, .value = rec.value, .version = rec.version};
-    if (e->nheld == 0) {
+    if (e->nheld == 0 && !ss_etcd__in_flight(e, key)) {
         if (ss_feed_append(&e->watched, &c) != SS_OK)
             e->stats.watch_undecodable++;
         return;
     }
-    /* Behind a deletion still being read. */
+    /* Behind a change still being read, or of a key whose flight has not
+     * settled yet. */
     struct ss_etcd_held *h = ss_etcd__hold(e, SS_CHANGE_SET, key, rev);
     if (h == NULL || ss_buf_append(&h->value, rec.value.data, rec.value.len) != SS_OK) {
         if (h)
@@ -345,17 +355,22 @@ void ss_etcd__watch_ended(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 void ss_etcd__watch_settled(struct ss_backend_etcd *e, int rc)
 {
     /* A commit's own changes, unless the watch reports them. */
-    bool watched = e->watch_from != 0 && e->commit_revision > e->watch_from;
+    bool watched = e->watch_from != 0 && e->settled_revision > e->watch_from;
     if (rc == SS_OK && !watched)
-        ss_feed_each(&e->pending, ss_etcd__append, &e->base.feed);
-    ss_feed_clear(&e->pending);
+        ss_feed_each(&e->settled, ss_etcd__append, &e->base.feed);
+    ss_feed_clear(&e->settled);
+    e->settled_revision = 0;
     /* What the watch reported, after this commit's answers: first what
-     * came while nothing was held, then the held changes that are known,
-     * up to the first that is not. */
+     * came while nothing was held, then the held changes that are known
+     * and whose keys are not in flight any more, up to the first that is
+     * not. */
     ss_feed_each(&e->watched, ss_etcd__append, &e->base.feed);
     ss_feed_clear(&e->watched);
+    for (size_t i = 0; i < e->nheld; i++)
+        if (e->held[i].wait_flight)
+            e->held[i].wait_flight = ss_etcd__in_flight(e, ss_etcd__bytes(&e->held[i].key));
     size_t n = 0;
-    for (; n < e->nheld && e->held[n].ready; n++) {
+    for (; n < e->nheld && e->held[n].ready && !e->held[n].wait_flight; n++) {
         struct ss_etcd_held *h = &e->held[n];
         if (!h->dropped) {
             ss_change c = {.type = h->type, .key = ss_etcd__bytes(&h->key), .version = h->version,

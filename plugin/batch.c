@@ -46,6 +46,16 @@ struct ss_qlist {
     size_t len, cap;
 };
 
+/* etcd: a batch whose commit is in flight (etcd/backend_etcd.h). */
+struct ss_flight {
+    bool used;
+    unsigned slot;       /* the backend's flight */
+    uint64_t seq;        /* the batch's number */
+    struct ss_qlist ran; /* its requests, to run again on a conflict */
+    uint64_t dedup_after, dedup_upto; /* its resend cache entries: (after, upto] */
+    uint64_t commit_us;  /* when its commit was sent */
+};
+
 struct ss_batch {
     struct ss_plugin *p;
     struct ss_committer committer;
@@ -56,7 +66,7 @@ struct ss_batch {
     /* etcd: copies of the requests run in the open batch, to run again if
      * its commit finds that someone else changed their keys. */
     struct ss_qlist ran;
-    uint64_t commit_us;  /* etcd: when the commit under way was sent */
+    struct ss_flight flights[SS_BACKEND_ETCD_FLIGHTS];
     uint64_t seq;        /* number of the open batch */
     uint64_t dedup_mark; /* resend cache entries after it belong to the open batch */
     ss_buf scratch;      /* the engine's answer */
@@ -147,6 +157,20 @@ void ss_batch_notify(struct ss_batch *b, char *client_id, char *topic, uint8_t *
 
 /* ---- running a request ------------------------------------------------- */
 
+/* The batch whose fate an answer remembered at dedup mark seq shares: the
+ * open one, one in flight, or none (0: committed before). */
+static uint64_t ss_batch__remembered_in(const struct ss_batch *b, uint64_t seq)
+{
+    if (seq > b->dedup_mark)
+        return b->seq;
+    for (size_t i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++) {
+        const struct ss_flight *f = &b->flights[i];
+        if (f->used && seq > f->dedup_after && seq <= f->dedup_upto)
+            return f->seq;
+    }
+    return 0;
+}
+
 /* The resend cache's identity of a request: client, correlation data and
  * everything else it carried. */
 static uint64_t ss_batch__request_id(struct ss_plugin *p, ss_bytes client, ss_bytes corr,
@@ -195,7 +219,7 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
          * commit must not tell the client that a durable write failed).
          * Remembered in the open batch: it shares that batch's fate. */
         ss_batch__answer(b, r, &prior.payload, prior.version.len ? version : NULL,
-                         prior.seq > b->dedup_mark ? b->seq : 0);
+                         ss_batch__remembered_in(b, prior.seq));
         return true;
     }
     ss_buf_clear(&b->scratch);
@@ -431,14 +455,19 @@ static void ss_batch__run_queue(struct ss_batch *b)
         b->queue_bytes = 0;
 }
 
+static void ss_batch__mark_gone(struct ss_qlist *q, const char *client_id)
+{
+    for (size_t i = 0; i < q->len; i++)
+        if (strcmp(q->items[i].client_id, client_id) == 0)
+            q->items[i].gone = true;
+}
+
 void ss_batch_client_gone(struct ss_batch *b, const char *client_id)
 {
-    for (size_t i = 0; i < b->queue.len; i++)
-        if (strcmp(b->queue.items[i].client_id, client_id) == 0)
-            b->queue.items[i].gone = true;
-    for (size_t i = 0; i < b->ran.len; i++)
-        if (strcmp(b->ran.items[i].client_id, client_id) == 0)
-            b->ran.items[i].gone = true;
+    ss_batch__mark_gone(&b->queue, client_id);
+    ss_batch__mark_gone(&b->ran, client_id);
+    for (size_t i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++)
+        ss_batch__mark_gone(&b->flights[i].ran, client_id);
 }
 
 /* ---- commits ----------------------------------------------------------- */
@@ -447,12 +476,12 @@ void ss_batch_client_gone(struct ss_batch *b, const char *client_id)
  * nothing (the journal keeps what it would have written into the data
  * file) and is tried again later: say so, rather than speak of failed
  * requests when there were none. */
-static void ss_batch__log_failure(struct ss_batch *b, int rc, bool ckpt)
+static void ss_batch__log_failure(struct ss_batch *b, uint64_t seq, int rc, bool ckpt)
 {
     struct ss_plugin *p = b->p;
     /* On etcd (no local store) the backend logged the cause itself. */
     const char *cause = p->store ? ss_store_cause(p->store) : "";
-    const char *answers = ss_outbox_count(&b->outbox, b->seq) ? "; the requests of its batch are answered with an error" : "";
+    const char *answers = ss_outbox_count(&b->outbox, seq) ? "; the requests of its batch are answered with an error" : "";
     uint64_t retry;
     if (ckpt && p->store && ss_store_checkpoint_failing(p->store, &retry)) {
         uint64_t now = ss_wall_ms();
@@ -466,30 +495,64 @@ static void ss_batch__log_failure(struct ss_batch *b, int rc, bool ckpt)
     }
 }
 
-/* The open batch's commit ended with rc: publish what waited for it (or
- * its errors), and open the next. */
-static void ss_batch__settle(struct ss_batch *b, int rc, bool ckpt)
+/* Publish what waits for nothing any more: on etcd, the answers of the
+ * open batch and of those in flight stay. */
+static void ss_batch__flush(struct ss_batch *b)
+{
+    if (b->outbox.len == 0)
+        return;
+    if (b->p->store) {
+        ss_outbox_flush(&b->outbox, b->p);
+        return;
+    }
+    uint64_t held[SS_BACKEND_ETCD_FLIGHTS + 1];
+    size_t n = 0;
+    held[n++] = b->seq;
+    for (size_t i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++)
+        if (b->flights[i].used)
+            held[n++] = b->flights[i].seq;
+    ss_outbox_flush_except(&b->outbox, b->p, held, n);
+}
+
+/* A batch's commit ended with rc (its resend cache entries after mark
+ * `after` up to `upto`): publish what waited for it (or its errors). */
+static void ss_batch__ended(struct ss_batch *b, uint64_t seq, uint64_t after, uint64_t upto, int rc, bool ckpt)
 {
     struct ss_plugin *p = b->p;
     if (rc != SS_OK) {
-        if (ss_outbox_count(&b->outbox, b->seq))
+        if (ss_outbox_count(&b->outbox, seq))
             p->metrics.commits_failed++;
-        ss_batch__log_failure(b, rc, ckpt);
-        ss_outbox_fail(&b->outbox, b->seq, rc);
-        ss_dedup_forget_since(p->dedup, b->dedup_mark);
+        ss_batch__log_failure(b, seq, rc, ckpt);
+        ss_outbox_fail(&b->outbox, seq, rc);
+        ss_dedup_forget_range(p->dedup, after, upto);
     }
     /* The change feed: what was committed notifies its observers, after
      * the answers (a writer hears of its write before its observers). */
     p->backend->ops->settled(p->backend->impl, rc);
     ss_backend_deliver(p->backend, ss_notify_change, p);
-    if (b->outbox.len)
-        ss_outbox_flush(&b->outbox, p);
-    ss_batch__qlist_clear(&b->ran);
+    ss_batch__flush(b);
     /* Between batches: the store holds what is committed, nothing else. */
     ss_admin_serve(p);
     ss_backup_step(p);
-    b->dedup_mark = ss_dedup_mark(p->dedup);
-    b->seq++;
+}
+
+/* The open batch's commit ended with rc: publish what waited for it (or
+ * its errors), and open the next. */
+static void ss_batch__settle(struct ss_batch *b, int rc, bool ckpt)
+{
+    uint64_t seq = b->seq;
+    b->seq++; /* its answers are no longer held back */
+    ss_batch__ended(b, seq, b->dedup_mark, UINT64_MAX, rc, ckpt);
+    ss_batch__qlist_clear(&b->ran);
+    b->dedup_mark = ss_dedup_mark(b->p->dedup);
+}
+
+/* etcd: the commit of flight f ended with rc (not a conflict). */
+static void ss_batch__settle_flight(struct ss_batch *b, struct ss_flight *f, int rc)
+{
+    f->used = false; /* its answers are no longer held back */
+    ss_batch__ended(b, f->seq, f->dedup_after, f->dedup_upto, rc, false);
+    ss_batch__qlist_clear(&f->ran);
 }
 
 /* Finish the commit under way, whose run returned rc, and settle. */
@@ -528,10 +591,11 @@ static void ss_batch__wait(struct ss_batch *b)
     ss_batch__committed(b, rc);
 }
 
-/* Is a commit under way (its batch closed)? */
+/* Is a commit under way with its batch closed? (On etcd a new batch
+ * opens as soon as one goes in flight.) */
 static bool ss_batch__busy(const struct ss_batch *b)
 {
-    return b->committer.pending || (b->p->store == NULL && ss_backend_etcd_committing(b->p->backend));
+    return b->committer.pending;
 }
 
 void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, struct ss_request_props *r)
@@ -563,32 +627,57 @@ void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, str
         ss_batch__enqueue(b, from, r);
 }
 
-/* etcd: the open batch's commit found keys changed by someone else and
+/* etcd: the commit of flight f found keys changed by someone else and
  * wrote nothing. Its answers are forgotten and its requests run again,
- * first and in their order, on fresh data. */
-static void ss_batch__rerun(struct ss_batch *b)
+ * first and in their order, on fresh data. (Later requests on other keys
+ * may have run meanwhile; none on its keys, which were in flight.) */
+static void ss_batch__rerun(struct ss_batch *b, struct ss_flight *f)
 {
     struct ss_plugin *p = b->p;
-    ss_outbox_drop(&b->outbox, b->seq);
-    ss_dedup_forget_since(p->dedup, b->dedup_mark);
-    if (b->ran.len && ss_batch__slot(&b->queue, b->ran.len) == NULL) {
-        ss_log(p, MOSQ_LOG_WARNING, "out of memory: %zu requests were not answered", b->ran.len);
-        ss_batch__qlist_clear(&b->ran);
+    f->used = false;
+    ss_outbox_drop(&b->outbox, f->seq);
+    ss_dedup_forget_range(p->dedup, f->dedup_after, f->dedup_upto);
+    struct ss_qlist *ran = &f->ran;
+    if (ran->len && ss_batch__slot(&b->queue, ran->len) == NULL) {
+        ss_log(p, MOSQ_LOG_WARNING, "out of memory: %zu requests were not answered", ran->len);
+        ss_batch__qlist_clear(ran);
     }
-    if (b->ran.len) {
-        memmove(b->queue.items + b->ran.len, b->queue.items, b->queue.len * sizeof b->queue.items[0]);
-        memcpy(b->queue.items, b->ran.items, b->ran.len * sizeof b->queue.items[0]);
-        for (size_t i = 0; i < b->ran.len; i++)
-            b->queue_bytes += ss_batch__queued_size(&b->ran.items[i]);
-        b->queue.len += b->ran.len;
-        b->ran.len = 0;
+    if (ran->len) {
+        memmove(b->queue.items + ran->len, b->queue.items, b->queue.len * sizeof b->queue.items[0]);
+        memcpy(b->queue.items, ran->items, ran->len * sizeof b->queue.items[0]);
+        for (size_t i = 0; i < ran->len; i++)
+            b->queue_bytes += ss_batch__queued_size(&ran->items[i]);
+        b->queue.len += ran->len;
+        b->prefetched = 0;
+        ran->len = 0;
     }
-    b->dedup_mark = ss_dedup_mark(p->dedup);
-    b->seq++;
 }
 
-/* The tick on etcd: collect what the cluster answered, settle the commit
- * under way, run what waited, and commit the open batch as one Txn
+/* etcd: the open batch went in flight in the backend's slot. */
+static void ss_batch__fly(struct ss_batch *b, unsigned slot)
+{
+    struct ss_flight *f = NULL;
+    for (size_t i = 0; i < SS_BACKEND_ETCD_FLIGHTS && f == NULL; i++)
+        if (!b->flights[i].used)
+            f = &b->flights[i];
+    /* The backend has no more flights than these. */
+    struct ss_qlist spare = f->ran;
+    f->used = true;
+    f->slot = slot;
+    f->seq = b->seq;
+    f->ran = b->ran;
+    b->ran = spare;
+    b->ran.len = 0;
+    f->dedup_after = b->dedup_mark;
+    f->dedup_upto = ss_dedup_mark(b->p->dedup);
+    f->commit_us = ss_mono_us();
+    b->seq++;
+    b->dedup_mark = f->dedup_upto;
+}
+
+/* The tick on etcd: collect what the cluster answered, settle the
+ * commits that ended (oldest first), run what waited, and commit the open
+ * batch as one Txn in a flight of its own when one is free
  * (etcd/backend_etcd.h). */
 static void ss_batch__tick_etcd(struct ss_batch *b, uint64_t now)
 {
@@ -597,26 +686,33 @@ static void ss_batch__tick_etcd(struct ss_batch *b, uint64_t now)
     ss_waker_seen(&p->waker); /* before looking: a call that ends later wakes us again */
     ss_backend_etcd_poll(be, now);
     int rc;
-    if (ss_backend_etcd_committing(be)) {
-        if (!ss_backend_etcd_commit_done(be, &rc))
-            return; /* its answers wait */
-        ss_metrics_latency(&p->metrics.commit, ss_mono_us() - b->commit_us);
+    for (;;) {
+        struct ss_flight *f = NULL;
+        for (size_t i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++) {
+            struct ss_flight *g = &b->flights[i];
+            if (g->used && ss_backend_etcd_flight_done(be, g->slot) && (f == NULL || g->seq < f->seq))
+                f = g;
+        }
+        if (f == NULL || !ss_backend_etcd_commit_done(be, f->slot, &rc))
+            break;
+        ss_metrics_latency(&p->metrics.commit, ss_mono_us() - f->commit_us);
         if (rc == SS_E_CONFLICT)
-            ss_batch__rerun(b);
+            ss_batch__rerun(b, f);
         else
-            ss_batch__settle(b, rc, false);
+            ss_batch__settle_flight(b, f, rc);
     }
     if (b->queue.len)
         ss_batch__run_queue(b);
     int n = ss_engine_expire(p->engine, now, SS_SWEEP_PER_TICK);
     if (n < 0)
         ss_log(p, MOSQ_LOG_ERR, "expiry sweep failed: %s", ss_strerror(n));
-    rc = ss_backend_etcd_commit_start(be, now);
+    unsigned slot = 0;
+    rc = ss_backend_etcd_commit_start(be, now, &slot);
     if (rc == SS_OK)
-        b->commit_us = ss_mono_us();
+        ss_batch__fly(b, slot);
     else if (rc == SS_E_NOTFOUND)
         ss_batch__settle(b, SS_OK, false); /* nothing to write or check */
-    else if (rc != SS_OK && rc != SS_E_PENDING)
+    else if (rc != SS_E_PENDING && rc != SS_E_BUSY)
         ss_batch__settle(b, rc, false);
     ss_dedup_expire(p->dedup, now);
 }
@@ -745,6 +841,10 @@ void ss_batch_free(struct ss_batch *b)
     free(b->queue.items);
     ss_batch__qlist_clear(&b->ran);
     free(b->ran.items);
+    for (size_t i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++) {
+        ss_batch__qlist_clear(&b->flights[i].ran);
+        free(b->flights[i].ran.items);
+    }
     if (p->store == NULL) {
         /* etcd: nothing of the open batch was acknowledged; dropping it
          * is what a lost connection would do. A commit under way ends

@@ -120,6 +120,7 @@ static void ss_metrics__etcd(struct ss_plugin *p)
     ss_metrics__put(p, "etcd/endpoint", st.endpoint);
     ss_metrics__u64(p, "etcd/reachable", st.reachable);
     ss_metrics__u64(p, "etcd/txns", st.txns);
+    ss_metrics__u64(p, "etcd/txns_overlapped", st.txns_overlapped);
     ss_metrics__u64(p, "etcd/conflicts", st.conflicts);
     ss_metrics__u64(p, "etcd/unknown_outcomes", st.unknown_outcomes);
     ss_metrics__u64(p, "etcd/fetches", st.fetches);

@@ -125,8 +125,21 @@ void ss_outbox_drop(struct ss_outbox *ob, uint64_t commit)
 
 void ss_outbox_flush(struct ss_outbox *ob, struct ss_plugin *p)
 {
+    ss_outbox_flush_except(ob, p, NULL, 0);
+}
+
+void ss_outbox_flush_except(struct ss_outbox *ob, struct ss_plugin *p, const uint64_t *held, size_t nheld)
+{
+    size_t kept = 0;
     for (size_t i = 0; i < ob->len; i++) {
         struct ss_outmsg *m = &ob->msgs[i];
+        bool wait = false;
+        for (size_t j = 0; j < nheld && m->commit; j++)
+            wait = wait || m->commit == held[j];
+        if (wait) {
+            ob->msgs[kept++] = *m;
+            continue;
+        }
         /* A client that disconnected since lost its registrations, and
          * nothing is queued for an absent client. */
         if (m->clientid) {
@@ -152,7 +165,7 @@ void ss_outbox_flush(struct ss_outbox *ob, struct ss_plugin *p)
         }
         ss_outbox__msg_free(m);
     }
-    ob->len = 0;
+    ob->len = kept;
 }
 
 void ss_outbox_free(struct ss_outbox *ob)

@@ -49,6 +49,9 @@ void ss_outbox_drop(struct ss_outbox *ob, uint64_t commit);
 /* Publish everything and empty the outbox (notifications only to clients
  * that still have registrations in p's watch table). */
 void ss_outbox_flush(struct ss_outbox *ob, struct ss_plugin *p);
+/* The same, except the messages that wait for one of the nheld batches
+ * in held (their commits have not ended): those stay, in order. */
+void ss_outbox_flush_except(struct ss_outbox *ob, struct ss_plugin *p, const uint64_t *held, size_t nheld);
 void ss_outbox_free(struct ss_outbox *ob);
 /* Response properties: correlation data, __stat, content type, __protVer,
  * and __ts when version is non-NULL. NULL on allocation failure. */
