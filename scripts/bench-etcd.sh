@@ -45,9 +45,10 @@ etcd_broker() {
 }
 etcd_broker a
 
-# txns PORT: the broker's etcd/txns figure (published every second)
+# txns PORT [FIGURE]: the broker's etcd/txns figure, or another
+# (published every second; absent: 0)
 txns() {
-    $B/statestore -p "$1" stats 2>/dev/null | awk '$1 == "etcd/txns" {print $2}'
+    $B/statestore -p "$1" stats 2>/dev/null | awk -v f="${2:-etcd/txns}" '$1 == f {v = $2} END {print v + 0}'
 }
 # keys_per_txn OPS TXNS: the batch size the plugin reached, whole keys
 keys_per_txn() { awk -v o="$1" -v t="$2" 'BEGIN {k = (t > 0 ? int(o / t + 0.5) : 1); print (k < 1 ? 1 : (k > 125 ? 125 : k))}'; }
@@ -81,16 +82,19 @@ lg -p "$PORT_etcd_a" -c 4 -w 64 -k 100000 -n 100000 --sequential --prefix a --la
 echo "8. the store on etcd: 3 members of etcd $ETCD_VERSION on this machine (data in /tmp), $REPS interleaved runs of ${SECS}s, medians"
 echo "   (one broker on the cluster, then a second one joins for the runs of two brokers)"
 # Throughput: 4 connections x 64 in flight, 50% SET / 50% GET, as in 1.
-declare -a lt e1 r1 k1 e2 r2 pb pe pp pk rb re rk
+declare -a lt e1 r1 k1 e2 r2 pb pe pp pk rb re rk ov
 for i in $(seq "$REPS"); do
     l=$(lg -p "$PORT_lmdb" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --label lmdb)
     t0=$(txns "$PORT_etcd_a")
+    o0=$(txns "$PORT_etcd_a" etcd/txns_overlapped)
     cpu_start "$PID_etcd_a"
     e=$(lg -p "$PORT_etcd_a" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --label etcd1)
     cpu_end "$PID_etcd_a"
     pb+=("$CORES_BUSY"); pe+=("$CORES_ETCD"); pp+=("$CORES_BROKER"); pk+=("$(per_k "$ETCD_TICKS" "$(field "$e" ops)")")
     sleep 1.2
     t1=$(txns "$PORT_etcd_a")
+    o1=$(txns "$PORT_etcd_a" etcd/txns_overlapped)
+    ov+=("$(awk -v o="$(( o1 - o0 ))" -v t="$(( t1 - t0 ))" 'BEGIN {printf "%.0f", (t > 0 ? 100 * o / t : 0)}')")
     k=$(keys_per_txn "$(field "$e" ops)" "$(( t1 - t0 ))")
     cpu_start ""
     r=$(raw "$k" 50 1 "$SECS")
@@ -139,7 +143,7 @@ done
 LT=$(median "${lt[@]}"); E1=$(median "${e1[@]}"); R1=$(median "${r1[@]}"); K1=$(median "${k1[@]}")
 E2=$(median "${e2[@]}"); R2=$(median "${r2[@]}")
 echo "   throughput 4x64 in flight, 50% SET / 50% GET:"
-echo "     LMDB ${LT} ops/s; one broker on etcd ${E1} ops/s ($(ratio "$E1" "$LT") of LMDB), ${K1} requests per Txn"
+echo "     LMDB ${LT} ops/s; one broker on etcd ${E1} ops/s ($(ratio "$E1" "$LT") of LMDB), ${K1} requests per Txn, $(median "${ov[@]}")% of Txns sent while another was in flight"
 echo "     raw etcd Txns of ${K1} keys (half of them put), 1 in flight, through the same client: ${R1} keys/s:"
 echo "       one broker / raw $(ratio "$E1" "$R1") (target >= 0.8)"
 echo "     two brokers at once ${E2} ops/s; raw, 2 in flight ${R2} keys/s: two brokers / raw $(ratio "$E2" "$R2")"
