@@ -775,7 +775,19 @@ struct lk_client {
     enum lk_state state;
     char token[80]; /* LK_WRITE: the lock's fencing token */
     int n;
+    /* Correlation data of the request under way: unique, as the SDKs make
+     * it (an identical request with the same data and timestamp within a
+     * millisecond would be a resend, answered from the resend cache). */
+    char corr[24];
+    unsigned seq;
 };
+
+/* Fresh correlation data for k's next request. */
+static const char *lk_corr(struct lk_client *k, char kind)
+{
+    snprintf(k->corr, sizeof k->corr, "%c%u", kind, ++k->seq);
+    return k->corr;
+}
 
 /* A fenced write the store accepted: its token and its version. */
 struct lk_accepted {
@@ -800,8 +812,14 @@ static struct msg *lk_answer(struct lk_client *k)
     if (!k->busy)
         return NULL;
     struct msg *m = client_wait(&k->c, 0);
-    if (m != NULL)
+    if (m != NULL) {
         k->busy = false;
+        /* The answer to this request, not to an earlier one. */
+        if (m->corr_len != (int)strlen(k->corr) || memcmp(m->corr, k->corr, strlen(k->corr)) != 0)
+            printf("  %s waited for the answer to %s and got one to %.*s: %.*s\n", k->id, k->corr, m->corr_len,
+                   m->corr ? m->corr : "", m->len, (const char *)m->payload);
+        ASSERT_MEM(m->corr, (size_t)m->corr_len, k->corr, strlen(k->corr));
+    }
     return m;
 }
 
@@ -928,7 +946,8 @@ TEST(cluster_locks_renewals_and_deadlines_under_faults)
                     } else {
                         if (!payload_is(m, "-ERR the request fencing token is a lower version than "
                                            "the fencing token protecting the resource\r\n"))
-                            printf("  a fenced write of %s was answered %.*s\n", k->id, m->len, (const char *)m->payload);
+                            printf("  a fenced write of %s was answered %.*s (correlation data %.*s)\n", k->id, m->len,
+                                   (const char *)m->payload, m->corr_len, m->corr ? m->corr : "");
                         ASSERT_TRUE(payload_is(m, "-ERR the request fencing token is a lower version than "
                                                   "the fencing token protecting the resource\r\n"));
                         refused++;
@@ -941,11 +960,11 @@ TEST(cluster_locks_renewals_and_deadlines_under_faults)
                 char val[32];
                 snprintf(val, sizeof val, "%s-%d", k->id, k->n++);
                 if (k->state == LK_ACQUIRE)
-                    request_send(&k->c, k->resp, "l", NULL, NULL, W("SET", "lock", k->id, "NX", "PX", "2000"));
+                    request_send(&k->c, k->resp, lk_corr(k, 'l'), NULL, NULL, W("SET", "lock", k->id, "NX", "PX", "2000"));
                 else if (k->state == LK_WRITE)
-                    request_send(&k->c, k->resp, "w", NULL, k->token, W("SET", "protected", val));
+                    request_send(&k->c, k->resp, lk_corr(k, 'w'), NULL, k->token, W("SET", "protected", val));
                 else
-                    request_send(&k->c, k->resp, "r", NULL, NULL, W("VDEL", "lock", k->id));
+                    request_send(&k->c, k->resp, lk_corr(k, 'r'), NULL, NULL, W("VDEL", "lock", k->id));
             } else if (i == RENEWER) {
                 if (m != NULL && payload_is(m, "+OK\r\n")) {
                     renewed += renewer_has_lease;
@@ -959,9 +978,9 @@ TEST(cluster_locks_renewals_and_deadlines_under_faults)
                     renewer_has_lease = false;
                 }
                 if (renewer_has_lease)
-                    request_send(&k->c, k->resp, "n", NULL, NULL, W("SET", "lease", "held", "NEX", "PX", "1500"));
+                    request_send(&k->c, k->resp, lk_corr(k, 'n'), NULL, NULL, W("SET", "lease", "held", "NEX", "PX", "1500"));
                 else
-                    request_send(&k->c, k->resp, "n", NULL, NULL, W("SET", "lease", "held", "PX", "1500"));
+                    request_send(&k->c, k->resp, lk_corr(k, 'n'), NULL, NULL, W("SET", "lease", "held", "PX", "1500"));
             } else {
                 /* The reader: "SET tmp<n> x PX 200", then GETs until gone. */
                 char key[16];
@@ -989,9 +1008,9 @@ TEST(cluster_locks_renewals_and_deadlines_under_faults)
                 }
                 snprintf(key, sizeof key, "tmp%d", tmp_n);
                 if (tmp_deadline == 0)
-                    request_send(&k->c, k->resp, "t", NULL, NULL, W("SET", key, "x", "PX", "200"));
+                    request_send(&k->c, k->resp, lk_corr(k, 't'), NULL, NULL, W("SET", key, "x", "PX", "200"));
                 else
-                    request_send(&k->c, k->resp, "t", NULL, NULL, W("GET", key));
+                    request_send(&k->c, k->resp, lk_corr(k, 't'), NULL, NULL, W("GET", key));
             }
             k->busy = true;
             k->sent_ms = now_ms();
