@@ -151,15 +151,11 @@ static void import_etcd__drop_pending(struct import_etcd *e)
     ss_buf end = SS_BUF_INIT;
     int rc = SS_OK;
     for (size_t off = 0; rc == SS_OK && off + 32 <= e->pending_blobs.len; off += 32) {
-        char name[34];
-        memcpy(name, e->pending_blobs.data + off, 32);
-        name[32] = '/';
-        ss_bytes k = {(const uint8_t *)name, 33};
-        if ((rc = ss_backend_etcd_layout_key(&e->name, e->prefix, 'c', 0, k)) == SS_OK &&
-            (rc = ss_backend_etcd_layout_key(&end, e->prefix, 'c', 0, k)) == SS_OK) {
-            end.data[end.len - 1] = '/' + 1;
+        char blob[33];
+        memcpy(blob, e->pending_blobs.data + off, 32);
+        blob[32] = '\0';
+        if ((rc = ss_backend_etcd_blob_range(&e->name, &end, e->prefix, blob)) == SS_OK)
             rc = ss_etcd_txn_delete_range(&t, import_etcd__bytes(&e->name), import_etcd__bytes(&end));
-        }
     }
     ss_grpc_call c;
     memset(&c, 0, sizeof c);

@@ -62,6 +62,8 @@ int ss_backend_etcd_layout_key(ss_buf *out, const char *prefix, char part, uint6
  * chunks of chunk_bytes (the last one shorter) under blob. 0 or
  * SS_E_NOMEM. */
 int ss_backend_etcd_chunk_key(ss_buf *out, const char *prefix, const char *blob, uint32_t i);
+/* All the chunks of blob: the keys in [*start, *end) (both replaced). */
+int ss_backend_etcd_blob_range(ss_buf *start, ss_buf *end, const char *prefix, const char *blob);
 int ss_backend_etcd_stub(ss_buf *out, const ss_record *rec, const char *blob, size_t chunk_bytes);
 
 enum { SS_ETCD_LOG_ERR, SS_ETCD_LOG_WARNING, SS_ETCD_LOG_NOTICE, SS_ETCD_LOG_INFO };

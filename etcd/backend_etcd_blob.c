@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/bigendian.h"
 #include "../core/errors.h"
 #include "../core/record.h"
 #include "backend_etcd_internal.h"
@@ -34,20 +35,6 @@
 /* A read of chunks may take this long per KiB beyond the call timeout
  * (1 ms per 8 KiB: 8 MB/s at the least). */
 #define SS_ETCD_BLOB_KIB_PER_MS 8u
-
-static void ss_etcd__put_be(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = n - 1; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
-static uint64_t ss_etcd__get_be(const uint8_t *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < n; i++)
-        v = v << 8 | p[i];
-    return v;
-}
 
 size_t ss_etcd__chunk_bytes(const struct ss_backend_etcd *e)
 {
@@ -61,8 +48,8 @@ bool ss_etcd__stub(ss_bytes raw, const ss_record *rec, struct ss_etcd_stub *stub
     const uint8_t *v = rec->value.data;
     memcpy(stub->blob, v, SS_ETCD_BLOB_ID_LEN);
     stub->blob[SS_ETCD_BLOB_ID_LEN] = '\0';
-    stub->len = ss_etcd__get_be(v + SS_ETCD_BLOB_ID_LEN, 8);
-    stub->chunks = (uint32_t)ss_etcd__get_be(v + SS_ETCD_BLOB_ID_LEN + 8, 4);
+    stub->len = ss_get_be(v + SS_ETCD_BLOB_ID_LEN, 8);
+    stub->chunks = (uint32_t)ss_get_be(v + SS_ETCD_BLOB_ID_LEN + 8, 4);
     return true;
 }
 
@@ -112,8 +99,8 @@ int ss_backend_etcd_stub(ss_buf *out, const ss_record *whole, const char *blob, 
     ss_record rec = *whole;
     uint8_t v[SS_ETCD_STUB_VALUE];
     memcpy(v, blob, SS_ETCD_BLOB_ID_LEN);
-    ss_etcd__put_be(v + SS_ETCD_BLOB_ID_LEN, rec.value.len, 8);
-    ss_etcd__put_be(v + SS_ETCD_BLOB_ID_LEN + 8, (rec.value.len + chunk_bytes - 1) / chunk_bytes, 4);
+    ss_put_be(v + SS_ETCD_BLOB_ID_LEN, rec.value.len, 8);
+    ss_put_be(v + SS_ETCD_BLOB_ID_LEN + 8, (rec.value.len + chunk_bytes - 1) / chunk_bytes, 4);
     rec.value.data = v;
     rec.value.len = sizeof v;
     int rc = ss_etcd__encode(&rec, out);
@@ -145,19 +132,23 @@ static int ss_etcd__chunk_key(struct ss_backend_etcd *e, ss_buf *out, const char
     return ss_backend_etcd_chunk_key(out, e->prefix, blob, i);
 }
 
-/* The range of blob's chunks: [c/<blob>/, c/<blob>0) in e->scratch and
- * e->scratch2. */
-static int ss_etcd__blob_range(struct ss_backend_etcd *e, const char *blob)
+int ss_backend_etcd_blob_range(ss_buf *start, ss_buf *end, const char *prefix, const char *blob)
 {
     char name[SS_ETCD_BLOB_ID_LEN + 2];
     int n = snprintf(name, sizeof name, "%s/", blob);
     ss_bytes k = {(const uint8_t *)name, (size_t)n};
-    int rc = ss_etcd__key(e, &e->scratch, 'c', 0, k);
+    int rc = ss_backend_etcd_layout_key(start, prefix, 'c', 0, k);
     if (rc == SS_OK)
-        rc = ss_etcd__key(e, &e->scratch2, 'c', 0, k);
+        rc = ss_backend_etcd_layout_key(end, prefix, 'c', 0, k);
     if (rc == SS_OK)
-        e->scratch2.data[e->scratch2.len - 1] = '/' + 1;
+        end->data[end->len - 1] = '/' + 1;
     return rc;
+}
+
+/* The range of blob's chunks in e->scratch and e->scratch2. */
+static int ss_etcd__blob_range(struct ss_backend_etcd *e, const char *blob)
+{
+    return ss_backend_etcd_blob_range(&e->scratch, &e->scratch2, e->prefix, blob);
 }
 
 int ss_etcd__blob_delete(struct ss_backend_etcd *e, ss_etcd_txn *t, const char *blob)

@@ -120,25 +120,26 @@ done
 # (broker b's keys written once first, as a's were).
 etcd_broker b
 lg -p "$PORT_etcd_b" -c 4 -w 64 -k 100000 -n 100000 --sequential --prefix b --label preload > /dev/null
-for i in $(seq "$REPS"); do
-    $B/bench/loadgen -p "$PORT_etcd_b" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --prefix b --label etcd2b \
-        | grep '^LOADGEN' > "$WORK/b.out" &
-    lb=$!
-    ea=$(lg -p "$PORT_etcd_a" -c 4 -w 64 -s 50 -k 100000 -d "$SECS" --prefix a --label etcd2a)
+# both_brokers LABEL LOADGEN-ARGS...: the same load on broker a and on
+# broker b at once, each on keys of its own; sets EA and EB (summaries)
+both_brokers() {
+    local label=$1; shift
+    $B/bench/loadgen -p "$PORT_etcd_b" "$@" --prefix b --label "${label}b" | grep '^LOADGEN' > "$WORK/b.out" &
+    local lb=$!
+    EA=$(lg -p "$PORT_etcd_a" "$@" --prefix a --label "${label}a")
     wait $lb
-    eb=$(cat "$WORK/b.out")
+    EB=$(cat "$WORK/b.out")
+}
+for i in $(seq "$REPS"); do
+    both_brokers etcd2 -c 4 -w 64 -s 50 -k 100000 -d "$SECS"
     rr=$(raw "$(median "${k1[@]}")" 50 2 "$SECS")
-    e2+=("$(awk -v a="$(field "$ea" ops_per_s)" -v b="$(field "$eb" ops_per_s)" 'BEGIN {print a + b}')")
+    e2+=("$(awk -v a="$(field "$EA" ops_per_s)" -v b="$(field "$EB" ops_per_s)" 'BEGIN {print a + b}')")
     r2+=("$(field "$rr" keys_per_s)")
 done
 # Latency, two brokers: one client on each at once.
 for i in $(seq "$REPS"); do
-    $B/bench/loadgen -p "$PORT_etcd_b" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --prefix b --label etcd2b1x1 \
-        | grep '^LOADGEN' > "$WORK/b.out" &
-    lb=$!
-    ea=$(lg -p "$PORT_etcd_a" -c 1 -w 1 -s 50 -k 100000 -d "$SECS" --prefix a --label etcd2a1x1)
-    wait $lb
-    e2a+=("$(field "$ea" p50_us)"); e2b+=("$(field "$(cat "$WORK/b.out")" p50_us)")
+    both_brokers etcd2x1 -c 1 -w 1 -s 50 -k 100000 -d "$SECS"
+    e2a+=("$(field "$EA" p50_us)"); e2b+=("$(field "$EB" p50_us)")
 done
 LT=$(median "${lt[@]}"); E1=$(median "${e1[@]}"); R1=$(median "${r1[@]}"); K1=$(median "${k1[@]}")
 E2=$(median "${e2[@]}"); R2=$(median "${r2[@]}")
