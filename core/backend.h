@@ -57,8 +57,9 @@ typedef struct ss_record {
 struct ss_backend_ops {
     const char *name;
     /* Look key up: 0 with *rec and *rev, SS_E_NOTFOUND (*rev: the absent
-     * key's revision), SS_E_PENDING, or a failure (SS_E_IO, SS_E_CORRUPT).
-     * Expiry is not applied here. */
+     * key's revision; rec->version: the version its last deletion removed
+     * when the backend keeps it, else left as it was), SS_E_PENDING, or a
+     * failure (SS_E_IO, SS_E_CORRUPT). Expiry is not applied here. */
     int (*read)(void *impl, ss_bytes key, ss_record *rec, ss_revision *rev);
     /* Insert or replace key (rec->value is copied). SS_E_QUOTA (a limit;
      * nothing changed), SS_E_INVAL, SS_E_CONFLICT, SS_E_IO. */

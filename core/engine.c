@@ -72,13 +72,14 @@ static int ss_engine__lookup(ss_engine *e, ss_bytes key, uint64_t now_ms, ss_rec
                              ss_revision *rev)
 {
     ss_backend *be = e->be;
+    memset(rec, 0, sizeof *rec); /* absent: the version of its last deletion, if the backend knows it */
     int rc = be->ops->read(be->impl, key, rec, rev);
     if (rc != SS_OK || rec->expiry_ms == 0 || rec->expiry_ms > now_ms)
         return rc;
     ss_change gone = {.type = SS_CHANGE_DELETE, .key = key, .version = rec->version, .expired = true};
     if ((rc = be->ops->del(be->impl, &gone, *rev)) != SS_OK)
         return rc;
-    return SS_E_NOTFOUND;
+    return SS_E_NOTFOUND; /* rec->version: the version just removed */
 }
 
 /* The fencing rule for SET/DEL/VDEL on an existing record. */
@@ -121,7 +122,10 @@ static int ss_engine__set(ss_engine *e, ss_exec *x, const ss_command *c, const s
     ss_record rec;
     memset(&rec, 0, sizeof rec);
     rec.value = c->value;
-    rec.version = ss_clock_issue(&e->clock, x->now_ms, ts, exists ? &old.version : NULL);
+    /* Past the version it replaces, or the last one a deletion removed
+     * (another broker's clock may be behind it). */
+    bool removed = !exists && (old.version.wall != 0 || old.version.counter != 0);
+    rec.version = ss_clock_issue(&e->clock, x->now_ms, ts, exists || removed ? &old.version : NULL);
     if (ft) {
         rec.has_ft = true;
         rec.ft = *ft; /* equal or newer than any stored token (checked above) */

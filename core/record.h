@@ -24,6 +24,9 @@
 /* The etcd backend's stub of a value kept in chunks: the value bytes
  * refer to them (etcd/backend_etcd_blob.c). */
 #define SS_RECORD_CHUNKED 8u
+/* The etcd backend's tombstone: what a deletion leaves at the key for a
+ * while, the version it removed (etcd/backend_etcd_tombstone.c). */
+#define SS_RECORD_TOMBSTONE 16u
 
 /* Decode the n bytes at p. On success rec->value, and *tail (the long-key
  * tail; empty for an inline key), borrow p. SS_E_CORRUPT if the bytes are

@@ -267,12 +267,12 @@ static void ss_etcd__fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op)
             ss_etcd__entry_failed(e, x, rc);
             return;
         }
-        x->found = kv.found;
+        x->found = kv.found && !ss_etcd__tombstone(ss_etcd__bytes(&x->stored)); /* the reply is freed */
         x->rev = kv.found ? kv.mod_revision : 0;
         x->stored_expiry = kv.found ? rec.expiry_ms : 0;
         x->blob[0] = '\0';
         struct ss_etcd_stub stub;
-        if (kv.found && ss_etcd__stub(ss_etcd__bytes(&x->stored), &rec, &stub)) {
+        if (x->found && ss_etcd__stub(ss_etcd__bytes(&x->stored), &rec, &stub)) {
             /* A stub: its chunks as they were when it was read. */
             struct ss_etcd_op *op2 = ss_etcd__blob_read(e, SS_OP_BLOB_FETCH, &stub, r.revision);
             if (op2 == NULL) {
@@ -421,13 +421,22 @@ int ss_etcd__get(struct ss_backend_etcd *e, ss_bytes key, ss_record *rec, ss_rev
     if (entry)
         *entry = x;
     *rev = (ss_revision)x->rev;
-    const ss_buf *cur = x->change == SS_CHANGE_NONE ? (x->found ? &x->stored : NULL)
-                        : x->change == SS_CHANGE_PUT ? &x->next_rec
-                                                     : NULL;
+    /* The record, or the tombstone (absent, and the version its deletion
+     * removed, which the next version of the key must exceed). */
+    const ss_buf *cur = x->change == SS_CHANGE_NONE    ? (x->rev ? &x->stored : NULL)
+                        : x->change == SS_CHANGE_PURGE ? NULL
+                                                       : &x->next_rec;
     if (cur == NULL)
         return SS_E_NOTFOUND;
     ss_bytes tail;
-    return ss_record_decode(cur->data, cur->len, rec, &tail) == SS_OK ? SS_OK : SS_E_CORRUPT;
+    if (ss_record_decode(cur->data, cur->len, rec, &tail) != SS_OK)
+        return SS_E_CORRUPT;
+    if (!ss_etcd__tombstone(ss_etcd__bytes(cur)))
+        return SS_OK;
+    ss_hlc removed = rec->version;
+    memset(rec, 0, sizeof *rec);
+    rec->version = removed;
+    return SS_E_NOTFOUND;
 }
 
 /* ---- the storage interface --------------------------------------------- */
@@ -506,12 +515,30 @@ int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on)
     size_t ops = ss_etcd__room(e, x);
     if (ops == 0)
         return SS_E_CONFLICT; /* the next batch */
-    int rc = ss_etcd__charge(e, x, false, 0);
-    if (rc != SS_OK)
+    /* The tombstone first (next_rec holds nothing of the batch's yet),
+     * then the charge: nothing can fail after it. */
+    uint64_t until = 0;
+    int rc = ss_etcd__tombstone_make(e, change, &x->next_rec, &until);
+    if (rc != SS_OK || (rc = ss_etcd__charge(e, x, false, 0)) != SS_OK) {
+        ss_buf_clear(&x->next_rec);
         return rc;
+    }
     e->open.ops += ops;
+    e->open.bytes += x->next_rec.len;
     x->change = SS_CHANGE_DEL;
+    x->next_expiry = until;
+    x->next_blob[0] = '\0';
     ss_etcd__record_change(e, change);
+    return SS_OK;
+}
+
+int ss_etcd__purge(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
+{
+    size_t ops = ss_etcd__room(e, x);
+    if (ops == 0)
+        return SS_E_CONFLICT;
+    e->open.ops += ops;
+    x->change = SS_CHANGE_PURGE;
     return SS_OK;
 }
 
@@ -550,21 +577,24 @@ static void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch
             ss_etcd__entry_free(e, x);
             continue;
         }
-        if (x->change == SS_CHANGE_PUT) {
+        if (x->change == SS_CHANGE_PUT || x->change == SS_CHANGE_DEL) {
+            /* The record, or the tombstone, is what etcd holds. */
             e->cache_bytes -= x->stored.cap;
             ss_buf spare = x->stored;
             x->stored = x->next_rec;
             x->next_rec = spare;
             e->cache_bytes += x->stored.cap;
-            x->found = true;
+            x->found = x->change == SS_CHANGE_PUT;
             x->rev = rev;
             x->stored_expiry = x->next_expiry;
             memcpy(x->blob, x->next_blob, sizeof x->blob);
-            if (x->next_expiry && x->next_expiry < e->due_hint_ms)
+            if (x->found && x->next_expiry && x->next_expiry < e->due_hint_ms)
                 e->due_hint_ms = x->next_expiry; /* its expiry is prompt */
-        } else if (x->change == SS_CHANGE_DEL) {
+        } else if (x->change == SS_CHANGE_PURGE) {
             x->found = false;
             x->rev = 0;
+            e->cache_bytes -= x->stored.cap;
+            ss_buf_free(&x->stored);
             x->stored_expiry = 0;
             x->blob[0] = '\0';
         }
@@ -868,6 +898,7 @@ int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char
     e->max_request_bytes = o->max_request_bytes ? o->max_request_bytes : SS_ETCD_MAX_REQUEST_DEFAULT;
     e->max_txn_ops = o->max_txn_ops ? o->max_txn_ops : 128;
     e->sweep_interval_ms = o->sweep_interval_ms ? o->sweep_interval_ms : 250;
+    e->tombstone_ms = o->tombstone_ms ? o->tombstone_ms : SS_BACKEND_ETCD_TOMBSTONE_MS;
     e->lease_ttl_s = o->lease_ttl_s ? o->lease_ttl_s : 3;
     e->max_keys = o->max_keys;
     e->max_bytes = o->max_bytes;

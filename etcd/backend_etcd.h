@@ -4,7 +4,9 @@
  * Layout under the prefix (default "statestore/"):
  *   k/<key>                      the record (core/record.h, no key tail), or
  *                                for a value too large for one request a
- *                                stub that refers to its chunks
+ *                                stub that refers to its chunks, or for a
+ *                                while after a deletion its tombstone
+ *                                (backend_etcd_tombstone.c)
  *   c/<blob id>/<index, 8 hex>   the chunks of such a value
  *                                (backend_etcd_blob.c)
  *   x/<deadline, 16 hex>/<key>   the expiry index: empty values
@@ -79,6 +81,9 @@ typedef struct ss_backend_etcd_options {
     size_t max_request_bytes;   /* etcd's --max-request-bytes; 0: 1.5 MiB */
     unsigned max_txn_ops;       /* etcd's --max-txn-ops; 0: 128 */
     unsigned sweep_interval_ms; /* how often due keys are looked for; 0: 250 */
+    /* how long a deleted key's tombstone keeps the version it removed
+     * (backend_etcd_tombstone.c); 0: SS_BACKEND_ETCD_TOMBSTONE_MS */
+    uint64_t tombstone_ms;
     unsigned lease_ttl_s;       /* the node id's claim lives this long unrenewed; 0: 3 */
     uint64_t max_keys, max_bytes; /* over the whole store (q/usage); 0: no limit */
     void (*log)(void *ctx, int level, const char *msg); /* may be NULL */
@@ -120,6 +125,11 @@ void ss_backend_etcd_prefetch(ss_backend *b, ss_bytes key);
 /* Txns in flight at once at most, on disjoint keys (one while a quota is
  * set: every Txn that changes the store's size then compares q/usage). */
 #define SS_BACKEND_ETCD_FLIGHTS 2
+/* How long a tombstone stays by default, after its deletion or the wall
+ * clock of the version it keeps, whichever is later: once it is gone, the
+ * next version of the key is greater only if the brokers' clocks are
+ * closer than this. */
+#define SS_BACKEND_ETCD_TOMBSTONE_MS 60000u
 
 /* The open batch reached etcd's limits on one Txn: commit it now. */
 bool ss_backend_etcd_full(const ss_backend *b);

@@ -37,19 +37,22 @@ static int ss_etcd__build_entry(struct ss_backend_etcd *e, ss_etcd_txn *t, struc
     ss_bytes key = ss_etcd__bytes(&x->key);
     int rc = ss_etcd__key(e, &e->scratch, 'k', 0, key);
     if (rc == SS_OK)
-        rc = ss_etcd_txn_expect(t, ss_etcd__bytes(&e->scratch), x->found ? x->rev : 0);
+        rc = ss_etcd_txn_expect(t, ss_etcd__bytes(&e->scratch), x->rev); /* a tombstone's too */
     if (rc != SS_OK || x->change == SS_CHANGE_NONE)
         return rc;
-    uint64_t old = x->found ? x->stored_expiry : 0;
-    uint64_t now = x->change == SS_CHANGE_PUT ? x->next_expiry : 0;
+    /* A deletion writes a tombstone (backend_etcd_tombstone.c), which has
+     * an index entry like a record that expires; a purge removes it. */
+    bool purge = x->change == SS_CHANGE_PURGE;
+    uint64_t old = x->rev ? x->stored_expiry : 0;
+    uint64_t now = purge ? 0 : x->next_expiry;
     const ss_buf *rec = &x->next_rec;
     if (x->change == SS_CHANGE_PUT && x->next_blob[0] != '\0') { /* its chunks are written */
         rc = ss_etcd__stub_make(&x->next_rec, x->next_blob, ss_etcd__chunk_bytes(e), &e->stub);
         rec = &e->stub;
     }
     if (rc == SS_OK)
-        rc = x->change == SS_CHANGE_PUT ? ss_etcd_txn_put(t, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(rec))
-                                        : ss_etcd_txn_delete(t, ss_etcd__bytes(&e->scratch));
+        rc = purge ? ss_etcd_txn_delete(t, ss_etcd__bytes(&e->scratch))
+                   : ss_etcd_txn_put(t, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(rec));
     /* The chunks of the value it replaces go with it. */
     if (rc == SS_OK && x->found && x->blob[0] != '\0')
         rc = ss_etcd__blob_delete(e, t, x->blob);

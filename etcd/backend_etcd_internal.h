@@ -60,24 +60,27 @@
 #define SS_ETCD_UNAUTHENTICATED 16
 
 enum ss_entry_state { SS_ENTRY_FETCHING, SS_ENTRY_RETRY, SS_ENTRY_KNOWN, SS_ENTRY_FAILED };
-enum ss_entry_change { SS_CHANGE_NONE, SS_CHANGE_PUT, SS_CHANGE_DEL };
+/* A batch's change of a key: a record written, the record replaced by a
+ * tombstone (a deletion), or a tombstone whose time is up removed. */
+enum ss_entry_change { SS_CHANGE_NONE, SS_CHANGE_PUT, SS_CHANGE_DEL, SS_CHANGE_PURGE };
 
 struct ss_etcd_entry {
     ss_table_node node;
     struct ss_etcd_entry *prev, *next; /* every entry */
     enum ss_entry_state state;
     ss_buf key;
-    /* as read */
+    /* as read: a record (found), a tombstone (rev != 0, not found), or
+     * nothing (rev 0) */
     bool found;
     int64_t rev;
-    ss_buf stored;            /* the whole record, also when etcd holds it in chunks */
-    uint64_t stored_expiry;
+    ss_buf stored;            /* the whole record, also when etcd holds it in chunks; or the tombstone */
+    uint64_t stored_expiry;   /* its expiry index entry's deadline (0: none) */
     char blob[SS_ETCD_BLOB_ID_LEN + 1]; /* its chunks' blob id ("": none) */
     /* the open batch, or a flight */
     bool touched;
     struct ss_etcd_flight *flight; /* the flight it is in (not touched then) */
     enum ss_entry_change change;
-    ss_buf next_rec;
+    ss_buf next_rec;          /* PUT: the record; DEL: the tombstone */
     uint64_t next_expiry;
     char next_blob[SS_ETCD_BLOB_ID_LEN + 1]; /* next_rec goes in chunks under it */
     size_t uploaded;                          /* chunks of it written */
@@ -178,6 +181,7 @@ struct ss_backend_etcd {
     bool auth_needed, auth_asked, auth_refused_logged;
     uint64_t auth_retry_ms;
     unsigned call_timeout_ms, unavailable_ms, max_txn_ops, sweep_interval_ms;
+    uint64_t tombstone_ms;
     size_t max_request_bytes;
     void (*log)(void *ctx, int level, const char *msg);
     void *log_ctx;
@@ -290,6 +294,20 @@ void ss_etcd__append(void *ctx, const ss_change *c);
 /* A change of key at revision rev was seen: a clean cached copy read
  * before it goes. */
 void ss_etcd__seen_change(struct ss_backend_etcd *e, ss_bytes key, int64_t rev);
+
+/* Stage the removal of x's tombstone, whose time is up, in the open
+ * batch: 0, or SS_E_CONFLICT (the batch is full, or changes x already). */
+int ss_etcd__purge(struct ss_backend_etcd *e, struct ss_etcd_entry *x);
+
+/* backend_etcd_tombstone.c */
+/* Is raw (as stored at k/) a tombstone? */
+bool ss_etcd__tombstone(ss_bytes raw);
+/* The tombstone a deletion leaves (gone: the DELETE change), into out
+ * (replaced); *until_ms: when it goes. 0 or SS_E_NOMEM. */
+int ss_etcd__tombstone_make(struct ss_backend_etcd *e, const ss_change *gone, ss_buf *out, uint64_t *until_ms);
+/* If raw is a tombstone of key: the DELETE change it stands for, in *c
+ * (borrowing key). */
+bool ss_etcd__tombstone_change(ss_bytes raw, ss_bytes key, ss_change *c);
 
 /* backend_etcd_commit.c */
 /* Build and send the open batch's Txn (its chunks are written). */

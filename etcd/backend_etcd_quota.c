@@ -157,7 +157,7 @@ static void ss_etcd__usage_counted(struct ss_backend_etcd *e, const ss_grpc_call
         e->usage_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
         return;
     }
-    uint64_t bytes = 0;
+    uint64_t bytes = 0, keys = 0;
     for (size_t i = 0; i < n; i++) {
         ss_etcd_kv kv;
         ss_bytes key;
@@ -165,12 +165,14 @@ static void ss_etcd__usage_counted(struct ss_backend_etcd *e, const ss_grpc_call
         ss_bytes tail;
         ss_etcd_range_kv(&r, i, &kv, &key);
         size_t klen = key.len - strlen(e->prefix) - 2;
-        if (ss_record_decode(kv.value.data, kv.value.len, &rec, &tail) == SS_OK)
+        if (ss_record_decode(kv.value.data, kv.value.len, &rec, &tail) == SS_OK && !ss_etcd__tombstone(kv.value)) {
+            keys++;
             bytes += klen + ss_etcd__value_len(kv.value, &rec) + SS_ETCD_KEY_CHARGE;
+        }
     }
     ss_etcd_reply_free(&r);
     char text[48];
-    int len = snprintf(text, sizeof text, "%zu %" PRIu64, n, bytes);
+    int len = snprintf(text, sizeof text, "%" PRIu64 " %" PRIu64, keys, bytes);
     ss_bytes value = {(const uint8_t *)text, (size_t)len};
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_USAGE_INIT, SS_ETCD_TXN_METHOD);
     int rc = op ? ss_etcd__named(e, 'q', "usage") : SS_E_NOMEM;
@@ -183,7 +185,8 @@ static void ss_etcd__usage_counted(struct ss_backend_etcd *e, const ss_grpc_call
         e->usage_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
         return;
     }
-    ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "the store's usage counted: %zu keys, %" PRIu64 " bytes", n, bytes);
+    ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "the store's usage counted: %" PRIu64 " keys, %" PRIu64 " bytes", keys,
+                 bytes);
     ss_etcd__submit(e, op);
 }
 

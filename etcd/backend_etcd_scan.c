@@ -118,8 +118,8 @@ bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key
             continue;
         last.data = key.data + plen;
         last.len = key.len - plen;
-        if (ss_record_decode(kv.value.data, kv.value.len, &rec, &tail) != SS_OK)
-            continue; /* not a record of ours: skipped */
+        if (ss_record_decode(kv.value.data, kv.value.len, &rec, &tail) != SS_OK || ss_etcd__tombstone(kv.value))
+            continue; /* not a record of ours, or a deleted key's tombstone: skipped */
         struct ss_etcd_stub stub;
         if (ss_etcd__stub(kv.value, &rec, &stub) && !e->scan_values) {
             rec.value.data = NULL; /* its length alone */

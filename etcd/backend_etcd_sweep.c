@@ -110,11 +110,20 @@ int ss_etcd__pop_due(void *impl, uint64_t now_ms, ss_buf *key, ss_hlc *version)
         e->due_pos++;
         if (rc != SS_OK && rc != SS_E_NOTFOUND)
             continue; /* found again by a later look */
+        if (rc == SS_E_NOTFOUND && x && x->rev && x->change == SS_CHANGE_NONE && x->stored_expiry == d->deadline) {
+            /* A tombstone whose time is up: it goes, and no one is told. */
+            if (ss_etcd__purge(e, x) != SS_OK) {
+                e->due_pos--; /* the batch is full: later */
+                return SS_E_NOTFOUND;
+            }
+            continue;
+        }
         if (rc == SS_E_NOTFOUND || rec.expiry_ms != d->deadline) {
             /* Renewed or deleted since: the index entry is stale, unless
-             * this batch's own change of the key writes or deletes it. */
-            bool own = (x->found && x->stored_expiry == d->deadline) ||
-                       (x->change == SS_CHANGE_PUT && x->next_expiry == d->deadline);
+             * the key's record or tombstone has it, or this batch's own
+             * change of the key writes or deletes it. */
+            bool own = (x->rev && x->stored_expiry == d->deadline) ||
+                       (x->change != SS_CHANGE_NONE && x->next_expiry == d->deadline);
             if (!own)
                 ss_etcd__orphan(e, d->deadline, k);
             continue;

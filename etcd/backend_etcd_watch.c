@@ -204,8 +204,12 @@ static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event 
         e->stats.watch_undecodable++; /* not a record: nothing true can be said of it */
         return;
     }
+    ss_change c;
+    if (!ss_etcd__tombstone_change(ev->kv.value, key, &c)) {
+        c = (ss_change){.type = SS_CHANGE_SET, .key = key, .value = rec.value, .version = rec.version};
+    }
     struct ss_etcd_stub stub;
-    if (ss_etcd__stub(ev->kv.value, &rec, &stub)) {
+    if (c.type == SS_CHANGE_SET && ss_etcd__stub(ev->kv.value, &rec, &stub)) {
         /* Its value is in chunks: read them; later changes wait behind. */
         struct ss_etcd_held *h = ss_etcd__hold(e, SS_CHANGE_SET, key, rev);
         if (h == NULL) {
@@ -218,7 +222,6 @@ static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event 
         ss_etcd__ask_blob(e, h);
         return;
     }
-    ss_change c = {.type = SS_CHANGE_SET, .key = key, .value = rec.value, .version = rec.version};
     if (e->nheld == 0 && !ss_etcd__in_flight(e, key)) {
         if (ss_feed_append(&e->watched, &c) != SS_OK)
             e->stats.watch_undecodable++;
@@ -226,14 +229,15 @@ static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event 
     }
     /* Behind a change still being read, or of a key whose flight has not
      * settled yet. */
-    struct ss_etcd_held *h = ss_etcd__hold(e, SS_CHANGE_SET, key, rev);
-    if (h == NULL || ss_buf_append(&h->value, rec.value.data, rec.value.len) != SS_OK) {
+    struct ss_etcd_held *h = ss_etcd__hold(e, c.type, key, rev);
+    if (h == NULL || ss_buf_append(&h->value, c.value.data, c.value.len) != SS_OK) {
         if (h)
             h->dropped = true;
         e->stats.watch_undecodable++;
     }
     if (h) {
-        h->version = rec.version;
+        h->version = c.version;
+        h->expired = c.expired;
         h->ready = true;
     }
 }
@@ -258,7 +262,10 @@ void ss_etcd__removed_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     }
     ss_record rec;
     ss_bytes tail;
-    if (kv.found && ss_record_decode(kv.value.data, kv.value.len, &rec, &tail) == SS_OK) {
+    if (kv.found && ss_etcd__tombstone(kv.value)) {
+        /* A tombstone's time was up: its deletion was told already. */
+        h->dropped = true;
+    } else if (kv.found && ss_record_decode(kv.value.data, kv.value.len, &rec, &tail) == SS_OK) {
         h->version = rec.version;
         h->expired = rec.expiry_ms != 0 && rec.expiry_ms <= e->now_ms;
     } else {

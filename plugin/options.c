@@ -7,6 +7,7 @@
 
 #include "../core/command.h"
 #include "../core/errors.h"
+#include "../etcd/backend_etcd.h"
 #include "options.h"
 #include "plugin.h"
 
@@ -37,6 +38,7 @@ static const struct ss_opt_spec ss_opt_table[] = {
     {"etcd_unavailable_ms", SS_OPT_U64, SS_OFF(etcd_unavailable_ms), 1, 3600000},
     {"etcd_max_txn_ops", SS_OPT_U64, SS_OFF(etcd_max_txn_ops), 8, 1000000},
     {"etcd_max_request_bytes", SS_OPT_U64, SS_OFF(etcd_max_request_bytes), (uint64_t)64 << 10, (uint64_t)1 << 31},
+    {"etcd_tombstone_ms", SS_OPT_U64, SS_OFF(etcd_tombstone_ms), 1000, (uint64_t)7 * 24 * 3600 * 1000},
     {"data_dir", SS_OPT_STRING, SS_OFF(data_dir), 0, 0},
     {"node_id", SS_OPT_STRING, SS_OFF(node_id), 0, 0},
     {"fsync", SS_OPT_SYNC, SS_OFF(sync), 0, 0},
@@ -199,6 +201,7 @@ int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, in
     o->etcd_unavailable_ms = 5000;
     o->etcd_max_txn_ops = 128;
     o->etcd_max_request_bytes = (uint64_t)3 << 19;
+    o->etcd_tombstone_ms = SS_BACKEND_ETCD_TOMBSTONE_MS;
     for (int i = 0; i < n; i++) {
         const struct ss_opt_spec *spec = NULL;
         for (size_t j = 0; j < sizeof ss_opt_table / sizeof ss_opt_table[0]; j++)
@@ -276,12 +279,13 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
     if (o->backend == SS_BACKEND_ETCD)
         snprintf(where, sizeof where, "backend=etcd etcd_endpoints=%s etcd_prefix=%s etcd_tls=%s etcd_username=%s "
                  "etcd_timeout_ms=%llu etcd_unavailable_ms=%llu etcd_max_txn_ops=%llu "
-                 "etcd_max_request_bytes=%llu", o->etcd_endpoints,
+                 "etcd_max_request_bytes=%llu etcd_tombstone_ms=%llu", o->etcd_endpoints,
                  o->etcd_prefix ? o->etcd_prefix : "statestore/",
                  o->etcd_ca_file || o->etcd_cert_file ? "files" : "system",
                  o->etcd_username ? o->etcd_username : "(none)",
                  (unsigned long long)o->etcd_timeout_ms, (unsigned long long)o->etcd_unavailable_ms,
-                 (unsigned long long)o->etcd_max_txn_ops, (unsigned long long)o->etcd_max_request_bytes);
+                 (unsigned long long)o->etcd_max_txn_ops, (unsigned long long)o->etcd_max_request_bytes,
+                 (unsigned long long)o->etcd_tombstone_ms);
     else
         snprintf(where, sizeof where, "backend=lmdb data_dir=%s keys=%llu fsync=%s fsync_interval_ms=%llu "
                  "checkpoint_interval_ms=%llu journal_max_bytes=%llu", o->data_dir, (unsigned long long)keys,

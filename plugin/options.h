@@ -22,6 +22,7 @@ struct ss_plugin_options {
     uint64_t etcd_unavailable_ms;  /* how long a request waits for the cluster */
     uint64_t etcd_max_txn_ops;     /* the cluster's --max-txn-ops */
     uint64_t etcd_max_request_bytes; /* the cluster's --max-request-bytes */
+    uint64_t etcd_tombstone_ms;      /* how long a deleted key's last version is kept */
     char *data_dir;
     char *node_id;
     enum ss_sync_policy sync;

@@ -205,6 +205,7 @@ static int ss_plugin__open_etcd(struct ss_plugin *p)
                                   .unavailable_ms = (unsigned)p->opt.etcd_unavailable_ms,
                                   .max_request_bytes = (size_t)p->opt.etcd_max_request_bytes,
                                   .max_txn_ops = (unsigned)p->opt.etcd_max_txn_ops,
+                                  .tombstone_ms = p->opt.etcd_tombstone_ms,
                                   .max_keys = p->opt.max_keys,
                                   .max_bytes = p->opt.max_store_bytes,
                                   .log = ss_plugin__etcd_log,

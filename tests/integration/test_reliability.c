@@ -157,6 +157,7 @@ struct op {
     int64_t count;    /* DEL/VDEL answer */
     char got[16];     /* GET value */
     bool unknown;     /* answered with an error: it may or may not have happened */
+    int client;       /* who sent it (even: the first broker, odd: the second) */
 };
 
 #define CLIENTS 16
@@ -178,9 +179,30 @@ static void report(const char *why, const struct op *o)
     char v[SS_HLC_TEXT_MAX + 1] = "";
     if (o->has_version)
         v[ss_hlc_format(&o->version, v)] = '\0';
-    fprintf(stderr, "  violation: %s: op kind %d key %d value %s [%llu, %llu] ok %d count %lld version %s\n",
-            why, o->kind, o->key, o->value, (unsigned long long)o->invoked, (unsigned long long)o->done,
-            o->ok, (long long)o->count, v);
+    fprintf(stderr, "  violation: %s: op kind %d key %d value %s [%llu, %llu] ok %d count %lld version %s "
+            "client %d\n", why, o->kind, o->key, o->value, (unsigned long long)o->invoked,
+            (unsigned long long)o->done, o->ok, (long long)o->count, v, o->client);
+}
+
+/* The whole history, for a look at a violation (kept with SS_KEEP_TMP). */
+static void dump_history(const struct op *ops, int n)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/history.txt", test_tmpdir());
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return;
+    for (int i = 0; i < n; i++) {
+        const struct op *o = &ops[i];
+        char v[SS_HLC_TEXT_MAX + 1] = "";
+        if (o->has_version)
+            v[ss_hlc_format(&o->version, v)] = '\0';
+        fprintf(f, "%d kind %d key %d value %s [%llu, %llu] ok %d count %lld version %s got %s unknown %d "
+                "client %d\n", i, o->kind, o->key, o->value, (unsigned long long)o->invoked,
+                (unsigned long long)o->done, o->ok, (long long)o->count, v, o->got, o->unknown, o->client);
+    }
+    fclose(f);
+    fprintf(stderr, "  the history: %s\n", path);
 }
 
 #define VIOLATION(why, o)                                                               \
@@ -247,8 +269,11 @@ static void check_history(struct op *ops, int n)
                 /* Any state after s fully written before the read began,
                  * that was not deleted... the read is stale if a later
                  * write finished before the read started. */
-                if (s + 1 < nw && writes[s + 1]->done < o->invoked)
+                if (s + 1 < nw && writes[s + 1]->done < o->invoked) {
                     VIOLATION("stale read: a newer write finished before", o);
+                    report("  the write it saw", writes[s]);
+                    report("  the newer write", writes[s + 1]);
+                }
                 /* A delete of s that finished before the read started. */
                 for (int j = 0; j < n; j++)
                     if (ops[j].key == k && (ops[j].kind == OP_DEL || ops[j].kind == OP_VDEL) &&
@@ -281,6 +306,8 @@ static void check_history(struct op *ops, int n)
             }
         }
     }
+    if (violations)
+        dump_history(ops, n);
     ASSERT_EQ(violations, 0);
 }
 
@@ -314,6 +341,7 @@ static int linearizable_run(int port_a, int port_b, bool may_refuse, void (*faul
             if (current[i] < 0 && issued < OPS) {
                 struct op *o = &ops[issued];
                 current[i] = issued++;
+                o->client = i;
                 o->kind = (enum op_kind)(rand() % 5);
                 o->key = rand() % KEYS;
                 snprintf(o->value, sizeof o->value, "v%d", vcount++ % 7);
