@@ -374,17 +374,31 @@ static bool ss_etcd__touch(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
     return true;
 }
 
-/* Room for the operations of x's change in the batch (a put or delete of
- * the record, two of the expiry index, and the deletion of the chunks of
- * a value it replaces)? The operations it takes, or 0: the batch is full,
- * the change waits for the next. */
-static size_t ss_etcd__room(struct ss_backend_etcd *e, const struct ss_etcd_entry *x)
+/* What an operation on x's index entry or chunks adds to a Txn beside
+ * its record's compare and put (counted by ss_etcd__touch): the index
+ * entry names the key again. */
+static size_t ss_etcd__index_op_bytes(const struct ss_etcd_entry *x)
+{
+    return x->key.len + 64;
+}
+
+/* The operations of x's change (a put or delete of the record, two of
+ * the expiry index, and the deletion of the chunks of a value it
+ * replaces) and the bytes they add beside payload, the record's: *bytes.
+ * The operations, or 0: the batch is full, the change waits for the
+ * next. */
+static size_t ss_etcd__room(struct ss_backend_etcd *e, const struct ss_etcd_entry *x, size_t payload,
+                            size_t *bytes)
 {
     size_t ops = x->found && x->blob[0] != '\0' ? 4 : 3;
+    *bytes = payload + (ops - 1) * ss_etcd__index_op_bytes(x);
     /* A second change of a key waits for the next batch: a Txn writes a
      * key once, and each change must be a revision of its own for every
-     * broker's watch to report it (one broker notifies every change). */
-    if (x->change != SS_CHANGE_NONE || e->open.ops + ops > e->max_txn_ops) {
+     * broker's watch to report it (one broker notifies every change).
+     * The first key of a batch always fits: ss_etcd__put refuses a key
+     * too long for a Txn of its own. */
+    if (x->change != SS_CHANGE_NONE || e->open.ops + ops > e->max_txn_ops ||
+        (e->open.ntouched > 1 && e->open.bytes + *bytes + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)) {
         e->open.full = true;
         return 0;
     }
@@ -472,17 +486,20 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
     if (x == NULL || (ss_revision)x->rev != decided_on)
         return SS_E_CONFLICT;
     size_t size = ss_record_size(rec, 0, false);
+    /* Beside the record, the compare and the put name the key, and so do
+     * up to three index or chunk operations, as its deletion's Txn will
+     * (its tombstone is small: the slack covers it). */
+    size_t around = 2 * key.len + 3 * ss_etcd__index_op_bytes(x) + SS_ETCD_REQUEST_SLACK;
     /* A value too large for one request goes in chunks (backend_etcd_blob.c):
      * the Txn carries its stub. */
-    bool chunked = size + 2 * key.len + SS_ETCD_REQUEST_SLACK > e->max_request_bytes;
+    bool chunked = size + around > e->max_request_bytes;
     size_t in_txn = chunked ? ss_etcd__stub_size(rec) : size;
-    if (in_txn + 2 * key.len + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)
+    if (in_txn + around > e->max_request_bytes)
         return SS_E_QUOTA; /* no Txn could carry it: the key is too long */
-    size_t ops = ss_etcd__room(e, x);
-    if (ops == 0 || (e->open.ntouched > 1 && e->open.bytes + in_txn + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)) {
-        e->open.full = true;
+    size_t bytes;
+    size_t ops = ss_etcd__room(e, x, in_txn, &bytes);
+    if (ops == 0)
         return SS_E_CONFLICT; /* the next batch */
-    }
     /* Room first (what next_rec holds stays), then the charge, which
      * reads what x holds now: nothing can fail after it. */
     int rc = ss_buf_reserve(&x->next_rec, size);
@@ -498,7 +515,7 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
     x->uploaded = 0;
     if (chunked)
         ss_etcd__blob_new(e, x->next_blob);
-    e->open.bytes += in_txn;
+    e->open.bytes += bytes;
     ss_change c = {.type = SS_CHANGE_SET, .key = key, .value = rec->value, .version = rec->version};
     ss_etcd__record_change(e, &c);
     return SS_OK;
@@ -512,11 +529,12 @@ int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on)
         return SS_E_CONFLICT;
     if (x->change == SS_CHANGE_DEL || (x->change == SS_CHANGE_NONE && !x->found))
         return SS_E_NOTFOUND;
-    size_t ops = ss_etcd__room(e, x);
+    size_t bytes;
+    size_t ops = ss_etcd__room(e, x, ss_etcd__tombstone_size(e, change), &bytes);
     if (ops == 0)
         return SS_E_CONFLICT; /* the next batch */
-    /* The tombstone first (next_rec holds nothing of the batch's yet),
-     * then the charge: nothing can fail after it. */
+    /* The tombstone (next_rec holds nothing of the batch's: room saw to
+     * that), then the charge: nothing can fail after it. */
     uint64_t until = 0;
     int rc = ss_etcd__tombstone_make(e, change, &x->next_rec, &until);
     if (rc != SS_OK || (rc = ss_etcd__charge(e, x, false, 0)) != SS_OK) {
@@ -524,7 +542,7 @@ int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on)
         return rc;
     }
     e->open.ops += ops;
-    e->open.bytes += x->next_rec.len;
+    e->open.bytes += bytes;
     x->change = SS_CHANGE_DEL;
     x->next_expiry = until;
     x->next_blob[0] = '\0';
@@ -534,10 +552,12 @@ int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on)
 
 int ss_etcd__purge(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
 {
-    size_t ops = ss_etcd__room(e, x);
+    size_t bytes;
+    size_t ops = ss_etcd__room(e, x, 0, &bytes);
     if (ops == 0)
         return SS_E_CONFLICT;
     e->open.ops += ops;
+    e->open.bytes += bytes;
     x->change = SS_CHANGE_PURGE;
     return SS_OK;
 }

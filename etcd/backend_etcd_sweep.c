@@ -83,7 +83,8 @@ uint64_t ss_etcd__next_expiry(void *impl)
  * batch (the record's compare keeps that true). */
 static void ss_etcd__orphan(struct ss_backend_etcd *e, uint64_t deadline, ss_bytes key)
 {
-    if (e->open.ops + 1 > e->max_txn_ops || ss_etcd__key(e, &e->scratch, 'x', deadline, key) != SS_OK)
+    if (e->open.ops + 1 > e->max_txn_ops || ss_etcd__key(e, &e->scratch, 'x', deadline, key) != SS_OK ||
+        e->open.bytes + e->scratch.len + 64 + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)
         return; /* found again by a later look */
     uint32_t n = (uint32_t)e->scratch.len;
     if (ss_buf_append(&e->open.orphans, &n, sizeof n) != SS_OK ||
@@ -91,6 +92,7 @@ static void ss_etcd__orphan(struct ss_backend_etcd *e, uint64_t deadline, ss_byt
         return;
     e->open.norphans++;
     e->open.ops++;
+    e->open.bytes += n + 64;
 }
 
 int ss_etcd__pop_due(void *impl, uint64_t now_ms, ss_buf *key, ss_hlc *version)

@@ -32,18 +32,31 @@ bool ss_etcd__tombstone(ss_bytes raw)
     return raw.len > 0 && (raw.data[0] & SS_RECORD_TOMBSTONE) != 0;
 }
 
-int ss_etcd__tombstone_make(struct ss_backend_etcd *e, const ss_change *gone, ss_buf *out, uint64_t *until_ms)
+/* The tombstone of gone as a record (value: one byte 'x' or nothing). */
+static void ss_etcd__tombstone_record(const struct ss_backend_etcd *e, const ss_change *gone, ss_record *rec)
 {
     static const uint8_t expired = 'x';
-    ss_record rec;
-    memset(&rec, 0, sizeof rec);
-    rec.version = gone->version;
+    memset(rec, 0, sizeof *rec);
+    rec->version = gone->version;
     if (gone->expired) {
-        rec.value.data = &expired;
-        rec.value.len = 1;
+        rec->value.data = &expired;
+        rec->value.len = 1;
     }
     uint64_t from = e->now_ms > gone->version.wall ? e->now_ms : gone->version.wall;
-    rec.expiry_ms = from + e->tombstone_ms;
+    rec->expiry_ms = from + e->tombstone_ms;
+}
+
+size_t ss_etcd__tombstone_size(const struct ss_backend_etcd *e, const ss_change *gone)
+{
+    ss_record rec;
+    ss_etcd__tombstone_record(e, gone, &rec);
+    return ss_record_size(&rec, 0, false);
+}
+
+int ss_etcd__tombstone_make(const struct ss_backend_etcd *e, const ss_change *gone, ss_buf *out, uint64_t *until_ms)
+{
+    ss_record rec;
+    ss_etcd__tombstone_record(e, gone, &rec);
     size_t size = ss_record_size(&rec, 0, false);
     ss_buf_clear(out);
     int rc = ss_buf_reserve(out, size);

@@ -2,11 +2,14 @@
  * to a record, whichever broker made it (backend_etcd_internal.h).
  *
  * One watch on the records (k/). A deletion's notification carries the
- * version it removed, which the watch does not say (asking etcd for every
- * change's previous value cost a third of the throughput): for a deleted
- * key that has observers here, that version is read from etcd's history
- * (the key at the revision before), and the changes after it wait behind
- * it, so that the order stays etcd's. The watch resumes after
+ * version it removed. A deletion writes a tombstone that holds it
+ * (backend_etcd_tombstone.c), so the watch reads it there. etcd's own
+ * DELETE events (a tombstone whose time is up, or a key deleted by other
+ * means) do not say it (asking etcd for every change's previous value
+ * cost a third of the throughput): for such a key that has observers
+ * here, the key is read from etcd's history (at the revision before),
+ * and the changes after it wait behind it, so that the order stays
+ * etcd's; a tombstone found there was notified already. The watch resumes after
  * the last revision it delivered when its stream is lost (a member
  * stopped, a connection cut), so no change is skipped; only a history
  * compacted past that revision is lost, and that is logged with the

@@ -29,6 +29,16 @@ static void cluster_broker(struct broker *b, const struct etcd_cluster *c, const
     broker_start(b);
 }
 
+/* A 3-member cluster, a broker on it and a client of that broker
+ * (r: its response topic, 64 bytes). */
+static void cluster_with_a_client(struct etcd_cluster *c, struct broker *b, const char *name, const char *more,
+                                  struct client *cl, char *r)
+{
+    etcd_cluster_start(c, 3);
+    cluster_broker(b, c, name, more);
+    client_connect_rr(cl, b->port, "client", r, 64);
+}
+
 static bool payload_is(const struct msg *m, const char *lit)
 {
     return m && (size_t)m->len == strlen(lit) && memcmp(m->payload, lit, (size_t)m->len) == 0;
@@ -384,12 +394,11 @@ TEST(cluster_member_faults_under_write_load)
 TEST(cluster_without_quorum_answers_unavailable)
 {
     struct etcd_cluster c;
-    etcd_cluster_start(&c, 3);
     struct broker b;
-    cluster_broker(&b, &c, "quorum", "plugin_opt_etcd_timeout_ms 500\nplugin_opt_etcd_unavailable_ms 1500\n");
     struct client cl;
     char r[64];
-    client_connect_rr(&cl, b.port, "client", r, sizeof r);
+    cluster_with_a_client(&c, &b, "quorum", "plugin_opt_etcd_timeout_ms 500\nplugin_opt_etcd_unavailable_ms 1500\n",
+                          &cl, r);
     struct msg *m = request(&cl, r, "1", NULL, NULL, W("SET", "kept", "yes"));
     PAYLOAD(m, "+OK\r\n");
     etcd_member_kill9(&c, 1);
@@ -1281,6 +1290,72 @@ TEST(cluster_large_values_under_races_and_quorum_loss)
     client_close(&cb);
     broker_stop(&a);
     broker_stop(&b);
+    etcd_cluster_stop(&c);
+}
+
+/* "cmd key tail..." for each of n keys, sent at once on c: every answer
+ * must be want. */
+static void pipelined(struct client *c, const char *r, char **keys, int n, const char *cmd, const char *const *tail,
+                      const char *want)
+{
+    for (int i = 0; i < n; i++) {
+        char corr[16];
+        snprintf(corr, sizeof corr, "%s%d", cmd, i);
+        const char *argv[6] = {cmd, keys[i]};
+        for (int j = 0; j < 3 && tail[j] != NULL; j++)
+            argv[2 + j] = tail[j];
+        request_send(c, r, corr, NULL, NULL, argv);
+    }
+    for (int i = 0; i < n; i++) {
+        struct msg *m = client_wait(c, 20000);
+        ASSERT_TRUE(m != NULL);
+        ASSERT_MEM(m->payload, (size_t)m->len, want, strlen(want));
+    }
+}
+
+/* Keys near the longest allowed (32000 bytes by default), written with
+ * a deadline, deleted and expired 40 at a time: every Txn stays within
+ * etcd's request limit (each index entry and tombstone names the key
+ * again, and a batch counts them), so every request succeeds and the
+ * sweep removes the expired keys and the tombstones. */
+TEST(cluster_long_keys_written_and_deleted_in_bulk)
+{
+    struct etcd_cluster c;
+    struct broker a;
+    struct client ca;
+    char ra[64];
+    cluster_with_a_client(&c, &a, "long-keys", "plugin_opt_etcd_tombstone_ms 1000\n", &ca, ra);
+    enum { N = 40, LEN = 30000 };
+    char *keys[N];
+    for (int i = 0; i < N; i++) {
+        keys[i] = patterned(LEN, 0);
+        char tag[8];
+        snprintf(tag, sizeof tag, "%03d", i);
+        memcpy(keys[i], tag, 3);
+    }
+    pipelined(&ca, ra, keys, N, "SET", W("v", "PX", "600000"), "+OK\r\n");
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/k/"), N);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/x/"), N);
+    pipelined(&ca, ra, keys, N, "DEL", W(NULL), ":1\r\n");
+    pipelined(&ca, ra, keys, N, "GET", W(NULL), "$-1\r\n");
+    /* The tombstones, then nothing, once they are due (1 s). */
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/k/"), N);
+    await_keys(&c, "race/k/", 0);
+    await_keys(&c, "race/x/", 0);
+    /* Expired by the sweep: tombstones in their place, then nothing. */
+    pipelined(&ca, ra, keys, N, "SET", W("w", "PX", "300"), "+OK\r\n");
+    usleep(400 * 1000);
+    pipelined(&ca, ra, keys, N, "GET", W(NULL), "$-1\r\n");
+    await_keys(&c, "race/k/", 0);
+    await_keys(&c, "race/x/", 0);
+    ASSERT_REPLY(request(&ca, ra, "s", NULL, NULL, W("SET", keys[0], "again")), "+OK\r\n");
+    assert_get(&ca, ra, keys[0], "again");
+    printf("  %d keys of %d bytes set with a deadline, deleted, and set to expire, each batch at once: "
+           "every answer as on one broker; the tombstones and expired keys swept\n", N, LEN);
+    for (int i = 0; i < N; i++)
+        free(keys[i]);
+    client_close(&ca);
+    broker_stop(&a);
     etcd_cluster_stop(&c);
 }
 
