@@ -1329,7 +1329,7 @@ TEST(cluster_long_keys_written_and_deleted_in_bulk)
     char *keys[N];
     for (int i = 0; i < N; i++) {
         keys[i] = patterned(LEN, 0);
-        char tag[8];
+        char tag[16];
         snprintf(tag, sizeof tag, "%03d", i);
         memcpy(keys[i], tag, 3);
     }
