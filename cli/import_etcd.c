@@ -229,7 +229,8 @@ static int import_etcd__chunks(struct import_etcd *e, const ss_record *rec, char
 int import_etcd_put(struct import_etcd *e, ss_bytes key, const ss_record *rec, char *why, size_t n)
 {
     size_t size = ss_record_size(rec, 0, false);
-    size_t over = 2 * key.len + 2 * strlen(e->prefix) + 64;
+    /* As the broker's rule: the key's deletion must fit in a Txn too. */
+    size_t over = ss_backend_etcd_key_overhead(key.len, strlen(e->prefix));
     bool chunked = size + over > SS_IMPORT_ETCD_BYTES;
     if (chunked) {
         ss_record stub = *rec;

@@ -353,7 +353,7 @@ static bool ss_etcd__touch(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
     /* Per key a compare (etcd counts compares and operations apart; the
      * operations of a change are counted when it is made: ss_etcd__room).
      * Beside them: the marker's and the counter's compares. */
-    size_t bytes = 2 * x->key.len + 64;
+    size_t bytes = 2 * (x->key.len + e->prefix_len) + 64;
     struct ss_etcd_batch *b = &e->open;
     if (b->ntouched > 0 && (b->ntouched + 1 + 2 > e->max_txn_ops ||
                             b->bytes + bytes + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)) {
@@ -377,9 +377,15 @@ static bool ss_etcd__touch(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
 /* What an operation on x's index entry or chunks adds to a Txn beside
  * its record's compare and put (counted by ss_etcd__touch): the index
  * entry names the key again. */
-static size_t ss_etcd__index_op_bytes(const struct ss_etcd_entry *x)
+static size_t ss_etcd__index_op_bytes(const struct ss_backend_etcd *e, const struct ss_etcd_entry *x)
 {
-    return x->key.len + 64;
+    return x->key.len + e->prefix_len + 64;
+}
+
+size_t ss_backend_etcd_key_overhead(size_t key_len, size_t prefix_len)
+{
+    /* The record's compare and put, up to three index or chunk operations. */
+    return 5 * (key_len + prefix_len + 64) + SS_ETCD_REQUEST_SLACK;
 }
 
 /* The operations of x's change (a put or delete of the record, two of
@@ -391,7 +397,7 @@ static size_t ss_etcd__room(struct ss_backend_etcd *e, const struct ss_etcd_entr
                             size_t *bytes)
 {
     size_t ops = x->found && x->blob[0] != '\0' ? 4 : 3;
-    *bytes = payload + (ops - 1) * ss_etcd__index_op_bytes(x);
+    *bytes = payload + (ops - 1) * ss_etcd__index_op_bytes(e, x);
     /* A second change of a key waits for the next batch: a Txn writes a
      * key once, and each change must be a revision of its own for every
      * broker's watch to report it (one broker notifies every change).
@@ -489,7 +495,7 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
     /* Beside the record, the compare and the put name the key, and so do
      * up to three index or chunk operations, as its deletion's Txn will
      * (its tombstone is small: the slack covers it). */
-    size_t around = 2 * key.len + 3 * ss_etcd__index_op_bytes(x) + SS_ETCD_REQUEST_SLACK;
+    size_t around = ss_backend_etcd_key_overhead(key.len, e->prefix_len);
     /* A value too large for one request goes in chunks (backend_etcd_blob.c):
      * the Txn carries its stub. */
     bool chunked = size + around > e->max_request_bytes;
@@ -503,8 +509,10 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
     /* Room first (what next_rec holds stays), then the charge, which
      * reads what x holds now: nothing can fail after it. */
     int rc = ss_buf_reserve(&x->next_rec, size);
-    if (rc != SS_OK || (rc = ss_etcd__charge(e, x, true, rec->value.len)) != SS_OK)
+    if (rc != SS_OK || (rc = ss_etcd__charge(e, x, true, rec->value.len)) != SS_OK) {
+        ss_buf_free(&x->next_rec); /* uncounted: not kept */
         return rc;
+    }
     ss_buf_clear(&x->next_rec);
     ss_record_encode(x->next_rec.data, rec, NULL, 0, false);
     x->next_rec.len = size;
@@ -538,7 +546,7 @@ int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on)
     uint64_t until = 0;
     int rc = ss_etcd__tombstone_make(e, change, &x->next_rec, &until);
     if (rc != SS_OK || (rc = ss_etcd__charge(e, x, false, 0)) != SS_OK) {
-        ss_buf_clear(&x->next_rec);
+        ss_buf_free(&x->next_rec);
         return rc;
     }
     e->open.ops += ops;
@@ -608,8 +616,12 @@ static void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch
             x->rev = rev;
             x->stored_expiry = x->next_expiry;
             memcpy(x->blob, x->next_blob, sizeof x->blob);
-            if (x->found && x->next_expiry && x->next_expiry < e->due_hint_ms)
-                e->due_hint_ms = x->next_expiry; /* its expiry is prompt */
+            /* The broker that wrote a deadline (a record's, or a
+             * tombstone's end) sweeps at that deadline; the others look
+             * later, so they seldom race it for the key (a race costs the
+             * loser's batch a conflict). */
+            if (x->next_expiry && x->next_expiry < e->due_hint_ms)
+                e->due_hint_ms = x->next_expiry;
         } else if (x->change == SS_CHANGE_PURGE) {
             x->found = false;
             x->rev = 0;
@@ -620,7 +632,10 @@ static void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch
         }
         x->next_blob[0] = '\0';
         x->uploaded = 0;
-        ss_buf_clear(&x->next_rec);
+        /* What next_rec holds now is the record replaced (after the swap
+         * above), which the cache's count no longer covers: freed, or a
+         * key deleted after a large value would keep it uncounted. */
+        ss_buf_free(&x->next_rec);
         x->change = SS_CHANGE_NONE;
     }
 }
@@ -912,6 +927,7 @@ int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char
     e->base.ops = &ss_backend_etcd_ops;
     e->base.impl = e;
     e->prefix = strdup(o->prefix ? o->prefix : SS_ETCD_PREFIX_DEFAULT);
+    e->prefix_len = e->prefix ? strlen(e->prefix) : 0;
     e->node_id = strdup(o->node_id ? o->node_id : "StateStore");
     e->call_timeout_ms = o->call_timeout_ms ? o->call_timeout_ms : 2000;
     e->unavailable_ms = o->unavailable_ms ? o->unavailable_ms : 5000;

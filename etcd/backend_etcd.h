@@ -68,6 +68,15 @@ int ss_backend_etcd_chunk_key(ss_buf *out, const char *prefix, const char *blob,
 int ss_backend_etcd_blob_range(ss_buf *start, ss_buf *end, const char *prefix, const char *blob);
 int ss_backend_etcd_stub(ss_buf *out, const ss_record *rec, const char *blob, size_t chunk_bytes);
 
+/* The bytes a Txn spends beside a key's record to name the key (of
+ * key_len bytes, under a prefix of prefix_len): a compare, a put or a
+ * delete of its record, and up to three operations on its expiry index
+ * entry or chunks, framing included, plus room for the marker and the
+ * counter. A record is stored only where it fits in a Txn of its own
+ * beside them, so that its deletion (which names the key as often) fits
+ * too; tools that write the layout apply the same rule. */
+size_t ss_backend_etcd_key_overhead(size_t key_len, size_t prefix_len);
+
 enum { SS_ETCD_LOG_ERR, SS_ETCD_LOG_WARNING, SS_ETCD_LOG_NOTICE, SS_ETCD_LOG_INFO };
 
 typedef struct ss_backend_etcd_options {

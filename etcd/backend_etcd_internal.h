@@ -177,6 +177,7 @@ struct ss_backend_etcd {
     ss_backend base; /* first: the interface's impl points back here */
     ss_grpc *grpc;
     char *prefix, *node_id;
+    size_t prefix_len;
     char *username, *password; /* NULL: no authentication */
     bool auth_needed, auth_asked, auth_refused_logged;
     uint64_t auth_retry_ms;

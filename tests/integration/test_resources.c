@@ -30,7 +30,12 @@ static long rss_anon_kib(pid_t pid)
 }
 
 /* A GET of a huge value once kept a buffer of the value's size (rounded
- * up to a power of two) for the broker's life. */
+ * up to a power of two) for the broker's life; on etcd, a DEL kept the
+ * deleted record's buffer in the cache without counting it. Two rounds of
+ * SET, GET and DEL of a huge value: neither keeps the value, and the
+ * second keeps no more than the first (on etcd the backend's thread has
+ * an arena of its own, and its transport buffers of up to one etcd
+ * request stay there). */
 TEST(plugin_memory_given_back_after_a_huge_value)
 {
     struct broker b = {0};
@@ -53,21 +58,28 @@ TEST(plugin_memory_given_back_after_a_huge_value)
     ASSERT_TRUE(value != NULL);
     memset(value, 'v', big);
     value[big] = '\0';
-    ASSERT_REPLY(request(&c, RESP, "set", NULL, NULL, W("SET", "big", value)), "+OK\r\n");
-    struct msg *m = request(&c, RESP, "get", NULL, NULL, W("GET", "big"));
-    ASSERT_TRUE(m != NULL);
-    char head[32];
-    int hl = snprintf(head, sizeof head, "$%zu\r\n", big);
-    ASSERT_EQ(m->len, (long long)big + hl + 2);
-    ASSERT_TRUE(memcmp(m->payload, head, (size_t)hl) == 0);
-    ASSERT_TRUE(memcmp(m->payload + hl, value, big) == 0);
+    long after[2];
+    for (int round = 0; round < 2; round++) {
+        value[0] = (char)('a' + round);
+        ASSERT_REPLY(request(&c, RESP, "set", NULL, NULL, W("SET", "big", value)), "+OK\r\n");
+        struct msg *m = request(&c, RESP, "get", NULL, NULL, W("GET", "big"));
+        ASSERT_TRUE(m != NULL);
+        char head[32];
+        int hl = snprintf(head, sizeof head, "$%zu\r\n", big);
+        ASSERT_EQ(m->len, (long long)big + hl + 2);
+        ASSERT_TRUE(memcmp(m->payload, head, (size_t)hl) == 0);
+        ASSERT_TRUE(memcmp(m->payload + hl, value, big) == 0);
+        ASSERT_REPLY(request(&c, RESP, "del", NULL, NULL, W("DEL", "big")), ":1\r\n");
+        ASSERT_REPLY(request(&c, RESP, "after", NULL, NULL, W("GET", "small")), "$1\r\nv\r\n");
+        after[round] = rss_anon_kib(b.pid);
+    }
     free(value);
-    ASSERT_REPLY(request(&c, RESP, "del", NULL, NULL, W("DEL", "big")), ":1\r\n");
-    ASSERT_REPLY(request(&c, RESP, "after", NULL, NULL, W("GET", "small")), "$1\r\nv\r\n");
-    long after = rss_anon_kib(b.pid);
-    fprintf(stderr, "  broker anonymous memory: %ld KiB before, %ld KiB after\n", before, after);
-    if (measured)
-        ASSERT_TRUE(after < before + 8 * 1024);
+    fprintf(stderr, "  broker anonymous memory: %ld KiB before, %ld and %ld KiB after each round\n", before,
+            after[0], after[1]);
+    if (measured) {
+        ASSERT_TRUE(after[0] < before + 16 * 1024);
+        ASSERT_TRUE(after[1] < after[0] + 4 * 1024);
+    }
     client_close(&c);
     broker_stop(&b);
 }
