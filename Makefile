@@ -210,7 +210,7 @@ bench: deps
 	@scripts/bench.sh
 	@scripts/bench-etcd.sh
 
-# Only the benchmarks on etcd (part of make bench; about 3 minutes).
+# Only the benchmarks on etcd (part of make bench; about 5 minutes, etcdctl check perf included).
 bench-etcd: deps
 	@scripts/etcd-tools.sh
 	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0

@@ -166,3 +166,12 @@ echo "     the plugin adds $(( EL - RL )) us to raw etcd (target <= 1000)"
 echo "     two brokers at once, one client each: p50 ${E2A} us (broker a), ${E2B} us (broker b)"
 echo "     runs: lmdb ${ll[*]} / etcd ${el[*]} / raw ${rl[*]} / two brokers ${e2a[*]} and ${e2b[*]}"
 echo "BENCH etcd_latency lmdb_p50_us=$LL etcd_p50_us=$EL raw_p50_us=$RL added_us=$(( EL - RL )) two_brokers_p50_us=$E2A,$E2B"
+
+# etcd's own check of the same cluster, idle brokers beside it: a fixed
+# load (150 writes/s for 60 s, the "s" load) that a healthy cluster must
+# hold, not a capacity; BENCH_CHECK_PERF=0 leaves it out.
+if [ "${BENCH_CHECK_PERF:-1}" = 1 ]; then
+    echo "   etcdctl check perf --load=s on the same cluster (60 s at 150 writes/s, with its own client):"
+    ETCDCTL_API=3 "$ETCD_BIN/etcdctl" --endpoints "$ENDPOINTS" check perf --load=s 2>&1 | tr '\r' '\n' |
+        grep -E '^(PASS|FAIL)' | sed 's/^/     /'
+fi
