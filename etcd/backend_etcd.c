@@ -377,15 +377,20 @@ static bool ss_etcd__touch(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
 /* What an operation on x's index entry or chunks adds to a Txn beside
  * its record's compare and put (counted by ss_etcd__touch): the index
  * entry names the key again. */
+static size_t ss_etcd__naming_bytes(size_t key_len, size_t prefix_len)
+{
+    return key_len + prefix_len + 64;
+}
+
 static size_t ss_etcd__index_op_bytes(const struct ss_backend_etcd *e, const struct ss_etcd_entry *x)
 {
-    return x->key.len + e->prefix_len + 64;
+    return ss_etcd__naming_bytes(x->key.len, e->prefix_len);
 }
 
 size_t ss_backend_etcd_key_overhead(size_t key_len, size_t prefix_len)
 {
     /* The record's compare and put, up to three index or chunk operations. */
-    return 5 * (key_len + prefix_len + 64) + SS_ETCD_REQUEST_SLACK;
+    return 5 * ss_etcd__naming_bytes(key_len, prefix_len) + SS_ETCD_REQUEST_SLACK;
 }
 
 /* The operations of x's change (a put or delete of the record, two of

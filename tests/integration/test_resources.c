@@ -77,7 +77,8 @@ TEST(plugin_memory_given_back_after_a_huge_value)
     fprintf(stderr, "  broker anonymous memory: %ld KiB before, %ld and %ld KiB after each round\n", before,
             after[0], after[1]);
     if (measured) {
-        ASSERT_TRUE(after[0] < before + 16 * 1024);
+        /* On etcd, the backend thread's arena (above) on top. */
+        ASSERT_TRUE(after[0] < before + (harness_on_etcd() ? 16 : 8) * 1024);
         ASSERT_TRUE(after[1] < after[0] + 4 * 1024);
     }
     client_close(&c);
