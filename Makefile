@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # statestore - build, test and run.
 #
 #   make test        build and run every test (installs missing packages)
@@ -8,13 +9,22 @@
 #   make fuzz        run the libFuzzer target for FUZZ_SECONDS (default 60)
 #   make run         start mosquitto with the state store (PORT=1883 DATA=./data)
 #   make install     install plugin, library, headers, example config (PREFIX, DESTDIR)
+#   make deb         Debian packages into build/deb (dpkg-buildpackage on a clean copy)
+#   make test-package  install those packages into a freshly bootstrapped Debian and try them
 #   make deps        install the Debian packages the build needs
 
 CC      ?= cc
 SAN     ?= 0
+# The one place the version is written: the newest entry of debian/changelog.
+# The packages, the client library's file name and soname, statestore.pc
+# and `statestore --version` all take it from there.
+VERSION := $(shell head -1 debian/changelog | cut -d' ' -f2 | tr -d '()')
+SHLIB_MAJOR := $(firstword $(subst ., ,$(VERSION)))
 # 0: make test leaves out the integration tests' second pass on etcd
 ETCD_PASS ?= 1
 PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+PLUGINDIR ?= $(PREFIX)/lib/statestore
 PORT    ?= 1883
 DATA    ?= $(CURDIR)/data
 FUZZ_SECONDS ?= 60
@@ -43,8 +53,10 @@ OUT := build/$(VARIANT)
 
 WARN   := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
           -Wformat=2 -Wvla -Werror
-CFLAGS_ALL = -std=c11 -D_DEFAULT_SOURCE $(OPT) -g $(WARN) -fPIC -fvisibility=hidden \
-          $(SANFLAGS) $(shell pkg-config --cflags lmdb 2>/dev/null) $(CFLAGS)
+# CPPFLAGS, CFLAGS and LDFLAGS from outside (dpkg-buildflags: hardening)
+# come last, so that they win.
+CFLAGS_ALL = -std=c11 -D_DEFAULT_SOURCE -DSS_VERSION='"$(VERSION)"' $(OPT) -g $(WARN) -fPIC -fvisibility=hidden \
+          $(SANFLAGS) $(shell pkg-config --cflags lmdb 2>/dev/null) $(CPPFLAGS) $(CFLAGS)
 LDLIBS_ALL = $(shell pkg-config --libs lmdb 2>/dev/null) $(LDLIBS)
 MOSQ_LIBS  = $(shell pkg-config --libs libmosquitto 2>/dev/null)
 DEBS      := pkg-config liblmdb-dev mosquitto mosquitto-dev libmosquitto-dev mosquitto-clients openssl \
@@ -74,16 +86,21 @@ LIBCLIENT_CORE := $(addprefix $(OUT)/core/,buf.o codec.o command.o errors.o hex.
 # The same as a shared library: objects built with default visibility, and
 # a version script that exports only the public API (client.h, lease.h,
 # errors.h).
-SHLIB_SONAME := libstatestore-client.so.0
-SHLIB     := $(OUT)/libstatestore-client.so.0.1.0
+SHLIB_SONAME := libstatestore-client.so.$(SHLIB_MAJOR)
+SHLIB     := $(OUT)/libstatestore-client.so.$(VERSION)
 SHLIB_OBJ := $(patsubst $(OUT)/%,$(OUT)/shared/%,$(CLIENT_OBJ) $(LIBCLIENT_CORE))
 PUBLIC_HEADERS := client/client.h client/lease.h core/errors.h
 CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
-.PHONY: all deps test check valgrind stress bench bench-etcd bench-compare fuzz run run-cluster install clean
+.PHONY: all build deps test check valgrind stress bench bench-etcd bench-compare fuzz run run-cluster install \
+        install-files deb test-package clean
 
-all: deps $(LIBCORE) $(PLUGIN) $(LIBCLIENT) $(SHLIB) $(CLI)
+all: deps
+	@$(MAKE) --no-print-directory build
+
+# What is installed, without looking for packages (debian/rules builds this).
+build: $(LIBCORE) $(PLUGIN) $(LIBCLIENT) $(SHLIB) $(CLI)
 
 deps:
 	@scripts/deps.sh $(DEBS)
@@ -119,7 +136,7 @@ $(LIBETCD): $(ETCD_OBJ)
 
 # The plugin: core linked in statically; broker symbols resolve at load.
 $(PLUGIN): $(PLUGIN_OBJ) $(LIBETCD) $(LIBCORE)
-	$(CC) $(SANFLAGS) -shared -o $@ $(PLUGIN_OBJ) $(LIBETCD) $(LIBCORE) $(LDLIBS_ALL) $(ETCD_LIBS) -lpthread
+	$(CC) $(SANFLAGS) $(LDFLAGS) -shared -o $@ $(PLUGIN_OBJ) $(LIBETCD) $(LIBCORE) $(LDLIBS_ALL) $(ETCD_LIBS) -lpthread
 
 $(LIBCLIENT): $(CLIENT_OBJ) $(LIBCLIENT_CORE)
 	$(AR) rcs $@ $^
@@ -129,13 +146,13 @@ $(OUT)/shared/%.o: %.c
 	$(CC) $(filter-out -fvisibility=hidden,$(CFLAGS_ALL)) -MMD -MP -c $< -o $@
 
 $(SHLIB): $(SHLIB_OBJ) client/libstatestore-client.map
-	$(CC) $(SANFLAGS) -shared -Wl,-soname,$(SHLIB_SONAME) \
+	$(CC) $(SANFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SHLIB_SONAME) \
 	    -Wl,--version-script=client/libstatestore-client.map -o $@ $(SHLIB_OBJ) $(MOSQ_LIBS) -lpthread
 
 # The tool: the client library, and the store for its offline commands
 # (import).
 $(CLI): $(CLI_OBJ) $(LIBCLIENT) $(LIBETCD) $(LIBCORE)
-	$(CC) $(SANFLAGS) -o $@ $(CLI_OBJ) $(LIBCLIENT) $(LIBETCD) $(LIBCORE) $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
+	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIBCLIENT) $(LIBETCD) $(LIBCORE) $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
 
 # The documented example, built against the headers as installed
 # (<statestore/...>): build/include/statestore links to the sources.
@@ -160,13 +177,13 @@ $(OUT)/tests/stress/main.o: tests/main.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests/stress -MMD -MP -c $< -o $@
 $(OUT)/tests/stress/run: $(OUT)/tests/stress/main.o $(STRESS_OBJ) $(LIBETCD) $(LIBCORE)
-	$(CC) $(SANFLAGS) -o $@ $^ $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
+	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
 
 # The unit tests also cover the client library's pure part (client/answer.c).
 $(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(OUT)/client/answer.o $(LIBCORE)
-	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL) -lpthread
+	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL) -lpthread
 $(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(LIBCLIENT) $(LIBETCD) $(LIBCORE)
-	$(CC) $(SANFLAGS) -o $@ $^ $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
+	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
 
 # libFuzzer targets: requests and commands, the engine, and the on-disk
 # decoders (journal replay, stored records). Each also builds without
@@ -174,7 +191,7 @@ $(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(LIB
 FUZZ_TARGETS := request engine journal record
 # Each fuzz target also builds without libFuzzer as a corpus replayer.
 $(OUT)/fuzz/replay_%: $(OUT)/fuzz/fuzz_%.o $(OUT)/fuzz/replay.o $(LIBCORE)
-	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
+	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
 TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(FUZZ_TARGETS:%=$(OUT)/fuzz/replay_%) \
             $(PLUGIN) $(CLI) $(EXAMPLE) $(SHLIB)
@@ -295,25 +312,41 @@ run: deps
 # (static and shared), the CLI, the plugin, and an example config whose
 # paths are the installed ones.
 install: deps
-	@$(MAKE) --no-print-directory $(PLUGIN) $(LIBCLIENT) $(SHLIB) $(CLI) SAN=0
-	install -d $(DESTDIR)$(PREFIX)/lib/statestore $(DESTDIR)$(PREFIX)/include/statestore \
+	@$(MAKE) --no-print-directory install-files SAN=0
+
+# The installation itself, without looking for packages (debian/rules runs
+# it with PREFIX=/usr and Debian's multiarch LIBDIR).
+install-files: build
+	install -d $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(PREFIX)/include/statestore \
 	    $(DESTDIR)$(PREFIX)/share/statestore/examples $(DESTDIR)$(PREFIX)/bin \
-	    $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions
-	install -m 0755 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/statestore/statestore.so
+	install -m 0644 $(PLUGIN) $(DESTDIR)$(PLUGINDIR)/statestore.so
 	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/statestore
-	install -m 0644 $(LIBCLIENT) $(DESTDIR)$(PREFIX)/lib/
-	install -m 0755 $(SHLIB) $(DESTDIR)$(PREFIX)/lib/
-	ln -sfn $(notdir $(SHLIB)) $(DESTDIR)$(PREFIX)/lib/$(SHLIB_SONAME)
-	ln -sfn $(SHLIB_SONAME) $(DESTDIR)$(PREFIX)/lib/libstatestore-client.so
+	install -m 0644 $(LIBCLIENT) $(DESTDIR)$(LIBDIR)/
+	install -m 0644 $(SHLIB) $(DESTDIR)$(LIBDIR)/
+	ln -sfn $(notdir $(SHLIB)) $(DESTDIR)$(LIBDIR)/$(SHLIB_SONAME)
+	ln -sfn $(SHLIB_SONAME) $(DESTDIR)$(LIBDIR)/libstatestore-client.so
 	install -m 0644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/statestore/
-	sed -e 's|@PLUGIN@|$(PREFIX)/lib/statestore/statestore.so|' -e 's|@PORT@|1883|' \
+	sed -e 's|@PLUGIN@|$(PLUGINDIR)/statestore.so|' -e 's|@PORT@|1883|' \
 	    -e 's|@DATA@|/var/lib/statestore|' -e '/^# `make run` uses this file/,/To use it yourself/d' \
 	    examples/mosquitto.conf > $(DESTDIR)$(PREFIX)/share/statestore/examples/mosquitto.conf
 	install -m 0644 examples/client_example.c $(DESTDIR)$(PREFIX)/share/statestore/examples/
 	install -m 0644 docs/statestore.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 completion/statestore.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/statestore
-	sed -e 's|@PREFIX@|$(PREFIX)|' statestore.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/statestore.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	    statestore.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/statestore.pc
+
+# Debian packages (debian/), built by dpkg-buildpackage from a clean copy of
+# the tracked files, into build/deb.
+deb:
+	@scripts/deb.sh
+
+# The packages installed into a freshly bootstrapped Debian bookworm, and
+# the README's tour run against the broker Debian's way (about 2 minutes
+# once the bootstrapped tree is cached under build/pkgtest).
+test-package: deb
+	@scripts/test-package.sh
 
 clean:
 	rm -rf build

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* echo_plugin.c - the floor for benchmarks: a Mosquitto plugin that
  * answers every state store request with a fixed valid response and
  * touches no store. The difference between it and the state store is what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* engine_bench.c - the engine alone, no MQTT: SET and GET through
  * ss_engine_exec (decoding, rules, versions, LMDB) against raw LMDB puts
  * and gets of the same keys and values, in the same run.

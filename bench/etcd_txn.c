@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* etcd_txn.c - etcd's own capacity for the Txns the state store sends:
  * the baseline of the benchmarks on etcd.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* expiry_storm.c - many observed keys expiring in the same second.
  *
  *   expiry_storm PORT KEYS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* loadgen.c - load generator for the state store over MQTT 5.
  *
  *   loadgen [-h HOST] [-p PORT] [-c CONNECTIONS] [-w IN_FLIGHT] [-s SET_PERCENT]

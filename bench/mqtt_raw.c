@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* mqtt_raw.c - see mqtt_raw.h. */
 #include "mqtt_raw.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* mqtt_raw.h - just enough MQTT 5, spoken directly over a socket, for the
  * benchmark tools: they batch what they write and read in large chunks, so
  * that a tool costs the machine far less than the broker it measures

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* cli.h - the statestore command-line tool: shared definitions. */
 #ifndef SS_CLI_H
 #define SS_CLI_H

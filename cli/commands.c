@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* commands.c - set, get, del, vdel and watch. */
 #include <errno.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* export.c - export [PATTERN]: the live store's records as JSON lines
  * (administrative EXPORT, page by page); import FILE DIR: such lines into
  * a new data directory, offline, with their versions, fencing tokens and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* import_etcd.c - import FILE --etcd ENDPOINTS: records into a store on an
  * etcd cluster, in the layout of etcd/backend_etcd.h (k/<key> the record,
  * x/<deadline>/<key> its expiry index entry), under a prefix no store

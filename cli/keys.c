@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* keys.c - keys [PATTERN] and inspect KEY: the administrative requests
  * KEYS and INSPECT (docs/OPERATIONS.md), printed as text or JSON. */
 #include <stdio.h>

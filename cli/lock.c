@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* lock.c - `statestore lock NAME -- COMMAND...`: run COMMAND while holding
  * a lease, like flock(1) or `etcdctl lock`.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* main.c - statestore: command line, connection, dispatch. */
 #include <limits.h>
 #include <signal.h>
@@ -11,8 +12,9 @@
 #include "../core/hlc.h"
 #include "cli.h"
 
+/* SS_VERSION comes from the build (the newest entry of debian/changelog). */
 #ifndef SS_VERSION
-#define SS_VERSION "0.1.0"
+#error "SS_VERSION is defined by the Makefile"
 #endif
 
 static const char short_usage[] =

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* output.c - printing results: plain text, JSON, escapes, errors. */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* restore.c - restore FILE DIR: a backup (statestore backup) into an empty
  * data directory, offline: no broker is involved. The backup is a whole
  * LMDB data file; the store opens it as it is, with every version, fencing

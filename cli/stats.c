@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* stats.c - ping (a request's round trip) and stats (the store's figures
  * under $SYS/broker/statestore/). */
 #include <pthread.h>

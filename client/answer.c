@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* answer.c - what an answer means: the status, the payload and the
  * version of a state store answer turned into a call's result (answer.h).
  * Pure: no I/O, no client state. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* answer.h - what a state store answer means for the call that asked:
  * the __stat and __ts properties and the payload turned into a result.
  * Pure, so that every answer shape is unit-tested without a broker.

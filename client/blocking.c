@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* blocking.c - the blocking calls: an asynchronous call and a wait for its
  * answer (client.h). */
 #include "client_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* client.c - the state store client: connection, reconnection and
  * re-registration, the timeout reaper, close (client_internal.h lists the
  * other files). See client.h for the contract.

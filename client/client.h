@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* client.h - a C client for the state store, on libmosquitto (MQTT 5).
  *
  * It speaks the protocol exactly like the official SDKs: a client HLC sent

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* client_internal.h - what the client library's files share (not
  * installed). The public contract is client.h.
  *

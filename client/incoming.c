@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* incoming.c - answers and notifications arriving from the broker
  * (client.h). */
 #include "client_internal.h"

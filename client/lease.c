@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* lease.c - leases on top of the client: SET NEX PX, VDEL, KEYNOTIFY. */
 #include "lease.h"
 

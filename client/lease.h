@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* lease.h - leases and locks on the state store, like the SDKs' helpers.
  *
  * A lease is the key `name` holding the value `holder`, set with

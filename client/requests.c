@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* requests.c - sending requests and their pending calls (client.h). */
 #include "client_internal.h"
 

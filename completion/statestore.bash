@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # bash completion for statestore(1): commands, options, and the values
 # some options take. Installed as share/bash-completion/completions/statestore.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* acl.h - who may read or write which keys.
  *
  * Rules come from a text file, one per line:

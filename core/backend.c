@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend.c - what every backend shares (backend.h). */
 #include "backend.h"
 

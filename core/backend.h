@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend.h - the storage interface: what the engine needs of a store.
  *
  * The engine (engine.h) holds the protocol's rules and reaches storage only

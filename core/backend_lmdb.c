@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_lmdb.c - the LMDB store behind the storage interface
  * (backend_lmdb.h). */
 #include "backend_lmdb.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_lmdb.h - the embedded LMDB store (store.h) behind the storage
  * interface (backend.h).
  *

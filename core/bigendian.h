@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* bigendian.h - fixed-width big-endian integers in byte arrays, the order
  * of every integer the store writes to disk. */
 #ifndef SS_BIGENDIAN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* buf.c - growable byte buffer; see buf.h. */
 #include "buf.h"
 

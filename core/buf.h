@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* buf.h - a growable byte buffer.
  *
  * An ss_buf owns its memory (data is NULL until the first append). Appending

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* codec.c - RESP3-style request, response and notification payloads.
  *
  * Invariant of every decoder: an index is compared with len before the byte

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* codec.h - the state store's RESP3-style payloads, bytes in and bytes out.
  *
  * No I/O and no allocation in the decoders: they read only inside the given

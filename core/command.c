@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* command.c - the command table and the parsers of each verb. */
 #include "command.h"
 

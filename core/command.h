@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* command.h - turn a decoded request into a checked command.
  *
  * One table holds each verb with its arity and its parser. Verbs and options

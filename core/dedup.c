@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* dedup.c - recent answers by (client, correlation data, identity hash).
  *
  * Entries sit in a hash table and on one list in insertion order, which is

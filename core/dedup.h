@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* dedup.h - answers to recent requests, so that a resent request gets its
  * first answer instead of running twice.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* engine.c - PROTOCOL.md sections 2-6 on top of a backend (backend.h).
  *
  * Invariant: every version issued comes from the one clock and is strictly

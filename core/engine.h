@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* engine.h - the state store's rules, executed against a backend.
  *
  * The engine turns one request payload (with its __ts and __ft properties

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* errors.c - texts and names of the status codes listed in errors.h. */
 #include "errors.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* errors.h - the one list of status codes of the statestore core.
  *
  * Every function of the core returns 0 on success or a negative code from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* feed.c - the change feed (feed.h). */
 #include "feed.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* feed.h - the change feed: committed changes to keys, in commit order.
  *
  * Every change a backend commits (a SET, a DELETE, an expiry), whoever

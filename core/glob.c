@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* glob.c - key patterns (glob.h). */
 #include "glob.h"
 

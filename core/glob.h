@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* glob.h - the one glob dialect of the store, for key patterns (the ACL
  * file's rules, statestore keys): '*' any run of bytes, '?' one byte, '\'
  * takes the next byte as it is; everything else is itself. Over bytes:

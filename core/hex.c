@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* hex.c - bytes as hexadecimal text (hex.h). */
 #include "hex.h"
 

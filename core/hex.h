@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* hex.h - bytes as hexadecimal text: notification topics name client ids
  * and keys in upper-case hex (PROTOCOL.md), the administrative answers and
  * cursors in lower case. */

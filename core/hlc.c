@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* hlc.c - parse, format and compare HLC stamps; the server clock. */
 #include "hlc.h"
 

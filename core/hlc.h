@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* hlc.h - hybrid logical clock timestamps and the server clock.
  *
  * A timestamp is "<wallClockMs>:<counter>:<nodeId>". Parsing accepts padded

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* journal.c - frames of the write-ahead journal; see journal.h. */
 #include "journal.h"
 

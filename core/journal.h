@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* journal.h - the store's write-ahead journal: frames of low-level writes.
  *
  * Each committed batch becomes one frame appended to the journal file; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* json.c - bytes written as JSON (json.h). */
 #include "json.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* json.h - bytes written as JSON: strings and base64, for the tool's
  * --json output and the administrative answers. Keys and values are
  * bytes: a JSON string shows valid UTF-8 as it is and any other byte as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* protocol.h - the state store protocol's fixed names, shared by the
  * plugin and the client library (docs/PROTOCOL.md section 1). */
 #ifndef SS_PROTOCOL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* record.c - the byte layout of a stored record (see record.h). */
 #include "record.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* record.h - the byte layout of a stored record (the LMDB backend's value
  * for a key).
  *

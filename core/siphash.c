@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* siphash.c - SipHash written from the paper's description: SipHash-2-4
  * (2 compression rounds per word, 4 finalization rounds), and SipHash-1-3
  * for the in-memory tables. The round counts are arguments of the inline

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* siphash.h - SipHash, a keyed 64-bit hash (Aumasson and Bernstein).
  *
  * With a secret key an attacker cannot choose inputs that all collide.

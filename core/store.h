@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* store.h - the embedded store: LMDB with a write-ahead journal.
  *
  * Records by key, an expiry index, batches, kept durably in one data

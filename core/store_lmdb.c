@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* store_lmdb.c - the store on LMDB (store.h): basics shared by the
  * backend's files, and the data operations. See store_lmdb.h. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* store_lmdb.h - the LMDB backend's internals, shared by its files:
  *   store_lmdb.c         basics (errors, the batch's writes and their
  *                        journal record) and the data operations

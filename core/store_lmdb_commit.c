@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* store_lmdb_commit.c - batches and commits: the journal frame's write,
  * checkpoints and their backoff, the journal's reserve, the periodic
  * fsync. See store_lmdb.h. */

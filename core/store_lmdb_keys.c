@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* store_lmdb_keys.c - where a key lives in the keys database (inline or
  * long, in slots) and its expiry index entries. See store_lmdb.h. */
 

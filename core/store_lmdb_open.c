@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* store_lmdb_open.c - opening the store (directory lock, journal, LMDB
  * environment, replay, compaction) and closing it. See store_lmdb.h. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* table.c - intrusive chained hash table; see table.h. */
 #include "table.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* table.h - an intrusive hash table of nodes embedded in the caller's
  * structs.
  *

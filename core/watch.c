@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* watch.c - KEYNOTIFY registrations.
  *
  * Three hash tables: clients by id, keys by bytes, and entries by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* watch.h - KEYNOTIFY registrations: which clients observe which keys.
  *
  * In memory only, per (client id, exact key). Client ids and keys are

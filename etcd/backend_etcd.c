@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd.c - the state store on etcd (backend_etcd.h): the cache,
  * the storage interface, polling, start and stop
  * (backend_etcd_internal.h describes the cache). */

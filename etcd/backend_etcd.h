@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd.h - the state store on an etcd cluster, behind the storage
  * interface (core/backend.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_blob.c - values too large for one etcd request, stored in
  * chunks (backend_etcd_internal.h).
  *

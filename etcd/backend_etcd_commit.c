@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_commit.c - a batch as one Txn in a flight of its own, its
  * outcome, and the fence that settles an outcome left unknown
  * (backend_etcd.h, backend_etcd_internal.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_internal.h - what the etcd backend's files share (not
  * installed; the contract is backend_etcd.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_quota.c - max_keys and max_bytes over the whole store.
  *
  * Exact counts, in one key (q/usage: "<keys> <bytes>", bytes charged as on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_scan.c - pages of records in key order, for the
  * administrative requests (backend_etcd.h). A page is one linearizable
  * Range of k/, read on the channel's thread while the broker goes on. */

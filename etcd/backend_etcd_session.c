@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_session.c - what a broker keeps with the cluster: its
  * commit marker, its claim on its node id, its authentication token. */
 #include <stdio.h>

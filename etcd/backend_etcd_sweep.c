@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_sweep.c - the expiry index: looking for due keys and
  * deleting them, in deadline order, each with a compare on its revision. */
 #include <stdio.h>

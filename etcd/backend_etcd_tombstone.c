@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_tombstone.c - what a deletion leaves at k/<key> for a
  * while: a tombstone, which holds the version the deletion removed.
  *

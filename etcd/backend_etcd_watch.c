@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_watch.c - the change feed from etcd's Watch: every change
  * to a record, whichever broker made it (backend_etcd_internal.h).
  *

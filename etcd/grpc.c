@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* grpc.c - gRPC calls over HTTP/2 with nghttp2 (grpc.h).
  *
  * gRPC over HTTP/2: a POST to /<service>/<method> with content-type

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* grpc.h - gRPC calls over HTTP/2 (unary, and server streams), run by a
  * thread of their own.
  *

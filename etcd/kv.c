@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* kv.c - etcd's KV messages (kv.h), with the protobuf-c code generated
  * from etcd's own .proto files. */
 #include "kv.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* kv.h - etcd's KV messages, packed and unpacked (Range, Txn, Watch).
  *
  * The etcd backend writes with one shape only: a Txn whose compares are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* client_example.c - the statestore C client in one page.
  *
  * Build:  cc client_example.c $(pkg-config --cflags --libs statestore) -o client_example

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* fuzz_engine.c - libFuzzer target over whole request handling: the
  * request's __ts / __ft properties and payload go through the engine, on a
  * real LMDB store in a temporary directory, with a fake clock, KEYNOTIFY

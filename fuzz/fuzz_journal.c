@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* fuzz_journal.c - libFuzzer target over the journal's replay (the bytes
  * a crash or a damaged disk can leave in the journal file). The input is
  * the file. Checks, beyond "no crash" and no read past the file: replay

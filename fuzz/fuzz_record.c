@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* fuzz_record.c - libFuzzer target over the stored record decoder (the
  * bytes LMDB hands back for a key). Checks, beyond "no crash": whatever
  * decodes lies within the input, and a record in canonical form (no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* fuzz_request.c - libFuzzer target over the request decoder and the
  * command layer, with the reply and notification decoders on the same
  * bytes. Checks, beyond "no crash": a decoded request re-encodes to exactly

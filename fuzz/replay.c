@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* replay.c - runs the fuzz target over every file of the given corpus
  * directories without libFuzzer, so `make test` replays the corpus. */
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* admin.c - administrative requests: KEYS and INSPECT (admin.h). */
 #include "admin.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* admin.h - administrative requests of statestore's own, on
  * SS_ADMIN_TOPIC: KEYS PATTERN CURSOR COUNT lists keys page by page,
  * INSPECT KEY shows one, each with its size, version, remaining TTL and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backup.c - a consistent copy of the live store (backup.h). */
 #include "backup.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backup.h - a consistent copy of the live store, asked for with the
  * administrative request BACKUP NAME (statestore backup NAME).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* batch.c - the life of a request: run, queue, commit, answer (batch.h).
  *
  * Batches are numbered; the open one is b->seq. An answer or notification

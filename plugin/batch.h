@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* batch.h - the life of a request, from its arrival to its answer.
  *
  * A request that request.c accepted runs in the engine inside the open

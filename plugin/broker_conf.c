@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* broker_conf.c - what the plugin must know of the broker's configuration
  * that the plugin API does not give: message_size_limit, and whether
  * anything else decides access (acl_file, password-less ACL plugins...).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* broker_conf.h - the settings of the broker's own config file that
  * matter to the plugin (Mosquitto 2.0 does not hand them over). */
 #ifndef SS_BROKER_CONF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* committer.c - the commits that wait for the disk, and the periodic
  * fsync of the journal, off the broker's thread.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* committer.h - the thread that runs the commits that wait for the disk
  * and the periodic fsync of the journal (see committer.c for why, and for
  * how it wakes the broker). Used by batch.c only, on the broker's thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* metrics.c - the store's figures under $SYS (metrics.h). */
 #include "metrics.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* metrics.h - the store's figures, published under $SYS/broker/statestore/
  * at the broker's sys_interval, retained, as Mosquitto publishes its own
  * (docs/OPERATIONS.md lists every topic and its unit).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* notify.c - KEYNOTIFY registrations and the notifications they cause.
  *
  * Notifications go straight into the registered client's session

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* notify.h - KEYNOTIFY registrations and the notifications they cause. */
 #ifndef SS_NOTIFY_H
 #define SS_NOTIFY_H

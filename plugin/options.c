@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* options.c - the plugin_opt_* settings: one table of names, each with
  * its parser and where it goes; defaults first, then the config lines. */
 #include <stdarg.h>

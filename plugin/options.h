@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* options.h - the plugin_opt_* settings: defaults, parsing, the startup
  * log line. */
 #ifndef SS_OPTIONS_H

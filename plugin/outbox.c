@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* outbox.c - messages that wait for a batch's commit, then go out
  * (outbox.h). mosquitto_broker_publish takes payload and properties only
  * when it succeeds; on failure they are freed here.

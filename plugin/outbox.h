@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* outbox.h - messages that wait for a batch's commit, then go out.
  *
  * Ownership: the outbox owns every payload, property list and string it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* plugin.c - the Mosquitto 2.0 plugin entry points: options, the core's
  * objects, callback registration, and cleanup. */
 #include <errno.h>

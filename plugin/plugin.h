@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* plugin.h - the state store inside Mosquitto 2.0: the one object that
  * holds the plugin's state. It is passed to every callback as userdata;
  * there are no globals (the same .so may be loaded twice).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* protect.c - who may see and send what.
  *
  * Topic protection (MOSQ_EVT_ACL_CHECK): nobody receives the requests

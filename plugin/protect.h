@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* protect.h - topic protection (MOSQ_EVT_ACL_CHECK), key authorization,
  * and the ACL file reload (MOSQ_EVT_RELOAD). */
 #ifndef SS_PROTECT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* request.c - MOSQ_EVT_MESSAGE: the MQTT checks of a state store request.
  *
  * Order of checks (docs/PROTOCOL.md section 1): our topic; MQTT 5; a

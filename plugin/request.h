@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* request.h - MOSQ_EVT_MESSAGE: the MQTT checks of a state store request,
  * which then goes to the batch (batch.h). */
 #ifndef SS_REQUEST_H

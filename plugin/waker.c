@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* waker.c - repeat the wake signal until the broker has looked
  * (waker.h). */
 #include "waker.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* waker.h - wake the broker's thread when results arrive from another
  * thread (the etcd backend's calls).
  *

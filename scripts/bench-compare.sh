@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # Compare the plugin of a base revision with the working tree's, in one
 # run: the 4x64 load of make bench's floor (50% SET / 50% GET, 100k keys)
 # against each, interleaved and in alternating order, with the echo plugin

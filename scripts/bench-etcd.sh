@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # Benchmarks of the store on etcd (part of `make bench`; alone: `make
 # bench-etcd`): a 3-member etcd cluster on this machine, one and two
 # brokers on it, beside the LMDB store and beside etcd's own capacity for

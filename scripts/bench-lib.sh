@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # bench-lib.sh - what the benchmark scripts share: brokers on free loopback
 # ports (every PID recorded, stopped on exit), the load generator, medians
 # and ratios. Sourced with B (the build directory) and WORK (a scratch

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # Benchmarks of the state store, each measured against a baseline in the
 # same run (the machine is shared and noisy: runs are interleaved and
 # repeated, and medians are reported). Bounded to about 10 minutes.

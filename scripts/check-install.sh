@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # Check `make install`: into a scratch DESTDIR, then look at what landed.
 # Only the public headers, static and shared client library (with its
 # soname), an example config without placeholders, and a program built

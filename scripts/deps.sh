@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # Install the Debian packages the build needs, when one is missing.
 # As root it runs apt-get; otherwise it prints the command to run.
 # Usage: scripts/deps.sh [extra packages...]

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # Generate the C code of etcd's v3 API messages (KV, Watch, Lease, Cluster,
 # Maintenance) with protobuf-c, from the .proto files Debian's
 # golang-etcd-server-dev ships (unpacked into build/etcd by

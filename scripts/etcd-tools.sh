@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # Fetch Debian's etcd packages into build/etcd without installing them:
 # etcd-server and etcd-client give the test clusters their binaries
 # (build/etcd/root/usr/bin/etcd, etcdctl), golang-etcd-server-dev the

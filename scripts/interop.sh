@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # Compatibility with the official Azure IoT Operations SDKs: their
 # integration tests, run against mosquitto with this plugin.
 #

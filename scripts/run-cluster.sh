@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # Start a local cluster in the foreground, for trying the store on etcd:
 # three etcd members and two mosquitto brokers with the plugin, all on
 # 127.0.0.1, data under one directory. Ctrl-C stops everything it started.

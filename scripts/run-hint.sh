@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # Print how to talk to the broker that `make run` starts.
 # Usage: run-hint.sh PORT CLI_PATH
 port=$1

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # Run the corpus replay and the test runners, then print one summary line
 # over all of them. Usage: run-tests.sh OUTDIR PLUGIN
 set -u
@@ -41,6 +42,12 @@ for suite in $suites; do
     passed=$((passed + p))
     failed=$((failed + f))
 done
+echo "== licence lines"
+if scripts/check-licence.sh; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1))
+fi
 echo "== install"
 if scripts/check-install.sh "$(pwd)/build/install-check"; then
     passed=$((passed + 1))

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* main.c - the test runner: runs every test of tests/list.h (or those
  * named on the command line) each in a child process with a time limit,
  * and ends with "N passed, N failed". */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test.h - a small test framework: one function per test, one line per
  * test in tests/list.h, each run in its own process with a time limit.
  * Assertions print both sides and end the test at the first failure. */

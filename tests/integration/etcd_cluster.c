@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* etcd_cluster.c - a real etcd cluster for tests (etcd_cluster.h). */
 #include "etcd_cluster.h"
 

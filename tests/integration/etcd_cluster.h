@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* etcd_cluster.h - a real etcd cluster for tests: n members (1 to 5) on
  * free loopback ports, data under the test's directory, every PID kept
  * and stopped by the test. The etcd binary is $SS_ETCD, or Debian's,

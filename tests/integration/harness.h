@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* harness.h - integration test helpers: a real mosquitto with the plugin,
  * started on a free loopback port in the test's directory, and a
  * synchronous MQTT client on libmosquitto. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* Every integration test, one line each: X(name) runs TEST(name) on each
  * backend (SS_BACKEND=etcd runs the suite again on etcd); X_ONCE(name)
  * only in the default run: tests of the LMDB backend's own machinery

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_admin.c - statestore's administrative requests (KEYS, INSPECT) on
  * statestore/admin/v1/invoke: pages, patterns, expiry, bounded work, the
  * key ACL, topic protection, refusals. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_badinput.c - malformed requests sent to a running broker: each gets
  * an error answer or a documented refusal, and the broker keeps answering
  * correctly. */

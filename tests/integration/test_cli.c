@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_cli.c - the statestore command-line tool against the real broker:
  * every subcommand and flag, exit codes, binary data, watch and lock. */
 #include <signal.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_client.c - the C client library against the real broker. */
 #include <pthread.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_cluster.c - the store on a 3-member etcd cluster: races between
  * two brokers, and faults of etcd members under a write load. */
 #include <signal.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_durability.c - resent requests, restarts, kill -9, the lease
  * pattern, many clients at once, and bad configuration. */
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_etcd_kv.c - the etcd backend's client side against a real 3-member
  * etcd cluster: gRPC calls over HTTP/2, Range and compare-and-set Txns,
  * many calls in flight, endpoint failover, errors. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_etcd_watch.c - the etcd backend's change feed (its Watch) against a
  * real 3-member cluster: a stream cut by a stopped member resumes after
  * the last revision seen, and history compacted meanwhile is reported

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_metrics.c - the store's figures under $SYS/broker/statestore/:
  * published at the broker's sys_interval, retained, with exact counts. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_notify.c - KEYNOTIFY through a real broker: topics, payloads,
  * versions, delivery without subscription, disconnects, expiry. */
 #include <stdio.h>

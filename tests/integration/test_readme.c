@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_readme.c - the README's tour, run verbatim against a real broker:
  * what a new user pastes must work and print what the README says. */
 #include <signal.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_refusals.c - requests the plugin must not execute: forbidden and
  * unusable response topics, QoS 0, no correlation data, a foreign protocol
  * version, MQTT 3.1.1; and retained requests. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_reliability.c - crashes under load, linearizability of concurrent
  * histories, and per-client limits. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_requests.c - requests and responses through a real broker: bytes,
  * properties, response topics, and the requests that are refused. */
 #include <stdio.h>

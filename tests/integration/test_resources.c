@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_resources.c - what the broker keeps of memory and disk: memory
  * given back after a huge value, and a full data filesystem. */
 #define _GNU_SOURCE /* unshare */

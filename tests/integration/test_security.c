@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_security.c - topic protection and key authorization through a
  * real broker, with and without the broker's own acl_file. */
 #include <signal.h>

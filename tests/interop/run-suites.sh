@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # Run by scripts/interop.sh inside a fresh network namespace, where nothing
 # else listens: start mosquitto with the plugin on localhost:1883 (both
 # loopbacks, as "localhost" may resolve to ::1 first), run each prepared

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_soak.c - a bounded high-load run with churn: clients connect and
  * disconnect, register and unregister notifications, write, read, delete
  * and let keys expire, while the broker's memory is sampled. After the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* Every test, one line each: X(name) runs TEST(name). */
 X(codec_protocol_requests)
 X(codec_binary_safe)

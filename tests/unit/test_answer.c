@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_answer.c - what an answer means for the call that asked (the
  * client library's client/answer.c), byte for byte, without a broker. */
 #include <string.h>

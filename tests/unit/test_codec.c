@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_codec.c - byte-exact vectors of PROTOCOL.md for the codec. */
 #include <string.h>
 

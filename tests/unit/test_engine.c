@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_engine.c - PROTOCOL.md sections 2-6 through the engine, with a
  * fake clock: responses byte for byte, versions, events. */
 #include <stdarg.h>

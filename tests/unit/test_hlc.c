@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_hlc.c - HLC parsing, formatting, ordering and the server clock. */
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_journal.c - the write-ahead journal: frames byte for byte, replay
  * after a crash of the process, torn and damaged tails, checkpoints. */
 #include <fcntl.h>

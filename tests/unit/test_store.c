@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_store.c - the LMDB store: records, long keys, expiry index,
  * quotas, batches and persistence. */
 #include <pthread.h>

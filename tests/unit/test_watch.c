@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_watch.c - KEYNOTIFY registrations and the dedup cache. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 package extra
 
 import (

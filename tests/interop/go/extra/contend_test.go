@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 // The Go SDK's leased lock and this project's `statestore lock` contend for
 // one lock name: their critical sections must never overlap, both must get
 // the lock, and the fencing tokens must grow in the order the lock was held.

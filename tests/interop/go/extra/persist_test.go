@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 // SET with the SDK's persistence option: the request carries the user
 // property aio-persistence: true, a per-key hint that this store, which
 // keeps every key on disk, accepts and needs nothing more for.

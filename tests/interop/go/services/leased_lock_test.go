@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 // The Go SDK's leased lock integration scenarios (see state_store_test.go
 // for where they come from).
 package services

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 // The Go SDK's state store integration scenarios, run against this broker.
 //
 // The SDK's own integration tests live in the module
