@@ -91,18 +91,22 @@ struct ss_cmd_spec {
  * read, which key access it needs, whether it takes a fencing token or
  * needs a timestamp, and whether a resend gets its first answer. */
 static const struct ss_cmd_spec ss_cmd_table[] = {
-    /* name, type, arity, parser, {writes, fenced, needs_ts, remembered} */
-    {"SET", SS_CMD_SET, 3, SS_REQUEST_MAX_ARGS, ss_command__parse_set, {true, true, true, true}},
-    /* A resent GET simply runs again: it answers as any later read would. */
-    {"GET", SS_CMD_GET, 2, 2, NULL, {false, false, false, false}},
-    {"DEL", SS_CMD_DEL, 2, 2, NULL, {true, true, false, true}},
-    {"VDEL", SS_CMD_VDEL, 3, 3, ss_command__parse_vdel, {true, true, false, true}},
-    /* Remembered: a resent KEYNOTIFY STOP must not turn "+OK" into ":0". */
-    {"KEYNOTIFY", SS_CMD_KEYNOTIFY, 2, 3, ss_command__parse_keynotify, {false, false, false, true}},
+    /* name, type, arity, parser, {writes, fenced, needs_ts, remembered, held} */
+    {"SET", SS_CMD_SET, 3, SS_REQUEST_MAX_ARGS, ss_command__parse_set, {true, true, true, true, true}},
+    /* A resent GET simply runs again: it answers as any later read would.
+     * Held: it may read what its batch wrote. */
+    {"GET", SS_CMD_GET, 2, 2, NULL, {false, false, false, false, true}},
+    {"DEL", SS_CMD_DEL, 2, 2, NULL, {true, true, false, true, true}},
+    {"VDEL", SS_CMD_VDEL, 3, 3, ss_command__parse_vdel, {true, true, false, true, true}},
+    /* Remembered: a resent KEYNOTIFY STOP must not turn "+OK" into ":0".
+     * Not held: a registration lives in the broker's memory, not in the
+     * store, so it took effect when it ran whatever becomes of the commit;
+     * an error answer would be untrue. */
+    {"KEYNOTIFY", SS_CMD_KEYNOTIFY, 2, 3, ss_command__parse_keynotify, {false, false, false, true, false}},
 };
 
 /* A request that did not parse: its error answer is remembered too. */
-static const ss_command_traits ss_cmd_unparsed = {false, false, false, true};
+static const ss_command_traits ss_cmd_unparsed = {false, false, false, true, true};
 
 const ss_command_traits *ss_command_traits_of(int type)
 {

@@ -44,6 +44,9 @@ typedef struct ss_command_traits {
     bool fenced;     /* takes a fencing token (__ft) */
     bool needs_ts;   /* a request without __ts is refused */
     bool remembered; /* a resend within the window gets the first answer */
+    bool held;       /* its answer waits for its batch's commit, and becomes
+                        an error when that fails; a verb whose effect is not
+                        stored (KEYNOTIFY) is answered whatever the commit */
 } ss_command_traits;
 
 /* The traits of a verb (an enum ss_cmd_type); any other value, such as 0

@@ -41,6 +41,7 @@ struct ss_dentry {
     struct ss_dentry *next, *prev;
     struct ss_dblock *block;
     uint64_t seq, at_ms;
+    bool final;
     size_t client_len, corr_len, payload_len, version_len;
     uint8_t bytes[]; /* client, corr, payload, version */
 };
@@ -209,6 +210,7 @@ int ss_dedup_find(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t id, uint
         out->version.data = p + e->payload_len;
         out->version.len = e->version_len;
         out->seq = e->seq;
+        out->final = e->final;
         return 1;
     }
     return 0;
@@ -229,6 +231,7 @@ int ss_dedup_put(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t id, uint6
         return SS_E_NOMEM;
     e->seq = ++d->seq;
     e->at_ms = now_ms;
+    e->final = a->final;
     e->client_len = client.len;
     e->corr_len = corr.len;
     e->payload_len = a->payload.len;
@@ -265,8 +268,7 @@ uint64_t ss_dedup_mark(const ss_dedup *d)
 
 void ss_dedup_forget_since(ss_dedup *d, uint64_t mark)
 {
-    while (d->tail && d->tail->seq > mark)
-        ss_dedup__drop(d, d->tail);
+    ss_dedup_forget_range(d, mark, UINT64_MAX);
 }
 
 void ss_dedup_forget_range(ss_dedup *d, uint64_t after, uint64_t upto)
@@ -275,7 +277,7 @@ void ss_dedup_forget_range(ss_dedup *d, uint64_t after, uint64_t upto)
      * back to the first of the range. */
     for (struct ss_dentry *e = d->tail, *prev; e && e->seq > after; e = prev) {
         prev = e->prev;
-        if (e->seq <= upto)
+        if (e->seq <= upto && !e->final)
             ss_dedup__drop(d, e);
     }
 }

@@ -31,6 +31,8 @@ typedef struct ss_dedup_answer {
     ss_bytes version;
     uint64_t seq; /* set by ss_dedup_find: when it was remembered, as
                      ss_dedup_mark counts (ignored by ss_dedup_put) */
+    bool final;   /* the answer holds whatever becomes of the batch it was
+                     given in: ss_dedup_forget_* keep it */
 } ss_dedup_answer;
 
 int ss_dedup_new(const ss_dedup_limits *lim, ss_dedup **out);
@@ -56,11 +58,12 @@ int ss_dedup_put(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t id, uint6
 /* Drop entries older than the window. */
 void ss_dedup_expire(ss_dedup *d, uint64_t now_ms);
 /* A mark, and dropping every entry added after it (a batch that failed to
- * commit: its requests never took effect and may run again). */
+ * commit: its requests never took effect and may run again), but for the
+ * final ones. */
 uint64_t ss_dedup_mark(const ss_dedup *d);
 void ss_dedup_forget_since(ss_dedup *d, uint64_t mark);
 /* Drop the entries added after mark `after` up to mark `upto` (one batch
- * of several in flight, whose commit failed). */
+ * of several in flight, whose commit failed), but for the final ones. */
 void ss_dedup_forget_range(ss_dedup *d, uint64_t after, uint64_t upto);
 
 size_t ss_dedup_count(const ss_dedup *d);

@@ -186,9 +186,11 @@ static uint64_t ss_batch__request_id(struct ss_plugin *p, ss_bytes client, ss_by
 }
 
 /* Run one request. False when it must run again later (its read is under
- * way, or the key changed after it was decided): nothing was answered. */
+ * way, or the key changed after it was decided): nothing was answered.
+ * *held: its answer shares the open batch's fate (command.h); one that
+ * does not was answered for good and never runs again. */
 static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *in, bool gone,
-                              struct ss_request_props *r)
+                              struct ss_request_props *r, bool *held)
 {
     struct ss_plugin *p = b->p;
     const char *client_id = in->client_id;
@@ -206,7 +208,9 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
     /* What is never remembered (GETs, below) never finds an entry either:
      * it skips the cache, half of a typical load. */
     ss_engine_parse(p->engine, &x);
-    bool cached = ss_command_traits_of(x.command)->remembered;
+    const ss_command_traits *traits = ss_command_traits_of(x.command);
+    bool cached = traits->remembered;
+    *held = traits->held;
     uint64_t id = cached ? ss_batch__request_id(p, client, corr, in, r) : 0;
     ss_dedup_answer prior;
     if (cached && ss_dedup_find(p->dedup, client, corr, id, now, &prior)) {
@@ -220,7 +224,7 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
          * commit must not tell the client that a durable write failed).
          * Remembered in the open batch: it shares that batch's fate. */
         ss_batch__answer(b, r, &prior.payload, prior.version.len ? version : NULL,
-                         ss_batch__remembered_in(b, prior.seq));
+                         prior.final ? 0 : ss_batch__remembered_in(b, prior.seq));
         return true;
     }
     ss_buf_clear(&b->scratch);
@@ -253,10 +257,10 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
     /* Which answers are remembered is the command table's choice
      * (core/command.c). Remembered before answering, as the answer takes
      * over the correlation data. */
-    ss_dedup_answer a = {.payload = answer, .version = ss_batch__str(version)};
+    ss_dedup_answer a = {.payload = answer, .version = ss_batch__str(version), .final = !*held};
     if (cached && ss_dedup_put(p->dedup, client, corr, id, now, &a) != SS_OK)
         ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request will not be recognised if resent");
-    ss_batch__answer(b, r, &answer, x.has_version ? version : NULL, b->seq);
+    ss_batch__answer(b, r, &answer, x.has_version ? version : NULL, *held ? b->seq : 0);
     /* The answer was copied. A GET of a huge value grew the buffer to the
      * value's size (rounded up): give that memory back, so that one big
      * read does not keep the broker large for good. */
@@ -385,8 +389,9 @@ static bool ss_batch__props_dup(const struct ss_request_props *r, struct ss_requ
 static bool ss_batch__run(struct ss_batch *b, const struct ss_request_from *in, bool gone,
                           struct ss_request_props *r)
 {
+    bool held;
     if (b->p->store)
-        return ss_batch__execute(b, in, gone, r);
+        return ss_batch__execute(b, in, gone, r, &held);
     struct ss_queued *e = ss_batch__slot(&b->ran, 1);
     struct ss_queued copy;
     bool kept = e && ss_batch__hold(&copy, in, gone);
@@ -399,8 +404,8 @@ static bool ss_batch__run(struct ss_batch *b, const struct ss_request_from *in, 
     if (!kept)
         ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: a request from %s is not kept to run again "
                "on a conflict", in->client_id);
-    bool done = ss_batch__execute(b, in, gone, r);
-    if (done && kept)
+    bool done = ss_batch__execute(b, in, gone, r, &held);
+    if (done && kept && held)
         b->ran.items[b->ran.len++] = copy;
     else if (kept)
         ss_batch__queued_free(&copy);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_notify.c - KEYNOTIFY through a real broker: topics, payloads,
  * versions, delivery without subscription, disconnects, expiry. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../test.h"
 #include "harness.h"
@@ -149,5 +151,80 @@ TEST(plugin_expiry_notifies_promptly)
      * machine and reports the figure. */
     ASSERT_TRUE(worst <= 250);
     client_close(&w);
+    broker_stop(&b);
+}
+
+/* A KEYNOTIFY that runs in a batch whose commit fails is still answered
+ * "+OK", and its registration holds: registrations live in the broker's
+ * memory, so the failed journal write changed nothing about them. Before,
+ * the observer was told "-ERR storage error" and then got notifications
+ * anyway; a STOP was told it failed although it had taken effect; and a
+ * resent STOP then ran again. The broker is stopped while the KEYNOTIFY
+ * and another client's write arrive, so that both run in one batch, whose
+ * journal write fails (injected). */
+TEST(plugin_keynotify_answer_holds_when_its_batch_fails)
+{
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "plugin_opt_test_fail_write_at 1\n");
+    broker_start(&b);
+    struct client w, s;
+    char wr[64], sr[64];
+    client_connect_rr(&w, b.port, "watcher", wr, sizeof wr);
+    client_connect_rr(&s, b.port, "setter", sr, sizeof sr);
+    ASSERT_EQ(kill(b.pid, SIGSTOP), 0);
+    request_send(&w, wr, "observe", NULL, NULL, W("KEYNOTIFY", "k"));
+    request_send(&s, sr, "w1", NULL, NULL, W("SET", "other", "x")); /* journal write 1: fails */
+    usleep(200000);
+    ASSERT_EQ(kill(b.pid, SIGCONT), 0);
+    struct msg *m = client_wait(&w, 5000);
+    ASSERT_TRUE(m != NULL);
+    PAYLOAD(m, "+OK\r\n");
+    m = client_wait(&s, 5000);
+    ASSERT_TRUE(m != NULL);
+    PAYLOAD(m, "-ERR storage error\r\n");
+    ASSERT_TRUE(broker_log_has(&b, "writing the journal (an injected failure)"));
+    /* The registration holds: a later SET is notified. */
+    m = request(&s, sr, "w2", NULL, NULL, W("SET", "k", "v1"));
+    PAYLOAD(m, "+OK\r\n");
+    m = client_wait(&w, 2000);
+    ASSERT_TRUE(m != NULL);
+    PAYLOAD(m, "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$2\r\nv1\r\n");
+    client_drain(&w, 100); /* our PUBACKs reach the broker */
+    broker_stop(&b);
+
+    /* The same for a STOP, in a broker whose second journal write fails. */
+    snprintf(b.extra, sizeof b.extra, "plugin_opt_test_fail_write_at 2\n");
+    broker_start(&b);
+    client_connect_rr(&w, b.port, "watcher", wr, sizeof wr);
+    client_connect_rr(&s, b.port, "setter", sr, sizeof sr);
+    m = request(&w, wr, "observe", NULL, NULL, W("KEYNOTIFY", "k"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&s, sr, "w1", NULL, NULL, W("SET", "k", "v1"));
+    PAYLOAD(m, "+OK\r\n"); /* write 1 */
+    ASSERT_TRUE(client_wait(&w, 2000) != NULL);
+    client_drain(&w, 100);
+    char ts[64]; /* the same in the resend below */
+    snprintf(ts, sizeof ts, "%llu:0:watcher", (unsigned long long)now_ms());
+    ASSERT_EQ(kill(b.pid, SIGSTOP), 0);
+    request_send(&w, wr, "stop", ts, NULL, W("KEYNOTIFY", "k", "STOP"));
+    request_send(&s, sr, "w2", NULL, NULL, W("SET", "other", "x")); /* write 2: fails */
+    usleep(200000);
+    ASSERT_EQ(kill(b.pid, SIGCONT), 0);
+    m = client_wait(&w, 5000);
+    ASSERT_TRUE(m != NULL);
+    PAYLOAD(m, "+OK\r\n");
+    m = client_wait(&s, 5000);
+    ASSERT_TRUE(m != NULL);
+    PAYLOAD(m, "-ERR storage error\r\n");
+    /* Unregistered: a later SET is not notified. */
+    m = request(&s, sr, "w3", NULL, NULL, W("SET", "k", "v2"));
+    PAYLOAD(m, "+OK\r\n");
+    ASSERT_EQ(client_drain(&w, 300), 0);
+    /* The STOP resent (same correlation data) gets its first answer, not
+     * ":0" from running again. */
+    m = request(&w, wr, "stop", ts, NULL, W("KEYNOTIFY", "k", "STOP"));
+    PAYLOAD(m, "+OK\r\n");
+    client_close(&w);
+    client_close(&s);
     broker_stop(&b);
 }

@@ -179,10 +179,23 @@ TEST(dedup_bounded_and_forget)
     uint64_t mark = ss_dedup_mark(d);
     ASSERT_EQ(ss_dedup_put(d, B("cl"), B("new1"), 7, 1000, &a), SS_OK);
     ASSERT_EQ(ss_dedup_put(d, B("cl"), B("new2"), 7, 1000, &a), SS_OK);
+    /* A final answer (a KEYNOTIFY's) outlives the batch it was given in;
+     * the others of that batch go, before and after it. */
+    ss_dedup_answer fin = {.payload = B("+OK\r\n"), .version = B(""), .final = true};
+    ASSERT_EQ(ss_dedup_put(d, B("cl"), B("final"), 7, 1000, &fin), SS_OK);
+    ASSERT_EQ(ss_dedup_put(d, B("cl"), B("new3"), 7, 1000, &a), SS_OK);
     ss_dedup_forget_since(d, mark);
     ASSERT_EQ(ss_dedup_find(d, B("cl"), B("new1"), 7, 1000, &got), 0);
     ASSERT_EQ(ss_dedup_find(d, B("cl"), B("new2"), 7, 1000, &got), 0);
+    ASSERT_EQ(ss_dedup_find(d, B("cl"), B("new3"), 7, 1000, &got), 0);
     ASSERT_EQ(ss_dedup_find(d, B("cl"), B("c99"), 7, 1000, &got), 1);
+    ASSERT_EQ(got.final, false);
+    ASSERT_EQ(ss_dedup_find(d, B("cl"), B("final"), 7, 1000, &got), 1);
+    ASSERT_STR(got.payload.data, got.payload.len, "+OK\r\n");
+    ASSERT_EQ(got.final, true);
+    ss_dedup_forget_range(d, 0, UINT64_MAX);
+    ASSERT_EQ(ss_dedup_find(d, B("cl"), B("final"), 7, 1000, &got), 1);
+    ASSERT_EQ(ss_dedup_find(d, B("cl"), B("c99"), 7, 1000, &got), 0);
     /* Too big to keep: not kept, not an error. */
     static uint8_t big[8192];
     ss_dedup_answer huge = {.payload = {big, sizeof big}, .version = B("")};
