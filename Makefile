@@ -300,6 +300,9 @@ run: deps
 	    echo "statestore: stop it (systemctl stop mosquitto) or choose another: make run PORT=1884"; \
 	    exit 1; fi
 	@mkdir -p build/run/backups "$(DATA)"
+	@if [ -e "$(DATA)/statestore.lock" ] && ! flock -n "$(DATA)/statestore.lock" true; then \
+	    echo "statestore: $(DATA) is in use by another broker (make run DATA=... for another)"; \
+	    exit 1; fi
 	@sed -e 's|@PLUGIN@|$(CURDIR)/build/plain/statestore.so|' -e 's|@PORT@|$(PORT)|' -e 's|@DATA@|$(DATA)|' \
 	    -e 's|^#plugin_opt_backup_dir .*|plugin_opt_backup_dir $(CURDIR)/build/run/backups|' \
 	    examples/mosquitto.conf > $(RUN_CONF)

@@ -49,6 +49,9 @@ void usage_error(const struct cli *cl, const char *fmt, ...) __attribute__((form
 void out_json_string(const uint8_t *p, size_t n);       /* "..." with escapes */
 void out_base64(const uint8_t *p, size_t n);             /* bare base64 */
 void out_escaped(const uint8_t *p, size_t n);            /* \xHH for anything not printable */
+/* A word for a person: written to standard error only when it is a
+ * terminal, so that scripts and pipes see nothing new. */
+void out_note_terminal(const char *note);
 void out_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void out_verror(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 int exit_for(int status);                                /* status code -> exit code */
@@ -77,7 +80,13 @@ int cmd_backup(struct cli *cl, ss_client *c);
 /* restore.c (offline: c is NULL) */
 int cmd_restore(struct cli *cl, ss_client *c);
 /* True when path is an empty directory or does not exist. */
-bool cli_dir_is_empty(const char *path);
+/* True when path is an empty directory or does not exist (*exists says
+ * which; exists may be NULL). */
+bool cli_dir_is_empty(const char *path, bool *exists);
+/* Undo what an offline command created in a directory that was empty:
+ * remove every file in it, and the directory itself when it did not exist
+ * before (remove_dir). */
+void cli_dir_undo(const char *path, bool remove_dir);
 
 /* import_etcd.c: import into a store on an etcd cluster (--etcd). open
  * connects (TLS with --cafile/--cert/--key, etcd's login with -u/-P) and

@@ -143,6 +143,8 @@ int cmd_get(struct cli *cl, ss_client *c)
         if (isatty(STDOUT_FILENO) && (r.value_len == 0 || r.value[r.value_len - 1] != '\n'))
             putchar('\n');
     }
+    if (!r.found && !cl->json)
+        out_note_terminal("(not found)");
     rc = r.found ? SS_EXIT_OK : SS_EXIT_NOT_FOUND;
     ss_client_result_free(&r);
     return rc;

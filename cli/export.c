@@ -291,6 +291,8 @@ struct import_sink {
     uint64_t now;
     long written;
     char why[256];
+    const char *dir; /* the data directory written (NULL: etcd) */
+    bool made_dir;   /* it did not exist before */
 };
 
 static int sink_put(struct import_sink *k, ss_bytes key, const ss_record *rec)
@@ -359,15 +361,19 @@ static int sink_open(struct cli *cl, struct import_sink *k)
         return SS_EXIT_USAGE;
     }
     const char *dir = cl->args[1];
-    if (!cli_dir_is_empty(dir)) {
+    bool existed;
+    if (!cli_dir_is_empty(dir, &existed)) {
         out_error("import: %s is not empty: import into a new or empty data directory", dir);
         return SS_EXIT_USAGE;
     }
     ss_store_options so = ss_store_options_default();
     so.path = dir;
+    k->dir = dir;
+    k->made_dir = !existed;
     int rc = ss_store_open(&so, &k->s);
     if (rc != SS_OK) {
         out_error("import: cannot open a store in %s: %s", dir, ss_strerror(rc));
+        cli_dir_undo(dir, k->made_dir);
         return SS_EXIT_CONNECTION;
     }
     return SS_EXIT_OK;
@@ -378,17 +384,20 @@ int cmd_import(struct cli *cl, ss_client *c)
     (void)c;
     const char *file = cl->args[0];
     const char *dest = cl->etcd_endpoints ? cl->etcd_endpoints : cl->nargs > 1 ? cl->args[1] : "";
+    /* The input first: a wrong path must not leave a data directory
+     * behind, which every retry would then refuse as not empty. */
+    FILE *in = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
+    if (in == NULL) {
+        out_error("import: %s: %s", file, strerror(errno));
+        return SS_EXIT_USAGE;
+    }
     struct import_sink sink;
     int exit_code = sink_open(cl, &sink);
     if (exit_code != SS_EXIT_OK) {
         sink_close(&sink);
+        if (in != stdin)
+            fclose(in);
         return exit_code;
-    }
-    FILE *in = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
-    if (in == NULL) {
-        out_error("import: %s: %s", file, strerror(errno));
-        sink_close(&sink);
-        return SS_EXIT_USAGE;
     }
     uint64_t now = sink.now;
     ss_hlc newest = {0};
@@ -446,6 +455,9 @@ int cmd_import(struct cli *cl, ss_client *c)
         exit_code = rc == SS_E_INVAL ? SS_EXIT_USAGE : SS_EXIT_CONNECTION;
     }
     sink_close(&sink);
+    /* A failed import into DIR leaves it as it found it: empty, or absent. */
+    if (exit_code != SS_EXIT_OK && sink.dir)
+        cli_dir_undo(sink.dir, sink.made_dir);
     free(line);
     ss_buf_free(&key);
     ss_buf_free(&value);

@@ -118,6 +118,8 @@ int cmd_keys(struct cli *cl, ss_client *c)
             break;
     }
     fflush(stdout);
+    if (!printed && !cl->json)
+        out_note_terminal("no keys match");
     return printed ? SS_EXIT_OK : SS_EXIT_NOT_FOUND;
 }
 
@@ -139,6 +141,8 @@ int cmd_inspect(struct cli *cl, ss_client *c)
     }
     if (printed == 0 && cl->json)
         puts("{\"found\":false}");
+    else if (printed == 0)
+        out_note_terminal("(not found)");
     return printed ? SS_EXIT_OK : SS_EXIT_NOT_FOUND;
 }
 

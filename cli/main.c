@@ -140,38 +140,44 @@ enum {
     OPT_FT, OPT_TTL, OPT_WAIT, OPT_HOLDER, OPT_WATCH, OPT_ETCD, OPT_ETCD_PREFIX,
 };
 
-/* Every option: its long name, its short letter (0: none) and whether it
- * takes a value. */
+/* Every option: its long name, its short letter (0: none), whether it
+ * takes a value, and the commands it belongs to (space-separated; NULL:
+ * every command: the connection, the output, help) with the name of its
+ * value in their usage. An option of another command is a usage error,
+ * never silently ignored: `set k v --ttl 5000` would otherwise set a key
+ * that never expires. */
 static const struct cli_option {
     const char *name;
     char letter;
     bool value;
     int id;
+    const char *commands;
+    const char *arg;
 } options[] = {
-    {"host", 'h', true, OPT_HOST},
-    {"port", 'p', true, OPT_PORT},
-    {"id", 'i', true, OPT_ID},
-    {"username", 'u', true, OPT_USER},
-    {"password", 'P', true, OPT_PASS},
-    {"file", 'f', true, OPT_FILE},
-    {"cafile", 0, true, OPT_CAFILE},
-    {"capath", 0, true, OPT_CAPATH},
-    {"cert", 0, true, OPT_CERT},
-    {"key", 0, true, OPT_KEY},
-    {"timeout", 0, true, OPT_TIMEOUT},
-    {"json", 0, false, OPT_JSON},
-    {"help", 0, false, OPT_HELP},
-    {"version", 0, false, OPT_VERSION},
-    {"nx", 0, false, OPT_NX},
-    {"nex", 0, false, OPT_NEX},
-    {"px", 0, true, OPT_PX},
-    {"fencing-token", 0, true, OPT_FT},
-    {"ttl", 0, true, OPT_TTL},
-    {"wait", 0, true, OPT_WAIT},
-    {"holder", 0, true, OPT_HOLDER},
-    {"watch", 0, false, OPT_WATCH},
-    {"etcd", 0, true, OPT_ETCD},
-    {"etcd-prefix", 0, true, OPT_ETCD_PREFIX},
+    {"host", 'h', true, OPT_HOST, NULL, NULL},
+    {"port", 'p', true, OPT_PORT, NULL, NULL},
+    {"id", 'i', true, OPT_ID, NULL, NULL},
+    {"username", 'u', true, OPT_USER, NULL, NULL},
+    {"password", 'P', true, OPT_PASS, NULL, NULL},
+    {"file", 'f', true, OPT_FILE, "set vdel", "FILE"},
+    {"cafile", 0, true, OPT_CAFILE, NULL, NULL},
+    {"capath", 0, true, OPT_CAPATH, NULL, NULL},
+    {"cert", 0, true, OPT_CERT, NULL, NULL},
+    {"key", 0, true, OPT_KEY, NULL, NULL},
+    {"timeout", 0, true, OPT_TIMEOUT, NULL, NULL},
+    {"json", 0, false, OPT_JSON, NULL, NULL},
+    {"help", 0, false, OPT_HELP, NULL, NULL},
+    {"version", 0, false, OPT_VERSION, NULL, NULL},
+    {"nx", 0, false, OPT_NX, "set", NULL},
+    {"nex", 0, false, OPT_NEX, "set", NULL},
+    {"px", 0, true, OPT_PX, "set", "MS"},
+    {"fencing-token", 0, true, OPT_FT, "set del vdel", "HLC"},
+    {"ttl", 0, true, OPT_TTL, "lock", "MS"},
+    {"wait", 0, true, OPT_WAIT, "lock", "MS"},
+    {"holder", 0, true, OPT_HOLDER, "lock", "ID"},
+    {"watch", 0, false, OPT_WATCH, "stats", NULL},
+    {"etcd", 0, true, OPT_ETCD, "import", "ENDPOINTS"},
+    {"etcd-prefix", 0, true, OPT_ETCD_PREFIX, "import", "PREFIX"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -189,6 +195,65 @@ static const struct cli_option *find_short(char letter)
         if (options[i].letter == letter)
             return &options[i];
     return NULL;
+}
+
+/* Does the space-separated list hold the word? */
+static bool listed(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, " ");
+        if (len == n && memcmp(p, word, n) == 0)
+            return true;
+        p += len;
+        p += strspn(p, " ");
+    }
+    return false;
+}
+
+/* Append "a, b and c" style: the i-th of n items. */
+static void join_word(char *out, size_t cap, size_t i, size_t n, const char *word)
+{
+    size_t len = strlen(out);
+    snprintf(out + len, cap - len, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", word);
+}
+
+/* The usage error for option o given to a command it does not belong to:
+ * "--ttl is an option of lock; set takes --nx, --nex, --px MS, ...". */
+static void foreign_option(const struct cli *cl, const struct cli_option *o, const char *spelled)
+{
+    char owners[128] = "";
+    size_t n = 0, i = 0;
+    for (const char *p = o->commands; *p; p += strspn(p, " "), n++)
+        p += strcspn(p, " ");
+    for (const char *p = o->commands; *p; i++) {
+        size_t len = strcspn(p, " ");
+        char word[32];
+        snprintf(word, sizeof word, "%.*s", (int)len, p);
+        join_word(owners, sizeof owners, i, n, word);
+        p += len;
+        p += strspn(p, " ");
+    }
+    char own[256] = "";
+    size_t mine = 0, k = 0;
+    for (size_t j = 0; j < N_OPTIONS; j++)
+        mine += options[j].commands && listed(options[j].commands, cl->command);
+    for (size_t j = 0; j < N_OPTIONS; j++) {
+        const struct cli_option *x = &options[j];
+        if (!x->commands || !listed(x->commands, cl->command))
+            continue;
+        char word[48];
+        if (x->letter)
+            snprintf(word, sizeof word, "-%c %s", x->letter, x->arg);
+        else
+            snprintf(word, sizeof word, "--%s%s%s", x->name, x->arg ? " " : "", x->arg ? x->arg : "");
+        join_word(own, sizeof own, k++, mine, word);
+    }
+    if (mine)
+        usage_error(cl, "%s is an option of %s; %s takes %s", spelled, owners, cl->command, own);
+    else
+        usage_error(cl, "%s is an option of %s; %s takes no options of its own", spelled, owners,
+                    cl->command);
 }
 
 static int command_index(const char *name)
@@ -306,6 +371,10 @@ static int parse(struct cli *cl, int argc, char **argv)
 {
     bool help = false, only_args = false;
     int rc;
+    /* The options given, by their index in options[], and how (-f or
+     * --file): judged once the command is known, wherever it stood. */
+    uint64_t given = 0, by_letter = 0;
+    _Static_assert(N_OPTIONS <= 64, "the option masks hold 64 options");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const struct cli_option *o = NULL;
@@ -355,6 +424,24 @@ static int parse(struct cli *cl, int argc, char **argv)
         }
         if ((rc = apply(cl, spelled, o->id, value, &help)) >= 0)
             return rc;
+        size_t j = (size_t)(o - options);
+        if (!(given >> j & 1) && spelled[1] != '-')
+            by_letter |= (uint64_t)1 << j;
+        given |= (uint64_t)1 << j;
+    }
+    if (!help && cl->command && command_index(cl->command) >= 0) {
+        for (size_t j = 0; j < N_OPTIONS; j++) {
+            const struct cli_option *o = &options[j];
+            if (!(given >> j & 1) || o->commands == NULL || listed(o->commands, cl->command))
+                continue;
+            char spelled[40];
+            if (by_letter >> j & 1)
+                snprintf(spelled, sizeof spelled, "-%c", o->letter);
+            else
+                snprintf(spelled, sizeof spelled, "--%s", o->name);
+            foreign_option(cl, o, spelled);
+            return SS_EXIT_USAGE;
+        }
     }
     if (!help && (rc = from_environment(cl)) >= 0)
         return rc;

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../core/errors.h"
 #include "../core/json.h"
@@ -44,6 +45,12 @@ void out_verror(const char *fmt, va_list ap)
     fputs("statestore: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+}
+
+void out_note_terminal(const char *note)
+{
+    if (isatty(STDERR_FILENO))
+        fprintf(stderr, "%s\n", note);
 }
 
 void out_error(const char *fmt, ...)

@@ -54,10 +54,28 @@ static int copy_fd(int in, int out)
     }
 }
 
-bool cli_dir_is_empty(const char *path)
+bool cli_dir_is_empty(const char *path, bool *exists)
 {
-    bool exists;
-    return dir_is_empty(path, &exists);
+    bool e;
+    return dir_is_empty(path, exists ? exists : &e);
+}
+
+void cli_dir_undo(const char *path, bool remove_dir)
+{
+    DIR *d = opendir(path);
+    if (d == NULL)
+        return;
+    struct dirent *e;
+    char file[4096];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+        unlink(file);
+    }
+    closedir(d);
+    if (remove_dir)
+        rmdir(path);
 }
 
 int cmd_restore(struct cli *cl, ss_client *c)

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/command.h"
 #include "../core/errors.h"
 #include "cli.h"
 
@@ -112,24 +113,44 @@ static bool is_number(const char *v)
     return true;
 }
 
-/* Print the figures, sorted by name (under s->mu). */
+/* Print the figures, sorted by name (under s->mu), with their age: the
+ * broker publishes them every sys_interval seconds, so they may be that
+ * old. age_ms is this machine's clock minus the broker's published_ms. */
 static void stats_print(const struct cli *cl, struct stats *s)
 {
-    int order[SS_STATS_MAX];
-    const char *names[SS_STATS_MAX];
-    for (int i = 0; i < s->n; i++)
+    int order[SS_STATS_MAX + 1];
+    const char *names[SS_STATS_MAX + 1], *values[SS_STATS_MAX + 1];
+    char age[32] = "";
+    int n = s->n;
+    for (int i = 0; i < s->n; i++) {
         names[i] = s->name[i];
-    qsort(names, (size_t)s->n, sizeof names[0], by_name);
-    for (int i = 0; i < s->n; i++)
-        for (int j = 0; j < s->n; j++)
-            if (s->name[j] == names[i])
+        values[i] = s->value[i];
+        uint64_t at;
+        if (strcmp(s->name[i], "published_ms") == 0 &&
+            ss_parse_u64((const uint8_t *)s->value[i], strlen(s->value[i]), UINT64_MAX, &at) == SS_OK) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+            snprintf(age, sizeof age, "%llu", (unsigned long long)(now > at ? now - at : 0));
+        }
+    }
+    if (age[0]) {
+        names[n] = "age_ms";
+        values[n++] = age;
+    }
+    const char *sorted[SS_STATS_MAX + 1];
+    memcpy(sorted, names, (size_t)n * sizeof names[0]);
+    qsort(sorted, (size_t)n, sizeof sorted[0], by_name);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            if (names[j] == sorted[i])
                 order[i] = j;
     if (cl->json) {
         putchar('{');
-        for (int i = 0; i < s->n; i++) {
-            const char *v = s->value[order[i]];
+        for (int i = 0; i < n; i++) {
+            const char *v = values[order[i]];
             printf("%s", i ? "," : "");
-            out_json_string((const uint8_t *)names[i], strlen(names[i]));
+            out_json_string((const uint8_t *)sorted[i], strlen(sorted[i]));
             putchar(':');
             if (is_number(v))
                 fputs(v, stdout);
@@ -138,8 +159,8 @@ static void stats_print(const struct cli *cl, struct stats *s)
         }
         puts("}");
     } else {
-        for (int i = 0; i < s->n; i++)
-            printf("%-32s %s\n", names[i], s->value[order[i]]);
+        for (int i = 0; i < n; i++)
+            printf("%-32s %s\n", sorted[i], values[order[i]]);
     }
     fflush(stdout);
 }

@@ -144,6 +144,9 @@ void ss_metrics_publish(struct ss_plugin *p, uint64_t now_ms)
     struct ss_metrics *m = &p->metrics;
     m->last_publish_ms = now_ms;
     ss_metrics__put(p, "backend", p->backend->ops->name);
+    /* When, on the broker's wall clock: a reader of the retained figures
+     * can tell how old they are (statestore stats shows age_ms). */
+    ss_metrics__u64(p, "published_ms", ss_wall_ms());
     if (p->store) {
         ss_metrics__u64(p, "keys", ss_store_key_count(p->store));
         ss_metrics__u64(p, "bytes", ss_store_byte_count(p->store));

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -156,11 +157,21 @@ static int ss_plugin__open_lmdb(struct ss_plugin *p)
         mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: cannot open the store in %s: %s%s%s",
                              p->opt.data_dir, ss_strerror(rc), err ? ": " : "",
                              err ? strerror(err) : "");
-        if (err == EACCES || err == EPERM)
+        struct stat st;
+        if ((err == EACCES || err == EPERM) && stat(p->opt.data_dir, &st) != 0)
+            /* It could not be made: its parent is not ours to write in. */
+            mosquitto_log_printf(MOSQ_LOG_ERR,
+                                 "statestore: %s does not exist and mosquitto (which runs as the "
+                                 "user of its 'user' option, default mosquitto, when started as "
+                                 "root) may not create it: create it and give it to that user, "
+                                 "e.g. install -d -o mosquitto -g mosquitto -m 0750 %s",
+                                 p->opt.data_dir, p->opt.data_dir);
+        else if (err == EACCES || err == EPERM)
             mosquitto_log_printf(MOSQ_LOG_ERR,
                                  "statestore: started as root, mosquitto runs as the user of its "
-                                 "'user' option (default: mosquitto), which must own %s",
-                                 p->opt.data_dir);
+                                 "'user' option (default: mosquitto), which must own %s: "
+                                 "chown mosquitto: %s",
+                                 p->opt.data_dir, p->opt.data_dir);
         else if (err == EROFS)
             mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: %s is on a read-only filesystem",
                                  p->opt.data_dir);

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
+/* test_cli_messages.c - the statestore tool never misleads: an option of
+ * another command is refused with a message naming its command, a failed
+ * import leaves the target as it found it, and a person at a terminal is
+ * told of a miss and of the figures' age. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "harness.h"
+
+/* Run the tool with the given arguments (NULL-terminated). */
+static void tool(struct run *r, ...)
+{
+    char *argv[32];
+    int n = 0;
+    argv[n++] = (char *)cli_path();
+    va_list ap;
+    va_start(ap, r);
+    char *a;
+    while ((a = va_arg(ap, char *)) != NULL && n < 31)
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    run_cmd(argv, NULL, 0, r);
+}
+
+#define ERR_IS(r, lit) ASSERT_MEM((r).err, strlen((r).err), lit, sizeof(lit) - 1)
+
+/* Refused before connecting: no broker is needed, and none is reached
+ * (the port is one nobody listens on). */
+TEST(cli_options_belong_to_their_commands)
+{
+    struct run r;
+    tool(&r, "-p", "1", "set", "k", "v", "--ttl", "5000", NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_EQ(r.out_len, 0);
+    ERR_IS(r, "statestore: --ttl is an option of lock; set takes -f FILE, --nx, --nex, --px MS "
+              "and --fencing-token HLC\n"
+              "Usage: statestore set KEY VALUE|-|-f FILE [--nx|--nex] [--px MS] [--fencing-token HLC]\n");
+    run_free(&r);
+    tool(&r, "-p", "1", "get", "k", "--px", "5", NULL);
+    ASSERT_EQ(r.status, 64);
+    ERR_IS(r, "statestore: --px is an option of set; get takes no options of its own\n"
+              "Usage: statestore get KEY\n");
+    run_free(&r);
+    tool(&r, "-p", "1", "set", "k", "v", "--wait", "5", NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_TRUE(strncmp(r.err, "statestore: --wait is an option of lock; set takes ", 51) == 0);
+    run_free(&r);
+    tool(&r, "-p", "1", "ping", "--nx", NULL);
+    ASSERT_EQ(r.status, 64);
+    ERR_IS(r, "statestore: --nx is an option of set; ping takes no options of its own\n"
+              "Usage: statestore ping\n");
+    run_free(&r);
+    /* Before the command too, and by its short name. */
+    tool(&r, "-p", "1", "-f", "value.txt", "get", "k", NULL);
+    ASSERT_EQ(r.status, 64);
+    ERR_IS(r, "statestore: -f is an option of set and vdel; get takes no options of its own\n"
+              "Usage: statestore get KEY\n");
+    run_free(&r);
+    tool(&r, "-p", "1", "del", "k", "--ttl", "1", NULL);
+    ASSERT_EQ(r.status, 64);
+    ERR_IS(r, "statestore: --ttl is an option of lock; del takes --fencing-token HLC\n"
+              "Usage: statestore del KEY [--fencing-token HLC]\n");
+    run_free(&r);
+    tool(&r, "-p", "1", "stats", "--holder", "me", NULL);
+    ASSERT_EQ(r.status, 64);
+    ERR_IS(r, "statestore: --holder is an option of lock; stats takes --watch\n"
+              "Usage: statestore stats [--watch] [--json]\n");
+    run_free(&r);
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static int entries(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | wc -l", dir);
+    FILE *f = popen(cmd, "r");
+    int n = -1;
+    if (f) {
+        if (fscanf(f, "%d", &n) != 1)
+            n = -1;
+        pclose(f);
+    }
+    return n;
+}
+
+/* A failed import creates nothing, or removes what it created: a retry
+ * into the same directory works. */
+TEST(cli_failed_import_leaves_the_target_as_it_was)
+{
+    char dir[4096], in[4096], bad[4096], empty[4096];
+    snprintf(dir, sizeof dir, "%s/imported", test_tmpdir());
+    snprintf(in, sizeof in, "%s/records.jsonl", test_tmpdir());
+    snprintf(bad, sizeof bad, "%s/bad.jsonl", test_tmpdir());
+    snprintf(empty, sizeof empty, "%s/empty-dir", test_tmpdir());
+    struct run r;
+    /* A wrong input path: refused before DIR is made. */
+    tool(&r, "import", in, dir, NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_TRUE(strstr(r.err, "No such file or directory") != NULL);
+    ASSERT_TRUE(!exists(dir));
+    run_free(&r);
+    /* A bad line after good ones: the store made for it is removed. */
+    FILE *f = fopen(bad, "w");
+    ASSERT_TRUE(f != NULL);
+    fputs("{\"key_base64\":\"aw==\",\"value_base64\":\"dg==\",\"version\":\"1700000000000:0:n\"}\n"
+          "{\"key\":\"no base64\"}\n", f);
+    fclose(f);
+    tool(&r, "import", bad, dir, NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_TRUE(strstr(r.err, "line 2") != NULL);
+    ASSERT_TRUE(!exists(dir));
+    run_free(&r);
+    /* An empty directory that existed stays, empty. */
+    ASSERT_EQ(mkdir(empty, 0700), 0);
+    tool(&r, "import", bad, empty, NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_EQ(entries(empty), 0);
+    run_free(&r);
+    /* And the retry with a good file works. */
+    f = fopen(in, "w");
+    ASSERT_TRUE(f != NULL);
+    fputs("{\"key_base64\":\"aw==\",\"value_base64\":\"dg==\",\"version\":\"1700000000000:0:n\"}\n", f);
+    fclose(f);
+    tool(&r, "import", in, dir, NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(strstr(r.err, "1 records imported") != NULL);
+    run_free(&r);
+    tool(&r, "import", in, empty, NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+}
+
+/* Run the tool on a terminal (script(1) gives it one): stdout and stderr
+ * both go to the terminal, which run_cmd reads as stdout. */
+static void tool_on_terminal(struct run *r, int port, const char *args)
+{
+    char line[1200];
+    snprintf(line, sizeof line, "%s -p %d %s", cli_path(), port, args);
+    char *argv[] = {"script", "-q", "-e", "-c", line, "/dev/null", NULL};
+    run_cmd(argv, NULL, 0, r);
+}
+
+/* The line of figure name in stats' output, or NULL. */
+static const char *figure(const char *out, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = out; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && p[n] == ' ')
+            return p + n;
+    return NULL;
+}
+
+TEST(cli_misses_and_figures_age_are_said)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    char port[16];
+    snprintf(port, sizeof port, "%d", b.port);
+    struct run r;
+    /* A miss: exit 1, nothing on stdout; on a terminal, a word. */
+    tool(&r, "-p", port, "get", "absent", NULL);
+    ASSERT_EQ(r.status, 1);
+    ASSERT_EQ(r.out_len, 0);
+    ASSERT_EQ(strlen(r.err), 0);
+    run_free(&r);
+    tool_on_terminal(&r, b.port, "get absent");
+    ASSERT_EQ(r.status, 1);
+    ASSERT_MEM(r.out, r.out_len, "(not found)\r\n", 13);
+    run_free(&r);
+    tool_on_terminal(&r, b.port, "inspect absent");
+    ASSERT_EQ(r.status, 1);
+    ASSERT_MEM(r.out, r.out_len, "(not found)\r\n", 13);
+    run_free(&r);
+    tool_on_terminal(&r, b.port, "keys 'nothing*'");
+    ASSERT_EQ(r.status, 1);
+    ASSERT_MEM(r.out, r.out_len, "no keys match\r\n", 15);
+    run_free(&r);
+    /* The figures say how old they are: the broker's published_ms, and
+     * the tool's age_ms from it (the broker published at start, less than
+     * the test's time ago). */
+    tool(&r, "-p", port, "stats", NULL);
+    ASSERT_EQ(r.status, 0);
+    const char *p = figure(r.out, "age_ms");
+    ASSERT_TRUE(p != NULL);
+    ASSERT_TRUE(figure(r.out, "published_ms") != NULL);
+    unsigned long long age = strtoull(p, NULL, 10);
+    ASSERT_TRUE(age < 60000);
+    run_free(&r);
+    broker_stop(&b);
+}
