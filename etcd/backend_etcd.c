@@ -132,6 +132,24 @@ bool ss_etcd__refused(const ss_grpc_call *c)
     }
 }
 
+/* How long a broker that met etcd's NOSPACE alarm puts nothing before it
+ * tries a put again (the alarm stays until an operator disarms it). */
+#define SS_ETCD_NOSPACE_RETRY_MS 5000u
+
+bool ss_etcd__out_of_space(struct ss_backend_etcd *e, const ss_grpc_call *c)
+{
+    if (c->rc != SS_E_SERVER || c->status != 8 || strstr(c->message, "space exceeded") == NULL)
+        return false;
+    if (!e->nospace_said)
+        ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd is out of space (%s: its NOSPACE alarm is raised): "
+                     "writes that store anything are answered 'quota exceeded'; reads, deletions and "
+                     "expiries go on, deletions without tombstones. Free space in etcd (compact, "
+                     "defrag, then etcdctl alarm disarm)", ss_etcd__why(c));
+    e->nospace = e->nospace_said = e->stats.nospace = true;
+    e->nospace_retry_ms = ss_etcd__mono_ms() + SS_ETCD_NOSPACE_RETRY_MS;
+    return true;
+}
+
 const char *ss_etcd__why(const ss_grpc_call *c)
 {
     return c->message[0] ? c->message : ss_strerror(c->rc);
@@ -497,6 +515,10 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
      * and the Txn compares the revision it was decided on. */
     if (x == NULL || (ss_revision)x->rev != decided_on)
         return SS_E_CONFLICT;
+    /* etcd refuses every put while it is out of space: answered at once,
+     * so that the reads and deletions of the batch go through. */
+    if (e->nospace)
+        return SS_E_QUOTA;
     size_t size = ss_record_size(rec, 0, false);
     /* Beside the record, the compare and the put name the key, and so do
      * up to three index or chunk operations, as its deletion's Txn will
@@ -543,6 +565,16 @@ int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on)
         return SS_E_CONFLICT;
     if (x->change == SS_CHANGE_DEL || (x->change == SS_CHANGE_NONE && !x->found))
         return SS_E_NOTFOUND;
+    if (e->nospace) {
+        /* A tombstone is a put, which etcd refuses now: the record goes
+         * with nothing in its place (its removed version is not kept for
+         * the next writer: CLUSTER.md says what that means). Nor is the
+         * usage counter put: it is counted again afterwards. */
+        int rc = ss_etcd__purge(e, x);
+        if (rc == SS_OK)
+            ss_etcd__record_change(e, change);
+        return rc;
+    }
     size_t bytes;
     size_t ops = ss_etcd__room(e, x, ss_etcd__tombstone_size(e, change), &bytes);
     if (ops == 0)
@@ -773,6 +805,8 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
 {
     struct ss_backend_etcd *e = b->impl;
     e->now_ms = now_ms;
+    if (e->nospace && ss_etcd__mono_ms() >= e->nospace_retry_ms)
+        e->nospace = false; /* try a put again: refused, it comes back */
     ss_etcd__watch_read(e);
     ss_grpc_call *list = ss_grpc_collect(e->grpc);
     while (list) {

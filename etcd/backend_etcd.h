@@ -189,6 +189,7 @@ typedef struct ss_backend_etcd_stats {
      * read (no previous value) */
     uint64_t watch_revision, watch_events, watch_restarts, watch_lost_revisions, watch_undecodable;
     uint64_t chunks_written; /* of values too large for one request */
+    bool nospace;            /* etcd is out of space (its NOSPACE alarm) */
 } ss_backend_etcd_stats;
 void ss_backend_etcd_stats_get(const ss_backend *b, ss_backend_etcd_stats *s);
 

@@ -288,6 +288,12 @@ void ss_etcd__upload_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         ss_etcd__upload_next(e, f);
         return;
     }
+    if (ss_etcd__out_of_space(e, c)) {
+        /* Nothing of the batch was stored (its Txn was not sent): it runs
+         * again, where the large value is refused and the rest goes on. */
+        ss_etcd__commit_failed(e, f, SS_E_CONFLICT);
+        return;
+    }
     if (ss_etcd__refused(c) && !(c->rc == SS_E_SERVER && c->status == SS_ETCD_UNAUTHENTICATED)) {
         ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd refused a chunk of a large value: %s", ss_etcd__why(c));
         ss_etcd__commit_failed(e, f, c->status == 8 ? SS_E_QUOTA : SS_E_IO);

@@ -97,15 +97,17 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_flight *f, s
         if (!twice && !ss_etcd__index_written(e, f, k))
             rc = ss_etcd_txn_delete(&t, k);
     }
-    if (rc == SS_OK && !f->writes) {
+    /* Out of space, etcd takes no put at all: no counter, no marker. */
+    f->nospace = e->nospace;
+    if (rc == SS_OK && (!f->writes || f->nospace)) {
         /* Compares alone would be answered from the member's own state,
          * which may lag: the marker's Range makes the read linearizable. */
         if ((rc = ss_etcd__named(e, 'n', e->node_id)) == SS_OK)
             rc = ss_etcd_txn_get(&t, ss_etcd__bytes(&e->scratch));
     }
-    if (rc == SS_OK)
+    if (rc == SS_OK && !f->nospace)
         rc = ss_etcd__build_usage(e, &f->b, &t);
-    if (rc == SS_OK && f->writes) {
+    if (rc == SS_OK && f->writes && !f->nospace) {
         snprintf(f->txn_id, sizeof f->txn_id, "%s %016llx %llu", e->node_id,
                  (unsigned long long)e->incarnation, (unsigned long long)++e->txn_seq);
         ss_bytes id = {(const uint8_t *)f->txn_id, strlen(f->txn_id)};
@@ -225,8 +227,14 @@ static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_fl
     f->state = SS_COMMIT_DONE;
     f->rc = rc;
     f->revision = revision;
-    if (rc == SS_OK && f->writes)
+    if (rc == SS_OK && f->writes && !f->nospace)
         f->marker_rev = revision;
+    if (rc == SS_OK && f->writes && !f->nospace && e->nospace_said && !e->nospace) {
+        ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "etcd takes writes again (its NOSPACE alarm is off)");
+        e->nospace_said = e->stats.nospace = false;
+    }
+    if (f->nospace && f->writes && ss_etcd__limited(e))
+        e->usage_known = false; /* deletions not counted: count again */
     if (rc == SS_E_CONFLICT)
         e->stats.conflicts++;
 }
@@ -266,7 +274,7 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         int64_t rev = r.revision;
         bool ok = r.succeeded;
         ss_etcd_reply_free(&r);
-        if (!ok && f->writes) /* the marker as the failure branch read it */
+        if (!ok && f->writes && !f->nospace) /* the marker as the failure branch read it */
             f->marker_rev = kv.found ? kv.mod_revision : 0;
         ss_etcd__commit_outcome(e, f, ok ? SS_OK : SS_E_CONFLICT, rev);
         return;
@@ -277,6 +285,12 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
         return;
     }
+    if (!f->nospace && ss_etcd__out_of_space(e, c)) {
+        /* Refused for its puts: its requests run again, and now only the
+         * reads and deletions among them go to etcd. */
+        ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
+        return;
+    }
     if (ss_etcd__refused(c)) {
         ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd refused a commit: %s", ss_etcd__why(c));
         ss_etcd__commit_outcome(e, f, c->status == 8 ? SS_E_QUOTA : SS_E_IO, 0);
@@ -284,6 +298,16 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     }
     if (!f->writes) { /* only compares: running again is harmless */
         ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
+        return;
+    }
+    if (f->nospace) {
+        /* No marker settles it (a fence is a put, refused now): the
+         * outcome stays unknown, and is answered as such. */
+        e->stats.unknown_outcomes++;
+        ss_etcd__log(e, SS_ETCD_LOG_WARNING, "the outcome of a commit made while etcd is out of space "
+                     "is unknown (%s): its requests are answered 'unavailable' and may have taken "
+                     "effect", ss_etcd__why(c));
+        ss_etcd__commit_outcome(e, f, SS_E_UNAVAILABLE, 0);
         return;
     }
     e->stats.unknown_outcomes++;

@@ -161,6 +161,8 @@ struct ss_etcd_flight {
     struct ss_etcd_batch b;
     enum ss_commit_state state; /* IDLE: the slot is free */
     bool writes;
+    bool nospace; /* built while etcd was out of space: deletions only, no
+                     commit marker (etcd refuses every put then) */
     int rc;
     int64_t revision;
     char txn_id[300];
@@ -227,6 +229,12 @@ struct ss_backend_etcd {
                              wrote since the last look */
     uint64_t now_ms;      /* wall clock at the last poll */
 
+    /* etcd out of space (its NOSPACE alarm refuses every put): until
+     * nospace_retry_ms (monotonic), writes that put are refused here and
+     * deletions leave no tombstone; then a put is tried again */
+    bool nospace, nospace_said;
+    uint64_t nospace_retry_ms;
+
     /* quotas over the whole store (q/usage), when a limit is set */
     uint64_t max_keys, max_bytes;
     bool usage_known, usage_asked;
@@ -275,6 +283,9 @@ void ss_etcd__submit(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__send(struct ss_backend_etcd *e, enum ss_op_kind kind, const char *method,
                    int (*pack)(struct ss_backend_etcd *, ss_buf *));
 bool ss_etcd__refused(const ss_grpc_call *c);
+/* True when etcd refused c because it is out of space (its NOSPACE
+ * alarm), and then enters the mode where nothing is put (backend_etcd.c). */
+bool ss_etcd__out_of_space(struct ss_backend_etcd *e, const ss_grpc_call *c);
 const char *ss_etcd__why(const ss_grpc_call *c);
 int ss_etcd__get(struct ss_backend_etcd *e, ss_bytes key, ss_record *rec, ss_revision *rev,
                  struct ss_etcd_entry **entry);

@@ -124,6 +124,7 @@ static void ss_metrics__etcd(struct ss_plugin *p)
     ss_metrics__u64(p, "etcd/txns_overlapped", st.txns_overlapped);
     ss_metrics__u64(p, "etcd/conflicts", st.conflicts);
     ss_metrics__u64(p, "etcd/unknown_outcomes", st.unknown_outcomes);
+    ss_metrics__u64(p, "etcd/nospace", st.nospace);
     ss_metrics__u64(p, "etcd/fetches", st.fetches);
     ss_metrics__u64(p, "etcd/cache_entries", st.cache_entries);
     ss_metrics__u64(p, "etcd/watch_revision", st.watch_revision);

@@ -3,6 +3,7 @@
 #include "etcd_cluster.h"
 
 #include <dirent.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,12 @@ static pid_t etcd_spawn(const struct etcd_cluster *c, int i, const char *initial
         argv[k++] = caf;
         if (c->tls->client_auth)
             argv[k++] = "--client-cert-auth";
+    }
+    if (c->extra_arg) {
+        size_t k = 0;
+        while (argv[k])
+            k++;
+        argv[k] = (char *)c->extra_arg;
     }
     return spawn_cmd(argv, out, err);
 }
@@ -146,17 +153,13 @@ void etcd_member_restart(struct etcd_cluster *c, int i)
     etcd_member_wait_ready(c, i);
 }
 
-void etcd_cluster_start(struct etcd_cluster *c, int n)
-{
-    etcd_cluster_start_tls(c, n, NULL);
-}
-
-void etcd_cluster_start_tls(struct etcd_cluster *c, int n, const struct etcd_tls *tls)
+static void etcd_cluster__start(struct etcd_cluster *c, int n, const struct etcd_tls *tls, const char *extra)
 {
     ASSERT_TRUE(n >= 1 && n <= ETCD_MEMBERS_MAX);
     memset(c, 0, sizeof *c);
     c->n = n;
     c->tls = tls;
+    c->extra_arg = extra;
     char *initial = c->initial;
     size_t used = 0, eused = 0;
     for (int i = 0; i < n; i++) {
@@ -173,6 +176,21 @@ void etcd_cluster_start_tls(struct etcd_cluster *c, int n, const struct etcd_tls
         c->pid[i] = etcd_spawn(c, i, initial);
     for (int i = 0; i < n; i++)
         etcd_member_wait_ready(c, i);
+}
+
+void etcd_cluster_start(struct etcd_cluster *c, int n)
+{
+    etcd_cluster__start(c, n, NULL, NULL);
+}
+
+void etcd_cluster_start_tls(struct etcd_cluster *c, int n, const struct etcd_tls *tls)
+{
+    etcd_cluster__start(c, n, tls, NULL);
+}
+
+void etcd_cluster_start_with(struct etcd_cluster *c, int n, const char *extra_arg)
+{
+    etcd_cluster__start(c, n, NULL, extra_arg);
 }
 
 /* True when every thread of pid is stopped (state T in /proc). */
@@ -219,6 +237,27 @@ static void etcdctl_path(char *ctl, size_t n)
     snprintf(ctl, n, "%s", etcd_binary());
     char *slash = strrchr(ctl, '/');
     snprintf(slash ? slash + 1 : ctl, n - (size_t)(slash ? slash + 1 - ctl : 0), "etcdctl");
+}
+
+int etcd_cluster_ctl(const struct etcd_cluster *c, char *out, size_t n, ...)
+{
+    char ctl[600];
+    etcdctl_path(ctl, sizeof ctl);
+    char *argv[24] = {ctl, "--endpoints", (char *)c->endpoints};
+    size_t k = 3;
+    va_list ap;
+    va_start(ap, n);
+    char *a;
+    while ((a = va_arg(ap, char *)) != NULL && k < 23)
+        argv[k++] = a;
+    va_end(ap);
+    argv[k] = NULL;
+    struct run r;
+    run_cmd(argv, NULL, 0, &r);
+    snprintf(out, n, "%s%s", r.out ? r.out : "", r.err ? r.err : "");
+    int status = r.status;
+    run_free(&r);
+    return status;
 }
 
 int etcd_cluster_count_keys(const struct etcd_cluster *c, const char *prefix)

@@ -21,6 +21,7 @@ struct etcd_tls {
 struct etcd_cluster {
     int n;
     const struct etcd_tls *tls;
+    const char *extra_arg; /* one more flag for every member, or NULL */
     pid_t pid[ETCD_MEMBERS_MAX];
     int client_port[ETCD_MEMBERS_MAX];
     int peer_port[ETCD_MEMBERS_MAX];
@@ -33,6 +34,12 @@ struct etcd_cluster {
 void etcd_cluster_start(struct etcd_cluster *c, int n);
 /* The same with TLS on the client URLs (https://; tls is borrowed). */
 void etcd_cluster_start_tls(struct etcd_cluster *c, int n, const struct etcd_tls *tls);
+/* The same with one more flag for every member (e.g.
+ * "--quota-backend-bytes=16777216"; borrowed). */
+void etcd_cluster_start_with(struct etcd_cluster *c, int n, const char *extra_arg);
+/* Run etcdctl against the cluster with the given arguments (NULL-ended);
+ * its exit status, its output in out (n bytes, NUL-terminated). */
+int etcd_cluster_ctl(const struct etcd_cluster *c, char *out, size_t n, ...);
 /* Stop every member still running (SIGTERM, then SIGKILL after 5 s). */
 void etcd_cluster_stop(struct etcd_cluster *c);
 /* The index of the member that leads now, or -1 when no live member

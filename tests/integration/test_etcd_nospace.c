@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
+/* test_etcd_nospace.c - a store on an etcd cluster that is out of space
+ * (its --quota-backend-bytes reached: the NOSPACE alarm refuses every
+ * put). A full store must still be read, shrunk and expired: reads
+ * answer, deletions succeed, expiries are notified, writes that store
+ * anything are answered "quota exceeded", $SYS and the log say why, and
+ * writes come back once an operator frees space. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "etcd_cluster.h"
+#include "harness.h"
+
+#define QUOTA "-ERR the quota has been exceeded\r\n"
+
+TEST(cluster_out_of_space_reads_deletions_and_expiry_go_on)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start_with(&c, 3, "--quota-backend-bytes=16777216");
+    struct broker b = {0};
+    snprintf(b.name, sizeof b.name, "full");
+    snprintf(b.data, sizeof b.data, "%s/data-full", test_tmpdir());
+    snprintf(b.extra, sizeof b.extra,
+             "plugin_opt_backend etcd\nplugin_opt_etcd_endpoints %s\nplugin_opt_etcd_prefix full/\n"
+             "plugin_opt_node_id full\nsys_interval 1\n", c.endpoints);
+    broker_start(&b);
+    struct client w, o;
+    char rw[64], ro[64];
+    client_connect_rr(&w, b.port, "writer", rw, sizeof rw);
+    client_connect_rr(&o, b.port, "observer", ro, sizeof ro);
+    struct msg *m = request(&w, rw, "l", NULL, NULL, W("SET", "live", "v"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&w, rw, "d", NULL, NULL, W("SET", "doomed", "x"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&o, ro, "n", NULL, NULL, W("KEYNOTIFY", "short"));
+    PAYLOAD(m, "+OK\r\n");
+    /* Expires while the cluster is full. */
+    uint64_t set_at = now_ms();
+    m = request(&w, rw, "s", NULL, NULL, W("SET", "short", "s", "PX", "9000"));
+    PAYLOAD(m, "+OK\r\n");
+    ASSERT_TRUE(client_wait(&o, 2000) != NULL); /* its SET */
+
+    /* Fill the cluster with values of 512 KiB until it refuses. */
+    static char big[512 * 1024];
+    memset(big, 'f', sizeof big - 1);
+    int stored = 0;
+    bool full = false;
+    for (int i = 0; i < 80 && !full; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "fill/%d", i);
+        m = request(&w, rw, "f", NULL, NULL, W("SET", key, big));
+        ASSERT_TRUE(m != NULL);
+        if (m->len == (int)strlen(QUOTA) && memcmp(m->payload, QUOTA, m->len) == 0)
+            full = true;
+        else
+            PAYLOAD(m, "+OK\r\n");
+        stored += !full;
+    }
+    ASSERT_TRUE(full);
+    ASSERT_TRUE(stored > 4);
+    ASSERT_TRUE(now_ms() - set_at < 8000); /* "short" still lives */
+    ASSERT_TRUE(broker_log_has(&b, "etcd is out of space"));
+
+    /* Writes and reads in the same batches: every read answers, every
+     * write that would store something is refused. */
+    for (int i = 0; i < 20; i++) {
+        char corr[16];
+        snprintf(corr, sizeof corr, "w%d", i);
+        request_send(&w, rw, corr, NULL, NULL, W("SET", "more", "m"));
+        snprintf(corr, sizeof corr, "r%d", i);
+        request_send(&w, rw, corr, NULL, NULL, W("GET", "live"));
+    }
+    int reads = 0, writes = 0;
+    for (int i = 0; i < 40; i++) {
+        m = client_wait(&w, 10000);
+        ASSERT_TRUE(m != NULL && m->corr_len > 0);
+        if (m->corr[0] == 'r') {
+            PAYLOAD(m, "$1\r\nv\r\n");
+            reads++;
+        } else {
+            PAYLOAD(m, QUOTA);
+            writes++;
+        }
+    }
+    ASSERT_EQ(reads, 20);
+    ASSERT_EQ(writes, 20);
+
+    /* Deletions shrink it. */
+    m = request(&w, rw, "dd", NULL, NULL, W("DEL", "doomed"));
+    PAYLOAD(m, ":1\r\n");
+    m = request(&w, rw, "gd", NULL, NULL, W("GET", "doomed"));
+    PAYLOAD(m, "$-1\r\n");
+    m = request(&w, rw, "vd", NULL, NULL, W("VDEL", "fill/0", "not its value"));
+    PAYLOAD(m, ":-1\r\n");
+    m = request(&w, rw, "df", NULL, NULL, W("DEL", "fill/1"));
+    PAYLOAD(m, ":1\r\n");
+
+    /* The expiry is notified, on time, and the key is gone. */
+    m = client_wait(&o, 12000);
+    ASSERT_TRUE(m != NULL);
+    PAYLOAD(m, "*2\r\n$6\r\nNOTIFY\r\n$6\r\nDELETE\r\n");
+    ASSERT_TRUE(now_ms() - set_at < 9000 + 2000);
+    m = request(&w, rw, "gs", NULL, NULL, W("GET", "short"));
+    PAYLOAD(m, "$-1\r\n");
+
+    /* $SYS says it (published every second here). */
+    char port[16];
+    snprintf(port, sizeof port, "%d", b.port);
+    usleep(1500000);
+    char *stats[] = {(char *)cli_path(), "-p", port, "stats", NULL};
+    struct run r;
+    run_cmd(stats, NULL, 0, &r);
+    ASSERT_EQ(r.status, 0);
+    const char *f = strstr(r.out, "\netcd/nospace ");
+    ASSERT_TRUE(f != NULL);
+    ASSERT_EQ(strtol(f + 14, NULL, 10), 1);
+    run_free(&r);
+
+    /* An operator frees space: the filler deleted (through the store, as
+     * deletions are allowed), compaction, defragmentation, and the alarm
+     * disarmed. Writes come back (tried again every few seconds). */
+    for (int i = 2; i < stored; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "fill/%d", i);
+        m = request(&w, rw, "df", NULL, NULL, W("DEL", key));
+        PAYLOAD(m, ":1\r\n");
+    }
+    char out[4096];
+    ASSERT_EQ(etcd_cluster_ctl(&c, out, sizeof out, "endpoint", "status", "--write-out=fields", NULL), 0);
+    const char *rev = strstr(out, "\"Revision\" : ");
+    ASSERT_TRUE(rev != NULL);
+    char revision[32];
+    snprintf(revision, sizeof revision, "%lld", strtoll(rev + 13, NULL, 10));
+    ASSERT_EQ(etcd_cluster_ctl(&c, out, sizeof out, "compact", revision, NULL), 0);
+    ASSERT_EQ(etcd_cluster_ctl(&c, out, sizeof out, "defrag", "--cluster", NULL), 0);
+    ASSERT_EQ(etcd_cluster_ctl(&c, out, sizeof out, "alarm", "disarm", NULL), 0);
+    bool back = false;
+    for (int i = 0; i < 100 && !back; i++) {
+        m = request(&w, rw, "b", NULL, NULL, W("SET", "again", "a"));
+        ASSERT_TRUE(m != NULL);
+        back = m->len == 5 && memcmp(m->payload, "+OK\r\n", 5) == 0;
+        if (!back) {
+            PAYLOAD(m, QUOTA);
+            usleep(200000);
+        }
+    }
+    ASSERT_TRUE(back);
+    ASSERT_TRUE(broker_log_has(&b, "etcd takes writes again"));
+    m = request(&w, rw, "ga", NULL, NULL, W("GET", "again"));
+    PAYLOAD(m, "$1\r\na\r\n");
+    m = request(&w, rw, "gl", NULL, NULL, W("GET", "live"));
+    PAYLOAD(m, "$1\r\nv\r\n");
+    client_close(&w);
+    client_close(&o);
+    broker_stop(&b);
+    etcd_cluster_stop(&c);
+}
