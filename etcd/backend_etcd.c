@@ -683,7 +683,7 @@ void ss_etcd__batch_reset(struct ss_etcd_batch *b)
     b->ntouched = 0;
     b->dkeys = b->dbytes = 0;
     b->usage_used = b->commit_usage = false;
-    b->ops = 3; /* the marker's put, the counter's, a read-only batch's Range */
+    b->ops = 4; /* the marker's put, the counter's, the claim's compare, a read-only batch's Range */
     b->bytes = 0;
     ss_buf_clear(&b->orphans);
     b->norphans = 0;
@@ -976,6 +976,7 @@ int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char
     e->sweep_interval_ms = o->sweep_interval_ms ? o->sweep_interval_ms : 250;
     e->tombstone_ms = o->tombstone_ms ? o->tombstone_ms : SS_BACKEND_ETCD_TOMBSTONE_MS;
     e->lease_ttl_s = o->lease_ttl_s ? o->lease_ttl_s : 3;
+    e->claim_lost_ms = ss_etcd__mono_ms(); /* none held yet */
     e->max_keys = o->max_keys;
     e->max_bytes = o->max_bytes;
     e->log = o->log;

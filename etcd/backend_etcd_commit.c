@@ -107,6 +107,11 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_flight *f, s
     }
     if (rc == SS_OK && !f->nospace)
         rc = ss_etcd__build_usage(e, &f->b, &t);
+    /* A write goes through only while this broker's claim on its node id
+     * is the one it made: a broker that stalled past its lease, and was
+     * replaced by another with the same node id, writes nothing. */
+    if (rc == SS_OK && f->writes && (rc = ss_etcd__named(e, 'l', e->node_id)) == SS_OK)
+        rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), e->claim_rev);
     if (rc == SS_OK && f->writes && !f->nospace) {
         snprintf(f->txn_id, sizeof f->txn_id, "%s %016llx %llu", e->node_id,
                  (unsigned long long)e->incarnation, (unsigned long long)++e->txn_seq);
@@ -157,7 +162,12 @@ int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms, unsigned *slot)
     if (f == NULL)
         return SS_E_BUSY;
     bool writes = ss_etcd__writes(&e->open);
-    if (writes && !f->marker_known) {
+    /* Writes wait for the claim on the node id (being made, or made again
+     * after it lapsed), up to unavailable_ms. */
+    bool unclaimed = writes && e->claim != SS_CLAIM_HELD;
+    if (unclaimed && ss_etcd__mono_ms() - e->claim_lost_ms < e->unavailable_ms)
+        return SS_E_PENDING;
+    if (writes && !unclaimed && !f->marker_known) {
         ss_etcd__ask_marker(e, f);
         return SS_E_PENDING;
     }
@@ -174,6 +184,12 @@ int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms, unsigned *slot)
     f->writes = writes;
     f->rc = SS_OK;
     f->revision = 0;
+    if (unclaimed) {
+        /* Nothing of it was sent: its requests are answered unavailable. */
+        ss_feed_clear(&f->b.pending);
+        ss_etcd__end_flight(e, f, false, 0);
+        return SS_E_UNAVAILABLE;
+    }
     *slot = f->slot;
     for (unsigned i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++)
         if (&e->flights[i] != f && e->flights[i].state != SS_COMMIT_IDLE) {
@@ -250,9 +266,18 @@ void ss_etcd__send_fence(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
     char fence[sizeof f->txn_id + 8];
     snprintf(fence, sizeof fence, "%s fence", f->txn_id);
     ss_bytes id = {(const uint8_t *)fence, strlen(fence)};
-    int rc = op ? ss_etcd__marker_key(e, f->slot) : SS_E_NOMEM;
+    /* The marker replaced if it still holds what it held before the lost
+     * commit, and the claim is the one that commit compared. */
+    ss_etcd_txn t = {0};
+    int rc = op ? ss_etcd__named(e, 'l', e->node_id) : SS_E_NOMEM;
     if (rc == SS_OK)
-        rc = ss_etcd_cas_pack(&op->call.request, ss_etcd__bytes(&e->scratch), f->marker_rev, id, 0);
+        rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), e->claim_rev);
+    if (rc == SS_OK && (rc = ss_etcd__marker_key(e, f->slot)) == SS_OK &&
+        (rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), f->marker_rev)) == SS_OK &&
+        (rc = ss_etcd_txn_put(&t, ss_etcd__bytes(&e->scratch), id)) == SS_OK &&
+        (rc = ss_etcd_txn_on_failure_get(&t, ss_etcd__bytes(&e->scratch))) == SS_OK)
+        rc = ss_etcd_txn_pack(&t, &op->call.request);
+    ss_etcd_txn_free(&t);
     if (rc != SS_OK) {
         if (op)
             ss_etcd__op_free(op);
@@ -276,6 +301,10 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         ss_etcd_reply_free(&r);
         if (!ok && f->writes && !f->nospace) /* the marker as the failure branch read it */
             f->marker_rev = kv.found ? kv.mod_revision : 0;
+        /* A failed compare may be the claim's (lapsed while this broker
+         * stalled): ask the lease now rather than at its next renewal. */
+        if (!ok && f->writes && e->claim == SS_CLAIM_HELD && !e->keepalive_asked)
+            e->keepalive_ms = 0;
         ss_etcd__commit_outcome(e, f, ok ? SS_OK : SS_E_CONFLICT, rev);
         return;
     }
@@ -314,6 +343,7 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     ss_etcd__log(e, SS_ETCD_LOG_WARNING, "the outcome of a commit is unknown (%s): settling it "
                  "through the commit marker before anything is answered", ss_etcd__why(c));
     f->state = SS_COMMIT_RESOLVING;
+    f->marker_rev_before = f->marker_rev;
     ss_etcd__send_fence(e, f);
 }
 
@@ -347,12 +377,26 @@ void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         ss_etcd__commit_outcome(e, f, SS_OK, rev);
         return;
     }
-    /* Someone else wrote this broker's marker: another broker with the
-     * same node id. */
-    ss_etcd__log(e, SS_ETCD_LOG_ERR, "the commit marker of node id %s was changed by another "
-                 "process: two brokers must not share a node id", e->node_id);
     f->marker_rev = rev;
-    f->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+    if (rev == f->marker_rev_before) {
+        /* The marker is as the lost commit found it, so it did not
+         * happen; the fence failed on the claim, which has lapsed since,
+         * so it never can (it compared that claim). */
+        ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "the commit of unknown outcome did not happen (this "
+                     "broker's claim on node id %s lapsed since): its requests run again once the "
+                     "node id is claimed again", e->node_id);
+        f->writes = false;
+        ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
+        return;
+    }
+    /* Another process wrote this broker's marker since: a broker that
+     * took over the node id after this one's claim lapsed. What is there
+     * says nothing of the lost commit, which may have happened before: its
+     * outcome stays unknown, and is answered as such. */
+    ss_etcd__log(e, SS_ETCD_LOG_ERR, "the commit marker of node id %s was changed by another process "
+                 "(two brokers must not share a node id): the outcome of a commit stays unknown, "
+                 "its requests are answered 'unavailable' and may have taken effect", e->node_id);
+    ss_etcd__commit_outcome(e, f, SS_E_UNAVAILABLE, 0);
 }
 
 bool ss_backend_etcd_commit_done(ss_backend *b, unsigned slot, int *rc)

@@ -172,6 +172,7 @@ struct ss_etcd_flight {
     /* the slot's commit marker */
     bool marker_known, marker_asked;
     int64_t marker_rev;
+    int64_t marker_rev_before; /* what the commit of unknown outcome compared */
     uint64_t marker_retry_ms;
 };
 enum ss_claim_state { SS_CLAIM_NONE, SS_CLAIM_GRANTING, SS_CLAIM_CLAIMING, SS_CLAIM_HELD };
@@ -218,6 +219,10 @@ struct ss_backend_etcd {
     uint64_t claim_retry_ms, keepalive_ms; /* monotonic */
     bool keepalive_asked, claim_refused_logged;
     char claim_value[64];
+    int64_t claim_rev;      /* the revision that created the claim held: every
+                               write Txn compares it, so none succeeds for a
+                               broker whose claim lapsed */
+    uint64_t claim_lost_ms; /* monotonic: since when none is held */
 
     /* the expiry sweep */
     struct ss_etcd_due due[SS_ETCD_SWEEP_BATCH];

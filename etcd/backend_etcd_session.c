@@ -63,9 +63,10 @@ static int ss_etcd__claim_pack(struct ss_backend_etcd *e, int64_t lease, ss_buf 
     return rc == SS_OK ? ss_etcd_cas_pack(out, ss_etcd__bytes(&e->scratch), 0, value, lease) : rc;
 }
 
-/* A claim's Txn came back: 0 (held), SS_E_BUSY (*holder: the claim of
- * the broker that holds it), or the call's failure. */
-static int ss_etcd__claim_result(const ss_grpc_call *c, char *holder, size_t n)
+/* A claim's Txn came back: 0 (held; *rev: the revision that created it),
+ * SS_E_BUSY (*holder: the claim of the broker that holds it), or the
+ * call's failure. */
+static int ss_etcd__claim_result(const ss_grpc_call *c, char *holder, size_t n, int64_t *rev)
 {
     ss_etcd_reply r;
     ss_etcd_kv kv;
@@ -74,6 +75,7 @@ static int ss_etcd__claim_result(const ss_grpc_call *c, char *holder, size_t n)
     if (ss_etcd_txn_unpack(&c->reply, &r, &kv) != SS_OK)
         return SS_E_PROTOCOL;
     int rc = r.succeeded ? SS_OK : SS_E_BUSY;
+    *rev = r.revision;
     if (!r.succeeded)
         snprintf(holder, n, "%.*s", kv.found ? (int)kv.value.len : 0, kv.found ? (const char *)kv.value.data : "");
     ss_etcd_reply_free(&r);
@@ -117,9 +119,10 @@ int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why
         c.method = SS_ETCD_TXN_METHOD;
         c.timeout_ms = e->call_timeout_ms;
         char holder[64] = "";
+        int64_t rev = 0;
         if ((rc = ss_etcd__claim_pack(e, id, &c.request)) == SS_OK) {
             ss_grpc_call_wait(e->grpc, &c);
-            rc = ss_etcd__claim_result(&c, holder, sizeof holder);
+            rc = ss_etcd__claim_result(&c, holder, sizeof holder, &rev);
         }
         if (rc != SS_OK && rc != SS_E_BUSY)
             snprintf(why, why_len, "%s", ss_etcd__why(&c));
@@ -127,6 +130,7 @@ int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why
         if (rc == SS_OK) {
             e->lease_id = id;
             e->claim = SS_CLAIM_HELD;
+            e->claim_rev = rev;
             e->keepalive_ms = ss_etcd__mono_ms() + (uint64_t)ttl * 1000u / 3u;
             /* The instance names what this process writes (chunks of
              * large values: CLUSTER.md). */
@@ -182,9 +186,11 @@ void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         break;
     case SS_OP_CLAIM: {
         char holder[64] = "";
-        int rc = ss_etcd__claim_result(c, holder, sizeof holder);
+        int64_t rev = 0;
+        int rc = ss_etcd__claim_result(c, holder, sizeof holder, &rev);
         if (rc == SS_OK) {
             e->claim = SS_CLAIM_HELD;
+            e->claim_rev = rev;
             e->keepalive_ms = now + e->lease_ttl_s * 1000u / 3u;
             if (e->claim_refused_logged)
                 ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "node id %s is this broker's again", e->node_id);
@@ -208,9 +214,11 @@ void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         } else if (ttl > 0) {
             e->keepalive_ms = now + (uint64_t)ttl * 1000u / 3u;
         } else {
-            ss_etcd__log(e, SS_ETCD_LOG_WARNING, "the claim on node id %s lapsed (etcd was out of reach "
-                         "for longer than %u s): claiming it again", e->node_id, e->lease_ttl_s);
+            ss_etcd__log(e, SS_ETCD_LOG_WARNING, "the claim on node id %s lapsed (etcd was out of reach, "
+                         "or this broker stalled, for longer than %u s): no write goes out until it is "
+                         "claimed again", e->node_id, e->lease_ttl_s);
             e->claim = SS_CLAIM_NONE;
+            e->claim_lost_ms = now;
             e->claim_retry_ms = 0;
         }
         break;
