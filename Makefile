@@ -186,9 +186,9 @@ $(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(LIB
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
 
 # libFuzzer targets: requests and commands, the engine, and the on-disk
-# decoders (journal replay, stored records). Each also builds without
+# decoders (journal replay, stored records), SCAN's pattern and token. Each also builds without
 # libFuzzer as a corpus replayer, which make test runs.
-FUZZ_TARGETS := request engine journal record
+FUZZ_TARGETS := request engine journal record scan
 # Each fuzz target also builds without libFuzzer as a corpus replayer.
 $(OUT)/fuzz/replay_%: $(OUT)/fuzz/fuzz_%.o $(OUT)/fuzz/replay.o $(LIBCORE)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)

@@ -55,6 +55,12 @@ typedef struct ss_record {
     uint64_t expiry_ms; /* 0: never expires */
 } ss_record;
 
+/* One key of a SCAN page, with the cursor that names it (a page started
+ * after that cursor begins with the next key) and its record (expiry not
+ * applied; a value the backend keeps apart may be absent: data NULL, len
+ * its size), all borrowed for the call. Return false to end the page. */
+typedef bool (*ss_backend_scan_fn)(void *ctx, ss_bytes key, ss_bytes cursor, const ss_record *rec);
+
 struct ss_backend_ops {
     const char *name;
     /* Look key up: 0 with *rec and *rev, SS_E_NOTFOUND (*rev: the absent
@@ -87,6 +93,21 @@ struct ss_backend_ops {
     /* The owner's pipeline settled the last commit with rc: committed
      * changes move to the feed, those of a failed commit are dropped. */
     void (*settled)(void *impl, int rc);
+    /* SCAN's page: walk the keys in the backend's order from the first
+     * after the cursor `after` (empty: the first), calling fn for each,
+     * until fn returns false or max_examined keys (deleted keys a backend
+     * keeps a trace of included) were looked at. *next gets the cursor of
+     * the last key looked at, opaque bytes of at most SS_STORE_KEY_MAX + 64
+     * (empty: the walk reached the end). What the open batch wrote is
+     * seen. 0; SS_E_PENDING: the page is being read, nothing was called
+     * (run the request again, with the same cursor and bound, once
+     * woken); or a failure (SS_E_IO, SS_E_UNAVAILABLE, SS_E_NOMEM). */
+    int (*scan)(void *impl, ss_bytes after, size_t max_examined, ss_backend_scan_fn fn, void *ctx,
+                ss_buf *next);
+    /* 16 bytes kept with the data, the same after a restart and for every
+     * broker on the same data, that clients cannot learn: the key of
+     * SCAN's continuation tokens. */
+    void (*token_key)(void *impl, uint8_t out[16]);
 };
 
 /* Should the feed keep a change of key? (Most keys have no observer;

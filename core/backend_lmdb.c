@@ -132,6 +132,21 @@ static void ss_backend_lmdb__abort(void *impl)
     ss_feed_clear(&l->pending);
 }
 
+/* In the batch, so that the page sees its writes as GET does. */
+static int ss_backend_lmdb__scan(void *impl, ss_bytes after, size_t max_examined, ss_backend_scan_fn fn, void *ctx,
+                                 ss_buf *next)
+{
+    struct ss_backend_lmdb *l = impl;
+    int rc = ss_backend_lmdb__batch(l);
+    return rc != SS_OK ? rc : ss_store_scan(l->store, after, max_examined, fn, ctx, next);
+}
+
+static void ss_backend_lmdb__token_key(void *impl, uint8_t out[16])
+{
+    struct ss_backend_lmdb *l = impl;
+    ss_store_secret(l->store, "SCAN continuation tokens", out);
+}
+
 static const struct ss_backend_ops ss_backend_lmdb_ops = {
     .name = "lmdb",
     .read = ss_backend_lmdb__read,
@@ -144,6 +159,8 @@ static const struct ss_backend_ops ss_backend_lmdb_ops = {
     .commit = ss_backend_lmdb__commit,
     .abort = ss_backend_lmdb__abort,
     .settled = ss_backend_lmdb__settled,
+    .scan = ss_backend_lmdb__scan,
+    .token_key = ss_backend_lmdb__token_key,
 };
 
 int ss_backend_lmdb_new(ss_store *store, ss_backend **out)

@@ -78,6 +78,13 @@ static int ss_command__parse_keynotify(const ss_request *req, ss_command *cmd)
     return SS_OK;
 }
 
+static int ss_command__parse_scan(const ss_request *req, ss_command *cmd)
+{
+    if (req->argc == 3)
+        cmd->token = req->argv[2];
+    return SS_OK;
+}
+
 struct ss_cmd_spec {
     const char *name; /* upper case */
     enum ss_cmd_type type;
@@ -85,24 +92,31 @@ struct ss_cmd_spec {
     size_t max_argc;
     int (*parse)(const ss_request *req, ss_command *cmd); /* NULL: key only */
     ss_command_traits traits;
+    int empty; /* the answer to an empty key (argument 1) */
 };
 
 /* Everything the server needs to know of a verb, in one place: how it is
  * read, which key access it needs, whether it takes a fencing token or
  * needs a timestamp, and whether a resend gets its first answer. */
 static const struct ss_cmd_spec ss_cmd_table[] = {
-    /* name, type, arity, parser, {writes, fenced, needs_ts, remembered, held} */
-    {"SET", SS_CMD_SET, 3, SS_REQUEST_MAX_ARGS, ss_command__parse_set, {true, true, true, true, true}},
+    /* name, type, arity, parser, {writes, fenced, needs_ts, remembered, held}, empty key */
+    {"SET", SS_CMD_SET, 3, SS_REQUEST_MAX_ARGS, ss_command__parse_set, {true, true, true, true, true},
+     SS_E_KEY_EMPTY},
     /* A resent GET simply runs again: it answers as any later read would.
      * Held: it may read what its batch wrote. */
-    {"GET", SS_CMD_GET, 2, 2, NULL, {false, false, false, false, true}},
-    {"DEL", SS_CMD_DEL, 2, 2, NULL, {true, true, false, true, true}},
-    {"VDEL", SS_CMD_VDEL, 3, 3, ss_command__parse_vdel, {true, true, false, true, true}},
+    {"GET", SS_CMD_GET, 2, 2, NULL, {false, false, false, false, true}, SS_E_KEY_EMPTY},
+    {"DEL", SS_CMD_DEL, 2, 2, NULL, {true, true, false, true, true}, SS_E_KEY_EMPTY},
+    {"VDEL", SS_CMD_VDEL, 3, 3, ss_command__parse_vdel, {true, true, false, true, true}, SS_E_KEY_EMPTY},
     /* Remembered: a resent KEYNOTIFY STOP must not turn "+OK" into ":0".
      * Not held: a registration lives in the broker's memory, not in the
      * store, so it took effect when it ran whatever becomes of the commit;
      * an error answer would be untrue. */
-    {"KEYNOTIFY", SS_CMD_KEYNOTIFY, 2, 3, ss_command__parse_keynotify, {false, false, false, true, false}},
+    {"KEYNOTIFY", SS_CMD_KEYNOTIFY, 2, 3, ss_command__parse_keynotify, {false, false, false, true, false},
+     SS_E_KEY_EMPTY},
+    /* SCAN PATTERN [TOKEN]: a read of keys it authorizes one by one; a
+     * resend runs again, as a GET does, and like a GET it may read what
+     * its batch wrote. */
+    {"SCAN", SS_CMD_SCAN, 2, 3, ss_command__parse_scan, {false, false, false, false, true}, SS_E_PATTERN_EMPTY},
 };
 
 /* A request that did not parse: its error answer is remembered too. */
@@ -133,7 +147,7 @@ int ss_command_parse(const ss_request *req, ss_command *cmd)
         return SS_E_ARITY;
     ss_command c = {.type = spec->type, .key = req->argv[1]};
     if (c.key.len == 0)
-        return SS_E_KEY_EMPTY;
+        return spec->empty;
     if (spec->parse != NULL) {
         int rc = spec->parse(req, &c);
         if (rc != SS_OK)

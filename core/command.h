@@ -20,6 +20,7 @@ enum ss_cmd_type {
     SS_CMD_DEL,
     SS_CMD_VDEL,
     SS_CMD_KEYNOTIFY,
+    SS_CMD_SCAN,
 };
 
 enum ss_set_cond {
@@ -35,6 +36,7 @@ typedef struct ss_command {
     enum ss_set_cond cond; /* SET */
     uint64_t px;           /* SET: expiry in ms, 0 when absent */
     bool stop;             /* KEYNOTIFY STOP */
+    ss_bytes token;        /* SCAN: the continuation token; data NULL on a first page */
 } ss_command;
 
 /* What the rest of the server needs to know of a verb (command.c's
@@ -55,7 +57,8 @@ typedef struct ss_command_traits {
 const ss_command_traits *ss_command_traits_of(int type);
 
 /* Check req and fill *cmd. Returns 0, or the protocol error to answer:
- * SS_E_UNKNOWN_COMMAND, SS_E_ARITY, SS_E_KEY_EMPTY or SS_E_SYNTAX (unknown
+ * SS_E_UNKNOWN_COMMAND, SS_E_ARITY, SS_E_KEY_EMPTY (SCAN: SS_E_PATTERN_EMPTY;
+ * its pattern is in key) or SS_E_SYNTAX (unknown
  * or repeated option, NX with NEX, PX missing, not a positive integer, or
  * above SS_PX_MAX). Checks run in that order. */
 int ss_command_parse(const ss_request *req, ss_command *cmd);

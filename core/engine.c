@@ -13,6 +13,7 @@
 
 #include "command.h"
 #include "errors.h"
+#include "scan.h"
 
 struct ss_engine {
     ss_backend *be;
@@ -204,17 +205,39 @@ static int ss_engine__keynotify(ss_engine *e, ss_exec *x, const ss_command *c, c
     return rc == 1 ? ss_codec_put_ok(x->response) : ss_codec_put_int(x->response, 0);
 }
 
+/* A key of a SCAN page is listed only to who may read it. */
+static bool ss_engine__may_read(void *ctx, void *caller, ss_bytes key)
+{
+    const ss_engine *e = ctx;
+    return e->opt.on_authorize(e->opt.authorize_ctx, caller, SS_ACCESS_READ, key);
+}
+
+static int ss_engine__scan(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *ts,
+                           const ss_hlc *ft)
+{
+    (void)ts;
+    (void)ft;
+    ss_scan_request q = {.pattern = c->key, .token = c->token, .now_ms = x->now_ms,
+                         .max_answer = e->opt.max_answer, .caller = x->caller};
+    if (e->opt.on_authorize) {
+        q.may_read = ss_engine__may_read;
+        q.may_read_ctx = e;
+    }
+    return ss_scan_page(e->be, &q, x->response);
+}
+
 /* What each verb does; what it needs (access, fencing, timestamp, resend
  * answer) is in the command table (command.c). */
 typedef int (*ss_engine_handler)(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *ts,
                                  const ss_hlc *ft);
-#define SS_ENGINE_HANDLERS (SS_CMD_KEYNOTIFY + 1)
+#define SS_ENGINE_HANDLERS (SS_CMD_SCAN + 1)
 static const ss_engine_handler ss_engine__handlers[SS_ENGINE_HANDLERS] = {
     [SS_CMD_SET] = ss_engine__set,
     [SS_CMD_GET] = ss_engine__get,
     [SS_CMD_DEL] = ss_engine__del,
     [SS_CMD_VDEL] = ss_engine__del,
     [SS_CMD_KEYNOTIFY] = ss_engine__keynotify,
+    [SS_CMD_SCAN] = ss_engine__scan,
 };
 
 /* Parse an optional HLC property and apply the skew check. */
@@ -242,6 +265,8 @@ static int ss_engine__parse(ss_engine *e, ss_exec *x)
     if ((rc = ss_command_parse(&req, c)) != SS_OK)
         return rc;
     x->command = (int)c->type;
+    if (c->type == SS_CMD_SCAN)
+        return SS_OK; /* its pattern is no key: scan.c checks it */
     if (c->key.len > e->opt.max_key_len)
         return SS_E_QUOTA;
     if (c->type == SS_CMD_SET && e->opt.max_value_len && c->value.len > e->opt.max_value_len)
@@ -265,7 +290,8 @@ static int ss_engine__run(ss_engine *e, ss_exec *x)
         return x->parse_rc;
     const ss_command c = x->cmd;
     const ss_command_traits *traits = ss_command_traits_of(c.type);
-    if (e->opt.on_authorize) {
+    /* SCAN asks for each key it would list (ss_engine__scan). */
+    if (e->opt.on_authorize && c.type != SS_CMD_SCAN) {
         enum ss_access need = traits->writes ? SS_ACCESS_WRITE : SS_ACCESS_READ;
         if (!e->opt.on_authorize(e->opt.authorize_ctx, x->caller, need, c.key))
             return SS_E_NOT_AUTHORIZED;

@@ -48,6 +48,7 @@ typedef struct ss_engine_options {
     void *keynotify_ctx;
     ss_authorize_fn on_authorize; /* NULL: everything is allowed */
     void *authorize_ctx;
+    size_t max_answer;          /* SCAN: an answer's bytes at most; 0: no bound */
 } ss_engine_options;
 
 #define SS_NODE_ID_DEFAULT "StateStore"

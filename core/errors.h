@@ -4,8 +4,10 @@
  * Every function of the core returns 0 on success or a negative code from
  * SS_ERRORS. The first twelve are the protocol's error answers: their text is
  * sent on the wire byte for byte as "-ERR <text>\r\n" (PROTOCOL.md section 3)
- * and must never be reused for another meaning. The rest are local failures
- * that never reach the wire as such.
+ * and must never be reused for another meaning. Those after them with
+ * wire 1 are texts of statestore's own (an unavailable store, SCAN's
+ * refusals: PROTOCOL.md 9.3), under the same rule; the others are local
+ * failures that never reach the wire as such.
  */
 #ifndef SS_ERRORS_H
 #define SS_ERRORS_H
@@ -48,7 +50,15 @@
     X(PROTOCOL, -32, 0, "malformed answer from the server")                       \
     X(SERVER, -33, 0, "the server answered with an error this client does not know") \
     X(STATUS, -34, 0, "the server refused the request (status other than 200)")  \
-    X(UNAVAILABLE, -35, 1, "the store is unavailable")
+    X(UNAVAILABLE, -35, 1, "the store is unavailable")                            \
+    X(PATTERN_EMPTY, -36, 1, "the pattern is empty")                               \
+    X(PATTERN_LONG, -37, 1, "the pattern is longer than 1024 bytes")              \
+    X(PATTERN_UTF8, -38, 1, "the pattern is not UTF-8")                            \
+    X(PATTERN_BRACKET, -39, 1, "invalid pattern: a '[' is not closed")            \
+    X(PATTERN_STARS, -40, 1,                                                        \
+      "invalid pattern: '**' must be a whole path segment and '***' is not a "    \
+      "wildcard")                                                                   \
+    X(TOKEN_INVALID, -41, 1, "invalid continuation token")
 
 enum ss_status {
     SS_OK = 0,

@@ -192,13 +192,14 @@ int ss_store_pop_due(ss_store *s, uint64_t now_ms, ss_buf *key, ss_hlc *version)
 /* Outside a commit: how many keys have a deadline <= now_ms (counted up
  * to cap; 0 while a commit is under way). */
 uint64_t ss_store_due_count(ss_store *s, uint64_t now_ms, uint64_t cap);
-/* Outside a batch and a commit: walk the keys in the store's order from
+/* Outside a commit (in a batch, its writes are seen): walk the keys in the store's order from
  * the first one after the cursor `after` (empty: from the start), calling
- * fn for each, until fn returns false or max_examined keys were seen. key
- * and rec borrow the store's memory during the call only; expiry is not
+ * fn for each, until fn returns false or max_examined keys were seen. key,
+ * the cursor that names it (to go on after it) and rec borrow the store's
+ * memory during the call only; expiry is not
  * applied. *next gets the cursor to go on from (empty when the walk
  * reached the end): an opaque byte string. 0, SS_E_BUSY, or a failure. */
-typedef bool (*ss_store_scan_fn)(void *ctx, ss_bytes key, const ss_record *rec);
+typedef bool (*ss_store_scan_fn)(void *ctx, ss_bytes key, ss_bytes cursor, const ss_record *rec);
 int ss_store_scan(ss_store *s, ss_bytes after, size_t max_examined, ss_store_scan_fn fn, void *ctx,
                   ss_buf *next);
 /* Bytes in the journal (what the next checkpoint writes into the data
@@ -206,6 +207,10 @@ int ss_store_scan(ss_store *s, ss_bytes after, size_t max_examined, ss_store_sca
  * its commit; 0: none). */
 uint64_t ss_store_journal_bytes(const ss_store *s);
 uint64_t ss_store_last_checkpoint_ms(const ss_store *s);
+/* 16 bytes derived from the store's own random key (made when the store
+ * was created, kept in it): the same across restarts, never written out
+ * as they are. For keys of data given to clients (SCAN's tokens). */
+void ss_store_secret(const ss_store *s, const char *purpose, uint8_t out[16]);
 
 /* Keys and charged bytes as of the open batch (or the last commit). */
 uint64_t ss_store_key_count(const ss_store *s);

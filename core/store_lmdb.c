@@ -9,6 +9,7 @@
 #include "errors.h"
 #include "journal.h"
 #include "record.h"
+#include "siphash.h"
 #include "store_lmdb.h"
 
 /* A status code for an LMDB result; a system error stays in errno for the
@@ -352,7 +353,7 @@ int ss_store_scan(ss_store *s, ss_bytes after, size_t max_examined, ss_store_sca
                   ss_buf *next)
 {
     ss_buf_clear(next);
-    if (s->committing || s->batch)
+    if (s->committing)
         return SS_E_BUSY;
     /* After a failed reload the file alone lacks what the journal holds:
      * no answer rather than an untrue one (the next batch reloads). */
@@ -391,8 +392,8 @@ int ss_store_scan(ss_store *s, ss_bytes after, size_t max_examined, ss_store_sca
             rc = SS_E_NOMEM;
             break;
         }
-        ss_bytes whole = {key.data, key.len};
-        bool go_on = fn(ctx, whole, &rec);
+        ss_bytes whole = {key.data, key.len}, at = {k.mv_data, k.mv_size};
+        bool go_on = fn(ctx, whole, at, &rec);
         ss_buf_clear(next);
         if (ss_buf_append(next, k.mv_data, k.mv_size) != SS_OK) {
             rc = SS_E_NOMEM;
@@ -425,6 +426,16 @@ uint64_t ss_store_journal_bytes(const ss_store *s)
 uint64_t ss_store_last_checkpoint_ms(const ss_store *s)
 {
     return s->ckpt_ok_ms;
+}
+
+void ss_store_secret(const ss_store *s, const char *purpose, uint8_t out[16])
+{
+    /* Two PRF outputs of the purpose under the store's key: the key
+     * itself stays inside. */
+    for (uint8_t half = 0; half < 2; half++) {
+        ss_bytes parts[] = {{(const uint8_t *)purpose, strlen(purpose)}, {&half, 1}};
+        ss_put_be(out + 8 * half, ss_siphash_parts(s->hash_key, parts, 2), 8);
+    }
 }
 
 uint64_t ss_store_key_count(const ss_store *s)

@@ -10,8 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/bigendian.h"
 #include "../core/errors.h"
 #include "../core/record.h"
+#include "../core/siphash.h"
 #include "backend_etcd_internal.h"
 
 /* ---- small helpers ----------------------------------------------------- */
@@ -787,6 +789,21 @@ static int ss_etcd__commit(void *impl, uint64_t now_ms)
     return SS_E_UNAVAILABLE;
 }
 
+/* Every broker on the prefix derives the same key, with nothing to
+ * agree on first; clients are not told the prefix, but it is no secret
+ * (PROTOCOL.md 9.4). */
+static void ss_etcd__token_key(void *impl, uint8_t out[16])
+{
+    struct ss_backend_etcd *e = impl;
+    static const uint8_t zero[16];
+    for (uint8_t half = 0; half < 2; half++) {
+        ss_bytes parts[] = {{(const uint8_t *)"SCAN continuation tokens", 24},
+                            {(const uint8_t *)e->prefix, strlen(e->prefix)},
+                            {&half, 1}};
+        ss_put_be(out + 8 * half, ss_siphash_parts(zero, parts, 3), 8);
+    }
+}
+
 static const struct ss_backend_ops ss_backend_etcd_ops = {
     .name = "etcd",
     .read = ss_etcd__read,
@@ -799,6 +816,8 @@ static const struct ss_backend_ops ss_backend_etcd_ops = {
     .commit = ss_etcd__commit,
     .abort = ss_etcd__abort,
     .settled = ss_etcd__settled,
+    .scan = ss_etcd__page,
+    .token_key = ss_etcd__token_key,
 };
 
 void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
@@ -869,6 +888,9 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
             break;
         case SS_OP_BLOB_SCAN:
             ss_etcd__scan_blob_read(e, op);
+            break;
+        case SS_OP_PAGE:
+            ss_etcd__page_read(e, op);
             break;
         }
         ss_etcd__op_free(op);
@@ -1054,6 +1076,8 @@ void ss_backend_etcd_free(ss_backend *b)
     ss_buf_free(&e->scratch2);
     ss_buf_free(&e->scan_reply);
     ss_buf_free(&e->scan_value);
+    ss_buf_free(&e->page_after);
+    ss_buf_free(&e->page_reply);
     ss_buf_free(&e->stub);
     ss_buf_free(&e->drops);
     free(e->prefix);

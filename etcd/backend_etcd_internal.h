@@ -94,7 +94,7 @@ struct ss_etcd_entry {
 enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_SWEEP, SS_OP_GRANT, SS_OP_CLAIM,
                   SS_OP_KEEPALIVE, SS_OP_REVOKE, SS_OP_AUTH, SS_OP_USAGE, SS_OP_USAGE_SCAN,
                   SS_OP_USAGE_INIT, SS_OP_SCAN, SS_OP_WATCH, SS_OP_REMOVED, SS_OP_UPLOAD, SS_OP_BLOB_DROP,
-                  SS_OP_BLOB_FETCH, SS_OP_BLOB_HELD, SS_OP_BLOB_SCAN };
+                  SS_OP_BLOB_FETCH, SS_OP_BLOB_HELD, SS_OP_BLOB_SCAN, SS_OP_PAGE };
 
 /* What a stub says of a value stored in chunks (backend_etcd_blob.c). */
 struct ss_etcd_stub {
@@ -256,6 +256,13 @@ struct ss_backend_etcd {
     size_t scan_value_at; /* 1 + the record whose chunks are in scan_value */
     ss_buf scan_value;
 
+    /* a page of keys for SCAN (the storage interface's scan) */
+    enum { SS_PAGE_IDLE, SS_PAGE_RUNNING, SS_PAGE_DONE } page;
+    ss_buf page_after; /* the cursor it is read after */
+    size_t page_limit;
+    int page_rc;
+    ss_buf page_reply;
+
     /* the watch on the records: the change feed */
     struct ss_etcd_op *watch; /* its stream, while one runs */
     int64_t watch_rev;        /* every change up to this revision was seen (0: none yet) */
@@ -366,6 +373,9 @@ void ss_etcd__usage_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__scan_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 /* The chunks of a record of the page came back. */
 void ss_etcd__scan_blob_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+/* SCAN's page (the storage interface's scan) and its Range's answer. */
+int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_scan_fn fn, void *ctx, ss_buf *next);
+void ss_etcd__page_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
 /* backend_etcd_watch.c */
 /* Start the watch when none runs; read what it reported; its stream

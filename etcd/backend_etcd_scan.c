@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_scan.c - pages of records in key order, for the
- * administrative requests (backend_etcd.h). A page is one linearizable
- * Range of k/, read on the channel's thread while the broker goes on. */
+ * administrative requests (backend_etcd.h) and for SCAN (the storage
+ * interface's scan). A page is one linearizable Range of k/, read on the
+ * channel's thread while the broker goes on. The two have a page each,
+ * so that neither waits for the other. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,9 @@
 #include "../core/errors.h"
 #include "../core/record.h"
 #include "backend_etcd_internal.h"
+
+static int ss_etcd__range_after(struct ss_backend_etcd *e, struct ss_etcd_op *op, ss_bytes from, bool inclusive,
+                                size_t limit);
 
 int ss_backend_etcd_scan_start(ss_backend *b, ss_bytes from, bool inclusive, size_t limit, bool values)
 {
@@ -18,16 +23,7 @@ int ss_backend_etcd_scan_start(ss_backend *b, ss_bytes from, bool inclusive, siz
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_SCAN, SS_ETCD_RANGE_METHOD);
     if (op == NULL)
         return SS_E_NOMEM;
-    ss_bytes none = {NULL, 0};
-    uint8_t zero = 0;
-    int rc = ss_etcd__key(e, &e->scratch, 'k', 0, from);
-    if (rc == SS_OK && !inclusive && from.len) /* the first key after it */
-        rc = ss_buf_append(&e->scratch, &zero, 1);
-    if (rc == SS_OK && (rc = ss_etcd__key(e, &e->scratch2, 'k', 0, none)) == SS_OK) {
-        e->scratch2.data[e->scratch2.len - 1] = '0'; /* "k0" follows every "k/..." */
-        rc = ss_etcd_range_all_pack(&op->call.request, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(&e->scratch2),
-                                    (int64_t)limit);
-    }
+    int rc = ss_etcd__range_after(e, op, from, inclusive, limit);
     if (rc != SS_OK) {
         ss_etcd__op_free(op);
         return rc;
@@ -39,14 +35,35 @@ int ss_backend_etcd_scan_start(ss_backend *b, ss_bytes from, bool inclusive, siz
     return SS_OK;
 }
 
+/* A page's Range answered: its reply moves into *into (no copy). */
+static int ss_etcd__take_reply(struct ss_etcd_op *op, ss_buf *into)
+{
+    ss_buf spare = *into;
+    *into = op->call.reply;
+    op->call.reply = spare;
+    ss_buf_clear(&op->call.reply);
+    return op->call.rc == SS_OK ? SS_OK : SS_E_UNAVAILABLE;
+}
+
 void ss_etcd__scan_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
     e->scan = SS_SCAN_DONE;
-    e->scan_rc = op->call.rc == SS_OK ? SS_OK : SS_E_UNAVAILABLE;
-    ss_buf spare = e->scan_reply; /* the reply is kept without a copy */
-    e->scan_reply = op->call.reply;
-    op->call.reply = spare;
-    ss_buf_clear(&op->call.reply);
+    e->scan_rc = ss_etcd__take_reply(op, &e->scan_reply);
+}
+
+/* Record i of a page: its key (without the prefix's plen bytes) and
+ * record; false for what is no record of ours or a deleted key's
+ * tombstone (*key is still set when the name is one of ours). */
+static bool ss_etcd__page_entry(const ss_etcd_reply *r, size_t i, size_t plen, ss_bytes *key, ss_record *rec,
+                                ss_etcd_kv *kv)
+{
+    ss_bytes name, tail;
+    ss_etcd_range_kv(r, i, kv, &name);
+    if (name.len < plen)
+        return false;
+    key->data = name.data + plen;
+    key->len = name.len - plen;
+    return ss_record_decode(kv->value.data, kv->value.len, rec, &tail) == SS_OK && !ss_etcd__tombstone(kv->value);
 }
 
 void ss_etcd__scan_blob_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
@@ -112,14 +129,8 @@ bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key
     bool stopped = false;
     for (size_t i = e->scan_pos; i < n && !stopped; i++) {
         ss_etcd_kv kv;
-        ss_bytes key, tail;
         ss_record rec;
-        ss_etcd_range_kv(&r, i, &kv, &key);
-        if (key.len < plen)
-            continue;
-        last.data = key.data + plen;
-        last.len = key.len - plen;
-        if (ss_record_decode(kv.value.data, kv.value.len, &rec, &tail) != SS_OK || ss_etcd__tombstone(kv.value))
+        if (!ss_etcd__page_entry(&r, i, plen, &last, &rec, &kv))
             continue; /* not a record of ours, or a deleted key's tombstone: skipped */
         struct ss_etcd_stub stub;
         if (ss_etcd__stub(kv.value, &rec, &stub) && !e->scan_values) {
@@ -151,4 +162,93 @@ bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key
     ss_etcd_reply_free(&r);
     ss_etcd__scan_end(e);
     return true;
+}
+
+/* The Range of up to limit records after `after` (empty: from the first). */
+static int ss_etcd__range_after(struct ss_backend_etcd *e, struct ss_etcd_op *op, ss_bytes from, bool inclusive,
+                                size_t limit)
+{
+    ss_bytes none = {NULL, 0};
+    uint8_t zero = 0;
+    int rc = ss_etcd__key(e, &e->scratch, 'k', 0, from);
+    if (rc == SS_OK && !inclusive && from.len) /* the first key after it */
+        rc = ss_buf_append(&e->scratch, &zero, 1);
+    if (rc == SS_OK && (rc = ss_etcd__key(e, &e->scratch2, 'k', 0, none)) == SS_OK) {
+        e->scratch2.data[e->scratch2.len - 1] = '0'; /* "k0" follows every "k/..." */
+        rc = ss_etcd_range_all_pack(&op->call.request, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(&e->scratch2),
+                                    (int64_t)limit);
+    }
+    return rc;
+}
+
+void ss_etcd__page_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    e->page = SS_PAGE_DONE;
+    e->page_rc = ss_etcd__take_reply(op, &e->page_reply);
+}
+
+static bool ss_etcd__page_is(const struct ss_backend_etcd *e, ss_bytes after, size_t limit)
+{
+    return e->page_limit == limit && e->page_after.len == after.len &&
+           (after.len == 0 || memcmp(e->page_after.data, after.data, after.len) == 0);
+}
+
+int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_scan_fn fn, void *ctx, ss_buf *next)
+{
+    struct ss_backend_etcd *e = impl;
+    ss_buf_clear(next);
+    /* A page read for another cursor (a request that went away, or one
+     * queued behind this one) is read again when its turn comes. */
+    if (e->page == SS_PAGE_DONE && !ss_etcd__page_is(e, after, max_examined))
+        e->page = SS_PAGE_IDLE;
+    if (e->page == SS_PAGE_RUNNING)
+        return SS_E_PENDING;
+    if (e->page == SS_PAGE_IDLE) {
+        struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_PAGE, SS_ETCD_RANGE_METHOD);
+        if (op == NULL)
+            return SS_E_NOMEM;
+        ss_buf_clear(&e->page_after);
+        int rc = ss_buf_append(&e->page_after, after.data, after.len);
+        if (rc == SS_OK)
+            rc = ss_etcd__range_after(e, op, after, false, max_examined);
+        if (rc != SS_OK) {
+            ss_etcd__op_free(op);
+            return rc;
+        }
+        e->page = SS_PAGE_RUNNING;
+        e->page_limit = max_examined;
+        ss_etcd__submit(e, op);
+        return SS_E_PENDING;
+    }
+    /* Read: walked once, then forgotten. */
+    e->page = SS_PAGE_IDLE;
+    int rc = e->page_rc;
+    ss_etcd_reply r;
+    size_t n = 0;
+    if (rc != SS_OK)
+        return rc;
+    if (ss_etcd_range_unpack_all(&e->page_reply, &r, &n) != SS_OK)
+        return SS_E_PROTOCOL;
+    size_t plen = strlen(e->prefix) + 2;
+    ss_bytes last = {NULL, 0};
+    bool stopped = false;
+    for (size_t i = 0; i < n && !stopped; i++) {
+        ss_etcd_kv kv;
+        ss_record rec;
+        if (!ss_etcd__page_entry(&r, i, plen, &last, &rec, &kv))
+            continue; /* not a record of ours, or a deleted key's tombstone */
+        struct ss_etcd_stub stub;
+        if (ss_etcd__stub(kv.value, &rec, &stub)) {
+            rec.value.data = NULL; /* in chunks: its length alone */
+            rec.value.len = (size_t)stub.len;
+        }
+        stopped = !fn(ctx, last, last, &rec); /* the key is its own cursor */
+    }
+    /* More may follow when the page was full or the walk stopped early. */
+    if ((stopped || n == max_examined) && last.data && ss_buf_append(next, last.data, last.len) != SS_OK)
+        rc = SS_E_NOMEM;
+    ss_etcd_reply_free(&r);
+    if (e->page_reply.cap > ((size_t)1 << 20))
+        ss_buf_free(&e->page_reply);
+    return rc;
 }

@@ -179,6 +179,12 @@ static bool ss_admin__visit(void *ctx, ss_bytes key, const ss_record *rec)
     return pg->rc == SS_OK && ++pg->got < pg->want && budget;
 }
 
+static bool ss_admin__visit_store(void *ctx, ss_bytes key, ss_bytes cursor, const ss_record *rec)
+{
+    (void)cursor; /* the walk's own cursor names the last key seen */
+    return ss_admin__visit(ctx, key, rec);
+}
+
 /* KEYS (or EXPORT, values too) PATTERN CURSOR COUNT into a->answer. */
 static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req *r, const ss_request *q,
                                   uint64_t now_ms, bool values)
@@ -208,7 +214,7 @@ static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req
     size_t examine = count * 10 < SS_ADMIN_EXAMINE_MAX ? count * 10 : SS_ADMIN_EXAMINE_MAX;
     int rc;
     if (p->store) {
-        rc = ss_store_scan(p->store, after, examine, ss_admin__visit, &pg, &next);
+        rc = ss_store_scan(p->store, after, examine, ss_admin__visit_store, &pg, &next);
     } else if (!a->reading) { /* etcd: the page is read first, then visited */
         if ((rc = ss_backend_etcd_scan_start(p->backend, after, false, examine, values)) != SS_OK)
             return ss_strerror(rc);

@@ -427,7 +427,8 @@ static void ss_batch__prefetch(struct ss_batch *b, size_t from)
         ss_command cmd;
         size_t used;
         if (ss_codec_decode_request(e->payload, e->len, &lim, &req, &used) == SS_OK &&
-            ss_command_parse(&req, &cmd) == SS_OK && cmd.type != SS_CMD_KEYNOTIFY)
+            ss_command_parse(&req, &cmd) == SS_OK && cmd.type != SS_CMD_KEYNOTIFY &&
+            cmd.type != SS_CMD_SCAN)
             ss_backend_etcd_prefetch(b->p->backend, cmd.key);
     }
     if (end > b->prefetched)

@@ -13,7 +13,7 @@
 #include "plugin.h"
 
 static const char *const ss_verb_names[SS_METRICS_VERBS] = {"unparsed", "set", "get", "del", "vdel",
-                                                            "keynotify"};
+                                                            "keynotify", "scan"};
 
 uint64_t ss_mono_us(void)
 {
@@ -34,6 +34,8 @@ void ss_metrics_request(struct ss_metrics *m, int command, int status, const uin
         outcome = SS_OUTCOME_ERROR_FIRST + (-status - 1);
     else if (status == SS_E_UNAVAILABLE)
         outcome = SS_OUTCOME_UNAVAILABLE;
+    else if (status <= SS_E_PATTERN_EMPTY && status >= SS_E_TOKEN_INVALID)
+        outcome = SS_OUTCOME_SCAN_FIRST + (SS_E_PATTERN_EMPTY - status);
     else
         outcome = SS_OUTCOME_STORAGE;
     m->requests[command][outcome]++;
@@ -84,6 +86,10 @@ static void ss_metrics__outcome_name(int outcome, char *out, size_t n)
         snprintf(out, n, "storage");
     } else if (outcome == SS_OUTCOME_UNAVAILABLE) {
         snprintf(out, n, "unavailable");
+    } else if (outcome >= SS_OUTCOME_SCAN_FIRST) {
+        snprintf(out, n, "%s", ss_errname(SS_E_PATTERN_EMPTY - (outcome - SS_OUTCOME_SCAN_FIRST)));
+        for (char *c = out; *c; c++)
+            *c = (char)tolower((unsigned char)*c);
     } else {
         snprintf(out, n, "%s", ss_errname(-(outcome - SS_OUTCOME_ERROR_FIRST) - 1));
         for (char *c = out; *c; c++)

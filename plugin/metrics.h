@@ -27,11 +27,12 @@ enum ss_outcome {
     SS_OUTCOME_ERROR_FIRST, /* + (-status - 1) for the protocol's twelve errors */
     SS_OUTCOME_STORAGE = SS_OUTCOME_ERROR_FIRST + 12,
     SS_OUTCOME_UNAVAILABLE, /* etcd: the cluster did not answer in time */
-    SS_OUTCOME_COUNT
+    SS_OUTCOME_SCAN_FIRST,  /* + (SS_E_PATTERN_EMPTY - status) for SCAN's six refusals */
+    SS_OUTCOME_COUNT = SS_OUTCOME_SCAN_FIRST + (SS_E_PATTERN_EMPTY - SS_E_TOKEN_INVALID) + 1
 };
 
 /* Verbs by enum ss_cmd_type; 0: a request that did not parse. */
-#define SS_METRICS_VERBS (SS_CMD_KEYNOTIFY + 1)
+#define SS_METRICS_VERBS (SS_CMD_SCAN + 1)
 /* Latency samples kept per interval (beyond: every other one replaced). */
 #define SS_METRICS_SAMPLES 1024u
 

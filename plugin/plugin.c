@@ -284,7 +284,9 @@ static int ss_plugin__open(struct ss_plugin *p)
                             .on_keynotify = ss_on_keynotify,
                             .keynotify_ctx = p,
                             .on_authorize = ss_authorize,
-                            .authorize_ctx = p};
+                            .authorize_ctx = p,
+                            /* as a value: room left for the topic and properties */
+                            .max_answer = (size_t)p->opt.max_value_bytes};
     /* Only changes of keys someone observes are kept for the feed. */
     p->backend->wanted = ss_notify_wanted;
     p->backend->wanted_ctx = p;

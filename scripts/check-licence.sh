@@ -8,9 +8,10 @@ set -u
 want='SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause'
 missing=$(git ls-files --cached --others --exclude-standard | while IFS= read -r f; do
     case "$f" in
-        # Fuzzing corpora (data), go.sum (written by go), the licence texts,
-        # and two files of Debian's whose formats have no comments.
-        fuzz/corpus/*|*/go.sum|LICENSES/*|debian/changelog|debian/source/format) continue ;;
+        # Fuzzing corpora (data), go.sum and Cargo.lock (written by go and
+        # cargo), the licence texts, and two files of Debian's whose
+        # formats have no comments.
+        fuzz/corpus/*|*/go.sum|*/Cargo.lock|LICENSES/*|debian/changelog|debian/source/format) continue ;;
     esac
     head -n 3 "$f" | grep -qF "$want" || echo "$f"
 done)

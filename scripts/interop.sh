@@ -26,17 +26,22 @@
 #   INTEROP_ROUNDS  rounds of each suite against one broker (default 5)
 #   INTEROP_SUITES  which suites (default "rust go")
 #   INTEROP_MIN_MS  a network test faster than this did not run (default 3)
+#   INTEROP_RUST_VERSION  the Rust crate's version (default 1.5.0-beta1)
+#   INTEROP_GLOBDIFF_CASES  random cases of the pattern matcher against the
+#                   glob crate, per seed of 4 (default 250000)
 set -eu
 cd "$(dirname "$0")/.."
 root=$(pwd)
 plugin=${1:?usage: scripts/interop.sh PLUGIN CLI}
 cli=${2:?usage: scripts/interop.sh PLUGIN CLI}
 
-# Pinned versions. The Rust crate is the latest stable release; the Go
-# modules are those the SDK's integration tests require at the commit the
-# Go scenarios follow (tests/interop/go/go.mod, with go.sum).
+# Pinned versions. The Rust crate is 1.5.0-beta1, the first with SCAN
+# (list_keys and its four network tests); INTEROP_RUST_VERSION=1.3.0 runs
+# the last stable release instead. The Go modules are those the SDK's
+# integration tests require at the commit the Go scenarios follow
+# (tests/interop/go/go.mod, with go.sum).
 RUST_CRATE=azure_iot_operations_services
-RUST_VERSION=1.3.0
+RUST_VERSION=${INTEROP_RUST_VERSION:-1.5.0-beta1}
 RUST_TESTS="state_store_client_test lease_client_tests lock_client_tests"
 
 B=$root/build/interop
@@ -138,6 +143,15 @@ EOF
                 echo "interop: no test binary for $t" >&2
                 exit 1
             }
+        done
+        # SCAN's patterns against the glob crate itself (tests/interop/globdiff).
+        echo "== interop: SCAN's pattern matcher against the glob crate"
+        (CARGO_TARGET_DIR="$B/globdiff" "$CARGO" build -q --release --manifest-path tests/interop/globdiff/Cargo.toml)
+        ${CC:-cc} -std=c11 -D_DEFAULT_SOURCE -O2 -Wall -Wextra -Werror -o "$B/globdiff/check" \
+            tests/interop/globdiff/check.c core/pattern.c core/errors.c
+        for seed in 1 2 3 4; do
+            "$B/globdiff/release/globdiff" "${INTEROP_GLOBDIFF_CASES:-250000}" "$seed" >"$B/globdiff/cases"
+            "$B/globdiff/check" <"$B/globdiff/cases" || exit 1
         done
         prepared="$prepared rust"
         ;;

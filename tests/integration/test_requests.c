@@ -78,8 +78,10 @@ TEST(plugin_commands_byte_exact)
     PAYLOAD(m, "-ERR missing timestamp\r\n");
     m = request(&c, RESP, "corr-c", NULL, NULL, W("set", "k"));
     PAYLOAD(m, "-ERR wrong number of arguments\r\n");
-    m = request(&c, RESP, "corr-d", NULL, NULL, W("SCAN", "*"));
+    m = request(&c, RESP, "corr-d", NULL, NULL, W("SCANX", "*"));
     PAYLOAD(m, "-ERR unknown command\r\n");
+    m = request(&c, RESP, "corr-d", NULL, NULL, W("SCAN", "*")); /* every key is gone */
+    PAYLOAD(m, "*1\r\n*0\r\n");
     /* Garbage payload. */
     mosquitto_property *props = NULL;
     mosquitto_property_add_string(&props, MQTT_PROP_RESPONSE_TOPIC, RESP);

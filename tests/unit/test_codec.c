@@ -147,7 +147,7 @@ TEST(codec_responses_byte_exact)
     ss_buf_free(&b);
 }
 
-/* All twelve protocol error texts, byte for byte, from the one table. */
+/* Every error text sent on the wire, byte for byte, from the one table. */
 TEST(codec_error_texts)
 {
     static const struct {
@@ -171,11 +171,19 @@ TEST(codec_error_texts)
         {SS_E_KEY_EMPTY, "-ERR the key length is zero\r\n"},
         /* Ours, not the protocol's: a cluster without quorum (CLUSTER.md). */
         {SS_E_UNAVAILABLE, "-ERR the store is unavailable\r\n"},
+        /* Ours too: SCAN's refusals (PROTOCOL.md 9.3). */
+        {SS_E_PATTERN_EMPTY, "-ERR the pattern is empty\r\n"},
+        {SS_E_PATTERN_LONG, "-ERR the pattern is longer than 1024 bytes\r\n"},
+        {SS_E_PATTERN_UTF8, "-ERR the pattern is not UTF-8\r\n"},
+        {SS_E_PATTERN_BRACKET, "-ERR invalid pattern: a '[' is not closed\r\n"},
+        {SS_E_PATTERN_STARS, "-ERR invalid pattern: '**' must be a whole path segment and '***' is not a "
+                             "wildcard\r\n"},
+        {SS_E_TOKEN_INVALID, "-ERR invalid continuation token\r\n"},
     };
     int wire = 0;
-    for (int code = -1; code >= -40; code--)
+    for (int code = -1; code >= -60; code--)
         wire += ss_err_is_wire(code);
-    ASSERT_EQ(wire, 13);
+    ASSERT_EQ(wire, 19);
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         ss_buf b = SS_BUF_INIT;
         ASSERT_TRUE(ss_err_is_wire(t[i].code));

@@ -71,7 +71,16 @@ TEST(command_errors)
     ss_command c;
     ASSERT_EQ(PARSE(&c, "SETX", "k", "v"), SS_E_UNKNOWN_COMMAND);
     ASSERT_EQ(PARSE(&c, "", "k"), SS_E_UNKNOWN_COMMAND);
-    ASSERT_EQ(PARSE(&c, "SCAN", "*"), SS_E_UNKNOWN_COMMAND);
+    ASSERT_EQ(PARSE(&c, "SCANX", "*"), SS_E_UNKNOWN_COMMAND);
+    ASSERT_EQ(PARSE(&c, "SCAN"), SS_E_ARITY);
+    ASSERT_EQ(PARSE(&c, "SCAN", "*", "t", "x"), SS_E_ARITY);
+    ASSERT_EQ(PARSE(&c, "SCAN", ""), SS_E_PATTERN_EMPTY);
+    ASSERT_EQ(PARSE(&c, "scan", "k*"), SS_OK);
+    ASSERT_EQ(c.type, SS_CMD_SCAN);
+    ASSERT_STR(c.key.data, c.key.len, "k*");
+    ASSERT_TRUE(c.token.data == NULL);
+    ASSERT_EQ(PARSE(&c, "SCAN", "k*", "tok"), SS_OK);
+    ASSERT_STR(c.token.data, c.token.len, "tok");
     ASSERT_EQ(PARSE(&c, "SET", "k"), SS_E_ARITY);
     ASSERT_EQ(PARSE(&c, "SET"), SS_E_ARITY);
     ASSERT_EQ(PARSE(&c, "GET"), SS_E_ARITY);
@@ -116,6 +125,7 @@ TEST(command_traits)
         {SS_CMD_DEL, true, true, false, true},
         {SS_CMD_VDEL, true, true, false, true},
         {SS_CMD_KEYNOTIFY, false, false, false, true},
+        {SS_CMD_SCAN, false, false, false, false},
         {0, false, false, false, true}, /* did not parse: its error is remembered */
         {99, false, false, false, true},
     };

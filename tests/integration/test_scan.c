@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
+/* test_scan.c - SCAN against a real broker: the SDKs' wire format byte
+ * for byte, paging through 10,000 keys with decoys, forged tokens,
+ * expiry, key authorization, changes during a listing, and a listing
+ * continued after a restart (LMDB) or through another broker (etcd). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../core/buf.h"
+#include "../../core/codec.h"
+#include "../test.h"
+#include "harness.h"
+
+/* Send SCAN pattern [token] (binary) and wait for the answer. */
+static struct msg *scan_request(struct client *c, const char *resp, const char *pattern, const ss_buf *token)
+{
+    ss_bytes argv[3] = {{(const uint8_t *)"SCAN", 4}, {(const uint8_t *)pattern, strlen(pattern)}, {NULL, 0}};
+    size_t argc = 2;
+    if (token && token->len) {
+        argv[2] = (ss_bytes){token->data, token->len};
+        argc = 3;
+    }
+    ss_buf payload = SS_BUF_INIT;
+    ASSERT_EQ(ss_codec_put_request(&payload, argc, argv), 0);
+    mosquitto_property *props = NULL;
+    mosquitto_property_add_string(&props, MQTT_PROP_RESPONSE_TOPIC, resp);
+    mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, "scan", 4);
+    int rc = client_publish(c, REQ_TOPIC, payload.data, (int)payload.len, 1, false, props);
+    ss_buf_free(&payload);
+    mosquitto_property_free_all(&props);
+    ASSERT_EQ(rc, MOSQ_ERR_SUCCESS);
+    return client_wait(c, 10000);
+}
+
+/* Read a decimal number ending in CR LF at *p. */
+static size_t number(const uint8_t **p, const uint8_t *end)
+{
+    size_t v = 0;
+    while (*p < end && **p != '\r') {
+        ASSERT_TRUE(**p >= '0' && **p <= '9');
+        v = v * 10 + (size_t)(**p - '0');
+        (*p)++;
+    }
+    ASSERT_TRUE(*p + 2 <= end);
+    *p += 2;
+    return v;
+}
+
+/* One page: its keys appended to keys (one a line), its token into
+ * token (empty: the last page). The answer is parsed strictly. */
+static size_t scan_page(struct client *c, const char *resp, const char *pattern, ss_buf *token, ss_buf *keys)
+{
+    struct msg *m = scan_request(c, resp, pattern, token);
+    ASSERT_TRUE(m != NULL);
+    const uint8_t *p = m->payload, *end = m->payload + m->len;
+    ASSERT_TRUE(m->len >= 8 && p[0] == '*');
+    p++;
+    size_t parts = number(&p, end);
+    ASSERT_TRUE(parts == 1 || parts == 2);
+    ASSERT_TRUE(p < end && *p == '*');
+    p++;
+    size_t n = number(&p, end);
+    for (size_t i = 0; i < n; i++) {
+        ASSERT_TRUE(p < end && *p == '$');
+        p++;
+        size_t len = number(&p, end);
+        ASSERT_TRUE(p + len + 2 <= end);
+        ASSERT_EQ(ss_buf_append(keys, p, len), 0);
+        ASSERT_EQ(ss_buf_append(keys, "\n", 1), 0);
+        p += len + 2;
+    }
+    ss_buf_clear(token);
+    if (parts == 2) {
+        ASSERT_TRUE(p < end && *p == '$');
+        p++;
+        size_t len = number(&p, end);
+        ASSERT_TRUE(len > 0 && p + len + 2 <= end);
+        ASSERT_EQ(ss_buf_append(token, p, len), 0);
+        p += len + 2;
+    }
+    ASSERT_TRUE(p == end);
+    return n;
+}
+
+/* Every key of a whole listing, one a line; *pages: how many. */
+static void scan_all(struct client *c, const char *resp, const char *pattern, ss_buf *keys, int *pages)
+{
+    ss_buf token = SS_BUF_INIT;
+    *pages = 0;
+    do {
+        scan_page(c, resp, pattern, &token, keys);
+        ASSERT_TRUE(++*pages < 10000);
+    } while (token.len);
+    ss_buf_free(&token);
+}
+
+/* SET each of n keys "<prefix><i, 5 digits>", pipelined. */
+static void set_many(struct client *c, const char *resp, const char *prefix, int from, int n)
+{
+    char key[64];
+    for (int i = from; i < from + n; i++) {
+        snprintf(key, sizeof key, "%s%05d", prefix, i);
+        request_send(c, resp, "s", NULL, NULL, W("SET", key, "v"));
+        if ((i - from) % 200 == 199 || i == from + n - 1)
+            ASSERT_EQ(client_drain_count(c, (i - from) % 200 + 1, 30000), (i - from) % 200 + 1);
+    }
+}
+
+/* The lines set_many's keys from..to-1 make in a listing. */
+static void want_lines(ss_buf *want, const char *prefix, int from, int to)
+{
+    char key[64];
+    for (int i = from; i < to; i++) {
+        snprintf(key, sizeof key, "%s%05d\n", prefix, i);
+        ASSERT_EQ(ss_buf_append_str(want, key), 0);
+    }
+}
+
+static void start(struct broker *b, struct client *c, char *resp)
+{
+    memset(b, 0, sizeof *b);
+    broker_start(b);
+    client_connect_rr(c, b->port, "scanner", resp, 64);
+}
+
+TEST(scan_wire_format_and_errors)
+{
+    struct broker b;
+    struct client c;
+    char r[64];
+    start(&b, &c, r);
+    const char *keys[] = {"scankey00", "scankey01", "scanke", "scankex00", "xscankey00", "caf\xc3\xa9"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ASSERT_REPLY(request(&c, r, "s", NULL, NULL, W("SET", keys[i], "v")), "+OK\r\n");
+    /* The SDK's first page: "*2 SCAN pattern", no __ts needed. */
+    struct msg *m = scan_request(&c, r, "scankey*", NULL);
+    PAYLOAD(m, "*1\r\n*2\r\n$9\r\nscankey00\r\n$9\r\nscankey01\r\n");
+    ASSERT_MEM(m->corr, (size_t)m->corr_len, "scan", 4);
+    ASSERT_TRUE(msg_user(m, "__ts") == NULL);
+    ASSERT_REPLY(scan_request(&c, r, "nomatch*", NULL), "*1\r\n*0\r\n");
+    ASSERT_REPLY(scan_request(&c, r, "caf?", NULL), "*1\r\n*1\r\n$5\r\ncaf\xc3\xa9\r\n");
+    ASSERT_REPLY(scan_request(&c, r, "scankey[!0]?", NULL), "*1\r\n*0\r\n");
+    /* '^' is a member, not a negation: [^1] holds '^' and '1'. */
+    ASSERT_REPLY(scan_request(&c, r, "scankey0[^1]", NULL), "*1\r\n*1\r\n$9\r\nscankey01\r\n");
+    ASSERT_REPLY(scan_request(&c, r, "scankey[", NULL), "-ERR invalid pattern: a '[' is not closed\r\n");
+    ASSERT_REPLY(scan_request(&c, r, "a**", NULL),
+            "-ERR invalid pattern: '**' must be a whole path segment and '***' is not a wildcard\r\n");
+    ASSERT_REPLY(scan_request(&c, r, "", NULL), "-ERR the pattern is empty\r\n");
+    ss_buf forged = SS_BUF_INIT;
+    ASSERT_EQ(ss_buf_append(&forged, "\x01" "12345678scankey00", 17), 0);
+    ASSERT_REPLY(scan_request(&c, r, "scankey*", &forged), "-ERR invalid continuation token\r\n");
+    ss_buf_clear(&forged);
+    ASSERT_EQ(ss_buf_append(&forged, "\x00\xff" "x", 3), 0);
+    ASSERT_REPLY(scan_request(&c, r, "scankey*", &forged), "-ERR invalid continuation token\r\n");
+    ss_buf_free(&forged);
+    ASSERT_REPLY(request(&c, r, "s", NULL, NULL, W("SCAN")), "-ERR wrong number of arguments\r\n");
+    /* The broker is still there and answers. */
+    ASSERT_REPLY(request(&c, r, "g", NULL, NULL, W("GET", "scankey00")), "$1\r\nv\r\n");
+    client_close(&c);
+    broker_stop(&b);
+}
+
+TEST(scan_pages_through_ten_thousand_keys_with_decoys)
+{
+    struct broker b;
+    struct client c;
+    char r[64];
+    start(&b, &c, r);
+    set_many(&c, r, "item", 0, 10000);
+    set_many(&c, r, "iten", 0, 500);  /* sorts among them, never matches */
+    set_many(&c, r, "xitem", 0, 500); /* contains the prefix */
+    set_many(&c, r, "ite", 0, 100);   /* shorter than it */
+    ss_buf keys = SS_BUF_INIT, want = SS_BUF_INIT;
+    int pages;
+    uint64_t t0 = now_ms();
+    scan_all(&c, r, "item*", &keys, &pages);
+    uint64_t ms = now_ms() - t0;
+    want_lines(&want, "item", 0, 10000);
+    /* Each key once, in key order, no decoy. */
+    ASSERT_MEM(keys.data, keys.len, want.data, want.len);
+    printf("  10,000 keys of 11,100 listed in %d pages, %llu ms\n", pages, (unsigned long long)ms);
+    ASSERT_TRUE(pages >= 11); /* at most 1000 keys looked at per page */
+    ss_buf_free(&keys);
+    ss_buf_free(&want);
+    client_close(&c);
+    broker_stop(&b);
+}
+
+TEST(scan_skips_expired_and_unreadable_keys)
+{
+    char acl[600];
+    snprintf(acl, sizeof acl, "%s/keys.acl", test_tmpdir());
+    FILE *f = fopen(acl, "w");
+    ASSERT_TRUE(f != NULL);
+    fputs("user alice readwrite *\nany read pub/*\n", f);
+    fclose(f);
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "plugin_opt_acl_file %s\n", acl);
+    broker_start(&b);
+    struct client alice, anon;
+    char ra[64], rn[64];
+    client_connect_user(&alice, b.port, "alice-dev", false, "alice", "pw");
+    snprintf(ra, sizeof ra, "clients/alice-dev/resp");
+    client_subscribe(&alice, ra);
+    client_connect_rr(&anon, b.port, "anon1", rn, sizeof rn);
+    const char *keys[] = {"pub/a", "pub/b", "priv/a", "priv/b", "pub/c"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ASSERT_REPLY(request(&alice, ra, "s", NULL, NULL, W("SET", keys[i], "v")), "+OK\r\n");
+    ASSERT_REPLY(request(&alice, ra, "s", NULL, NULL, W("SET", "pub/short", "v", "PX", "300")), "+OK\r\n");
+    ASSERT_REPLY(scan_request(&anon, rn, "*", NULL),
+            "*1\r\n*4\r\n$5\r\npub/a\r\n$5\r\npub/b\r\n$5\r\npub/c\r\n$9\r\npub/short\r\n");
+    ASSERT_REPLY(scan_request(&anon, rn, "priv*", NULL), "*1\r\n*0\r\n");
+    ASSERT_REPLY(scan_request(&alice, ra, "p*/a", NULL), "*1\r\n*2\r\n$6\r\npriv/a\r\n$5\r\npub/a\r\n");
+    usleep(400 * 1000);
+    ASSERT_REPLY(scan_request(&anon, rn, "*", NULL), "*1\r\n*3\r\n$5\r\npub/a\r\n$5\r\npub/b\r\n$5\r\npub/c\r\n");
+    client_close(&alice);
+    client_close(&anon);
+    broker_stop(&b);
+}
+
+/* Keys deleted during a listing are not listed after their deletion;
+ * keys that exist throughout are listed once each. */
+TEST(scan_listing_with_changes_during_it)
+{
+    struct broker b;
+    struct client c;
+    char r[64];
+    start(&b, &c, r);
+    set_many(&c, r, "chg", 0, 3000);
+    ss_buf token = SS_BUF_INIT, keys = SS_BUF_INIT;
+    scan_page(&c, r, "chg*", &token, &keys);
+    ASSERT_TRUE(token.len > 0);
+    /* Delete the last 1000, add 500 after the end, change none of the others. */
+    char key[64];
+    for (int i = 2000; i < 3000; i++) {
+        snprintf(key, sizeof key, "chg%05d", i);
+        request_send(&c, r, "d", NULL, NULL, W("DEL", key));
+        if (i % 200 == 199)
+            ASSERT_EQ(client_drain_count(&c, 200, 30000), 200);
+    }
+    set_many(&c, r, "chg", 5000, 500);
+    int pages = 1;
+    while (token.len) {
+        scan_page(&c, r, "chg*", &token, &keys);
+        ASSERT_TRUE(++pages < 100);
+    }
+    ss_buf want = SS_BUF_INIT;
+    want_lines(&want, "chg", 0, 2000);
+    want_lines(&want, "chg", 5000, 5500);
+    ASSERT_MEM(keys.data, keys.len, want.data, want.len);
+    ss_buf_free(&token);
+    ss_buf_free(&keys);
+    ss_buf_free(&want);
+    client_close(&c);
+    broker_stop(&b);
+}
+
+/* A token keeps working after a restart (LMDB: the same broker again;
+ * etcd: the listing goes on through another broker on the same data,
+ * which also sees a key written through the first). */
+TEST(scan_token_through_restart_or_other_broker)
+{
+    struct broker a;
+    struct client c;
+    char r[64];
+    memset(&a, 0, sizeof a);
+    snprintf(a.name, sizeof a.name, "a");
+    snprintf(a.extra, sizeof a.extra, "plugin_opt_node_id a\n");
+    broker_start(&a);
+    client_connect_rr(&c, a.port, "scanner", r, sizeof r);
+    set_many(&c, r, "t", 0, 2500);
+    ss_buf token = SS_BUF_INIT, keys = SS_BUF_INIT;
+    scan_page(&c, r, "t*", &token, &keys);
+    ASSERT_TRUE(token.len > 0);
+    client_close(&c);
+    struct broker other;
+    memset(&other, 0, sizeof other);
+    if (harness_on_etcd()) {
+        snprintf(other.name, sizeof other.name, "b");
+        snprintf(other.data, sizeof other.data, "%s", a.data);
+        snprintf(other.extra, sizeof other.extra, "plugin_opt_node_id b\n");
+        broker_start(&other);
+        struct client ca;
+        char rca[64];
+        client_connect_rr(&ca, a.port, "writer", rca, sizeof rca);
+        ASSERT_REPLY(request(&ca, rca, "s", NULL, NULL, W("SET", "t99999", "v")), "+OK\r\n");
+        client_close(&ca);
+        client_connect_rr(&c, other.port, "scanner", r, sizeof r);
+    } else {
+        broker_stop(&a);
+        broker_start(&a);
+        client_connect_rr(&c, a.port, "scanner", r, sizeof r);
+    }
+    int pages = 1;
+    while (token.len) {
+        scan_page(&c, r, "t*", &token, &keys);
+        ASSERT_TRUE(++pages < 100);
+    }
+    ss_buf want = SS_BUF_INIT;
+    want_lines(&want, "t", 0, 2500);
+    if (harness_on_etcd())
+        ASSERT_EQ(ss_buf_append_str(&want, "t99999\n"), 0);
+    ASSERT_MEM(keys.data, keys.len, want.data, want.len);
+    ss_buf_free(&token);
+    ss_buf_free(&keys);
+    ss_buf_free(&want);
+    client_close(&c);
+    if (harness_on_etcd())
+        broker_stop(&other);
+    broker_stop(&a);
+}

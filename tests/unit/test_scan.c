@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
+/* test_scan.c - SCAN through the engine on LMDB, with a fake clock:
+ * answers byte for byte, pages, tokens, expiry and authorization. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../../core/backend_lmdb.h"
+#include "../../core/codec.h"
+#include "../../core/engine.h"
+#include "../../core/errors.h"
+#include "../../core/pattern.h"
+#include "../../core/scan.h"
+#include "../test.h"
+
+#define T0 1700000000000ull
+
+struct sx {
+    ss_store *store;
+    ss_backend *be;
+    ss_engine *eng;
+    uint64_t now;
+    ss_buf resp;
+    int status;
+};
+
+/* Keys starting with "secret" are not for this caller. */
+static bool deny_secret(void *ctx, void *caller, enum ss_access access, ss_bytes key)
+{
+    (void)ctx;
+    (void)caller;
+    return access != SS_ACCESS_READ || !(key.len >= 6 && memcmp(key.data, "secret", 6) == 0);
+}
+
+static void sx_open(struct sx *f, size_t max_answer)
+{
+    ss_store_options so = ss_store_options_default();
+    so.path = test_tmpdir();
+    ASSERT_EQ(ss_store_open(&so, &f->store), SS_OK);
+    ASSERT_EQ(ss_backend_lmdb_new(f->store, &f->be), SS_OK);
+    ss_engine_options eo = {.on_authorize = deny_secret, .max_answer = max_answer};
+    ASSERT_EQ(ss_engine_new(f->be, &eo, &f->eng), SS_OK);
+}
+
+static void sx_close(struct sx *f)
+{
+    ASSERT_EQ(ss_engine_commit(f->eng, f->now), SS_OK);
+    ss_engine_free(f->eng);
+    ss_backend_lmdb_free(f->be);
+    ss_store_close(f->store);
+}
+
+static void sx_run(struct sx *f, size_t argc, const ss_bytes *argv)
+{
+    ss_buf req = SS_BUF_INIT;
+    ASSERT_EQ(ss_codec_put_request(&req, argc, argv), SS_OK);
+    ss_buf_clear(&f->resp);
+    ss_exec x = {.payload = req.data, .payload_len = req.len, .now_ms = f->now, .caller = f,
+                 .response = &f->resp, .ts = {(const uint8_t *)"1700000000000:0:n", 17}};
+    f->status = ss_engine_exec(f->eng, &x);
+    ss_buf_free(&req);
+}
+
+static ss_bytes B(const char *s)
+{
+    ss_bytes b = {(const uint8_t *)s, strlen(s)};
+    return b;
+}
+
+static void sx_set(struct sx *f, const char *key, const char *px)
+{
+    ss_bytes argv[] = {B("SET"), B(key), B("v"), B("PX"), B(px ? px : "")};
+    sx_run(f, px ? 5 : 3, argv);
+    ASSERT_EQ(f->status, SS_OK);
+}
+
+static void sx_scan(struct sx *f, const char *pattern, const ss_bytes *token)
+{
+    ss_bytes argv[] = {B("SCAN"), B(pattern), token ? *token : B("")};
+    sx_run(f, token ? 3 : 2, argv);
+}
+
+/* One page's keys appended to keys (one a line), its token into *token
+ * (len 0: the last page). */
+static void sx_page(struct sx *f, const char *pattern, ss_buf *token, ss_buf *keys, size_t *n)
+{
+    ss_bytes t = {token->data, token->len};
+    sx_scan(f, pattern, token->len ? &t : NULL);
+    ASSERT_EQ(f->status, SS_OK);
+    const uint8_t *p = f->resp.data, *end = f->resp.data + f->resp.len;
+    ASSERT_TRUE(f->resp.len >= 8 && p[0] == '*' && (p[1] == '1' || p[1] == '2'));
+    bool more = p[1] == '2';
+    p += 4;
+    ASSERT_TRUE(*p == '*');
+    size_t count = 0;
+    for (p++; *p != '\r'; p++)
+        count = count * 10 + (size_t)(*p - '0');
+    p += 2;
+    for (size_t i = 0; i < count; i++) {
+        ASSERT_TRUE(*p == '$');
+        size_t len = 0;
+        for (p++; *p != '\r'; p++)
+            len = len * 10 + (size_t)(*p - '0');
+        p += 2;
+        ASSERT_EQ(ss_buf_append(keys, p, len), SS_OK);
+        ASSERT_EQ(ss_buf_append(keys, "\n", 1), SS_OK);
+        p += len + 2;
+    }
+    *n += count;
+    ss_buf_clear(token);
+    if (more) {
+        ASSERT_TRUE(*p == '$');
+        size_t len = 0;
+        for (p++; *p != '\r'; p++)
+            len = len * 10 + (size_t)(*p - '0');
+        p += 2;
+        ASSERT_EQ(ss_buf_append(token, p, len), SS_OK);
+        p += len + 2;
+        ASSERT_TRUE(len > 0);
+    }
+    ASSERT_TRUE(p == end);
+}
+
+TEST(scan_answers_byte_exact)
+{
+    struct sx f = {.now = T0};
+    sx_open(&f, 0);
+    sx_set(&f, "a1", NULL);
+    sx_set(&f, "a2", NULL);
+    sx_set(&f, "b1", NULL);
+    sx_set(&f, "xa1", NULL);
+    sx_scan(&f, "a*", NULL);
+    ASSERT_BUF(f.resp, "*1\r\n*2\r\n$2\r\na1\r\n$2\r\na2\r\n");
+    sx_scan(&f, "zz*", NULL);
+    ASSERT_BUF(f.resp, "*1\r\n*0\r\n");
+    sx_scan(&f, "[ab][12]", NULL);
+    ASSERT_BUF(f.resp, "*1\r\n*3\r\n$2\r\na1\r\n$2\r\na2\r\n$2\r\nb1\r\n");
+    sx_scan(&f, "a[", NULL);
+    ASSERT_BUF(f.resp, "-ERR invalid pattern: a '[' is not closed\r\n");
+    sx_scan(&f, "a***", NULL);
+    ASSERT_BUF(f.resp, "-ERR invalid pattern: '**' must be a whole path segment and '***' is not a wildcard\r\n");
+    sx_scan(&f, "", NULL);
+    ASSERT_BUF(f.resp, "-ERR the pattern is empty\r\n");
+    sx_scan(&f, "\xff*", NULL);
+    ASSERT_BUF(f.resp, "-ERR the pattern is not UTF-8\r\n");
+    char longp[SS_PATTERN_MAX + 2];
+    memset(longp, 'a', sizeof longp - 1);
+    longp[sizeof longp - 1] = '\0';
+    sx_scan(&f, longp, NULL);
+    ASSERT_BUF(f.resp, "-ERR the pattern is longer than 1024 bytes\r\n");
+    ss_bytes junk = B("junk");
+    sx_scan(&f, "a*", &junk);
+    ASSERT_BUF(f.resp, "-ERR invalid continuation token\r\n");
+    ss_bytes argv[] = {B("SCAN")};
+    sx_run(&f, 1, argv);
+    ASSERT_BUF(f.resp, "-ERR wrong number of arguments\r\n");
+    sx_close(&f);
+    ss_buf_free(&f.resp);
+}
+
+TEST(scan_pages_through_keys_with_decoys)
+{
+    struct sx f = {.now = T0};
+    sx_open(&f, 0);
+    char key[32];
+    for (int i = 0; i < 2500; i++) {
+        snprintf(key, sizeof key, "page%05d", i);
+        sx_set(&f, key, NULL);
+        snprintf(key, sizeof key, "pagx%05d", i); /* decoys between nothing and everything */
+        if (i % 5 == 0)
+            sx_set(&f, key, NULL);
+    }
+    ASSERT_EQ(ss_engine_commit(f.eng, f.now), SS_OK);
+    ss_buf token = SS_BUF_INIT, keys = SS_BUF_INIT, want = SS_BUF_INIT;
+    size_t n = 0, pages = 0;
+    do {
+        sx_page(&f, "page*", &token, &keys, &n);
+        ASSERT_TRUE(f.resp.len <= SS_SCAN_ANSWER_DEFAULT);
+        pages++;
+        ASSERT_TRUE(pages < 100);
+    } while (token.len);
+    ASSERT_EQ(n, 2500);
+    ASSERT_TRUE(pages >= 3); /* at most SS_SCAN_EXAMINE keys looked at per page */
+    for (int i = 0; i < 2500; i++) {
+        snprintf(key, sizeof key, "page%05d\n", i);
+        ASSERT_EQ(ss_buf_append_str(&want, key), SS_OK);
+    }
+    ASSERT_MEM(keys.data, keys.len, want.data, want.len); /* each once, in order */
+    ss_buf_free(&token);
+    ss_buf_free(&keys);
+    ss_buf_free(&want);
+    sx_close(&f);
+    ss_buf_free(&f.resp);
+}
+
+TEST(scan_tokens_refused_when_forged)
+{
+    struct sx f = {.now = T0};
+    sx_open(&f, 0);
+    char key[32];
+    for (int i = 0; i < 1500; i++) {
+        snprintf(key, sizeof key, "k%04d", i);
+        sx_set(&f, key, NULL);
+    }
+    ss_buf token = SS_BUF_INIT, keys = SS_BUF_INIT;
+    size_t n = 0;
+    sx_page(&f, "k*", &token, &keys, &n);
+    ASSERT_TRUE(token.len > SS_SCAN_TOKEN_HEAD);
+    ASSERT_EQ(token.data[0], 1);
+    /* The cursor is not readable in the token. */
+    for (size_t i = 0; i + 2 <= token.len; i++)
+        ASSERT_TRUE(memcmp(token.data + i, "k0", 2) != 0);
+    /* Every byte altered, the token cut short or lengthened, another
+     * pattern: refused. */
+    for (size_t i = 0; i < token.len; i++) {
+        token.data[i] ^= 0x20;
+        ss_bytes t = {token.data, token.len};
+        sx_scan(&f, "k*", &t);
+        ASSERT_BUF(f.resp, "-ERR invalid continuation token\r\n");
+        token.data[i] ^= 0x20;
+    }
+    for (size_t len = 0; len < token.len; len++) {
+        ss_bytes t = {token.data, len};
+        sx_scan(&f, "k*", &t);
+        ASSERT_BUF(f.resp, "-ERR invalid continuation token\r\n");
+    }
+    ASSERT_EQ(ss_buf_append(&token, "x", 1), SS_OK);
+    ss_bytes t = {token.data, token.len};
+    sx_scan(&f, "k*", &t);
+    ASSERT_BUF(f.resp, "-ERR invalid continuation token\r\n");
+    token.len--;
+    t.len--;
+    sx_scan(&f, "k?*", &t);
+    ASSERT_BUF(f.resp, "-ERR invalid continuation token\r\n");
+    /* The token survives a restart: the next page follows on. */
+    sx_close(&f);
+    sx_open(&f, 0);
+    while (token.len)
+        sx_page(&f, "k*", &token, &keys, &n);
+    ASSERT_EQ(n, 1500);
+    ss_buf_free(&token);
+    ss_buf_free(&keys);
+    sx_close(&f);
+    ss_buf_free(&f.resp);
+}
+
+TEST(scan_skips_expired_and_unreadable_keys)
+{
+    struct sx f = {.now = T0};
+    sx_open(&f, 0);
+    sx_set(&f, "e1", NULL);
+    sx_set(&f, "e2", "100");
+    sx_set(&f, "e3", NULL);
+    sx_set(&f, "secret1", NULL);
+    sx_scan(&f, "*", NULL);
+    ASSERT_BUF(f.resp, "*1\r\n*3\r\n$2\r\ne1\r\n$2\r\ne2\r\n$2\r\ne3\r\n");
+    f.now += 100; /* e2's deadline: gone, whether or not it was swept */
+    sx_scan(&f, "*", NULL);
+    ASSERT_BUF(f.resp, "*1\r\n*2\r\n$2\r\ne1\r\n$2\r\ne3\r\n");
+    sx_scan(&f, "secret*", NULL);
+    ASSERT_BUF(f.resp, "*1\r\n*0\r\n");
+    sx_close(&f);
+    ss_buf_free(&f.resp);
+}
+
+TEST(scan_answers_fit_the_bound)
+{
+    struct sx f = {.now = T0};
+    sx_open(&f, 60);
+    sx_set(&f, "aaaaaaaaaa1", NULL);
+    sx_set(&f, "aaaaaaaaaa2", NULL);
+    sx_set(&f, "aaaaaaaaaa3", NULL);
+    ss_buf token = SS_BUF_INIT, keys = SS_BUF_INIT;
+    size_t n = 0, pages = 0;
+    do {
+        sx_page(&f, "a*", &token, &keys, &n);
+        ASSERT_TRUE(f.resp.len <= 60);
+        pages++;
+    } while (token.len && pages < 10);
+    ASSERT_EQ(n, 3);
+    ASSERT_STR(keys.data, keys.len, "aaaaaaaaaa1\naaaaaaaaaa2\naaaaaaaaaa3\n");
+    /* A key whose answer alone is larger than the bound cannot be sent:
+     * the page before it ends there, the next one is refused. */
+    sx_set(&f, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", NULL);
+    ss_buf_clear(&token);
+    sx_page(&f, "b*", &token, &keys, &n);
+    ASSERT_EQ(n, 3);
+    ASSERT_TRUE(token.len > 0);
+    ss_bytes t = {token.data, token.len};
+    sx_scan(&f, "b*", &t);
+    ASSERT_BUF(f.resp, "-ERR the quota has been exceeded\r\n");
+    ss_buf_free(&token);
+    ss_buf_free(&keys);
+    sx_close(&f);
+    ss_buf_free(&f.resp);
+}
