@@ -91,10 +91,11 @@ static ss_bytes ss_batch__str(const char *s)
 
 /* ---- answers ----------------------------------------------------------- */
 
-/* Queue an answer waiting for commit (0: none): the request's response
- * topic and correlation data are handed over to it, not copied. */
+/* Queue an answer waiting for commit (0: none; final: it waits but holds
+ * whatever becomes of the commit, outbox.h): the request's response topic
+ * and correlation data are handed over to it, not copied. */
 static void ss_batch__push(struct ss_batch *b, struct ss_request_props *r, uint8_t *payload, size_t len,
-                           mosquitto_property *props, uint64_t commit)
+                           mosquitto_property *props, uint64_t commit, bool final)
 {
     char *topic = r->response_topic;
     uint8_t *corr = r->corr;
@@ -102,13 +103,13 @@ static void ss_batch__push(struct ss_batch *b, struct ss_request_props *r, uint8
     r->response_topic = NULL;
     r->corr = NULL;
     r->corr_len = 0;
-    if (ss_outbox_push(&b->outbox, NULL, topic, payload, len, props, corr, corr_len, commit) !=
+    if (ss_outbox_push(&b->outbox, NULL, topic, payload, len, props, corr, corr_len, commit, final) !=
         MOSQ_ERR_SUCCESS)
         ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: an answer was dropped");
 }
 
 static void ss_batch__answer(struct ss_batch *b, struct ss_request_props *r, const ss_bytes *payload,
-                             const char *version, uint64_t commit)
+                             const char *version, uint64_t commit, bool final)
 {
     mosquitto_property *props = ss_response_props(r->corr, r->corr_len, "200", version);
     uint8_t *copy = malloc(payload->len);
@@ -119,7 +120,7 @@ static void ss_batch__answer(struct ss_batch *b, struct ss_request_props *r, con
         return;
     }
     memcpy(copy, payload->data, payload->len);
-    ss_batch__push(b, r, copy, payload->len, props, commit);
+    ss_batch__push(b, r, copy, payload->len, props, commit, final);
 }
 
 void ss_batch_refuse(struct ss_batch *b, struct ss_request_props *r, const char *stat,
@@ -142,14 +143,14 @@ void ss_batch_refuse(struct ss_batch *b, struct ss_request_props *r, const char 
         free(payload);
         return;
     }
-    ss_batch__push(b, r, payload, strlen(text), props, 0);
+    ss_batch__push(b, r, payload, strlen(text), props, 0, false);
 }
 
 void ss_batch_notify(struct ss_batch *b, char *client_id, char *topic, uint8_t *payload, size_t len,
                      mosquitto_property *props)
 {
     /* From the change feed: committed already, it waits for nothing. */
-    if (ss_outbox_push(&b->outbox, client_id, topic, payload, len, props, NULL, 0, 0) !=
+    if (ss_outbox_push(&b->outbox, client_id, topic, payload, len, props, NULL, 0, 0, false) !=
         MOSQ_ERR_SUCCESS) {
         b->p->metrics.notifications_dropped++;
         ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: a notification was dropped");
@@ -224,7 +225,7 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
          * commit must not tell the client that a durable write failed).
          * Remembered in the open batch: it shares that batch's fate. */
         ss_batch__answer(b, r, &prior.payload, prior.version.len ? version : NULL,
-                         prior.final ? 0 : ss_batch__remembered_in(b, prior.seq));
+                         ss_batch__remembered_in(b, prior.seq), prior.final);
         return true;
     }
     ss_buf_clear(&b->scratch);
@@ -260,7 +261,9 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
     ss_dedup_answer a = {.payload = answer, .version = ss_batch__str(version), .final = !*held};
     if (cached && ss_dedup_put(p->dedup, client, corr, id, now, &a) != SS_OK)
         ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request will not be recognised if resent");
-    ss_batch__answer(b, r, &answer, x.has_version ? version : NULL, *held ? b->seq : 0);
+    /* An answer that does not depend on the commit still waits for it, so
+     * that a client's answers keep the order of its requests. */
+    ss_batch__answer(b, r, &answer, x.has_version ? version : NULL, b->seq, !*held);
     /* The answer was copied. A GET of a huge value grew the buffer to the
      * value's size (rounded up): give that memory back, so that one big
      * read does not keep the broker large for good. */
@@ -618,7 +621,7 @@ void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, str
         ss_buf err = SS_BUF_INIT;
         if (ss_codec_put_error(&err, SS_E_UNAVAILABLE) == SS_OK) {
             ss_bytes answer = {err.data, err.len};
-            ss_batch__answer(b, r, &answer, NULL, 0);
+            ss_batch__answer(b, r, &answer, NULL, 0, false);
         }
         ss_buf_free(&err);
         ss_request_props_free(r);

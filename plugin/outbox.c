@@ -48,7 +48,7 @@ static void ss_outbox__msg_free(struct ss_outmsg *m)
 }
 
 int ss_outbox_push(struct ss_outbox *ob, char *clientid, char *topic, uint8_t *payload, size_t len,
-                   mosquitto_property *props, uint8_t *corr, uint16_t corr_len, uint64_t commit)
+                   mosquitto_property *props, uint8_t *corr, uint16_t corr_len, uint64_t commit, bool final)
 {
     struct ss_outmsg m = {.clientid = clientid,
                           .topic = topic,
@@ -57,7 +57,8 @@ int ss_outbox_push(struct ss_outbox *ob, char *clientid, char *topic, uint8_t *p
                           .props = props,
                           .corr = corr,
                           .corr_len = corr_len,
-                          .commit = commit};
+                          .commit = commit,
+                          .final = final};
     if (ob->len == ob->cap) {
         size_t cap = ob->cap ? ob->cap * 2 : 64;
         struct ss_outmsg *p = realloc(ob->msgs, cap * sizeof *p);
@@ -87,7 +88,7 @@ void ss_outbox_fail(struct ss_outbox *ob, uint64_t commit, int err)
     size_t kept = 0;
     for (size_t i = 0; i < ob->len; i++) {
         struct ss_outmsg *m = &ob->msgs[i];
-        bool failed = commit != 0 && m->commit == commit;
+        bool failed = commit != 0 && m->commit == commit && !m->final;
         if (failed && m->clientid == NULL) {
             ss_buf b = SS_BUF_INIT;
             mosquitto_property *props = ss_response_props(m->corr, m->corr_len, "200", NULL);
@@ -116,7 +117,7 @@ void ss_outbox_drop(struct ss_outbox *ob, uint64_t commit)
 {
     size_t kept = 0;
     for (size_t i = 0; i < ob->len; i++) {
-        if (commit != 0 && ob->msgs[i].commit == commit)
+        if (commit != 0 && ob->msgs[i].commit == commit && !ob->msgs[i].final)
             ss_outbox__msg_free(&ob->msgs[i]);
         else
             ob->msgs[kept++] = ob->msgs[i];

@@ -25,6 +25,10 @@ struct ss_outmsg {
     uint8_t *corr; /* responses: correlation data, kept to rebuild the answer on failure */
     uint16_t corr_len;
     uint64_t commit; /* the batch whose commit it waits for; 0: none */
+    bool final;      /* an answer that holds whatever becomes of that
+                        commit (KEYNOTIFY's): it waits, so that a client's
+                        answers keep their order, but is never failed or
+                        dropped with the batch */
 };
 
 struct ss_outbox {
@@ -34,9 +38,9 @@ struct ss_outbox {
 
 /* Queue a message; takes ownership of clientid, topic, payload, props and
  * corr, all heap memory (freed on failure too; a NULL topic is a failure).
- * 0 or MOSQ_ERR_NOMEM. */
+ * final: see struct ss_outmsg. 0 or MOSQ_ERR_NOMEM. */
 int ss_outbox_push(struct ss_outbox *ob, char *clientid, char *topic, uint8_t *payload, size_t len,
-                   mosquitto_property *props, uint8_t *corr, uint16_t corr_len, uint64_t commit);
+                   mosquitto_property *props, uint8_t *corr, uint16_t corr_len, uint64_t commit, bool final);
 /* Messages waiting for the commit of batch number commit. */
 size_t ss_outbox_count(const struct ss_outbox *ob, uint64_t commit);
 /* The commit of batch number commit failed with err: its answers become
