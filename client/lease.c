@@ -131,6 +131,18 @@ int ss_lease_keep(ss_client *c, const char *name, const char *holder, uint64_t t
     k->name = strdup(name);
     k->holder = strdup(holder);
     k->ttl_ms = ttl_ms;
+    /* Renew once before returning, so that the keeper starts with a
+     * token: a write fenced with "" would be refused. */
+    bool acquired = false;
+    int rc = k->name && k->holder ? ss_lease_acquire(c, name, holder, ttl_ms, &acquired, k->token)
+                                  : SS_E_NOMEM;
+    if (rc != SS_OK) {
+        free(k->name);
+        free(k->holder);
+        free(k);
+        return rc;
+    }
+    k->lost = !acquired;
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->cv, NULL);
     if (k->name == NULL || k->holder == NULL ||

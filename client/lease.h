@@ -39,8 +39,10 @@ int ss_lease_release(ss_client *c, const char *name, const char *holder, bool *r
 int ss_lease_holder(ss_client *c, const char *name, ss_client_result *r);
 
 /* Keep a held lease alive: a thread renews it every ttl_ms / 3 until
- * ss_lease_keeper_stop. If a renewal is refused the lease is lost: the
- * keeper stops renewing and ss_lease_keeper_lost turns true. */
+ * ss_lease_keeper_stop. It renews once before returning, so the keeper
+ * starts with a fencing token; if that renewal cannot reach the server it
+ * returns its error and no keeper. If a renewal is refused the lease is
+ * lost: the keeper stops renewing and ss_lease_keeper_lost turns true. */
 typedef struct ss_lease_keeper ss_lease_keeper;
 int ss_lease_keep(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
                   ss_lease_keeper **out);
