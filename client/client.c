@@ -162,20 +162,40 @@ static void ss_client__cb_subscribe(struct mosquitto *m, void *ud, int mid, int 
         ss_client__on_subscribed(c);
 }
 
+/* The connection is gone: calls in flight fail at once with
+ * SS_E_CONNECTION. Their answers cannot come: the session starts clean,
+ * so neither the requests nor the response topic's subscription outlive
+ * the connection. */
+static void ss_client__lost(ss_client *c, bool report)
+{
+    pthread_mutex_lock(&c->mu);
+    bool was = c->subscribed && report;
+    c->connected = false;
+    c->subscribed = false;
+    struct ss_pending *left = c->pending;
+    c->pending = NULL;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    while (left) {
+        struct ss_pending *p = left;
+        left = p->next;
+        ss_client__fail_pending(p, SS_E_CONNECTION);
+    }
+    if (was)
+        ss_client__report(c, false, false);
+}
+
+void ss_client_handle_disconnect(ss_client *c)
+{
+    ss_client__lost(c, true);
+}
+
 static void ss_client__cb_disconnect(struct mosquitto *m, void *ud, int rc, const mosquitto_property *p)
 {
     (void)m;
     (void)p;
-    ss_client *c = ud;
-    pthread_mutex_lock(&c->mu);
     /* rc 0: our own mosquitto_disconnect, not a loss worth reporting. */
-    bool was = c->subscribed && rc != 0;
-    c->connected = false;
-    c->subscribed = false;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-    if (was)
-        ss_client__report(c, false, false);
+    ss_client__lost(ud, rc != 0);
 }
 
 static void ss_client__cb_message(struct mosquitto *m, void *ud, const struct mosquitto_message *msg,

@@ -107,8 +107,9 @@ int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char 
 /* Use an application's own MQTT 5 mosquitto handle. The application runs
  * the network loop (mosquitto_loop_start, or its own loop in another thread
  * than the blocking calls), forwards every message with
- * ss_client_handle_message, and calls ss_client_handle_connect once
- * connected (after attaching) and after every reconnect. Requests may be
+ * ss_client_handle_message, calls ss_client_handle_connect once
+ * connected (after attaching) and after every reconnect, and
+ * ss_client_handle_disconnect when the connection is lost. Requests may be
  * made once ss_client_handle_connect has returned. */
 int ss_client_attach(struct mosquitto *mosq, const char *client_id, unsigned timeout_ms,
                      ss_client **out);
@@ -117,6 +118,10 @@ int ss_client_attach(struct mosquitto *mosq, const char *client_id, unsigned tim
 bool ss_client_handle_message(ss_client *c, const char *topic, const void *payload, int len,
                               const void *props);
 void ss_client_handle_connect(ss_client *c);
+/* For attached clients: the connection is gone (call it from the
+ * application's disconnect callback). Calls in flight fail at once with
+ * SS_E_CONNECTION, and the connection callback reports the loss. */
+void ss_client_handle_disconnect(ss_client *c);
 
 /* Stop (the network thread, if ours), disconnect (if ours), fail pending
  * calls with SS_E_CONNECTION, free everything. NULL is a no-op. A thread
