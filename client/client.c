@@ -61,6 +61,24 @@ void ss_client__abstime(struct timespec *ts, unsigned ms)
     }
 }
 
+void ss_client__delivering(ss_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->net_thread = pthread_self();
+    c->net_thread_known = true;
+    pthread_mutex_unlock(&c->mu);
+}
+
+bool ss_client__in_callback_thread(ss_client *c)
+{
+    pthread_t self = pthread_self();
+    pthread_mutex_lock(&c->mu);
+    bool in = (c->net_thread_known && pthread_equal(c->net_thread, self)) ||
+              (c->reaper_running && pthread_equal(c->reaper, self));
+    pthread_mutex_unlock(&c->mu);
+    return in;
+}
+
 /* ---- connection ------------------------------------------------------- */
 
 static void ss_client__on_subscribed(ss_client *c);
@@ -133,6 +151,7 @@ static void ss_client__cb_connect(struct mosquitto *m, void *ud, int rc, int fla
     (void)flags;
     (void)p;
     ss_client *c = ud;
+    ss_client__delivering(c);
     pthread_mutex_lock(&c->mu);
     c->connack_rc = rc;
     pthread_cond_broadcast(&c->cv);
@@ -239,6 +258,8 @@ int ss_client_subscribe(ss_client *c, const char *filter, int qos)
 {
     if (filter == NULL || qos < 0 || qos > 1 || !c->own)
         return SS_E_INVAL;
+    if (ss_client__in_callback_thread(c))
+        return SS_E_IN_CALLBACK;
     /* Held across the SUBSCRIBE: its answer, on the network thread, waits
      * until the packet id is known here. */
     pthread_mutex_lock(&c->mu);

@@ -10,15 +10,18 @@
  *
  * Threads. ss_client_connect starts libmosquitto's network thread; every
  * callback (completions, notifications, connection events) runs on it and
- * must not block on this client (no blocking calls inside callbacks). All
+ * must not block on this client: a blocking call made there (or from an
+ * attached client's thread that calls ss_client_handle_message) returns
+ * SS_E_IN_CALLBACK at once, since its answer would have to come through
+ * the very thread it stops. All
  * functions may be called from any thread. The blocking calls wait for
  * their answer on a condition variable.
  *
  * Errors are the status codes of core/errors.h: 0, a protocol error answered
  * by the server (SS_E_SYNTAX, SS_E_FT_LOWER, ...; unknown texts give
  * SS_E_SERVER and the text is kept in the result), or a local failure
- * (SS_E_TIMEOUT, SS_E_CONNECTION, SS_E_PROTOCOL, SS_E_STATUS, SS_E_NOMEM,
- * SS_E_INVAL). ss_strerror gives the message.
+ * (SS_E_TIMEOUT, SS_E_CONNECTION, SS_E_PROTOCOL, SS_E_STATUS,
+ * SS_E_IN_CALLBACK, SS_E_NOMEM, SS_E_INVAL). ss_strerror gives the message.
  *
  * Ownership: byte arguments are borrowed for the call (copied when needed).
  * Results passed to callbacks are valid during the callback only; results

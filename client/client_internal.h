@@ -76,6 +76,11 @@ struct ss_client {
     int app_sub_result;  /* its granted QoS, or -1 while waiting */
     pthread_t reaper;
     bool reaper_running;
+    /* The thread that delivers answers (the network thread, or the one
+     * an attached client's application calls ss_client_handle_message
+     * on): a blocking call made on it would wait for itself. */
+    pthread_t net_thread;
+    bool net_thread_known;
     uint64_t notifications;
     int waiters; /* threads inside a blocking call: close waits for them */
 };
@@ -83,6 +88,11 @@ struct ss_client {
 /* Wall clock in ms; an absolute CLOCK_REALTIME time ms from now. */
 uint64_t ss_client__now_ms(void);
 void ss_client__abstime(struct timespec *ts, unsigned ms);
+/* Remember the calling thread as the one that delivers answers. */
+void ss_client__delivering(ss_client *c);
+/* True on a thread that runs this client's callbacks, where a blocking
+ * call must be refused (SS_E_IN_CALLBACK). */
+bool ss_client__in_callback_thread(ss_client *c);
 /* Run a pending call's callback with r, then free both. */
 void ss_client__complete(struct ss_pending *p, ss_client_result *r);
 /* Complete a pending call with status and no answer. */

@@ -48,7 +48,10 @@
     X(PROTOCOL, -32, 0, "malformed answer from the server")                       \
     X(SERVER, -33, 0, "the server answered with an error this client does not know") \
     X(STATUS, -34, 0, "the server refused the request (status other than 200)")  \
-    X(UNAVAILABLE, -35, 1, "the store is unavailable")
+    X(UNAVAILABLE, -35, 1, "the store is unavailable")                              \
+    X(IN_CALLBACK, -36, 0,                                                          \
+      "a blocking call on the thread that runs this client's callbacks (it would "  \
+      "wait for the answers that thread delivers)")
 
 enum ss_status {
     SS_OK = 0,

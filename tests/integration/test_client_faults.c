@@ -86,3 +86,93 @@ TEST(client_calls_in_flight_fail_when_the_connection_drops)
     ss_client_close(c);
     ASSERT_EQ(done_calls(&d), 1); /* once, not again at close */
 }
+
+/* What a callback saw when it made blocking calls. */
+struct inner {
+    ss_client *c;
+    pthread_mutex_t mu;
+    int calls;
+    int get_rc, sub_rc;
+    uint64_t took_ms;
+};
+
+static void blocking_inside(void *ud, const ss_client_result *r)
+{
+    (void)r;
+    struct inner *in = ud;
+    uint64_t t0 = now_ms();
+    int get_rc = ss_client_get(in->c, "k", 1, NULL);
+    int sub_rc = ss_client_subscribe(in->c, "app/#", 0);
+    pthread_mutex_lock(&in->mu);
+    in->get_rc = get_rc;
+    in->sub_rc = sub_rc;
+    in->took_ms = now_ms() - t0;
+    in->calls++;
+    pthread_mutex_unlock(&in->mu);
+}
+
+static void notified_inside(void *ud, const ss_notification *n)
+{
+    (void)n;
+    blocking_inside(ud, NULL);
+}
+
+static bool inner_wait(struct inner *in, int calls)
+{
+    for (int i = 0; i < 500; i++) {
+        pthread_mutex_lock(&in->mu);
+        bool ok = in->calls >= calls;
+        pthread_mutex_unlock(&in->mu);
+        if (ok)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+/* A blocking call made inside a callback (a completion, a notification,
+ * a timeout's completion) is refused at once with SS_E_IN_CALLBACK: it
+ * would stop the thread that delivers its answer for the whole timeout.
+ * The same calls from the application's thread still work. */
+TEST(client_blocking_call_inside_a_callback_is_refused)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    ss_client_options o = {.host = "127.0.0.1", .port = b.port, .client_id = "inside", .timeout_ms = 2000};
+    ss_client *c;
+    ASSERT_EQ(ss_client_connect(&o, &c), SS_OK);
+    struct inner in = {.c = c, .mu = PTHREAD_MUTEX_INITIALIZER, .get_rc = 1, .sub_rc = 1};
+    ASSERT_EQ(ss_client_set_async(c, "k", 1, "v", 1, NULL, blocking_inside, &in), SS_OK);
+    ASSERT_TRUE(inner_wait(&in, 1));
+    ASSERT_EQ(in.get_rc, SS_E_IN_CALLBACK);
+    ASSERT_EQ(in.sub_rc, SS_E_IN_CALLBACK);
+    ASSERT_TRUE(in.took_ms < 100);
+    ss_client_set_notify_cb(c, notified_inside, &in);
+    ASSERT_EQ(ss_client_keynotify(c, "k", 1, false, NULL), SS_OK);
+    ASSERT_EQ(ss_client_set(c, "k", 1, "w", 1, NULL, NULL), SS_OK);
+    ASSERT_TRUE(inner_wait(&in, 2));
+    ASSERT_EQ(in.get_rc, SS_E_IN_CALLBACK);
+    ASSERT_TRUE(in.took_ms < 100);
+    ss_client_result r;
+    ASSERT_EQ(ss_client_get(c, "k", 1, &r), SS_OK);
+    ASSERT_STR(r.value, r.value_len, "w");
+    ss_client_result_free(&r);
+    ASSERT_EQ(ss_client_subscribe(c, "app/#", 0), SS_OK);
+    ss_client_close(c);
+    broker_stop(&b);
+
+    /* A call that times out: its completion refuses them too. */
+    struct broker plain = {.no_plugin = true};
+    broker_start(&plain);
+    o.port = plain.port;
+    o.timeout_ms = 300;
+    ASSERT_EQ(ss_client_connect(&o, &c), SS_OK);
+    struct inner late = {.c = c, .mu = PTHREAD_MUTEX_INITIALIZER, .get_rc = 1, .sub_rc = 1};
+    ASSERT_EQ(ss_client_get_async(c, "k", 1, blocking_inside, &late), SS_OK);
+    ASSERT_TRUE(inner_wait(&late, 1));
+    ASSERT_EQ(late.get_rc, SS_E_IN_CALLBACK);
+    ASSERT_EQ(late.sub_rc, SS_E_IN_CALLBACK);
+    ASSERT_TRUE(late.took_ms < 100);
+    ss_client_close(c);
+    broker_stop(&plain);
+}
