@@ -413,7 +413,7 @@ int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char 
     if (d.client_id == NULL || d.client_id[0] == '\0') {
         uint8_t r[8];
         if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-            return ss_client__explain(why, why_len, SS_E_IO, "no random bytes for a client id");
+            return ss_client__explain(why, why_len, SS_E_RANDOM, "no random bytes for a client id");
         int k = snprintf(idbuf, sizeof idbuf, "statestore-");
         for (int i = 0; i < 8; i++)
             k += snprintf(idbuf + k, sizeof idbuf - (size_t)k, "%02x", r[i]);

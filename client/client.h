@@ -21,7 +21,8 @@
  * by the server (SS_E_SYNTAX, SS_E_FT_LOWER, ...; unknown texts give
  * SS_E_SERVER and the text is kept in the result), or a local failure
  * (SS_E_TIMEOUT, SS_E_CONNECTION, SS_E_PROTOCOL, SS_E_STATUS,
- * SS_E_IN_CALLBACK, SS_E_NOMEM, SS_E_INVAL). ss_strerror gives the message.
+ * SS_E_IN_CALLBACK, SS_E_FT_MALFORMED, SS_E_RANDOM, SS_E_NOMEM,
+ * SS_E_INVAL). ss_strerror gives the message.
  *
  * Ownership: byte arguments are borrowed for the call (copied when needed).
  * Results passed to callbacks are valid during the callback only; results

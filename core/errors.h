@@ -51,7 +51,9 @@
     X(UNAVAILABLE, -35, 1, "the store is unavailable")                              \
     X(IN_CALLBACK, -36, 0,                                                          \
       "a blocking call on the thread that runs this client's callbacks (it would "  \
-      "wait for the answers that thread delivers)")
+      "wait for the answers that thread delivers)")                                 \
+    X(FT_MALFORMED, -37, 0, "the fencing token is not a version (an HLC timestamp)") \
+    X(RANDOM, -38, 0, "the system gave no random bytes")
 
 enum ss_status {
     SS_OK = 0,

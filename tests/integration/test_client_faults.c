@@ -2,9 +2,15 @@
 /* test_client_faults.c - the C client library when things go wrong: the
  * connection drops under calls in flight, calls made where they cannot
  * work, arguments refused before sending. */
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../../client/client.h"
@@ -175,4 +181,64 @@ TEST(client_blocking_call_inside_a_callback_is_refused)
     ASSERT_TRUE(late.took_ms < 100);
     ss_client_close(c);
     broker_stop(&plain);
+}
+
+/* Make getrandom(2) fail with ENOSYS on the calling thread only (a seccomp
+ * filter without TSYNC), as on a kernel without it. */
+static int no_getrandom_here(void)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getrandom, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return -1;
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
+
+struct no_random {
+    ss_client *c;
+    int port;
+    int filter_rc, get_rc, connect_rc;
+    char why[128];
+};
+
+static void *without_random(void *arg)
+{
+    struct no_random *n = arg;
+    n->filter_rc = no_getrandom_here();
+    if (n->filter_rc != 0)
+        return NULL;
+    n->get_rc = ss_client_get(n->c, "k", 1, NULL);
+    ss_client_options o = {.host = "127.0.0.1", .port = n->port}; /* a random client id */
+    ss_client *c = NULL;
+    n->connect_rc = ss_client_connect_explain(&o, &c, n->why, sizeof n->why);
+    ss_client_close(c);
+    return NULL;
+}
+
+/* When the system gives no random bytes (for a request's correlation
+ * data, for a client id), the error says so: SS_E_RANDOM, not a storage
+ * error. */
+TEST(client_no_random_bytes_is_its_own_error)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    ss_client_options o = {.host = "127.0.0.1", .port = b.port, .client_id = "norandom", .timeout_ms = 2000};
+    struct no_random n = {.port = b.port, .get_rc = 1, .connect_rc = 1};
+    ASSERT_EQ(ss_client_connect(&o, &n.c), SS_OK);
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, without_random, &n), 0);
+    ASSERT_EQ(pthread_join(t, NULL), 0);
+    ASSERT_EQ(n.filter_rc, 0);
+    ASSERT_EQ(n.get_rc, SS_E_RANDOM);
+    ASSERT_EQ(n.connect_rc, SS_E_RANDOM);
+    ASSERT_STR(n.why, strlen(n.why), "no random bytes for a client id");
+    /* This thread still has them. */
+    ASSERT_EQ(ss_client_get(n.c, "k", 1, NULL), SS_OK);
+    ss_client_close(n.c);
+    broker_stop(&b);
 }
