@@ -154,6 +154,8 @@ static void ss_client__cb_connect(struct mosquitto *m, void *ud, int rc, int fla
     ss_client__delivering(c);
     pthread_mutex_lock(&c->mu);
     c->connack_rc = rc;
+    if (rc == 0)
+        c->backoff_next_ms = 0;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     if (rc == 0)
@@ -285,45 +287,17 @@ int ss_client_subscribe(ss_client *c, const char *filter, int qos)
     return granted <= 2 ? SS_OK : SS_E_STATUS;
 }
 
-/* Completes calls whose deadline passed, ten times a second. */
-static void *ss_client__reaper(void *arg)
-{
-    ss_client *c = arg;
-    pthread_mutex_lock(&c->mu);
-    while (!c->closing) {
-        struct timespec ts;
-        ss_client__abstime(&ts, 100);
-        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-        uint64_t now = ss_client__now_ms();
-        struct ss_pending *due = NULL, **pp = &c->pending;
-        while (*pp) {
-            struct ss_pending *p = *pp;
-            if (p->deadline_ms <= now || c->closing) {
-                *pp = p->next;
-                p->next = due;
-                due = p;
-            } else {
-                pp = &p->next;
-            }
-        }
-        pthread_mutex_unlock(&c->mu);
-        while (due) {
-            struct ss_pending *next = due->next;
-            ss_client__fail_pending(due, c->closing ? SS_E_CONNECTION : SS_E_TIMEOUT);
-            due = next;
-        }
-        pthread_mutex_lock(&c->mu);
-    }
-    pthread_mutex_unlock(&c->mu);
-    return NULL;
-}
-
-static int ss_client__new(struct mosquitto *m, const char *id, unsigned timeout_ms, ss_client **out)
+static int ss_client__new(struct mosquitto *m, bool own, const char *id, unsigned timeout_ms,
+                          ss_client **out)
 {
     ss_client *c = calloc(1, sizeof *c);
     if (c == NULL)
         return SS_E_NOMEM;
     c->m = m;
+    c->own = own;
+    c->reap_at = UINT64_MAX;
+    c->backoff_first_ms = SS_CLIENT_BACKOFF_FIRST_MS;
+    c->backoff_max_ms = SS_CLIENT_BACKOFF_MAX_MS;
     c->timeout_ms = timeout_ms ? timeout_ms : 10000;
     c->id = strdup(id);
     size_t n = strlen(id);
@@ -351,11 +325,7 @@ static int ss_client__new(struct mosquitto *m, const char *id, unsigned timeout_
     }
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
-    if (pthread_create(&c->reaper, NULL, ss_client__reaper, c) != 0) {
-        ss_client_close(c);
-        return SS_E_NOMEM;
-    }
-    c->reaper_running = true;
+    c->ready = true;
     *out = c;
     return SS_OK;
 }
@@ -365,7 +335,13 @@ int ss_client_attach(struct mosquitto *mosq, const char *client_id, unsigned tim
 {
     if (mosq == NULL || client_id == NULL || client_id[0] == '\0')
         return SS_E_INVAL;
-    return ss_client__new(mosq, client_id, timeout_ms, out);
+    ss_client *c;
+    int rc = ss_client__new(mosq, false, client_id, timeout_ms, &c);
+    if (rc == SS_OK && (rc = ss_client__threads_start(c)) != SS_OK)
+        ss_client_close(c);
+    if (rc == SS_OK)
+        *out = c;
+    return rc;
 }
 
 static int ss_client__mosq_err(int rc)
@@ -431,12 +407,11 @@ int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char 
     if (m == NULL)
         return ss_client__explain(why, why_len, SS_E_NOMEM, "out of memory");
     ss_client *c;
-    int rc = ss_client__new(m, d.client_id, d.timeout_ms, &c);
+    int rc = ss_client__new(m, true, d.client_id, d.timeout_ms, &c);
     if (rc != SS_OK) {
         mosquitto_destroy(m);
         return ss_client__explain(why, why_len, rc, "%s", ss_strerror(rc));
     }
-    c->own = true;
     mosquitto_user_data_set(m, c);
     mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5);
     mosquitto_int_option(m, MOSQ_OPT_TCP_NODELAY, 1);
@@ -444,7 +419,6 @@ int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char 
     mosquitto_subscribe_v5_callback_set(m, ss_client__cb_subscribe);
     mosquitto_disconnect_v5_callback_set(m, ss_client__cb_disconnect);
     mosquitto_message_v5_callback_set(m, ss_client__cb_message);
-    mosquitto_reconnect_delay_set(m, 1, 10, true);
     int mrc = MOSQ_ERR_SUCCESS;
     if (d.username)
         mrc = mosquitto_username_pw_set(m, d.username, d.password);
@@ -459,12 +433,16 @@ int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char 
     }
     int err = 0;
     if (mrc == MOSQ_ERR_SUCCESS) {
+        /* Threaded before connecting: from now on packets are only
+         * queued by the calling threads and written by the network
+         * thread. */
+        mosquitto_threaded_set(m, true);
         errno = 0;
         mrc = mosquitto_connect_bind_v5(m, d.host, d.port, d.keepalive, NULL, NULL);
         err = errno;
     }
-    if (mrc == MOSQ_ERR_SUCCESS)
-        mrc = mosquitto_loop_start(m);
+    if (mrc == MOSQ_ERR_SUCCESS && ss_client__threads_start(c) != SS_OK)
+        mrc = MOSQ_ERR_NOMEM;
     if (mrc != MOSQ_ERR_SUCCESS) {
         ss_client_close(c);
         return ss_client__explain_mosq(why, why_len, mrc, err, d.host);
@@ -501,16 +479,8 @@ void ss_client_close(ss_client *c)
 {
     if (c == NULL)
         return;
-    if (c->own && c->m) {
-        mosquitto_disconnect(c->m);
-        mosquitto_loop_stop(c->m, false);
-    }
-    if (c->reaper_running) {
-        pthread_mutex_lock(&c->mu);
-        c->closing = true;
-        pthread_cond_broadcast(&c->cv);
-        pthread_mutex_unlock(&c->mu);
-        pthread_join(c->reaper, NULL);
+    if (c->ready) {
+        ss_client__threads_stop(c);
         /* Anything still pending fails now, which wakes the threads
          * blocked in a call; the lock and the client live until the last
          * of them has left. */

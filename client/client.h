@@ -8,12 +8,18 @@
  * topic clients/<clientId>/services/statestore/_any_/command/invoke/response,
  * subscribed before the first request.
  *
- * Threads. ss_client_connect starts libmosquitto's network thread; every
- * callback (completions, notifications, connection events) runs on it and
- * must not block on this client: a blocking call made there (or from an
- * attached client's thread that calls ss_client_handle_message) returns
- * SS_E_IN_CALLBACK at once, since its answer would have to come through
- * the very thread it stops. All
+ * Threads. ss_client_connect starts the client's network thread (it runs
+ * libmosquitto's loop, completes the calls whose time ran out, and
+ * reconnects); every callback (completions, timeouts included,
+ * notifications, messages, connection events) runs on it, one at a time,
+ * except that the calls still pending when ss_client_close is called
+ * complete inside ss_client_close. An attached client (ss_client_attach)
+ * runs its callbacks on the thread that calls ss_client_handle_message,
+ * _connect or _disconnect, and the completions of calls that timed out on
+ * a timer thread of its own. Callbacks must not block on this client: a
+ * blocking call made there (or from an attached client's thread that
+ * calls ss_client_handle_message) returns SS_E_IN_CALLBACK at once, since
+ * its answer would have to come through the very thread it stops. All
  * functions may be called from any thread. The blocking calls wait for
  * their answer on a condition variable.
  *
@@ -179,7 +185,8 @@ int ss_client_vdel(ss_client *c, const void *key, size_t key_len, const void *va
 int ss_client_keynotify(ss_client *c, const void *key, size_t key_len, bool stop,
                         ss_client_result *r);
 
-/* Asynchronous forms: the callback runs once on the network thread. */
+/* Asynchronous forms: the callback runs once, on the network thread (see
+ * Threads above). */
 int ss_client_set_async(ss_client *c, const void *key, size_t key_len, const void *value,
                         size_t value_len, const ss_set_options *opts, ss_result_cb cb, void *ud);
 int ss_client_get_async(ss_client *c, const void *key, size_t key_len, ss_result_cb cb, void *ud);

@@ -86,6 +86,8 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
     if (rc == MOSQ_ERR_SUCCESS) {
         p->next = c->pending;
         c->pending = p;
+        if (p->deadline_ms < c->reap_at)
+            c->reap_at = p->deadline_ms;
     }
     pthread_mutex_unlock(&c->mu);
     if (rc == MOSQ_ERR_SUCCESS)

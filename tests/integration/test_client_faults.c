@@ -242,3 +242,111 @@ TEST(client_no_random_bytes_is_its_own_error)
     ss_client_close(n.c);
     broker_stop(&b);
 }
+
+/* The threads callbacks ran on. */
+struct threads_seen {
+    pthread_mutex_t mu;
+    pthread_t first;
+    int calls, others; /* callbacks, and those on another thread than the first */
+    int timeouts, lost, messages;
+};
+
+static void thread_note(struct threads_seen *t)
+{
+    pthread_mutex_lock(&t->mu);
+    if (t->calls++ == 0)
+        t->first = pthread_self();
+    else if (!pthread_equal(t->first, pthread_self()))
+        t->others++;
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void thread_result(void *ud, const ss_client_result *r)
+{
+    struct threads_seen *t = ud;
+    thread_note(t);
+    pthread_mutex_lock(&t->mu);
+    t->timeouts += r->status == SS_E_TIMEOUT;
+    t->lost += r->status == SS_E_CONNECTION;
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void thread_message(void *ud, const char *topic, const void *payload, int len, bool retained)
+{
+    (void)topic;
+    (void)payload;
+    (void)len;
+    (void)retained;
+    struct threads_seen *t = ud;
+    thread_note(t);
+    pthread_mutex_lock(&t->mu);
+    t->messages++;
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void thread_connection(void *ud, bool connected, bool gap)
+{
+    (void)connected;
+    (void)gap;
+    thread_note(ud);
+}
+
+static int threads_calls(struct threads_seen *t)
+{
+    pthread_mutex_lock(&t->mu);
+    int n = t->calls;
+    pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
+/* Every callback of a client runs on its one network thread: messages,
+ * completions of calls that timed out (interleaved with messages, so
+ * that a timer thread of its own would show), of calls failed by a lost
+ * connection, and the connection events. */
+TEST(client_callbacks_run_on_the_network_thread_only)
+{
+    struct broker b = {.no_plugin = true};
+    broker_start(&b);
+    ss_client_options o = {.host = "127.0.0.1", .port = b.port, .client_id = "onethread", .timeout_ms = 200};
+    ss_client *c;
+    ASSERT_EQ(ss_client_connect(&o, &c), SS_OK);
+    struct threads_seen t = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    ss_client_set_message_cb(c, thread_message, &t);
+    ss_client_set_connection_cb(c, thread_connection, &t);
+    ASSERT_EQ(ss_client_subscribe(c, "app/#", 0), SS_OK);
+    struct client pub;
+    client_connect(&pub, b.port, "publisher", false);
+    enum { ROUNDS = 5 };
+    for (int i = 0; i < ROUNDS; i++) {
+        ASSERT_EQ(client_publish(&pub, "app/x", "m", 1, 0, false, NULL), 0);
+        ASSERT_EQ(ss_client_get_async(c, "k", 1, thread_result, &t), SS_OK);
+        client_drain(&pub, 20);
+    }
+    for (int i = 0; i < 300 && threads_calls(&t) < 2 * ROUNDS; i++)
+        usleep(10000);
+    ASSERT_EQ(threads_calls(&t), 2 * ROUNDS);
+    ASSERT_EQ(t.timeouts, ROUNDS);
+    ASSERT_EQ(t.messages, ROUNDS);
+    /* A call in flight when the broker goes: failed on the same thread,
+     * as is the loss's report. */
+    o.timeout_ms = 10000;
+    ss_client_close(c);
+    ASSERT_EQ(ss_client_connect(&o, &c), SS_OK);
+    struct threads_seen t2 = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    ss_client_set_message_cb(c, thread_message, &t2);
+    ss_client_set_connection_cb(c, thread_connection, &t2);
+    ASSERT_EQ(ss_client_subscribe(c, "app/#", 0), SS_OK);
+    ASSERT_EQ(client_publish(&pub, "app/x", "m", 1, 0, false, NULL), 0);
+    for (int i = 0; i < 300 && threads_calls(&t2) < 1; i++)
+        usleep(10000);
+    ASSERT_EQ(ss_client_get_async(c, "k", 1, thread_result, &t2), SS_OK);
+    client_close(&pub);
+    broker_stop(&b);
+    for (int i = 0; i < 300 && threads_calls(&t2) < 3; i++)
+        usleep(10000);
+    ASSERT_EQ(threads_calls(&t2), 3);
+    ASSERT_EQ(t2.lost, 1);
+    ss_client_close(c);
+    ASSERT_EQ(t.others, 0);
+    ASSERT_EQ(t2.others, 0);
+}
