@@ -139,6 +139,13 @@ void ss_client_handle_disconnect(ss_client *c);
  * to have left; no call may start once close has begun. */
 void ss_client_close(ss_client *c);
 
+/* Reconnection (clients of ss_client_connect): when the connection is
+ * lost, the network thread tries again after first_ms, and after each
+ * failed attempt waits twice as long as before, up to max_ms; a
+ * connection that the broker accepts starts the series again. Defaults
+ * (also for 0): 1000 and 10000 ms. Takes effect from the next delay. */
+void ss_client_set_reconnect_backoff(ss_client *c, unsigned first_ms, unsigned max_ms);
+
 void ss_client_set_notify_cb(ss_client *c, ss_notify_cb cb, void *ud);
 void ss_client_set_connection_cb(ss_client *c, ss_connection_cb cb, void *ud);
 

@@ -66,6 +66,17 @@ static int ss_client__loop_wait(ss_client *c)
     return (int)(wait < SS_LOOP_WAIT_MAX_MS ? wait : SS_LOOP_WAIT_MAX_MS);
 }
 
+void ss_client_set_reconnect_backoff(ss_client *c, unsigned first_ms, unsigned max_ms)
+{
+    pthread_mutex_lock(&c->mu);
+    c->backoff_first_ms = first_ms ? first_ms : SS_CLIENT_BACKOFF_FIRST_MS;
+    c->backoff_max_ms = max_ms ? max_ms : SS_CLIENT_BACKOFF_MAX_MS;
+    if (c->backoff_max_ms < c->backoff_first_ms)
+        c->backoff_max_ms = c->backoff_first_ms;
+    c->backoff_next_ms = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
 /* Wait out the reconnection delay; false when the client is closing. */
 static bool ss_client__backoff(ss_client *c)
 {

@@ -5,11 +5,14 @@
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -248,7 +251,7 @@ struct threads_seen {
     pthread_mutex_t mu;
     pthread_t first;
     int calls, others; /* callbacks, and those on another thread than the first */
-    int timeouts, lost, messages;
+    int timeouts, lost, messages, downs;
 };
 
 static void thread_note(struct threads_seen *t)
@@ -284,17 +287,23 @@ static void thread_message(void *ud, const char *topic, const void *payload, int
     pthread_mutex_unlock(&t->mu);
 }
 
+/* (The first connection's report may come after ss_client_connect
+ * returned: only losses are counted.) */
 static void thread_connection(void *ud, bool connected, bool gap)
 {
-    (void)connected;
     (void)gap;
-    thread_note(ud);
+    struct threads_seen *t = ud;
+    thread_note(t);
+    pthread_mutex_lock(&t->mu);
+    t->downs += !connected;
+    pthread_mutex_unlock(&t->mu);
 }
 
+/* Results, messages and losses seen so far. */
 static int threads_calls(struct threads_seen *t)
 {
     pthread_mutex_lock(&t->mu);
-    int n = t->calls;
+    int n = t->timeouts + t->lost + t->messages + t->downs;
     pthread_mutex_unlock(&t->mu);
     return n;
 }
@@ -346,7 +355,122 @@ TEST(client_callbacks_run_on_the_network_thread_only)
         usleep(10000);
     ASSERT_EQ(threads_calls(&t2), 3);
     ASSERT_EQ(t2.lost, 1);
+    ASSERT_EQ(t2.downs, 1);
     ss_client_close(c);
     ASSERT_EQ(t.others, 0);
     ASSERT_EQ(t2.others, 0);
+}
+
+struct reconnects {
+    pthread_mutex_t mu;
+    int ups;
+    uint64_t up_at;
+};
+
+/* Counts reconnections (gap true: the first connection's report, which
+ * may come after ss_client_connect returned, has none). */
+static void count_up(void *ud, bool connected, bool gap)
+{
+    struct reconnects *r = ud;
+    pthread_mutex_lock(&r->mu);
+    if (connected && gap) {
+        r->ups++;
+        r->up_at = now_ms();
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Holds a loopback port while the broker is away, refusing every MQTT
+ * connection at once (accept, close), so that no other program takes the
+ * port and the client meets nothing but failures. */
+struct port_holder {
+    int fd;
+    pthread_mutex_t mu;
+    bool stop;
+    pthread_t thread;
+};
+
+static void *port_holder_main(void *arg)
+{
+    struct port_holder *h = arg;
+    for (int i = 0; i < 6000; i++) { /* at most 60 s */
+        pthread_mutex_lock(&h->mu);
+        bool stop = h->stop;
+        pthread_mutex_unlock(&h->mu);
+        if (stop)
+            break;
+        struct pollfd p = {.fd = h->fd, .events = POLLIN};
+        if (poll(&p, 1, 10) == 1) {
+            int s = accept(h->fd, NULL, NULL);
+            if (s >= 0)
+                close(s);
+        }
+    }
+    return NULL;
+}
+
+static void port_hold(struct port_holder *h, int port)
+{
+    h->fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_TRUE(h->fd >= 0);
+    int one = 1;
+    setsockopt(h->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ASSERT_EQ(bind(h->fd, (struct sockaddr *)&a, sizeof a), 0);
+    ASSERT_EQ(listen(h->fd, 16), 0);
+    h->stop = false;
+    pthread_mutex_init(&h->mu, NULL);
+    ASSERT_EQ(pthread_create(&h->thread, NULL, port_holder_main, h), 0);
+}
+
+static void port_release(struct port_holder *h)
+{
+    pthread_mutex_lock(&h->mu);
+    h->stop = true;
+    pthread_mutex_unlock(&h->mu);
+    pthread_join(h->thread, NULL);
+    close(h->fd);
+    pthread_mutex_destroy(&h->mu);
+}
+
+/* The reconnection backoff is the application's to set: with 50 ms
+ * doubling to 200 ms, a client whose broker was away for 3.5 s is back
+ * within 200 ms (and the scheduling's slack) of the broker's return,
+ * where the default (attempts 1, 3 and 7 s after the loss) waits 3.5 s. */
+TEST(client_reconnect_backoff_is_configurable)
+{
+    struct broker b = {.no_plugin = true};
+    broker_start(&b);
+    ss_client_options o = {.host = "127.0.0.1", .port = b.port, .client_id = "backoff", .timeout_ms = 2000};
+    ss_client *c;
+    ASSERT_EQ(ss_client_connect(&o, &c), SS_OK);
+    ss_client_set_reconnect_backoff(c, 50, 200);
+    struct reconnects r = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    ss_client_set_connection_cb(c, count_up, &r);
+    broker_stop(&b);
+    struct port_holder h;
+    port_hold(&h, b.port);
+    usleep(3500 * 1000);
+    uint64_t back = now_ms();
+    port_release(&h);
+    broker_start(&b); /* the same port */
+    for (int i = 0; i < 500; i++) {
+        pthread_mutex_lock(&r.mu);
+        int ups = r.ups;
+        pthread_mutex_unlock(&r.mu);
+        if (ups)
+            break;
+        usleep(10000);
+    }
+    pthread_mutex_lock(&r.mu);
+    int ups = r.ups;
+    uint64_t took = r.up_at - back;
+    pthread_mutex_unlock(&r.mu);
+    ASSERT_EQ(ups, 1);
+    fprintf(stderr, "  reconnected %llu ms after the broker's return\n", (unsigned long long)took);
+    ASSERT_TRUE(took < 1000);
+    ASSERT_EQ(ss_client_subscribe(c, "app/#", 0), SS_OK); /* usable again */
+    ss_client_close(c);
+    broker_stop(&b);
 }
