@@ -6,6 +6,15 @@
  * sent on the wire byte for byte as "-ERR <text>\r\n" (PROTOCOL.md section 3)
  * and must never be reused for another meaning. The rest are local failures
  * that never reach the wire as such.
+ *
+ * What a client of the library (client.h, lease.h) can receive:
+ *   - the server's answers: every code whose wire flag is 1 (TS_FUTURE ..
+ *     KEY_EMPTY, UNAVAILABLE), and SERVER for a text it does not know;
+ *   - its own failures: TIMEOUT, CONNECTION, PROTOCOL, STATUS, IN_CALLBACK,
+ *     FT_MALFORMED, RANDOM, NOMEM, INVAL.
+ * The others (INCOMPLETE, IO, CORRUPT, BUSY, NOTFOUND, LIMIT, PENDING,
+ * CONFLICT) are internal to the server's core and backends: a client never
+ * sees them.
  */
 #ifndef SS_ERRORS_H
 #define SS_ERRORS_H
