@@ -96,6 +96,11 @@ struct ss_client {
     int waiters; /* threads inside a blocking call: close waits for them */
 };
 
+/* The functions below are shared by the library's files only: hidden, so
+ * that the shared library does not export them (its version script
+ * exports ss_client_*, which their names also match). */
+#pragma GCC visibility push(hidden)
+
 /* Wall clock in ms; an absolute CLOCK_REALTIME time ms from now. */
 uint64_t ss_client__now_ms(void);
 void ss_client__abstime(struct timespec *ts, unsigned ms);
@@ -121,5 +126,7 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
 /* Borrowed slices of bytes and of a C string. */
 ss_bytes ss_client__b(const void *p, size_t n);
 ss_bytes ss_client__w(const char *s);
+
+#pragma GCC visibility pop
 
 #endif
