@@ -4,8 +4,8 @@
  *
  * The lease is renewed in the background while COMMAND runs and released
  * when it ends; the exit status is COMMAND's. COMMAND gets the fencing
- * token in STATESTORE_LOCK_TOKEN. If the lease is lost (renewals refused),
- * COMMAND is terminated: mutual exclusion no longer holds. COMMAND is also
+ * token in STATESTORE_LOCK_TOKEN. If the lease is lost (a renewal refused,
+ * or none answered within the lease time), COMMAND is terminated: mutual exclusion no longer holds. COMMAND is also
  * terminated if this process dies (PR_SET_PDEATHSIG), so the lease then
  * simply expires.
  */

@@ -50,7 +50,11 @@ static int ss_client__wait(ss_client *c, struct ss_waiter *w, int rc)
         ss_client_result *out_ = (r) ? (r) : &tmp_;                                     \
         memset(out_, 0, sizeof *out_);                                                  \
         struct ss_waiter w_ = {(c), false, out_};                                       \
-        int rc_ = ss_client__wait((c), &w_, (call));                                           \
+        /* Refused before anything is sent: on the thread that delivers         \
+         * answers, the wait would never end. */                                        \
+        int rc_ = ss_client__in_callback_thread(c)                                      \
+                      ? ss_client__wait((c), &w_, SS_E_IN_CALLBACK)                     \
+                      : ss_client__wait((c), &w_, (call));                              \
         if (out_ == &tmp_)                                                              \
             ss_client_result_free(&tmp_);                                               \
         return rc_;                                                                     \

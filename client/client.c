@@ -61,6 +61,24 @@ void ss_client__abstime(struct timespec *ts, unsigned ms)
     }
 }
 
+void ss_client__delivering(ss_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->net_thread = pthread_self();
+    c->net_thread_known = true;
+    pthread_mutex_unlock(&c->mu);
+}
+
+bool ss_client__in_callback_thread(ss_client *c)
+{
+    pthread_t self = pthread_self();
+    pthread_mutex_lock(&c->mu);
+    bool in = (c->net_thread_known && pthread_equal(c->net_thread, self)) ||
+              (c->reaper_running && pthread_equal(c->reaper, self));
+    pthread_mutex_unlock(&c->mu);
+    return in;
+}
+
 /* ---- connection ------------------------------------------------------- */
 
 static void ss_client__on_subscribed(ss_client *c);
@@ -133,8 +151,11 @@ static void ss_client__cb_connect(struct mosquitto *m, void *ud, int rc, int fla
     (void)flags;
     (void)p;
     ss_client *c = ud;
+    ss_client__delivering(c);
     pthread_mutex_lock(&c->mu);
     c->connack_rc = rc;
+    if (rc == 0)
+        c->backoff_next_ms = 0;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     if (rc == 0)
@@ -162,20 +183,40 @@ static void ss_client__cb_subscribe(struct mosquitto *m, void *ud, int mid, int 
         ss_client__on_subscribed(c);
 }
 
+/* The connection is gone: calls in flight fail at once with
+ * SS_E_CONNECTION. Their answers cannot come: the session starts clean,
+ * so neither the requests nor the response topic's subscription outlive
+ * the connection. */
+static void ss_client__lost(ss_client *c, bool report)
+{
+    pthread_mutex_lock(&c->mu);
+    bool was = c->subscribed && report;
+    c->connected = false;
+    c->subscribed = false;
+    struct ss_pending *left = c->pending;
+    c->pending = NULL;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    while (left) {
+        struct ss_pending *p = left;
+        left = p->next;
+        ss_client__fail_pending(p, SS_E_CONNECTION);
+    }
+    if (was)
+        ss_client__report(c, false, false);
+}
+
+void ss_client_handle_disconnect(ss_client *c)
+{
+    ss_client__lost(c, true);
+}
+
 static void ss_client__cb_disconnect(struct mosquitto *m, void *ud, int rc, const mosquitto_property *p)
 {
     (void)m;
     (void)p;
-    ss_client *c = ud;
-    pthread_mutex_lock(&c->mu);
     /* rc 0: our own mosquitto_disconnect, not a loss worth reporting. */
-    bool was = c->subscribed && rc != 0;
-    c->connected = false;
-    c->subscribed = false;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-    if (was)
-        ss_client__report(c, false, false);
+    ss_client__lost(ud, rc != 0);
 }
 
 static void ss_client__cb_message(struct mosquitto *m, void *ud, const struct mosquitto_message *msg,
@@ -219,6 +260,8 @@ int ss_client_subscribe(ss_client *c, const char *filter, int qos)
 {
     if (filter == NULL || qos < 0 || qos > 1 || !c->own)
         return SS_E_INVAL;
+    if (ss_client__in_callback_thread(c))
+        return SS_E_IN_CALLBACK;
     /* Held across the SUBSCRIBE: its answer, on the network thread, waits
      * until the packet id is known here. */
     pthread_mutex_lock(&c->mu);
@@ -244,45 +287,17 @@ int ss_client_subscribe(ss_client *c, const char *filter, int qos)
     return granted <= 2 ? SS_OK : SS_E_STATUS;
 }
 
-/* Completes calls whose deadline passed, ten times a second. */
-static void *ss_client__reaper(void *arg)
-{
-    ss_client *c = arg;
-    pthread_mutex_lock(&c->mu);
-    while (!c->closing) {
-        struct timespec ts;
-        ss_client__abstime(&ts, 100);
-        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-        uint64_t now = ss_client__now_ms();
-        struct ss_pending *due = NULL, **pp = &c->pending;
-        while (*pp) {
-            struct ss_pending *p = *pp;
-            if (p->deadline_ms <= now || c->closing) {
-                *pp = p->next;
-                p->next = due;
-                due = p;
-            } else {
-                pp = &p->next;
-            }
-        }
-        pthread_mutex_unlock(&c->mu);
-        while (due) {
-            struct ss_pending *next = due->next;
-            ss_client__fail_pending(due, c->closing ? SS_E_CONNECTION : SS_E_TIMEOUT);
-            due = next;
-        }
-        pthread_mutex_lock(&c->mu);
-    }
-    pthread_mutex_unlock(&c->mu);
-    return NULL;
-}
-
-static int ss_client__new(struct mosquitto *m, const char *id, unsigned timeout_ms, ss_client **out)
+static int ss_client__new(struct mosquitto *m, bool own, const char *id, unsigned timeout_ms,
+                          ss_client **out)
 {
     ss_client *c = calloc(1, sizeof *c);
     if (c == NULL)
         return SS_E_NOMEM;
     c->m = m;
+    c->own = own;
+    c->reap_at = UINT64_MAX;
+    c->backoff_first_ms = SS_CLIENT_BACKOFF_FIRST_MS;
+    c->backoff_max_ms = SS_CLIENT_BACKOFF_MAX_MS;
     c->timeout_ms = timeout_ms ? timeout_ms : 10000;
     c->id = strdup(id);
     size_t n = strlen(id);
@@ -310,11 +325,7 @@ static int ss_client__new(struct mosquitto *m, const char *id, unsigned timeout_
     }
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
-    if (pthread_create(&c->reaper, NULL, ss_client__reaper, c) != 0) {
-        ss_client_close(c);
-        return SS_E_NOMEM;
-    }
-    c->reaper_running = true;
+    c->ready = true;
     *out = c;
     return SS_OK;
 }
@@ -324,7 +335,13 @@ int ss_client_attach(struct mosquitto *mosq, const char *client_id, unsigned tim
 {
     if (mosq == NULL || client_id == NULL || client_id[0] == '\0')
         return SS_E_INVAL;
-    return ss_client__new(mosq, client_id, timeout_ms, out);
+    ss_client *c;
+    int rc = ss_client__new(mosq, false, client_id, timeout_ms, &c);
+    if (rc == SS_OK && (rc = ss_client__threads_start(c)) != SS_OK)
+        ss_client_close(c);
+    if (rc == SS_OK)
+        *out = c;
+    return rc;
 }
 
 static int ss_client__mosq_err(int rc)
@@ -372,7 +389,7 @@ int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char 
     if (d.client_id == NULL || d.client_id[0] == '\0') {
         uint8_t r[8];
         if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-            return ss_client__explain(why, why_len, SS_E_IO, "no random bytes for a client id");
+            return ss_client__explain(why, why_len, SS_E_RANDOM, "no random bytes for a client id");
         int k = snprintf(idbuf, sizeof idbuf, "statestore-");
         for (int i = 0; i < 8; i++)
             k += snprintf(idbuf + k, sizeof idbuf - (size_t)k, "%02x", r[i]);
@@ -390,12 +407,11 @@ int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char 
     if (m == NULL)
         return ss_client__explain(why, why_len, SS_E_NOMEM, "out of memory");
     ss_client *c;
-    int rc = ss_client__new(m, d.client_id, d.timeout_ms, &c);
+    int rc = ss_client__new(m, true, d.client_id, d.timeout_ms, &c);
     if (rc != SS_OK) {
         mosquitto_destroy(m);
         return ss_client__explain(why, why_len, rc, "%s", ss_strerror(rc));
     }
-    c->own = true;
     mosquitto_user_data_set(m, c);
     mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5);
     mosquitto_int_option(m, MOSQ_OPT_TCP_NODELAY, 1);
@@ -403,7 +419,6 @@ int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char 
     mosquitto_subscribe_v5_callback_set(m, ss_client__cb_subscribe);
     mosquitto_disconnect_v5_callback_set(m, ss_client__cb_disconnect);
     mosquitto_message_v5_callback_set(m, ss_client__cb_message);
-    mosquitto_reconnect_delay_set(m, 1, 10, true);
     int mrc = MOSQ_ERR_SUCCESS;
     if (d.username)
         mrc = mosquitto_username_pw_set(m, d.username, d.password);
@@ -418,12 +433,16 @@ int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char 
     }
     int err = 0;
     if (mrc == MOSQ_ERR_SUCCESS) {
+        /* Threaded before connecting: from now on packets are only
+         * queued by the calling threads and written by the network
+         * thread. */
+        mosquitto_threaded_set(m, true);
         errno = 0;
         mrc = mosquitto_connect_bind_v5(m, d.host, d.port, d.keepalive, NULL, NULL);
         err = errno;
     }
-    if (mrc == MOSQ_ERR_SUCCESS)
-        mrc = mosquitto_loop_start(m);
+    if (mrc == MOSQ_ERR_SUCCESS && ss_client__threads_start(c) != SS_OK)
+        mrc = MOSQ_ERR_NOMEM;
     if (mrc != MOSQ_ERR_SUCCESS) {
         ss_client_close(c);
         return ss_client__explain_mosq(why, why_len, mrc, err, d.host);
@@ -460,16 +479,8 @@ void ss_client_close(ss_client *c)
 {
     if (c == NULL)
         return;
-    if (c->own && c->m) {
-        mosquitto_disconnect(c->m);
-        mosquitto_loop_stop(c->m, false);
-    }
-    if (c->reaper_running) {
-        pthread_mutex_lock(&c->mu);
-        c->closing = true;
-        pthread_cond_broadcast(&c->cv);
-        pthread_mutex_unlock(&c->mu);
-        pthread_join(c->reaper, NULL);
+    if (c->ready) {
+        ss_client__threads_stop(c);
         /* Anything still pending fails now, which wakes the threads
          * blocked in a call; the lock and the client live until the last
          * of them has left. */

@@ -8,16 +8,26 @@
  * topic clients/<clientId>/services/statestore/_any_/command/invoke/response,
  * subscribed before the first request.
  *
- * Threads. ss_client_connect starts libmosquitto's network thread; every
- * callback (completions, notifications, connection events) runs on it and
- * must not block on this client (no blocking calls inside callbacks). All
+ * Threads. ss_client_connect starts the client's network thread (it runs
+ * libmosquitto's loop, completes the calls whose time ran out, and
+ * reconnects); every callback (completions, timeouts included,
+ * notifications, messages, connection events) runs on it, one at a time,
+ * except that the calls still pending when ss_client_close is called
+ * complete inside ss_client_close. An attached client (ss_client_attach)
+ * runs its callbacks on the thread that calls ss_client_handle_message,
+ * _connect or _disconnect, and the completions of calls that timed out on
+ * a timer thread of its own. Callbacks must not block on this client: a
+ * blocking call made there (or from an attached client's thread that
+ * calls ss_client_handle_message) returns SS_E_IN_CALLBACK at once, since
+ * its answer would have to come through the very thread it stops. All
  * functions may be called from any thread. The blocking calls wait for
  * their answer on a condition variable.
  *
  * Errors are the status codes of core/errors.h: 0, a protocol error answered
  * by the server (SS_E_SYNTAX, SS_E_FT_LOWER, ...; unknown texts give
  * SS_E_SERVER and the text is kept in the result), or a local failure
- * (SS_E_TIMEOUT, SS_E_CONNECTION, SS_E_PROTOCOL, SS_E_STATUS, SS_E_NOMEM,
+ * (SS_E_TIMEOUT, SS_E_CONNECTION, SS_E_PROTOCOL, SS_E_STATUS,
+ * SS_E_IN_CALLBACK, SS_E_FT_MALFORMED, SS_E_RANDOM, SS_E_NOMEM,
  * SS_E_INVAL). ss_strerror gives the message.
  *
  * Ownership: byte arguments are borrowed for the call (copied when needed).
@@ -107,8 +117,9 @@ int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char 
 /* Use an application's own MQTT 5 mosquitto handle. The application runs
  * the network loop (mosquitto_loop_start, or its own loop in another thread
  * than the blocking calls), forwards every message with
- * ss_client_handle_message, and calls ss_client_handle_connect once
- * connected (after attaching) and after every reconnect. Requests may be
+ * ss_client_handle_message, calls ss_client_handle_connect once
+ * connected (after attaching) and after every reconnect, and
+ * ss_client_handle_disconnect when the connection is lost. Requests may be
  * made once ss_client_handle_connect has returned. */
 int ss_client_attach(struct mosquitto *mosq, const char *client_id, unsigned timeout_ms,
                      ss_client **out);
@@ -117,12 +128,23 @@ int ss_client_attach(struct mosquitto *mosq, const char *client_id, unsigned tim
 bool ss_client_handle_message(ss_client *c, const char *topic, const void *payload, int len,
                               const void *props);
 void ss_client_handle_connect(ss_client *c);
+/* For attached clients: the connection is gone (call it from the
+ * application's disconnect callback). Calls in flight fail at once with
+ * SS_E_CONNECTION, and the connection callback reports the loss. */
+void ss_client_handle_disconnect(ss_client *c);
 
 /* Stop (the network thread, if ours), disconnect (if ours), fail pending
  * calls with SS_E_CONNECTION, free everything. NULL is a no-op. A thread
  * blocked in a call on c returns SS_E_CONNECTION, and close waits for it
  * to have left; no call may start once close has begun. */
 void ss_client_close(ss_client *c);
+
+/* Reconnection (clients of ss_client_connect): when the connection is
+ * lost, the network thread tries again after first_ms, and after each
+ * failed attempt waits twice as long as before, up to max_ms; a
+ * connection that the broker accepts starts the series again. Defaults
+ * (also for 0): 1000 and 10000 ms. Takes effect from the next delay. */
+void ss_client_set_reconnect_backoff(ss_client *c, unsigned first_ms, unsigned max_ms);
 
 void ss_client_set_notify_cb(ss_client *c, ss_notify_cb cb, void *ud);
 void ss_client_set_connection_cb(ss_client *c, ss_connection_cb cb, void *ud);
@@ -170,7 +192,8 @@ int ss_client_vdel(ss_client *c, const void *key, size_t key_len, const void *va
 int ss_client_keynotify(ss_client *c, const void *key, size_t key_len, bool stop,
                         ss_client_result *r);
 
-/* Asynchronous forms: the callback runs once on the network thread. */
+/* Asynchronous forms: the callback runs once, on the network thread (see
+ * Threads above). */
 int ss_client_set_async(ss_client *c, const void *key, size_t key_len, const void *value,
                         size_t value_len, const ss_set_options *opts, ss_result_cb cb, void *ud);
 int ss_client_get_async(ss_client *c, const void *key, size_t key_len, ss_result_cb cb, void *ud);

@@ -2,13 +2,14 @@
 /* client_internal.h - what the client library's files share (not
  * installed). The public contract is client.h.
  *
- * Files: client.c (connection, reconnection, the timeout reaper, close),
- * requests.c (sending and pending calls), blocking.c (blocking wrappers),
+ * Files: client.c (connection, re-registration, close), loop.c (the
+ * network thread: libmosquitto's loop, timeouts, reconnection), requests.c (sending and pending calls), blocking.c (blocking wrappers),
  * incoming.c (answers and notifications), answer.c (answer
  * interpretation, pure).
  *
  * Invariant: every pending call completes exactly once - by its answer, by
- * the timeout reaper, or by ss_client_close - and its callback runs without
+ * its timeout, by the loss of the connection, or by ss_client_close - and
+ * its callback runs without
  * the client's lock held, so callbacks may start new calls.
  */
 #ifndef SS_CLIENT_INTERNAL_H
@@ -27,6 +28,10 @@
 #include "client.h"
 
 #define SS_CORR_LEN 16
+/* Reconnection: the first delay, doubled after each failure up to the
+ * longest (client.h). */
+#define SS_CLIENT_BACKOFF_FIRST_MS 1000u
+#define SS_CLIENT_BACKOFF_MAX_MS 10000u
 
 
 struct ss_pending {
@@ -74,15 +79,43 @@ struct ss_client {
     pthread_t message_thread; /* the thread running them */
     int app_sub_mid;     /* the application's SUBSCRIBE waiting for its answer */
     int app_sub_result;  /* its granted QoS, or -1 while waiting */
-    pthread_t reaper;
+    bool ready;          /* mu and cv initialised */
+    pthread_t net;       /* the network thread of a client that owns m */
+    bool net_running;
+    pthread_t reaper;    /* the timer thread of an attached client */
     bool reaper_running;
+    uint64_t reap_at;    /* no pending call's deadline comes before this */
+    unsigned backoff_first_ms, backoff_max_ms; /* reconnection delays */
+    unsigned backoff_next_ms; /* the next one; 0: the first */
+    /* The thread that delivers answers (the network thread, or the one
+     * an attached client's application calls ss_client_handle_message
+     * on): a blocking call made on it would wait for itself. */
+    pthread_t net_thread;
+    bool net_thread_known;
     uint64_t notifications;
     int waiters; /* threads inside a blocking call: close waits for them */
 };
 
+/* The functions below are shared by the library's files only: hidden, so
+ * that the shared library does not export them (its version script
+ * exports ss_client_*, which their names also match). */
+#pragma GCC visibility push(hidden)
+
 /* Wall clock in ms; an absolute CLOCK_REALTIME time ms from now. */
 uint64_t ss_client__now_ms(void);
 void ss_client__abstime(struct timespec *ts, unsigned ms);
+/* Remember the calling thread as the one that delivers answers. */
+void ss_client__delivering(ss_client *c);
+/* True on a thread that runs this client's callbacks, where a blocking
+ * call must be refused (SS_E_IN_CALLBACK). */
+bool ss_client__in_callback_thread(ss_client *c);
+/* Start the client's thread: the network thread if it owns m, else the
+ * timer thread. Stop them (closing set), after which no callback runs but
+ * on the caller's thread. */
+int ss_client__threads_start(ss_client *c);
+void ss_client__threads_stop(ss_client *c);
+/* Complete the calls whose deadline passed (all of them when closing). */
+void ss_client__reap(ss_client *c);
 /* Run a pending call's callback with r, then free both. */
 void ss_client__complete(struct ss_pending *p, ss_client_result *r);
 /* Complete a pending call with status and no answer. */
@@ -93,5 +126,7 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
 /* Borrowed slices of bytes and of a C string. */
 ss_bytes ss_client__b(const void *p, size_t n);
 ss_bytes ss_client__w(const char *s);
+
+#pragma GCC visibility pop
 
 #endif

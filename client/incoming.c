@@ -122,6 +122,7 @@ bool ss_client_handle_message(ss_client *c, const char *topic, const void *paylo
     bool notification = !answer && strncmp(topic, c->notify_prefix, np) == 0;
     if (!answer && !notification)
         return false;
+    ss_client__delivering(c);
     struct ss_props_seen s;
     ss_client__read_props(props, &s);
     if (answer)

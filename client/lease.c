@@ -76,6 +76,17 @@ int ss_lease_holder(ss_client *c, const char *name, ss_client_result *r)
     return ss_client_get(c, name, strlen(name), r);
 }
 
+/* The keeper. One thread renews the lease with asynchronous SETs, so
+ * that a renewal waiting for its answer never hides the lease's end: the
+ * thread wakes at the next renewal or at held_until, whichever is first.
+ * held_until is the send time of the last renewal that succeeded plus the
+ * lease time (the server counts from its receipt, later than our send, so
+ * the holder's view ends no later than the server's). Once lost, the
+ * keeper stops renewing for good.
+ *
+ * Ownership: the keeper is shared by the application's handle and by a
+ * renewal in flight (whose callback may come after ss_lease_keeper_stop);
+ * refs counts them under mu, and the last one frees it. */
 struct ss_lease_keeper {
     ss_client *c;
     char *name, *holder;
@@ -83,47 +94,144 @@ struct ss_lease_keeper {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    int refs;
     bool stop, lost;
+    bool in_flight;     /* a renewal awaits its answer */
+    bool answered;      /* ... and has it: rc, applied, version below */
+    int answer_rc;
+    bool answer_applied;
+    char answer_version[SS_LEASE_TOKEN_MAX];
+    uint64_t held_until; /* ms; the lease is ours until then */
+    uint64_t next_renewal;
+    ss_lease_lost_cb lost_cb;
+    void *lost_ud;
     char token[SS_LEASE_TOKEN_MAX];
 };
+
+/* A renewal's answer is a refusal (someone else holds the lease) rather
+ * than a failure to reach the server, which is retried. */
+static bool ss_lease__refused(int rc, bool applied)
+{
+    return (rc == SS_OK && !applied) || ss_err_is_wire(rc) || rc == SS_E_SERVER;
+}
+
+static void ss_lease__keeper_unref(ss_lease_keeper *k)
+{
+    pthread_mutex_lock(&k->mu);
+    bool last = --k->refs == 0;
+    pthread_mutex_unlock(&k->mu);
+    if (!last)
+        return;
+    pthread_mutex_destroy(&k->mu);
+    pthread_cond_destroy(&k->cv);
+    free(k->name);
+    free(k->holder);
+    free(k);
+}
+
+static void ss_lease__renewed(void *ud, const ss_client_result *r)
+{
+    ss_lease_keeper *k = ud;
+    pthread_mutex_lock(&k->mu);
+    k->answered = true;
+    k->answer_rc = r->status;
+    k->answer_applied = r->applied;
+    snprintf(k->answer_version, sizeof k->answer_version, "%s", r->version);
+    pthread_cond_broadcast(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    ss_lease__keeper_unref(k);
+}
+
+/* The retry pace after a renewal that did not reach the server. */
+static uint64_t ss_lease__retry_ms(uint64_t ttl_ms)
+{
+    uint64_t r = ttl_ms / 10;
+    return r < 50 ? 50 : r > 1000 ? 1000 : r;
+}
+
+/* Take a renewal's answer (k->mu held). */
+static void ss_lease__take_answer(ss_lease_keeper *k, uint64_t sent_at)
+{
+    k->in_flight = false;
+    k->answered = false;
+    if (k->answer_rc == SS_OK && k->answer_applied) {
+        memcpy(k->token, k->answer_version, sizeof k->token);
+        k->held_until = sent_at + k->ttl_ms;
+        uint64_t pace = k->ttl_ms / 3 ? k->ttl_ms / 3 : 1;
+        k->next_renewal = sent_at + pace;
+    } else if (ss_lease__refused(k->answer_rc, k->answer_applied)) {
+        k->lost = true;
+    } else {
+        k->next_renewal = ss_lease__ms() + ss_lease__retry_ms(k->ttl_ms);
+    }
+}
 
 static void *ss_lease__keeper_main(void *arg)
 {
     ss_lease_keeper *k = arg;
+    uint64_t sent_at = 0;
     pthread_mutex_lock(&k->mu);
     while (!k->stop && !k->lost) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t nap = k->ttl_ms / 3 ? k->ttl_ms / 3 : 1;
-        ts.tv_sec += (time_t)(nap / 1000);
-        ts.tv_nsec += (long)(nap % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&k->cv, &k->mu, &ts);
-        if (k->stop)
+        if (k->answered)
+            ss_lease__take_answer(k, sent_at);
+        uint64_t now = ss_lease__ms();
+        if (!k->lost && now >= k->held_until)
+            k->lost = true;
+        if (k->lost)
             break;
-        pthread_mutex_unlock(&k->mu);
-        bool acquired = false;
-        char token[SS_LEASE_TOKEN_MAX];
-        int rc = ss_lease_acquire(k->c, k->name, k->holder, k->ttl_ms, &acquired, token);
-        pthread_mutex_lock(&k->mu);
-        if (rc == SS_OK && acquired)
-            memcpy(k->token, token, sizeof token);
-        else if (rc == SS_OK || ss_err_is_wire(rc) || rc == SS_E_SERVER)
-            k->lost = true; /* refused: someone else holds it now */
-        /* A timeout or a dropped connection is retried at the next turn. */
+        if (!k->in_flight && now >= k->next_renewal) {
+            k->in_flight = true;
+            k->refs++;
+            sent_at = now;
+            pthread_mutex_unlock(&k->mu);
+            ss_set_options o = {.condition = SS_SET_NEX, .px_ms = k->ttl_ms};
+            int rc = ss_client_set_async(k->c, k->name, strlen(k->name), k->holder,
+                                         strlen(k->holder), &o, ss_lease__renewed, k);
+            pthread_mutex_lock(&k->mu);
+            if (rc != SS_OK) {
+                /* Never started, never calls back. */
+                k->refs--;
+                k->in_flight = false;
+                k->next_renewal = now + ss_lease__retry_ms(k->ttl_ms);
+            }
+            continue;
+        }
+        uint64_t wake = k->held_until;
+        if (!k->in_flight && k->next_renewal < wake)
+            wake = k->next_renewal;
+        struct timespec ts = {.tv_sec = (time_t)(wake / 1000), .tv_nsec = (long)(wake % 1000) * 1000000L};
+        if (!k->answered && !k->stop)
+            pthread_cond_timedwait(&k->cv, &k->mu, &ts);
     }
+    bool report = k->lost && !k->stop;
+    ss_lease_lost_cb cb = k->lost_cb;
+    void *ud = k->lost_ud;
     pthread_mutex_unlock(&k->mu);
+    if (report && cb)
+        cb(ud);
     return NULL;
 }
 
-int ss_lease_keep(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
-                  ss_lease_keeper **out)
+int ss_lease_keep_notify(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
+                         ss_lease_lost_cb lost_cb, void *ud, ss_lease_keeper **out)
 {
-    if (ttl_ms == 0)
+    if (c == NULL || name == NULL || holder == NULL || ttl_ms == 0 || out == NULL)
         return SS_E_INVAL;
+    /* Renew once before returning, so that the keeper starts with a
+     * token (and a time the lease is known to be held until). */
+    uint64_t sent_at = ss_lease__ms();
+    bool held = false;
+    char token[SS_LEASE_TOKEN_MAX] = "";
+    ss_client_result r;
+    ss_set_options o = {.condition = SS_SET_NEX, .px_ms = ttl_ms};
+    int rc = ss_client_set(c, name, strlen(name), holder, strlen(holder), &o, &r);
+    bool refused = ss_lease__refused(rc, r.applied);
+    held = rc == SS_OK && r.applied;
+    if (held)
+        snprintf(token, sizeof token, "%s", r.version);
+    ss_client_result_free(&r);
+    if (!held && !refused)
+        return rc;
     ss_lease_keeper *k = calloc(1, sizeof *k);
     if (k == NULL)
         return SS_E_NOMEM;
@@ -131,25 +239,35 @@ int ss_lease_keep(ss_client *c, const char *name, const char *holder, uint64_t t
     k->name = strdup(name);
     k->holder = strdup(holder);
     k->ttl_ms = ttl_ms;
+    k->refs = 1;
+    k->lost = !held;
+    k->held_until = held ? sent_at + ttl_ms : 0;
+    k->next_renewal = sent_at + (ttl_ms / 3 ? ttl_ms / 3 : 1);
+    k->lost_cb = lost_cb;
+    k->lost_ud = ud;
+    memcpy(k->token, token, sizeof token);
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->cv, NULL);
     if (k->name == NULL || k->holder == NULL ||
         pthread_create(&k->thread, NULL, ss_lease__keeper_main, k) != 0) {
-        free(k->name);
-        free(k->holder);
-        pthread_mutex_destroy(&k->mu);
-        pthread_cond_destroy(&k->cv);
-        free(k);
+        ss_lease__keeper_unref(k);
         return SS_E_NOMEM;
     }
     *out = k;
     return SS_OK;
 }
 
+int ss_lease_keep(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
+                  ss_lease_keeper **out)
+{
+    return ss_lease_keep_notify(c, name, holder, ttl_ms, NULL, NULL, out);
+}
+
 bool ss_lease_keeper_lost(ss_lease_keeper *k)
 {
     pthread_mutex_lock(&k->mu);
-    bool lost = k->lost;
+    /* By the clock too: the keeper's thread may not have woken yet. */
+    bool lost = k->lost || ss_lease__ms() >= k->held_until;
     pthread_mutex_unlock(&k->mu);
     return lost;
 }
@@ -170,11 +288,7 @@ void ss_lease_keeper_stop(ss_lease_keeper *k)
     pthread_cond_broadcast(&k->cv);
     pthread_mutex_unlock(&k->mu);
     pthread_join(k->thread, NULL);
-    pthread_mutex_destroy(&k->mu);
-    pthread_cond_destroy(&k->cv);
-    free(k->name);
-    free(k->holder);
-    free(k);
+    ss_lease__keeper_unref(k);
 }
 
 int ss_lease_edit(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,

@@ -38,14 +38,34 @@ int ss_lease_release(ss_client *c, const char *name, const char *holder, bool *r
 /* The current holder: r->found and r->value (see client.h). */
 int ss_lease_holder(ss_client *c, const char *name, ss_client_result *r);
 
-/* Keep a held lease alive: a thread renews it every ttl_ms / 3 until
- * ss_lease_keeper_stop. If a renewal is refused the lease is lost: the
- * keeper stops renewing and ss_lease_keeper_lost turns true. */
+/* Keep a held lease alive: a thread of the keeper's own renews it every
+ * ttl_ms / 3 until ss_lease_keeper_stop.
+ *
+ * ss_lease_keep renews once before returning, so the keeper starts with a
+ * fencing token (greater than the acquisition's). If that renewal cannot
+ * reach the server it returns its error (SS_E_TIMEOUT, SS_E_CONNECTION,
+ * ...) and no keeper; if the lease is held by someone else the keeper is
+ * returned already lost.
+ *
+ * The lost rule: the lease is lost, from the holder's side, when a renewal
+ * is refused (someone else holds it) or when the last successful renewal
+ * plus ttl_ms has passed without another, connected or not (the time is
+ * counted from the renewal's sending, so the holder's view ends before
+ * the server's). Once lost, the keeper stops renewing for good; acquire
+ * again to lead again. The flag is only a hint that comes late by up to
+ * the network's delay: what makes writes safe is the fencing token sent
+ * with each of them, which the server refuses once a newer holder wrote. */
 typedef struct ss_lease_keeper ss_lease_keeper;
 int ss_lease_keep(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
                   ss_lease_keeper **out);
+/* The same, and lost_cb(ud) runs once, on the keeper's thread, when the
+ * lease is lost (not when the keeper is stopped). It may call
+ * ss_lease_keeper_lost and _token, not ss_lease_keeper_stop. */
+typedef void (*ss_lease_lost_cb)(void *ud);
+int ss_lease_keep_notify(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
+                         ss_lease_lost_cb lost_cb, void *ud, ss_lease_keeper **out);
 bool ss_lease_keeper_lost(ss_lease_keeper *k);
-/* The latest fencing token. */
+/* The latest fencing token ("" when the lease was never held). */
 void ss_lease_keeper_token(ss_lease_keeper *k, char token[SS_LEASE_TOKEN_MAX]);
 /* Stop renewing and free the keeper (the lease is not released). */
 void ss_lease_keeper_stop(ss_lease_keeper *k);

@@ -35,14 +35,14 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
     if (fencing_token) {
         ss_hlc check;
         if (ss_hlc_parse((const uint8_t *)fencing_token, strlen(fencing_token), &check) != SS_OK)
-            return SS_E_TS_MALFORMED;
+            return SS_E_FT_MALFORMED;
     }
     struct ss_pending *p = calloc(1, sizeof *p);
     if (p == NULL)
         return SS_E_NOMEM;
     if (getrandom(p->corr, sizeof p->corr, 0) != (ssize_t)sizeof p->corr) {
         free(p);
-        return SS_E_IO;
+        return SS_E_RANDOM;
     }
     p->kind = kind;
     p->cb = cb;
@@ -86,6 +86,8 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
     if (rc == MOSQ_ERR_SUCCESS) {
         p->next = c->pending;
         c->pending = p;
+        if (p->deadline_ms < c->reap_at)
+            c->reap_at = p->deadline_ms;
     }
     pthread_mutex_unlock(&c->mu);
     if (rc == MOSQ_ERR_SUCCESS)

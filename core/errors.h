@@ -8,6 +8,16 @@
  * wire 1 are texts of statestore's own (an unavailable store, SCAN's
  * refusals: PROTOCOL.md 9.3), under the same rule; the others are local
  * failures that never reach the wire as such.
+ *
+ * What a client of the library (client.h, lease.h) can receive:
+ *   - the server's answers: every code whose wire flag is 1 (TS_FUTURE ..
+ *     KEY_EMPTY, UNAVAILABLE, the PATTERN_* and TOKEN_INVALID of SCAN), and
+ *     SERVER for a text it does not know;
+ *   - its own failures: TIMEOUT, CONNECTION, PROTOCOL, STATUS, IN_CALLBACK,
+ *     FT_MALFORMED, RANDOM, NOMEM, INVAL.
+ * The others (INCOMPLETE, IO, CORRUPT, BUSY, NOTFOUND, LIMIT, PENDING,
+ * CONFLICT) are internal to the server's core and backends: a client never
+ * sees them.
  */
 #ifndef SS_ERRORS_H
 #define SS_ERRORS_H
@@ -58,7 +68,12 @@
     X(PATTERN_STARS, -40, 1,                                                        \
       "invalid pattern: '**' must be a whole path segment and '***' is not a "    \
       "wildcard")                                                                   \
-    X(TOKEN_INVALID, -41, 1, "invalid continuation token")
+    X(TOKEN_INVALID, -41, 1, "invalid continuation token")                        \
+    X(IN_CALLBACK, -42, 0,                                                          \
+      "a blocking call on the thread that runs this client's callbacks (it would "  \
+      "wait for the answers that thread delivers)")                                 \
+    X(FT_MALFORMED, -43, 0, "the fencing token is not a version (an HLC timestamp)") \
+    X(RANDOM, -44, 0, "the system gave no random bytes")
 
 enum ss_status {
     SS_OK = 0,

@@ -119,7 +119,8 @@ TEST(client_blocking_calls)
     ss_client_result_free(&r);
     ASSERT_EQ(ss_client_del(c, "res", 3, "1:0:x", &r), SS_E_FT_LOWER);
     ss_client_result_free(&r);
-    ASSERT_EQ(ss_client_del(c, "res", 3, "garbage", &r), SS_E_TS_MALFORMED); /* refused locally */
+    ASSERT_EQ(ss_client_del(c, "res", 3, "garbage", &r), SS_E_FT_MALFORMED); /* refused locally */
+    ASSERT_EQ(r.status, SS_E_FT_MALFORMED);
     ss_client_result_free(&r);
     ASSERT_EQ(ss_client_set(c, "", 0, "x", 1, NULL, &r), SS_E_KEY_EMPTY);
     ss_client_result_free(&r);
@@ -559,6 +560,9 @@ TEST(client_wire_format_and_error_mapping)
     ASSERT_TRUE(m != NULL);
     ASSERT_TRUE(memcmp(m->corr, first_corr, 16) != 0);
     USER(m, "__ft", "5:0:tok");
+    /* A token that is not a version is refused before anything is sent. */
+    ASSERT_EQ(ss_client_del_async(f.c, "k", 1, "5:tok", async_cb, &f.box), SS_E_FT_MALFORMED);
+    ASSERT_TRUE(client_wait(&f.srv, 200) == NULL);
     /* The client merges the __ts it receives: a later request carries a
      * stamp above the one the server sent. */
     char ahead[64];
