@@ -3,6 +3,7 @@
  * answer (client.h). */
 #include "client_internal.h"
 
+#include <mqtt_protocol.h>
 #include <string.h>
 
 #include "../core/errors.h"
@@ -31,6 +32,9 @@ static int ss_client__wait(ss_client *c, struct ss_waiter *w, int rc)
 {
     if (rc != SS_OK) {
         w->out->status = rc;
+        /* Not sent: larger than the broker's Maximum Packet Size. */
+        if (rc == SS_E_REFUSED)
+            w->out->error_text = ss_client__refusal_text(c, ss_strerror(rc), MQTT_RC_PACKET_TOO_LARGE);
         return rc;
     }
     pthread_mutex_lock(&c->mu);

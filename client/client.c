@@ -149,11 +149,13 @@ static void ss_client__cb_connect(struct mosquitto *m, void *ud, int rc, int fla
 {
     (void)m;
     (void)flags;
-    (void)p;
     ss_client *c = ud;
     ss_client__delivering(c);
+    uint32_t max_packet = 0;
+    mosquitto_property_read_int32(p, MQTT_PROP_MAXIMUM_PACKET_SIZE, &max_packet, false);
     pthread_mutex_lock(&c->mu);
     c->connack_rc = rc;
+    c->max_packet = max_packet;
     if (rc == 0)
         c->backoff_next_ms = 0;
     pthread_cond_broadcast(&c->cv);
@@ -187,7 +189,9 @@ static void ss_client__cb_subscribe(struct mosquitto *m, void *ud, int mid, int 
  * SS_E_CONNECTION. Their answers cannot come: the session starts clean,
  * so neither the requests nor the response topic's subscription outlive
  * the connection. */
-static void ss_client__lost(ss_client *c, bool report)
+/* The connection is gone: every call in flight fails at once (reason: the
+ * broker's DISCONNECT reason code, 0 if it sent none). */
+static void ss_client__lost(ss_client *c, bool report, int reason)
 {
     pthread_mutex_lock(&c->mu);
     bool was = c->subscribed && report;
@@ -200,7 +204,10 @@ static void ss_client__lost(ss_client *c, bool report)
     while (left) {
         struct ss_pending *p = left;
         left = p->next;
-        ss_client__fail_pending(p, SS_E_CONNECTION);
+        char *text = NULL;
+        if (reason >= 0x80)
+            text = ss_client__refusal_text(c, "not connected: the broker disconnected this client", reason);
+        ss_client__fail_pending_text(p, SS_E_CONNECTION, text);
     }
     if (was)
         ss_client__report(c, false, false);
@@ -208,15 +215,46 @@ static void ss_client__lost(ss_client *c, bool report)
 
 void ss_client_handle_disconnect(ss_client *c)
 {
-    ss_client__lost(c, true);
+    ss_client__lost(c, true, 0);
 }
 
 static void ss_client__cb_disconnect(struct mosquitto *m, void *ud, int rc, const mosquitto_property *p)
 {
     (void)m;
     (void)p;
-    /* rc 0: our own mosquitto_disconnect, not a loss worth reporting. */
-    ss_client__lost(ud, rc != 0);
+    /* rc 0: our own mosquitto_disconnect, not a loss worth reporting; from
+     * 0x80 on, the reason code of the broker's DISCONNECT (libmosquitto's
+     * own errors are small numbers). */
+    ss_client__lost(ud, rc != 0, rc);
+}
+
+/* A PUBACK: one with a reason code from 0x80 on refused the request (too
+ * large, not authorized, quota...): its call fails at once with the
+ * reason, instead of waiting for an answer that cannot come. */
+static void ss_client__cb_publish(struct mosquitto *m, void *ud, int mid, int reason, const mosquitto_property *p)
+{
+    (void)m;
+    (void)p;
+    if (reason < 0x80)
+        return;
+    ss_client *c = ud;
+    pthread_mutex_lock(&c->mu);
+    struct ss_pending **pp = &c->pending, *found = NULL;
+    while (*pp && (*pp)->mid != mid)
+        pp = &(*pp)->next;
+    if (*pp) {
+        found = *pp;
+        *pp = found->next;
+    } else {
+        /* Its call has not learnt its packet id yet (ss_client__send). */
+        c->early_mid[c->early_next] = mid;
+        c->early_reason[c->early_next] = reason;
+        c->early_next = (c->early_next + 1) % SS_EARLY_REFUSALS;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (found)
+        ss_client__fail_pending_text(found, SS_E_REFUSED,
+                                     ss_client__refusal_text(c, ss_strerror(SS_E_REFUSED), reason));
 }
 
 static void ss_client__cb_message(struct mosquitto *m, void *ud, const struct mosquitto_message *msg,
@@ -419,6 +457,7 @@ int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char 
     mosquitto_subscribe_v5_callback_set(m, ss_client__cb_subscribe);
     mosquitto_disconnect_v5_callback_set(m, ss_client__cb_disconnect);
     mosquitto_message_v5_callback_set(m, ss_client__cb_message);
+    mosquitto_publish_v5_callback_set(m, ss_client__cb_publish);
     int mrc = MOSQ_ERR_SUCCESS;
     if (d.username)
         mrc = mosquitto_username_pw_set(m, d.username, d.password);

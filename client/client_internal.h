@@ -39,9 +39,15 @@ struct ss_pending {
     uint8_t corr[SS_CORR_LEN];
     enum ss_answer_kind kind;
     uint64_t deadline_ms;
+    int mid; /* its PUBLISH's packet id (0 until known): a PUBACK that
+                refuses it fails it at once */
     ss_result_cb cb;
     void *ud;
 };
+
+/* PUBACKs that refused a PUBLISH whose call had not learnt its packet id
+ * yet (the broker answered before mosquitto_publish_v5 returned). */
+#define SS_EARLY_REFUSALS 8
 
 /* A key registered with KEYNOTIFY, to register again after a reconnect:
  * on a list (for that) and in a table (to find it in O(1)). */
@@ -94,6 +100,9 @@ struct ss_client {
     bool net_thread_known;
     uint64_t notifications;
     int waiters; /* threads inside a blocking call: close waits for them */
+    uint32_t max_packet; /* the broker's Maximum Packet Size (CONNACK); 0: none said */
+    int early_mid[SS_EARLY_REFUSALS], early_reason[SS_EARLY_REFUSALS];
+    unsigned early_next;
 };
 
 /* The functions below are shared by the library's files only: hidden, so
@@ -116,6 +125,13 @@ int ss_client__threads_start(ss_client *c);
 void ss_client__threads_stop(ss_client *c);
 /* Complete the calls whose deadline passed (all of them when closing). */
 void ss_client__reap(ss_client *c);
+/* The text of the broker's refusal with an MQTT 5 reason code (PUBACK or
+ * DISCONNECT): "the broker refused the request (packet too large: its
+ * limit is N bytes)". Malloc'ed; NULL when out of memory. */
+char *ss_client__refusal_text(ss_client *c, const char *what, int reason);
+/* Complete a pending call with status and a text of its own (taken
+ * over; may be NULL). */
+void ss_client__fail_pending_text(struct ss_pending *p, int status, char *text);
 /* Run a pending call's callback with r, then free both. */
 void ss_client__complete(struct ss_pending *p, ss_client_result *r);
 /* Complete a pending call with status and no answer. */

@@ -22,10 +22,34 @@ void ss_client__complete(struct ss_pending *p, ss_client_result *r)
 
 void ss_client__fail_pending(struct ss_pending *p, int status)
 {
+    ss_client__fail_pending_text(p, status, NULL);
+}
+
+void ss_client__fail_pending_text(struct ss_pending *p, int status, char *text)
+{
     ss_client_result r;
     memset(&r, 0, sizeof r);
     r.status = status;
+    r.error_text = text;
     ss_client__complete(p, &r);
+}
+
+char *ss_client__refusal_text(ss_client *c, const char *what, int reason)
+{
+    char detail[160];
+    pthread_mutex_lock(&c->mu);
+    uint32_t limit = c->max_packet;
+    pthread_mutex_unlock(&c->mu);
+    if (reason == MQTT_RC_PACKET_TOO_LARGE && limit)
+        snprintf(detail, sizeof detail, "packet too large: its limit is %u bytes", limit);
+    else if (reason == MQTT_RC_PACKET_TOO_LARGE)
+        snprintf(detail, sizeof detail, "packet too large: over its message_size_limit");
+    else
+        snprintf(detail, sizeof detail, "%s, reason code %d", mosquitto_reason_string(reason), reason);
+    char *text = malloc(strlen(what) + sizeof detail + 4);
+    if (text)
+        sprintf(text, "%s (%s)", what, detail);
+    return text;
 }
 
 /* Publish one request; on success the pending entry is queued. */
@@ -90,11 +114,35 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
             c->reap_at = p->deadline_ms;
     }
     pthread_mutex_unlock(&c->mu);
+    int mid = 0;
     if (rc == MOSQ_ERR_SUCCESS)
-        rc = mosquitto_publish_v5(c->m, NULL, kind == SS_ANSWER_ADMIN ? SS_ADMIN_TOPIC : SS_REQUEST_TOPIC,
+        rc = mosquitto_publish_v5(c->m, &mid, kind == SS_ANSWER_ADMIN ? SS_ADMIN_TOPIC : SS_REQUEST_TOPIC,
                                   (int)payload.len, payload.data, 1, false, props);
     mosquitto_property_free_all(&props);
     ss_buf_free(&payload);
+    if (rc == MOSQ_ERR_SUCCESS) {
+        /* Its packet id, for a PUBACK that refuses it; one that came
+         * before this was set is waiting among the early refusals. */
+        int refused = 0;
+        pthread_mutex_lock(&c->mu);
+        struct ss_pending **pp = &c->pending;
+        while (*pp && *pp != p)
+            pp = &(*pp)->next;
+        if (*pp == p) {
+            p->mid = mid;
+            for (unsigned i = 0; i < SS_EARLY_REFUSALS; i++)
+                if (c->early_mid[i] == mid && mid != 0) {
+                    refused = c->early_reason[i];
+                    c->early_mid[i] = 0;
+                    *pp = p->next;
+                }
+        }
+        pthread_mutex_unlock(&c->mu);
+        if (refused)
+            ss_client__fail_pending_text(p, SS_E_REFUSED,
+                                         ss_client__refusal_text(c, ss_strerror(SS_E_REFUSED), refused));
+        return SS_OK;
+    }
     if (rc != MOSQ_ERR_SUCCESS) {
         /* Take it back if nobody completed it meanwhile. */
         pthread_mutex_lock(&c->mu);
@@ -107,6 +155,10 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
         pthread_mutex_unlock(&c->mu);
         if (mine)
             free(p);
+        /* Larger than the Maximum Packet Size the broker gave in its
+         * CONNACK: libmosquitto does not send it. */
+        if (rc == MOSQ_ERR_OVERSIZE_PACKET)
+            return mine ? SS_E_REFUSED : SS_OK;
         return rc == MOSQ_ERR_NOMEM ? SS_E_NOMEM : mine ? SS_E_CONNECTION : SS_OK;
     }
     return SS_OK;

@@ -14,7 +14,7 @@
  *     KEY_EMPTY, UNAVAILABLE, the PATTERN_* and TOKEN_INVALID of SCAN), and
  *     SERVER for a text it does not know;
  *   - its own failures: TIMEOUT, CONNECTION, PROTOCOL, STATUS, IN_CALLBACK,
- *     FT_MALFORMED, RANDOM, NOMEM, INVAL.
+ *     FT_MALFORMED, RANDOM, REFUSED, NOMEM, INVAL.
  * The others (INCOMPLETE, IO, CORRUPT, BUSY, NOTFOUND, LIMIT, PENDING,
  * CONFLICT) are internal to the server's core and backends: a client never
  * sees them.
@@ -73,7 +73,8 @@
       "a blocking call on the thread that runs this client's callbacks (it would "  \
       "wait for the answers that thread delivers)")                                 \
     X(FT_MALFORMED, -43, 0, "the fencing token is not a version (an HLC timestamp)") \
-    X(RANDOM, -44, 0, "the system gave no random bytes")
+    X(RANDOM, -44, 0, "the system gave no random bytes")                          \
+    X(REFUSED, -45, 0, "the broker refused the request")
 
 enum ss_status {
     SS_OK = 0,

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../client/client.h"
+#include "../../core/errors.h"
 #include "../test.h"
 #include "harness.h"
 
@@ -199,4 +201,45 @@ TEST(cli_misses_and_figures_age_are_said)
     ASSERT_TRUE(age < 60000);
     run_free(&r);
     broker_stop(&b);
+}
+
+/* A request the broker refuses (its PUBACK's reason code) fails at once
+ * with what the broker said, instead of waiting for an answer that cannot
+ * come and then blaming the plugin; one larger than the Maximum Packet
+ * Size of the broker's CONNACK is refused before it is sent. */
+TEST(cli_request_refused_by_the_broker_said_at_once)
+{
+    static char value[2001];
+    memset(value, 'v', sizeof value - 1);
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "message_size_limit 1000\n");
+    broker_start(&b);
+    char port[16];
+    snprintf(port, sizeof port, "%d", b.port);
+    struct run r;
+    uint64_t t0 = now_ms();
+    tool(&r, "-p", port, "set", "k", value, NULL);
+    ASSERT_TRUE(now_ms() - t0 < 3000);
+    ASSERT_EQ(r.status, 3);
+    ERR_IS(r, "statestore: set: the broker refused the request (packet too large: over its "
+              "message_size_limit)\n");
+    run_free(&r);
+    tool(&r, "-p", port, "set", "k", "small", NULL); /* the connection is fine */
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    broker_stop(&b);
+
+    struct broker m = {0};
+    snprintf(m.extra, sizeof m.extra, "max_packet_size 1500\n");
+    broker_start(&m);
+    snprintf(port, sizeof port, "%d", m.port);
+    t0 = now_ms();
+    tool(&r, "-p", port, "set", "k", value, NULL);
+    ASSERT_TRUE(now_ms() - t0 < 3000);
+    ASSERT_EQ(r.status, 3);
+    ERR_IS(r, "statestore: set: the broker refused the request (packet too large: its limit is 1500 "
+              "bytes)\n");
+    run_free(&r);
+    ASSERT_TRUE(!broker_log_has(&m, "exceeded maximum packet size")); /* nothing too large was sent */
+    broker_stop(&m);
 }
