@@ -9,16 +9,30 @@
 #include "../core/json.h"
 #include "cli.h"
 
-void out_escaped(const uint8_t *p, size_t n)
+/* Bytes as text: printable ASCII as it is (a space too when space is
+ * true), a backslash doubled, anything else as \xHH, so that the bytes
+ * can be read back from the text. */
+static void out_text(const uint8_t *p, size_t n, bool space)
 {
     for (size_t i = 0; i < n; i++) {
         if (p[i] == '\\')
             fputs("\\\\", stdout);
-        else if (p[i] > 0x20 && p[i] < 0x7f)
+        else if ((p[i] > 0x20 && p[i] < 0x7f) || (space && p[i] == ' '))
             putchar(p[i]);
         else
             printf("\\x%02x", p[i]);
     }
+}
+
+void out_escaped(const uint8_t *p, size_t n)
+{
+    out_text(p, n, false);
+}
+
+void out_line(const uint8_t *p, size_t n)
+{
+    out_text(p, n, true);
+    putchar('\n');
 }
 
 /* Print what f appends to a buffer; out of memory prints nothing. */
