@@ -85,8 +85,9 @@ static const struct {
     {"watch", cmd_watch, 1, INT_MAX, false,
      "Usage: statestore watch KEY...\n"
      "Prints one line per change until interrupted: \"VERSION SET KEY VALUE\" or\n"
-     "\"VERSION DELETE KEY\" (bytes outside printable ASCII as \\xHH). After a reconnect it\n"
-     "registers again and reports on standard error that changes may have been missed.\n"},
+     "\"VERSION DELETE KEY\" (UTF-8 as it is; spaces and what is not printable as \\xHH).\n"
+     "After a reconnect it registers again and reports on standard error that changes\n"
+     "may have been missed.\n"},
     {"lock", cmd_lock, 1, 1, false,
      "Usage: statestore lock NAME [--ttl MS] [--wait MS] [--holder ID] -- COMMAND [ARGS...]\n"
      "Waits for the lease NAME (at most --wait MS, default forever), runs COMMAND while\n"
@@ -98,8 +99,8 @@ static const struct {
      "Lists the keys matching PATTERN that this client may read, one per line, with\n"
      "the protocol's SCAN, as the SDKs' list_keys does (any state store, AIO's too).\n"
      "PATTERN is the SDKs' glob over whole keys: * any run, ? one character, [a-z],\n"
-     "[!a-z], ** as a whole path segment. Keys print as they are, bytes that are not\n"
-     "printable as \\xHH and \\ as \\\\; --json: {\"key\":...,\"key_base64\":...} each.\n"
+     "[!a-z], ** as a whole path segment. Keys print as UTF-8 (spaces too), what is\n"
+     "not printable as \\xHH and \\ as \\\\; --json: {\"key\":...,\"key_base64\":...} each.\n"
      "Exit 1 when none match.\n"},
     {"keys", cmd_keys, 0, 1, false,
      "Usage: statestore keys [PATTERN]\n"

@@ -11,19 +11,6 @@
 #include "../test.h"
 #include "harness.h"
 
-/* Run the tool with -p port and the words (NULL-terminated). */
-static void scan_tool(struct run *r, int port, const char *const *words)
-{
-    char portbuf[16];
-    snprintf(portbuf, sizeof portbuf, "%d", port);
-    char *argv[16] = {(char *)cli_path(), "-p", portbuf};
-    int n = 3;
-    for (int i = 0; words[i] && n < 15; i++)
-        argv[n++] = (char *)words[i];
-    argv[n] = NULL;
-    run_cmd(argv, NULL, 0, r);
-}
-
 static void scan_set(ss_client *c, const char *key, size_t len)
 {
     ASSERT_EQ(ss_client_set(c, key, len, "v", 1, NULL, NULL), SS_OK);
@@ -47,34 +34,34 @@ TEST(cli_scan_lists_bare_keys)
     struct run r;
     /* One key a line in the store's order; a space as it is, a control
      * character as \xHH, a backslash doubled; nothing on stderr. */
-    scan_tool(&r, b.port, W("scan", "sensor/*"));
+    cli_words(&r, b.port, W("scan", "sensor/*"));
     ASSERT_EQ(r.status, 0);
     ASSERT_STR(r.out, r.out_len,
-               "sensor/1\nsensor/2\nsensor/a b\nsensor/tab\\x09\nsensor/x\\\\y\nsensor/\\xc3\\xa9\n");
+               "sensor/1\nsensor/2\nsensor/a b\nsensor/tab\\x09\nsensor/x\\\\y\nsensor/\xc3\xa9\n");
     ASSERT_EQ(strlen(r.err), 0);
     run_free(&r);
     /* The glob crate's dialect, over whole keys. */
-    scan_tool(&r, b.port, W("scan", "sensor/[!0-9a]*"));
+    cli_words(&r, b.port, W("scan", "sensor/[!0-9a]*"));
     ASSERT_EQ(r.status, 0);
-    ASSERT_STR(r.out, r.out_len, "sensor/tab\\x09\nsensor/x\\\\y\nsensor/\\xc3\\xa9\n");
+    ASSERT_STR(r.out, r.out_len, "sensor/tab\\x09\nsensor/x\\\\y\nsensor/\xc3\xa9\n");
     run_free(&r);
-    scan_tool(&r, b.port, W("scan", "sensor/?"));
+    cli_words(&r, b.port, W("scan", "sensor/?"));
     ASSERT_EQ(r.status, 0);
-    ASSERT_STR(r.out, r.out_len, "sensor/1\nsensor/2\nsensor/\\xc3\\xa9\n");
+    ASSERT_STR(r.out, r.out_len, "sensor/1\nsensor/2\nsensor/\xc3\xa9\n");
     run_free(&r);
     /* JSON lines: the key as text and as base64. */
-    scan_tool(&r, b.port, W("--json", "scan", "sensor/[2\xc3\xa9]"));
+    cli_words(&r, b.port, W("--json", "scan", "sensor/[2\xc3\xa9]"));
     ASSERT_EQ(r.status, 0);
     ASSERT_STR(r.out, r.out_len,
                "{\"key\":\"sensor/2\",\"key_base64\":\"c2Vuc29yLzI=\"}\n"
                "{\"key\":\"sensor/\xc3\xa9\",\"key_base64\":\"c2Vuc29yL8Op\"}\n");
     run_free(&r);
     /* None match: exit 1, nothing written where it is not a terminal. */
-    scan_tool(&r, b.port, W("scan", "nothing*"));
+    cli_words(&r, b.port, W("scan", "nothing*"));
     ASSERT_EQ(r.status, 1);
     ASSERT_TRUE(r.out_len == 0 && strlen(r.err) == 0);
     run_free(&r);
-    scan_tool(&r, b.port, W("--json", "scan", "nothing*"));
+    cli_words(&r, b.port, W("--json", "scan", "nothing*"));
     ASSERT_EQ(r.status, 1);
     ASSERT_TRUE(r.out_len == 0 && strlen(r.err) == 0);
     run_free(&r);
@@ -88,21 +75,21 @@ TEST(cli_scan_lists_bare_keys)
     run_free(&r);
     /* Refusals: the server's text and exit 3; an empty pattern is a usage
      * error before anything is sent. */
-    scan_tool(&r, b.port, W("scan", "sensor/[a"));
+    cli_words(&r, b.port, W("scan", "sensor/[a"));
     ASSERT_EQ(r.status, 3);
     ASSERT_EQ(r.out_len, 0);
     ASSERT_STR(r.err, strlen(r.err), "statestore: scan: invalid pattern: a '[' is not closed\n");
     run_free(&r);
-    scan_tool(&r, b.port, W("scan", ""));
+    cli_words(&r, b.port, W("scan", ""));
     ASSERT_EQ(r.status, 64);
     ASSERT_STR(r.err, strlen(r.err),
                "statestore: scan: the pattern is empty (* lists every key)\n"
                "Usage: statestore scan PATTERN\n");
     run_free(&r);
-    scan_tool(&r, b.port, W("scan", "a", "b"));
+    cli_words(&r, b.port, W("scan", "a", "b"));
     ASSERT_EQ(r.status, 64);
     run_free(&r);
-    scan_tool(&r, b.port, W("scan", "*", "--nx"));
+    cli_words(&r, b.port, W("scan", "*", "--nx"));
     ASSERT_EQ(r.status, 64);
     ASSERT_STR(r.err, strlen(r.err),
                "statestore: --nx is an option of set; scan takes no options of its own\n"
@@ -120,7 +107,7 @@ TEST(cli_scan_lists_bare_keys)
         scan_set(c, key, (size_t)n);
         used += (size_t)snprintf(want + used, 16, "%s\n", key);
     }
-    scan_tool(&r, b.port, W("scan", "many/*"));
+    cli_words(&r, b.port, W("scan", "many/*"));
     ASSERT_EQ(r.status, 0);
     ASSERT_MEM(r.out, r.out_len, want, used);
     run_free(&r);
