@@ -49,6 +49,8 @@ void usage_error(const struct cli *cl, const char *fmt, ...) __attribute__((form
 void out_json_string(const uint8_t *p, size_t n);       /* "..." with escapes */
 void out_base64(const uint8_t *p, size_t n);             /* bare base64 */
 void out_escaped(const uint8_t *p, size_t n);            /* \xHH for anything not printable */
+/* The same with spaces as they are, and a newline: a line of its own. */
+void out_line(const uint8_t *p, size_t n);
 /* A word for a person: written to standard error only when it is a
  * terminal, so that scripts and pipes see nothing new. */
 void out_note_terminal(const char *note);
@@ -76,6 +78,9 @@ int cli_admin_call(struct cli *cl, ss_client *c, const char *what, size_t argc, 
 int cmd_keys(struct cli *cl, ss_client *c);
 int cmd_inspect(struct cli *cl, ss_client *c);
 int cmd_backup(struct cli *cl, ss_client *c);
+
+/* scan.c */
+int cmd_scan(struct cli *cl, ss_client *c);
 
 /* restore.c (offline: c is NULL) */
 int cmd_restore(struct cli *cl, ss_client *c);

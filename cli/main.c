@@ -34,6 +34,7 @@ static const char usage_text[] =
     "  watch KEY...       print a line per change until interrupted\n"
     "  lock NAME [--ttl MS] [--wait MS] [--holder ID] -- COMMAND [ARGS...]\n"
     "                     run COMMAND while holding the lease NAME\n"
+    "  scan PATTERN       list the keys matching PATTERN (the SDKs' glob), one per line\n"
     "  keys [PATTERN]     list keys (glob: * and ?) with size, version, TTL, fencing token\n"
     "  inspect KEY        the same for one key\n"
     "  backup NAME        a consistent copy of the live store, into the broker's backup_dir\n"
@@ -84,14 +85,23 @@ static const struct {
     {"watch", cmd_watch, 1, INT_MAX, false,
      "Usage: statestore watch KEY...\n"
      "Prints one line per change until interrupted: \"VERSION SET KEY VALUE\" or\n"
-     "\"VERSION DELETE KEY\" (bytes outside printable ASCII as \\xHH). After a reconnect it\n"
-     "registers again and reports on standard error that changes may have been missed.\n"},
+     "\"VERSION DELETE KEY\" (UTF-8 as it is; spaces and what is not printable as \\xHH).\n"
+     "After a reconnect it registers again and reports on standard error that changes\n"
+     "may have been missed.\n"},
     {"lock", cmd_lock, 1, 1, false,
      "Usage: statestore lock NAME [--ttl MS] [--wait MS] [--holder ID] -- COMMAND [ARGS...]\n"
      "Waits for the lease NAME (at most --wait MS, default forever), runs COMMAND while\n"
      "renewing it (lease time --ttl, default 10000 ms), releases it, and exits with\n"
      "COMMAND's status. COMMAND finds the fencing token in STATESTORE_LOCK_TOKEN. If the\n"
      "lease is lost, COMMAND is terminated and the exit status is 2.\n"},
+    {"scan", cmd_scan, 1, 1, false,
+     "Usage: statestore scan PATTERN\n"
+     "Lists the keys matching PATTERN that this client may read, one per line, with\n"
+     "the protocol's SCAN, as the SDKs' list_keys does (any state store, AIO's too).\n"
+     "PATTERN is the SDKs' glob over whole keys: * any run, ? one character, [a-z],\n"
+     "[!a-z], ** as a whole path segment. Keys print as UTF-8 (spaces too), what is\n"
+     "not printable as \\xHH and \\ as \\\\; --json: {\"key\":...,\"key_base64\":...} each.\n"
+     "Exit 1 when none match.\n"},
     {"keys", cmd_keys, 0, 1, false,
      "Usage: statestore keys [PATTERN]\n"
      "Lists the keys matching PATTERN (default *; * any bytes, ? one byte, \\ escapes) that\n"
@@ -492,6 +502,9 @@ int main(int argc, char **argv)
         rc = SS_EXIT_USAGE;
     } else if (strcmp(cl.command, "lock") == 0 && cl.nrest < 1) {
         usage_error(&cl, "lock: give a COMMAND after --");
+        rc = SS_EXIT_USAGE;
+    } else if (strcmp(cl.command, "scan") == 0 && cl.args[0][0] == '\0') {
+        usage_error(&cl, "scan: the pattern is empty (* lists every key)");
         rc = SS_EXIT_USAGE;
     } else if (cl.nx && cl.nex) {
         usage_error(&cl, "--nx and --nex exclude each other");

@@ -1,24 +1,79 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* output.c - printing results: plain text, JSON, escapes, errors. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../core/errors.h"
 #include "../core/json.h"
+#include "../core/pattern.h"
 #include "cli.h"
+
+/* Code points a terminal shows as nothing, or that move or break the text
+ * around them, so that two keys that differ would look alike: C1
+ * controls, the soft hyphen, invisible format characters (zero-width
+ * characters, direction marks, embeddings, overrides and isolates), the
+ * line and paragraph separators, the byte order mark, interlinear
+ * annotation marks and tags. Sorted; each pair is a range. */
+static const uint32_t hidden[][2] = {
+    {0x80, 0x9f},     {0xad, 0xad},       {0x61c, 0x61c},     {0x180e, 0x180e},
+    {0x200b, 0x200f}, {0x2028, 0x202e},   {0x2060, 0x2064},   {0x2066, 0x206f},
+    {0xfeff, 0xfeff}, {0xfff9, 0xfffb},   {0xe0000, 0xe007f},
+};
+
+/* Unicode's spaces other than ' ': in a line of fields they would pass
+ * for the separator. */
+static const uint32_t spaces[][2] = {
+    {0xa0, 0xa0}, {0x1680, 0x1680}, {0x2000, 0x200a}, {0x202f, 0x202f}, {0x205f, 0x205f},
+    {0x3000, 0x3000},
+};
+
+static bool in_ranges(const uint32_t (*r)[2], size_t n, uint32_t cp)
+{
+    for (size_t i = 0; i < n; i++)
+        if (cp >= r[i][0] && cp <= r[i][1])
+            return true;
+    return false;
+}
+
+/* Bytes as text: valid, printable UTF-8 as it is, a backslash doubled,
+ * and the bytes of anything else as \xHH (controls, DEL, what hidden
+ * lists, bytes that are not UTF-8, checked as strictly as SCAN's patterns
+ * are), so that the bytes can be read back from the text and no two keys
+ * print alike. Spaces (' ' and Unicode's) stay when space is true (a
+ * line of its own); else they are escaped too (a field of a line). */
+static void out_text(const uint8_t *p, size_t n, bool space)
+{
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t len = ss_utf8_decode(p + i, n - i, &cp);
+        bool shown = len > 0 && cp >= 0x20 && cp != 0x7f &&
+                     !in_ranges(hidden, sizeof hidden / sizeof hidden[0], cp) &&
+                     (space || (cp != ' ' && !in_ranges(spaces, sizeof spaces / sizeof spaces[0], cp)));
+        if (len == 0)
+            len = 1; /* not UTF-8: this byte alone */
+        if (cp == '\\' && shown)
+            fputs("\\\\", stdout);
+        else if (shown)
+            fwrite(p + i, 1, len, stdout);
+        else
+            for (size_t k = 0; k < len; k++)
+                printf("\\x%02x", p[i + k]);
+        i += len;
+    }
+}
 
 void out_escaped(const uint8_t *p, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] == '\\')
-            fputs("\\\\", stdout);
-        else if (p[i] > 0x20 && p[i] < 0x7f)
-            putchar(p[i]);
-        else
-            printf("\\x%02x", p[i]);
-    }
+    out_text(p, n, false);
+}
+
+void out_line(const uint8_t *p, size_t n)
+{
+    out_text(p, n, true);
+    putchar('\n');
 }
 
 /* Print what f appends to a buffer; out of memory prints nothing. */

@@ -6,9 +6,11 @@
 #ifndef SS_ANSWER_H
 #define SS_ANSWER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../core/buf.h"
 #include "client.h"
 
 /* The kind of call an answer is for. */
@@ -19,6 +21,7 @@ enum ss_answer_kind {
     SS_ANSWER_VDEL,
     SS_ANSWER_KEYNOTIFY,
     SS_ANSWER_ADMIN, /* statestore's administrative requests: text, no __stat */
+    SS_ANSWER_SCAN,  /* the payload is kept whole in value: see ss_answer_scan */
 };
 
 /* Fill *r (cleared first) from an answer: stat and ts are the __stat and
@@ -30,5 +33,15 @@ enum ss_answer_kind {
  * ss_client_result_free. */
 void ss_answer_interpret(enum ss_answer_kind kind, const char *stat, const char *ts,
                          const uint8_t *payload, size_t len, ss_client_result *r);
+
+/* The keys and token of a SCAN answer's payload (PROTOCOL.md 9.2), read
+ * as strictly as the SDKs read it: an array of one or two elements, the
+ * array of keys (bulk strings) and an optional token (a bulk string,
+ * possibly empty), nothing after. Fills *page (cleared first; freed with
+ * ss_client_page_free) and, when the answer has a token, *has_token and
+ * the token into *token (cleared first). 0, SS_E_PROTOCOL (anything
+ * else; *page is then empty) or SS_E_NOMEM. */
+int ss_answer_scan(const uint8_t *payload, size_t len, ss_client_page *page, bool *has_token,
+                   ss_buf *token);
 
 #endif

@@ -108,5 +108,11 @@ int ss_client_admin(ss_client *c, size_t argc, const void *const *argv, const si
     }
     for (size_t i = 0; i < argc; i++)
         words[i] = ss_client__b(argv[i], lens[i]);
-    SS_BLOCKING(c, r, ss_client__send(c, SS_ANSWER_ADMIN, argc, words, NULL, ss_client__wake, &w_));
+    return ss_client__call(c, SS_ANSWER_ADMIN, argc, words, r);
+}
+
+int ss_client__call(ss_client *c, enum ss_answer_kind kind, size_t argc, const ss_bytes *argv,
+                    ss_client_result *r)
+{
+    SS_BLOCKING(c, r, ss_client__send(c, kind, argc, argv, NULL, ss_client__wake, &w_));
 }

@@ -192,6 +192,45 @@ int ss_client_vdel(ss_client *c, const void *key, size_t key_len, const void *va
 int ss_client_keynotify(ss_client *c, const void *key, size_t key_len, bool stop,
                         ss_client_result *r);
 
+/* Listing keys with SCAN (PROTOCOL.md section 9), a page at a time, as the
+ * SDKs' list_keys and its pager do. ss_client_list_keys makes a pager and
+ * sends nothing; each ss_client_pager_next sends one SCAN (the pattern,
+ * and from the second page on the token of the page before) and waits up
+ * to the client's timeout for its answer. The token is kept inside the
+ * pager and never shown. The pager borrows c, which must outlive it; one
+ * pager is used by one thread at a time. */
+typedef struct ss_client_pager ss_client_pager;
+
+/* One page of keys, owned by the caller until ss_client_page_free. keys[i]
+ * holds lens[i] bytes (NUL-terminated for convenience, the NUL not
+ * counted). A page may hold no key and still not be the last. */
+typedef struct ss_client_page {
+    size_t count;
+    uint8_t **keys;
+    size_t *lens;
+    bool end;         /* the listing had ended before this call: nothing was
+                         sent and the page is empty (the SDKs' None) */
+    char *error_text; /* owned; the server's text when it answered an error */
+} ss_client_page;
+
+/* A pager over the keys matching pattern (the glob crate's dialect, over
+ * whole keys; copied). 0 and *out; SS_E_INVAL for an empty pattern (as
+ * the SDKs refuse it, before anything is sent); SS_E_NOMEM. */
+int ss_client_list_keys(ss_client *c, const void *pattern, size_t pattern_len,
+                        ss_client_pager **out);
+/* Request the next page into *page (cleared first). 0: a page (page->end
+ * false), or, once the last page was returned, page->end true without a
+ * request. An error (the server's, such as SS_E_TOKEN_INVALID or
+ * SS_E_PATTERN_BRACKET, with page->error_text; SS_E_TIMEOUT,
+ * SS_E_CONNECTION, SS_E_PROTOCOL, SS_E_STATUS, SS_E_NOMEM) leaves the
+ * pager as it was, so the same call may be tried again. */
+int ss_client_pager_next(ss_client_pager *p, ss_client_page *page);
+/* True once the last page has been returned. */
+bool ss_client_pager_done(const ss_client_pager *p);
+void ss_client_page_free(ss_client_page *page);
+/* Free the pager (NULL is a no-op); nothing is sent. */
+void ss_client_pager_free(ss_client_pager *p);
+
 /* Asynchronous forms: the callback runs once, on the network thread (see
  * Threads above). */
 int ss_client_set_async(ss_client *c, const void *key, size_t key_len, const void *value,

@@ -5,7 +5,7 @@
  * Files: client.c (connection, re-registration, close), loop.c (the
  * network thread: libmosquitto's loop, timeouts, reconnection), requests.c (sending and pending calls), blocking.c (blocking wrappers),
  * incoming.c (answers and notifications), answer.c (answer
- * interpretation, pure).
+ * interpretation, pure), scan.c (the SCAN pager).
  *
  * Invariant: every pending call completes exactly once - by its answer, by
  * its timeout, by the loss of the connection, or by ss_client_close - and
@@ -139,6 +139,10 @@ void ss_client__fail_pending(struct ss_pending *p, int status);
 /* Publish one request; on success the pending entry is queued. */
 int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const ss_bytes *argv,
                     const char *fencing_token, ss_result_cb cb, void *ud);
+/* Send one request and wait for its answer (the client's timeout), as the
+ * blocking calls do: r (may be NULL) is filled as theirs is. */
+int ss_client__call(ss_client *c, enum ss_answer_kind kind, size_t argc, const ss_bytes *argv,
+                    ss_client_result *r);
 /* Borrowed slices of bytes and of a C string. */
 ss_bytes ss_client__b(const void *p, size_t n);
 ss_bytes ss_client__w(const char *s);

@@ -11,7 +11,7 @@ _statestore()
         words=("${COMP_WORDS[@]}")
         cword=$COMP_CWORD
     }
-    local commands="set get del vdel watch lock keys inspect backup restore export import ping stats"
+    local commands="set get del vdel watch lock scan keys inspect backup restore export import ping stats"
     local common="-h --host -p --port -i --id -u --username -P --password --cafile --capath
                   --cert --key --timeout --json --help --version"
 

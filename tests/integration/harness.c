@@ -718,3 +718,18 @@ const char *cli_path(void)
         test_fail(__FILE__, __LINE__, "SS_CLI is not set");
     return p;
 }
+
+void cli_words(struct run *r, int port, const char *const *words)
+{
+    char portbuf[16];
+    snprintf(portbuf, sizeof portbuf, "%d", port);
+    char *argv[16] = {(char *)cli_path(), "-p", portbuf};
+    int n = 3;
+    for (int i = 0; words[i]; i++) {
+        if (n == 15)
+            test_fail(__FILE__, __LINE__, "cli_words: more than 12 words");
+        argv[n++] = (char *)words[i];
+    }
+    argv[n] = NULL;
+    run_cmd(argv, NULL, 0, r);
+}

@@ -167,6 +167,8 @@ pid_t spawn_cmd(char *const argv[], const char *out_path, const char *err_path);
 bool test_quick(void);
 /* The statestore tool under test ($SS_CLI); fails the test without it. */
 const char *cli_path(void);
+/* Run the tool with -p port and words (W(...): at most 12) to completion. */
+void cli_words(struct run *r, int port, const char *const *words);
 /* Read a whole file into a malloc'ed NUL-terminated string ("" if none). */
 char *slurp(const char *path, size_t *len);
 #endif

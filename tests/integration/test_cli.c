@@ -717,7 +717,7 @@ TEST(cli_bash_completion)
     struct run r;
     run_cmd(argv, NULL, 0, &r);
     ASSERT_EQ(r.status, 0);
-    OUT(r, "set stats\n--json\nkeys\n--nx --nex\n--watch\nget\ncompletion/statestore.bash\n");
+    OUT(r, "set scan stats\n--json\nkeys\n--nx --nex\n--watch\nget\ncompletion/statestore.bash\n");
     run_free(&r);
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_answer.c - what an answer means for the call that asked (the
  * client library's client/answer.c), byte for byte, without a broker. */
+#include <stdio.h>
 #include <string.h>
 
 #include "../../client/answer.h"
@@ -96,4 +97,107 @@ TEST(answer_errors_and_wrong_shapes)
         ASSERT_EQ(r.status, SS_E_PROTOCOL);
         ss_client_result_free(&r);
     }
+}
+
+/* A SCAN page read with the payload's length (payloads hold NUL bytes). */
+static int scan_page(const char *payload, size_t len, ss_client_page *page, bool *has_token,
+                     ss_buf *token)
+{
+    return ss_answer_scan((const uint8_t *)payload, len, page, has_token, token);
+}
+#define SCAN_PAGE(lit, page, has, tok) scan_page((lit), sizeof(lit) - 1, (page), (has), (tok))
+
+TEST(answer_scan_pages)
+{
+    ss_client_page page;
+    bool has = true;
+    ss_buf tok = SS_BUF_INIT;
+    /* The last page: keys, no token. */
+    ASSERT_EQ(SCAN_PAGE("*1\r\n*2\r\n$4\r\nkey1\r\n$4\r\nkey2\r\n", &page, &has, &tok), SS_OK);
+    ASSERT_EQ(page.count, 2);
+    ASSERT_STR(page.keys[0], page.lens[0], "key1");
+    ASSERT_STR(page.keys[1], page.lens[1], "key2");
+    ASSERT_EQ(page.keys[1][4], 0); /* terminated for convenience */
+    ASSERT_TRUE(!has);
+    ASSERT_EQ(tok.len, 0);
+    ss_client_page_free(&page);
+    /* More may follow: the token's bytes, binary, kept whole. */
+    ASSERT_EQ(SCAN_PAGE("*2\r\n*1\r\n$3\r\n\xc3\xa9\x00\r\n$3\r\n\x00\xffx\r\n", &page, &has, &tok),
+              SS_OK);
+    ASSERT_EQ(page.count, 1);
+    ASSERT_STR(page.keys[0], page.lens[0], "\xc3\xa9\x00");
+    ASSERT_TRUE(has);
+    ASSERT_BUF(tok, "\x00\xffx");
+    ss_client_page_free(&page);
+    /* A page with no key and a token; an empty token is a token. */
+    ASSERT_EQ(SCAN_PAGE("*2\r\n*0\r\n$0\r\n\r\n", &page, &has, &tok), SS_OK);
+    ASSERT_EQ(page.count, 0);
+    ASSERT_TRUE(has);
+    ASSERT_EQ(tok.len, 0);
+    /* Nothing (more) matches; an empty key is a key. */
+    ASSERT_EQ(SCAN_PAGE("*1\r\n*0\r\n", &page, &has, &tok), SS_OK);
+    ASSERT_TRUE(page.count == 0 && !has);
+    ASSERT_EQ(SCAN_PAGE("*1\r\n*1\r\n$0\r\n\r\n", &page, &has, &tok), SS_OK);
+    ASSERT_TRUE(page.count == 1 && page.lens[0] == 0 && !has);
+    ss_client_page_free(&page);
+    /* The SCAN kind keeps a page whole for the pager, and reads errors as
+     * every kind does. */
+    ss_client_result r = answer(SS_ANSWER_SCAN, "200", NULL, "*1\r\n*0\r\n");
+    ASSERT_EQ(r.status, SS_OK);
+    ASSERT_STR(r.value, r.value_len, "*1\r\n*0\r\n");
+    ss_client_result_free(&r);
+    r = answer(SS_ANSWER_SCAN, "200", NULL, "-ERR invalid continuation token\r\n");
+    ASSERT_EQ(r.status, SS_E_TOKEN_INVALID);
+    ASSERT_STR(r.error_text, strlen(r.error_text), "invalid continuation token");
+    ss_client_result_free(&r);
+    r = answer(SS_ANSWER_SCAN, "500", NULL, "*1\r\n*0\r\n");
+    ASSERT_EQ(r.status, SS_E_STATUS);
+    ss_client_result_free(&r);
+    ss_buf_free(&tok);
+}
+
+TEST(answer_scan_malformed)
+{
+    /* What the SDK's reader refuses, and more: each is SS_E_PROTOCOL and
+     * leaves no page and no token. */
+    static const char *const bad[] = {
+        "*0\r\n",                                                          /* no element */
+        "*3\r\n*2\r\n$4\r\nkey1\r\n$4\r\nkey2\r\n$4\r\n1;1;\r\n$5\r\nextra\r\n", /* three */
+        "*1\r\n*a\r\n",                              /* count not numeric */
+        "*1\r\n$0\r\n\r\n",                          /* keys not an array */
+        "*1\r\n*1\r\n$4\r\nkey\r\n",                 /* a key's length wrong */
+        "*2\r\n*0\r\n",                              /* the token missing */
+        "*1\r\n*0\r\ntrailing",                      /* trailing bytes */
+        "*1\r\n*-1\r\n",                             /* a null array */
+        "*1\r\n*1\r\n$-1\r\n",                       /* a null key */
+        "*1\r\n*1\r\n+key\r\n",                      /* a key not a bulk string */
+        "*2\r\n*0\r\n:1\r\n",                        /* a token not a bulk string */
+        "*1\r\n*2\r\n$1\r\na\r\n",                   /* fewer keys than counted */
+        "*1\r\n*999999999999999999\r\n",             /* a count no payload holds */
+        "*1\r\n*9999999999999999999\r\n",            /* a count past int64 */
+        "*1\r\n*1\r\n$1\r\naXY",                     /* no CR LF after a key */
+        "*1\r\n*0\n",                                /* LF alone */
+        "*+1\r\n*0\r\n",                             /* a sign */
+        "",
+        "*",
+    };
+    ss_buf tok = SS_BUF_INIT;
+    ss_buf_append(&tok, "old", 3);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ss_client_page page;
+        bool has = true;
+        int rc = scan_page(bad[i], strlen(bad[i]), &page, &has, &tok);
+        if (rc != SS_E_PROTOCOL)
+            fprintf(stderr, "  accepted: \"%s\"\n", bad[i]);
+        ASSERT_EQ(rc, SS_E_PROTOCOL);
+        ASSERT_TRUE(page.count == 0 && page.keys == NULL && !has && tok.len == 0);
+    }
+    /* Every prefix of a good page is refused too. */
+    static const char good[] = "*2\r\n*2\r\n$4\r\nkey1\r\n$4\r\nkey2\r\n$3\r\n\x00\xffx\r\n";
+    for (size_t n = 0; n < sizeof good - 1; n++) {
+        ss_client_page page;
+        bool has;
+        ASSERT_EQ(scan_page(good, n, &page, &has, &tok), SS_E_PROTOCOL);
+    }
+    ss_buf_free(&tok);
 }
