@@ -119,7 +119,7 @@ static bool is_number(const char *v)
 static void stats_print(const struct cli *cl, struct stats *s)
 {
     int order[SS_STATS_MAX + 1];
-    const char *names[SS_STATS_MAX + 1], *values[SS_STATS_MAX + 1];
+    const char *names[SS_STATS_MAX + 1] = {0}, *values[SS_STATS_MAX + 1] = {0};
     char age[32] = "";
     int n = s->n;
     for (int i = 0; i < s->n; i++) {
