@@ -93,7 +93,7 @@ PUBLIC_HEADERS := client/client.h client/lease.h core/errors.h
 CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
-.PHONY: all build deps test check valgrind stress bench bench-etcd bench-compare fuzz run run-cluster install \
+.PHONY: all build deps test check valgrind stress bench bench-patterns bench-etcd bench-compare fuzz run run-cluster install \
         install-files deb test-package clean
 
 all: deps
@@ -225,7 +225,13 @@ build/plain/bench/expiry_storm: bench/expiry_storm.c bench/mqtt_raw.c bench/mqtt
 bench: deps
 	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0
 	@scripts/bench.sh
+	@scripts/bench-patterns.sh
 	@scripts/bench-etcd.sh
+
+# Only the cost of pattern watches for writes (part of make bench; about 2 minutes).
+bench-patterns: deps
+	@$(MAKE) --no-print-directory build/plain/bench/loadgen build/plain/statestore.so SAN=0
+	@scripts/bench-patterns.sh
 
 # Only the benchmarks on etcd (part of make bench; about 5 minutes, etcdctl check perf included).
 bench-etcd: deps
