@@ -6,8 +6,13 @@
  * it: compiled patterns by text, each counting its registrations; groups
  * of patterns by their indexed prefix; and clients by id, with their user
  * name. A pattern lives while it has registrations, a group while it has
- * patterns, a client while it has registrations. lens[n] counts the groups
- * whose prefix has n bytes, so that a key looks up only the lengths in
+ * patterns, a client while it has registrations.
+ *
+ * Two indexes: a pattern with a literal prefix is grouped by it; one
+ * without, by its literal suffix (the bytes after its last wildcard:
+ * "?/temp" by "/temp"), if it has one; a pattern with neither is in the
+ * prefix group of "" (tried on every key). lens[i][n] counts the groups of
+ * index i whose bytes number n, so that a key looks up only the lengths in
  * use.
  *
  * A client is told once per change however many of its patterns match:
@@ -43,17 +48,20 @@ struct ss_pwpat {
     uint8_t text[];
 };
 
+enum { SS_PW_PREFIX, SS_PW_SUFFIX };
+
 struct ss_pwgroup {
     ss_table_node node;
+    int index; /* SS_PW_PREFIX or SS_PW_SUFFIX */
     struct ss_pwpat *first;
     size_t len;
-    uint8_t prefix[];
+    uint8_t prefix[]; /* or suffix */
 };
 
 struct ss_pwatch {
     ss_watch *regs;
-    ss_table clients, pats, groups;
-    size_t lens[SS_PWATCH_INDEX_MAX + 1];
+    ss_table clients, pats, groups[2];
+    size_t lens[2][SS_PWATCH_INDEX_MAX + 1];
     uint64_t stamp, tried;
 };
 
@@ -63,8 +71,8 @@ int ss_pwatch_new(size_t max_per_client, size_t max_total, ss_pwatch **out)
     if (w == NULL)
         return SS_E_NOMEM;
     int rc = ss_watch_new(max_per_client, max_total, &w->regs);
-    ss_table *tables[] = {&w->clients, &w->pats, &w->groups};
-    for (size_t i = 0; rc == SS_OK && i < 3; i++)
+    ss_table *tables[] = {&w->clients, &w->pats, &w->groups[0], &w->groups[1]};
+    for (size_t i = 0; rc == SS_OK && i < 4; i++)
         rc = ss_table_init(tables[i]);
     if (rc != SS_OK) {
         ss_pwatch_free(w);
@@ -125,6 +133,19 @@ static void ss_pwatch__client_release(ss_pwatch *w, struct ss_pwclient *c)
     }
 }
 
+/* The literal bytes at the end of a pattern: those after its last '*',
+ * '?', '[' or ']' (a ']' may close a class: stop there too). Every key it
+ * matches ends with them: the dialect has no escapes, and a character
+ * outside a class is itself. */
+static ss_bytes ss_pwatch__suffix(ss_bytes text)
+{
+    size_t n = 0;
+    while (n < text.len && !strchr("*?[]", text.data[text.len - 1 - n]))
+        n++;
+    ss_bytes b = {text.data + text.len - n, n};
+    return b;
+}
+
 /* The pattern of text, compiled and put in its group if new. */
 static int ss_pwatch__pat_get(ss_pwatch *w, ss_bytes text, struct ss_pwpat **out)
 {
@@ -137,15 +158,27 @@ static int ss_pwatch__pat_get(ss_pwatch *w, ss_bytes text, struct ss_pwpat **out
     int rc = ss_pattern_compile(text.data, text.len, &pat);
     if (rc != SS_OK)
         return rc;
-    ss_bytes prefix = ss_pattern_prefix(pat);
-    if (prefix.len > SS_PWATCH_INDEX_MAX)
-        prefix.len = SS_PWATCH_INDEX_MAX;
-    struct ss_pwgroup *g = SS_PW_FIND(&w->groups, ss_pwgroup, prefix, prefix);
+    /* The index, and the bytes it keeps (at most SS_PWATCH_INDEX_MAX: the
+     * first of a prefix, the last of a suffix). */
+    int index = SS_PW_PREFIX;
+    ss_bytes by = ss_pattern_prefix(pat);
+    if (by.len > SS_PWATCH_INDEX_MAX)
+        by.len = SS_PWATCH_INDEX_MAX;
+    if (by.len == 0 && (by = ss_pwatch__suffix(text)).len) {
+        index = SS_PW_SUFFIX;
+        if (by.len > SS_PWATCH_INDEX_MAX) {
+            by.data += by.len - SS_PWATCH_INDEX_MAX;
+            by.len = SS_PWATCH_INDEX_MAX;
+        }
+    }
+    ss_table *groups = &w->groups[index];
+    struct ss_pwgroup *g = SS_PW_FIND(groups, ss_pwgroup, prefix, by);
     bool new_group = g == NULL;
-    if (new_group && (g = calloc(1, sizeof *g + prefix.len)) != NULL) {
-        g->len = prefix.len;
-        if (prefix.len)
-            memcpy(g->prefix, prefix.data, prefix.len);
+    if (new_group && (g = calloc(1, sizeof *g + by.len)) != NULL) {
+        g->index = index;
+        g->len = by.len;
+        if (by.len)
+            memcpy(g->prefix, by.data, by.len);
     }
     p = g ? calloc(1, sizeof *p + text.len) : NULL;
     if (p == NULL) {
@@ -155,8 +188,8 @@ static int ss_pwatch__pat_get(ss_pwatch *w, ss_bytes text, struct ss_pwpat **out
         return SS_E_NOMEM;
     }
     if (new_group) {
-        ss_table_insert(&w->groups, &g->node, ss_table_hash(&w->groups, prefix.data, prefix.len));
-        w->lens[prefix.len]++;
+        ss_table_insert(groups, &g->node, ss_table_hash(groups, by.data, by.len));
+        w->lens[index][by.len]++;
     }
     p->pat = pat;
     p->len = text.len;
@@ -186,8 +219,8 @@ static void ss_pwatch__pat_release(ss_pwatch *w, struct ss_pwpat *p)
     ss_pattern_free(p->pat);
     free(p);
     if (g->first == NULL) {
-        w->lens[g->len]--;
-        ss_table_remove(&w->groups, &g->node);
+        w->lens[g->index][g->len]--;
+        ss_table_remove(&w->groups[g->index], &g->node);
         free(g);
     }
 }
@@ -270,11 +303,13 @@ static bool ss_pwatch__walk(ss_pwatch *w, ss_bytes key, ss_pwatch_fn fn, void *c
     bool any = false;
     struct ss_pwatch_walk k = {w, ++w->stamp, fn, ctx};
     size_t upto = key.len < SS_PWATCH_INDEX_MAX ? key.len : SS_PWATCH_INDEX_MAX;
-    for (size_t n = 0; n <= upto; n++) {
-        if (w->lens[n] == 0)
+    for (size_t at = 0; at <= 2 * upto + 1; at++) { /* prefixes 0..upto, then suffixes */
+        int index = at <= upto ? SS_PW_PREFIX : SS_PW_SUFFIX;
+        size_t n = index == SS_PW_PREFIX ? at : at - upto - 1;
+        if (w->lens[index][n] == 0)
             continue;
-        ss_bytes prefix = {key.data, n};
-        struct ss_pwgroup *g = SS_PW_FIND(&w->groups, ss_pwgroup, prefix, prefix);
+        ss_bytes by = {index == SS_PW_PREFIX ? key.data : key.data + key.len - n, n};
+        struct ss_pwgroup *g = SS_PW_FIND(&w->groups[index], ss_pwgroup, prefix, by);
         for (struct ss_pwpat *p = g ? g->first : NULL; p; p = p->gnext) {
             w->tried++;
             if (!ss_pattern_match(p->pat, key.data, key.len))
@@ -323,8 +358,8 @@ void ss_pwatch_free(ss_pwatch *w)
 {
     if (w == NULL)
         return;
-    ss_table *tables[] = {&w->clients, &w->pats, &w->groups};
-    for (size_t t = 0; t < 3; t++) {
+    ss_table *tables[] = {&w->clients, &w->pats, &w->groups[0], &w->groups[1]};
+    for (size_t t = 0; t < 4; t++) {
         for (size_t i = 0; tables[t]->buckets && i <= tables[t]->mask; i++) {
             for (ss_table_node *n = tables[t]->buckets[i], *next; n; n = next) {
                 next = n->next;

@@ -8,11 +8,13 @@
  * client and max_total in all.
  *
  * A change does not try every pattern: patterns are indexed by their
- * literal prefix (its first SS_PWATCH_INDEX_MAX bytes at most), and a key
- * looks up each of its own prefixes of a length some pattern is indexed
- * by: at most SS_PWATCH_INDEX_MAX + 1 lookups, whatever the number of
- * patterns. Only the patterns found are matched; a pattern without a
- * literal prefix ("*x") is matched against every key.
+ * literal prefix (its first SS_PWATCH_INDEX_MAX bytes at most), or, when
+ * they have none, by their literal suffix (its last SS_PWATCH_INDEX_MAX
+ * bytes), and a key looks up each of its own prefixes and suffixes of a
+ * length some pattern is indexed by: at most 2 x (SS_PWATCH_INDEX_MAX + 1)
+ * lookups, whatever the number of patterns. Only the patterns found are
+ * matched; a pattern with neither (such as "?x?") is matched against
+ * every key.
  */
 #ifndef SS_PWATCH_H
 #define SS_PWATCH_H

@@ -47,7 +47,7 @@ TEST(pwatch_register_match_once_and_drop)
     ASSERT_EQ(ss_pwatch_add(w, B("c2"), NULL, B("sensor/?")), 1);
     ASSERT_EQ(ss_pwatch_pattern_count(w), 3);
     /* c1 matches twice on sensor/1 and is told once. */
-    ASSERT_TOLD(w, "sensor/1", "c1(alice);c2(-);"); /* shorter prefixes first */
+    ASSERT_TOLD(w, "sensor/1", "c2(-);c1(alice);"); /* prefixes first, then suffixes */
     ASSERT_TOLD(w, "sensor/12", "c1(alice);");
     ASSERT_TOLD(w, "room/1", "c1(alice);");
     ASSERT_TOLD(w, "room/2", "");
@@ -107,7 +107,8 @@ TEST(pwatch_index_spares_unrelated_patterns)
         snprintf(pat, sizeof pat, "site/%d/*", i);
         ASSERT_EQ(ss_pwatch_add(w, B("c"), NULL, B(pat)), 1);
     }
-    ASSERT_EQ(ss_pwatch_add(w, B("d"), NULL, B("*/temp")), 1); /* no prefix: tried on every key */
+    ASSERT_EQ(ss_pwatch_add(w, B("d"), NULL, B("*/temp")), 1); /* no prefix: by its suffix */
+    ASSERT_EQ(ss_pwatch_add(w, B("f"), NULL, B("?x?")), 1);    /* neither: tried on every key */
     /* A prefix longer than the index's is cut: still matched exactly. */
     char longpat[200];
     memset(longpat, 'L', 150);
@@ -115,11 +116,13 @@ TEST(pwatch_index_spares_unrelated_patterns)
     ASSERT_EQ(ss_pwatch_add(w, B("e"), NULL, B(longpat)), 1);
     uint64_t before = ss_pwatch_matches_tried(w);
     ASSERT_TOLD(w, "site/17/x", "c(-);");
-    /* Only the pattern of site/17 and the prefixless one were tried. */
+    /* Only the pattern of site/17 and ?x? were tried. */
     ASSERT_EQ(ss_pwatch_matches_tried(w) - before, 2);
     before = ss_pwatch_matches_tried(w);
     ASSERT_TOLD(w, "other/temp", "d(-);");
-    ASSERT_EQ(ss_pwatch_matches_tried(w) - before, 1);
+    ASSERT_EQ(ss_pwatch_matches_tried(w) - before, 2); /* and its suffix's, and ?x? */
+    ASSERT_TOLD(w, "axb", "f(-);");
+    ASSERT_TOLD(w, "temp", "");
     char longkey[200];
     memset(longkey, 'L', 150);
     memcpy(longkey, "LLL", 3);
@@ -129,5 +132,37 @@ TEST(pwatch_index_spares_unrelated_patterns)
     before = ss_pwatch_matches_tried(w);
     ASSERT_TOLD(w, longkey, "");
     ASSERT_EQ(ss_pwatch_matches_tried(w) - before, 2);
+    ss_pwatch_free(w);
+}
+
+/* Patterns without a literal prefix are indexed by their literal suffix:
+ * 1,000 of them cost a key only those whose suffix it ends with. A ']'
+ * or '?' ends the suffix; a class is never taken for literal bytes. */
+TEST(pwatch_suffix_index)
+{
+    ss_pwatch *w;
+    ASSERT_EQ(ss_pwatch_new(0, 0, &w), SS_OK);
+    char pat[64];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(pat, sizeof pat, "*/%d", i);
+        ASSERT_EQ(ss_pwatch_add(w, B("c"), NULL, B(pat)), 1);
+    }
+    uint64_t before = ss_pwatch_matches_tried(w);
+    /* Its suffixes of the lengths in use (2 to 4 bytes): only "/17" is a
+     * group's, and only its pattern is tried. */
+    ASSERT_TOLD(w, "room/17", "c(-);");
+    ASSERT_EQ(ss_pwatch_matches_tried(w) - before, 1);
+    before = ss_pwatch_matches_tried(w);
+    ASSERT_TOLD(w, "room/x", "");
+    ASSERT_EQ(ss_pwatch_matches_tried(w) - before, 0);
+    ASSERT_EQ(ss_pwatch_add(w, B("d"), NULL, B("*[ab]c")), 1);
+    ASSERT_EQ(ss_pwatch_add(w, B("e"), NULL, B("*a]")), 1); /* ']' outside a class is itself */
+    ASSERT_EQ(ss_pwatch_add(w, B("g"), NULL, B("**/x/**")), 1);
+    ASSERT_TOLD(w, "zzbc", "d(-);");
+    ASSERT_TOLD(w, "zzcc", "");
+    ASSERT_TOLD(w, "za]", "e(-);");
+    ASSERT_TOLD(w, "q/x/r", "g(-);");
+    ASSERT_EQ(ss_pwatch_drop_client(w, B("c")), 1000);
+    ASSERT_EQ(ss_pwatch_pattern_count(w), 3);
     ss_pwatch_free(w);
 }
