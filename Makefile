@@ -93,7 +93,7 @@ PUBLIC_HEADERS := client/client.h client/lease.h core/errors.h
 CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
-.PHONY: all build deps test check valgrind stress bench bench-scan bench-etcd bench-compare fuzz run run-cluster install \
+.PHONY: all build deps test check valgrind stress bench bench-scan bench-patterns bench-etcd bench-compare fuzz run run-cluster install \
         install-files deb test-package clean
 
 all: deps
@@ -227,6 +227,12 @@ bench: deps
 	@scripts/bench.sh
 	@scripts/bench-scan.sh
 	@scripts/bench-etcd.sh
+	@scripts/bench-patterns.sh
+
+# Only the cost of pattern watches for writes (part of make bench; about 3 minutes).
+bench-patterns: deps
+	@$(MAKE) --no-print-directory build/plain/bench/loadgen build/plain/statestore.so SAN=0
+	@scripts/bench-patterns.sh
 
 # Only SCAN's listing and its effect on other clients (part of make bench; about 2 minutes).
 bench-scan: deps

@@ -4,6 +4,7 @@
  *   loadgen [-h HOST] [-p PORT] [-c CONNECTIONS] [-w IN_FLIGHT] [-s SET_PERCENT]
  *           [-k KEYS] [-l KEY_LEN] [-v VALUE_LEN] [-d SECONDS | -n COUNT]
  *           [--sequential] [--echo] [--prefix P] [--px MS] [--label NAME]
+ *           [--watch-patterns N [--watch-format FMT]]
  *
  * Each connection keeps IN_FLIGHT QoS 1 requests outstanding and sends the
  * next as soon as an answer arrives. It speaks MQTT 5 itself (mqtt_raw.c)
@@ -16,6 +17,12 @@
  * plugin's fixed 64-byte bulk). --sequential writes keys 0, 1, 2... in
  * order (to fill a store). Prints ops/s and p50/p99/max latency, then:
  *   LOADGEN label=.. ops=.. seconds=.. ops_per_s=.. p50_us=.. p99_us=.. max_us=.. errors=..
+ * With --watch-patterns N, one more connection first registers N pattern
+ * watches (WATCH with FMT's %d replaced by 0 .. N-1; by default FMT is
+ * site/%d/ and a star)
+ * on the administrative topic, each answered "ok", and stays connected
+ * through the load; the summary line adds watch_patterns=N and
+ * watch_notified= (the notifications it received).
  * Exit status 0 when no answer was wrong or missing.
  */
 #include <errno.h>
@@ -41,6 +48,8 @@ struct options {
     bool echo, sequential;
     const char *prefix, *label;
     long px;
+    int watch_patterns;
+    const char *watch_format;
 };
 
 struct conn {
@@ -54,7 +63,8 @@ struct conn {
     unsigned seed;
 };
 
-static struct options o = {"127.0.0.1", 1883, 4, 64, 50, 100000, 16, 64, 5.0, 0, false, false, "k", "run", 0};
+static struct options o = {"127.0.0.1", 1883, 4, 64, 50, 100000, 16, 64, 5.0, 0, false, false, "k", "run", 0,
+                          0, "site/%d/*"};
 static uint32_t *lat;
 static size_t nlat, latcap;
 static long errors, sent, next_seq;
@@ -217,6 +227,63 @@ static void open_conn(struct conn *c, int index)
     raw_open(&c->r, o.host, o.port, id, c->resp_topic);
 }
 
+/* The watcher's input: PUBLISHes acknowledged (QoS 1) and counted, those
+ * whose payload is exactly "ok\n" in *oks, others in *others. */
+static void watcher_input(struct rconn *w, long *oks, long *others)
+{
+    size_t i = 0;
+    while (i + 2 <= w->in_len) {
+        size_t rem, vl = raw_get_varint(w->in + i + 1, w->in_len - i - 1, &rem);
+        if (vl == 0 || i + 1 + vl + rem > w->in_len)
+            break;
+        uint8_t type = w->in[i];
+        const uint8_t *p = w->in + i + 1 + vl;
+        if ((type & 0xF0) == 0x30 && rem >= 2) {
+            size_t at = 2 + ((size_t)p[0] << 8 | p[1]), plen;
+            if ((type >> 1) & 3) {
+                uint8_t ack[4] = {0x40, 0x02, p[at], p[at + 1]};
+                raw_put(&w->out, ack, 4);
+                at += 2;
+            }
+            at += raw_get_varint(p + at, rem - at, &plen) + plen;
+            bool ok = rem - at == 3 && memcmp(p + at, "ok\n", 3) == 0;
+            *(ok ? oks : others) += 1;
+        }
+        i += 1 + vl + rem;
+    }
+    memmove(w->in, w->in + i, w->in_len - i);
+    w->in_len -= i;
+}
+
+/* --watch-patterns: register them all (10 s at most) before the load. */
+static void open_watcher(struct rconn *w)
+{
+    char id[48], resp[64], pattern[128], payload[256];
+    snprintf(id, sizeof id, "loadgen-%d-watcher", (int)getpid());
+    snprintf(resp, sizeof resp, "clients/%s/resp", id);
+    raw_open(w, o.host, o.port, id, resp);
+    for (int i = 0; i < o.watch_patterns; i++) {
+        const char *d = strstr(o.watch_format, "%d");
+        int pl = snprintf(pattern, sizeof pattern, "%.*s%d%s", (int)(d - o.watch_format), o.watch_format, i, d + 2);
+        int n = snprintf(payload, sizeof payload, "*2\r\n$5\r\nWATCH\r\n$%d\r\n%s\r\n", pl, pattern);
+        raw_put_request_to(&w->out, RAW_ADMIN_TOPIC, (unsigned)(i % 65535) + 1, resp, "w", 1, payload, (size_t)n);
+    }
+    long oks = 0, others = 0;
+    uint64_t until = now_ns() + 10000000000ull;
+    while (oks + others < o.watch_patterns && now_ns() < until) {
+        raw_flush(w);
+        struct pollfd pf = {w->fd, POLLIN, 0};
+        if (poll(&pf, 1, 100) > 0 && !raw_read(w))
+            break;
+        watcher_input(w, &oks, &others);
+    }
+    raw_flush(w);
+    if (oks != o.watch_patterns) {
+        fprintf(stderr, "loadgen: %ld of %d pattern watches answered ok\n", oks, o.watch_patterns);
+        exit(2);
+    }
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -227,7 +294,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: loadgen [-h HOST] [-p PORT] [-c CONNS] [-w IN_FLIGHT] [-s SET_PCT] "
                     "[-k KEYS] [-l KEY_LEN] [-v VALUE_LEN] [-d SECONDS | -n COUNT] [--sequential] "
-                    "[--echo] [--prefix P] [--px MS] [--label NAME]\n");
+                    "[--echo] [--prefix P] [--px MS] [--label NAME] [--watch-patterns N [--watch-format FMT]]\n");
     exit(64);
 }
 
@@ -238,6 +305,8 @@ int main(int argc, char **argv)
                                           {"prefix", required_argument, NULL, 'P'},
                                           {"px", required_argument, NULL, 'X'},
                                           {"label", required_argument, NULL, 'L'},
+                                          {"watch-patterns", required_argument, NULL, 'W'},
+                                          {"watch-format", required_argument, NULL, 'F'},
                                           {NULL, 0, NULL, 0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "h:p:c:w:s:k:l:v:d:n:", longs, NULL)) != -1) {
@@ -257,12 +326,18 @@ int main(int argc, char **argv)
         case 'P': o.prefix = optarg; break;
         case 'X': o.px = atol(optarg); break;
         case 'L': o.label = optarg; break;
+        case 'W': o.watch_patterns = atoi(optarg); break;
+        case 'F': o.watch_format = optarg; break;
         default: usage();
         }
     }
     if (o.conns < 1 || o.conns > 256 || o.window < 1 || o.window > MAX_WINDOW || o.keys < 1 ||
-        o.value_len < 0 || o.value_len > 4000 || o.key_len < 2 || o.key_len > 100)
+        o.value_len < 0 || o.value_len > 4000 || o.key_len < 2 || o.key_len > 100 || o.watch_patterns < 0 ||
+        o.watch_patterns > 65535 || strstr(o.watch_format, "%d") == NULL || strlen(o.watch_format) > 100)
         usage();
+    struct rconn watcher = {.fd = -1};
+    if (o.watch_patterns)
+        open_watcher(&watcher);
     struct conn *cs = calloc((size_t)o.conns, sizeof *cs);
     struct pollfd *pfd = calloc((size_t)o.conns, sizeof *pfd);
     for (int i = 0; i < o.conns; i++)
@@ -311,6 +386,14 @@ int main(int argc, char **argv)
         missing += cs[i].outstanding;
         raw_close(&cs[i].r);
     }
+    long notified = 0;
+    if (o.watch_patterns) {
+        long oks = 0;
+        struct pollfd pf = {watcher.fd, POLLIN, 0};
+        if (poll(&pf, 1, 200) > 0 && raw_read(&watcher))
+            watcher_input(&watcher, &oks, &notified);
+        raw_close(&watcher);
+    }
     qsort(lat, nlat, sizeof *lat, cmp_u32);
     uint32_t p50 = nlat ? lat[nlat / 2] : 0, p99 = nlat ? lat[nlat * 99 / 100] : 0,
              max = nlat ? lat[nlat - 1] : 0;
@@ -319,8 +402,8 @@ int main(int argc, char **argv)
            "%ld missing\n",
            o.label, nlat, secs, rate, p50, p99, max, errors, missing);
     printf("LOADGEN label=%s ops=%zu seconds=%.3f ops_per_s=%.0f p50_us=%u p99_us=%u max_us=%u "
-           "errors=%ld missing=%ld\n",
-           o.label, nlat, secs, rate, p50, p99, max, errors, missing);
+           "errors=%ld missing=%ld watch_patterns=%d watch_notified=%ld\n",
+           o.label, nlat, secs, rate, p50, p99, max, errors, missing, o.watch_patterns, notified);
     free(lat);
     free(cs);
     free(pfd);

@@ -69,6 +69,12 @@ void raw_put_packet(struct rbuf *b, uint8_t type, const struct rbuf *body)
 void raw_put_request(struct rbuf *b, unsigned id, const char *resp_topic, const void *corr,
                      size_t corr_len, const void *payload, size_t len)
 {
+    raw_put_request_to(b, RAW_REQ_TOPIC, id, resp_topic, corr, corr_len, payload, len);
+}
+
+void raw_put_request_to(struct rbuf *b, const char *topic, unsigned id, const char *resp_topic, const void *corr,
+                        size_t corr_len, const void *payload, size_t len)
+{
     static struct rbuf body, props;
     body.len = props.len = 0;
     raw_put_u8(&props, 0x08);
@@ -82,7 +88,7 @@ void raw_put_request(struct rbuf *b, unsigned id, const char *resp_topic, const 
     raw_put_u8(&props, 0x26);
     raw_put_str(&props, "__ts", 4);
     raw_put_str(&props, ts, (size_t)tl);
-    raw_put_str(&body, RAW_REQ_TOPIC, strlen(RAW_REQ_TOPIC));
+    raw_put_str(&body, topic, strlen(topic));
     raw_put_u16(&body, id);
     raw_put_varint(&body, props.len);
     raw_put(&body, props.p, props.len);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #define RAW_REQ_TOPIC "statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke"
+#define RAW_ADMIN_TOPIC "statestore/admin/v1/invoke"
 #define RAW_INBUF (1 << 20)
 
 struct rbuf {
@@ -38,6 +39,9 @@ void raw_put_packet(struct rbuf *b, uint8_t type, const struct rbuf *body);
  * __ts (now), and payload; packet id id. */
 void raw_put_request(struct rbuf *b, unsigned id, const char *resp_topic, const void *corr,
                      size_t corr_len, const void *payload, size_t len);
+/* The same to another topic (statestore's administrative topic). */
+void raw_put_request_to(struct rbuf *b, const char *topic, unsigned id, const char *resp_topic, const void *corr,
+                        size_t corr_len, const void *payload, size_t len);
 
 /* Decode a variable byte integer: its length in bytes, 0 if incomplete. */
 size_t raw_get_varint(const uint8_t *p, size_t n, size_t *v);

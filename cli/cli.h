@@ -39,6 +39,8 @@ struct cli {
     uint64_t wait_ms;
     const char *holder;
     bool watch; /* stats --watch */
+    char **patterns; /* watch --pattern, each given (in the block of args) */
+    int npatterns;
     const char *etcd_endpoints, *etcd_prefix; /* import into an etcd cluster */
 };
 

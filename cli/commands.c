@@ -224,10 +224,16 @@ static void on_notify(void *ud, const ss_notification *n)
     pthread_mutex_unlock(&out_mu);
 }
 
+/* Set by the network thread when a connection is back: the patterns are
+ * registered again from the main thread (a blocking call may not run on
+ * the network thread). Guarded by out_mu. */
+static bool reconnected;
+
 static void on_connection(void *ud, bool connected, bool gap)
 {
     const struct cli *cl = ud;
     pthread_mutex_lock(&out_mu);
+    reconnected = reconnected || connected;
     if (!connected) {
         out_error("connection lost; reconnecting");
     } else if (gap) {
@@ -238,6 +244,20 @@ static void on_connection(void *ud, bool connected, bool gap)
         }
     }
     pthread_mutex_unlock(&out_mu);
+}
+
+/* WATCH (or WATCH ... STOP) every --pattern on the administrative topic. */
+static int watch_patterns(struct cli *cl, ss_client *c, bool stop)
+{
+    for (int i = 0; i < cl->npatterns; i++) {
+        const char *words[] = {"WATCH", cl->patterns[i], "STOP"};
+        ss_client_result r;
+        int rc = cli_admin_call(cl, c, "watch", stop ? 3 : 2, words, &r);
+        ss_client_result_free(&r);
+        if (rc != SS_EXIT_OK)
+            return rc;
+    }
+    return SS_EXIT_OK;
 }
 
 int cmd_watch(struct cli *cl, ss_client *c)
@@ -260,9 +280,22 @@ int cmd_watch(struct cli *cl, ss_client *c)
         }
         ss_client_result_free(&r);
     }
-    int sig;
-    sigwait(&stop, &sig);
+    int rc = watch_patterns(cl, c, false);
+    if (rc != SS_EXIT_OK)
+        return rc;
+    /* Until SIGINT or SIGTERM; a reconnect lost the patterns (the client
+     * library registers the keys again itself). */
+    const struct timespec tick = {0, 200 * 1000 * 1000};
+    while (sigtimedwait(&stop, NULL, &tick) < 0) {
+        pthread_mutex_lock(&out_mu);
+        bool again = reconnected;
+        reconnected = false;
+        pthread_mutex_unlock(&out_mu);
+        if (again && cl->npatterns)
+            watch_patterns(cl, c, false);
+    }
     for (int i = 0; i < cl->nargs; i++)
         ss_client_keynotify(c, cl->args[i], strlen(cl->args[i]), true, NULL);
+    watch_patterns(cl, c, true);
     return SS_EXIT_OK;
 }

@@ -32,6 +32,7 @@ static const char usage_text[] =
     "  del KEY [--fencing-token HLC]\n"
     "  vdel KEY VALUE     delete only if the value matches [--fencing-token HLC]\n"
     "  watch KEY...       print a line per change until interrupted\n"
+    "      [--pattern PATTERN]  ...also of every key PATTERN matches (repeatable)\n"
     "  lock NAME [--ttl MS] [--wait MS] [--holder ID] -- COMMAND [ARGS...]\n"
     "                     run COMMAND while holding the lease NAME\n"
     "  scan PATTERN       list the keys matching PATTERN (the SDKs' glob), one per line\n"
@@ -82,12 +83,14 @@ static const struct {
     {"vdel", cmd_vdel, 2, 2, true,
      "Usage: statestore vdel KEY VALUE|-|-f FILE [--fencing-token HLC]\n"
      "Deletes KEY only if its value is VALUE: prints 1, 0 (absent, exit 1) or -1 (differs, exit 2).\n"},
-    {"watch", cmd_watch, 1, INT_MAX, false,
-     "Usage: statestore watch KEY...\n"
+    {"watch", cmd_watch, 0, INT_MAX, false,
+     "Usage: statestore watch [KEY...] [--pattern PATTERN]...\n"
      "Prints one line per change until interrupted: \"VERSION SET KEY VALUE\" or\n"
-     "\"VERSION DELETE KEY\" (UTF-8 as it is; spaces and what is not printable as \\xHH).\n"
-     "After a reconnect it registers again and reports on standard error that changes\n"
-     "may have been missed.\n"},
+     "\"VERSION DELETE KEY\" (UTF-8 as it is; spaces and what is not printable as \\xHH),\n"
+     "of each KEY and of every key a PATTERN matches (SCAN's glob: * any run, / included,\n"
+     "? one character, [..] a class, ** whole path segments), once per change. Quote a\n"
+     "PATTERN from the shell. After a reconnect it registers again and reports on\n"
+     "standard error that changes may have been missed.\n"},
     {"lock", cmd_lock, 1, 1, false,
      "Usage: statestore lock NAME [--ttl MS] [--wait MS] [--holder ID] -- COMMAND [ARGS...]\n"
      "Waits for the lease NAME (at most --wait MS, default forever), runs COMMAND while\n"
@@ -147,7 +150,7 @@ static const struct {
 enum {
     OPT_HOST = 256, OPT_PORT, OPT_ID, OPT_USER, OPT_PASS, OPT_FILE, OPT_CAFILE, OPT_CAPATH,
     OPT_CERT, OPT_KEY, OPT_TIMEOUT, OPT_JSON, OPT_HELP, OPT_VERSION, OPT_NX, OPT_NEX, OPT_PX,
-    OPT_FT, OPT_TTL, OPT_WAIT, OPT_HOLDER, OPT_WATCH, OPT_ETCD, OPT_ETCD_PREFIX,
+    OPT_FT, OPT_TTL, OPT_WAIT, OPT_HOLDER, OPT_WATCH, OPT_ETCD, OPT_ETCD_PREFIX, OPT_PATTERN,
 };
 
 /* Every option: its long name, its short letter (0: none), whether it
@@ -188,6 +191,7 @@ static const struct cli_option {
     {"watch", 0, false, OPT_WATCH, "stats", NULL},
     {"etcd", 0, true, OPT_ETCD, "import", "ENDPOINTS"},
     {"etcd-prefix", 0, true, OPT_ETCD_PREFIX, "import", "PREFIX"},
+    {"pattern", 0, true, OPT_PATTERN, "watch", "PATTERN"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -365,6 +369,7 @@ static int apply(struct cli *cl, const char *spelled, int id, const char *v, boo
     case OPT_WATCH: cl->watch = true; break;
     case OPT_ETCD: cl->etcd_endpoints = v; break;
     case OPT_ETCD_PREFIX: cl->etcd_prefix = v; break;
+    case OPT_PATTERN: cl->patterns[cl->npatterns++] = (char *)v; break;
     default: break;
     }
     return -1;
@@ -482,9 +487,11 @@ int main(int argc, char **argv)
     struct cli cl;
     memset(&cl, 0, sizeof cl);
     cl.conn.timeout_ms = 10000;
-    cl.args = calloc((size_t)argc, sizeof *cl.args);
+    /* One block: the arguments, then the patterns (each at most argc). */
+    cl.args = calloc(2 * (size_t)argc, sizeof *cl.args);
     if (cl.args == NULL)
         return SS_EXIT_USAGE;
+    cl.patterns = cl.args + argc;
     int rc = parse(&cl, argc, argv);
     int which = command_index(cl.command);
     if (rc == -2) {
@@ -499,6 +506,9 @@ int main(int argc, char **argv)
         usage_error(&cl, "unknown command \"%s\"", cl.command);
         rc = SS_EXIT_USAGE;
     } else if (wrong_arity(&cl, which)) {
+        rc = SS_EXIT_USAGE;
+    } else if (strcmp(cl.command, "watch") == 0 && cl.nargs == 0 && cl.npatterns == 0) {
+        usage_error(&cl, "watch: give a KEY or --pattern PATTERN");
         rc = SS_EXIT_USAGE;
     } else if (strcmp(cl.command, "lock") == 0 && cl.nrest < 1) {
         usage_error(&cl, "lock: give a COMMAND after --");

@@ -23,7 +23,7 @@ _statestore()
         --capath)
             COMPREPLY=($(compgen -d -- "$cur"))
             return ;;
-        -h|--host|-p|--port|-i|--id|-u|--username|-P|--password|--timeout|--px|--ttl|--wait|--holder|--fencing-token|--etcd|--etcd-prefix)
+        -h|--host|-p|--port|-i|--id|-u|--username|-P|--password|--timeout|--px|--ttl|--wait|--holder|--fencing-token|--etcd|--etcd-prefix|--pattern)
             return ;;
     esac
 
@@ -31,7 +31,7 @@ _statestore()
     local i command=""
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-            -h|--host|-p|--port|-i|--id|-u|--username|-P|--password|--cafile|--capath|--cert|--key|--timeout|-f|--file|--px|--ttl|--wait|--holder|--fencing-token|--etcd|--etcd-prefix)
+            -h|--host|-p|--port|-i|--id|-u|--username|-P|--password|--cafile|--capath|--cert|--key|--timeout|-f|--file|--px|--ttl|--wait|--holder|--fencing-token|--etcd|--etcd-prefix|--pattern)
                 ((i++)) ;;
             -*) ;;
             *) command=${words[i]}; break ;;
@@ -54,6 +54,7 @@ _statestore()
         vdel) extra="--fencing-token -f --file" ;;
         lock) extra="--ttl --wait --holder --" ;;
         stats) extra="--watch" ;;
+        watch) extra="--pattern" ;;
         restore) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         import)
             if [[ $cur == -* ]]; then

@@ -186,6 +186,16 @@ int ss_watch_remove(ss_watch *w, ss_bytes client, ss_bytes key)
     return 1;
 }
 
+void ss_watch_each_of_client(const ss_watch *w, ss_bytes client, ss_watch_fn fn, void *ctx)
+{
+    uint64_t ch = ss_table_hash(&w->clients, client.data, client.len);
+    struct ss_wname *c = ss_watch__name_find(&w->clients, client, ch);
+    for (struct ss_wentry *e = c ? c->first : NULL; e; e = e->cnext) {
+        ss_bytes key = {e->key->bytes, e->key->len};
+        fn(ctx, key);
+    }
+}
+
 size_t ss_watch_drop_client(ss_watch *w, ss_bytes client)
 {
     uint64_t ch = ss_table_hash(&w->clients, client.data, client.len);
@@ -212,6 +222,15 @@ void ss_watch_each(const ss_watch *w, ss_bytes key, ss_watch_fn fn, void *ctx)
         ss_bytes id = {e->client->bytes, e->client->len};
         fn(ctx, id);
     }
+}
+
+bool ss_watch_has(const ss_watch *w, ss_bytes client, ss_bytes key)
+{
+    if (w->total == 0)
+        return false;
+    struct ss_wname *c = ss_watch__name_find(&w->clients, client, ss_table_hash(&w->clients, client.data, client.len));
+    struct ss_wname *k = c ? ss_watch__name_find(&w->keys, key, ss_table_hash(&w->keys, key.data, key.len)) : NULL;
+    return k != NULL && ss_watch__entry_find(w, c, k) != NULL;
 }
 
 size_t ss_watch_count(const ss_watch *w)

@@ -7,6 +7,7 @@
 #ifndef SS_WATCH_H
 #define SS_WATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "buf.h"
@@ -25,10 +26,18 @@ int ss_watch_remove(ss_watch *w, ss_bytes client, ss_bytes key);
 /* Drop every registration of client (it disconnected). Returns how many. */
 size_t ss_watch_drop_client(ss_watch *w, ss_bytes client);
 
-/* Call fn for every client registered for key. fn must not change w; the
- * client bytes are valid during the call. */
-typedef void (*ss_watch_fn)(void *ctx, ss_bytes client);
+/* A client (ss_watch_each) or a key (ss_watch_each_of_client), valid
+ * during the call; fn must not change w. */
+typedef void (*ss_watch_fn)(void *ctx, ss_bytes name);
+
+/* Call fn for every key client is registered for. */
+void ss_watch_each_of_client(const ss_watch *w, ss_bytes client, ss_watch_fn fn, void *ctx);
+
+/* Call fn for every client registered for key. */
 void ss_watch_each(const ss_watch *w, ss_bytes key, ss_watch_fn fn, void *ctx);
+
+/* Is client registered for key? */
+bool ss_watch_has(const ss_watch *w, ss_bytes client, ss_bytes key);
 
 /* Registrations in all, and of one client. */
 size_t ss_watch_count(const ss_watch *w);

@@ -11,6 +11,7 @@
 #include "../core/hex.h"
 #include "../core/protocol.h"
 #include "backup.h"
+#include "notify.h"
 #include "outbox.h"
 #include "request.h"
 #include "plugin.h"
@@ -359,7 +360,7 @@ static bool ss_admin__run(struct ss_plugin *p, const struct ss_admin_req *r, uin
     else if (q.argv[0].len == 6 && memcmp(q.argv[0].data, "BACKUP", 6) == 0)
         error = ss_admin__backup(p, r, &q);
     else
-        error = "unknown command (KEYS, INSPECT, EXPORT, BACKUP)";
+        error = "unknown command (KEYS, INSPECT, EXPORT, BACKUP, WATCH)";
     if (error == ss_admin__wait)
         return false;
     if (error) {
@@ -419,6 +420,21 @@ int ss_admin_on_message(struct ss_plugin *p, struct mosquitto_evt_message *ed)
                client_id ? client_id : "");
         ss_admin__req_free(&r);
         return MOSQ_ERR_ACL_DENIED;
+    }
+    /* WATCH takes effect at once, while its client is surely connected
+     * (a disconnect drops its patterns from then on); it reads nothing. */
+    ss_request words;
+    size_t used;
+    ss_codec_limits lim = ss_codec_limits_default();
+    if (ss_codec_decode_request(ed->payload, (size_t)ed->payloadlen, &lim, &words, &used) == SS_OK &&
+        used == (size_t)ed->payloadlen && words.argc >= 1 && words.argv[0].len == 5 &&
+        memcmp(words.argv[0].data, "WATCH", 5) == 0) {
+        char text[256];
+        size_t n = ss_notify_on_watch(p, client_id ? client_id : "", mosquitto_client_username(ed->client), &words,
+                                      text, sizeof text);
+        ss_admin_reply(p, r.response_topic, r.corr, r.corr_len, (const uint8_t *)text, n);
+        ss_admin__req_free(&r);
+        return MOSQ_ERR_SUCCESS;
     }
     bool failed = false;
     r.client_id = ss_admin__dup(client_id ? client_id : "", &failed);

@@ -13,6 +13,7 @@
  *   rec HEXKEY SIZE VERSION EXPIRES_AT_MS|- FT|-, newline, SIZE bytes of value, newline
  *                         (EXPORT PATTERN CURSOR COUNT: records with values)
  *   error TEXT
+ * WATCH PATTERN [STOP] is not queued: it registers at once (notify.h).
  * Requests are answered between batches, from what is committed, one per
  * settle, and a page's work is bounded (keys examined, matching steps,
  * value bytes): other clients wait a few milliseconds at most.

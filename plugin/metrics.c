@@ -183,6 +183,7 @@ void ss_metrics_publish(struct ss_plugin *p, uint64_t now_ms)
     ss_metrics__u64(p, "notifications/sent", m->notifications_sent);
     ss_metrics__u64(p, "notifications/dropped", m->notifications_dropped);
     ss_metrics__u64(p, "registrations", ss_watch_count(p->watch));
+    ss_metrics__u64(p, "pattern_watches", ss_pwatch_count(p->pwatch));
     uint64_t p50, p99;
     ss_metrics__percentiles(&m->commit, &p50, &p99);
     ss_metrics__u64(p, "commit/p50_us", p50);

@@ -73,11 +73,25 @@ static void ss_notify__one(void *ctx, ss_bytes client)
     ss_log(p, MOSQ_LOG_WARNING, "out of memory: a notification was dropped");
 }
 
+/* A client whose pattern matches the changed key: told unless its
+ * KEYNOTIFY of the key told it already, and only of a key it may read. */
+static void ss_notify__pattern(void *ctx, ss_bytes client, const char *username)
+{
+    struct ss_notify_fanout *f = ctx;
+    struct ss_plugin *p = f->p;
+    if (ss_watch_has(p->watch, client, f->ev->key))
+        return;
+    if (p->acl && !ss_acl_allows(p->acl, (const char *)client.data, username, SS_ACCESS_READ, f->ev->key))
+        return;
+    ss_notify__one(ctx, client);
+}
+
 void ss_notify_change(void *ctx, const ss_change *c)
 {
     /* Most writes have no watcher: the version is formatted only for one. */
     struct ss_notify_fanout f = {.p = ctx, .ev = c, .version = ""};
     ss_watch_each(f.p->watch, c->key, ss_notify__one, &f);
+    ss_pwatch_each(f.p->pwatch, c->key, ss_notify__pattern, &f);
 }
 
 static void ss_notify__any(void *ctx, ss_bytes client)
@@ -91,7 +105,7 @@ bool ss_notify_wanted(void *ctx, ss_bytes key)
     struct ss_plugin *p = ctx;
     bool any = false;
     ss_watch_each(p->watch, key, ss_notify__any, &any);
-    return any;
+    return any || (p->pwatch && ss_pwatch_any(p->pwatch, key));
 }
 
 int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)
@@ -116,6 +130,29 @@ int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)
     return rc < 0 ? rc : 1;
 }
 
+size_t ss_notify_on_watch(struct ss_plugin *p, const char *client_id, const char *username, const ss_request *q,
+                          char *text, size_t cap)
+{
+    bool stop = q->argc == 3 && q->argv[2].len == 4 && memcmp(q->argv[2].data, "STOP", 4) == 0;
+    if (q->argc != 2 && !stop)
+        return (size_t)snprintf(text, cap, "error usage: WATCH PATTERN [STOP]\n");
+    ss_bytes client = {(const uint8_t *)client_id, strlen(client_id)};
+    if (stop)
+        return (size_t)snprintf(text, cap, "%s\n", ss_pwatch_remove(p->pwatch, client, q->argv[1]) ? "ok" : "absent");
+    int rc = ss_pwatch_add(p->pwatch, client, username, q->argv[1]);
+    if (rc >= 0)
+        return (size_t)snprintf(text, cap, "ok\n");
+    if (rc != SS_E_QUOTA)
+        return (size_t)snprintf(text, cap, "error %s\n", ss_strerror(rc));
+    bool mine = p->opt.max_pattern_watches_per_client &&
+                ss_pwatch_client_count(p->pwatch, client) >= p->opt.max_pattern_watches_per_client;
+    ss_log(p, MOSQ_LOG_WARNING, "client %s reached the %s", client_id,
+           mine ? "pattern watches' limit per client" : "pattern watches' limit");
+    return (size_t)snprintf(text, cap, "error %s\n",
+                            mine ? "too many pattern watches for this client (max_pattern_watches_per_client)"
+                                 : "too many pattern watches on this broker (max_pattern_watches)");
+}
+
 int ss_on_disconnect(int event, void *event_data, void *userdata)
 {
     (void)event;
@@ -126,8 +163,9 @@ int ss_on_disconnect(int event, void *event_data, void *userdata)
         return MOSQ_ERR_SUCCESS;
     ss_bytes client = {(const uint8_t *)id, strlen(id)};
     ss_batch_client_gone(p->batch, id);
-    size_t n = ss_watch_drop_client(p->watch, client);
+    size_t n = ss_watch_drop_client(p->watch, client) + ss_pwatch_drop_client(p->pwatch, client);
     if (n)
         ss_log(p, MOSQ_LOG_DEBUG, "client %s disconnected: %zu registrations dropped", id, n);
     return MOSQ_ERR_SUCCESS;
 }
+

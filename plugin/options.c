@@ -52,6 +52,8 @@ static const struct ss_opt_spec ss_opt_table[] = {
     {"max_key_length", SS_OPT_U64, SS_OFF(max_key_length), 1, 32700},
     {"max_registrations_per_client", SS_OPT_U64, SS_OFF(max_registrations_per_client), 0, 100000000},
     {"max_registrations", SS_OPT_U64, SS_OFF(max_registrations), 0, 1000000000},
+    {"max_pattern_watches_per_client", SS_OPT_U64, SS_OFF(max_pattern_watches_per_client), 0, 1000000},
+    {"max_pattern_watches", SS_OPT_U64, SS_OFF(max_pattern_watches), 0, 100000000},
     {"dedup_window_ms", SS_OPT_U64, SS_OFF(dedup_window_ms), 0, 3600000},
     {"dedup_max_entries", SS_OPT_U64, SS_OFF(dedup_max_entries), 0, 100000000},
     {"dedup_max_bytes", SS_OPT_U64, SS_OFF(dedup_max_bytes), 0, (uint64_t)1 << 40},
@@ -192,6 +194,8 @@ int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, in
     o->max_key_length = 32000;
     o->max_registrations_per_client = 1000;
     o->max_registrations = 1000000;
+    o->max_pattern_watches_per_client = 100;
+    o->max_pattern_watches = 10000;
     o->dedup_window_ms = 10000;
     o->dedup_max_entries = 100000;
     o->dedup_max_bytes = (uint64_t)64 << 20;
@@ -296,13 +300,15 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
         MOSQ_LOG_NOTICE,
         "statestore: %s node_id=%s "
         "max_keys=%llu max_store_bytes=%llu max_key_length=%llu "
-        "max_registrations_per_client=%llu max_registrations=%llu dedup_window_ms=%llu "
+        "max_registrations_per_client=%llu max_registrations=%llu max_pattern_watches_per_client=%llu "
+        "max_pattern_watches=%llu dedup_window_ms=%llu "
         "dedup_max_entries=%llu dedup_max_bytes=%llu max_queued_bytes=%llu log_level=%s "
         "max_value_bytes=%llu "
         "acl_file=%s topic_protection=%s other_topics=%s compact_on_start=%s backup_dir=%s",
         where, o->node_id, (unsigned long long)o->max_keys, (unsigned long long)o->max_store_bytes,
         (unsigned long long)o->max_key_length, (unsigned long long)o->max_registrations_per_client,
-        (unsigned long long)o->max_registrations, (unsigned long long)o->dedup_window_ms,
+        (unsigned long long)o->max_registrations, (unsigned long long)o->max_pattern_watches_per_client,
+        (unsigned long long)o->max_pattern_watches, (unsigned long long)o->dedup_window_ms,
         (unsigned long long)o->dedup_max_entries, (unsigned long long)o->dedup_max_bytes,
         (unsigned long long)o->max_queued_bytes, level,
         (unsigned long long)o->max_value_bytes, o->acl_file ? o->acl_file : "(none)",

@@ -36,6 +36,8 @@ struct ss_plugin_options {
     uint64_t max_key_length;
     uint64_t max_registrations_per_client;
     uint64_t max_registrations;
+    uint64_t max_pattern_watches_per_client; /* WATCH PATTERN on the administrative topic */
+    uint64_t max_pattern_watches;
     uint64_t dedup_window_ms;
     uint64_t dedup_max_entries;
     uint64_t dedup_max_bytes;

@@ -142,11 +142,11 @@ void ss_outbox_flush_except(struct ss_outbox *ob, struct ss_plugin *p, const uin
             ob->msgs[kept++] = *m;
             continue;
         }
-        /* A client that disconnected since lost its registrations, and
-         * nothing is queued for an absent client. */
+        /* A client that disconnected since lost its registrations (keys
+         * and patterns), and nothing is queued for an absent client. */
         if (m->clientid) {
             ss_bytes id = {(const uint8_t *)m->clientid, strlen(m->clientid)};
-            if (ss_watch_client_count(p->watch, id) == 0) {
+            if (ss_watch_client_count(p->watch, id) == 0 && ss_pwatch_client_count(p->pwatch, id) == 0) {
                 p->metrics.notifications_dropped++;
                 ss_outbox__msg_free(m);
                 continue;

@@ -91,6 +91,7 @@ static void ss_plugin__destroy(struct ss_plugin *p)
     ss_waker_stop(&p->waker);
     ss_store_close(p->store);
     ss_watch_free(p->watch);
+    ss_pwatch_free(p->pwatch);
     ss_dedup_free(p->dedup);
     ss_buf_free(&p->topic);
     ss_acl_free(p->acl);
@@ -293,6 +294,9 @@ static int ss_plugin__open(struct ss_plugin *p)
     if ((rc = ss_engine_new(p->backend, &eo, &p->engine)) != SS_OK)
         return rc;
     if ((rc = ss_watch_new(p->opt.max_registrations_per_client, p->opt.max_registrations, &p->watch)) !=
+        SS_OK)
+        return rc;
+    if ((rc = ss_pwatch_new(p->opt.max_pattern_watches_per_client, p->opt.max_pattern_watches, &p->pwatch)) !=
         SS_OK)
         return rc;
     ss_dedup_limits dl = {p->opt.dedup_window_ms, (size_t)p->opt.dedup_max_entries,

@@ -27,6 +27,7 @@
 #include "../core/engine.h"
 #include "../core/protocol.h"
 #include "../core/store.h"
+#include "../core/pwatch.h"
 #include "../core/watch.h"
 #include "../etcd/backend_etcd.h"
 #include "metrics.h"
@@ -54,6 +55,7 @@ struct ss_plugin {
     struct ss_waker waker; /* etcd: finished calls wake the broker's thread */
     ss_engine *engine;
     ss_watch *watch;
+    ss_pwatch *pwatch;   /* pattern watches (WATCH on the administrative topic) */
     ss_dedup *dedup;
     struct ss_batch *batch; /* the request lifecycle (batch.h) */
     struct ss_admin *admin; /* administrative requests (admin.h) */

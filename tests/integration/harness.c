@@ -494,6 +494,27 @@ const char *msg_user(const struct msg *m, const char *name)
     return NULL;
 }
 
+void admin_send(struct client *c, const char *resp, const char *corr, const char *const *words)
+{
+    uint8_t payload[4096];
+    int len = encode_request(payload, sizeof payload, words, NULL);
+    ASSERT_TRUE(len > 0);
+    mosquitto_property *props = NULL;
+    mosquitto_property_add_string(&props, MQTT_PROP_RESPONSE_TOPIC, resp);
+    mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, corr, (uint16_t)strlen(corr));
+    ASSERT_EQ(mosquitto_publish_v5(c->m, NULL, ADMIN_TOPIC, len, payload, 1, false, props), MOSQ_ERR_SUCCESS);
+    mosquitto_property_free_all(&props);
+}
+
+struct msg *admin_call(struct client *c, const char *resp, const char *corr, const char *const *words)
+{
+    admin_send(c, resp, corr, words);
+    struct msg *m = client_wait(c, 20000);
+    ASSERT_TRUE(m != NULL);
+    ASSERT_MEM(m->corr, (size_t)m->corr_len, corr, strlen(corr));
+    return m;
+}
+
 int encode_request(uint8_t *buf, int cap, const char *const *words, const int *lens)
 {
     ss_bytes argv[16];

@@ -133,6 +133,12 @@ struct msg *request(struct client *c, const char *resp, const char *corr, const 
 /* The same, without waiting for the answer. */
 void request_send(struct client *c, const char *resp, const char *corr, const char *ts,
                   const char *ft, const char *const *words);
+/* statestore's administrative requests (docs/OPERATIONS.md): publish
+ * words to ADMIN_TOPIC with response topic resp and correlation data corr;
+ * admin_call waits for the answer (20 s) and checks its correlation data. */
+#define ADMIN_TOPIC "statestore/admin/v1/invoke"
+void admin_send(struct client *c, const char *resp, const char *corr, const char *const *words);
+struct msg *admin_call(struct client *c, const char *resp, const char *corr, const char *const *words);
 /* Encode words as a request payload into buf (cap bytes); returns length. */
 int encode_request(uint8_t *buf, int cap, const char *const *words, const int *lens);
 

@@ -11,32 +11,6 @@
 #include "../test.h"
 #include "harness.h"
 
-#define ADMIN_TOPIC "statestore/admin/v1/invoke"
-
-/* Publish an administrative request (words as for request()) with
- * response topic resp and correlation data corr. */
-static void admin_send(struct client *c, const char *resp, const char *corr, const char *const *words)
-{
-    uint8_t payload[4096];
-    int len = encode_request(payload, sizeof payload, words, NULL);
-    ASSERT_TRUE(len > 0);
-    mosquitto_property *props = NULL;
-    mosquitto_property_add_string(&props, MQTT_PROP_RESPONSE_TOPIC, resp);
-    mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, corr, (uint16_t)strlen(corr));
-    ASSERT_EQ(mosquitto_publish_v5(c->m, NULL, ADMIN_TOPIC, len, payload, 1, false, props), MOSQ_ERR_SUCCESS);
-    mosquitto_property_free_all(&props);
-}
-
-/* The same, and wait for the answer. */
-static struct msg *admin(struct client *c, const char *resp, const char *corr, const char *const *words)
-{
-    admin_send(c, resp, corr, words);
-    struct msg *m = client_wait(c, 20000);
-    ASSERT_TRUE(m != NULL);
-    ASSERT_MEM(m->corr, (size_t)m->corr_len, corr, strlen(corr));
-    return m;
-}
-
 /* Lines of an answer that start with "key ", and the cursor line's value. */
 static int key_lines(const struct msg *m, char *cursor, size_t n, char *keys, size_t kn)
 {
@@ -76,7 +50,7 @@ static int keys_all(struct client *c, const char *resp, const char *pattern, int
         snprintf(corr, sizeof corr, "all%d", *pages);
         char after[1200];
         snprintf(after, sizeof after, "%s", cursor);
-        struct msg *m = admin(c, resp, corr, W("KEYS", pattern, after, "100"));
+        struct msg *m = admin_call(c, resp, corr, W("KEYS", pattern, after, "100"));
         total += key_lines(m, cursor, sizeof cursor, page, sizeof page);
         ++*pages;
     } while (strcmp(cursor, "-") != 0 && *pages < 100);
@@ -111,7 +85,7 @@ TEST(admin_keys_pages_patterns_and_inspect)
     do {
         char corr[16];
         snprintf(corr, sizeof corr, "p%d", pages);
-        struct msg *m = admin(&c, resp, corr, W("KEYS", "k*", cursor, "500"));
+        struct msg *m = admin_call(&c, resp, corr, W("KEYS", "k*", cursor, "500"));
         int n = key_lines(m, cursor, sizeof cursor, page, sizeof page);
         ASSERT_TRUE(n <= 500);
         total += n;
@@ -134,36 +108,36 @@ TEST(admin_keys_pages_patterns_and_inspect)
     ASSERT_EQ(keys_all(&c, resp, "e*", &npages), 0);
     ASSERT_EQ(keys_all(&c, resp, "fenced", &npages), 1);
     struct msg *m;
-    m = admin(&c, resp, "i", W("INSPECT", "k0001"));
+    m = admin_call(&c, resp, "i", W("INSPECT", "k0001"));
     ASSERT_TRUE(m->len > 20 && strncmp((const char *)m->payload, "key 6b30303031 2 ", 17) == 0);
     ASSERT_TRUE(memcmp(m->payload + m->len - 5, " - -\n", 5) == 0); /* no TTL, no token */
-    m = admin(&c, resp, "j", W("INSPECT", "fenced"));
+    m = admin_call(&c, resp, "j", W("INSPECT", "fenced"));
     ASSERT_TRUE(strncmp((const char *)m->payload, "key 66656e636564 1 ", 19) == 0);
     ASSERT_TRUE(m->len > 24 && memcmp(m->payload + m->len - 24, " - 1700000000000:0:lock\n", 24) == 0);
-    m = admin(&c, resp, "a", W("INSPECT", "nope"));
+    m = admin_call(&c, resp, "a", W("INSPECT", "nope"));
     PAYLOAD(m, "absent\n");
 
     /* Bounded work: a pattern that matches nothing examines ten keys per
      * key asked for, then answers with a cursor to go on from. */
-    m = admin(&c, resp, "b", W("KEYS", "zzz*", "", "1"));
+    m = admin_call(&c, resp, "b", W("KEYS", "zzz*", "", "1"));
     ASSERT_EQ(key_lines(m, cursor, sizeof cursor, page, sizeof page), 0);
     ASSERT_TRUE(strcmp(cursor, "-") != 0 && strlen(cursor) > 0);
 
     /* Refusals. */
-    m = admin(&c, resp, "r1", W("KEYS"));
+    m = admin_call(&c, resp, "r1", W("KEYS"));
     PAYLOAD(m, "error usage: KEYS PATTERN CURSOR COUNT (CURSOR: hex, empty to start)\n");
-    m = admin(&c, resp, "r2", W("KEYS", "*", "xyz", "10"));
+    m = admin_call(&c, resp, "r2", W("KEYS", "*", "xyz", "10"));
     PAYLOAD(m, "error usage: KEYS PATTERN CURSOR COUNT (CURSOR: hex, empty to start)\n");
-    m = admin(&c, resp, "r3", W("KEYS", "*", "", "0"));
+    m = admin_call(&c, resp, "r3", W("KEYS", "*", "", "0"));
     PAYLOAD(m, "error COUNT must be a number from 1 to 1000\n");
-    m = admin(&c, resp, "r4", W("KEYS", "*", "", "1001"));
+    m = admin_call(&c, resp, "r4", W("KEYS", "*", "", "1001"));
     PAYLOAD(m, "error COUNT must be a number from 1 to 1000\n");
     static char longpat[300];
     memset(longpat, '*', 257);
-    m = admin(&c, resp, "r6", W("KEYS", longpat, "", "10"));
+    m = admin_call(&c, resp, "r6", W("KEYS", longpat, "", "10"));
     PAYLOAD(m, "error a PATTERN has at most 256 bytes\n");
-    m = admin(&c, resp, "r5", W("FLUSHALL"));
-    PAYLOAD(m, "error unknown command (KEYS, INSPECT, EXPORT, BACKUP)\n");
+    m = admin_call(&c, resp, "r5", W("FLUSHALL"));
+    PAYLOAD(m, "error unknown command (KEYS, INSPECT, EXPORT, BACKUP, WATCH)\n");
     /* The broker goes on. */
     ASSERT_REPLY(request(&c, resp, "g", NULL, NULL, W("GET", "k0002")), "$2\r\nv2\r\n");
     client_close(&c);
@@ -191,26 +165,26 @@ TEST(admin_respects_the_key_acl_and_topic_protection)
     ASSERT_REPLY(request(&w, rw, "1", NULL, NULL, W("SET", "pub/a", "1")), "+OK\r\n");
     ASSERT_REPLY(request(&w, rw, "2", NULL, NULL, W("SET", "secret", "2")), "+OK\r\n");
     char cursor[64], page[256];
-    struct msg *m = admin(&r, rr, "k", W("KEYS", "*", "", "100"));
+    struct msg *m = admin_call(&r, rr, "k", W("KEYS", "*", "", "100"));
     ASSERT_EQ(key_lines(m, cursor, sizeof cursor, page, sizeof page), 1);
     ASSERT_STR(page, strlen(page), "7075622f61,"); /* pub/a only */
-    m = admin(&r, rr, "i", W("INSPECT", "secret"));
+    m = admin_call(&r, rr, "i", W("INSPECT", "secret"));
     PAYLOAD(m, "error not authorized\n");
-    m = admin(&w, rw, "k", W("KEYS", "*", "", "100"));
+    m = admin_call(&w, rw, "k", W("KEYS", "*", "", "100"));
     ASSERT_EQ(key_lines(m, cursor, sizeof cursor, page, sizeof page), 2);
     /* BACKUP needs a rule for every key ("*"): "?" or "%c" (with a client
      * id of "*") match the key "*" but are not every key. */
-    m = admin(&r, rr, "b1", W("BACKUP", "x"));
+    m = admin_call(&r, rr, "b1", W("BACKUP", "x"));
     PAYLOAD(m, "error not authorized\n");
     struct client sn, star;
     char rs[256], rst[256];
     client_connect_rr(&sn, b.port, "sneaky", rs, sizeof rs);
-    m = admin(&sn, rs, "b2", W("BACKUP", "x"));
+    m = admin_call(&sn, rs, "b2", W("BACKUP", "x"));
     PAYLOAD(m, "error not authorized\n");
     client_connect_rr(&star, b.port, "*", rst, sizeof rst);
-    m = admin(&star, rst, "b3", W("BACKUP", "x"));
+    m = admin_call(&star, rst, "b3", W("BACKUP", "x"));
     PAYLOAD(m, "error not authorized\n");
-    m = admin(&w, rw, "b4", W("BACKUP", "x"));
+    m = admin_call(&w, rw, "b4", W("BACKUP", "x"));
     if (harness_on_etcd()) /* allowed, but not there: etcd has its own */
         PAYLOAD(m, "error backups are not available on the etcd backend (etcdctl snapshot save backs up the "
                    "cluster)\n");
@@ -326,9 +300,9 @@ TEST(admin_backup_under_write_load_and_restore)
                     "%d later ones in it too; longest wait between answers meanwhile: %llu ms\n",
             nbefore, later, (unsigned long long)longest);
     ASSERT_TRUE(nbefore >= ASK_AFTER);
-    m = admin(&c, rc, "i", W("INSPECT", "fenced"));
+    m = admin_call(&c, rc, "i", W("INSPECT", "fenced"));
     ASSERT_TRUE(memcmp(m->payload + m->len - 24, " - 1700000000000:5:lock\n", 24) == 0);
-    m = admin(&c, rc, "j", W("INSPECT", "ttl"));
+    m = admin_call(&c, rc, "j", W("INSPECT", "ttl"));
     char *ttl = strndup((const char *)m->payload, (size_t)m->len);
     long long left = 0;
     ASSERT_EQ(sscanf(ttl, "key 74746c 1 %*s %lld -", &left), 1);
@@ -350,7 +324,7 @@ TEST(admin_backup_refusals)
     struct client c;
     char rc[256];
     client_connect_rr(&c, b.port, "admin", rc, sizeof rc);
-    struct msg *m = admin(&c, rc, "1", W("BACKUP", "x"));
+    struct msg *m = admin_call(&c, rc, "1", W("BACKUP", "x"));
     PAYLOAD(m, "error backups are off: set plugin_opt_backup_dir\n");
     client_close(&c);
     broker_stop(&b);
@@ -362,15 +336,15 @@ TEST(admin_backup_refusals)
     snprintf(b2.extra, sizeof b2.extra, "plugin_opt_backup_dir %s\n", bk);
     broker_start(&b2);
     client_connect_rr(&c, b2.port, "admin", rc, sizeof rc);
-    m = admin(&c, rc, "2", W("BACKUP", "../escape"));
+    m = admin_call(&c, rc, "2", W("BACKUP", "../escape"));
     PAYLOAD(m, "error a backup name is a plain file name (letters, digits, '.', '_', '-')\n");
-    m = admin(&c, rc, "3", W("BACKUP", ".hidden"));
+    m = admin_call(&c, rc, "3", W("BACKUP", ".hidden"));
     PAYLOAD(m, "error a backup name is a plain file name (letters, digits, '.', '_', '-')\n");
-    m = admin(&c, rc, "4", W("BACKUP"));
+    m = admin_call(&c, rc, "4", W("BACKUP"));
     PAYLOAD(m, "error usage: BACKUP NAME\n");
-    m = admin(&c, rc, "5", W("BACKUP", "one"));
+    m = admin_call(&c, rc, "5", W("BACKUP", "one"));
     ASSERT_TRUE(m->len > 11 && strncmp((const char *)m->payload, "backup one ", 11) == 0);
-    m = admin(&c, rc, "6", W("BACKUP", "one"));
+    m = admin_call(&c, rc, "6", W("BACKUP", "one"));
     PAYLOAD(m, "error a backup of that name exists: choose another name or remove it\n");
     client_close(&c);
     broker_stop(&b2);

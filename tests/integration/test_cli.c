@@ -313,6 +313,85 @@ TEST(cli_watch_set_delete_expiry_and_restart)
     broker_stop(&b);
 }
 
+/* watch --pattern: every key a pattern matches, once per change (a KEY
+ * that a pattern matches too is told once), again after a broker restart;
+ * a refused pattern and --pattern elsewhere are errors. */
+TEST(cli_watch_pattern)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    char out[600], err[600], portbuf[16];
+    snprintf(out, sizeof out, "%s/watch.out", test_tmpdir());
+    snprintf(err, sizeof err, "%s/watch.err", test_tmpdir());
+    snprintf(portbuf, sizeof portbuf, "%d", b.port);
+    char *argv[] = {(char *)cli_path(), "-p", portbuf, "watch", "sensor/1", "--pattern", "sensor/*",
+                    "--pattern=*/t", NULL};
+    pid_t w = spawn_cmd(argv, out, err);
+    /* Registered once a change of sensor/0 shows. */
+    struct run r;
+    char *s = NULL;
+    for (int i = 0; i < 50 && s == NULL; i++) {
+        cli(&r, b.port, NULL, 0, "set", "sensor/0", "probe", NULL);
+        run_free(&r);
+        s = wait_lines(out, 1);
+        if (strstr(s, "SET sensor/0 probe") == NULL) {
+            free(s);
+            s = NULL;
+        }
+    }
+    ASSERT_TRUE(s != NULL);
+    free(s);
+    const char *const sets[][2] = {{"sensor/1", "a"}, {"room/t", "b"}, {"room/x", "no"}, {"sensor/t", "c"}};
+    for (int i = 0; i < 4; i++) {
+        cli(&r, b.port, NULL, 0, "set", sets[i][0], sets[i][1], NULL);
+        run_free(&r);
+    }
+    cli(&r, b.port, NULL, 0, "del", "sensor/1", NULL);
+    run_free(&r);
+    s = wait_lines(out, 6);
+    usleep(200 * 1000);
+    free(s);
+    s = slurp(out, NULL);
+    strip_versions(s);
+    /* As many probes as it took, then each change once. */
+    char *rest = s;
+    while (strncmp(rest, "SET sensor/0 probe\n", 19) == 0)
+        rest += 19;
+    ASSERT_STR(rest, strlen(rest), "SET sensor/1 a\nSET room/t b\nSET sensor/t c\nDELETE sensor/1\n");
+    free(s);
+    /* The broker restarts: the patterns are registered again. */
+    broker_stop(&b);
+    broker_start(&b);
+    bool got = false;
+    for (int i = 0; i < 100 && !got; i++) {
+        cli(&r, b.port, NULL, 0, "set", "hall/t", "again", NULL);
+        run_free(&r);
+        usleep(50 * 1000);
+        s = slurp(out, NULL);
+        got = strstr(s, "SET hall/t again\n") != NULL;
+        free(s);
+    }
+    ASSERT_TRUE(got);
+    kill(w, SIGINT);
+    int status;
+    waitpid(w, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* Refusals. */
+    cli(&r, b.port, NULL, 0, "watch", "--pattern", "a[b", NULL);
+    ASSERT_EQ(r.status, 3);
+    ASSERT_STR(r.err, strlen(r.err), "statestore: watch: invalid pattern: a '[' is not closed\n");
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "watch", NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_TRUE(strstr(r.err, "watch: give a KEY or --pattern PATTERN") != NULL);
+    run_free(&r);
+    cli(&r, b.port, NULL, 0, "get", "k", "--pattern", "x", NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_TRUE(strstr(r.err, "--pattern is an option of watch") != NULL);
+    run_free(&r);
+    broker_stop(&b);
+}
+
 /* Two contenders appending "in"/"out" to one file: never both inside. */
 TEST(cli_lock_two_contenders)
 {
@@ -711,13 +790,16 @@ TEST(cli_bash_completion)
         "t statestore -p 1884 --timeout 5 k\n"
         "t statestore set --n\n"
         "t statestore stats --w\n"
+        "t statestore watch k --p\n"
+        "t statestore watch --pattern s\n"
         "t statestore -p 1884 get\n"
         "t statestore --cafile completion/statestore.ba\n";
     char *argv[] = {"bash", "-c", (char *)script, NULL};
     struct run r;
     run_cmd(argv, NULL, 0, &r);
     ASSERT_EQ(r.status, 0);
-    OUT(r, "set scan stats\n--json\nkeys\n--nx --nex\n--watch\nget\ncompletion/statestore.bash\n");
+    OUT(r, "set scan stats\n--json\nkeys\n--nx --nex\n--watch\n--port --password --pattern\n\nget\n"
+           "completion/statestore.bash\n");
     run_free(&r);
 }
 

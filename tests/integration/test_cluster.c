@@ -771,6 +771,48 @@ TEST(cluster_notifications_across_brokers)
     etcd_cluster_stop(&c);
 }
 
+/* Pattern watches across brokers: an observer on broker b hears, from the
+ * watch feed, of the changes made through broker a that its patterns
+ * match (exact payloads and versions, each once although a KEYNOTIFY and
+ * two patterns match), and of nothing else. */
+TEST(cluster_pattern_watch_across_brokers)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    struct broker a, b;
+    cluster_broker(&a, &c, "broker-a", NULL);
+    cluster_broker(&b, &c, "broker-b", NULL);
+    struct client ob, wa;
+    char rob[64], rwa[64];
+    client_connect_rr(&ob, b.port, "observer-b", rob, sizeof rob);
+    client_connect_rr(&wa, a.port, "writer-a", rwa, sizeof rwa);
+    ASSERT_REPLY(admin_call(&ob, rob, "p1", W("WATCH", "sensor/*")), "ok\n");
+    ASSERT_REPLY(admin_call(&ob, rob, "p2", W("WATCH", "*/t")), "ok\n");
+    ASSERT_REPLY(request(&ob, rob, "n", NULL, NULL, W("KEYNOTIFY", "sensor/t")), "+OK\r\n");
+    char want[3][160], ts[80];
+    struct msg *m = request(&wa, rwa, "1", NULL, NULL, W("SET", "sensor/t", "one"));
+    ASSERT_TRUE(payload_is(m, "+OK\r\n"));
+    snprintf(ts, sizeof ts, "%s", msg_user(m, "__ts"));
+    snprintf(want[0], sizeof want[0], "SET sensor/t one %s", ts);
+    ASSERT_REPLY(request(&wa, rwa, "2", NULL, NULL, W("SET", "other/x", "no")), "+OK\r\n");
+    m = request(&wa, rwa, "3", NULL, NULL, W("SET", "room/t", "two"));
+    ASSERT_TRUE(payload_is(m, "+OK\r\n"));
+    snprintf(want[1], sizeof want[1], "SET room/t two %.80s", msg_user(m, "__ts"));
+    ASSERT_REPLY(request(&wa, rwa, "4", NULL, NULL, W("DEL", "sensor/t")), ":1\r\n");
+    snprintf(want[2], sizeof want[2], "DELETE sensor/t %s", ts);
+    expect_notifications(&ob, want, 3);
+    /* The observer's disconnect drops its patterns on its broker. */
+    client_close(&ob);
+    client_connect_rr(&ob, b.port, "observer-b", rob, sizeof rob);
+    ASSERT_REPLY(request(&wa, rwa, "5", NULL, NULL, W("SET", "sensor/u", "three")), "+OK\r\n");
+    ASSERT_EQ(client_drain(&ob, 500), 0);
+    client_close(&ob);
+    client_close(&wa);
+    broker_stop(&a);
+    broker_stop(&b);
+    etcd_cluster_stop(&c);
+}
+
 /* ---- locks, renewals and deadlines under faults, two brokers ----------- */
 
 enum lk_state { LK_ACQUIRE, LK_WRITE, LK_RELEASE };

@@ -79,8 +79,9 @@ TEST(metrics_published_under_sys_with_exact_counts)
     client_connect_rr(&c, b.port, "writer", rc, sizeof rc);
     client_connect_rr(&w, b.port, "watcher", rw, sizeof rw);
     ASSERT_REPLY(request(&w, rw, "w1", NULL, NULL, W("KEYNOTIFY", "k")), "+OK\r\n");
+    ASSERT_REPLY(admin_call(&w, rw, "w2", W("WATCH", "k*")), "ok\n");
     ASSERT_REPLY(request(&c, rc, "1", NULL, NULL, W("SET", "k", "v")), "+OK\r\n");
-    ASSERT_EQ(client_drain(&w, 500), 1); /* the notification */
+    ASSERT_EQ(client_drain(&w, 500), 1); /* the notification, once */
     ASSERT_REPLY(request(&c, rc, "2", NULL, NULL, W("SET", "k", "x", "NX")), ":-1\r\n");
     ASSERT_REPLY(request(&c, rc, "3", NULL, NULL, W("GET", "k")), "$1\r\nv\r\n");
     ASSERT_REPLY(request(&c, rc, "4", NULL, NULL, W("GET", "absent")), "$-1\r\n");
@@ -111,6 +112,7 @@ TEST(metrics_published_under_sys_with_exact_counts)
     FIGURE(&f, "notifications/sent", "1");
     FIGURE(&f, "notifications/dropped", "0");
     FIGURE(&f, "registrations", "1");
+    FIGURE(&f, "pattern_watches", "1");
     FIGURE(&f, "commits/failed", "0");
     FIGURE(&f, "expiry/backlog", "0");
     ASSERT_TRUE(figure(&f, "requests/set/quota") == NULL); /* never happened: not published */
@@ -132,6 +134,7 @@ TEST(metrics_published_under_sys_with_exact_counts)
     ASSERT_REPLY(request(&c, rc, "8", NULL, NULL, W("SET", "k", "w")), "+OK\r\n");
     gather_until_total(&s, &f, "9");
     FIGURE(&f, "registrations", "0");
+    FIGURE(&f, "pattern_watches", "0");
     FIGURE(&f, "notifications/sent", "1");
     FIGURE(&f, "requests/set/ok", "2");
     client_close(&s);

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
+/* test_pwatch.c - pattern watches: registration, limits, once per client,
+ * and the prefix index that spares a change most patterns. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../../core/errors.h"
+#include "../../core/pwatch.h"
+#include "../test.h"
+
+static ss_bytes B(const char *s)
+{
+    ss_bytes b = {(const uint8_t *)s, strlen(s)};
+    return b;
+}
+
+/* "id(user);" for each client told, in order. */
+static void collect(void *ctx, ss_bytes client, const char *username)
+{
+    char *out = ctx;
+    size_t n = strlen(out);
+    snprintf(out + n, 512 - n, "%s(%s);", (const char *)client.data, username ? username : "-");
+}
+
+static const char *told(ss_pwatch *w, const char *key)
+{
+    static char out[512];
+    out[0] = '\0';
+    ss_pwatch_each(w, B(key), collect, out);
+    return out;
+}
+
+#define ASSERT_TOLD(w, key, lit)                         \
+    do {                                                 \
+        const char *t_ = told((w), (key));               \
+        ASSERT_MEM(t_, strlen(t_), lit, strlen(lit));    \
+    } while (0)
+
+TEST(pwatch_register_match_once_and_drop)
+{
+    ss_pwatch *w;
+    ASSERT_EQ(ss_pwatch_new(3, 0, &w), SS_OK);
+    ASSERT_EQ(ss_pwatch_any(w, B("sensor/1")), false);
+    ASSERT_EQ(ss_pwatch_add(w, B("c1"), "alice", B("sensor/*")), 1);
+    ASSERT_EQ(ss_pwatch_add(w, B("c1"), "alice", B("sensor/*")), 0); /* already */
+    ASSERT_EQ(ss_pwatch_add(w, B("c1"), "alice", B("*/1")), 1);
+    ASSERT_EQ(ss_pwatch_add(w, B("c2"), NULL, B("sensor/?")), 1);
+    ASSERT_EQ(ss_pwatch_pattern_count(w), 3);
+    /* c1 matches twice on sensor/1 and is told once. */
+    ASSERT_TOLD(w, "sensor/1", "c2(-);c1(alice);"); /* prefixes first, then suffixes */
+    ASSERT_TOLD(w, "sensor/12", "c1(alice);");
+    ASSERT_TOLD(w, "room/1", "c1(alice);");
+    ASSERT_TOLD(w, "room/2", "");
+    ASSERT_TOLD(w, "sensor", "");
+    ASSERT_EQ(ss_pwatch_any(w, B("room/1")), true);
+    ASSERT_EQ(ss_pwatch_any(w, B("room/2")), false);
+    /* The same pattern for two clients is compiled once. */
+    ASSERT_EQ(ss_pwatch_add(w, B("c2"), NULL, B("sensor/*")), 1);
+    ASSERT_EQ(ss_pwatch_pattern_count(w), 3);
+    ASSERT_TOLD(w, "sensor/12", "c2(-);c1(alice);");
+    /* Refused patterns: SCAN's refusals. */
+    ASSERT_EQ(ss_pwatch_add(w, B("c3"), NULL, B("")), SS_E_PATTERN_EMPTY);
+    ASSERT_EQ(ss_pwatch_add(w, B("c3"), NULL, B("a[b")), SS_E_PATTERN_BRACKET);
+    ASSERT_EQ(ss_pwatch_add(w, B("c3"), NULL, B("a***")), SS_E_PATTERN_STARS);
+    ASSERT_EQ(ss_pwatch_client_count(w, B("c3")), 0);
+    /* Per-client limit: 3. */
+    ASSERT_EQ(ss_pwatch_add(w, B("c1"), "alice", B("x*")), 1);
+    ASSERT_EQ(ss_pwatch_add(w, B("c1"), "alice", B("y*")), SS_E_QUOTA);
+    ASSERT_EQ(ss_pwatch_add(w, B("c1"), "alice", B("x*")), 0); /* again, at the limit */
+    ASSERT_EQ(ss_pwatch_client_count(w, B("c1")), 3);
+    ASSERT_EQ(ss_pwatch_remove(w, B("c1"), B("x*")), 1);
+    ASSERT_EQ(ss_pwatch_remove(w, B("c1"), B("x*")), 0);
+    ASSERT_EQ(ss_pwatch_remove(w, B("nobody"), B("sensor/*")), 0);
+    ASSERT_EQ(ss_pwatch_pattern_count(w), 3); /* x* went with its last client */
+    /* A disconnect drops all of a client's patterns. */
+    ASSERT_EQ(ss_pwatch_drop_client(w, B("c1")), 2);
+    ASSERT_EQ(ss_pwatch_drop_client(w, B("c1")), 0);
+    ASSERT_TOLD(w, "sensor/1", "c2(-);");
+    ASSERT_TOLD(w, "room/1", "");
+    ASSERT_EQ(ss_pwatch_count(w), 2);
+    ASSERT_EQ(ss_pwatch_pattern_count(w), 2);
+    ss_pwatch_free(w);
+}
+
+TEST(pwatch_total_limit)
+{
+    ss_pwatch *w;
+    ASSERT_EQ(ss_pwatch_new(0, 2, &w), SS_OK);
+    ASSERT_EQ(ss_pwatch_add(w, B("a"), NULL, B("k*")), 1);
+    ASSERT_EQ(ss_pwatch_add(w, B("b"), NULL, B("k*")), 1);
+    ASSERT_EQ(ss_pwatch_add(w, B("c"), NULL, B("k*")), SS_E_QUOTA);
+    ASSERT_EQ(ss_pwatch_client_count(w, B("c")), 0);
+    ASSERT_EQ(ss_pwatch_drop_client(w, B("a")), 1);
+    ASSERT_EQ(ss_pwatch_add(w, B("c"), NULL, B("k*")), 1);
+    ASSERT_TOLD(w, "k", "c(-);b(-);");
+    ss_pwatch_free(w); /* with registrations left: nothing leaks (ASan) */
+}
+
+/* 1,000 patterns with distinct prefixes: a key is matched against the few
+ * whose prefix it starts with, not all of them. */
+TEST(pwatch_index_spares_unrelated_patterns)
+{
+    ss_pwatch *w;
+    ASSERT_EQ(ss_pwatch_new(0, 0, &w), SS_OK);
+    char pat[64];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(pat, sizeof pat, "site/%d/*", i);
+        ASSERT_EQ(ss_pwatch_add(w, B("c"), NULL, B(pat)), 1);
+    }
+    ASSERT_EQ(ss_pwatch_add(w, B("d"), NULL, B("*/temp")), 1); /* no prefix: by its suffix */
+    ASSERT_EQ(ss_pwatch_add(w, B("f"), NULL, B("?x?")), 1);    /* neither: tried on every key */
+    /* A prefix longer than the index's is cut: still matched exactly. */
+    char longpat[200];
+    memset(longpat, 'L', 150);
+    memcpy(longpat + 150, "/*", 3);
+    ASSERT_EQ(ss_pwatch_add(w, B("e"), NULL, B(longpat)), 1);
+    uint64_t before = ss_pwatch_matches_tried(w);
+    ASSERT_TOLD(w, "site/17/x", "c(-);");
+    /* Only the pattern of site/17 and ?x? were tried. */
+    ASSERT_EQ(ss_pwatch_matches_tried(w) - before, 2);
+    before = ss_pwatch_matches_tried(w);
+    ASSERT_TOLD(w, "other/temp", "d(-);");
+    ASSERT_EQ(ss_pwatch_matches_tried(w) - before, 2); /* and its suffix's, and ?x? */
+    ASSERT_TOLD(w, "axb", "f(-);");
+    ASSERT_TOLD(w, "temp", "");
+    char longkey[200];
+    memset(longkey, 'L', 150);
+    memcpy(longkey, "LLL", 3);
+    memcpy(longkey + 150, "/x", 3);
+    ASSERT_TOLD(w, longkey, "e(-);");
+    longkey[100] = 'M'; /* same first 64 bytes, differs after: tried, no match */
+    before = ss_pwatch_matches_tried(w);
+    ASSERT_TOLD(w, longkey, "");
+    ASSERT_EQ(ss_pwatch_matches_tried(w) - before, 2);
+    ss_pwatch_free(w);
+}
+
+/* Patterns without a literal prefix are indexed by their literal suffix:
+ * 1,000 of them cost a key only those whose suffix it ends with. A ']'
+ * or '?' ends the suffix; a class is never taken for literal bytes. */
+TEST(pwatch_suffix_index)
+{
+    ss_pwatch *w;
+    ASSERT_EQ(ss_pwatch_new(0, 0, &w), SS_OK);
+    char pat[64];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(pat, sizeof pat, "*/%d", i);
+        ASSERT_EQ(ss_pwatch_add(w, B("c"), NULL, B(pat)), 1);
+    }
+    uint64_t before = ss_pwatch_matches_tried(w);
+    /* Its suffixes of the lengths in use (2 to 4 bytes): only "/17" is a
+     * group's, and only its pattern is tried. */
+    ASSERT_TOLD(w, "room/17", "c(-);");
+    ASSERT_EQ(ss_pwatch_matches_tried(w) - before, 1);
+    before = ss_pwatch_matches_tried(w);
+    ASSERT_TOLD(w, "room/x", "");
+    ASSERT_EQ(ss_pwatch_matches_tried(w) - before, 0);
+    ASSERT_EQ(ss_pwatch_add(w, B("d"), NULL, B("*[ab]c")), 1);
+    ASSERT_EQ(ss_pwatch_add(w, B("e"), NULL, B("*a]")), 1); /* ']' outside a class is itself */
+    ASSERT_EQ(ss_pwatch_add(w, B("g"), NULL, B("**/x/**")), 1);
+    ASSERT_TOLD(w, "zzbc", "d(-);");
+    ASSERT_TOLD(w, "zzcc", "");
+    ASSERT_TOLD(w, "za]", "e(-);");
+    ASSERT_TOLD(w, "q/x/r", "g(-);");
+    ASSERT_EQ(ss_pwatch_drop_client(w, B("c")), 1000);
+    ASSERT_EQ(ss_pwatch_pattern_count(w), 3);
+    ss_pwatch_free(w);
+}
