@@ -6,6 +6,7 @@
  * import), tests whose figures or texts are LMDB's, and those that start
  * etcd clusters of their own. */
 X(plugin_commands_byte_exact)
+X(plugin_conditions_compare_every_byte_and_the_length)
 X(plugin_sdk_response_topics_and_properties)
 X(plugin_forbidden_response_topic_disconnects)
 X(plugin_unusable_response_topic_not_executed)

@@ -443,6 +443,89 @@ TEST(engine_vdel_answers)
     fx_free(&f);
 }
 
+/* VDEL, NEX and fencing tokens compare every byte and the length: a value
+ * or token that is a prefix of the stored one, or has it as a prefix, is
+ * another value (a lock held by worker-10 is not worker-1's to release). */
+TEST(engine_conditions_compare_every_byte_and_the_length)
+{
+    struct fx f;
+    fx_init(&f);
+    const char *ts = now_ts(&f);
+    run(&f, ts, NULL, "SET", "k", "vv", NULL);
+    VERSION(&f, "1700000000001:0:StateStore");
+    fx_drop_events(&f);
+    static const char *const others[] = {"v", "vvv", ""};
+    for (int i = 0; i < 3; i++) {
+        run(&f, NULL, NULL, "VDEL", "k", others[i], NULL);
+        RESP(&f, ":-1\r\n");
+        NO_VERSION(&f);
+        run(&f, ts, NULL, "SET", "k", others[i], "NEX", NULL);
+        RESP(&f, ":-1\r\n");
+        VERSION(&f, "1700000000001:0:StateStore");
+    }
+    EVENTS(&f, "");
+    run(&f, NULL, NULL, "GET", "k", NULL);
+    RESP(&f, "$2\r\nvv\r\n");
+    VERSION(&f, "1700000000001:0:StateStore");
+    /* An empty value is a value like any other. */
+    run(&f, ts, NULL, "SET", "e", "", NULL);
+    VERSION(&f, "1700000000002:0:StateStore");
+    run(&f, NULL, NULL, "VDEL", "e", "x", NULL);
+    RESP(&f, ":-1\r\n");
+    run(&f, ts, NULL, "SET", "e", "x", "NEX", NULL);
+    RESP(&f, ":-1\r\n");
+    run(&f, NULL, NULL, "GET", "e", NULL);
+    RESP(&f, "$0\r\n\r\n");
+    run(&f, ts, NULL, "SET", "e", "", "NEX", NULL);
+    RESP(&f, "+OK\r\n");
+    VERSION(&f, "1700000000003:0:StateStore");
+    run(&f, NULL, NULL, "VDEL", "e", "", NULL);
+    RESP(&f, ":1\r\n");
+    VERSION(&f, "1700000000003:0:StateStore");
+
+    /* The lock pattern with holders whose names are prefixes of each other. */
+    run(&f, ts, NULL, "SET", "lock", "worker-10", "NX", NULL);
+    RESP(&f, "+OK\r\n");
+    fx_drop_events(&f);
+    run(&f, NULL, NULL, "VDEL", "lock", "worker-1", NULL);
+    RESP(&f, ":-1\r\n");
+    run(&f, NULL, NULL, "VDEL", "lock", "worker-100", NULL);
+    RESP(&f, ":-1\r\n");
+    run(&f, ts, NULL, "SET", "lock", "worker-1", "NEX", NULL);
+    RESP(&f, ":-1\r\n");
+    EVENTS(&f, "");
+    run(&f, NULL, NULL, "VDEL", "lock", "worker-10", NULL);
+    RESP(&f, ":1\r\n");
+    VERSION(&f, "1700000000004:0:StateStore");
+
+    /* Fencing tokens whose node ids are prefixes of each other: the
+     * shorter one is the lower version (hlc.h's order), the longer one the
+     * higher, and neither is equal to the other. */
+    run(&f, ts, "1700000000001:0:node10", "SET", "res", "a", NULL);
+    RESP(&f, "+OK\r\n");
+    run(&f, ts, "1700000000001:0:node1", "SET", "res", "b", NULL);
+    RESP(&f, "-ERR the request fencing token is a lower version than the fencing token "
+             "protecting the resource\r\n");
+    run(&f, ts, "1700000000001:0:node1", "VDEL", "res", "a", NULL);
+    ASSERT_EQ(f.status, SS_E_FT_LOWER);
+    run(&f, ts, "1700000000001:0:node1", "DEL", "res", NULL);
+    ASSERT_EQ(f.status, SS_E_FT_LOWER);
+    run(&f, NULL, NULL, "GET", "res", NULL);
+    RESP(&f, "$1\r\na\r\n");
+    run(&f, ts, "1700000000001:0:node100", "SET", "res", "c", NULL);
+    RESP(&f, "+OK\r\n");
+    run(&f, ts, "1700000000001:0:node10", "SET", "res", "d", NULL); /* now the lower one */
+    ASSERT_EQ(f.status, SS_E_FT_LOWER);
+    /* Counters and walls of different lengths compare as numbers. */
+    run(&f, ts, "1700000000001:10:n", "SET", "num", "a", NULL);
+    RESP(&f, "+OK\r\n");
+    run(&f, ts, "1700000000001:9:n", "SET", "num", "b", NULL);
+    ASSERT_EQ(f.status, SS_E_FT_LOWER);
+    run(&f, ts, "1700000000001:10:n", "VDEL", "num", "a", NULL);
+    RESP(&f, ":1\r\n");
+    fx_free(&f);
+}
+
 TEST(engine_versions_strictly_increase)
 {
     struct fx f;
