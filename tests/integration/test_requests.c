@@ -159,7 +159,7 @@ TEST(plugin_conditions_compare_every_byte_and_the_length)
     snprintf(version, sizeof version, "%s", msg_user(m, "__ts"));
     static const char *const others[] = {"v", "vvv", ""};
     for (int i = 0; i < 3; i++) {
-        char corr[16];
+        char corr[24];
         snprintf(corr, sizeof corr, "vdel-%d", i);
         m = request(&c, RESP, corr, NULL, NULL, W("VDEL", "k", others[i]));
         check_response(m, corr);

@@ -66,6 +66,8 @@ static int pl__apply(struct pl_image *m, const struct pl_record *r, const uint8_
 {
     if (r->kind == PL_TRUNCATE)
         return pl__resize(m, (size_t)r->off);
+    if (n == 0)
+        return 0;
     if (r->off + n > m->len && pl__resize(m, (size_t)(r->off + n)) != 0)
         return -1;
     memcpy(m->data + r->off, bytes, (size_t)n);
@@ -99,7 +101,8 @@ static int pl__cut_file(const char *data_dir, const char *state_dir, const char 
     struct pl_image m = {0};
     if (dur == NULL || pend == NULL || pl__resize(&m, dlen) != 0)
         goto out;
-    memcpy(m.data, dur, dlen);
+    if (dlen > 0)
+        memcpy(m.data, dur, dlen);
     /* The records whose calls changed something. */
     size_t count = 0, unsynced = 0;
     for (size_t at = 0; at + sizeof(struct pl_record) <= plen;) {
