@@ -6,6 +6,7 @@
 #   make test SAN=thread  the same under ThreadSanitizer
 #   make valgrind    unit tests, and integration tests with the broker, under valgrind
 #   make stress      longer reliability runs (soak), bounded in time
+#   make mutate      mutation testing of the core (MUTATE_SAMPLE=N: N mutants per file)
 #   make fuzz        run the libFuzzer target for FUZZ_SECONDS (default 60)
 #   make run         start mosquitto with the state store (PORT=1883 DATA=./data)
 #   make install     install plugin, library, headers, example config (PREFIX, DESTDIR)
@@ -94,7 +95,7 @@ PUBLIC_HEADERS := client/client.h client/lease.h core/errors.h
 CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
-.PHONY: all build deps test check valgrind stress bench bench-etcd bench-compare fuzz run run-cluster install \
+.PHONY: all build deps test check valgrind stress mutate bench bench-etcd bench-compare fuzz run run-cluster install \
         install-files deb test-package clean
 
 all: deps
@@ -261,6 +262,16 @@ stress: deps
 	@echo "== two brokers on etcd: locks, renewals and deadlines through 10 rounds of etcd faults (2 min)"
 	@SS_CLUSTER_SOAK_S=124 SS_TEST_TIMEOUT=600 SS_PLUGIN=$(CURDIR)/$(PLUGIN) \
 	    $(OUT)/tests/integration/run cluster_locks_renewals_and_deadlines_under_faults
+	@echo "== mutation testing: 15 mutants of each file, drawn at random"
+	@MUTATE_SAMPLE=15 scripts/mutate.sh
+
+# Mutation testing (scripts/mutate.sh; universalmutator into build/mutate):
+# each mutant of MUTATE_FILES against the unit tests and a fast subset of
+# the integration tests; prints every survivor and the score. All mutants
+# take hours; MUTATE_SAMPLE=N draws N per file (make stress: 15).
+MUTATE_SAMPLE ?= 0
+mutate: deps
+	@MUTATE_SAMPLE=$(MUTATE_SAMPLE) scripts/mutate.sh
 
 # Under valgrind: the unit tests, then the integration tests with the
 # broker (and so the plugin) under valgrind. Any memory error or definite

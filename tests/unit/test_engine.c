@@ -784,7 +784,7 @@ TEST(engine_authorization)
 struct remote_like {
     ss_backend base;
     ss_backend *inner;
-    int slow_reads, raced_writes;
+    int slow_reads[3], raced_writes;
 };
 
 static bool is_key(ss_bytes k, const char *s)
@@ -792,12 +792,28 @@ static bool is_key(ss_bytes k, const char *s)
     return k.len == strlen(s) && memcmp(k.data, s, k.len) == 0;
 }
 
+/* Besides: "slow", "slowget" and "slowdel" are pending at their first
+ * read; what
+ * is stored under "ahead" and "far" reads as written by a clock 50 ms and
+ * 10 s ahead of ours; "gone" reads as deleted at a version ahead of ours
+ * (by another broker, say). */
 static int rl_read(void *impl, ss_bytes key, ss_record *rec, ss_revision *rev)
 {
     struct remote_like *r = impl;
-    if (is_key(key, "slow") && r->slow_reads++ == 0)
-        return SS_E_PENDING;
-    return r->inner->ops->read(r->inner->impl, key, rec, rev);
+    static const char *const pending_once[] = {"slow", "slowget", "slowdel"};
+    for (int i = 0; i < 3; i++)
+        if (is_key(key, pending_once[i]) && r->slow_reads[i]++ == 0)
+            return SS_E_PENDING;
+    int rc = r->inner->ops->read(r->inner->impl, key, rec, rev);
+    if (rc == SS_OK && (is_key(key, "ahead") || is_key(key, "far"))) {
+        rec->version.wall += is_key(key, "ahead") ? 50 : 10000;
+        rec->version.counter = 7;
+    }
+    if (rc == SS_E_NOTFOUND && is_key(key, "gone")) {
+        rec->version = (ss_hlc){.wall = T0 + 20000, .counter = 3, .node_len = 5};
+        memcpy(rec->version.node, "other", 5);
+    }
+    return rc;
 }
 
 static int rl_put(void *impl, ss_bytes key, const ss_record *rec, ss_revision decided_on)
@@ -864,18 +880,34 @@ static const struct ss_backend_ops rl_ops = {
 /* Through the interface: a request whose read is under way, or whose write
  * was decided on data that changed, is not answered and changes nothing;
  * run again, it is answered as if it had run once. */
+/* An engine on the LMDB backend seen through remote_like. */
+static void rl_open(struct fx *f, struct remote_like *rl)
+{
+    memset(f, 0, sizeof *f);
+    f->so = ss_store_options_default();
+    f->now = T0;
+    f->so.path = test_tmpdir();
+    ASSERT_EQ(ss_store_open(&f->so, &f->store), SS_OK);
+    ASSERT_EQ(ss_backend_lmdb_new(f->store, &f->be), SS_OK);
+    *rl = (struct remote_like){.base = {.ops = &rl_ops}, .inner = f->be};
+    rl->base.impl = rl;
+    ASSERT_EQ(ss_engine_new(&rl->base, NULL, &f->eng), SS_OK);
+}
+
+static void rl_close(struct fx *f)
+{
+    ASSERT_EQ(ss_engine_commit(f->eng, f->now), SS_OK);
+    ss_engine_free(f->eng);
+    ss_backend_lmdb_free(f->be);
+    ss_store_close(f->store);
+    ss_buf_free(&f->resp);
+}
+
 TEST(engine_request_runs_again_after_pending_read_or_conflict)
 {
     struct fx f;
-    memset(&f, 0, sizeof f);
-    f.so = ss_store_options_default();
-    f.now = T0;
-    f.so.path = test_tmpdir();
-    ASSERT_EQ(ss_store_open(&f.so, &f.store), SS_OK);
-    ASSERT_EQ(ss_backend_lmdb_new(f.store, &f.be), SS_OK);
-    struct remote_like rl = {.base = {.ops = &rl_ops}, .inner = f.be};
-    rl.base.impl = &rl;
-    ASSERT_EQ(ss_engine_new(&rl.base, NULL, &f.eng), SS_OK);
+    struct remote_like rl;
+    rl_open(&f, &rl);
 
     run(&f, now_ts(&f), NULL, "SET", "slow", "v1", NULL);
     ASSERT_EQ(f.status, SS_E_PENDING);
@@ -899,12 +931,43 @@ TEST(engine_request_runs_again_after_pending_read_or_conflict)
      * never seen, the next is above it. */
     VERSION(&f, "1700000000003:0:StateStore");
     EVENTS(&f, "SET raced=r @1700000000003:0:StateStore\n");
-    ASSERT_EQ(rl.slow_reads, 2);
+    ASSERT_EQ(rl.slow_reads[0], 2);
     ASSERT_EQ(rl.raced_writes, 2);
+    /* A GET or DEL whose read is pending answers nothing yet either. */
+    run(&f, NULL, NULL, "GET", "slowget", NULL);
+    ASSERT_EQ(f.status, SS_E_PENDING);
+    ASSERT_EQ(f.resp.len, 0);
+    run(&f, NULL, NULL, "GET", "slowget", NULL);
+    RESP(&f, "$-1\r\n");
+    run(&f, NULL, NULL, "DEL", "slowdel", NULL);
+    ASSERT_EQ(f.status, SS_E_PENDING);
+    ASSERT_EQ(f.resp.len, 0);
+    run(&f, NULL, NULL, "DEL", "slowdel", NULL);
+    RESP(&f, ":0\r\n");
+    rl_close(&f);
+}
 
-    ASSERT_EQ(ss_engine_commit(f.eng, f.now), SS_OK);
-    ss_engine_free(f.eng);
-    ss_backend_lmdb_free(f.be);
-    ss_store_close(f.store);
-    ss_buf_free(&f.resp);
+/* A version the backend reports (of a stored record, or of the deletion
+ * of an absent key) that is ahead of the engine's clock is still
+ * exceeded by the next write: by a raised wall clock when it is close
+ * (hlc.h's SS_HLC_MAX_LEAD_MS), by the counter when it is far. */
+TEST(engine_versions_pass_those_the_backend_reports)
+{
+    struct fx f;
+    struct remote_like rl;
+    rl_open(&f, &rl);
+    const char *ts = now_ts(&f);
+    run(&f, ts, NULL, "SET", "ahead", "v1", NULL);
+    VERSION(&f, "1700000000001:0:StateStore");
+    run(&f, ts, NULL, "SET", "ahead", "v2", NULL); /* reads 1700000000051:7 */
+    RESP(&f, "+OK\r\n");
+    VERSION(&f, "1700000000052:0:StateStore");
+    run(&f, ts, NULL, "SET", "far", "v1", NULL);
+    VERSION(&f, "1700000000053:0:StateStore");
+    run(&f, ts, NULL, "SET", "far", "v2", NULL); /* reads 1700000010053:7 */
+    VERSION(&f, "1700000010053:8:StateStore");
+    run(&f, ts, NULL, "SET", "gone", "v", "NX", NULL); /* absent; deleted at 1700000020000:3:other */
+    RESP(&f, "+OK\r\n");
+    VERSION(&f, "1700000020000:4:StateStore");
+    rl_close(&f);
 }

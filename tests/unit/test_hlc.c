@@ -110,6 +110,13 @@ TEST(hlc_compare)
     ASSERT_EQ(ss_hlc_compare(&a, &d), -1);
     ASSERT_EQ(ss_hlc_compare(&a, &e), -1);
     ASSERT_EQ(ss_hlc_compare(&a, &f), 0);
+    /* Each the other way round: node ids by their bytes, then a longer
+     * one (of which the shorter is a prefix) after. */
+    ASSERT_EQ(ss_hlc_compare(&c, &a), 1);
+    ASSERT_EQ(ss_hlc_compare(&d, &a), 1);
+    ASSERT_EQ(ss_hlc_compare(&e, &a), 1);
+    ASSERT_EQ(ss_hlc_compare(&e, &d), -1);
+    ASSERT_EQ(ss_hlc_compare(&f, &a), 0);
 }
 
 TEST(hlc_clock_receive_rule)
