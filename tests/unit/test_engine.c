@@ -341,6 +341,12 @@ TEST(engine_px_and_expiry_at_exact_millisecond)
     ASSERT_EQ(ss_engine_expire(f.eng, T0 + 5000, 0), 0); /* bounded work */
     ASSERT_EQ(ss_engine_expire(f.eng, T0 + 5000, 100), 1);
     EVENTS(&f, "DELETE c @1700000002003:0:StateStore expired\n");
+    /* At most max keys per call, however many are due. */
+    for (int i = 0; i < 3; i++)
+        run(&f, now_ts(&f), NULL, "SET", i == 0 ? "x" : i == 1 ? "y" : "z", "1", "PX", "10", NULL);
+    fx_drop_events(&f);
+    ASSERT_EQ(ss_engine_expire(f.eng, T0 + 5000, 2), 2);
+    ASSERT_EQ(ss_engine_expire(f.eng, T0 + 5000, 2), 1);
     fx_free(&f);
 }
 
@@ -677,6 +683,24 @@ TEST(engine_key_and_value_length_limits)
     fx_free(&f);
 }
 
+/* Request limits given to the engine are the ones it applies. */
+TEST(engine_request_limits_as_given)
+{
+    struct fx f;
+    memset(&f, 0, sizeof f);
+    f.so = ss_store_options_default();
+    f.now = T0;
+    ss_engine_options eo = {.limits = {.max_args = 8, .max_size = 40}};
+    fx_attach(&f, &eo);
+    run(&f, now_ts(&f), NULL, "SET", "k", "0123456789", NULL);
+    RESP(&f, "+OK\r\n");
+    run(&f, now_ts(&f), NULL, "SET", "k", "0123456789012345678901234567890123456789", NULL);
+    RESP(&f, "-ERR syntax error\r\n");
+    run(&f, NULL, NULL, "GET", "k", NULL);
+    RESP(&f, "$10\r\n0123456789\r\n");
+    fx_free(&f);
+}
+
 TEST(engine_quota_bytes_and_persistence)
 {
     struct fx f;
@@ -796,7 +820,7 @@ static bool is_key(ss_bytes k, const char *s)
  * read; what
  * is stored under "ahead" and "far" reads as written by a clock 50 ms and
  * 10 s ahead of ours; "gone" reads as deleted at a version ahead of ours
- * (by another broker, say). */
+ * (by another broker, say); reading "broken" fails. */
 static int rl_read(void *impl, ss_bytes key, ss_record *rec, ss_revision *rev)
 {
     struct remote_like *r = impl;
@@ -809,6 +833,8 @@ static int rl_read(void *impl, ss_bytes key, ss_record *rec, ss_revision *rev)
         rec->version.wall += is_key(key, "ahead") ? 50 : 10000;
         rec->version.counter = 7;
     }
+    if (is_key(key, "broken"))
+        return SS_E_IO;
     if (rc == SS_E_NOTFOUND && is_key(key, "gone")) {
         rec->version = (ss_hlc){.wall = T0 + 20000, .counter = 3, .node_len = 5};
         memcpy(rec->version.node, "other", 5);
@@ -969,5 +995,16 @@ TEST(engine_versions_pass_those_the_backend_reports)
     run(&f, ts, NULL, "SET", "gone", "v", "NX", NULL); /* absent; deleted at 1700000020000:3:other */
     RESP(&f, "+OK\r\n");
     VERSION(&f, "1700000020000:4:StateStore");
+    ss_hlc last = ss_engine_clock(f.eng);
+    char text[SS_HLC_TEXT_MAX + 1];
+    text[ss_hlc_format(&last, text)] = '\0';
+    ASSERT_STR(text, strlen(text), "1700000020000:4:StateStore");
+    /* A read that fails fails the write: it is not taken for absence. */
+    run(&f, ts, NULL, "SET", "broken", "v", NULL);
+    ASSERT_EQ(f.status, SS_E_IO);
+    NO_VERSION(&f);
+    EVENTS(&f, "SET ahead=v1 @1700000000001:0:StateStore\nSET ahead=v2 @1700000000052:0:StateStore\n"
+               "SET far=v1 @1700000000053:0:StateStore\nSET far=v2 @1700000010053:8:StateStore\n"
+               "SET gone=v @1700000020000:4:StateStore\n");
     rl_close(&f);
 }

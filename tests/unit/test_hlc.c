@@ -209,6 +209,10 @@ TEST(hlc_clock_issue)
     /* Several versions in one millisecond borrow later milliseconds. */
     v = ss_clock_issue(&c, 1696374430001ull, NULL, NULL);
     check_format(&v, "1696374430002:0:StateStore");
+    /* The clock keeps what it issued: the receive rule goes on from it. */
+    ss_clock probe = c;
+    v = ss_clock_next(&probe, 1696374430001ull, NULL, NULL);
+    check_format(&v, "1696374430002:1:StateStore");
     /* A previous version with a huge counter and a larger node id. */
     ss_hlc prev = hlc("1696374430002:4294967295:ZZZZ");
     v = ss_clock_issue(&c, 1696374430001ull, NULL, &prev);
