@@ -3,8 +3,12 @@
 # make mutate: mutation testing. universalmutator (from PyPI, installed
 # into build/mutate/venv) makes mutants of each file named; each mutant is
 # built in a copy of the tree (build/mutate/tree: the working files are
-# never touched) and is killed when the unit tests, or then a fast subset
-# of the integration tests, fail. A mutant that does not build is left out.
+# never touched) and is killed when the unit tests, the fuzz corpora's
+# replay, or then a fast subset of the integration tests fail; one that
+# survives them all is given to the unit tests under valgrind, which kills
+# it if it reads uninitialised memory or leaks (a mutant whose effect is
+# undefined behaviour shows no other way). A mutant that does not build is
+# left out.
 # Prints each surviving mutant's change and the score per file; the
 # survivors are also kept in build/mutate/survivors.txt. A survivor whose
 # changed line is listed in scripts/mutate-equivalent.txt (file, a tab,
@@ -45,22 +49,33 @@ git ls-files -z | xargs -0 cp -p --parents -t "$tree" || exit 1
 ln -s "$top/build/gen" "$tree/build/gen"
 ln -s "$top/build/etcd" "$tree/build/etcd"
 
+corpora="request engine journal record"
 build() {
     (cd "$tree" && timeout 600 make -s -j2 $out/tests/unit/run $out/tests/integration/run $out/statestore.so \
-        $out/statestore $out/examples/client_example >/dev/null 2>&1)
+        $out/statestore $out/examples/client_example $(for c in $corpora; do echo $out/fuzz/replay_$c; done) \
+        >/dev/null 2>&1)
 }
 
 # 0 when every test passes; 1 when one fails.
 run_tests() {
     (cd "$tree" && SS_TEST_TIMEOUT=30 timeout 300 $out/tests/unit/run >/dev/null 2>&1) || return 1
+    for c in $corpora; do
+        (cd "$tree" && timeout 300 $out/fuzz/replay_$c fuzz/corpus/$c >/dev/null 2>&1) || return 1
+    done
     # shellcheck disable=SC2086 # the names are words
     (cd "$tree" && SS_TEST_TIMEOUT=60 SS_PLUGIN=$tree/$out/statestore.so SS_CLI=$tree/$out/statestore \
         SS_EXAMPLE=$tree/$out/examples/client_example timeout 900 $out/tests/integration/run $tests \
         >/dev/null 2>&1) || return 1
+    if [ "$valgrind" = 1 ]; then
+        (cd "$tree" && timeout 900 valgrind -q --leak-check=full --errors-for-leak-kinds=definite \
+            --error-exitcode=9 $out/tests/unit/run >/dev/null 2>&1) || return 1
+    fi
     return 0
 }
 
 echo "== the tests pass on the unmutated tree"
+valgrind=0
+command -v valgrind >/dev/null && valgrind=1 || echo "(no valgrind: survivors are not given to it)"
 build || { echo "the tree does not build"; exit 1; }
 run_tests || { echo "the tests fail without a mutant: nothing to measure"; exit 1; }
 
