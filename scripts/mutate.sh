@@ -11,9 +11,9 @@
 # left out.
 # Prints each surviving mutant's change and the score per file; the
 # survivors are also kept in build/mutate/survivors.txt. A survivor whose
-# changed line is listed in scripts/mutate-equivalent.txt (file, a tab,
-# the line as mutated, trimmed) is an equivalent mutant, explained there:
-# it is counted apart, not in the score.
+# change is listed in scripts/mutate-equivalent.txt (file, line before,
+# line after) is an equivalent mutant, explained there: it is counted
+# apart, not in the score.
 #
 #   MUTATE_FILES   files to mutate (default: the core's rules, codec,
 #                  clock, resend cache, journal and commit path)
@@ -101,8 +101,9 @@ for file in $files; do
         if ! build; then
             invalid=$((invalid + 1))
         elif run_tests; then
+            was=$(diff "$work/original.c" "$dir/$m" | sed -n 's/^< *//p' | head -n 1)
             changed=$(diff "$work/original.c" "$dir/$m" | sed -n 's/^> *//p' | head -n 1)
-            if grep -qxF "$(printf '%s\t%s' "$file" "$changed")" "$top/scripts/mutate-equivalent.txt"; then
+            if grep -qxF "$(printf '%s\t%s\t%s' "$file" "$was" "$changed")" "$top/scripts/mutate-equivalent.txt"; then
                 equivalent=$((equivalent + 1))
                 cp "$work/original.c" "$tree/$file"
                 continue
