@@ -6,6 +6,7 @@
 #   make test SAN=thread  the same under ThreadSanitizer
 #   make valgrind    unit tests, and integration tests with the broker, under valgrind
 #   make stress      longer reliability runs (soak), bounded in time
+#   make mutate      mutation testing of the core (MUTATE_SAMPLE=N: N mutants per file)
 #   make fuzz        run the libFuzzer target for FUZZ_SECONDS (default 60)
 #   make run         start mosquitto with the state store (PORT=1883 DATA=./data)
 #   make install     install plugin, library, headers, example config (PREFIX, DESTDIR)
@@ -79,6 +80,7 @@ STRESS_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/stress/*.c)) $(OUT)/tes
 PLUGIN_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard plugin/*.c))
 LIBCORE   := $(OUT)/libstatestore-core.a
 PLUGIN    := $(OUT)/statestore.so
+POWERLOSS := $(OUT)/tests/powerloss/powerloss.so
 CLIENT_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard client/*.c))
 # The client library: the client plus the core pieces it uses (no storage).
 LIBCLIENT := $(OUT)/libstatestore-client.a
@@ -93,7 +95,7 @@ PUBLIC_HEADERS := client/client.h client/lease.h core/errors.h
 CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
-.PHONY: all build deps test check valgrind stress bench bench-scan bench-patterns bench-etcd bench-compare fuzz run run-cluster install \
+.PHONY: all build deps test check valgrind stress mutate bench bench-scan bench-patterns bench-etcd bench-compare fuzz run run-cluster install \
         install-files deb test-package clean
 
 all: deps
@@ -182,8 +184,16 @@ $(OUT)/tests/stress/run: $(OUT)/tests/stress/main.o $(STRESS_OBJ) $(LIBETCD) $(L
 # The unit tests also cover the client library's pure part (client/answer.c).
 $(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(OUT)/client/answer.o $(LIBCORE)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL) -lpthread
-$(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(LIBCLIENT) $(LIBETCD) $(LIBCORE)
-	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
+$(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(OUT)/tests/powerloss/cut.o \
+                              $(LIBCLIENT) $(LIBETCD) $(LIBCORE) | $(POWERLOSS)
+	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $(filter-out $(POWERLOSS),$^) $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
+
+# The power-loss simulator preloaded into the broker (tests/powerloss/powerloss.h):
+# not instrumented, so that it loads beside a sanitizer's runtime as it is;
+# its wrappers of libc's calls are what it exports.
+$(POWERLOSS): tests/powerloss/shim.c tests/powerloss/powerloss.h
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out $(SANFLAGS) -fvisibility=hidden,$(CFLAGS_ALL)) -shared -o $@ $< -ldl -lpthread
 
 # libFuzzer targets: requests and commands, the engine, and the on-disk
 # decoders (journal replay, stored records), SCAN's pattern and token. Each also builds without
@@ -194,7 +204,7 @@ $(OUT)/fuzz/replay_%: $(OUT)/fuzz/fuzz_%.o $(OUT)/fuzz/replay.o $(LIBCORE)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
 TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(FUZZ_TARGETS:%=$(OUT)/fuzz/replay_%) \
-            $(PLUGIN) $(CLI) $(EXAMPLE) $(SHLIB)
+            $(PLUGIN) $(CLI) $(EXAMPLE) $(SHLIB) $(POWERLOSS)
 
 test: deps
 	@$(MAKE) --no-print-directory $(TEST_BINS)
@@ -252,14 +262,28 @@ bench-compare: deps
 	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0
 	@scripts/bench-compare.sh $(BASE)
 
-# Longer runs (a soak with churn; SS_SOAK_SECONDS, default 90), bounded in time.
+# Longer runs (a soak with churn; SS_SOAK_SECONDS, default 90; 50 power
+# cuts where make test makes 10), bounded in time.
 stress: deps
 	@$(MAKE) --no-print-directory $(OUT)/tests/stress/run $(PLUGIN)
 	@SS_TEST_TIMEOUT=1200 SS_PLUGIN=$(CURDIR)/$(PLUGIN) $(OUT)/tests/stress/run
 	@$(MAKE) --no-print-directory $(OUT)/tests/integration/run
+	@echo "== power cuts under load: 50 for each sync policy"
+	@SS_POWERLOSS_CUTS=50 SS_TEST_TIMEOUT=600 SS_PLUGIN=$(CURDIR)/$(PLUGIN) $(OUT)/tests/integration/run \
+	    powerloss_fsync_always_keeps_every_acknowledged_write powerloss_fsync_periodic_loses_at_most_the_interval
 	@echo "== two brokers on etcd: locks, renewals and deadlines through 10 rounds of etcd faults (2 min)"
 	@SS_CLUSTER_SOAK_S=124 SS_TEST_TIMEOUT=600 SS_PLUGIN=$(CURDIR)/$(PLUGIN) \
 	    $(OUT)/tests/integration/run cluster_locks_renewals_and_deadlines_under_faults
+	@echo "== mutation testing: 15 mutants of each file, drawn at random"
+	@MUTATE_SAMPLE=15 scripts/mutate.sh
+
+# Mutation testing (scripts/mutate.sh; universalmutator into build/mutate):
+# each mutant of MUTATE_FILES against the unit tests and a fast subset of
+# the integration tests; prints every survivor and the score. All mutants
+# take hours; MUTATE_SAMPLE=N draws N per file (make stress: 15).
+MUTATE_SAMPLE ?= 0
+mutate: deps
+	@MUTATE_SAMPLE=$(MUTATE_SAMPLE) scripts/mutate.sh
 
 # Under valgrind: the unit tests, then the integration tests with the
 # broker (and so the plugin) under valgrind. Any memory error or definite

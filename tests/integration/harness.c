@@ -140,8 +140,10 @@ static void spawn(struct broker *b)
         dup2(fd, 2);
         /* A sanitizer build of the plugin needs its runtime loaded first. */
         const char *preload = getenv("SS_BROKER_PRELOAD");
-        if (preload && preload[0])
-            setenv("LD_PRELOAD", preload, 1);
+        char libs[2048];
+        snprintf(libs, sizeof libs, "%s %s", preload ? preload : "", b->preload);
+        if (libs[strspn(libs, " ")] != '\0')
+            setenv("LD_PRELOAD", libs, 1);
         if (getenv("SS_BROKER_VALGRIND"))
             execlp("valgrind", "valgrind", "-q", "--leak-check=full", "--errors-for-leak-kinds=definite",
                    "--error-exitcode=99", "mosquitto", "-c", b->conf, (char *)NULL);

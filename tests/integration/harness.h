@@ -25,6 +25,7 @@ struct broker {
     char extra[2048]; /* extra config lines */
     bool no_plugin;   /* a plain mosquitto */
     char name[32];    /* several brokers in one test: NAME.conf, NAME.log */
+    char preload[512]; /* a library to preload into the broker, after any sanitizer's */
 };
 
 /* True when the brokers of the tests run on etcd (SS_BACKEND=etcd). */

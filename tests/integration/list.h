@@ -6,6 +6,7 @@
  * import), tests whose figures or texts are LMDB's, and those that start
  * etcd clusters of their own. */
 X(plugin_commands_byte_exact)
+X(plugin_conditions_compare_every_byte_and_the_length)
 X(plugin_sdk_response_topics_and_properties)
 X(plugin_forbidden_response_topic_disconnects)
 X(plugin_unusable_response_topic_not_executed)
@@ -62,6 +63,9 @@ X(security_dotnet_notify_subscription)
 X(reliability_kill9_rounds_keep_acknowledged_writes)
 X_ONCE(reliability_kill9_rounds_fsync_always)
 X_ONCE(reliability_kill9_rounds_frequent_checkpoints)
+X_ONCE(powerloss_fsync_always_keeps_every_acknowledged_write)
+X_ONCE(powerloss_fsync_periodic_loses_at_most_the_interval)
+X_ONCE(powerloss_fsync_always_answers_after_the_journal_sync)
 X(reliability_linearizable_histories)
 X_ONCE(reliability_linearizable_histories_fsync_always)
 X_ONCE(reliability_linearizable_histories_full_queue)

@@ -165,6 +165,12 @@ struct op {
 #define KEYS 3
 #define OPS 3000
 
+/* The values written and named by VDEL: of different lengths, each a
+ * prefix of others, the empty one included, so that a comparison of fewer
+ * bytes than both values hold deletes what it must not. */
+static const char *const VALUES[] = {"v", "vv", "", "v1", "vvv", "v10", "v100"};
+#define NVALUES (int)(sizeof VALUES / sizeof VALUES[0])
+
 static int cmp_version(const struct op *a, const struct op *b)
 {
     return ss_hlc_compare(&a->version, &b->version);
@@ -212,6 +218,41 @@ static void dump_history(const struct op *ops, int n)
         violations++;                                                                   \
     } while (0)
 
+/* A VDEL that deleted (1) removed a state holding exactly its value; one
+ * answered -1 met, at some point while it ran, a state holding another
+ * value (writes: the key's writes by version). Returns the violations. */
+static int check_vdel(const struct op *ops, int n, struct op *const *writes, int nw, const struct op *o)
+{
+    int violations = 0;
+    if (o->count == 1) {
+        for (int j = 0; j < nw; j++)
+            if (ss_hlc_compare(&writes[j]->version, &o->version) == 0 && strcmp(writes[j]->value, o->value) != 0) {
+                VIOLATION("VDEL deleted a state holding another value", o);
+                report("  the write of that state", writes[j]);
+            }
+        return violations;
+    }
+    bool possible = false;
+    for (int j = 0; j < nw && !possible; j++) {
+        if (strcmp(writes[j]->value, o->value) == 0 || writes[j]->invoked > o->done)
+            continue;
+        if (j + 1 < nw && writes[j + 1]->done < o->invoked)
+            continue; /* overwritten before the VDEL began */
+        bool deleted = false;
+        for (int d = 0; d < n; d++)
+            deleted = deleted || (ops[d].key == o->key && (ops[d].kind == OP_DEL || ops[d].kind == OP_VDEL) &&
+                                  ops[d].count == 1 && ops[d].done < o->invoked &&
+                                  ss_hlc_compare(&ops[d].version, &writes[j]->version) == 0);
+        possible = !deleted;
+    }
+    for (int j = 0; j < n && !possible; j++)
+        possible = ops[j].unknown && ops[j].key == o->key && (ops[j].kind == OP_SET || ops[j].kind == OP_SETNX) &&
+                   ops[j].invoked <= o->done && strcmp(ops[j].value, o->value) != 0;
+    if (!possible)
+        VIOLATION("VDEL answered -1 with no other value present while it ran", o);
+    return violations;
+}
+
 static void check_history(struct op *ops, int n)
 {
     int violations = 0;
@@ -243,6 +284,8 @@ static void check_history(struct op *ops, int n)
             struct op *o = &ops[i];
             if (o->key != k || o->unknown)
                 continue;
+            if (o->kind == OP_VDEL && o->count != 0)
+                violations += check_vdel(ops, n, writes, nw, o);
             bool is_read = o->kind == OP_GET || (o->kind == OP_SETNX && !o->ok);
             bool reads_absent = (o->kind == OP_GET && !o->ok) ||
                                 ((o->kind == OP_DEL || o->kind == OP_VDEL) && o->count == 0);
@@ -345,7 +388,7 @@ static int linearizable_run(int port_a, int port_b, bool may_refuse, void (*faul
                 o->client = i;
                 o->kind = (enum op_kind)(rand() % 5);
                 o->key = rand() % KEYS;
-                snprintf(o->value, sizeof o->value, "v%d", vcount++ % 7);
+                snprintf(o->value, sizeof o->value, "%s", VALUES[vcount++ % NVALUES]);
                 char key[8];
                 snprintf(key, sizeof key, "r%d", o->key);
                 o->invoked = now_us();
@@ -482,6 +525,21 @@ TEST(reliability_linearizable_across_brokers_with_a_leader_kill)
     etcd_cluster_stop(&c);
 }
 
+/* Whether the checker fails the history (in a child: a failed assertion
+ * ends the process). */
+static bool checker_fails(struct op *ops, int n)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        freopen("/dev/null", "w", stderr); /* the expected complaints */
+        check_history(ops, n);
+        _exit(0); /* not caught */
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) != 0;
+}
+
 /* A broken history must be caught: the checker is not vacuous. */
 TEST(reliability_checker_catches_violations)
 {
@@ -492,15 +550,7 @@ TEST(reliability_checker_catches_violations)
     snprintf(ops[0].value, sizeof ops[0].value, "a");
     ops[0].version.wall = 10;
     ops[1] = (struct op){.kind = OP_GET, .key = 0, .invoked = 5, .done = 6, .ok = false};
-    pid_t pid = fork();
-    if (pid == 0) {
-        freopen("/dev/null", "w", stderr); /* the expected complaints */
-        check_history(ops, 2);
-        _exit(0); /* not caught */
-    }
-    int status;
-    waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+    ASSERT_TRUE(checker_fails(ops, 2));
     /* A stale read: a newer version finished before the read began. */
     ops[1] = (struct op){.kind = OP_SET, .key = 0, .invoked = 3, .done = 4, .ok = true, .has_version = true};
     snprintf(ops[1].value, sizeof ops[1].value, "b");
@@ -508,14 +558,7 @@ TEST(reliability_checker_catches_violations)
     ops[2] = (struct op){.kind = OP_GET, .key = 0, .invoked = 5, .done = 6, .ok = true, .has_version = true};
     snprintf(ops[2].got, sizeof ops[2].got, "a");
     ops[2].version.wall = 10;
-    pid = fork();
-    if (pid == 0) {
-        freopen("/dev/null", "w", stderr);
-        check_history(ops, 3);
-        _exit(0);
-    }
-    waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+    ASSERT_TRUE(checker_fails(ops, 3));
     /* And the same history read correctly passes. */
     snprintf(ops[2].got, sizeof ops[2].got, "b");
     ops[2].version.wall = 20;
@@ -529,14 +572,24 @@ TEST(reliability_checker_catches_violations)
     ops[2].version.wall = 30;
     check_history(ops, 4);
     snprintf(ops[2].got, sizeof ops[2].got, "d");
-    pid = fork();
-    if (pid == 0) {
-        freopen("/dev/null", "w", stderr);
-        check_history(ops, 4);
-        _exit(0);
+    ASSERT_TRUE(checker_fails(ops, 4));
+    /* A VDEL of "v" that deleted "vv" (a comparison of the named value's
+     * length only), and one of "vv" answered -1 while only "vv" was there. */
+    ops[0] = (struct op){.kind = OP_SET, .key = 0, .invoked = 1, .done = 2, .ok = true, .has_version = true};
+    snprintf(ops[0].value, sizeof ops[0].value, "vv");
+    ops[0].version.wall = 10;
+    ops[1] = (struct op){.kind = OP_VDEL, .key = 0, .invoked = 3, .done = 4, .count = -1};
+    snprintf(ops[1].value, sizeof ops[1].value, "v");
+    ops[2] = (struct op){.kind = OP_VDEL, .key = 0, .invoked = 5, .done = 6, .ok = true, .count = 1,
+                         .has_version = true};
+    snprintf(ops[2].value, sizeof ops[2].value, "vv");
+    ops[2].version.wall = 10;
+    check_history(ops, 3); /* the correct history passes */
+    for (int wrong = 0; wrong < 2; wrong++) {
+        snprintf(ops[wrong + 1].value, sizeof ops[wrong + 1].value, "%s", wrong == 0 ? "vv" : "v");
+        ASSERT_TRUE(checker_fails(ops, 3));
+        snprintf(ops[wrong + 1].value, sizeof ops[wrong + 1].value, "%s", wrong == 0 ? "v" : "vv");
     }
-    waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
 }
 
 TEST(reliability_per_client_limits)

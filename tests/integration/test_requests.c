@@ -146,3 +146,65 @@ TEST(plugin_sdk_response_topics_and_properties)
     client_close(&c);
     broker_stop(&b);
 }
+
+/* VDEL, NEX and fencing tokens through the broker compare every byte and
+ * the length: a value or token that is a prefix of the stored one, or has
+ * it as a prefix, is another one. */
+TEST(plugin_conditions_compare_every_byte_and_the_length)
+{
+    struct broker b;
+    struct client c;
+    start(&b, &c);
+    struct msg *m = request(&c, RESP, "set", NULL, NULL, W("SET", "k", "vv"));
+    PAYLOAD(m, "+OK\r\n");
+    char version[128];
+    snprintf(version, sizeof version, "%s", msg_user(m, "__ts"));
+    static const char *const others[] = {"v", "vvv", ""};
+    for (int i = 0; i < 3; i++) {
+        char corr[24];
+        snprintf(corr, sizeof corr, "vdel-%d", i);
+        m = request(&c, RESP, corr, NULL, NULL, W("VDEL", "k", others[i]));
+        check_response(m, corr);
+        PAYLOAD(m, ":-1\r\n");
+        ASSERT_TRUE(msg_user(m, "__ts") == NULL);
+        snprintf(corr, sizeof corr, "nex-%d", i);
+        m = request(&c, RESP, corr, NULL, NULL, W("SET", "k", others[i], "NEX"));
+        check_response(m, corr);
+        PAYLOAD(m, ":-1\r\n");
+        USER(m, "__ts", version); /* the current version */
+    }
+    m = request(&c, RESP, "get", NULL, NULL, W("GET", "k"));
+    PAYLOAD(m, "$2\r\nvv\r\n");
+    USER(m, "__ts", version);
+
+    /* A lock held by worker-10 is neither worker-1's nor worker-100's. */
+    ASSERT_REPLY(request(&c, RESP, "lock", NULL, NULL, W("SET", "lock", "worker-10", "NX", "PX", "60000")),
+                 "+OK\r\n");
+    ASSERT_REPLY(request(&c, RESP, "rel-1", NULL, NULL, W("VDEL", "lock", "worker-1")), ":-1\r\n");
+    ASSERT_REPLY(request(&c, RESP, "rel-2", NULL, NULL, W("VDEL", "lock", "worker-100")), ":-1\r\n");
+    ASSERT_REPLY(request(&c, RESP, "rel-3", NULL, NULL, W("VDEL", "lock", "")), ":-1\r\n");
+    ASSERT_REPLY(request(&c, RESP, "renew", NULL, NULL, W("SET", "lock", "worker-1", "NEX", "PX", "60000")),
+                 ":-1\r\n");
+    ASSERT_REPLY(request(&c, RESP, "get-lock", NULL, NULL, W("GET", "lock")), "$9\r\nworker-10\r\n");
+    ASSERT_REPLY(request(&c, RESP, "release", NULL, NULL, W("VDEL", "lock", "worker-10")), ":1\r\n");
+
+    /* Fencing tokens whose node ids are prefixes of each other: the
+     * shorter is the lower version. */
+    char node10[64], node1[64], node100[64];
+    uint64_t now = now_ms();
+    snprintf(node10, sizeof node10, "%llu:0:node10", (unsigned long long)now);
+    snprintf(node1, sizeof node1, "%llu:0:node1", (unsigned long long)now);
+    snprintf(node100, sizeof node100, "%llu:0:node100", (unsigned long long)now);
+    ASSERT_REPLY(request(&c, RESP, "f1", NULL, node10, W("SET", "res", "a")), "+OK\r\n");
+    static const char LOWER[] = "-ERR the request fencing token is a lower version than the fencing token "
+                                "protecting the resource\r\n";
+    ASSERT_REPLY(request(&c, RESP, "f2", NULL, node1, W("SET", "res", "b")), LOWER);
+    ASSERT_REPLY(request(&c, RESP, "f3", NULL, node1, W("VDEL", "res", "a")), LOWER);
+    ASSERT_REPLY(request(&c, RESP, "f4", NULL, node1, W("DEL", "res")), LOWER);
+    ASSERT_REPLY(request(&c, RESP, "f5", NULL, NULL, W("GET", "res")), "$1\r\na\r\n");
+    ASSERT_REPLY(request(&c, RESP, "f6", NULL, node100, W("SET", "res", "c")), "+OK\r\n");
+    ASSERT_REPLY(request(&c, RESP, "f7", NULL, node10, W("SET", "res", "d")), LOWER);
+    ASSERT_REPLY(request(&c, RESP, "f8", NULL, node100, W("VDEL", "res", "c")), ":1\r\n");
+    client_close(&c);
+    broker_stop(&b);
+}

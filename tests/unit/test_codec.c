@@ -239,6 +239,40 @@ TEST(codec_reply_decode)
     ASSERT_EQ(ss_codec_decode_notify(LIT("*2\r\n$6\r\nNOTIFY\r\n$3\r\nDEL\r\n"), &kind, &v), SS_E_SYNTAX);
 }
 
+/* The size limit holds to the byte wherever it falls in a request: the
+ * last bulk may end exactly at max_size, not one byte past it. */
+TEST(codec_size_limit_to_the_byte)
+{
+    ss_codec_limits lim = {4, 40};
+    ss_request r;
+    size_t used;
+    /* "*2\r\n$3\r\nSET\r\n$22\r\n": the value starts at byte 18. */
+    ASSERT_EQ(ss_codec_decode_request(LIT("*2\r\n$3\r\nSET\r\n$22\r\n0123456789012345678901\r\n"), &lim, &r,
+                                      &used),
+              SS_OK);
+    ASSERT_EQ(r.argv[1].len, 22);
+    ASSERT_EQ(ss_codec_decode_request(LIT("*2\r\n$3\r\nSET\r\n$23\r\n01234567890123456789012\r\n"), &lim, &r,
+                                      &used),
+              SS_E_SYNTAX);
+}
+
+/* A notification is NOTIFY and then its kind, each a bulk string; every
+ * proper prefix is incomplete, whatever bytes follow it in memory. */
+TEST(codec_notify_words_and_prefixes)
+{
+    enum ss_notify_kind kind;
+    ss_bytes v;
+    ASSERT_EQ(ss_codec_decode_notify(LIT("*2\r\n$6\r\nNOTIFX\r\n$6\r\nDELETE\r\n"), &kind, &v), SS_E_SYNTAX);
+    ASSERT_EQ(ss_codec_decode_notify(LIT("*2\r\n$6\r\nNOTIFY\r\n%6\r\nDELETE\r\n"), &kind, &v), SS_E_SYNTAX);
+    static const char whole[] = "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$2\r\nhi\r\n";
+    uint8_t buf[sizeof whole];
+    for (size_t k = 0; k + 1 < sizeof whole; k++) {
+        memcpy(buf, whole, k);
+        memset(buf + k, 'x', sizeof buf - k);
+        ASSERT_EQ(ss_codec_decode_notify(buf, k, &kind, &v), SS_E_INCOMPLETE);
+    }
+}
+
 /* Pseudo-random argument lists survive encode + decode unchanged. */
 TEST(codec_round_trip)
 {

@@ -341,6 +341,12 @@ TEST(engine_px_and_expiry_at_exact_millisecond)
     ASSERT_EQ(ss_engine_expire(f.eng, T0 + 5000, 0), 0); /* bounded work */
     ASSERT_EQ(ss_engine_expire(f.eng, T0 + 5000, 100), 1);
     EVENTS(&f, "DELETE c @1700000002003:0:StateStore expired\n");
+    /* At most max keys per call, however many are due. */
+    for (int i = 0; i < 3; i++)
+        run(&f, now_ts(&f), NULL, "SET", i == 0 ? "x" : i == 1 ? "y" : "z", "1", "PX", "10", NULL);
+    fx_drop_events(&f);
+    ASSERT_EQ(ss_engine_expire(f.eng, T0 + 5000, 2), 2);
+    ASSERT_EQ(ss_engine_expire(f.eng, T0 + 5000, 2), 1);
     fx_free(&f);
 }
 
@@ -440,6 +446,89 @@ TEST(engine_vdel_answers)
     RESP(&f, ":1\r\n");
     VERSION(&f, "1700000000001:0:StateStore");
     EVENTS(&f, "DELETE k @1700000000001:0:StateStore\n");
+    fx_free(&f);
+}
+
+/* VDEL, NEX and fencing tokens compare every byte and the length: a value
+ * or token that is a prefix of the stored one, or has it as a prefix, is
+ * another value (a lock held by worker-10 is not worker-1's to release). */
+TEST(engine_conditions_compare_every_byte_and_the_length)
+{
+    struct fx f;
+    fx_init(&f);
+    const char *ts = now_ts(&f);
+    run(&f, ts, NULL, "SET", "k", "vv", NULL);
+    VERSION(&f, "1700000000001:0:StateStore");
+    fx_drop_events(&f);
+    static const char *const others[] = {"v", "vvv", ""};
+    for (int i = 0; i < 3; i++) {
+        run(&f, NULL, NULL, "VDEL", "k", others[i], NULL);
+        RESP(&f, ":-1\r\n");
+        NO_VERSION(&f);
+        run(&f, ts, NULL, "SET", "k", others[i], "NEX", NULL);
+        RESP(&f, ":-1\r\n");
+        VERSION(&f, "1700000000001:0:StateStore");
+    }
+    EVENTS(&f, "");
+    run(&f, NULL, NULL, "GET", "k", NULL);
+    RESP(&f, "$2\r\nvv\r\n");
+    VERSION(&f, "1700000000001:0:StateStore");
+    /* An empty value is a value like any other. */
+    run(&f, ts, NULL, "SET", "e", "", NULL);
+    VERSION(&f, "1700000000002:0:StateStore");
+    run(&f, NULL, NULL, "VDEL", "e", "x", NULL);
+    RESP(&f, ":-1\r\n");
+    run(&f, ts, NULL, "SET", "e", "x", "NEX", NULL);
+    RESP(&f, ":-1\r\n");
+    run(&f, NULL, NULL, "GET", "e", NULL);
+    RESP(&f, "$0\r\n\r\n");
+    run(&f, ts, NULL, "SET", "e", "", "NEX", NULL);
+    RESP(&f, "+OK\r\n");
+    VERSION(&f, "1700000000003:0:StateStore");
+    run(&f, NULL, NULL, "VDEL", "e", "", NULL);
+    RESP(&f, ":1\r\n");
+    VERSION(&f, "1700000000003:0:StateStore");
+
+    /* The lock pattern with holders whose names are prefixes of each other. */
+    run(&f, ts, NULL, "SET", "lock", "worker-10", "NX", NULL);
+    RESP(&f, "+OK\r\n");
+    fx_drop_events(&f);
+    run(&f, NULL, NULL, "VDEL", "lock", "worker-1", NULL);
+    RESP(&f, ":-1\r\n");
+    run(&f, NULL, NULL, "VDEL", "lock", "worker-100", NULL);
+    RESP(&f, ":-1\r\n");
+    run(&f, ts, NULL, "SET", "lock", "worker-1", "NEX", NULL);
+    RESP(&f, ":-1\r\n");
+    EVENTS(&f, "");
+    run(&f, NULL, NULL, "VDEL", "lock", "worker-10", NULL);
+    RESP(&f, ":1\r\n");
+    VERSION(&f, "1700000000004:0:StateStore");
+
+    /* Fencing tokens whose node ids are prefixes of each other: the
+     * shorter one is the lower version (hlc.h's order), the longer one the
+     * higher, and neither is equal to the other. */
+    run(&f, ts, "1700000000001:0:node10", "SET", "res", "a", NULL);
+    RESP(&f, "+OK\r\n");
+    run(&f, ts, "1700000000001:0:node1", "SET", "res", "b", NULL);
+    RESP(&f, "-ERR the request fencing token is a lower version than the fencing token "
+             "protecting the resource\r\n");
+    run(&f, ts, "1700000000001:0:node1", "VDEL", "res", "a", NULL);
+    ASSERT_EQ(f.status, SS_E_FT_LOWER);
+    run(&f, ts, "1700000000001:0:node1", "DEL", "res", NULL);
+    ASSERT_EQ(f.status, SS_E_FT_LOWER);
+    run(&f, NULL, NULL, "GET", "res", NULL);
+    RESP(&f, "$1\r\na\r\n");
+    run(&f, ts, "1700000000001:0:node100", "SET", "res", "c", NULL);
+    RESP(&f, "+OK\r\n");
+    run(&f, ts, "1700000000001:0:node10", "SET", "res", "d", NULL); /* now the lower one */
+    ASSERT_EQ(f.status, SS_E_FT_LOWER);
+    /* Counters and walls of different lengths compare as numbers. */
+    run(&f, ts, "1700000000001:10:n", "SET", "num", "a", NULL);
+    RESP(&f, "+OK\r\n");
+    run(&f, ts, "1700000000001:9:n", "SET", "num", "b", NULL);
+    ASSERT_EQ(f.status, SS_E_FT_LOWER);
+    run(&f, ts, "1700000000001:10:n", "VDEL", "num", "a", NULL);
+    RESP(&f, ":1\r\n");
     fx_free(&f);
 }
 
@@ -594,6 +683,24 @@ TEST(engine_key_and_value_length_limits)
     fx_free(&f);
 }
 
+/* Request limits given to the engine are the ones it applies. */
+TEST(engine_request_limits_as_given)
+{
+    struct fx f;
+    memset(&f, 0, sizeof f);
+    f.so = ss_store_options_default();
+    f.now = T0;
+    ss_engine_options eo = {.limits = {.max_args = 8, .max_size = 40}};
+    fx_attach(&f, &eo);
+    run(&f, now_ts(&f), NULL, "SET", "k", "0123456789", NULL);
+    RESP(&f, "+OK\r\n");
+    run(&f, now_ts(&f), NULL, "SET", "k", "0123456789012345678901234567890123456789", NULL);
+    RESP(&f, "-ERR syntax error\r\n");
+    run(&f, NULL, NULL, "GET", "k", NULL);
+    RESP(&f, "$10\r\n0123456789\r\n");
+    fx_free(&f);
+}
+
 TEST(engine_quota_bytes_and_persistence)
 {
     struct fx f;
@@ -701,7 +808,7 @@ TEST(engine_authorization)
 struct remote_like {
     ss_backend base;
     ss_backend *inner;
-    int slow_reads, raced_writes;
+    int slow_reads[3], raced_writes;
 };
 
 static bool is_key(ss_bytes k, const char *s)
@@ -709,12 +816,30 @@ static bool is_key(ss_bytes k, const char *s)
     return k.len == strlen(s) && memcmp(k.data, s, k.len) == 0;
 }
 
+/* Besides: "slow", "slowget" and "slowdel" are pending at their first
+ * read; what
+ * is stored under "ahead" and "far" reads as written by a clock 50 ms and
+ * 10 s ahead of ours; "gone" reads as deleted at a version ahead of ours
+ * (by another broker, say); reading "broken" fails. */
 static int rl_read(void *impl, ss_bytes key, ss_record *rec, ss_revision *rev)
 {
     struct remote_like *r = impl;
-    if (is_key(key, "slow") && r->slow_reads++ == 0)
-        return SS_E_PENDING;
-    return r->inner->ops->read(r->inner->impl, key, rec, rev);
+    static const char *const pending_once[] = {"slow", "slowget", "slowdel"};
+    for (int i = 0; i < 3; i++)
+        if (is_key(key, pending_once[i]) && r->slow_reads[i]++ == 0)
+            return SS_E_PENDING;
+    int rc = r->inner->ops->read(r->inner->impl, key, rec, rev);
+    if (rc == SS_OK && (is_key(key, "ahead") || is_key(key, "far"))) {
+        rec->version.wall += is_key(key, "ahead") ? 50 : 10000;
+        rec->version.counter = 7;
+    }
+    if (is_key(key, "broken"))
+        return SS_E_IO;
+    if (rc == SS_E_NOTFOUND && is_key(key, "gone")) {
+        rec->version = (ss_hlc){.wall = T0 + 20000, .counter = 3, .node_len = 5};
+        memcpy(rec->version.node, "other", 5);
+    }
+    return rc;
 }
 
 static int rl_put(void *impl, ss_bytes key, const ss_record *rec, ss_revision decided_on)
@@ -781,18 +906,34 @@ static const struct ss_backend_ops rl_ops = {
 /* Through the interface: a request whose read is under way, or whose write
  * was decided on data that changed, is not answered and changes nothing;
  * run again, it is answered as if it had run once. */
+/* An engine on the LMDB backend seen through remote_like. */
+static void rl_open(struct fx *f, struct remote_like *rl)
+{
+    memset(f, 0, sizeof *f);
+    f->so = ss_store_options_default();
+    f->now = T0;
+    f->so.path = test_tmpdir();
+    ASSERT_EQ(ss_store_open(&f->so, &f->store), SS_OK);
+    ASSERT_EQ(ss_backend_lmdb_new(f->store, &f->be), SS_OK);
+    *rl = (struct remote_like){.base = {.ops = &rl_ops}, .inner = f->be};
+    rl->base.impl = rl;
+    ASSERT_EQ(ss_engine_new(&rl->base, NULL, &f->eng), SS_OK);
+}
+
+static void rl_close(struct fx *f)
+{
+    ASSERT_EQ(ss_engine_commit(f->eng, f->now), SS_OK);
+    ss_engine_free(f->eng);
+    ss_backend_lmdb_free(f->be);
+    ss_store_close(f->store);
+    ss_buf_free(&f->resp);
+}
+
 TEST(engine_request_runs_again_after_pending_read_or_conflict)
 {
     struct fx f;
-    memset(&f, 0, sizeof f);
-    f.so = ss_store_options_default();
-    f.now = T0;
-    f.so.path = test_tmpdir();
-    ASSERT_EQ(ss_store_open(&f.so, &f.store), SS_OK);
-    ASSERT_EQ(ss_backend_lmdb_new(f.store, &f.be), SS_OK);
-    struct remote_like rl = {.base = {.ops = &rl_ops}, .inner = f.be};
-    rl.base.impl = &rl;
-    ASSERT_EQ(ss_engine_new(&rl.base, NULL, &f.eng), SS_OK);
+    struct remote_like rl;
+    rl_open(&f, &rl);
 
     run(&f, now_ts(&f), NULL, "SET", "slow", "v1", NULL);
     ASSERT_EQ(f.status, SS_E_PENDING);
@@ -816,12 +957,54 @@ TEST(engine_request_runs_again_after_pending_read_or_conflict)
      * never seen, the next is above it. */
     VERSION(&f, "1700000000003:0:StateStore");
     EVENTS(&f, "SET raced=r @1700000000003:0:StateStore\n");
-    ASSERT_EQ(rl.slow_reads, 2);
+    ASSERT_EQ(rl.slow_reads[0], 2);
     ASSERT_EQ(rl.raced_writes, 2);
+    /* A GET or DEL whose read is pending answers nothing yet either. */
+    run(&f, NULL, NULL, "GET", "slowget", NULL);
+    ASSERT_EQ(f.status, SS_E_PENDING);
+    ASSERT_EQ(f.resp.len, 0);
+    run(&f, NULL, NULL, "GET", "slowget", NULL);
+    RESP(&f, "$-1\r\n");
+    run(&f, NULL, NULL, "DEL", "slowdel", NULL);
+    ASSERT_EQ(f.status, SS_E_PENDING);
+    ASSERT_EQ(f.resp.len, 0);
+    run(&f, NULL, NULL, "DEL", "slowdel", NULL);
+    RESP(&f, ":0\r\n");
+    rl_close(&f);
+}
 
-    ASSERT_EQ(ss_engine_commit(f.eng, f.now), SS_OK);
-    ss_engine_free(f.eng);
-    ss_backend_lmdb_free(f.be);
-    ss_store_close(f.store);
-    ss_buf_free(&f.resp);
+/* A version the backend reports (of a stored record, or of the deletion
+ * of an absent key) that is ahead of the engine's clock is still
+ * exceeded by the next write: by a raised wall clock when it is close
+ * (hlc.h's SS_HLC_MAX_LEAD_MS), by the counter when it is far. */
+TEST(engine_versions_pass_those_the_backend_reports)
+{
+    struct fx f;
+    struct remote_like rl;
+    rl_open(&f, &rl);
+    const char *ts = now_ts(&f);
+    run(&f, ts, NULL, "SET", "ahead", "v1", NULL);
+    VERSION(&f, "1700000000001:0:StateStore");
+    run(&f, ts, NULL, "SET", "ahead", "v2", NULL); /* reads 1700000000051:7 */
+    RESP(&f, "+OK\r\n");
+    VERSION(&f, "1700000000052:0:StateStore");
+    run(&f, ts, NULL, "SET", "far", "v1", NULL);
+    VERSION(&f, "1700000000053:0:StateStore");
+    run(&f, ts, NULL, "SET", "far", "v2", NULL); /* reads 1700000010053:7 */
+    VERSION(&f, "1700000010053:8:StateStore");
+    run(&f, ts, NULL, "SET", "gone", "v", "NX", NULL); /* absent; deleted at 1700000020000:3:other */
+    RESP(&f, "+OK\r\n");
+    VERSION(&f, "1700000020000:4:StateStore");
+    ss_hlc last = ss_engine_clock(f.eng);
+    char text[SS_HLC_TEXT_MAX + 1];
+    text[ss_hlc_format(&last, text)] = '\0';
+    ASSERT_STR(text, strlen(text), "1700000020000:4:StateStore");
+    /* A read that fails fails the write: it is not taken for absence. */
+    run(&f, ts, NULL, "SET", "broken", "v", NULL);
+    ASSERT_EQ(f.status, SS_E_IO);
+    NO_VERSION(&f);
+    EVENTS(&f, "SET ahead=v1 @1700000000001:0:StateStore\nSET ahead=v2 @1700000000052:0:StateStore\n"
+               "SET far=v1 @1700000000053:0:StateStore\nSET far=v2 @1700000010053:8:StateStore\n"
+               "SET gone=v @1700000020000:4:StateStore\n");
+    rl_close(&f);
 }

@@ -110,6 +110,13 @@ TEST(hlc_compare)
     ASSERT_EQ(ss_hlc_compare(&a, &d), -1);
     ASSERT_EQ(ss_hlc_compare(&a, &e), -1);
     ASSERT_EQ(ss_hlc_compare(&a, &f), 0);
+    /* Each the other way round: node ids by their bytes, then a longer
+     * one (of which the shorter is a prefix) after. */
+    ASSERT_EQ(ss_hlc_compare(&c, &a), 1);
+    ASSERT_EQ(ss_hlc_compare(&d, &a), 1);
+    ASSERT_EQ(ss_hlc_compare(&e, &a), 1);
+    ASSERT_EQ(ss_hlc_compare(&e, &d), -1);
+    ASSERT_EQ(ss_hlc_compare(&f, &a), 0);
 }
 
 TEST(hlc_clock_receive_rule)
@@ -202,6 +209,10 @@ TEST(hlc_clock_issue)
     /* Several versions in one millisecond borrow later milliseconds. */
     v = ss_clock_issue(&c, 1696374430001ull, NULL, NULL);
     check_format(&v, "1696374430002:0:StateStore");
+    /* The clock keeps what it issued: the receive rule goes on from it. */
+    ss_clock probe = c;
+    v = ss_clock_next(&probe, 1696374430001ull, NULL, NULL);
+    check_format(&v, "1696374430002:1:StateStore");
     /* A previous version with a huge counter and a larger node id. */
     ss_hlc prev = hlc("1696374430002:4294967295:ZZZZ");
     v = ss_clock_issue(&c, 1696374430001ull, NULL, &prev);

@@ -125,6 +125,53 @@ TEST(journal_frames_byte_exact_and_replayed)
     ss_buf_free(&f);
 }
 
+/* The check covers the header as well as the payload; replay refuses
+ * what no writer makes (an empty key) and reports what it cannot read. */
+TEST(journal_check_covers_the_header)
+{
+    ss_buf f = SS_BUF_INIT;
+    int fd = journal_file("j3");
+    ASSERT_EQ(ss_jframe_reset(&f), SS_OK);
+    ASSERT_EQ(ss_jframe_op(&f, SS_JOP_PUT, 0, "a", 1, "1", 1), SS_OK);
+    write_frame(fd, &f, 11);
+    uint64_t one = (uint64_t)f.len;
+    ASSERT_EQ(ss_jframe_reset(&f), SS_OK);
+    ASSERT_EQ(ss_jframe_op(&f, SS_JOP_PUT, 0, "b", 1, "2", 1), SS_OK);
+    write_frame(fd, &f, 12);
+    struct seen s;
+    uint64_t last;
+    ASSERT_EQ(replay(fd, UINT64_MAX, jkey, 10, &s, &last), one + f.len);
+    ASSERT_STR(s.text, s.len, "1/0/a=1;1/0/b=2;");
+    /* The first frame's number damaged (11 to 3, an old frame's): its
+     * check fails, and nothing is taken from it or after it. */
+    uint8_t three = 3;
+    ASSERT_EQ(pwrite(fd, &three, 1, 11), 1);
+    ASSERT_EQ(replay(fd, UINT64_MAX, jkey, 10, &s, &last), 0);
+    ASSERT_EQ(s.len, 0);
+    ASSERT_EQ(last, 10);
+    close(fd);
+
+    fd = journal_file("j4");
+    ASSERT_EQ(ss_jframe_reset(&f), SS_OK);
+    ASSERT_EQ(ss_jframe_op(&f, SS_JOP_DEL, 0, "", 0, NULL, 0), SS_OK);
+    write_frame(fd, &f, 1);
+    uint64_t end;
+    memset(&s, 0, sizeof s);
+    ASSERT_EQ(ss_journal_replay(fd, UINT64_MAX, jkey, 0, collect, &s, &end, &last), SS_E_CORRUPT);
+    ASSERT_EQ(s.len, 0);
+    close(fd);
+
+    /* A descriptor that cannot be read (a directory's) is an I/O error. */
+    fd = open(test_tmpdir(), O_RDONLY | O_DIRECTORY);
+    ASSERT_TRUE(fd >= 0);
+    struct stat st;
+    ASSERT_EQ(fstat(fd, &st), 0);
+    ASSERT_TRUE(st.st_size >= SS_JFRAME_HEADER); /* so that a read is tried */
+    ASSERT_EQ(ss_journal_replay(fd, UINT64_MAX, jkey, 0, collect, &s, &end, &last), SS_E_IO);
+    close(fd);
+    ss_buf_free(&f);
+}
+
 static ss_bytes B(const char *s)
 {
     ss_bytes b = {(const uint8_t *)s, strlen(s)};
