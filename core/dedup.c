@@ -189,7 +189,8 @@ uint64_t ss_dedup_id(const ss_dedup *d, ss_bytes client, ss_bytes corr, const ss
     ss_bytes all[2 + SS_DEDUP_MAX_PARTS] = {client, corr};
     if (n > SS_DEDUP_MAX_PARTS)
         n = SS_DEDUP_MAX_PARTS;
-    memcpy(all + 2, parts, n * sizeof *parts);
+    if (n) /* parts may be NULL when there are none */
+        memcpy(all + 2, parts, n * sizeof *parts);
     return ss_table_hash_parts(&d->table, all, 2 + n);
 }
 

@@ -190,6 +190,8 @@ TEST(plugin_keynotify_answer_holds_when_its_batch_fails)
     ASSERT_TRUE(m != NULL);
     PAYLOAD(m, "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$2\r\nv1\r\n");
     client_drain(&w, 100); /* our PUBACKs reach the broker */
+    client_close(&w);
+    client_close(&s);
     broker_stop(&b);
 
     /* The same for a STOP, in a broker whose second journal write fails. */
