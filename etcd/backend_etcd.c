@@ -143,7 +143,7 @@ bool ss_etcd__out_of_space(struct ss_backend_etcd *e, const ss_grpc_call *c)
     if (c->rc != SS_E_SERVER || c->status != 8 || strstr(c->message, "space exceeded") == NULL)
         return false;
     if (!e->nospace_said)
-        ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd is out of space (%s: its NOSPACE alarm is raised): "
+        ss_etcd__log(e, SS_LOG_ERR, "etcd is out of space (%s: its NOSPACE alarm is raised): "
                      "writes that store anything are answered 'quota exceeded'; reads, deletions and "
                      "expiries go on, deletions without tombstones. Free space in etcd (compact, "
                      "defrag, then etcdctl alarm disarm)", ss_etcd__why(c));
@@ -335,7 +335,7 @@ static void ss_etcd__blob_fetched(struct ss_backend_etcd *e, struct ss_etcd_op *
     ss_buf_free(&value);
     if (rc != SS_OK) {
         if (rc == SS_E_CORRUPT)
-            ss_etcd__log(e, SS_ETCD_LOG_ERR, "the chunks %s/ of a stored value are missing or do not add "
+            ss_etcd__log(e, SS_LOG_ERR, "the chunks %s/ of a stored value are missing or do not add "
                          "up to its length", stub.blob);
         ss_buf_free(&full);
         ss_etcd__entry_failed(e, x, rc);
@@ -355,7 +355,7 @@ static void ss_etcd__fetch_failed(struct ss_backend_etcd *e, struct ss_etcd_entr
 {
     uint64_t now = ss_etcd__mono_ms();
     if (now - x->first_try_ms >= e->unavailable_ms) {
-        ss_etcd__log(e, SS_ETCD_LOG_WARNING, "etcd did not answer a read for %u ms (%s): the "
+        ss_etcd__log(e, SS_LOG_WARNING, "etcd did not answer a read for %u ms (%s): the "
                      "requests that wait for it are answered \"the store is unavailable\"",
                      e->unavailable_ms, ss_etcd__why(c));
         ss_etcd__entry_failed(e, x, SS_E_UNAVAILABLE);
@@ -785,7 +785,7 @@ static int ss_etcd__commit(void *impl, uint64_t now_ms)
         struct timespec ts = {0, 2 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    ss_etcd__log(e, SS_ETCD_LOG_ERR, "a commit did not end in time: its outcome is unknown");
+    ss_etcd__log(e, SS_LOG_ERR, "a commit did not end in time: its outcome is unknown");
     return SS_E_UNAVAILABLE;
 }
 
@@ -818,6 +818,23 @@ static const struct ss_backend_ops ss_backend_etcd_ops = {
     .settled = ss_etcd__settled,
     .scan = ss_etcd__page,
     .token_key = ss_etcd__token_key,
+    .max_flights = SS_BACKEND_ETCD_FLIGHTS,
+    .may_conflict = true,
+    .wake_repeats = false, /* the channel's thread wakes once per batch of replies */
+    .start = ss_etcd__start,
+    .poll = ss_etcd__poll_op,
+    .accepting = ss_etcd__accepting,
+    .commit_start = ss_etcd__commit_start_op,
+    .commit_collect = ss_etcd__commit_collect,
+    .commit_wait = ss_etcd__commit_wait,
+    .prefetch = ss_etcd__prefetch_op,
+    .page_start = ss_etcd__page_start,
+    .page_done = ss_etcd__page_done,
+    .figures = ss_etcd__figures,
+    .cause = ss_etcd__cause,
+    .backup_start = ss_etcd__backup_start,
+    .backup_done = ss_etcd__backup_done,
+    .destroy = ss_backend_etcd_free,
 };
 
 void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)

@@ -295,13 +295,13 @@ void ss_etcd__upload_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         return;
     }
     if (ss_etcd__refused(c) && !(c->rc == SS_E_SERVER && c->status == SS_ETCD_UNAUTHENTICATED)) {
-        ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd refused a chunk of a large value: %s", ss_etcd__why(c));
+        ss_etcd__log(e, SS_LOG_ERR, "etcd refused a chunk of a large value: %s", ss_etcd__why(c));
         ss_etcd__commit_failed(e, f, c->status == 8 ? SS_E_QUOTA : SS_E_IO);
         return;
     }
     /* A put of a key nobody else writes: sent again, it does no harm. */
     if (ss_etcd__mono_ms() - f->upload_started_ms >= e->unavailable_ms) {
-        ss_etcd__log(e, SS_ETCD_LOG_WARNING, "etcd did not take the chunks of a large value for %u ms "
+        ss_etcd__log(e, SS_LOG_WARNING, "etcd did not take the chunks of a large value for %u ms "
                      "(%s): its batch is answered \"the store is unavailable\"",
                      e->unavailable_ms, ss_etcd__why(c));
         ss_etcd__commit_failed(e, f, SS_E_UNAVAILABLE);
@@ -326,7 +326,7 @@ void ss_etcd__blob_drop(struct ss_backend_etcd *e, const char *blob)
 static void ss_etcd__drop_later(struct ss_backend_etcd *e, const char *blob)
 {
     if (ss_buf_append(&e->drops, blob, SS_ETCD_BLOB_ID_LEN) != SS_OK) {
-        ss_etcd__log(e, SS_ETCD_LOG_WARNING, "out of memory: the chunks c/%s/ of a value that was not "
+        ss_etcd__log(e, SS_LOG_WARNING, "out of memory: the chunks c/%s/ of a value that was not "
                      "stored are left behind", blob);
         return;
     }
@@ -339,7 +339,7 @@ void ss_etcd__blob_dropped(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     if (op->call.rc == SS_OK)
         return;
     if (ss_etcd__refused(&op->call) && !(op->call.rc == SS_E_SERVER && op->call.status == SS_ETCD_UNAUTHENTICATED)) {
-        ss_etcd__log(e, SS_ETCD_LOG_WARNING, "etcd refused to delete the chunks c/%s/ of a value that was "
+        ss_etcd__log(e, SS_LOG_WARNING, "etcd refused to delete the chunks c/%s/ of a value that was "
                      "not stored (%s): they are left behind (see CLUSTER.md)", op->blob, ss_etcd__why(&op->call));
         return;
     }

@@ -42,6 +42,93 @@
 #include "grpc.h"
 #include "kv.h"
 
+/* ---- the backend's own calls (backend_etcd*.c), reached by the owner
+ * through the table (backend_etcd_life.c) ---- */
+
+/* Ask a member for its status, waiting up to the call timeout, and log in
+ * when a user name is set: 0 with a line describing the cluster in *what;
+ * SS_E_INVAL when etcd refused the user name or password; or the
+ * failure with its cause. */
+int ss_backend_etcd_ping(ss_backend *b, char *what, size_t what_len);
+
+/* Claim the node id for this broker (l/<node id>, on a lease renewed
+ * from poll), waiting up to wait_ms for the claim of a broker that died
+ * to lapse. 0; SS_E_BUSY: another live broker holds it (*why says which);
+ * SS_E_UNAVAILABLE: the cluster did not answer (poll claims it later). */
+int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why_len);
+
+/* Start watching the records for changes (the change feed: every
+ * broker's changes notify observers here), waiting up to wait_ms for etcd
+ * to confirm it. 0; SS_E_UNAVAILABLE: not yet (poll goes on trying). */
+int ss_backend_etcd_watch_start(ss_backend *b, unsigned wait_ms);
+
+/* Take the results of finished calls (records fetched, a commit), retry
+ * what failed, look for due keys. Call at every tick. */
+void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms);
+
+/* Start reading key into the cache, if it is not there, for a request
+ * that will run later: requests run in order, so without this a queue of
+ * requests on uncached keys would read them one after the other. */
+void ss_backend_etcd_prefetch(ss_backend *b, ss_bytes key);
+
+/* Txns in flight at once at most, on disjoint keys (one while a quota is
+ * set: every Txn that changes the store's size then compares q/usage). */
+#define SS_BACKEND_ETCD_FLIGHTS 2
+
+/* The open batch reached etcd's limits on one Txn: commit it now. */
+bool ss_backend_etcd_full(const ss_backend *b);
+/* Start committing the open batch in a flight of its own; a new batch
+ * opens. 0: its Txn is under way in flight *slot (see commit_done);
+ * SS_E_NOTFOUND: there was nothing to commit (settle at once);
+ * SS_E_BUSY: every flight is taken (try at the next tick); SS_E_PENDING:
+ * not yet possible (try at the next tick); or a failure (SS_E_NOMEM)
+ * that drops the batch. */
+int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms, unsigned *slot);
+/* True once the commit in flight slot has an outcome, with *rc: 0, or
+ * SS_E_CONFLICT (nothing was written: run the batch's requests again),
+ * or a failure that nothing of the batch outlived (SS_E_QUOTA, SS_E_IO,
+ * SS_E_UNAVAILABLE: the chunks of a large value could not be written).
+ * The slot is free again. Call the backend's settled() next. */
+bool ss_backend_etcd_commit_done(ss_backend *b, unsigned slot, int *rc);
+/* Has the commit in flight slot an outcome (commit_done would return
+ * true)? */
+bool ss_backend_etcd_flight_done(const ss_backend *b, unsigned slot);
+/* Is any commit in flight? */
+bool ss_backend_etcd_committing(const ss_backend *b);
+
+/* Reading records in key order for administrative requests (KEYS,
+ * INSPECT, EXPORT), one page at a time: start reads up to limit records
+ * from `from` (inclusive, or after it; empty: the first); done is false
+ * while the read is under way, then calls fn for each record (expiry not
+ * applied) until fn returns false, sets *next to the key to go on after
+ * (empty at the end) and *rc, and returns true. One read at a time:
+ * start answers SS_E_BUSY while one is under way. Without values, a
+ * value kept in chunks is not read: fn sees its length alone (rec->value
+ * with data NULL). With them, done may return false between two calls
+ * of fn while the chunks of the next record are read. */
+int ss_backend_etcd_scan_start(ss_backend *b, ss_bytes from, bool inclusive, size_t limit, bool values);
+bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key, const ss_record *rec),
+                               void *ctx, ss_buf *next, int *rc);
+
+/* Figures for the metrics. */
+typedef struct ss_backend_etcd_stats {
+    uint64_t txns, conflicts, unknown_outcomes, fetches, cache_entries;
+    uint64_t txns_overlapped; /* sent while another was in flight */
+    bool usage_known;          /* with a limit set: keys and bytes below */
+    uint64_t keys, bytes;
+    bool reachable;
+    const char *endpoint;
+    /* the watch: the last revision seen, changes seen, restarts of its
+     * stream, revisions lost to compaction, changes that could not be
+     * read (no previous value) */
+    uint64_t watch_revision, watch_events, watch_restarts, watch_lost_revisions, watch_undecodable;
+    uint64_t chunks_written; /* of values too large for one request */
+    bool nospace;            /* etcd is out of space (its NOSPACE alarm) */
+} ss_backend_etcd_stats;
+void ss_backend_etcd_stats_get(const ss_backend *b, ss_backend_etcd_stats *s);
+
+
+
 #define SS_ETCD_PREFIX_DEFAULT "statestore/"
 #define SS_ETCD_MAX_REQUEST_DEFAULT ((size_t)3 << 19) /* etcd's 1.5 MiB */
 /* Room in a request for what is not keys and values (framing, the
@@ -200,6 +287,10 @@ struct ss_backend_etcd {
 
     struct ss_etcd_batch open;
     struct ss_etcd_flight flights[SS_BACKEND_ETCD_FLIGHTS];
+    /* the owner's names of the flights, in the order they started, and
+     * when (backend_etcd_life.c) */
+    unsigned flight_id[SS_BACKEND_ETCD_FLIGHTS], next_flight_id;
+    uint64_t flight_t0_us[SS_BACKEND_ETCD_FLIGHTS];
     ss_feed settled;          /* the changes of the flight that settled last */
     int64_t settled_revision; /* and its revision */
 
@@ -433,5 +524,20 @@ void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 int ss_etcd__logged_in(struct ss_backend_etcd *e, const ss_grpc_call *c);
 void ss_etcd__auth_step(struct ss_backend_etcd *e);
 void ss_etcd__auth_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+
+/* The owner's lifecycle (backend.h), backend_etcd_life.c. */
+int ss_etcd__start(void *impl, char *why, size_t why_len);
+void ss_etcd__poll_op(void *impl, uint64_t now_ms);
+bool ss_etcd__accepting(void *impl);
+int ss_etcd__commit_start_op(void *impl, uint64_t now_ms, bool holds_answers, unsigned *id);
+bool ss_etcd__commit_collect(void *impl, ss_commit_outcome *out);
+int ss_etcd__commit_wait(void *impl);
+void ss_etcd__prefetch_op(void *impl, ss_bytes key);
+int ss_etcd__page_start(void *impl, ss_bytes from, bool inclusive, size_t limit, bool values);
+bool ss_etcd__page_done(void *impl, ss_backend_page_fn fn, void *ctx, ss_buf *next, int *rc);
+void ss_etcd__figures(void *impl, uint64_t now_ms, ss_figure_fn fn, void *ctx);
+const char *ss_etcd__cause(void *impl);
+int ss_etcd__backup_start(void *impl, const char *path, char *why, size_t why_len);
+bool ss_etcd__backup_done(void *impl, int *rc, int *err, uint64_t *bytes);
 
 #endif

@@ -186,7 +186,7 @@ static void ss_etcd__usage_counted(struct ss_backend_etcd *e, const ss_grpc_call
         e->usage_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
         return;
     }
-    ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "the store's usage counted: %" PRIu64 " keys, %" PRIu64 " bytes", keys,
+    ss_etcd__log(e, SS_LOG_NOTICE, "the store's usage counted: %" PRIu64 " keys, %" PRIu64 " bytes", keys,
                  bytes);
     ss_etcd__submit(e, op);
 }
