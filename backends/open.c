@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
-/* open.c - plugin_opt_backend to a constructor (open.h). */
+/* open.c - the backends by name: their options and constructors (open.h). */
 #include "open.h"
 
 #include <errno.h>
@@ -67,40 +67,116 @@ static void ss_open__lmdb_failed(const char *dir, int rc, int err, ss_backend_lo
         ss_open__say(log, ctx, SS_LOG_ERR, "%s is on a read-only filesystem", dir);
 }
 
-/* The LMDB store in data_dir. */
-static int ss_open__lmdb(const struct ss_plugin_options *o, ss_backend_log_fn log, void *ctx, ss_backend **out)
+enum ss_backends_kind { SS_BACKENDS_LMDB, SS_BACKENDS_ETCD };
+
+struct ss_backends_config {
+    enum ss_backends_kind kind;
+    ss_backend_lmdb_config lmdb;
+    ss_backend_etcd_config etcd;
+    const char *backup_dir; /* the plugin's, borrowed */
+};
+
+static const char *const ss_backends_names[] = {"lmdb", "etcd"};
+
+int ss_backends_config_new(const char *name, struct ss_backends_config **out, char *why, size_t why_len)
 {
-    ss_store_options so = ss_store_options_default();
-    so.path = o->data_dir;
-    so.max_keys = o->max_keys;
-    so.max_bytes = o->max_store_bytes;
-    so.map_size = o->map_size;
-    so.sync = o->sync;
-    so.sync_interval_ms = (uint32_t)o->sync_interval_ms;
-    so.external_sync = true; /* the backend's worker runs the periodic fsync */
-    so.checkpoint_interval_ms = (uint32_t)o->checkpoint_interval_ms;
-    so.journal_max_bytes = o->journal_max_bytes;
-    so.compact = o->compact_on_start;
-    so.fail_write_at = o->test_fail_write_at;
-    so.fail_sync_at = o->test_fail_sync_at;
+    *out = NULL;
+    int kind = -1;
+    for (int i = 0; i < 2; i++)
+        if (strcmp(name, ss_backends_names[i]) == 0)
+            kind = i;
+    if (kind < 0) {
+        snprintf(why, why_len, "must be lmdb or etcd");
+        return SS_E_INVAL;
+    }
+    struct ss_backends_config *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return SS_E_NOMEM;
+    c->kind = (enum ss_backends_kind)kind;
+    ss_backend_etcd_config_init(&c->etcd);
+    if (ss_backend_lmdb_config_init(&c->lmdb) != SS_OK) {
+        ss_backends_config_free(c);
+        return SS_E_NOMEM;
+    }
+    *out = c;
+    return SS_OK;
+}
+
+void ss_backends_config_free(struct ss_backends_config *c)
+{
+    if (c == NULL)
+        return;
+    ss_backend_lmdb_config_free(&c->lmdb);
+    ss_backend_etcd_config_free(&c->etcd);
+    free(c);
+}
+
+int ss_backends_option(struct ss_backends_config *c, const char *name, const char *value, char *why,
+                       size_t why_len)
+{
+    bool lmdb = ss_backend_lmdb_config_knows(name), etcd = ss_backend_etcd_config_knows(name);
+    if (!lmdb && !etcd)
+        return SS_E_NOTFOUND;
+    if (c->kind == SS_BACKENDS_LMDB && lmdb)
+        return ss_backend_lmdb_config_set(&c->lmdb, name, value, why, why_len);
+    if (c->kind == SS_BACKENDS_ETCD && etcd)
+        return ss_backend_etcd_config_set(&c->etcd, name, value, why, why_len);
+    snprintf(why, why_len, "an option of the %s backend", lmdb ? "lmdb" : "etcd");
+    return SS_E_BUSY;
+}
+
+int ss_backends_check(struct ss_backends_config *c, const struct ss_backends_shared *shared, char *why,
+                      size_t why_len)
+{
+    c->backup_dir = shared->backup_dir;
+    if (c->kind == SS_BACKENDS_ETCD) {
+        c->etcd.node_id = shared->node_id;
+        c->etcd.max_keys = shared->max_keys;
+        c->etcd.max_bytes = shared->max_bytes; /* on etcd a limit costs contention: only when given */
+        if (shared->backup_dir) {
+            snprintf(why, why_len, "plugin_opt_backup_dir: not available with the etcd backend (etcdctl "
+                     "snapshot save backs up the cluster)");
+            return SS_E_INVAL;
+        }
+        return ss_backend_etcd_config_check(&c->etcd, why, why_len);
+    }
+    c->lmdb.max_keys = shared->max_keys;
+    if (shared->max_bytes)
+        c->lmdb.max_bytes = shared->max_bytes;
+    return SS_OK;
+}
+
+void ss_backends_describe(const struct ss_backends_config *c, char *out, size_t len)
+{
+    if (c->kind == SS_BACKENDS_ETCD)
+        ss_backend_etcd_config_describe(&c->etcd, out, len);
+    else
+        ss_backend_lmdb_config_describe(&c->lmdb, out, len);
+}
+
+/* The LMDB store in data_dir. */
+static int ss_open__lmdb(const struct ss_backends_config *c, ss_backend_log_fn log, void *ctx, ss_backend **out)
+{
+    const ss_backend_lmdb_config *l = &c->lmdb;
+    ss_store_options so = ss_backend_lmdb_store_options(l);
     if (so.fail_write_at || so.fail_sync_at)
         ss_open__say(log, ctx, SS_LOG_WARNING, "failure injection is on (plugin_opt_test_fail_write_at %llu, "
                      "test_fail_sync_at %llu): for tests only", (unsigned long long)so.fail_write_at,
                      (unsigned long long)so.fail_sync_at);
-    if (o->backup_dir && access(o->backup_dir, W_OK | X_OK) != 0) {
-        ss_open__say(log, ctx, SS_LOG_ERR, "plugin_opt_backup_dir %s: %s", o->backup_dir, strerror(errno));
+    if (c->backup_dir && access(c->backup_dir, W_OK | X_OK) != 0) {
+        ss_open__say(log, ctx, SS_LOG_ERR, "plugin_opt_backup_dir %s: %s", c->backup_dir, strerror(errno));
         return SS_E_INVAL;
     }
-    if (o->backup_dir && ss_open__inside(o->backup_dir, o->data_dir)) {
+    if (c->backup_dir && ss_open__inside(c->backup_dir, l->data_dir)) {
         /* A backup named "journal" or "data.mdb" would replace live files. */
         ss_open__say(log, ctx, SS_LOG_ERR, "plugin_opt_backup_dir %s: must not be the data directory or "
-                     "inside it", o->backup_dir);
+                     "inside it", c->backup_dir);
         return SS_E_INVAL;
     }
     errno = 0;
     int rc = ss_backend_lmdb_open(&so, out);
     if (rc != SS_OK) {
-        ss_open__lmdb_failed(o->data_dir, rc, errno, log, ctx);
+        ss_open__lmdb_failed(l->data_dir, rc, errno, log, ctx);
         return rc;
     }
     (*out)->log = log;
@@ -114,25 +190,11 @@ static int ss_open__lmdb(const struct ss_plugin_options *o, ss_backend_log_fn lo
 }
 
 /* The store on an etcd cluster. */
-static int ss_open__etcd(const struct ss_plugin_options *o, ss_backend_log_fn log, void *ctx, ss_backend **out)
+static int ss_open__etcd(const struct ss_backends_config *c, ss_backend_log_fn log, void *ctx, ss_backend **out)
 {
-    ss_backend_etcd_options eo = {.endpoints = o->etcd_endpoints,
-                                  .ca_file = o->etcd_ca_file,
-                                  .cert_file = o->etcd_cert_file,
-                                  .key_file = o->etcd_key_file,
-                                  .username = o->etcd_username,
-                                  .password = o->etcd_password,
-                                  .prefix = o->etcd_prefix,
-                                  .node_id = o->node_id,
-                                  .call_timeout_ms = (unsigned)o->etcd_timeout_ms,
-                                  .unavailable_ms = (unsigned)o->etcd_unavailable_ms,
-                                  .max_request_bytes = (size_t)o->etcd_max_request_bytes,
-                                  .max_txn_ops = (unsigned)o->etcd_max_txn_ops,
-                                  .tombstone_ms = o->etcd_tombstone_ms,
-                                  .max_keys = o->max_keys,
-                                  .max_bytes = o->max_store_bytes,
-                                  .log = log,
-                                  .log_ctx = ctx};
+    ss_backend_etcd_options eo = ss_backend_etcd_options_of(&c->etcd);
+    eo.log = log;
+    eo.log_ctx = ctx;
     char why[300];
     int rc = ss_backend_etcd_new(&eo, out, why, sizeof why);
     if (rc == SS_E_INVAL)
@@ -144,8 +206,8 @@ static int ss_open__etcd(const struct ss_plugin_options *o, ss_backend_log_fn lo
     return rc;
 }
 
-int ss_backends_open(const struct ss_plugin_options *o, ss_backend_log_fn log, void *log_ctx, ss_backend **out)
+int ss_backends_open(const struct ss_backends_config *c, ss_backend_log_fn log, void *log_ctx, ss_backend **out)
 {
     *out = NULL;
-    return o->backend == SS_BACKEND_ETCD ? ss_open__etcd(o, log, log_ctx, out) : ss_open__lmdb(o, log, log_ctx, out);
+    return c->kind == SS_BACKENDS_ETCD ? ss_open__etcd(c, log, log_ctx, out) : ss_open__lmdb(c, log, log_ctx, out);
 }

@@ -100,11 +100,52 @@ typedef struct ss_backend_etcd_options {
     void *log_ctx;
 } ss_backend_etcd_options;
 
+/* The etcd backend's options, each plugin_opt_<name> in the broker's
+ * configuration (docs/CLUSTER.md says more):
+ *   etcd_endpoints          required: comma-separated http(s)://host:port
+ *   etcd_prefix             statestore/: where the layout above lives
+ *   etcd_ca_file, etcd_cert_file, etcd_key_file
+ *                           TLS: the CA to trust (else the system's), a
+ *                           client certificate and its key (together)
+ *   etcd_username, etcd_password
+ *                           etcd's authentication (a password needs a user)
+ *   etcd_timeout_ms         2000 (50 to 600000): one call
+ *   etcd_unavailable_ms     5000 (1 to 3600000): a request waits this long
+ *                           for the cluster
+ *   etcd_max_txn_ops        128 (8 to 10^6): etcd's --max-txn-ops
+ *   etcd_max_request_bytes  1.5 MiB (64 KiB to 2 GiB): etcd's
+ *                           --max-request-bytes
+ *   etcd_tombstone_ms       60000 (1 s to 7 days): see below
+ * node_id, max_keys and max_bytes are the owner's (shared with the
+ * engine and every backend). */
+typedef struct ss_backend_etcd_config {
+    char *endpoints, *prefix, *ca_file, *cert_file, *key_file, *username, *password;
+    uint64_t timeout_ms, unavailable_ms, max_txn_ops, max_request_bytes, tombstone_ms;
+    const char *node_id;          /* set by the owner (borrowed) */
+    uint64_t max_keys, max_bytes; /* set by the owner; 0: no limit */
+} ss_backend_etcd_config;
+
+/* Defaults. */
+void ss_backend_etcd_config_init(ss_backend_etcd_config *c);
+/* Set option name: 0, SS_E_NOTFOUND (not one of ours), SS_E_INVAL (*why
+ * says what is expected), SS_E_NOMEM. */
+int ss_backend_etcd_config_set(ss_backend_etcd_config *c, const char *name, const char *value, char *why,
+                               size_t why_len);
+bool ss_backend_etcd_config_knows(const char *name);
+/* What must hold once every option is read: 0, or SS_E_INVAL with *why. */
+int ss_backend_etcd_config_check(const ss_backend_etcd_config *c, char *why, size_t why_len);
+/* "backend=etcd etcd_endpoints=..." for the start-up line (no password). */
+void ss_backend_etcd_config_describe(const ss_backend_etcd_config *c, char *out, size_t len);
+/* Free the strings (the password wiped first). */
+void ss_backend_etcd_config_free(ss_backend_etcd_config *c);
+
 /* Create the backend (no call is made yet). The wake hook of the returned
  * ss_backend may be set before the first poll. 0, SS_E_INVAL (bad
  * endpoints or TLS files; *why says which), SS_E_NOMEM. */
 int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char *why, size_t why_len);
 void ss_backend_etcd_free(ss_backend *b);
+/* The constructor's options that c stands for (borrowing c's strings). */
+ss_backend_etcd_options ss_backend_etcd_options_of(const ss_backend_etcd_config *c);
 
 /* How long a tombstone stays by default, after its deletion or the wall
  * clock of the version it keeps, whichever is later: once it is gone, the

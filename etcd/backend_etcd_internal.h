@@ -525,6 +525,18 @@ int ss_etcd__logged_in(struct ss_backend_etcd *e, const ss_grpc_call *c);
 void ss_etcd__auth_step(struct ss_backend_etcd *e);
 void ss_etcd__auth_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
+/* Shared by the cache (backend_etcd_cache.c), the calls
+ * (backend_etcd_calls.c) and the data operations (backend_etcd.c). */
+void ss_etcd__unlink_op(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+struct ss_etcd_entry *ss_etcd__find(struct ss_backend_etcd *e, ss_bytes key, uint64_t *hash);
+void ss_etcd__entry_free(struct ss_backend_etcd *e, struct ss_etcd_entry *x);
+void ss_etcd__fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+void ss_etcd__blob_fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+size_t ss_etcd__room(struct ss_backend_etcd *e, const struct ss_etcd_entry *x, size_t payload,
+                     size_t *bytes);
+void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch *b, bool committed, int64_t rev);
+void ss_etcd__batch_free(struct ss_etcd_batch *b);
+
 /* The owner's lifecycle (backend.h), backend_etcd_life.c. */
 int ss_etcd__start(void *impl, char *why, size_t why_len);
 void ss_etcd__poll_op(void *impl, uint64_t now_ms);

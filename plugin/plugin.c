@@ -100,7 +100,7 @@ static void ss_plugin__backend_log(void *ctx, int level, const char *msg)
  * broker's thread (waker.h). */
 static int ss_plugin__open_backend(struct ss_plugin *p)
 {
-    int rc = ss_backends_open(&p->opt, ss_plugin__backend_log, p, &p->backend);
+    int rc = ss_backends_open(p->opt.backend, ss_plugin__backend_log, p, &p->backend);
     if (rc != SS_OK)
         return rc;
     ss_backend *be = p->backend;

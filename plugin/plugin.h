@@ -7,8 +7,9 @@
  * (batch.c), which runs it in the engine, keeps its answer and the
  * notifications it causes until the batch commits at the broker's next
  * TICK, and only then publishes them. The modules, each with its header:
- * request, batch (with outbox and committer), notify, protect, options,
- * broker_conf.
+ * request, batch (with queue and outbox), waker, notify, protect, options,
+ * broker_conf, admin, backup, metrics. Storage is reached only through the
+ * storage interface (core/backend.h); backends/open.h makes the backend.
  */
 #ifndef SS_PLUGIN_H
 #define SS_PLUGIN_H
