@@ -199,11 +199,7 @@ static int ss_open__etcd(const struct ss_backends_config *c, ss_backend_log_fn l
     int rc = ss_backend_etcd_new(&eo, out, why, sizeof why);
     if (rc == SS_E_INVAL)
         ss_open__say(log, ctx, SS_LOG_ERR, "plugin_opt_etcd_*: %s", why);
-    if (rc == SS_OK) {
-        (*out)->log = log;
-        (*out)->log_ctx = ctx;
-    }
-    return rc;
+    return rc; /* its log hook is eo's */
 }
 
 int ss_backends_open(const struct ss_backends_config *c, ss_backend_log_fn log, void *log_ctx, ss_backend **out)

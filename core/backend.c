@@ -16,16 +16,21 @@ bool ss_backend_wants(const ss_backend *b, ss_bytes key)
     return b->wanted == NULL || b->wanted(b->wanted_ctx, key);
 }
 
-void ss_backend_log(const ss_backend *b, int level, const char *fmt, ...)
+void ss_backend_vlog(const ss_backend *b, int level, const char *fmt, va_list ap)
 {
     if (b->log == NULL)
         return;
     char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    b->log(b->log_ctx, level, msg);
+}
+
+void ss_backend_log(const ss_backend *b, int level, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    ss_backend_vlog(b, level, fmt, ap);
     va_end(ap);
-    b->log(b->log_ctx, level, msg);
 }
 
 void ss_figure_u64(ss_figure_fn fn, void *ctx, const char *name, uint64_t value)

@@ -40,6 +40,7 @@
 #ifndef SS_BACKEND_H
 #define SS_BACKEND_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -241,6 +242,8 @@ typedef struct ss_backend {
 /* Log through b's hook, printf-style. */
 void ss_backend_log(const ss_backend *b, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+void ss_backend_vlog(const ss_backend *b, int level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 /* One figure through fn, as a number. */
 void ss_figure_u64(ss_figure_fn fn, void *ctx, const char *name, uint64_t value);
 

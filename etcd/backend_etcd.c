@@ -14,7 +14,19 @@
 #include "../core/errors.h"
 #include "../core/record.h"
 #include "../core/siphash.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_base.h"
+#include "backend_etcd_blob.h"
+#include "backend_etcd_cache.h"
+#include "backend_etcd_calls.h"
+#include "backend_etcd_commit.h"
+#include "backend_etcd_life.h"
+#include "backend_etcd_quota.h"
+#include "backend_etcd_scan.h"
+#include "backend_etcd_session.h"
+#include "backend_etcd_sweep.h"
+#include "backend_etcd_tombstone.h"
+#include "backend_etcd_watch.h"
 
 /* ---- small helpers ----------------------------------------------------- */
 
@@ -29,14 +41,10 @@ void ss_etcd__log(struct ss_backend_etcd *e, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void ss_etcd__log(struct ss_backend_etcd *e, int level, const char *fmt, ...)
 {
-    if (e->log == NULL)
-        return;
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    ss_backend_vlog(&e->base, level, fmt, ap);
     va_end(ap);
-    e->log(e->log_ctx, level, msg);
 }
 
 /* out = prefix + part + key (part: "k/", or "x/<deadline>/" when
@@ -394,8 +402,8 @@ int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char
     e->claim_lost_ms = ss_etcd__mono_ms(); /* none held yet */
     e->max_keys = o->max_keys;
     e->max_bytes = o->max_bytes;
-    e->log = o->log;
-    e->log_ctx = o->log_ctx;
+    e->base.log = o->log;
+    e->base.log_ctx = o->log_ctx;
     if (o->username) {
         e->username = strdup(o->username);
         e->password = strdup(o->password ? o->password : "");

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_blob.c - values too large for one etcd request, stored in
- * chunks (backend_etcd_internal.h).
+ * chunks (backend_etcd_state.h).
  *
  * etcd refuses a request over its --max-request-bytes (1.5 MiB by
  * default), and a Txn is one request. A record that would not fit in one
@@ -29,7 +29,11 @@
 #include "../core/bigendian.h"
 #include "../core/errors.h"
 #include "../core/record.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_base.h"
+#include "backend_etcd_blob.h"
+#include "backend_etcd_calls.h"
+#include "backend_etcd_commit.h"
 
 /* The stub's value: blob id, u64 length, u32 chunks (big endian). */
 #define SS_ETCD_STUB_VALUE (SS_ETCD_BLOB_ID_LEN + 12)

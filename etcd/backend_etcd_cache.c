@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_cache.c - the cache of records between the engine and etcd
- * (backend_etcd_internal.h describes it): entries, their fetches, what a
+ * (backend_etcd_state.h describes it): entries, their fetches, what a
  * Txn has room for, and how a batch's entries leave it. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +8,12 @@
 
 #include "../core/errors.h"
 #include "../core/record.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_base.h"
+#include "backend_etcd_blob.h"
+#include "backend_etcd_cache.h"
+#include "backend_etcd_calls.h"
+#include "backend_etcd_tombstone.h"
 
 /* ---- the cache --------------------------------------------------------- */
 

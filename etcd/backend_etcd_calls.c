@@ -8,7 +8,17 @@
 
 #include "../core/errors.h"
 #include "../core/record.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_base.h"
+#include "backend_etcd_blob.h"
+#include "backend_etcd_cache.h"
+#include "backend_etcd_calls.h"
+#include "backend_etcd_commit.h"
+#include "backend_etcd_quota.h"
+#include "backend_etcd_scan.h"
+#include "backend_etcd_session.h"
+#include "backend_etcd_sweep.h"
+#include "backend_etcd_watch.h"
 
 /* ---- calls ------------------------------------------------------------- */
 

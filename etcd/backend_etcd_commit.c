@@ -7,7 +7,14 @@
 #include <string.h>
 
 #include "../core/errors.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_base.h"
+#include "backend_etcd_blob.h"
+#include "backend_etcd_cache.h"
+#include "backend_etcd_calls.h"
+#include "backend_etcd_commit.h"
+#include "backend_etcd_quota.h"
+#include "backend_etcd_session.h"
 
 /* ---- commits ----------------------------------------------------------- */
 

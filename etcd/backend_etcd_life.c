@@ -9,7 +9,15 @@
 
 #include "../core/errors.h"
 #include "../core/latency.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_base.h"
+#include "backend_etcd_cache.h"
+#include "backend_etcd_calls.h"
+#include "backend_etcd_commit.h"
+#include "backend_etcd_life.h"
+#include "backend_etcd_scan.h"
+#include "backend_etcd_session.h"
+#include "backend_etcd_watch.h"
 
 /* How long a starting broker waits for the claim of a broker that died
  * with its node id: the claim's lease (3 s) and a margin. */

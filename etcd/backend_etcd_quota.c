@@ -19,7 +19,13 @@
 
 #include "../core/errors.h"
 #include "../core/record.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_base.h"
+#include "backend_etcd_blob.h"
+#include "backend_etcd_calls.h"
+#include "backend_etcd_commit.h"
+#include "backend_etcd_quota.h"
+#include "backend_etcd_tombstone.h"
 
 #define SS_ETCD_KEY_CHARGE 64u
 

@@ -7,7 +7,11 @@
 #include <time.h>
 
 #include "../core/errors.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_base.h"
+#include "backend_etcd_calls.h"
+#include "backend_etcd_commit.h"
+#include "backend_etcd_session.h"
 
 /* ---- the commit marker ------------------------------------------------- */
 

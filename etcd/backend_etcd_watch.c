@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_watch.c - the change feed from etcd's Watch: every change
- * to a record, whichever broker made it (backend_etcd_internal.h).
+ * to a record, whichever broker made it (backend_etcd_state.h).
  *
  * One watch on the records (k/). A deletion's notification carries the
  * version it removed. A deletion writes a tombstone that holds it
@@ -34,7 +34,13 @@
 
 #include "../core/errors.h"
 #include "../core/record.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_base.h"
+#include "backend_etcd_blob.h"
+#include "backend_etcd_cache.h"
+#include "backend_etcd_calls.h"
+#include "backend_etcd_tombstone.h"
+#include "backend_etcd_watch.h"
 
 static void ss_etcd__ask_removed(struct ss_backend_etcd *e, struct ss_etcd_held *h);
 static void ss_etcd__ask_blob(struct ss_backend_etcd *e, struct ss_etcd_held *h);

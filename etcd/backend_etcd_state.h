@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
+/* backend_etcd_state.h - the etcd backend's state, which all its files
+ * share (not installed; the contract is backend_etcd.h). What each file
+ * offers the others is in a narrow header of its own, named after it
+ * (backend_etcd_base.h for backend_etcd.c).
+ *
+ * Files: backend_etcd.c (the storage interface's data operations, start
+ * and stop), backend_etcd_cache.c (the cache), backend_etcd_calls.c (calls
+ * and the poll), backend_etcd_life.c (the owner's lifecycle),
+ * backend_etcd_options.c (the options), backend_etcd_commit.c (a batch's Txn, its outcome, the
+ * fence that settles an unknown one), backend_etcd_sweep.c (the expiry
+ * index: finding due keys, deleting them), backend_etcd_session.c (the
+ * commit marker, the claim on the node id, authentication),
+ * backend_etcd_quota.c (max_keys and max_bytes over the whole store),
+ * backend_etcd_scan.c (pages of records for administrative requests),
+ * backend_etcd_watch.c (the change feed from etcd's Watch),
+ * backend_etcd_blob.c (values too large for one request, in chunks),
+ * backend_etcd_tombstone.c (the version a deletion removed).
+ *
+ * The cache: one entry per key the engine asked for, in a hash table and
+ * a list. An entry is being fetched, waiting to fetch again (the cluster
+ * did not answer), failed for good (the cluster stayed unreachable past
+ * unavailable_ms: its readers are answered "unavailable" until the batch
+ * ends), or known: its record as read and the mod_revision it was read at
+ * (0: absent). The open batch "touches" known entries as requests look at
+ * them; a touched entry may hold the batch's change (put or delete), and
+ * the batch's Txn is built from the touched entries alone.
+ *
+ * Flights: when the open batch commits, it moves into a flight (a slot of
+ * SS_BACKEND_ETCD_FLIGHTS) with its entries, and a new batch opens. Up
+ * to that many Txns are in flight at once, on disjoint keys: an entry in
+ * a flight answers its readers "pending" until the flight settles. Each
+ * slot has a commit marker of its own (session.c).
+ *
+ * Everything runs on the owner's thread; the gRPC channel's thread only
+ * hands finished calls back (grpc.h).
+ */
+#ifndef SS_BACKEND_ETCD_STATE_H
+#define SS_BACKEND_ETCD_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/buf.h"
+#include "../core/table.h"
+#include "backend_etcd.h"
+#include "grpc.h"
+#include "kv.h"
+
+/* Txns in flight at once at most, on disjoint keys (one while a quota is
+ * set: every Txn that changes the store's size then compares q/usage). */
+#define SS_BACKEND_ETCD_FLIGHTS 2
+
+/* Figures for the metrics. */
+typedef struct ss_backend_etcd_stats {
+    uint64_t txns, conflicts, unknown_outcomes, fetches, cache_entries;
+    uint64_t txns_overlapped; /* sent while another was in flight */
+    bool usage_known;          /* with a limit set: keys and bytes below */
+    uint64_t keys, bytes;
+    bool reachable;
+    const char *endpoint;
+    /* the watch: the last revision seen, changes seen, restarts of its
+     * stream, revisions lost to compaction, changes that could not be
+     * read (no previous value) */
+    uint64_t watch_revision, watch_events, watch_restarts, watch_lost_revisions, watch_undecodable;
+    uint64_t chunks_written; /* of values too large for one request */
+    bool nospace;            /* etcd is out of space (its NOSPACE alarm) */
+} ss_backend_etcd_stats;
+
+#define SS_ETCD_PREFIX_DEFAULT "statestore/"
+#define SS_ETCD_MAX_REQUEST_DEFAULT ((size_t)3 << 19) /* etcd's 1.5 MiB */
+/* Room in a request for what is not keys and values (framing, the
+ * marker). */
+#define SS_ETCD_REQUEST_SLACK ((size_t)16 << 10)
+/* After a commit, a cache larger than this is emptied of clean entries. */
+#define SS_ETCD_CACHE_ENTRIES (1u << 20)
+#define SS_ETCD_CACHE_BYTES ((uint64_t)64 << 20)
+/* Due keys taken per look. */
+#define SS_ETCD_SWEEP_BATCH 64
+/* Pauses before trying a call again. */
+#define SS_ETCD_RETRY_MS 100u
+#define SS_ETCD_MARKER_RETRY_MS 1000u
+/* A blob id: 32 hex digits (this process's instance, a count). */
+#define SS_ETCD_BLOB_ID_LEN 32
+/* gRPC's status for a call without a valid token. */
+#define SS_ETCD_UNAUTHENTICATED 16
+
+enum ss_entry_state { SS_ENTRY_FETCHING, SS_ENTRY_RETRY, SS_ENTRY_KNOWN, SS_ENTRY_FAILED };
+/* A batch's change of a key: a record written, the record replaced by a
+ * tombstone (a deletion), or a tombstone whose time is up removed. */
+enum ss_entry_change { SS_CHANGE_NONE, SS_CHANGE_PUT, SS_CHANGE_DEL, SS_CHANGE_PURGE };
+
+struct ss_etcd_entry {
+    ss_table_node node;
+    struct ss_etcd_entry *prev, *next; /* every entry */
+    enum ss_entry_state state;
+    ss_buf key;
+    /* as read: a record (found), a tombstone (rev != 0, not found), or
+     * nothing (rev 0) */
+    bool found;
+    int64_t rev;
+    ss_buf stored;            /* the whole record, also when etcd holds it in chunks; or the tombstone */
+    uint64_t stored_expiry;   /* its expiry index entry's deadline (0: none) */
+    char blob[SS_ETCD_BLOB_ID_LEN + 1]; /* its chunks' blob id ("": none) */
+    /* the open batch, or a flight */
+    bool touched;
+    struct ss_etcd_flight *flight; /* the flight it is in (not touched then) */
+    enum ss_entry_change change;
+    ss_buf next_rec;          /* PUT: the record; DEL: the tombstone */
+    uint64_t next_expiry;
+    char next_blob[SS_ETCD_BLOB_ID_LEN + 1]; /* next_rec goes in chunks under it */
+    size_t uploaded;                          /* chunks of it written */
+    /* fetching */
+    struct ss_etcd_op *op;
+    uint64_t first_try_ms, retry_at_ms;
+    int fail_rc;
+};
+
+enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_SWEEP, SS_OP_GRANT, SS_OP_CLAIM,
+                  SS_OP_KEEPALIVE, SS_OP_REVOKE, SS_OP_AUTH, SS_OP_USAGE, SS_OP_USAGE_SCAN,
+                  SS_OP_USAGE_INIT, SS_OP_SCAN, SS_OP_WATCH, SS_OP_REMOVED, SS_OP_UPLOAD, SS_OP_BLOB_DROP,
+                  SS_OP_BLOB_FETCH, SS_OP_BLOB_HELD, SS_OP_BLOB_SCAN, SS_OP_PAGE };
+
+/* What a stub says of a value stored in chunks (backend_etcd_blob.c). */
+struct ss_etcd_stub {
+    char blob[SS_ETCD_BLOB_ID_LEN + 1];
+    uint64_t len;
+    uint32_t chunks;
+};
+
+/* A call and what it is for. */
+struct ss_etcd_op {
+    ss_grpc_call call;
+    enum ss_op_kind kind;
+    struct ss_etcd_entry *entry; /* SS_OP_FETCH; NULL once the entry is gone */
+    uint64_t ticket;             /* SS_OP_REMOVED: the held change it is for */
+    struct ss_etcd_flight *flight; /* a commit's calls: whose */
+    char blob[SS_ETCD_BLOB_ID_LEN + 1]; /* SS_OP_BLOB_DROP: the chunks it deletes */
+    struct ss_etcd_op *prev, *next; /* calls under way */
+};
+
+/* A change the watch reported, held in order until it can go into the
+ * feed: a deletion waits for the version it removed (read from etcd's
+ * history), and every change after it waits behind it. */
+struct ss_etcd_held {
+    enum ss_change_type type;
+    bool ready;    /* known: may go into the feed */
+    bool dropped;  /* nothing true can be said of it: not notified */
+    bool asked;    /* the read of the removed version is under way */
+    bool expired;
+    bool wait_flight; /* its key is in a flight: after that settles */
+    ss_buf key, value;
+    ss_hlc version;
+    int64_t rev;     /* the change's revision */
+    bool chunked;    /* a SET whose value is read from its chunks */
+    struct ss_etcd_stub stub;
+    uint64_t ticket;
+};
+
+/* An expiry index entry found due. */
+struct ss_etcd_due {
+    uint64_t deadline;
+    ss_buf key;
+};
+
+enum ss_commit_state { SS_COMMIT_IDLE, SS_COMMIT_UPLOADING, SS_COMMIT_TXN, SS_COMMIT_RESOLVING, SS_COMMIT_DONE };
+
+/* A batch: the entries its requests looked at, and what it changes. */
+struct ss_etcd_batch {
+    struct ss_etcd_entry **touched;
+    size_t ntouched, touched_cap;
+    size_t bytes, ops;
+    ss_buf orphans; /* expiry index keys to delete: u32 length, bytes */
+    size_t norphans;
+    bool full;
+    ss_feed pending; /* its changes */
+    /* quotas: a decision rested on q/usage; the change to it */
+    bool usage_used, commit_usage;
+    int64_t dkeys, dbytes;
+};
+
+/* A batch being committed: its chunks of large values, its Txn, the
+ * fence that settles an unknown outcome; and the slot's commit marker. */
+struct ss_etcd_flight {
+    unsigned slot;
+    struct ss_etcd_batch b;
+    enum ss_commit_state state; /* IDLE: the slot is free */
+    bool writes;
+    bool nospace; /* built while etcd was out of space: deletions only, no
+                     commit marker (etcd refuses every put then) */
+    int rc;
+    int64_t revision;
+    char txn_id[300];
+    uint64_t resolve_at_ms;
+    size_t upload_at;        /* the touched entry being written */
+    uint64_t upload_started_ms, upload_retry_ms; /* monotonic */
+    /* the slot's commit marker */
+    bool marker_known, marker_asked;
+    int64_t marker_rev;
+    int64_t marker_rev_before; /* what the commit of unknown outcome compared */
+    uint64_t marker_retry_ms;
+};
+enum ss_claim_state { SS_CLAIM_NONE, SS_CLAIM_GRANTING, SS_CLAIM_CLAIMING, SS_CLAIM_HELD };
+
+struct ss_backend_etcd {
+    ss_backend base; /* first: the interface's impl points back here */
+    ss_grpc *grpc;
+    char *prefix, *node_id;
+    size_t prefix_len;
+    char *username, *password; /* NULL: no authentication */
+    bool auth_needed, auth_asked, auth_refused_logged;
+    uint64_t auth_retry_ms;
+    unsigned call_timeout_ms, unavailable_ms, max_txn_ops, sweep_interval_ms;
+    uint64_t tombstone_ms;
+    size_t max_request_bytes;
+
+    ss_table table;
+    struct ss_etcd_entry *first, *last;
+    size_t entries;
+    size_t failed; /* entries SS_ENTRY_FAILED: dropped when the batch ends */
+    uint64_t cache_bytes;
+    struct ss_etcd_op *ops; /* calls under way */
+
+    struct ss_etcd_batch open;
+    struct ss_etcd_flight flights[SS_BACKEND_ETCD_FLIGHTS];
+    /* the owner's names of the flights, in the order they started, and
+     * when (backend_etcd_life.c) */
+    unsigned flight_id[SS_BACKEND_ETCD_FLIGHTS], next_flight_id;
+    uint64_t flight_t0_us[SS_BACKEND_ETCD_FLIGHTS];
+    ss_feed settled;          /* the changes of the flight that settled last */
+    int64_t settled_revision; /* and its revision */
+
+    /* chunks of large values, written before the Txn */
+    uint64_t blob_seq;
+    ss_buf stub;
+    ss_buf drops;            /* blob ids whose deletion is tried again */
+    uint64_t drop_retry_ms;  /* monotonic */
+
+    uint64_t incarnation, txn_seq;
+    bool unreachable_logged;
+
+    /* this broker's claim on its node id */
+    enum ss_claim_state claim;
+    int64_t lease_id;
+    unsigned lease_ttl_s;
+    uint64_t claim_retry_ms, keepalive_ms; /* monotonic */
+    bool keepalive_asked, claim_refused_logged;
+    char claim_value[64];
+    int64_t claim_rev;      /* the revision that created the claim held: every
+                               write Txn compares it, so none succeeds for a
+                               broker whose claim lapsed */
+    uint64_t claim_lost_ms; /* monotonic: since when none is held */
+
+    /* the expiry sweep */
+    struct ss_etcd_due due[SS_ETCD_SWEEP_BATCH];
+    size_t due_len, due_pos;
+    bool sweep_asked;
+    uint64_t sweep_at_ms; /* wall clock: the next look, or a deadline this
+                             broker wrote if that comes first */
+    uint64_t due_hint_ms; /* wall clock: the earliest deadline this broker
+                             wrote since the last look */
+    uint64_t now_ms;      /* wall clock at the last poll */
+
+    /* etcd out of space (its NOSPACE alarm refuses every put): until
+     * nospace_retry_ms (monotonic), writes that put are refused here and
+     * deletions leave no tombstone; then a put is tried again */
+    bool nospace, nospace_said;
+    uint64_t nospace_retry_ms;
+
+    /* quotas over the whole store (q/usage), when a limit is set */
+    uint64_t max_keys, max_bytes;
+    bool usage_known, usage_asked;
+    int64_t usage_rev;
+    uint64_t usage_keys, usage_bytes, usage_retry_ms;
+
+    /* a page of records for an administrative request */
+    enum { SS_SCAN_IDLE, SS_SCAN_RUNNING, SS_SCAN_DONE } scan;
+    size_t scan_limit;
+    bool scan_values;
+    int scan_rc;
+    ss_buf scan_reply;
+    size_t scan_pos;      /* the record the walk of the page is at */
+    size_t scan_value_at; /* 1 + the record whose chunks are in scan_value */
+    ss_buf scan_value;
+
+    /* a page of keys for SCAN (the storage interface's scan) */
+    enum { SS_PAGE_IDLE, SS_PAGE_RUNNING, SS_PAGE_DONE } page;
+    ss_buf page_after; /* the cursor it is read after */
+    size_t page_limit;
+    int page_rc;
+    ss_buf page_reply;
+
+    /* the watch on the records: the change feed */
+    struct ss_etcd_op *watch; /* its stream, while one runs */
+    int64_t watch_rev;        /* every change up to this revision was seen (0: none yet) */
+    int64_t watch_from;       /* the first watch's start: later commits come through it */
+    bool watch_created, watch_logged;
+    uint64_t watch_retry_ms;  /* monotonic */
+    ss_buf watch_frames;
+    ss_feed watched;          /* changes seen, held until the next settle */
+    struct ss_etcd_held *held; /* changes behind a deletion whose version is read */
+    size_t nheld, held_cap;
+    uint64_t next_ticket;
+    uint64_t held_retry_ms;   /* monotonic: when failed reads are sent again */
+
+    ss_buf scratch, scratch2;
+    ss_backend_etcd_stats stats;
+};
+
+#endif
