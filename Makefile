@@ -77,7 +77,7 @@ UNIT_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/unit/*.c))
 INTEG_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/integration/*.c))
 STRESS_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/stress/*.c)) $(OUT)/tests/integration/harness.o \
               $(OUT)/tests/integration/etcd_cluster.o
-PLUGIN_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard plugin/*.c))
+PLUGIN_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard plugin/*.c backends/*.c))
 LIBCORE   := $(OUT)/libstatestore-core.a
 PLUGIN    := $(OUT)/statestore.so
 POWERLOSS := $(OUT)/tests/powerloss/powerloss.so

@@ -2,6 +2,9 @@
 /* backend.c - what every backend shares (backend.h). */
 #include "backend.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 void ss_backend_deliver(ss_backend *b, ss_change_fn fn, void *ctx)
 {
     ss_feed_each(&b->feed, fn, ctx);
@@ -11,4 +14,28 @@ void ss_backend_deliver(ss_backend *b, ss_change_fn fn, void *ctx)
 bool ss_backend_wants(const ss_backend *b, ss_bytes key)
 {
     return b->wanted == NULL || b->wanted(b->wanted_ctx, key);
+}
+
+void ss_backend_vlog(const ss_backend *b, int level, const char *fmt, va_list ap)
+{
+    if (b->log == NULL)
+        return;
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    b->log(b->log_ctx, level, msg);
+}
+
+void ss_backend_log(const ss_backend *b, int level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ss_backend_vlog(b, level, fmt, ap);
+    va_end(ap);
+}
+
+void ss_figure_u64(ss_figure_fn fn, void *ctx, const char *name, uint64_t value)
+{
+    char text[24];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)value);
+    fn(ctx, name, text);
 }

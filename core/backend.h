@@ -25,13 +25,22 @@
  *   batch's own changes; for a shared engine it is that engine's stream of
  *   changes. Only the feed drives notifications.
  *
- * Everything else a backend needs (journals, checkpoints, map sizes,
- * connections) is its own: its options and its durability control stay
- * behind its own header.
+ * - The lifecycle is the owner's and is the same for every backend: run
+ *   requests in the open batch, start its commit (commit_start), collect
+ *   outcomes (commit_collect), settle, answer. A backend may keep several
+ *   commits in flight (etcd) or one, closing the batch meanwhile (LMDB,
+ *   whose commits that wait for the disk run on a worker thread of its
+ *   own, core/worker.h). Nothing in the owner knows which.
+ *
+ * Everything else a backend needs (journals, checkpoints, fsyncs, map
+ * sizes, connections, claims) is its own, behind this table: its options
+ * stay behind its own header, its figures reach the owner as name/value
+ * pairs.
  */
 #ifndef SS_BACKEND_H
 #define SS_BACKEND_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -60,6 +69,28 @@ typedef struct ss_record {
  * applied; a value the backend keeps apart may be absent: data NULL, len
  * its size), all borrowed for the call. Return false to end the page. */
 typedef bool (*ss_backend_scan_fn)(void *ctx, ss_bytes key, ss_bytes cursor, const ss_record *rec);
+
+/* A record of an administrative page (page_start), borrowed for the
+ * call; return false to end the page. */
+typedef bool (*ss_backend_page_fn)(void *ctx, ss_bytes key, const ss_record *rec);
+
+/* One of the backend's figures (figures below). */
+typedef void (*ss_figure_fn)(void *ctx, const char *name, const char *value);
+
+/* What became of a commit (commit_collect). */
+typedef struct ss_commit_outcome {
+    unsigned id; /* as commit_start gave it */
+    int rc;      /* 0, SS_E_CONFLICT, or the failure */
+    uint64_t us; /* from its start to its outcome */
+    bool logged; /* the backend logged the failure in its own words (a
+                    checkpoint that failed costs no write) */
+} ss_commit_outcome;
+
+/* The backend's log, by level (the owner maps them to its own). */
+enum { SS_LOG_ERR, SS_LOG_WARNING, SS_LOG_NOTICE, SS_LOG_INFO };
+typedef void (*ss_backend_log_fn)(void *ctx, int level, const char *msg);
+
+struct ss_backend;
 
 struct ss_backend_ops {
     const char *name;
@@ -108,6 +139,87 @@ struct ss_backend_ops {
      * broker on the same data, that clients cannot learn: the key of
      * SCAN's continuation tokens. */
     void (*token_key)(void *impl, uint8_t out[16]);
+
+    /* ---- the owner's lifecycle (asynchronous) --------------------------
+     * The owner (the plugin) runs requests in the open batch, starts its
+     * commit, and answers them when commit_collect reports the outcome;
+     * these calls never wait for the disk or the network, except
+     * commit_wait, and start at start-up. */
+
+    /* Commits in flight at most (1: the open batch closes while its commit
+     * is under way, see accepting). */
+    unsigned max_flights;
+    /* Commits may fail with SS_E_CONFLICT (others change the same data):
+     * the owner then keeps a copy of each request until its commit
+     * settles, to run it again. */
+    bool may_conflict;
+    /* The backend calls wake again and again until its results were
+     * taken (an owner need not make one wake-up reliable); else it calls
+     * it once per result and the owner must not lose it. */
+    bool wake_repeats;
+    /* Start serving (after the hooks are set): etcd claims its node id and
+     * starts its watch. 0 (also when the backend goes on trying by itself,
+     * after logging why); SS_E_INVAL or SS_E_BUSY: it must not serve
+     * (*why says why). */
+    int (*start)(void *impl, char *why, size_t why_len);
+    /* At every tick, first: take what other threads finished, retry what
+     * failed, start the backend's own periodic work. */
+    void (*poll)(void *impl, uint64_t now_ms);
+    /* May requests run in the open batch now? False while a commit of a
+     * backend with one flight is under way: they wait in the owner's
+     * queue. */
+    bool (*accepting)(void *impl);
+    /* Start committing the open batch; a new batch opens. holds_answers:
+     * the batch carries answers to clients (a backend keeps its own risky
+     * work, like a checkpoint that keeps failing, out of such a batch).
+     * 0: under way as *id (commit_collect reports it, perhaps at once);
+     * SS_E_NOTFOUND: nothing to commit (the owner settles the batch as
+     * committed); SS_E_BUSY: not now (every flight taken, or a read the
+     * commit needs is under way: try at the next tick); or a failure that
+     * dropped the batch (nothing of it remains). */
+    int (*commit_start)(void *impl, uint64_t now_ms, bool holds_answers, unsigned *id);
+    /* Take one finished commit, oldest first: false when none. The
+     * outcome is 0, SS_E_CONFLICT (nothing was written: run the batch's
+     * requests again on fresh data) or a failure that nothing of the batch
+     * outlived. The owner calls settled() next, except on a conflict. */
+    bool (*commit_collect)(void *impl, struct ss_commit_outcome *out);
+    /* Block until the commit under way has an outcome (the owner's queue
+     * is full: waiting stops the broker reading more). 0, or SS_E_BUSY: this
+     * backend never blocks its owner (the owner refuses instead). */
+    int (*commit_wait)(void *impl);
+    /* A queued request will read key: start reading it now, if that is
+     * slow, so that the reads of a queue overlap. */
+    void (*prefetch)(void *impl, ss_bytes key);
+    /* Administrative reads of what is committed (KEYS, EXPORT, INSPECT),
+     * one page at a time, between batches: page_start reads up to limit
+     * records after the cursor `from` (empty: the first), or from the key
+     * `from` itself when inclusive (a page of one, for INSPECT); values:
+     * with their values (else a value kept apart may come with data NULL
+     * and its length). 0 or SS_E_BUSY (a page is under way). page_done is
+     * false while the page is being read; then it calls fn for each record
+     * (expiry not applied) until fn returns false, sets *next (the cursor
+     * after the last record fn saw, empty at the end) and *rc, and returns
+     * true. */
+    int (*page_start)(void *impl, ss_bytes from, bool inclusive, size_t limit, bool values);
+    bool (*page_done)(void *impl, ss_backend_page_fn fn, void *ctx, ss_buf *next, int *rc);
+    /* The backend's figures, each as a name under the owner's figures
+     * ("keys", "etcd/txns") and its text, which the owner publishes
+     * without knowing them. */
+    void (*figures)(void *impl, uint64_t now_ms, ss_figure_fn fn, void *ctx);
+    /* Words on the last failure or refusal (a full disk, a quota), for the
+     * log; "" when the error's own text says it all. */
+    const char *(*cause)(void *impl);
+    /* A consistent copy of everything committed into the file path (that
+     * must not exist), made while clients go on: 0 when started, or the
+     * refusal with *why (SS_E_BUSY: one is under way; SS_E_IO). path NULL
+     * only asks whether this backend makes copies: 0, or why not (etcd
+     * leaves it to etcd's own snapshots). backup_done is true once the
+     * copy ended: *rc, the errno of a failure, the bytes written. */
+    int (*backup_start)(void *impl, const char *path, char *why, size_t why_len);
+    bool (*backup_done)(void *impl, int *rc, int *err, uint64_t *bytes);
+    /* Stop and free everything (a commit under way completes first; the
+     * open batch is the owner's to commit or abort before). */
+    void (*destroy)(struct ss_backend *b);
 };
 
 /* Should the feed keep a change of key? (Most keys have no observer;
@@ -123,7 +235,17 @@ typedef struct ss_backend {
     void *wanted_ctx;
     ss_wake_fn wake;            /* results arrived (any thread); may be NULL */
     void *wake_ctx;
+    ss_backend_log_fn log;      /* may be NULL */
+    void *log_ctx;
 } ss_backend;
+
+/* Log through b's hook, printf-style. */
+void ss_backend_log(const ss_backend *b, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void ss_backend_vlog(const ss_backend *b, int level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+/* One figure through fn, as a number. */
+void ss_figure_u64(ss_figure_fn fn, void *ctx, const char *name, uint64_t value);
 
 /* Call fn for each committed change in the feed, oldest first, then
  * forget them. */

@@ -1,17 +1,10 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_lmdb.c - the LMDB store behind the storage interface
  * (backend_lmdb.h). */
-#include "backend_lmdb.h"
-
 #include <stdlib.h>
 
+#include "backend_lmdb_internal.h"
 #include "errors.h"
-
-struct ss_backend_lmdb {
-    ss_backend base; /* first: the interface's impl points back here */
-    ss_store *store;
-    ss_feed pending; /* changes of the open batch (or the commit under way) */
-};
 
 static int ss_backend_lmdb__batch(struct ss_backend_lmdb *l)
 {
@@ -101,7 +94,7 @@ static void ss_backend_lmdb__append(void *ctx, const ss_change *c)
 
 /* Committed: the batch's changes join the feed (in one move when the feed
  * was delivered, as it usually is); failed: they never happened. */
-static void ss_backend_lmdb__settled(void *impl, int rc)
+void ss_backend_lmdb__settled(void *impl, int rc)
 {
     struct ss_backend_lmdb *l = impl;
     if (rc == SS_OK && ss_feed_len(&l->pending)) {
@@ -161,6 +154,23 @@ static const struct ss_backend_ops ss_backend_lmdb_ops = {
     .settled = ss_backend_lmdb__settled,
     .scan = ss_backend_lmdb__scan,
     .token_key = ss_backend_lmdb__token_key,
+    .max_flights = 1,
+    .may_conflict = false,
+    .wake_repeats = true, /* the worker repeats it until collected */
+    .start = ss_backend_lmdb__start,
+    .poll = ss_backend_lmdb__poll,
+    .accepting = ss_backend_lmdb__accepting,
+    .commit_start = ss_backend_lmdb__commit_start,
+    .commit_collect = ss_backend_lmdb__commit_collect,
+    .commit_wait = ss_backend_lmdb__commit_wait,
+    .prefetch = ss_backend_lmdb__prefetch,
+    .page_start = ss_backend_lmdb__page_start,
+    .page_done = ss_backend_lmdb__page_done,
+    .figures = ss_backend_lmdb__figures,
+    .cause = ss_backend_lmdb__cause,
+    .backup_start = ss_backend_lmdb__backup_start,
+    .backup_done = ss_backend_lmdb__backup_done,
+    .destroy = ss_backend_lmdb_free,
 };
 
 int ss_backend_lmdb_new(ss_store *store, ss_backend **out)
@@ -171,8 +181,29 @@ int ss_backend_lmdb_new(ss_store *store, ss_backend **out)
     l->base.ops = &ss_backend_lmdb_ops;
     l->base.impl = l;
     l->store = store;
+    pthread_mutex_init(&l->backup.mu, NULL);
     *out = &l->base;
     return SS_OK;
+}
+
+int ss_backend_lmdb_open(const ss_store_options *o, ss_backend **out)
+{
+    ss_store *store;
+    int rc = ss_store_open(o, &store);
+    if (rc != SS_OK)
+        return rc;
+    if ((rc = ss_backend_lmdb_new(store, out)) != SS_OK) {
+        ss_store_close(store);
+        return rc;
+    }
+    ((struct ss_backend_lmdb *)(*out)->impl)->owned = true;
+    return SS_OK;
+}
+
+ss_store *ss_backend_lmdb_store(ss_backend *b)
+{
+    struct ss_backend_lmdb *l = b->impl;
+    return l->store;
 }
 
 void ss_backend_lmdb_free(ss_backend *b)
@@ -180,6 +211,12 @@ void ss_backend_lmdb_free(ss_backend *b)
     if (b == NULL)
         return;
     struct ss_backend_lmdb *l = b->impl;
+    ss_backend_lmdb__backup_stop(l); /* a copy under way ends first: it reads the store */
+    ss_backend_lmdb__life_stop(l);
+    if (l->owned)
+        ss_store_close(l->store);
+    pthread_mutex_destroy(&l->backup.mu);
+    ss_buf_free(&l->page_from);
     ss_feed_free(&l->pending);
     ss_feed_free(&l->base.feed);
     free(l);

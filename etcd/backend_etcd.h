@@ -43,7 +43,9 @@
  *
  * Threads: every function runs on the owner's thread (the broker's). The
  * gRPC channel has its own I/O thread, which calls the wake hook when
- * calls finish; the owner then calls ss_backend_etcd_poll.
+ * calls finish; the owner then polls (backend.h). Everything the owner
+ * does goes through the storage interface's table; this header is for
+ * whoever creates the backend and for tools that write the layout.
  */
 #ifndef SS_BACKEND_ETCD_H
 #define SS_BACKEND_ETCD_H
@@ -78,8 +80,6 @@ int ss_backend_etcd_stub(ss_buf *out, const ss_record *rec, const char *blob, si
  * too; tools that write the layout apply the same rule. */
 size_t ss_backend_etcd_key_overhead(size_t key_len, size_t prefix_len);
 
-enum { SS_ETCD_LOG_ERR, SS_ETCD_LOG_WARNING, SS_ETCD_LOG_NOTICE, SS_ETCD_LOG_INFO };
-
 typedef struct ss_backend_etcd_options {
     const char *endpoints;  /* comma-separated http(s)://host:port */
     const char *ca_file, *cert_file, *key_file; /* TLS (grpc.h) */
@@ -96,101 +96,61 @@ typedef struct ss_backend_etcd_options {
     uint64_t tombstone_ms;
     unsigned lease_ttl_s;       /* the node id's claim lives this long unrenewed; 0: 3 */
     uint64_t max_keys, max_bytes; /* over the whole store (q/usage); 0: no limit */
-    void (*log)(void *ctx, int level, const char *msg); /* may be NULL */
+    ss_backend_log_fn log; /* levels SS_LOG_* (backend.h); may be NULL */
     void *log_ctx;
 } ss_backend_etcd_options;
+
+/* The etcd backend's options, each plugin_opt_<name> in the broker's
+ * configuration (docs/CLUSTER.md says more):
+ *   etcd_endpoints          required: comma-separated http(s)://host:port
+ *   etcd_prefix             statestore/: where the layout above lives
+ *   etcd_ca_file, etcd_cert_file, etcd_key_file
+ *                           TLS: the CA to trust (else the system's), a
+ *                           client certificate and its key (together)
+ *   etcd_username, etcd_password
+ *                           etcd's authentication (a password needs a user)
+ *   etcd_timeout_ms         2000 (50 to 600000): one call
+ *   etcd_unavailable_ms     5000 (1 to 3600000): a request waits this long
+ *                           for the cluster
+ *   etcd_max_txn_ops        128 (8 to 10^6): etcd's --max-txn-ops
+ *   etcd_max_request_bytes  1.5 MiB (64 KiB to 2 GiB): etcd's
+ *                           --max-request-bytes
+ *   etcd_tombstone_ms       60000 (1 s to 7 days): see below
+ * node_id, max_keys and max_bytes are the owner's (shared with the
+ * engine and every backend). */
+typedef struct ss_backend_etcd_config {
+    char *endpoints, *prefix, *ca_file, *cert_file, *key_file, *username, *password;
+    uint64_t timeout_ms, unavailable_ms, max_txn_ops, max_request_bytes, tombstone_ms;
+    const char *node_id;          /* set by the owner (borrowed) */
+    uint64_t max_keys, max_bytes; /* set by the owner; 0: no limit */
+} ss_backend_etcd_config;
+
+/* Defaults. */
+void ss_backend_etcd_config_init(ss_backend_etcd_config *c);
+/* Set option name: 0, SS_E_NOTFOUND (not one of ours), SS_E_INVAL (*why
+ * says what is expected), SS_E_NOMEM. */
+int ss_backend_etcd_config_set(ss_backend_etcd_config *c, const char *name, const char *value, char *why,
+                               size_t why_len);
+bool ss_backend_etcd_config_knows(const char *name);
+/* What must hold once every option is read: 0, or SS_E_INVAL with *why. */
+int ss_backend_etcd_config_check(const ss_backend_etcd_config *c, char *why, size_t why_len);
+/* "backend=etcd etcd_endpoints=..." for the start-up line (no password). */
+void ss_backend_etcd_config_describe(const ss_backend_etcd_config *c, char *out, size_t len);
+/* Free the strings (the password wiped first). */
+void ss_backend_etcd_config_free(ss_backend_etcd_config *c);
 
 /* Create the backend (no call is made yet). The wake hook of the returned
  * ss_backend may be set before the first poll. 0, SS_E_INVAL (bad
  * endpoints or TLS files; *why says which), SS_E_NOMEM. */
 int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char *why, size_t why_len);
 void ss_backend_etcd_free(ss_backend *b);
+/* The constructor's options that c stands for (borrowing c's strings). */
+ss_backend_etcd_options ss_backend_etcd_options_of(const ss_backend_etcd_config *c);
 
-/* Ask a member for its status, waiting up to the call timeout, and log in
- * when a user name is set: 0 with a line describing the cluster in *what;
- * SS_E_INVAL when etcd refused the user name or password; or the
- * failure with its cause. */
-int ss_backend_etcd_ping(ss_backend *b, char *what, size_t what_len);
-
-/* Claim the node id for this broker (l/<node id>, on a lease renewed
- * from poll), waiting up to wait_ms for the claim of a broker that died
- * to lapse. 0; SS_E_BUSY: another live broker holds it (*why says which);
- * SS_E_UNAVAILABLE: the cluster did not answer (poll claims it later). */
-int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why_len);
-
-/* Start watching the records for changes (the change feed: every
- * broker's changes notify observers here), waiting up to wait_ms for etcd
- * to confirm it. 0; SS_E_UNAVAILABLE: not yet (poll goes on trying). */
-int ss_backend_etcd_watch_start(ss_backend *b, unsigned wait_ms);
-
-/* Take the results of finished calls (records fetched, a commit), retry
- * what failed, look for due keys. Call at every tick. */
-void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms);
-
-/* Start reading key into the cache, if it is not there, for a request
- * that will run later: requests run in order, so without this a queue of
- * requests on uncached keys would read them one after the other. */
-void ss_backend_etcd_prefetch(ss_backend *b, ss_bytes key);
-
-/* Txns in flight at once at most, on disjoint keys (one while a quota is
- * set: every Txn that changes the store's size then compares q/usage). */
-#define SS_BACKEND_ETCD_FLIGHTS 2
 /* How long a tombstone stays by default, after its deletion or the wall
  * clock of the version it keeps, whichever is later: once it is gone, the
  * next version of the key is greater only if the brokers' clocks are
  * closer than this. */
 #define SS_BACKEND_ETCD_TOMBSTONE_MS 60000u
-
-/* The open batch reached etcd's limits on one Txn: commit it now. */
-bool ss_backend_etcd_full(const ss_backend *b);
-/* Start committing the open batch in a flight of its own; a new batch
- * opens. 0: its Txn is under way in flight *slot (see commit_done);
- * SS_E_NOTFOUND: there was nothing to commit (settle at once);
- * SS_E_BUSY: every flight is taken (try at the next tick); SS_E_PENDING:
- * not yet possible (try at the next tick); or a failure (SS_E_NOMEM)
- * that drops the batch. */
-int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms, unsigned *slot);
-/* True once the commit in flight slot has an outcome, with *rc: 0, or
- * SS_E_CONFLICT (nothing was written: run the batch's requests again),
- * or a failure that nothing of the batch outlived (SS_E_QUOTA, SS_E_IO,
- * SS_E_UNAVAILABLE: the chunks of a large value could not be written).
- * The slot is free again. Call the backend's settled() next. */
-bool ss_backend_etcd_commit_done(ss_backend *b, unsigned slot, int *rc);
-/* Has the commit in flight slot an outcome (commit_done would return
- * true)? */
-bool ss_backend_etcd_flight_done(const ss_backend *b, unsigned slot);
-/* Is any commit in flight? */
-bool ss_backend_etcd_committing(const ss_backend *b);
-
-/* Reading records in key order for administrative requests (KEYS,
- * INSPECT, EXPORT), one page at a time: start reads up to limit records
- * from `from` (inclusive, or after it; empty: the first); done is false
- * while the read is under way, then calls fn for each record (expiry not
- * applied) until fn returns false, sets *next to the key to go on after
- * (empty at the end) and *rc, and returns true. One read at a time:
- * start answers SS_E_BUSY while one is under way. Without values, a
- * value kept in chunks is not read: fn sees its length alone (rec->value
- * with data NULL). With them, done may return false between two calls
- * of fn while the chunks of the next record are read. */
-int ss_backend_etcd_scan_start(ss_backend *b, ss_bytes from, bool inclusive, size_t limit, bool values);
-bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key, const ss_record *rec),
-                               void *ctx, ss_buf *next, int *rc);
-
-/* Figures for the metrics. */
-typedef struct ss_backend_etcd_stats {
-    uint64_t txns, conflicts, unknown_outcomes, fetches, cache_entries;
-    uint64_t txns_overlapped; /* sent while another was in flight */
-    bool usage_known;          /* with a limit set: keys and bytes below */
-    uint64_t keys, bytes;
-    bool reachable;
-    const char *endpoint;
-    /* the watch: the last revision seen, changes seen, restarts of its
-     * stream, revisions lost to compaction, changes that could not be
-     * read (no previous value) */
-    uint64_t watch_revision, watch_events, watch_restarts, watch_lost_revisions, watch_undecodable;
-    uint64_t chunks_written; /* of values too large for one request */
-    bool nospace;            /* etcd is out of space (its NOSPACE alarm) */
-} ss_backend_etcd_stats;
-void ss_backend_etcd_stats_get(const ss_backend *b, ss_backend_etcd_stats *s);
 
 #endif

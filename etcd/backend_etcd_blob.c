@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_blob.c - values too large for one etcd request, stored in
- * chunks (backend_etcd_internal.h).
+ * chunks (backend_etcd_state.h).
  *
  * etcd refuses a request over its --max-request-bytes (1.5 MiB by
  * default), and a Txn is one request. A record that would not fit in one
@@ -29,7 +29,11 @@
 #include "../core/bigendian.h"
 #include "../core/errors.h"
 #include "../core/record.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_base.h"
+#include "backend_etcd_blob.h"
+#include "backend_etcd_calls.h"
+#include "backend_etcd_commit.h"
 
 /* The stub's value: blob id, u64 length, u32 chunks (big endian). */
 #define SS_ETCD_STUB_VALUE (SS_ETCD_BLOB_ID_LEN + 12)
@@ -295,13 +299,13 @@ void ss_etcd__upload_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         return;
     }
     if (ss_etcd__refused(c) && !(c->rc == SS_E_SERVER && c->status == SS_ETCD_UNAUTHENTICATED)) {
-        ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd refused a chunk of a large value: %s", ss_etcd__why(c));
+        ss_etcd__log(e, SS_LOG_ERR, "etcd refused a chunk of a large value: %s", ss_etcd__why(c));
         ss_etcd__commit_failed(e, f, c->status == 8 ? SS_E_QUOTA : SS_E_IO);
         return;
     }
     /* A put of a key nobody else writes: sent again, it does no harm. */
     if (ss_etcd__mono_ms() - f->upload_started_ms >= e->unavailable_ms) {
-        ss_etcd__log(e, SS_ETCD_LOG_WARNING, "etcd did not take the chunks of a large value for %u ms "
+        ss_etcd__log(e, SS_LOG_WARNING, "etcd did not take the chunks of a large value for %u ms "
                      "(%s): its batch is answered \"the store is unavailable\"",
                      e->unavailable_ms, ss_etcd__why(c));
         ss_etcd__commit_failed(e, f, SS_E_UNAVAILABLE);
@@ -326,7 +330,7 @@ void ss_etcd__blob_drop(struct ss_backend_etcd *e, const char *blob)
 static void ss_etcd__drop_later(struct ss_backend_etcd *e, const char *blob)
 {
     if (ss_buf_append(&e->drops, blob, SS_ETCD_BLOB_ID_LEN) != SS_OK) {
-        ss_etcd__log(e, SS_ETCD_LOG_WARNING, "out of memory: the chunks c/%s/ of a value that was not "
+        ss_etcd__log(e, SS_LOG_WARNING, "out of memory: the chunks c/%s/ of a value that was not "
                      "stored are left behind", blob);
         return;
     }
@@ -339,7 +343,7 @@ void ss_etcd__blob_dropped(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     if (op->call.rc == SS_OK)
         return;
     if (ss_etcd__refused(&op->call) && !(op->call.rc == SS_E_SERVER && op->call.status == SS_ETCD_UNAUTHENTICATED)) {
-        ss_etcd__log(e, SS_ETCD_LOG_WARNING, "etcd refused to delete the chunks c/%s/ of a value that was "
+        ss_etcd__log(e, SS_LOG_WARNING, "etcd refused to delete the chunks c/%s/ of a value that was "
                      "not stored (%s): they are left behind (see CLUSTER.md)", op->blob, ss_etcd__why(&op->call));
         return;
     }

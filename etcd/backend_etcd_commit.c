@@ -7,7 +7,14 @@
 #include <string.h>
 
 #include "../core/errors.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_base.h"
+#include "backend_etcd_blob.h"
+#include "backend_etcd_cache.h"
+#include "backend_etcd_calls.h"
+#include "backend_etcd_commit.h"
+#include "backend_etcd_quota.h"
+#include "backend_etcd_session.h"
 
 /* ---- commits ----------------------------------------------------------- */
 
@@ -246,7 +253,7 @@ static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_fl
     if (rc == SS_OK && f->writes && !f->nospace)
         f->marker_rev = revision;
     if (rc == SS_OK && f->writes && !f->nospace && e->nospace_said && !e->nospace) {
-        ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "etcd takes writes again (its NOSPACE alarm is off)");
+        ss_etcd__log(e, SS_LOG_NOTICE, "etcd takes writes again (its NOSPACE alarm is off)");
         e->nospace_said = e->stats.nospace = false;
     }
     if (f->nospace && f->writes && ss_etcd__limited(e))
@@ -321,7 +328,7 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         return;
     }
     if (ss_etcd__refused(c)) {
-        ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd refused a commit: %s", ss_etcd__why(c));
+        ss_etcd__log(e, SS_LOG_ERR, "etcd refused a commit: %s", ss_etcd__why(c));
         ss_etcd__commit_outcome(e, f, c->status == 8 ? SS_E_QUOTA : SS_E_IO, 0);
         return;
     }
@@ -333,14 +340,14 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         /* No marker settles it (a fence is a put, refused now): the
          * outcome stays unknown, and is answered as such. */
         e->stats.unknown_outcomes++;
-        ss_etcd__log(e, SS_ETCD_LOG_WARNING, "the outcome of a commit made while etcd is out of space "
+        ss_etcd__log(e, SS_LOG_WARNING, "the outcome of a commit made while etcd is out of space "
                      "is unknown (%s): its requests are answered 'unavailable' and may have taken "
                      "effect", ss_etcd__why(c));
         ss_etcd__commit_outcome(e, f, SS_E_UNAVAILABLE, 0);
         return;
     }
     e->stats.unknown_outcomes++;
-    ss_etcd__log(e, SS_ETCD_LOG_WARNING, "the outcome of a commit is unknown (%s): settling it "
+    ss_etcd__log(e, SS_LOG_WARNING, "the outcome of a commit is unknown (%s): settling it "
                  "through the commit marker before anything is answered", ss_etcd__why(c));
     f->state = SS_COMMIT_RESOLVING;
     f->marker_rev_before = f->marker_rev;
@@ -362,7 +369,7 @@ void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
          * commit can no longer succeed, and did not. */
         f->marker_rev = r.revision;
         ss_etcd_reply_free(&r);
-        ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "the commit of unknown outcome did not happen: its "
+        ss_etcd__log(e, SS_LOG_NOTICE, "the commit of unknown outcome did not happen: its "
                      "requests run again");
         f->writes = false;
         ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
@@ -373,7 +380,7 @@ void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     int64_t rev = kv.found ? kv.mod_revision : 0;
     ss_etcd_reply_free(&r);
     if (ours) {
-        ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "the commit of unknown outcome happened");
+        ss_etcd__log(e, SS_LOG_NOTICE, "the commit of unknown outcome happened");
         ss_etcd__commit_outcome(e, f, SS_OK, rev);
         return;
     }
@@ -382,7 +389,7 @@ void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         /* The marker is as the lost commit found it, so it did not
          * happen; the fence failed on the claim, which has lapsed since,
          * so it never can (it compared that claim). */
-        ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "the commit of unknown outcome did not happen (this "
+        ss_etcd__log(e, SS_LOG_NOTICE, "the commit of unknown outcome did not happen (this "
                      "broker's claim on node id %s lapsed since): its requests run again once the "
                      "node id is claimed again", e->node_id);
         f->writes = false;
@@ -393,7 +400,7 @@ void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
      * took over the node id after this one's claim lapsed. What is there
      * says nothing of the lost commit, which may have happened before: its
      * outcome stays unknown, and is answered as such. */
-    ss_etcd__log(e, SS_ETCD_LOG_ERR, "the commit marker of node id %s was changed by another process "
+    ss_etcd__log(e, SS_LOG_ERR, "the commit marker of node id %s was changed by another process "
                  "(two brokers must not share a node id): the outcome of a commit stays unknown, "
                  "its requests are answered 'unavailable' and may have taken effect", e->node_id);
     ss_etcd__commit_outcome(e, f, SS_E_UNAVAILABLE, 0);

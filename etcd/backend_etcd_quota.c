@@ -19,7 +19,13 @@
 
 #include "../core/errors.h"
 #include "../core/record.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_base.h"
+#include "backend_etcd_blob.h"
+#include "backend_etcd_calls.h"
+#include "backend_etcd_commit.h"
+#include "backend_etcd_quota.h"
+#include "backend_etcd_tombstone.h"
 
 #define SS_ETCD_KEY_CHARGE 64u
 
@@ -186,7 +192,7 @@ static void ss_etcd__usage_counted(struct ss_backend_etcd *e, const ss_grpc_call
         e->usage_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
         return;
     }
-    ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "the store's usage counted: %" PRIu64 " keys, %" PRIu64 " bytes", keys,
+    ss_etcd__log(e, SS_LOG_NOTICE, "the store's usage counted: %" PRIu64 " keys, %" PRIu64 " bytes", keys,
                  bytes);
     ss_etcd__submit(e, op);
 }

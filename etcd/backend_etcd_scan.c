@@ -10,7 +10,12 @@
 
 #include "../core/errors.h"
 #include "../core/record.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_base.h"
+#include "backend_etcd_blob.h"
+#include "backend_etcd_calls.h"
+#include "backend_etcd_scan.h"
+#include "backend_etcd_tombstone.h"
 
 static int ss_etcd__range_after(struct ss_backend_etcd *e, struct ss_etcd_op *op, ss_bytes from, bool inclusive,
                                 size_t limit);

@@ -7,7 +7,11 @@
 #include <time.h>
 
 #include "../core/errors.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_base.h"
+#include "backend_etcd_calls.h"
+#include "backend_etcd_commit.h"
+#include "backend_etcd_session.h"
 
 /* ---- the commit marker ------------------------------------------------- */
 
@@ -39,13 +43,13 @@ void ss_etcd__marker_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         f->marker_known = true;
         ss_etcd_reply_free(&r);
         if (e->unreachable_logged)
-            ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "etcd answers again (%s)", ss_grpc_endpoint(e->grpc));
+            ss_etcd__log(e, SS_LOG_NOTICE, "etcd answers again (%s)", ss_grpc_endpoint(e->grpc));
         e->unreachable_logged = false;
         e->stats.reachable = true;
         return;
     }
     if (!e->unreachable_logged)
-        ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd does not answer (%s: %s): trying again every %u ms",
+        ss_etcd__log(e, SS_LOG_ERR, "etcd does not answer (%s: %s): trying again every %u ms",
                      ss_grpc_endpoint(e->grpc), ss_etcd__why(&op->call), SS_ETCD_MARKER_RETRY_MS);
     e->unreachable_logged = true;
     e->stats.reachable = false;
@@ -134,7 +138,7 @@ int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why
             e->keepalive_ms = ss_etcd__mono_ms() + (uint64_t)ttl * 1000u / 3u;
             /* The instance names what this process writes (chunks of
              * large values: CLUSTER.md). */
-            ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "node id %s claimed (%s)", e->node_id, e->claim_value);
+            ss_etcd__log(e, SS_LOG_NOTICE, "node id %s claimed (%s)", e->node_id, e->claim_value);
             return SS_OK;
         }
         /* The lease just granted is not needed: give it back. */
@@ -193,12 +197,12 @@ void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
             e->claim_rev = rev;
             e->keepalive_ms = now + e->lease_ttl_s * 1000u / 3u;
             if (e->claim_refused_logged)
-                ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "node id %s is this broker's again", e->node_id);
+                ss_etcd__log(e, SS_LOG_NOTICE, "node id %s is this broker's again", e->node_id);
             e->claim_refused_logged = false;
             break;
         }
         if (rc == SS_E_BUSY && !e->claim_refused_logged) {
-            ss_etcd__log(e, SS_ETCD_LOG_ERR, "node id %s is claimed by another live broker (%s): two brokers "
+            ss_etcd__log(e, SS_LOG_ERR, "node id %s is claimed by another live broker (%s): two brokers "
                          "must not share a node id (plugin_opt_node_id)", e->node_id, holder);
             e->claim_refused_logged = true;
         }
@@ -214,7 +218,7 @@ void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         } else if (ttl > 0) {
             e->keepalive_ms = now + (uint64_t)ttl * 1000u / 3u;
         } else {
-            ss_etcd__log(e, SS_ETCD_LOG_WARNING, "the claim on node id %s lapsed (etcd was out of reach, "
+            ss_etcd__log(e, SS_LOG_WARNING, "the claim on node id %s lapsed (etcd was out of reach, "
                          "or this broker stalled, for longer than %u s): no write goes out until it is "
                          "claimed again", e->node_id, e->lease_ttl_s);
             e->claim = SS_CLAIM_NONE;
@@ -252,7 +256,7 @@ void ss_etcd__auth_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         return;
     }
     if (!e->auth_refused_logged)
-        ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd did not accept user %s: %s; trying again every %u ms",
+        ss_etcd__log(e, SS_LOG_ERR, "etcd did not accept user %s: %s; trying again every %u ms",
                      e->username, ss_etcd__why(&op->call), SS_ETCD_MARKER_RETRY_MS);
     e->auth_refused_logged = true;
     e->auth_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;

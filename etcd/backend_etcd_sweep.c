@@ -6,7 +6,11 @@
 #include <string.h>
 
 #include "../core/errors.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_base.h"
+#include "backend_etcd_cache.h"
+#include "backend_etcd_calls.h"
+#include "backend_etcd_sweep.h"
 
 /* ---- looking ---------------------------------------------------------- */
 

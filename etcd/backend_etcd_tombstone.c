@@ -26,7 +26,8 @@
 
 #include "../core/errors.h"
 #include "../core/record.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_tombstone.h"
 
 bool ss_etcd__tombstone(ss_bytes raw)
 {

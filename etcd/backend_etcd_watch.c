@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_watch.c - the change feed from etcd's Watch: every change
- * to a record, whichever broker made it (backend_etcd_internal.h).
+ * to a record, whichever broker made it (backend_etcd_state.h).
  *
  * One watch on the records (k/). A deletion's notification carries the
  * version it removed. A deletion writes a tombstone that holds it
@@ -34,7 +34,13 @@
 
 #include "../core/errors.h"
 #include "../core/record.h"
-#include "backend_etcd_internal.h"
+#include "backend_etcd_state.h"
+#include "backend_etcd_base.h"
+#include "backend_etcd_blob.h"
+#include "backend_etcd_cache.h"
+#include "backend_etcd_calls.h"
+#include "backend_etcd_tombstone.h"
+#include "backend_etcd_watch.h"
 
 static void ss_etcd__ask_removed(struct ss_backend_etcd *e, struct ss_etcd_held *h);
 static void ss_etcd__ask_blob(struct ss_backend_etcd *e, struct ss_etcd_held *h);
@@ -285,7 +291,7 @@ static void ss_etcd__watch_message(struct ss_backend_etcd *e, ss_bytes msg)
 {
     ss_etcd_watch w;
     if (ss_etcd_watch_unpack(msg, &w) != SS_OK) {
-        ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd sent a watch message that cannot be read: watching again");
+        ss_etcd__log(e, SS_LOG_ERR, "etcd sent a watch message that cannot be read: watching again");
         ss_grpc_cancel(e->grpc, &e->watch->call);
         return;
     }
@@ -297,7 +303,7 @@ static void ss_etcd__watch_message(struct ss_backend_etcd *e, ss_bytes msg)
             e->watch_from = w.revision;
         }
         if (e->watch_logged)
-            ss_etcd__log(e, SS_ETCD_LOG_NOTICE, "watching changes again from revision %lld",
+            ss_etcd__log(e, SS_LOG_NOTICE, "watching changes again from revision %lld",
                          (long long)e->watch_rev + 1);
         e->watch_logged = false;
     }
@@ -306,7 +312,7 @@ static void ss_etcd__watch_message(struct ss_backend_etcd *e, ss_bytes msg)
             /* The history after the last revision seen is gone: the
              * changes in between can no longer be known. */
             int64_t lost = w.compact_revision - 1 - e->watch_rev;
-            ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd compacted its history past the changes this broker "
+            ss_etcd__log(e, SS_LOG_ERR, "etcd compacted its history past the changes this broker "
                          "had not seen yet: revisions %lld to %lld are lost to observers on this "
                          "broker (keep more history: see CLUSTER.md)",
                          (long long)e->watch_rev + 1, (long long)w.compact_revision - 1);
@@ -316,7 +322,7 @@ static void ss_etcd__watch_message(struct ss_backend_etcd *e, ss_bytes msg)
         } else {
             /* Refused (a permission, say): said once, tried every second. */
             if (!e->watch_logged)
-                ss_etcd__log(e, SS_ETCD_LOG_ERR, "etcd ended the watch on changes (%s): watching again",
+                ss_etcd__log(e, SS_LOG_ERR, "etcd ended the watch on changes (%s): watching again",
                              w.cancel_reason[0] ? w.cancel_reason : "no reason given");
             e->watch_logged = true;
             e->watch_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
@@ -357,7 +363,7 @@ void ss_etcd__watch_ended(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         e->watch_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
     e->stats.watch_restarts++;
     if (!e->watch_logged && op->call.rc != SS_OK && e->watch_created) {
-        ss_etcd__log(e, SS_ETCD_LOG_WARNING, "the watch on changes was lost (%s): watching again after "
+        ss_etcd__log(e, SS_LOG_WARNING, "the watch on changes was lost (%s): watching again after "
                      "revision %lld", ss_etcd__why(&op->call), (long long)e->watch_rev);
         e->watch_logged = true;
     }

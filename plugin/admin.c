@@ -47,8 +47,8 @@ struct ss_admin {
     size_t len, cap;
     ss_buf answer;
     ss_buf cursor;
-    bool reading; /* etcd: the page of the first request is being read */
-    /* etcd: the walk of the page so far (it waits for the chunks of a
+    bool reading; /* the page of the first request is being read */
+    /* the walk of the page so far (it may wait for the chunks of a
      * large value between records) */
     size_t mark;
     size_t got, bytes;
@@ -180,12 +180,6 @@ static bool ss_admin__visit(void *ctx, ss_bytes key, const ss_record *rec)
     return pg->rc == SS_OK && ++pg->got < pg->want && budget;
 }
 
-static bool ss_admin__visit_store(void *ctx, ss_bytes key, ss_bytes cursor, const ss_record *rec)
-{
-    (void)cursor; /* the walk's own cursor names the last key seen */
-    return ss_admin__visit(ctx, key, rec);
-}
-
 /* KEYS (or EXPORT, values too) PATTERN CURSOR COUNT into a->answer. */
 static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req *r, const ss_request *q,
                                   uint64_t now_ms, bool values)
@@ -204,7 +198,7 @@ static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req
     struct ss_admin_page pg = {p, r, q->argv[1], now_ms, (size_t)count, 0, SS_OK, values, 0, 0};
     ss_buf next = SS_BUF_INIT;
     size_t mark = a->answer.len;
-    if (p->store == NULL && a->reading) { /* etcd: the walk goes on where it waited */
+    if (a->reading) { /* the walk goes on where it waited */
         mark = a->mark;
         pg.got = a->got;
         pg.bytes = a->bytes;
@@ -214,17 +208,16 @@ static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req
     ss_bytes after = {a->cursor.data, a->cursor.len};
     size_t examine = count * 10 < SS_ADMIN_EXAMINE_MAX ? count * 10 : SS_ADMIN_EXAMINE_MAX;
     int rc;
-    if (p->store) {
-        rc = ss_store_scan(p->store, after, examine, ss_admin__visit_store, &pg, &next);
-    } else if (!a->reading) { /* etcd: the page is read first, then visited */
-        if ((rc = ss_backend_etcd_scan_start(p->backend, after, false, examine, values)) != SS_OK)
+    ss_backend *be = p->backend;
+    if (!a->reading) { /* the page is asked for, then visited once read */
+        if ((rc = be->ops->page_start(be->impl, after, false, examine, values)) != SS_OK)
             return ss_strerror(rc);
         a->reading = true;
         a->mark = mark;
         a->got = a->bytes = 0;
         a->work = 0;
-        return ss_admin__wait;
-    } else if (ss_backend_etcd_scan_done(p->backend, ss_admin__visit, &pg, &next, &rc)) {
+    }
+    if (be->ops->page_done(be->impl, ss_admin__visit, &pg, &next, &rc)) {
         a->reading = false;
     } else {
         a->got = pg.got;
@@ -253,7 +246,7 @@ static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req
     return rc == SS_OK ? NULL : ss_strerror(rc);
 }
 
-/* The one record INSPECT reads on etcd: a page of one from the key. */
+/* The one record INSPECT reads: a page of one from the key. */
 struct ss_admin_one {
     ss_bytes key;
     ss_buf *answer;
@@ -273,19 +266,19 @@ static bool ss_admin__one(void *ctx, ss_bytes key, const ss_record *rec)
     return false;
 }
 
-static const char *ss_admin__inspect_etcd(struct ss_plugin *p, ss_bytes key, uint64_t now_ms)
+static const char *ss_admin__inspect_page(struct ss_plugin *p, ss_bytes key, uint64_t now_ms)
 {
     struct ss_admin *a = p->admin;
+    ss_backend *be = p->backend;
     int rc;
     if (!a->reading) {
-        if ((rc = ss_backend_etcd_scan_start(p->backend, key, true, 1, false)) != SS_OK)
+        if ((rc = be->ops->page_start(be->impl, key, true, 1, false)) != SS_OK)
             return ss_strerror(rc);
         a->reading = true;
-        return ss_admin__wait;
     }
     struct ss_admin_one one = {key, &a->answer, now_ms, SS_OK, false};
     ss_buf next = SS_BUF_INIT;
-    if (!ss_backend_etcd_scan_done(p->backend, ss_admin__one, &one, &next, &rc))
+    if (!be->ops->page_done(be->impl, ss_admin__one, &one, &next, &rc))
         return ss_admin__wait;
     a->reading = false;
     ss_buf_free(&next);
@@ -298,28 +291,12 @@ static const char *ss_admin__inspect_etcd(struct ss_plugin *p, ss_bytes key, uin
 static const char *ss_admin__inspect(struct ss_plugin *p, const struct ss_admin_req *r, const ss_request *q,
                                      uint64_t now_ms)
 {
-    struct ss_admin *a = p->admin;
     if (q->argc != 2 || q->argv[1].len == 0)
         return "usage: INSPECT KEY";
     ss_bytes key = q->argv[1];
     if (!ss_admin__may_read(p, r, key))
         return ss_strerror(SS_E_NOT_AUTHORIZED);
-    if (p->store == NULL)
-        return ss_admin__inspect_etcd(p, key, now_ms);
-    /* A batch of its own that writes nothing: reads what is committed. */
-    int rc = ss_store_begin(p->store);
-    if (rc != SS_OK)
-        return ss_strerror(rc);
-    ss_record rec;
-    rc = ss_store_get(p->store, key, &rec);
-    if (rc == SS_OK && rec.expiry_ms && rec.expiry_ms <= now_ms)
-        rc = SS_E_NOTFOUND;
-    if (rc == SS_OK)
-        rc = ss_admin__entry(&a->answer, key, &rec, now_ms, false);
-    else if (rc == SS_E_NOTFOUND)
-        rc = ss_buf_append_str(&a->answer, "absent\n");
-    ss_store_abort(p->store);
-    return rc == SS_OK ? NULL : ss_strerror(rc);
+    return ss_admin__inspect_page(p, key, now_ms);
 }
 
 /* BACKUP NAME: answered when the copy is done (backup.h). Under a key
@@ -331,15 +308,13 @@ static const char *ss_admin__backup(struct ss_plugin *p, const struct ss_admin_r
         return "usage: BACKUP NAME";
     if (p->acl && !ss_acl_allows_every_key(p->acl, r->client_id, r->username, SS_ACCESS_READ))
         return ss_strerror(SS_E_NOT_AUTHORIZED);
-    if (p->store == NULL)
-        return "backups are not available on the etcd backend (etcdctl snapshot save backs up the cluster)";
     const char *error = ss_backup_start(p, q->argv[1].data, q->argv[1].len, r->response_topic, r->corr, r->corr_len);
     if (error == NULL)
         ss_buf_clear(&p->admin->answer); /* nothing now: the backup answers */
     return error;
 }
 
-/* Run r; false when it waits for a page being read (etcd). */
+/* Run r; false when it waits for a page being read (backend.h: page_done). */
 static bool ss_admin__run(struct ss_plugin *p, const struct ss_admin_req *r, uint64_t now_ms)
 {
     struct ss_admin *a = p->admin;

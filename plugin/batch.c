@@ -14,13 +14,12 @@
 #include "../core/codec.h"
 #include "../core/command.h"
 #include "../core/errors.h"
-#include "../etcd/backend_etcd.h"
 #include "admin.h"
 #include "backup.h"
-#include "committer.h"
 #include "notify.h"
 #include "outbox.h"
 #include "plugin.h"
+#include "queue.h"
 #include "waker.h"
 
 /* Answer buffer memory kept between requests. */
@@ -29,45 +28,33 @@
 #define SS_DUE_COUNT_CAP 10000u
 /* Expired keys deleted per tick at most. */
 #define SS_SWEEP_PER_TICK 1000u
-/* etcd: queued requests whose keys are read ahead (see ss_batch__prefetch). */
+/* Queued requests whose keys are read ahead (see ss_batch__prefetch). */
 #define SS_PREFETCH_AHEAD 256u
 
-/* A request waiting for the commit under way; owns copies of everything. */
-struct ss_queued {
-    struct ss_request_props r;
-    uint8_t *payload;
-    size_t len;
-    char *client_id;
-    char *username;
-    bool gone; /* its client disconnected meanwhile */
-};
+/* Commits in flight at once at most, whatever a backend says. */
+#define SS_BATCH_FLIGHTS_MAX 4u
 
-struct ss_qlist {
-    struct ss_queued *items;
-    size_t len, cap;
-};
-
-/* etcd: a batch whose commit is in flight (etcd/backend_etcd.h). */
+/* A batch whose commit is in flight (backend.h: commit_start). */
 struct ss_flight {
     bool used;
-    unsigned slot;       /* the backend's flight */
+    unsigned id;         /* the backend's name for its commit */
     uint64_t seq;        /* the batch's number */
     struct ss_qlist ran; /* its requests, to run again on a conflict */
     uint64_t dedup_after, dedup_upto; /* its resend cache entries: (after, upto] */
-    uint64_t commit_us;  /* when its commit was sent */
 };
 
 struct ss_batch {
     struct ss_plugin *p;
-    struct ss_committer committer;
     struct ss_outbox outbox;
     struct ss_qlist queue;
     uint64_t queue_bytes; /* payloads and properties held */
-    size_t prefetched;    /* etcd: queued requests whose keys were read ahead */
-    /* etcd: copies of the requests run in the open batch, to run again if
-     * its commit finds that someone else changed their keys. */
+    size_t prefetched;    /* queued requests whose keys were read ahead */
+    /* Copies of the requests run in the open batch, to run again if its
+     * commit finds that someone else changed their keys (backend.h:
+     * may_conflict). */
     struct ss_qlist ran;
-    struct ss_flight flights[SS_BACKEND_ETCD_FLIGHTS];
+    struct ss_flight flights[SS_BATCH_FLIGHTS_MAX];
+    size_t nflights; /* the backend's max_flights */
     uint64_t seq;        /* number of the open batch */
     uint64_t dedup_mark; /* resend cache entries after it belong to the open batch */
     ss_buf scratch;      /* the engine's answer */
@@ -165,7 +152,7 @@ static uint64_t ss_batch__remembered_in(const struct ss_batch *b, uint64_t seq)
 {
     if (seq > b->dedup_mark)
         return b->seq;
-    for (size_t i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++) {
+    for (size_t i = 0; i < b->nflights; i++) {
         const struct ss_flight *f = &b->flights[i];
         if (f->used && seq > f->dedup_after && seq <= f->dedup_upto)
             return f->seq;
@@ -184,6 +171,13 @@ static uint64_t ss_batch__request_id(struct ss_plugin *p, ss_bytes client, ss_by
                          ss_batch__str(r->ts),         ss_batch__str(r->ft),
                          ss_batch__str(r->prot_ver),   {&flags, 1}};
     return ss_dedup_id(p->dedup, client, corr, parts, 6);
+}
+
+/* The backend's words on a failure, or the error's own text. */
+static const char *ss_batch__cause(ss_backend *be, int rc)
+{
+    const char *cause = be->ops->cause(be->impl);
+    return cause && cause[0] ? cause : ss_strerror(rc);
 }
 
 /* Run one request. False when it must run again later (its read is under
@@ -248,7 +242,7 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
                (unsigned long long)p->opt.max_key_length);
     else if (rc == SS_E_QUOTA)
         ss_log(p, MOSQ_LOG_NOTICE, "request from %s refused: %s", client_id,
-               p->store ? ss_store_cause(p->store) : ss_strerror(rc));
+               ss_batch__cause(p->backend, rc));
     else if (rc != SS_OK)
         ss_log(p, MOSQ_LOG_INFO, "request from %s refused: %s", client_id, ss_strerror(rc));
     char version[SS_HLC_TEXT_MAX + 1] = "";
@@ -272,72 +266,12 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
     return true;
 }
 
-/* ---- the queue of requests that wait for a commit under way ---------- */
-
-static char *ss_batch__strdup_or_null(const char *s, bool *failed)
-{
-    if (s == NULL)
-        return NULL;
-    char *c = strdup(s);
-    if (c == NULL)
-        *failed = true;
-    return c;
-}
-
-/* What a queued request holds, roughly: for the queue's bound. */
-static uint64_t ss_batch__queued_size(const struct ss_queued *e)
-{
-    size_t n = sizeof *e + e->len + e->r.corr_len;
-    const char *strs[] = {e->client_id, e->username, e->r.response_topic,
-                          e->r.ts,        e->r.ft,     e->r.prot_ver};
-    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
-        n += strs[i] ? strlen(strs[i]) + 1 : 0;
-    return n;
-}
-
-/* Room for one more item at the end of q (not counted yet), or NULL. */
-static struct ss_queued *ss_batch__slot(struct ss_qlist *q, size_t more)
-{
-    if (q->len + more > q->cap) {
-        size_t cap = q->cap ? q->cap : 64;
-        while (cap < q->len + more)
-            cap *= 2;
-        struct ss_queued *items = realloc(q->items, cap * sizeof *items);
-        if (items == NULL)
-            return NULL;
-        q->items = items;
-        q->cap = cap;
-    }
-    return &q->items[q->len];
-}
-
-/* Copy what a request came with into e (its properties are r's, taken
- * or copied by the caller). False when memory ran out. */
-static bool ss_batch__hold(struct ss_queued *e, const struct ss_request_from *in, bool gone)
-{
-    bool failed = false;
-    e->payload = malloc(in->len ? in->len : 1);
-    e->client_id = ss_batch__strdup_or_null(in->client_id, &failed);
-    e->username = ss_batch__strdup_or_null(in->username, &failed);
-    if (failed || e->payload == NULL) {
-        free(e->payload);
-        free(e->client_id);
-        free(e->username);
-        return false;
-    }
-    if (in->len) /* an empty payload may come as NULL */
-        memcpy(e->payload, in->payload, in->len);
-    e->len = in->len;
-    e->gone = gone;
-    return true;
-}
-
 /* Keep a request for the next batch; takes what r holds. */
 static void ss_batch__enqueue(struct ss_batch *b, const struct ss_request_from *in,
                               struct ss_request_props *r)
 {
-    struct ss_queued *e = ss_batch__slot(&b->queue, 1);
-    if (e == NULL || !ss_batch__hold(e, in, false)) {
+    struct ss_queued *e = ss_qlist_reserve(&b->queue, 1);
+    if (e == NULL || !ss_queued_hold(e, in, false)) {
         ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: a request from %s was not answered",
                in->client_id);
         ss_request_props_free(r);
@@ -346,59 +280,23 @@ static void ss_batch__enqueue(struct ss_batch *b, const struct ss_request_from *
     e->r = *r;
     memset(r, 0, sizeof *r); /* now the queue's */
     b->queue.len++;
-    b->queue_bytes += ss_batch__queued_size(e);
+    b->queue_bytes += ss_queued_size(e);
 }
 
-static void ss_batch__queued_free(struct ss_queued *e)
-{
-    ss_request_props_free(&e->r);
-    free(e->payload);
-    free(e->client_id);
-    free(e->username);
-}
-
-static void ss_batch__qlist_clear(struct ss_qlist *q)
-{
-    for (size_t i = 0; i < q->len; i++)
-        ss_batch__queued_free(&q->items[i]);
-    q->len = 0;
-}
-
-/* A copy of r that owns its own memory. */
-static bool ss_batch__props_dup(const struct ss_request_props *r, struct ss_request_props *out)
-{
-    bool failed = false;
-    memset(out, 0, sizeof *out);
-    out->response_topic = ss_batch__strdup_or_null(r->response_topic, &failed);
-    out->ts = ss_batch__strdup_or_null(r->ts, &failed);
-    out->ft = ss_batch__strdup_or_null(r->ft, &failed);
-    out->prot_ver = ss_batch__strdup_or_null(r->prot_ver, &failed);
-    out->has_corr = r->has_corr;
-    if (r->corr_len) {
-        if ((out->corr = malloc(r->corr_len)) == NULL)
-            failed = true;
-        else
-            memcpy(out->corr, r->corr, r->corr_len);
-        out->corr_len = r->corr_len;
-    }
-    if (failed)
-        ss_request_props_free(out);
-    return !failed;
-}
-
-/* Run a request in the open batch. On etcd, a copy is kept until the
- * batch's commit settles: if the commit finds data changed by someone
- * else, the request runs again (ss_batch__rerun). */
+/* Run a request in the open batch. On a backend whose commits may
+ * conflict, a copy is kept until the batch's commit settles: if the
+ * commit finds data changed by someone else, the request runs again
+ * (ss_batch__rerun). */
 static bool ss_batch__run(struct ss_batch *b, const struct ss_request_from *in, bool gone,
                           struct ss_request_props *r)
 {
     bool held;
-    if (b->p->store)
+    if (!b->p->backend->ops->may_conflict)
         return ss_batch__execute(b, in, gone, r, &held);
-    struct ss_queued *e = ss_batch__slot(&b->ran, 1);
+    struct ss_queued *e = ss_qlist_reserve(&b->ran, 1);
     struct ss_queued copy;
-    bool kept = e && ss_batch__hold(&copy, in, gone);
-    if (kept && !ss_batch__props_dup(r, &copy.r)) {
+    bool kept = e && ss_queued_hold(&copy, in, gone);
+    if (kept && !ss_request_props_dup(r, &copy.r)) {
         free(copy.payload);
         free(copy.client_id);
         free(copy.username);
@@ -411,11 +309,11 @@ static bool ss_batch__run(struct ss_batch *b, const struct ss_request_from *in, 
     if (done && kept && held)
         b->ran.items[b->ran.len++] = copy;
     else if (kept)
-        ss_batch__queued_free(&copy);
+        ss_queued_free(&copy);
     return done;
 }
 
-/* etcd: start reading the keys of the requests queued behind one that
+/* Start reading the keys of the requests queued behind one that
  * waits for its key (up to SS_PREFETCH_AHEAD of them), so that their
  * reads overlap instead of following each other. Each queued request is
  * looked at once: b->prefetched counts those, from the queue's front. */
@@ -432,7 +330,7 @@ static void ss_batch__prefetch(struct ss_batch *b, size_t from)
         if (ss_codec_decode_request(e->payload, e->len, &lim, &req, &used) == SS_OK &&
             ss_command_parse(&req, &cmd) == SS_OK && cmd.type != SS_CMD_KEYNOTIFY &&
             cmd.type != SS_CMD_SCAN)
-            ss_backend_etcd_prefetch(b->p->backend, cmd.key);
+            b->p->backend->ops->prefetch(b->p->backend->impl, cmd.key);
     }
     if (end > b->prefetched)
         b->prefetched = end;
@@ -448,12 +346,11 @@ static void ss_batch__run_queue(struct ss_batch *b)
         struct ss_queued *e = &b->queue.items[done];
         struct ss_request_from in = {e->payload, e->len, e->client_id, e->username};
         if (!ss_batch__run(b, &in, e->gone, &e->r)) {
-            if (b->p->store == NULL)
-                ss_batch__prefetch(b, done + 1);
+            ss_batch__prefetch(b, done + 1);
             break;
         }
-        b->queue_bytes -= ss_batch__queued_size(e);
-        ss_batch__queued_free(e);
+        b->queue_bytes -= ss_queued_size(e);
+        ss_queued_free(e);
         done++;
     }
     if (done == 0)
@@ -465,80 +362,63 @@ static void ss_batch__run_queue(struct ss_batch *b)
         b->queue_bytes = 0;
 }
 
-static void ss_batch__mark_gone(struct ss_qlist *q, const char *client_id)
-{
-    for (size_t i = 0; i < q->len; i++)
-        if (strcmp(q->items[i].client_id, client_id) == 0)
-            q->items[i].gone = true;
-}
-
 void ss_batch_client_gone(struct ss_batch *b, const char *client_id)
 {
-    ss_batch__mark_gone(&b->queue, client_id);
-    ss_batch__mark_gone(&b->ran, client_id);
-    for (size_t i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++)
-        ss_batch__mark_gone(&b->flights[i].ran, client_id);
+    ss_qlist_mark_gone(&b->queue, client_id);
+    ss_qlist_mark_gone(&b->ran, client_id);
+    for (size_t i = 0; i < b->nflights; i++)
+        ss_qlist_mark_gone(&b->flights[i].ran, client_id);
 }
 
 /* ---- commits ----------------------------------------------------------- */
 
-/* Log a failed commit with its cause. A checkpoint that fails loses
- * nothing (the journal keeps what it would have written into the data
- * file) and is tried again later: say so, rather than speak of failed
- * requests when there were none. */
-static void ss_batch__log_failure(struct ss_batch *b, uint64_t seq, int rc, bool ckpt)
+/* Log a failed commit with its cause (unless the backend said it in its
+ * own words, as for a checkpoint that failed and costs no write). */
+static void ss_batch__log_failure(struct ss_batch *b, uint64_t seq, const ss_commit_outcome *o)
 {
     struct ss_plugin *p = b->p;
-    /* On etcd (no local store) the backend logged the cause itself. */
-    const char *cause = p->store ? ss_store_cause(p->store) : "";
-    const char *answers = ss_outbox_count(&b->outbox, seq) ? "; the requests of its batch are answered with an error" : "";
-    uint64_t retry;
-    if (ckpt && p->store && ss_store_checkpoint_failing(p->store, &retry)) {
-        uint64_t now = ss_wall_ms();
-        ss_log(p, MOSQ_LOG_ERR,
-               "checkpoint failed (%s); the journal keeps every acknowledged write; next try in "
-               "%llu ms%s", cause[0] ? cause : ss_strerror(rc),
-               (unsigned long long)(retry > now ? retry - now : 0), answers);
-    } else {
-        ss_log(p, MOSQ_LOG_ERR, "a write to the store failed (%s)%s",
-               cause[0] ? cause : ss_strerror(rc), answers);
-    }
+    bool answers = ss_outbox_count(&b->outbox, seq) != 0;
+    const char *cause = p->backend->ops->cause(p->backend->impl);
+    if (cause == NULL || cause[0] == '\0')
+        cause = ss_strerror(o->rc);
+    if (!o->logged)
+        ss_log(p, MOSQ_LOG_ERR, "a write to the store failed (%s)%s", cause,
+               answers ? "; the requests of its batch are answered with an error" : "");
+    else if (answers)
+        ss_log(p, MOSQ_LOG_ERR, "the requests of the failed commit are answered with an error");
 }
 
-/* Publish what waits for nothing any more: on etcd, the answers of the
- * open batch and of those in flight stay. */
+/* Publish what waits for nothing any more: the answers of the open batch
+ * and of those in flight stay. */
 static void ss_batch__flush(struct ss_batch *b)
 {
     if (b->outbox.len == 0)
         return;
-    if (b->p->store) {
-        ss_outbox_flush(&b->outbox, b->p);
-        return;
-    }
-    uint64_t held[SS_BACKEND_ETCD_FLIGHTS + 1];
+    uint64_t held[SS_BATCH_FLIGHTS_MAX + 1];
     size_t n = 0;
     held[n++] = b->seq;
-    for (size_t i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++)
+    for (size_t i = 0; i < b->nflights; i++)
         if (b->flights[i].used)
             held[n++] = b->flights[i].seq;
     ss_outbox_flush_except(&b->outbox, b->p, held, n);
 }
 
-/* A batch's commit ended with rc (its resend cache entries after mark
+/* A batch's commit ended as o says (its resend cache entries after mark
  * `after` up to `upto`): publish what waited for it (or its errors). */
-static void ss_batch__ended(struct ss_batch *b, uint64_t seq, uint64_t after, uint64_t upto, int rc, bool ckpt)
+static void ss_batch__ended(struct ss_batch *b, uint64_t seq, uint64_t after, uint64_t upto,
+                            const ss_commit_outcome *o)
 {
     struct ss_plugin *p = b->p;
-    if (rc != SS_OK) {
+    if (o->rc != SS_OK) {
         if (ss_outbox_count(&b->outbox, seq))
             p->metrics.commits_failed++;
-        ss_batch__log_failure(b, seq, rc, ckpt);
-        ss_outbox_fail(&b->outbox, seq, rc);
+        ss_batch__log_failure(b, seq, o);
+        ss_outbox_fail(&b->outbox, seq, o->rc);
         ss_dedup_forget_range(p->dedup, after, upto);
     }
     /* The change feed: what was committed notifies its observers, after
      * the answers (a writer hears of its write before its observers). */
-    p->backend->ops->settled(p->backend->impl, rc);
+    p->backend->ops->settled(p->backend->impl, o->rc);
     ss_backend_deliver(p->backend, ss_notify_change, p);
     ss_batch__flush(b);
     /* Between batches: the store holds what is committed, nothing else. */
@@ -546,88 +426,118 @@ static void ss_batch__ended(struct ss_batch *b, uint64_t seq, uint64_t after, ui
     ss_backup_step(p);
 }
 
-/* The open batch's commit ended with rc: publish what waited for it (or
- * its errors), and open the next. */
-static void ss_batch__settle(struct ss_batch *b, int rc, bool ckpt)
+/* The open batch ended without a commit in flight (nothing to commit, or
+ * its commit could not start): publish, and open the next. */
+static void ss_batch__settle_open(struct ss_batch *b, int rc)
 {
     uint64_t seq = b->seq;
     b->seq++; /* its answers are no longer held back */
-    ss_batch__ended(b, seq, b->dedup_mark, UINT64_MAX, rc, ckpt);
-    ss_batch__qlist_clear(&b->ran);
+    ss_commit_outcome o = {.rc = rc};
+    ss_batch__ended(b, seq, b->dedup_mark, UINT64_MAX, &o);
+    ss_qlist_clear(&b->ran);
     b->dedup_mark = ss_dedup_mark(b->p->dedup);
 }
 
-/* etcd: the commit of flight f ended with rc (not a conflict). */
-static void ss_batch__settle_flight(struct ss_batch *b, struct ss_flight *f, int rc)
+/* The commit of flight f ended as o says (not a conflict). */
+static void ss_batch__settle_flight(struct ss_batch *b, struct ss_flight *f, const ss_commit_outcome *o)
 {
     f->used = false; /* its answers are no longer held back */
-    ss_batch__ended(b, f->seq, f->dedup_after, f->dedup_upto, rc, false);
-    ss_batch__qlist_clear(&f->ran);
+    ss_batch__ended(b, f->seq, f->dedup_after, f->dedup_upto, o);
+    ss_qlist_clear(&f->ran);
 }
 
-/* Finish the commit under way, whose run returned rc, and settle. */
-static void ss_batch__finish(struct ss_batch *b, int rc)
+/* The commit of flight f found keys changed by someone else and wrote
+ * nothing. Its answers are forgotten and its requests run again, first
+ * and in their order, on fresh data. (Later requests on other keys may
+ * have run meanwhile; none on its keys, which were in flight.) */
+static void ss_batch__rerun(struct ss_batch *b, struct ss_flight *f)
 {
     struct ss_plugin *p = b->p;
-    bool ckpt = ss_store_commit_is_checkpoint(p->store);
-    bool was_failing = ckpt && ss_store_checkpoint_failing(p->store, NULL);
-    bool was_lost = ckpt && ss_store_sync_lost(p->store);
-    rc = ss_store_commit_finish(p->store, rc, ss_wall_ms());
-    if (was_failing && rc == SS_OK)
-        ss_log(p, MOSQ_LOG_NOTICE, "checkpoint succeeded again: the journal is in the data file");
-    if (was_lost && rc == SS_OK)
-        ss_log(p, MOSQ_LOG_NOTICE, "checkpoint after the failed fsync succeeded: every "
-                                   "acknowledged write is on disk again");
-    ss_batch__settle(b, rc, ckpt);
+    f->used = false;
+    ss_outbox_drop(&b->outbox, f->seq);
+    ss_dedup_forget_range(p->dedup, f->dedup_after, f->dedup_upto);
+    struct ss_qlist *ran = &f->ran;
+    for (size_t i = 0; i < ran->len; i++)
+        b->queue_bytes += ss_queued_size(&ran->items[i]);
+    size_t n = ran->len;
+    if (!ss_qlist_prepend(&b->queue, ran)) {
+        ss_log(p, MOSQ_LOG_WARNING, "out of memory: %zu requests were not answered", n);
+        for (size_t i = 0; i < ran->len; i++)
+            b->queue_bytes -= ss_queued_size(&ran->items[i]);
+        ss_qlist_clear(ran);
+    }
+    b->prefetched = 0;
 }
 
-/* The commit under way on the thread is done (its result rc): publish,
- * then run the queue as the next batch. */
-static void ss_batch__committed(struct ss_batch *b, int rc)
+/* The open batch went in flight as the backend's commit id; a new batch
+ * opens. */
+static void ss_batch__fly(struct ss_batch *b, unsigned id)
 {
-    ss_metrics_latency(&b->p->metrics.commit, b->committer.job_us);
-    ss_batch__finish(b, rc);
-    ss_batch__run_queue(b);
-}
-
-/* Wait for the commit under way, publish its answers and run the queued
- * requests as the next batch (not handed over yet). */
-static void ss_batch__wait(struct ss_batch *b)
-{
-    int rc;
-    if (!b->committer.pending)
+    struct ss_flight *f = NULL;
+    for (size_t i = 0; i < b->nflights && f == NULL; i++)
+        if (!b->flights[i].used)
+            f = &b->flights[i];
+    if (f == NULL) { /* the backend has no more flights than it said */
+        ss_log(b->p, MOSQ_LOG_ERR, "the backend started more commits than it allows: answers may be lost");
         return;
-    ss_committer_wait(&b->committer, &rc);
-    ss_batch__committed(b, rc);
+    }
+    struct ss_qlist spare = f->ran;
+    f->used = true;
+    f->id = id;
+    f->seq = b->seq;
+    f->ran = b->ran;
+    b->ran = spare;
+    b->ran.len = 0;
+    f->dedup_after = b->dedup_mark;
+    f->dedup_upto = ss_dedup_mark(b->p->dedup);
+    b->seq++;
+    b->dedup_mark = f->dedup_upto;
 }
 
-/* Is a commit under way with its batch closed? (On etcd a new batch
- * opens as soon as one goes in flight.) */
-static bool ss_batch__busy(const struct ss_batch *b)
+/* Take the commits that ended, oldest first: settle them, or run their
+ * requests again on a conflict. */
+static void ss_batch__collect(struct ss_batch *b)
 {
-    return b->committer.pending;
+    ss_backend *be = b->p->backend;
+    ss_commit_outcome o;
+    while (be->ops->commit_collect(be->impl, &o)) {
+        struct ss_flight *f = NULL;
+        for (size_t i = 0; i < b->nflights && f == NULL; i++)
+            if (b->flights[i].used && b->flights[i].id == o.id)
+                f = &b->flights[i];
+        if (f == NULL)
+            continue; /* not one of ours (cannot happen) */
+        ss_latency_add(&b->p->metrics.commit, o.us);
+        if (o.rc == SS_E_CONFLICT)
+            ss_batch__rerun(b, f);
+        else
+            ss_batch__settle_flight(b, f, &o);
+    }
 }
 
 void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, struct ss_request_props *r)
 {
-    /* While a commit is under way its batch is closed: wait for the next.
-     * A full queue waits for the commit here instead, which also stops the
-     * broker reading more (slow disk, flood of requests). */
-    if (b->committer.pending && b->queue_bytes >= b->p->opt.max_queued_bytes)
-        ss_batch__wait(b);
-    /* On etcd the broker's thread never waits for the network: past the
-     * bound, a request is refused as the cluster not keeping up. */
-    if (b->p->store == NULL && b->queue_bytes >= b->p->opt.max_queued_bytes) {
-        ss_buf err = SS_BUF_INIT;
-        if (ss_codec_put_error(&err, SS_E_UNAVAILABLE) == SS_OK) {
-            ss_bytes answer = {err.data, err.len};
-            ss_batch__answer(b, r, &answer, NULL, 0, false);
+    ss_backend *be = b->p->backend;
+    /* Past the queue's bound, a backend that may block waits for the
+     * commit under way here, which also stops the broker reading more
+     * (slow disk, flood of requests). One that never blocks the broker's
+     * thread (etcd) refuses: the store is not keeping up. */
+    if (b->queue_bytes >= b->p->opt.max_queued_bytes) {
+        if (be->ops->commit_wait(be->impl) != SS_OK) {
+            ss_buf err = SS_BUF_INIT;
+            if (ss_codec_put_error(&err, SS_E_UNAVAILABLE) == SS_OK) {
+                ss_bytes answer = {err.data, err.len};
+                ss_batch__answer(b, r, &answer, NULL, 0, false);
+            }
+            ss_buf_free(&err);
+            ss_request_props_free(r);
+            return;
         }
-        ss_buf_free(&err);
-        ss_request_props_free(r);
-        return;
+        ss_batch__collect(b);
+        if (be->ops->accepting(be->impl) && b->queue.len)
+            ss_batch__run_queue(b);
     }
-    if (ss_batch__busy(b) || b->queue.len) {
+    if (!be->ops->accepting(be->impl) || b->queue.len) {
         ss_batch__enqueue(b, from, r); /* behind the ones waiting: in order */
         return;
     }
@@ -637,177 +547,34 @@ void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, str
         ss_batch__enqueue(b, from, r);
 }
 
-/* etcd: the commit of flight f found keys changed by someone else and
- * wrote nothing. Its answers are forgotten and its requests run again,
- * first and in their order, on fresh data. (Later requests on other keys
- * may have run meanwhile; none on its keys, which were in flight.) */
-static void ss_batch__rerun(struct ss_batch *b, struct ss_flight *f)
-{
-    struct ss_plugin *p = b->p;
-    f->used = false;
-    ss_outbox_drop(&b->outbox, f->seq);
-    ss_dedup_forget_range(p->dedup, f->dedup_after, f->dedup_upto);
-    struct ss_qlist *ran = &f->ran;
-    if (ran->len && ss_batch__slot(&b->queue, ran->len) == NULL) {
-        ss_log(p, MOSQ_LOG_WARNING, "out of memory: %zu requests were not answered", ran->len);
-        ss_batch__qlist_clear(ran);
-    }
-    if (ran->len) {
-        memmove(b->queue.items + ran->len, b->queue.items, b->queue.len * sizeof b->queue.items[0]);
-        memcpy(b->queue.items, ran->items, ran->len * sizeof b->queue.items[0]);
-        for (size_t i = 0; i < ran->len; i++)
-            b->queue_bytes += ss_batch__queued_size(&ran->items[i]);
-        b->queue.len += ran->len;
-        b->prefetched = 0;
-        ran->len = 0;
-    }
-}
-
-/* etcd: the open batch went in flight in the backend's slot. */
-static void ss_batch__fly(struct ss_batch *b, unsigned slot)
-{
-    struct ss_flight *f = NULL;
-    for (size_t i = 0; i < SS_BACKEND_ETCD_FLIGHTS && f == NULL; i++)
-        if (!b->flights[i].used)
-            f = &b->flights[i];
-    /* The backend has no more flights than these. */
-    struct ss_qlist spare = f->ran;
-    f->used = true;
-    f->slot = slot;
-    f->seq = b->seq;
-    f->ran = b->ran;
-    b->ran = spare;
-    b->ran.len = 0;
-    f->dedup_after = b->dedup_mark;
-    f->dedup_upto = ss_dedup_mark(b->p->dedup);
-    f->commit_us = ss_mono_us();
-    b->seq++;
-    b->dedup_mark = f->dedup_upto;
-}
-
-/* The tick on etcd: collect what the cluster answered, settle the
- * commits that ended (oldest first), run what waited, and commit the open
- * batch as one Txn in a flight of its own when one is free
- * (etcd/backend_etcd.h). */
-static void ss_batch__tick_etcd(struct ss_batch *b, uint64_t now)
+/* The broker's tick: take what the backend finished, settle the commits
+ * that ended (oldest first), run what waited, sweep expired keys, and
+ * start committing the open batch. */
+void ss_batch_tick(struct ss_batch *b, uint64_t now)
 {
     struct ss_plugin *p = b->p;
     ss_backend *be = p->backend;
-    ss_waker_seen(&p->waker); /* before looking: a call that ends later wakes us again */
-    ss_backend_etcd_poll(be, now);
-    int rc;
-    for (;;) {
-        struct ss_flight *f = NULL;
-        for (size_t i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++) {
-            struct ss_flight *g = &b->flights[i];
-            if (g->used && ss_backend_etcd_flight_done(be, g->slot) && (f == NULL || g->seq < f->seq))
-                f = g;
-        }
-        if (f == NULL || !ss_backend_etcd_commit_done(be, f->slot, &rc))
-            break;
-        ss_metrics_latency(&p->metrics.commit, ss_mono_us() - f->commit_us);
-        if (rc == SS_E_CONFLICT)
-            ss_batch__rerun(b, f);
-        else
-            ss_batch__settle_flight(b, f, rc);
-    }
+    ss_waker_seen(&p->waker); /* before looking: what ends later wakes us again */
+    be->ops->poll(be->impl, now);
+    ss_batch__collect(b);
+    if (!be->ops->accepting(be->impl))
+        return; /* a commit still runs: its answers, and the queue, wait */
     if (b->queue.len)
         ss_batch__run_queue(b);
     int n = ss_engine_expire(p->engine, now, SS_SWEEP_PER_TICK);
     if (n < 0)
         ss_log(p, MOSQ_LOG_ERR, "expiry sweep failed: %s", ss_strerror(n));
-    unsigned slot = 0;
-    rc = ss_backend_etcd_commit_start(be, now, &slot);
-    if (rc == SS_OK)
-        ss_batch__fly(b, slot);
-    else if (rc == SS_E_NOTFOUND)
-        ss_batch__settle(b, SS_OK, false); /* nothing to write or check */
-    else if (rc != SS_E_PENDING && rc != SS_E_BUSY)
-        ss_batch__settle(b, rc, false);
+    unsigned id = 0;
+    int rc = be->ops->commit_start(be->impl, now, b->outbox.len != 0, &id);
+    if (rc == SS_OK) {
+        ss_batch__fly(b, id);
+        ss_batch__collect(b); /* a commit that did not wait is done */
+    } else if (rc == SS_E_NOTFOUND) {
+        ss_batch__settle_open(b, SS_OK); /* nothing to write or check */
+    } else if (rc != SS_E_BUSY) {
+        ss_batch__settle_open(b, rc);
+    }
     ss_dedup_expire(p->dedup, now);
-}
-
-void ss_batch_tick(struct ss_batch *b, uint64_t now)
-{
-    struct ss_plugin *p = b->p;
-    struct ss_committer *c = &b->committer;
-    if (p->store == NULL) {
-        ss_batch__tick_etcd(b, now);
-        return;
-    }
-    if (c->pending) {
-        int rc;
-        if (!ss_committer_collect(c, &rc))
-            return; /* still writing: its answers wait */
-        ss_batch__committed(b, rc);
-    } else if (c->syncing) {
-        int rc;
-        if (ss_committer_collect(c, &rc)) {
-            ss_metrics_latency(&p->metrics.fsync, c->job_us);
-            ss_store_sync_done(p->store, rc);
-            if (rc != SS_OK)
-                ss_log(p, MOSQ_LOG_ERR,
-                       "%s: writes acknowledged since the last good fsync may not be on disk "
-                       "(the kernel may drop what it could not write, so a later fsync proves "
-                       "nothing); a checkpoint now writes the whole state into the data file",
-                       ss_store_cause(p->store));
-        }
-    }
-    /* Requests to run again (backend.h: a read under way, a conflict). */
-    if (!c->pending && b->queue.len)
-        ss_batch__run_queue(b);
-    int n = ss_engine_expire(p->engine, now, SS_SWEEP_PER_TICK);
-    if (n < 0)
-        ss_log(p, MOSQ_LOG_ERR, "expiry sweep failed: %s", ss_strerror(n));
-    /* A checkpoint waits for the disk: only with the thread idle (not
-     * beside a periodic fsync of the journal). With nothing to commit, an
-     * empty batch carries it. */
-    bool idle = !c->syncing;
-    if (idle && !ss_store_in_batch(p->store) && ss_store_checkpoint_due(p->store, now) &&
-        ss_store_begin(p->store) != SS_OK)
-        idle = false;
-    if (ss_store_in_batch(p->store)) {
-        /* While checkpoints fail (a full disk), only a batch without
-         * requests carries the next try: its failure must not turn the
-         * answers of reads and journaled writes into errors. */
-        bool may_checkpoint =
-            idle && (b->outbox.len == 0 || !ss_store_checkpoint_failing(p->store, NULL));
-        int rc = ss_store_commit_prepare(p->store, now, may_checkpoint);
-        if (rc != SS_OK) {
-            ss_batch__settle(b, rc, false);
-        } else if (ss_store_commit_syncs(p->store)) {
-            ss_committer_submit(c, SS_JOB_COMMIT);
-            /* Done already when it ran here, no thread having started:
-             * its answers need not wait for the next iteration. */
-            int rc2;
-            if (ss_committer_collect(c, &rc2))
-                ss_batch__committed(b, rc2);
-        } else {
-            uint64_t t0 = ss_mono_us();
-            int rc2 = ss_store_commit_run(p->store);
-            ss_metrics_latency(&p->metrics.commit, ss_mono_us() - t0);
-            ss_batch__finish(b, rc2);
-        }
-    } else {
-        ss_batch__settle(b, SS_OK, false); /* answers that needed no batch (KEYNOTIFY) */
-    }
-    if (p->opt.sync == SS_SYNC_PERIODIC && !c->pending && !c->syncing &&
-        ss_store_sync_start(p->store, now))
-        ss_committer_submit(c, SS_JOB_SYNC);
-    ss_dedup_expire(p->dedup, now);
-}
-
-bool ss_batch_committing(const struct ss_batch *b)
-{
-    return b->committer.pending;
-}
-
-uint64_t ss_batch_due_count(struct ss_batch *b, uint64_t now_ms)
-{
-    /* While a commit runs the store is the committing thread's. */
-    if (b->p->store == NULL)
-        return 0;
-    return b->committer.pending ? 0 : ss_store_due_count(b->p->store, now_ms, SS_DUE_COUNT_CAP);
 }
 
 /* ---- start and stop ---------------------------------------------------- */
@@ -820,11 +587,8 @@ int ss_batch_new(struct ss_plugin *p, struct ss_batch **out)
     b->p = p;
     b->seq = 1;
     b->dedup_mark = ss_dedup_mark(p->dedup);
-    int rc = ss_committer_start(&b->committer, p->store, p->store && p->opt.sync == SS_SYNC_ALWAYS);
-    if (rc != SS_OK) {
-        free(b);
-        return rc;
-    }
+    unsigned n = p->backend->ops->max_flights;
+    b->nflights = n == 0 ? 1 : n > SS_BATCH_FLIGHTS_MAX ? SS_BATCH_FLIGHTS_MAX : n;
     *out = b;
     return SS_OK;
 }
@@ -834,41 +598,33 @@ void ss_batch_free(struct ss_batch *b)
     if (b == NULL)
         return;
     struct ss_plugin *p = b->p;
-    struct ss_committer *c = &b->committer;
-    if (c->pending || c->syncing) {
-        /* A job under way completes; a commit's answers can no longer go
-         * out. (Closing the store syncs in any case.) */
-        int rc = SS_OK;
-        bool commit = c->pending;
-        ss_committer_stop(c);
-        ss_committer_collect(c, &rc);
-        if (commit && ss_store_commit_finish(p->store, rc, ss_wall_ms()) != SS_OK)
-            ss_log(p, MOSQ_LOG_ERR, "the last commit failed at shutdown: %s", ss_store_cause(p->store));
-    }
-    ss_committer_destroy(c);
+    ss_backend *be = p->backend;
     /* Requests never run were never answered. */
-    ss_batch__qlist_clear(&b->queue);
-    free(b->queue.items);
-    ss_batch__qlist_clear(&b->ran);
-    free(b->ran.items);
-    for (size_t i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++) {
-        ss_batch__qlist_clear(&b->flights[i].ran);
-        free(b->flights[i].ran.items);
-    }
-    if (p->store == NULL) {
-        /* etcd: nothing of the open batch was acknowledged; dropping it
-         * is what a lost connection would do. A commit under way ends
-         * in etcd or not at all, unanswered either way. */
-        ss_engine_abort(p->engine);
-    } else if (ss_store_in_batch(p->store)) {
-        /* What was executed is committed, but its answers are not sent:
-         * the broker no longer delivers messages during a plugin's
+    ss_qlist_free(&b->queue);
+    ss_qlist_free(&b->ran);
+    for (size_t i = 0; i < SS_BATCH_FLIGHTS_MAX; i++)
+        ss_qlist_free(&b->flights[i].ran);
+    if (be->ops->commit_wait(be->impl) == SS_OK) {
+        /* A backend that may block: the commit under way completed, and
+         * what was executed since is committed, but its answers are not
+         * sent: the broker no longer delivers messages during a plugin's
          * cleanup. A client that resends after reconnecting runs its
          * request again (the resend cache does not outlive the broker:
          * docs/SEMANTICS.md). */
-        if (ss_engine_commit(p->engine, ss_wall_ms()) != SS_OK)
+        ss_commit_outcome o;
+        while (be->ops->commit_collect(be->impl, &o))
+            be->ops->settled(be->impl, o.rc);
+        if (ss_engine_commit(p->engine, ss_wall_ms()) != SS_OK) {
+            const char *cause = be->ops->cause(be->impl);
             ss_log(p, MOSQ_LOG_ERR, "the last batch could not be committed at shutdown: %s",
-                   ss_store_cause(p->store));
+                   cause && cause[0] ? cause : "failure");
+        }
+    } else {
+        /* One that never blocks (etcd): nothing of the open batch was
+         * acknowledged; dropping it is what a lost connection would do. A
+         * commit under way ends in the store or not at all, unanswered
+         * either way. */
+        ss_engine_abort(p->engine);
     }
     ss_outbox_free(&b->outbox);
     ss_buf_free(&b->scratch);

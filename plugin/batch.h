@@ -11,8 +11,9 @@
  * outbox records the commit it waits for; if that commit fails, answers
  * become errors and notifications are dropped, while an answer that waits
  * for nothing (a refusal, the first answer of a request committed earlier)
- * goes out as it is. Commits that wait for the disk run on the committing
- * thread (committer.h).
+ * goes out as it is. How a commit is made (a worker thread, Txns in
+ * flight) is the backend's business (core/backend.h): the lifecycle is
+ * the same for every backend.
  *
  * All functions run on the broker's thread.
  */
@@ -49,14 +50,15 @@ struct ss_request_from {
     const char *username; /* NULL when none */
 };
 
-/* Start the lifecycle for p (its store, engine and dedup must exist): the
- * committing thread's signal handler, and the thread itself with
- * fsync=always. 0, or SS_E_NOMEM. */
+/* Start the lifecycle for p (its backend, engine and dedup must exist).
+ * 0, or SS_E_NOMEM. */
 int ss_batch_new(struct ss_plugin *p, struct ss_batch **out);
 
-/* Shutting down: a commit under way completes; the open batch is committed
- * but its answers are not sent (the broker no longer delivers messages
- * during a plugin's cleanup); queued requests are dropped. NULL: no-op. */
+/* Shutting down: queued requests are dropped; on a backend that may block,
+ * a commit under way completes and the open batch is committed, its
+ * answers not sent (the broker no longer delivers messages during a
+ * plugin's cleanup); on one that never blocks, the open batch is dropped.
+ * NULL: no-op. */
 void ss_batch_free(struct ss_batch *b);
 
 /* Run a request in the open batch, or queue it while a commit is under way
@@ -75,17 +77,10 @@ void ss_batch_refuse(struct ss_batch *b, struct ss_request_props *r, const char 
 void ss_batch_notify(struct ss_batch *b, char *client_id, char *topic, uint8_t *payload, size_t len,
                      mosquitto_property *props);
 
-/* The broker's tick: collect a commit or sync that finished, sweep expired
- * keys, commit the open batch (or hand it to the committing thread),
- * publish what waited for it, start the periodic fsync when due. */
+/* The broker's tick: take the commits that ended and publish what waited
+ * for them, run the queue, sweep expired keys, start committing the open
+ * batch. */
 void ss_batch_tick(struct ss_batch *b, uint64_t now_ms);
-
-/* True while a commit runs on the committing thread (the store is then
- * the thread's). */
-bool ss_batch_committing(const struct ss_batch *b);
-/* Keys past their deadline not deleted yet, counted up to 10,000 (for
- * the metrics; 0 while a commit is under way). */
-uint64_t ss_batch_due_count(struct ss_batch *b, uint64_t now_ms);
 
 /* A client disconnected: its queued requests still run, but a KEYNOTIFY
  * among them registers nothing (its registrations were just dropped). */

@@ -8,19 +8,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "../etcd/backend_etcd.h"
-#include "batch.h"
 #include "plugin.h"
 
 static const char *const ss_verb_names[SS_METRICS_VERBS] = {"unparsed", "set", "get", "del", "vdel",
                                                             "keynotify", "scan"};
-
-uint64_t ss_mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 void ss_metrics_request(struct ss_metrics *m, int command, int status, const uint8_t *answer,
                         size_t len)
@@ -39,39 +30,6 @@ void ss_metrics_request(struct ss_metrics *m, int command, int status, const uin
     else
         outcome = SS_OUTCOME_STORAGE;
     m->requests[command][outcome]++;
-}
-
-void ss_metrics_latency(struct ss_latency *l, uint64_t us)
-{
-    uint32_t v = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
-    l->seen++;
-    if (l->n < SS_METRICS_SAMPLES) {
-        l->us[l->n++] = v;
-        return;
-    }
-    /* A full reservoir: keep a spread of the interval's samples, the
-     * slot chosen by a multiplicative hash of the count (top 10 bits). */
-    uint64_t slot = (l->seen * 0x9E3779B97F4A7C15ull) >> 54;
-    l->us[slot % SS_METRICS_SAMPLES] = v;
-}
-
-static int ss_metrics__cmp(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* p50 and p99 of the interval, then start the next. 0 and 0 when empty. */
-static void ss_metrics__percentiles(struct ss_latency *l, uint64_t *p50, uint64_t *p99)
-{
-    *p50 = *p99 = 0;
-    if (l->n) {
-        qsort(l->us, l->n, sizeof l->us[0], ss_metrics__cmp);
-        *p50 = l->us[(l->n - 1) / 2];
-        *p99 = l->us[(l->n - 1) * 99 / 100];
-    }
-    l->n = 0;
-    l->seen = 0;
 }
 
 /* The outcome's topic name: ok, not_met, the error's name in lower case
@@ -119,31 +77,10 @@ static void ss_metrics__u64(struct ss_plugin *p, const char *name, uint64_t v)
     ss_metrics__put(p, name, text);
 }
 
-/* The etcd backend's own figures. */
-static void ss_metrics__etcd(struct ss_plugin *p)
+/* One of the backend's figures (backend.h: figures), as it named it. */
+static void ss_metrics__figure(void *ctx, const char *name, const char *value)
 {
-    ss_backend_etcd_stats st;
-    ss_backend_etcd_stats_get(p->backend, &st);
-    ss_metrics__put(p, "etcd/endpoint", st.endpoint);
-    ss_metrics__u64(p, "etcd/reachable", st.reachable);
-    ss_metrics__u64(p, "etcd/txns", st.txns);
-    ss_metrics__u64(p, "etcd/txns_overlapped", st.txns_overlapped);
-    ss_metrics__u64(p, "etcd/conflicts", st.conflicts);
-    ss_metrics__u64(p, "etcd/unknown_outcomes", st.unknown_outcomes);
-    ss_metrics__u64(p, "etcd/nospace", st.nospace);
-    ss_metrics__u64(p, "etcd/fetches", st.fetches);
-    ss_metrics__u64(p, "etcd/cache_entries", st.cache_entries);
-    ss_metrics__u64(p, "etcd/watch_revision", st.watch_revision);
-    ss_metrics__u64(p, "etcd/watch_events", st.watch_events);
-    ss_metrics__u64(p, "etcd/watch_restarts", st.watch_restarts);
-    ss_metrics__u64(p, "etcd/watch_lost_revisions", st.watch_lost_revisions);
-    ss_metrics__u64(p, "etcd/watch_undecodable", st.watch_undecodable);
-    if (st.usage_known) { /* counted over the whole store, with a limit set */
-        ss_metrics__u64(p, "keys", st.keys);
-        ss_metrics__u64(p, "bytes", st.bytes);
-        ss_metrics__u64(p, "limits/max_keys", p->opt.max_keys);
-        ss_metrics__u64(p, "limits/max_bytes", p->opt.max_store_bytes);
-    }
+    ss_metrics__put(ctx, name, value);
 }
 
 void ss_metrics_publish(struct ss_plugin *p, uint64_t now_ms)
@@ -154,12 +91,6 @@ void ss_metrics_publish(struct ss_plugin *p, uint64_t now_ms)
     /* When, on the broker's wall clock: a reader of the retained figures
      * can tell how old they are (statestore stats shows age_ms). */
     ss_metrics__u64(p, "published_ms", ss_wall_ms());
-    if (p->store) {
-        ss_metrics__u64(p, "keys", ss_store_key_count(p->store));
-        ss_metrics__u64(p, "bytes", ss_store_byte_count(p->store));
-        ss_metrics__u64(p, "limits/max_keys", p->opt.max_keys);
-        ss_metrics__u64(p, "limits/max_bytes", ss_store_options_get(p->store)->max_bytes);
-    }
     ss_metrics__u64(p, "limits/max_key_length", p->opt.max_key_length);
     ss_metrics__u64(p, "limits/max_value_bytes", p->opt.max_value_bytes);
     uint64_t total = 0;
@@ -185,23 +116,10 @@ void ss_metrics_publish(struct ss_plugin *p, uint64_t now_ms)
     ss_metrics__u64(p, "registrations", ss_watch_count(p->watch));
     ss_metrics__u64(p, "pattern_watches", ss_pwatch_count(p->pwatch));
     uint64_t p50, p99;
-    ss_metrics__percentiles(&m->commit, &p50, &p99);
+    ss_latency_take(&m->commit, &p50, &p99);
     ss_metrics__u64(p, "commit/p50_us", p50);
     ss_metrics__u64(p, "commit/p99_us", p99);
-    ss_metrics__percentiles(&m->fsync, &p50, &p99);
-    ss_metrics__u64(p, "fsync/p50_us", p50);
-    ss_metrics__u64(p, "fsync/p99_us", p99);
-    if (p->store == NULL) {
-        ss_metrics__etcd(p);
-        return;
-    }
-    /* While a commit runs, the store is the committing thread's: the
-     * journal's size is the one seen last. */
-    if (!ss_batch_committing(p->batch))
-        m->journal_bytes = ss_store_journal_bytes(p->store);
-    ss_metrics__u64(p, "journal/bytes", m->journal_bytes);
-    ss_metrics__u64(p, "checkpoint/last", ss_store_last_checkpoint_ms(p->store) / 1000);
-    ss_metrics__u64(p, "expiry/backlog", ss_batch_due_count(p->batch, now_ms));
+    p->backend->ops->figures(p->backend->impl, now_ms, ss_metrics__figure, p);
 }
 
 void ss_metrics_tick(struct ss_plugin *p, uint64_t now_ms)

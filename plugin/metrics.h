@@ -4,9 +4,9 @@
  * (docs/OPERATIONS.md lists every topic and its unit).
  *
  * Counters only grow from the broker's start; latencies are the p50 and p99
- * of the commits and fsyncs of the last interval. All of it on the broker's
- * thread, except the committer's measurement of a job, handed over with
- * the job's result.
+ * of the commits of the last interval. The backend adds its own figures
+ * (backend.h: figures), whose names the plugin does not know. All of it
+ * on the broker's thread.
  */
 #ifndef SS_METRICS_H
 #define SS_METRICS_H
@@ -16,6 +16,7 @@
 
 #include "../core/command.h"
 #include "../core/errors.h"
+#include "../core/latency.h"
 
 #define SS_METRICS_PREFIX "$SYS/broker/statestore/"
 
@@ -33,31 +34,19 @@ enum ss_outcome {
 
 /* Verbs by enum ss_cmd_type; 0: a request that did not parse. */
 #define SS_METRICS_VERBS (SS_CMD_SCAN + 1)
-/* Latency samples kept per interval (beyond: every other one replaced). */
-#define SS_METRICS_SAMPLES 1024u
-
-struct ss_latency {
-    uint32_t us[SS_METRICS_SAMPLES];
-    uint32_t n;    /* samples kept */
-    uint64_t seen; /* samples offered this interval */
-};
-
 struct ss_metrics {
     uint64_t requests[SS_METRICS_VERBS][SS_OUTCOME_COUNT];
     uint64_t notifications_sent, notifications_dropped;
     uint64_t resends;        /* requests answered from the resend cache */
     uint64_t commits_failed; /* commits whose requests were answered with an error */
-    struct ss_latency commit, fsync;
+    struct ss_latency commit;
     uint64_t last_publish_ms;
-    uint64_t journal_bytes; /* as last seen between commits */
 };
 
 /* Count one request: command (0 if it did not parse), the status
  * ss_engine_exec returned, and its answer (":-1" is a condition not met). */
 void ss_metrics_request(struct ss_metrics *m, int command, int status, const uint8_t *answer,
                         size_t len);
-/* One commit's or fsync's duration. */
-void ss_metrics_latency(struct ss_latency *l, uint64_t us);
 
 struct ss_plugin;
 /* At the broker's tick: publish when sys_interval has passed (never when
@@ -66,7 +55,5 @@ void ss_metrics_tick(struct ss_plugin *p, uint64_t now_ms);
 /* Publish now (start, and tests). */
 void ss_metrics_publish(struct ss_plugin *p, uint64_t now_ms);
 
-/* Microseconds of a monotonic clock, for durations. */
-uint64_t ss_mono_us(void);
 
 #endif

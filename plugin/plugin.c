@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../backends/open.h"
 #include "../core/errors.h"
 #include "admin.h"
 #include "backup.h"
@@ -28,13 +29,6 @@ SS_EXPORT int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **us
                                     struct mosquitto_opt *options, int option_count);
 SS_EXPORT int mosquitto_plugin_cleanup(void *userdata, struct mosquitto_opt *options,
                                        int option_count);
-
-uint64_t ss_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* MOSQ_EVT_TICK, once per broker loop iteration: the batch commits and
  * publishes (batch.h). Kept O(1) when nothing is due and nothing is
@@ -84,12 +78,9 @@ static void ss_plugin__destroy(struct ss_plugin *p)
     p->batch = NULL;
     ss_admin_free(p->admin);
     ss_engine_free(p->engine);
-    if (p->store)
-        ss_backend_lmdb_free(p->backend);
-    else
-        ss_backend_etcd_free(p->backend); /* its thread ends: no wake-up after this */
+    if (p->backend) /* its threads end: no wake-up after this */
+        p->backend->ops->destroy(p->backend);
     ss_waker_stop(&p->waker);
-    ss_store_close(p->store);
     ss_watch_free(p->watch);
     ss_pwatch_free(p->pwatch);
     ss_dedup_free(p->dedup);
@@ -99,174 +90,33 @@ static void ss_plugin__destroy(struct ss_plugin *p)
     free(p);
 }
 
-/* Is dir the directory top, or inside it (after resolving links)? A
- * directory that does not exist yet is compared as written. */
-static bool ss_plugin__inside(const char *dir, const char *top)
-{
-    char a[PATH_MAX], b[PATH_MAX];
-    if (realpath(dir, a) == NULL || realpath(top, b) == NULL) {
-        snprintf(a, sizeof a, "%s", dir);
-        snprintf(b, sizeof b, "%s", top);
-    }
-    size_t n = strlen(b);
-    while (n > 1 && b[n - 1] == '/')
-        b[--n] = '\0';
-    return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/');
-}
-
-/* The LMDB store in data_dir, behind the storage interface. */
-static int ss_plugin__open_lmdb(struct ss_plugin *p)
-{
-    ss_store_options so = ss_store_options_default();
-    so.path = p->opt.data_dir;
-    so.max_keys = p->opt.max_keys;
-    so.max_bytes = p->opt.max_store_bytes;
-    so.map_size = p->opt.map_size;
-    so.sync = p->opt.sync;
-    so.sync_interval_ms = (uint32_t)p->opt.sync_interval_ms;
-    so.external_sync = true; /* the committer's thread runs the periodic fsync (batch.c) */
-    so.checkpoint_interval_ms = (uint32_t)p->opt.checkpoint_interval_ms;
-    so.journal_max_bytes = p->opt.journal_max_bytes;
-    so.compact = p->opt.compact_on_start;
-    so.fail_write_at = p->opt.test_fail_write_at;
-    so.fail_sync_at = p->opt.test_fail_sync_at;
-    if (so.fail_write_at || so.fail_sync_at)
-        mosquitto_log_printf(MOSQ_LOG_WARNING, "statestore: failure injection is on "
-                             "(plugin_opt_test_fail_write_at %llu, test_fail_sync_at %llu): "
-                             "for tests only", (unsigned long long)so.fail_write_at,
-                             (unsigned long long)so.fail_sync_at);
-    if (p->opt.backup_dir && access(p->opt.backup_dir, W_OK | X_OK) != 0) {
-        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_backup_dir %s: %s", p->opt.backup_dir,
-                             strerror(errno));
-        return SS_E_INVAL;
-    }
-    if (p->opt.backup_dir && ss_plugin__inside(p->opt.backup_dir, p->opt.data_dir)) {
-        /* A backup named "journal" or "data.mdb" would replace live files. */
-        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_backup_dir %s: must not be the data "
-                             "directory or inside it", p->opt.backup_dir);
-        return SS_E_INVAL;
-    }
-    int rc = ss_store_open(&so, &p->store);
-    if (rc == SS_E_BUSY) {
-        mosquitto_log_printf(MOSQ_LOG_ERR,
-                             "statestore: cannot open the store in %s: another process has it open",
-                             p->opt.data_dir);
-        return rc;
-    }
-    if (rc != SS_OK) {
-        int err = errno;
-        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: cannot open the store in %s: %s%s%s",
-                             p->opt.data_dir, ss_strerror(rc), err ? ": " : "",
-                             err ? strerror(err) : "");
-        struct stat st;
-        if ((err == EACCES || err == EPERM) && stat(p->opt.data_dir, &st) != 0)
-            /* It could not be made: its parent is not ours to write in. */
-            mosquitto_log_printf(MOSQ_LOG_ERR,
-                                 "statestore: %s does not exist and mosquitto (which runs as the "
-                                 "user of its 'user' option, default mosquitto, when started as "
-                                 "root) may not create it: create it and give it to that user, "
-                                 "e.g. install -d -o mosquitto -g mosquitto -m 0750 %s",
-                                 p->opt.data_dir, p->opt.data_dir);
-        else if (err == EACCES || err == EPERM)
-            mosquitto_log_printf(MOSQ_LOG_ERR,
-                                 "statestore: started as root, mosquitto runs as the user of its "
-                                 "'user' option (default: mosquitto), which must own %s: "
-                                 "chown mosquitto: %s",
-                                 p->opt.data_dir, p->opt.data_dir);
-        else if (err == EROFS)
-            mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: %s is on a read-only filesystem",
-                                 p->opt.data_dir);
-        return rc;
-    }
-    if (so.compact && ss_store_compaction_result(p->store) == SS_OK)
-        mosquitto_log_printf(MOSQ_LOG_NOTICE, "statestore: %s", ss_store_cause(p->store));
-    else if (so.compact)
-        mosquitto_log_printf(MOSQ_LOG_WARNING, "statestore: the data file was not compacted (%s)",
-                             ss_store_cause(p->store));
-    if (ss_store_checkpoint_failing(p->store, NULL))
-        mosquitto_log_printf(MOSQ_LOG_WARNING,
-                             "statestore: the journal's changes could not go into the data file "
-                             "at start (%s); serving from the journal, checkpoint tried again "
-                             "later", ss_store_cause(p->store));
-    return ss_backend_lmdb_new(p->store, &p->backend);
-}
-
-static void ss_plugin__etcd_log(void *ctx, int level, const char *msg)
+static void ss_plugin__backend_log(void *ctx, int level, const char *msg)
 {
     static const int levels[] = {MOSQ_LOG_ERR, MOSQ_LOG_WARNING, MOSQ_LOG_NOTICE, MOSQ_LOG_INFO};
-    ss_log(ctx, levels[level >= 0 && level <= SS_ETCD_LOG_INFO ? level : 0], "%s", msg);
+    ss_log(ctx, levels[level >= 0 && level <= SS_LOG_INFO ? level : 0], "%s", msg);
 }
 
-/* How long a starting broker waits for the claim of a broker that died
- * with its node id: the claim's lease (3 s) and a margin. */
-#define SS_ETCD_CLAIM_WAIT_MS 4500u
-
-/* The store on an etcd cluster. An unreachable cluster is no reason to
- * stop the broker: it is said, and tried again (requests wait for it up
- * to etcd_unavailable_ms). */
-static int ss_plugin__open_etcd(struct ss_plugin *p)
+/* The backend plugin_opt_backend names, started: its wake-ups reach the
+ * broker's thread (waker.h). */
+static int ss_plugin__open_backend(struct ss_plugin *p)
 {
-    ss_backend_etcd_options eo = {.endpoints = p->opt.etcd_endpoints,
-                                  .ca_file = p->opt.etcd_ca_file,
-                                  .cert_file = p->opt.etcd_cert_file,
-                                  .key_file = p->opt.etcd_key_file,
-                                  .username = p->opt.etcd_username,
-                                  .password = p->opt.etcd_password,
-                                  .prefix = p->opt.etcd_prefix,
-                                  .node_id = p->opt.node_id,
-                                  .call_timeout_ms = (unsigned)p->opt.etcd_timeout_ms,
-                                  .unavailable_ms = (unsigned)p->opt.etcd_unavailable_ms,
-                                  .max_request_bytes = (size_t)p->opt.etcd_max_request_bytes,
-                                  .max_txn_ops = (unsigned)p->opt.etcd_max_txn_ops,
-                                  .tombstone_ms = p->opt.etcd_tombstone_ms,
-                                  .max_keys = p->opt.max_keys,
-                                  .max_bytes = p->opt.max_store_bytes,
-                                  .log = ss_plugin__etcd_log,
-                                  .log_ctx = p};
-    char why[300];
-    int rc = ss_backend_etcd_new(&eo, &p->backend, why, sizeof why);
-    if (rc == SS_E_INVAL)
-        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_etcd_*: %s", why);
+    int rc = ss_backends_open(p->opt.backend, ss_plugin__backend_log, p, &p->backend);
     if (rc != SS_OK)
         return rc;
-    if ((rc = ss_waker_start(&p->waker)) != SS_OK)
+    ss_backend *be = p->backend;
+    if ((rc = ss_waker_start(&p->waker, !be->ops->wake_repeats)) != SS_OK)
         return rc;
-    p->backend->wake = ss_waker_poke;
-    p->backend->wake_ctx = &p->waker;
-    rc = ss_backend_etcd_ping(p->backend, why, sizeof why);
-    if (rc == SS_E_INVAL) { /* the user name or password */
-        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: plugin_opt_etcd_username, plugin_opt_etcd_password: %s",
-                             why);
-        return rc;
-    }
-    if (rc == SS_OK) {
-        mosquitto_log_printf(MOSQ_LOG_NOTICE, "statestore: %s", why);
-        /* One live broker per node id: a broker that died leaves its
-         * claim until its lease lapses, so wait that long first. */
-        rc = ss_backend_etcd_claim(p->backend, SS_ETCD_CLAIM_WAIT_MS, why, sizeof why);
-        if (rc == SS_E_BUSY) {
-            mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: %s", why);
-            return rc;
-        }
-        if (rc != SS_OK)
-            mosquitto_log_printf(MOSQ_LOG_WARNING, "statestore: the node id could not be claimed yet (%s): "
-                                 "trying again", why);
-        /* Serve once changes made through other brokers are watched, so
-         * that an observer registered from the start hears of them. */
-        if (ss_backend_etcd_watch_start(p->backend, (unsigned)p->opt.etcd_timeout_ms) != SS_OK)
-            mosquitto_log_printf(MOSQ_LOG_WARNING, "statestore: etcd did not start the watch on changes "
-                                 "in time: trying again (until then, observers here hear only of "
-                                 "changes made through this broker)");
-    } else
-        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: etcd does not answer (%s): requests wait for it "
-                             "and are answered \"the store is unavailable\" after %llu ms; trying again",
-                             why, (unsigned long long)p->opt.etcd_unavailable_ms);
-    return SS_OK;
+    be->wake = ss_waker_poke;
+    be->wake_ctx = &p->waker;
+    char why[400] = "";
+    if ((rc = be->ops->start(be->impl, why, sizeof why)) != SS_OK)
+        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: %s", why);
+    return rc;
 }
 
 static int ss_plugin__open(struct ss_plugin *p)
 {
-    int rc = p->opt.backend == SS_BACKEND_ETCD ? ss_plugin__open_etcd(p) : ss_plugin__open_lmdb(p);
+    int rc = ss_plugin__open_backend(p);
     if (rc != SS_OK)
         return rc;
     struct ss_broker_conf bc;
@@ -308,6 +158,20 @@ static int ss_plugin__open(struct ss_plugin *p)
     return ss_batch_new(p, &p->batch);
 }
 
+/* The backend's "keys" figure, for the start-up line (0 when it has none). */
+static void ss_plugin__keys_figure(void *ctx, const char *name, const char *value)
+{
+    if (strcmp(name, "keys") == 0)
+        *(uint64_t *)ctx = strtoull(value, NULL, 10);
+}
+
+static uint64_t ss_plugin__key_count(struct ss_plugin *p)
+{
+    uint64_t keys = 0;
+    p->backend->ops->figures(p->backend->impl, ss_wall_ms(), ss_plugin__keys_figure, &keys);
+    return keys;
+}
+
 int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userdata,
                           struct mosquitto_opt *options, int option_count)
 {
@@ -333,7 +197,7 @@ int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userdata,
             return rc;
         }
     }
-    ss_options_log(&p->opt, p->store ? ss_store_key_count(p->store) : 0);
+    ss_options_log(&p->opt, ss_plugin__key_count(p));
     if (p->opt.topic_protection)
         ss_log(p, MOSQ_LOG_NOTICE, "topic protection on; other topics are %s",
                p->defer_other_topics ? "left to the acl_file and other plugins" : "allowed");

@@ -7,8 +7,9 @@
  * (batch.c), which runs it in the engine, keeps its answer and the
  * notifications it causes until the batch commits at the broker's next
  * TICK, and only then publishes them. The modules, each with its header:
- * request, batch (with outbox and committer), notify, protect, options,
- * broker_conf.
+ * request, batch (with queue and outbox), waker, notify, protect, options,
+ * broker_conf, admin, backup, metrics. Storage is reached only through the
+ * storage interface (core/backend.h); backends/open.h makes the backend.
  */
 #ifndef SS_PLUGIN_H
 #define SS_PLUGIN_H
@@ -23,13 +24,12 @@
 
 #include "../core/acl.h"
 #include "../core/dedup.h"
-#include "../core/backend_lmdb.h"
+#include "../core/backend.h"
 #include "../core/engine.h"
 #include "../core/protocol.h"
-#include "../core/store.h"
+#include "../core/latency.h"
 #include "../core/pwatch.h"
 #include "../core/watch.h"
-#include "../etcd/backend_etcd.h"
 #include "metrics.h"
 #include "options.h"
 #include "waker.h"
@@ -50,9 +50,8 @@ struct ss_caller {
 struct ss_plugin {
     mosquitto_plugin_id_t *id;
     struct ss_plugin_options opt;
-    ss_store *store;     /* the LMDB backend's own control (commits, syncs); NULL on etcd */
-    ss_backend *backend; /* the store behind the storage interface (LMDB or etcd) */
-    struct ss_waker waker; /* etcd: finished calls wake the broker's thread */
+    ss_backend *backend; /* the store, behind the storage interface (backends/open.h) */
+    struct ss_waker waker; /* wakes the broker's thread when the backend has results */
     ss_engine *engine;
     ss_watch *watch;
     ss_pwatch *pwatch;   /* pattern watches (WATCH on the administrative topic) */
@@ -71,8 +70,5 @@ struct ss_plugin {
 /* Print when level is enabled (opt.log_level). */
 void ss_log(const struct ss_plugin *p, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-
-/* Wall-clock milliseconds since the Unix epoch. */
-uint64_t ss_wall_ms(void);
 
 #endif

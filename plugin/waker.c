@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
-/* waker.c - repeat the wake signal until the broker has looked
- * (waker.h). */
+/* waker.c - wake the broker's thread with a signal (waker.h). */
 #include "waker.h"
 
-#include <signal.h>
 #include <string.h>
 #include <time.h>
 
 #include "../core/errors.h"
-#include "committer.h"
 
 #define SS_WAKER_REPEAT_NS 200000L
+
+static void ss_waker__handler(int sig)
+{
+    (void)sig; /* its only purpose is to interrupt epoll_wait */
+}
 
 static void *ss_waker__main(void *arg)
 {
@@ -35,10 +37,20 @@ static void *ss_waker__main(void *arg)
     return NULL;
 }
 
-int ss_waker_start(struct ss_waker *w)
+int ss_waker_start(struct ss_waker *w, bool repeat)
 {
     memset(w, 0, sizeof *w);
     w->broker = pthread_self();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = ss_waker__handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART; /* other system calls go on; epoll_wait returns EINTR */
+    if (sigaction(SS_WAKE_SIGNAL, &sa, &w->old_action) != 0)
+        return SS_E_NOMEM;
+    w->started = true;
+    if (!repeat)
+        return SS_OK;
     pthread_condattr_t ca;
     if (pthread_condattr_init(&ca) != 0)
         return SS_E_NOMEM;
@@ -69,6 +81,10 @@ int ss_waker_start(struct ss_waker *w)
 void ss_waker_poke(void *waker)
 {
     struct ss_waker *w = waker;
+    if (!w->live) {
+        pthread_kill(w->broker, SS_WAKE_SIGNAL); /* the caller repeats it */
+        return;
+    }
     pthread_mutex_lock(&w->mu);
     w->poked = true;
     pthread_cond_signal(&w->cv);
@@ -77,6 +93,8 @@ void ss_waker_poke(void *waker)
 
 void ss_waker_seen(struct ss_waker *w)
 {
+    if (!w->live)
+        return;
     pthread_mutex_lock(&w->mu);
     w->poked = false;
     pthread_mutex_unlock(&w->mu);
@@ -84,14 +102,18 @@ void ss_waker_seen(struct ss_waker *w)
 
 void ss_waker_stop(struct ss_waker *w)
 {
-    if (w == NULL || !w->live)
+    if (w == NULL || !w->started)
         return;
-    pthread_mutex_lock(&w->mu);
-    w->stop = true;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    pthread_join(w->thread, NULL);
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
-    w->live = false;
+    if (w->live) {
+        pthread_mutex_lock(&w->mu);
+        w->stop = true;
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->thread, NULL);
+        pthread_mutex_destroy(&w->mu);
+        pthread_cond_destroy(&w->cv);
+        w->live = false;
+    }
+    sigaction(SS_WAKE_SIGNAL, &w->old_action, NULL);
+    w->started = false;
 }

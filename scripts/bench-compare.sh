@@ -6,6 +6,9 @@
 # beside them for reference. Prints the medians and new/base ratios of the
 # throughput and of the broker's CPU time per request. For changes that
 # should not cost speed (a refactor): `make bench-compare BASE=<rev>`.
+# Then the same on a 3-member etcd cluster, one broker of each on its own
+# prefix: the 4x64 throughput and the p50 of one request in flight
+# (BENCH_ETCD=0 leaves it out).
 # Usage: scripts/bench-compare.sh REV   (BENCH_REPS, default 7; BENCH_SECONDS, default 5)
 set -u
 REV=${1:?usage: scripts/bench-compare.sh REV}
@@ -61,4 +64,38 @@ echo "BENCH compare base_ops=$BO new_ops=$NO ratio=$(ratio "$NO" "$BO") base_cpu
 stop_broker echo
 stop_broker base
 stop_broker new
+
+if [ "${BENCH_ETCD:-1}" != 0 ]; then
+    start_etcd_cluster
+    for b in base new; do
+        start_broker "etcd_$b" "$( [ $b = base ] && echo "$BASE_PLUGIN" || echo "$PWD/$B/statestore.so")" \
+            "plugin_opt_backend etcd" "plugin_opt_etcd_endpoints $ENDPOINTS" "plugin_opt_etcd_prefix $b/" \
+            "plugin_opt_node_id bench-$b"
+        port_var=PORT_etcd_$b
+        lg -p "${!port_var}" -c 4 -w 64 -k 20000 -n 20000 --sequential --label preload > /dev/null
+    done
+    declare -a ebo eno ebl enl
+    for i in $(seq "$REPS"); do
+        order="base new"
+        [ $(( i % 2 )) = 0 ] && order="new base"
+        for b in $order; do
+            port_var=PORT_etcd_$b
+            t=$(lg -p "${!port_var}" -c 4 -w 64 -s 50 -k 20000 -d "$SECS" --label "etcd_$b")
+            l=$(lg -p "${!port_var}" -c 1 -w 1 -s 50 -k 20000 -d "$SECS" --label "etcd1_$b")
+            if [ "$b" = base ]; then
+                ebo+=("$(field "$t" ops_per_s)"); ebl+=("$(field "$l" p50_us)")
+            else
+                eno+=("$(field "$t" ops_per_s)"); enl+=("$(field "$l" p50_us)")
+            fi
+        done
+    done
+    EBO=$(median "${ebo[@]}"); ENO=$(median "${eno[@]}"); EBL=$(median "${ebl[@]}"); ENL=$(median "${enl[@]}")
+    echo "etcd $ETCD_VERSION, 3 members: 4x64 throughput, medians: base $EBO ops/s, new $ENO ops/s: new/base $(ratio "$ENO" "$EBO")"
+    echo "   runs: base ${ebo[*]} / new ${eno[*]}"
+    echo "etcd, 1 in flight, p50: base $EBL us, new $ENL us: new/base $(ratio "$ENL" "$EBL")"
+    echo "   runs: base ${ebl[*]} / new ${enl[*]}"
+    echo "BENCH compare_etcd base_ops=$EBO new_ops=$ENO ratio=$(ratio "$ENO" "$EBO") base_p50_us=$EBL new_p50_us=$ENL p50_ratio=$(ratio "$ENL" "$EBL")"
+    stop_broker etcd_base
+    stop_broker etcd_new
+fi
 git worktree remove --force "$BASE_TREE"

@@ -10,32 +10,11 @@ set -u
 B=build/plain
 REPS=${BENCH_REPS:-3}
 SECS=${BENCH_SECONDS:-6}
-ETCD_BIN=build/etcd/root/usr/bin
 WORK=$(mktemp -d /tmp/statestore-bench-etcd.XXXXXX)
 . "$(dirname "$0")/bench-lib.sh"
 
 # ---- the cluster: 3 members, data under WORK (on whatever disk /tmp is) ----
-initial=""
-ENDPOINTS=""
-declare -a CP PP
-for i in 1 2 3; do
-    CP[$i]=$(free_port)
-    PP[$i]=$(free_port)
-    initial="${initial:+$initial,}m$i=http://127.0.0.1:${PP[$i]}"
-    ENDPOINTS="${ENDPOINTS:+$ENDPOINTS,}http://127.0.0.1:${CP[$i]}"
-done
-for i in 1 2 3; do
-    "$ETCD_BIN/etcd" --name "m$i" --data-dir "$WORK/etcd-$i" \
-        --listen-client-urls "http://127.0.0.1:${CP[$i]}" --advertise-client-urls "http://127.0.0.1:${CP[$i]}" \
-        --listen-peer-urls "http://127.0.0.1:${PP[$i]}" --initial-advertise-peer-urls "http://127.0.0.1:${PP[$i]}" \
-        --initial-cluster "$initial" --initial-cluster-state new > "$WORK/etcd-$i.log" 2>&1 &
-    PIDS+=("$!")
-done
-for _ in $(seq 200); do
-    ETCDCTL_API=3 "$ETCD_BIN/etcdctl" --endpoints "$ENDPOINTS" endpoint health > /dev/null 2>&1 && break
-    sleep 0.1
-done
-ETCD_VERSION=$("$ETCD_BIN/etcd" --version | awk '/etcd Version/ {print $3}')
+start_etcd_cluster
 
 start_broker lmdb "$PWD/$B/statestore.so" "plugin_opt_data_dir $WORK/lmdb"
 # Broker b joins for the runs of two brokers only: "one broker" means one

@@ -45,6 +45,34 @@ start_broker() {
     eval "PORT_$name=$port PID_$name=$pid"
 }
 
+# start_etcd_cluster: 3 etcd members on free loopback ports, data under
+# WORK; sets ENDPOINTS and ETCD_VERSION (their PIDs are the first three
+# started after this is called)
+ETCD_BIN=build/etcd/root/usr/bin
+start_etcd_cluster() {
+    local initial="" i
+    local -a cp pp
+    ENDPOINTS=""
+    for i in 1 2 3; do
+        cp[$i]=$(free_port)
+        pp[$i]=$(free_port)
+        initial="${initial:+$initial,}m$i=http://127.0.0.1:${pp[$i]}"
+        ENDPOINTS="${ENDPOINTS:+$ENDPOINTS,}http://127.0.0.1:${cp[$i]}"
+    done
+    for i in 1 2 3; do
+        "$ETCD_BIN/etcd" --name "m$i" --data-dir "$WORK/etcd-$i" \
+            --listen-client-urls "http://127.0.0.1:${cp[$i]}" --advertise-client-urls "http://127.0.0.1:${cp[$i]}" \
+            --listen-peer-urls "http://127.0.0.1:${pp[$i]}" --initial-advertise-peer-urls "http://127.0.0.1:${pp[$i]}" \
+            --initial-cluster "$initial" --initial-cluster-state new > "$WORK/etcd-$i.log" 2>&1 &
+        PIDS+=("$!")
+    done
+    for _ in $(seq 200); do
+        ETCDCTL_API=3 "$ETCD_BIN/etcdctl" --endpoints "$ENDPOINTS" endpoint health > /dev/null 2>&1 && break
+        sleep 0.1
+    done
+    ETCD_VERSION=$("$ETCD_BIN/etcd" --version | awk '/etcd Version/ {print $3}')
+}
+
 stop_broker() {
     local pid_var=PID_$1
     kill "${!pid_var}" 2>/dev/null

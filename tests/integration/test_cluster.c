@@ -1144,7 +1144,7 @@ static void three_clients_two_brokers_down(struct client *ca, struct client *cb,
 static void await_keys(const struct etcd_cluster *c, const char *prefix, int n)
 {
     int got = -1;
-    for (int i = 0; i < 100 && (got = etcd_cluster_count_keys(c, prefix)) != n; i++)
+    for (int i = 0; i < 200 && (got = etcd_cluster_count_keys(c, prefix)) != n; i++)
         usleep(50 * 1000);
     ASSERT_EQ(got, n);
 }
@@ -1367,7 +1367,10 @@ TEST(cluster_long_keys_written_and_deleted_in_bulk)
     struct broker a;
     struct client ca;
     char ra[64];
-    cluster_with_a_client(&c, &a, "long-keys", "plugin_opt_etcd_tombstone_ms 1000\n", &ca, ra);
+    /* Tombstones stay 3 s: long enough to be counted before the sweep
+     * takes them, even on a slow machine (under ThreadSanitizer 1 s was
+     * not). */
+    cluster_with_a_client(&c, &a, "long-keys", "plugin_opt_etcd_tombstone_ms 3000\n", &ca, ra);
     enum { N = 40, LEN = 30000 };
     char *keys[N];
     for (int i = 0; i < N; i++) {
@@ -1381,7 +1384,7 @@ TEST(cluster_long_keys_written_and_deleted_in_bulk)
     ASSERT_EQ(etcd_cluster_count_keys(&c, "race/x/"), N);
     pipelined(&ca, ra, keys, N, "DEL", W(NULL), ":1\r\n");
     pipelined(&ca, ra, keys, N, "GET", W(NULL), "$-1\r\n");
-    /* The tombstones, then nothing, once they are due (1 s). */
+    /* The tombstones, then nothing, once they are due (3 s). */
     ASSERT_EQ(etcd_cluster_count_keys(&c, "race/k/"), N);
     await_keys(&c, "race/k/", 0);
     await_keys(&c, "race/x/", 0);

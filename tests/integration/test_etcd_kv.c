@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "../../core/errors.h"
-#include "../../etcd/backend_etcd_internal.h"
+#include "../../etcd/backend_etcd_calls.h"
 #include "../../etcd/grpc.h"
 #include "../../etcd/kv.h"
 #include "../test.h"

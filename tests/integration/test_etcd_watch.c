@@ -87,12 +87,39 @@ static void on_change(void *ctx, const ss_change *c)
              c->value.len ? (const char *)c->value.data : "");
 }
 
+/* One of b's figures (backend.h: figures), as its owner sees them. */
+struct figure {
+    const char *name;
+    char value[200];
+};
+
+static void on_figure(void *ctx, const char *name, const char *value)
+{
+    struct figure *f = ctx;
+    if (strcmp(name, f->name) == 0)
+        snprintf(f->value, sizeof f->value, "%s", value);
+}
+
+static const char *figure_text(ss_backend *b, const char *name, struct figure *f)
+{
+    f->name = name;
+    f->value[0] = '\0';
+    b->ops->figures(b->impl, wall_ms(), on_figure, f);
+    return f->value;
+}
+
+static uint64_t figure_u64(ss_backend *b, const char *name)
+{
+    struct figure f;
+    return strtoull(figure_text(b, name, &f), NULL, 10);
+}
+
 /* Poll b (settling as its owner does) until the feed holds want changes
  * or 15 s passed. */
 static void feed_until(ss_backend *b, struct fed *f, int want)
 {
     for (int i = 0; i < 1500 && f->n < want; i++) {
-        ss_backend_etcd_poll(b, wall_ms());
+        b->ops->poll(b->impl, wall_ms());
         b->ops->settled(b->impl, SS_OK);
         ss_backend_deliver(b, on_change, f);
         if (f->n < want)
@@ -110,7 +137,8 @@ TEST(etcd_watch_resumes_and_reports_compacted_history)
     ss_backend *b;
     char why[200];
     ASSERT_EQ(ss_backend_etcd_new(&o, &b, why, sizeof why), SS_OK);
-    ASSERT_EQ(ss_backend_etcd_watch_start(b, 5000), SS_OK);
+    ASSERT_EQ(b->ops->start(b->impl, why, sizeof why), SS_OK); /* the claim, then the watch */
+    ASSERT_TRUE(figure_u64(b, "etcd/watch_revision") > 0);
     ss_grpc *g;
     ss_grpc_options go = {.endpoints = ec.endpoints};
     ASSERT_EQ(ss_grpc_new(&go, &g, NULL, 0), SS_OK);
@@ -125,12 +153,12 @@ TEST(etcd_watch_resumes_and_reports_compacted_history)
     /* Stop the member the backend is connected to: its calls time out,
      * the watch's stream goes with the connection and resumes on another
      * member after the last revision seen: nothing is skipped. */
-    ss_backend_etcd_stats st;
-    ss_backend_etcd_stats_get(b, &st);
+    struct figure endpoint;
+    figure_text(b, "etcd/endpoint", &endpoint);
     int stopped = -1;
     for (int i = 0; i < ec.n; i++) {
         char url[64];
-        if (strcmp(st.endpoint, etcd_member_url(&ec, i, url, sizeof url)) == 0)
+        if (strcmp(endpoint.value, etcd_member_url(&ec, i, url, sizeof url)) == 0)
             stopped = i;
     }
     ASSERT_TRUE(stopped >= 0);
@@ -146,17 +174,16 @@ TEST(etcd_watch_resumes_and_reports_compacted_history)
     feed_until(b, &f, 2);
     ASSERT_EQ(f.n, 2);
     ASSERT_STR(f.lines[1], strlen(f.lines[1]), "SET b 2");
-    ss_backend_etcd_stats_get(b, &st);
-    ASSERT_TRUE(st.watch_restarts >= 1);
-    ASSERT_EQ(st.watch_lost_revisions, 0);
+    ASSERT_TRUE(figure_u64(b, "etcd/watch_restarts") >= 1);
+    ASSERT_EQ(figure_u64(b, "etcd/watch_lost_revisions"), 0);
     ASSERT_EQ(kill(ec.pid[stopped], SIGCONT), 0);
 
     /* Now cut it off again, and compact the history past what it has not
      * seen: the changes in between are lost to it, and it says which. */
-    ss_backend_etcd_stats_get(b, &st);
+    figure_text(b, "etcd/endpoint", &endpoint);
     for (int i = 0; i < ec.n; i++) {
         char url[64];
-        if (strcmp(st.endpoint, etcd_member_url(&ec, i, url, sizeof url)) == 0)
+        if (strcmp(endpoint.value, etcd_member_url(&ec, i, url, sizeof url)) == 0)
             stopped = i;
     }
     etcd_member_sigstop(&ec, stopped);
@@ -184,19 +211,18 @@ TEST(etcd_watch_resumes_and_reports_compacted_history)
      * saw (b's, or a later revision of a key outside its range, such as
      * the node id's claim) to the one before the compaction: c's is in
      * it, and the count is its length. */
-    ss_backend_etcd_stats_get(b, &st);
     const char *said = strstr(logs.text, "revisions ");
     ASSERT_TRUE(said != NULL);
     long long first = 0, last = 0;
     ASSERT_EQ(sscanf(said, "revisions %lld to %lld are lost to observers on this broker", &first, &last), 2);
     ASSERT_TRUE(first > seen && first <= lost);
     ASSERT_EQ(last, kept - 1);
-    ASSERT_EQ(st.watch_lost_revisions, (uint64_t)(last - first + 1));
+    ASSERT_EQ(figure_u64(b, "etcd/watch_lost_revisions"), (uint64_t)(last - first + 1));
     printf("  a stopped member cut the watch %llu times; it resumed each time; a compaction past revision "
-           "%lld was reported\n", (unsigned long long)st.watch_restarts, (long long)lost);
+           "%lld was reported\n", (unsigned long long)figure_u64(b, "etcd/watch_restarts"), (long long)lost);
     ASSERT_EQ(kill(ec.pid[stopped], SIGCONT), 0);
     ss_grpc_free(g);
     ss_grpc_free(g2);
-    ss_backend_etcd_free(b);
+    b->ops->destroy(b);
     etcd_cluster_stop(&ec);
 }

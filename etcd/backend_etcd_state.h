@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
-/* backend_etcd_internal.h - what the etcd backend's files share (not
- * installed; the contract is backend_etcd.h).
+/* backend_etcd_state.h - the etcd backend's state, which all its files
+ * share (not installed; the contract is backend_etcd.h). What each file
+ * offers the others is in a narrow header of its own, named after it
+ * (backend_etcd_base.h for backend_etcd.c).
  *
- * Files: backend_etcd.c (the cache, the storage interface, polling,
- * start and stop), backend_etcd_commit.c (a batch's Txn, its outcome, the
+ * Files: backend_etcd.c (the storage interface's data operations, start
+ * and stop), backend_etcd_cache.c (the cache), backend_etcd_calls.c (calls
+ * and the poll), backend_etcd_life.c (the owner's lifecycle),
+ * backend_etcd_options.c (the options), backend_etcd_commit.c (a batch's Txn, its outcome, the
  * fence that settles an unknown one), backend_etcd_sweep.c (the expiry
  * index: finding due keys, deleting them), backend_etcd_session.c (the
  * commit marker, the claim on the node id, authentication),
  * backend_etcd_quota.c (max_keys and max_bytes over the whole store),
  * backend_etcd_scan.c (pages of records for administrative requests),
  * backend_etcd_watch.c (the change feed from etcd's Watch),
- * backend_etcd_blob.c (values too large for one request, in chunks).
+ * backend_etcd_blob.c (values too large for one request, in chunks),
+ * backend_etcd_tombstone.c (the version a deletion removed).
  *
  * The cache: one entry per key the engine asked for, in a hash table and
  * a list. An entry is being fetched, waiting to fetch again (the cluster
@@ -30,8 +35,8 @@
  * Everything runs on the owner's thread; the gRPC channel's thread only
  * hands finished calls back (grpc.h).
  */
-#ifndef SS_BACKEND_ETCD_INTERNAL_H
-#define SS_BACKEND_ETCD_INTERNAL_H
+#ifndef SS_BACKEND_ETCD_STATE_H
+#define SS_BACKEND_ETCD_STATE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,6 +46,26 @@
 #include "backend_etcd.h"
 #include "grpc.h"
 #include "kv.h"
+
+/* Txns in flight at once at most, on disjoint keys (one while a quota is
+ * set: every Txn that changes the store's size then compares q/usage). */
+#define SS_BACKEND_ETCD_FLIGHTS 2
+
+/* Figures for the metrics. */
+typedef struct ss_backend_etcd_stats {
+    uint64_t txns, conflicts, unknown_outcomes, fetches, cache_entries;
+    uint64_t txns_overlapped; /* sent while another was in flight */
+    bool usage_known;          /* with a limit set: keys and bytes below */
+    uint64_t keys, bytes;
+    bool reachable;
+    const char *endpoint;
+    /* the watch: the last revision seen, changes seen, restarts of its
+     * stream, revisions lost to compaction, changes that could not be
+     * read (no previous value) */
+    uint64_t watch_revision, watch_events, watch_restarts, watch_lost_revisions, watch_undecodable;
+    uint64_t chunks_written; /* of values too large for one request */
+    bool nospace;            /* etcd is out of space (its NOSPACE alarm) */
+} ss_backend_etcd_stats;
 
 #define SS_ETCD_PREFIX_DEFAULT "statestore/"
 #define SS_ETCD_MAX_REQUEST_DEFAULT ((size_t)3 << 19) /* etcd's 1.5 MiB */
@@ -188,8 +213,6 @@ struct ss_backend_etcd {
     unsigned call_timeout_ms, unavailable_ms, max_txn_ops, sweep_interval_ms;
     uint64_t tombstone_ms;
     size_t max_request_bytes;
-    void (*log)(void *ctx, int level, const char *msg);
-    void *log_ctx;
 
     ss_table table;
     struct ss_etcd_entry *first, *last;
@@ -200,6 +223,10 @@ struct ss_backend_etcd {
 
     struct ss_etcd_batch open;
     struct ss_etcd_flight flights[SS_BACKEND_ETCD_FLIGHTS];
+    /* the owner's names of the flights, in the order they started, and
+     * when (backend_etcd_life.c) */
+    unsigned flight_id[SS_BACKEND_ETCD_FLIGHTS], next_flight_id;
+    uint64_t flight_t0_us[SS_BACKEND_ETCD_FLIGHTS];
     ss_feed settled;          /* the changes of the flight that settled last */
     int64_t settled_revision; /* and its revision */
 
@@ -279,159 +306,5 @@ struct ss_backend_etcd {
     ss_buf scratch, scratch2;
     ss_backend_etcd_stats stats;
 };
-
-/* backend_etcd.c */
-uint64_t ss_etcd__mono_ms(void);
-void ss_etcd__log(struct ss_backend_etcd *e, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int ss_etcd__key(struct ss_backend_etcd *e, ss_buf *out, char part, uint64_t deadline, ss_bytes key);
-/* e->scratch = prefix part "/" name: this broker's marker ('n', node id),
- * claim ('l', node id), the usage counter ('q', "usage"). */
-int ss_etcd__named(struct ss_backend_etcd *e, char part, const char *name);
-ss_bytes ss_etcd__bytes(const ss_buf *b);
-struct ss_etcd_op *ss_etcd__op_new(struct ss_backend_etcd *e, enum ss_op_kind kind, const char *method);
-void ss_etcd__op_free(struct ss_etcd_op *op);
-void ss_etcd__submit(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-/* Send a call whose request pack() writes (dropped if it cannot be made). */
-void ss_etcd__send(struct ss_backend_etcd *e, enum ss_op_kind kind, const char *method,
-                   int (*pack)(struct ss_backend_etcd *, ss_buf *));
-bool ss_etcd__refused(const ss_grpc_call *c);
-/* True when etcd refused c because it is out of space (its NOSPACE
- * alarm), and then enters the mode where nothing is put (backend_etcd.c). */
-bool ss_etcd__out_of_space(struct ss_backend_etcd *e, const ss_grpc_call *c);
-const char *ss_etcd__why(const ss_grpc_call *c);
-int ss_etcd__get(struct ss_backend_etcd *e, ss_bytes key, ss_record *rec, ss_revision *rev,
-                 struct ss_etcd_entry **entry);
-struct ss_etcd_entry *ss_etcd__touched(struct ss_backend_etcd *e, ss_bytes key);
-int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on);
-/* Flight f's batch ended: committed (its changes are what etcd holds,
- * at revision rev) or not (its entries leave the cache: what they hold
- * may be stale). */
-void ss_etcd__end_flight(struct ss_backend_etcd *e, struct ss_etcd_flight *f, bool committed, int64_t rev);
-/* Empty batch b (its entries already dealt with). */
-void ss_etcd__batch_reset(struct ss_etcd_batch *b);
-/* Drop failed entries, and clean ones when the cache is too large. */
-void ss_etcd__tidy(struct ss_backend_etcd *e);
-/* The cache's entry of key, or NULL. */
-struct ss_etcd_entry *ss_etcd__entry(struct ss_backend_etcd *e, ss_bytes key);
-void ss_etcd__abort(void *impl);
-/* Append a copy of c to the feed ctx (an ss_change_fn). */
-void ss_etcd__append(void *ctx, const ss_change *c);
-/* A change of key at revision rev was seen: a clean cached copy read
- * before it goes. */
-void ss_etcd__seen_change(struct ss_backend_etcd *e, ss_bytes key, int64_t rev);
-
-/* Stage the removal of x's tombstone, whose time is up, in the open
- * batch: 0, or SS_E_CONFLICT (the batch is full, or changes x already). */
-int ss_etcd__purge(struct ss_backend_etcd *e, struct ss_etcd_entry *x);
-
-/* backend_etcd_tombstone.c */
-/* Is raw (as stored at k/) a tombstone? */
-bool ss_etcd__tombstone(ss_bytes raw);
-/* The tombstone a deletion leaves (gone: the DELETE change), into out
- * (replaced); *until_ms: when it goes. 0 or SS_E_NOMEM. */
-int ss_etcd__tombstone_make(const struct ss_backend_etcd *e, const ss_change *gone, ss_buf *out, uint64_t *until_ms);
-/* Its length in bytes, as made now. */
-size_t ss_etcd__tombstone_size(const struct ss_backend_etcd *e, const ss_change *gone);
-/* If raw is a tombstone of key: the DELETE change it stands for, in *c
- * (borrowing key). */
-bool ss_etcd__tombstone_change(ss_bytes raw, ss_bytes key, ss_change *c);
-
-/* backend_etcd_commit.c */
-/* Build and send the open batch's Txn (its chunks are written). */
-void ss_etcd__commit_send(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
-/* The commit ended before its Txn was sent: nothing of it is stored. */
-void ss_etcd__commit_failed(struct ss_backend_etcd *e, struct ss_etcd_flight *f, int rc);
-void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-void ss_etcd__send_fence(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
-/* e->scratch = the commit marker of slot: n/<node id> for slot 0,
- * m/<slot>/<node id> for the others. */
-int ss_etcd__marker_key(struct ss_backend_etcd *e, unsigned slot);
-
-/* backend_etcd_sweep.c */
-uint64_t ss_etcd__next_expiry(void *impl);
-int ss_etcd__pop_due(void *impl, uint64_t now_ms, ss_buf *key, ss_hlc *version);
-void ss_etcd__ask_due(struct ss_backend_etcd *e, uint64_t now_ms);
-void ss_etcd__due_found(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-
-/* backend_etcd_quota.c */
-bool ss_etcd__limited(const struct ss_backend_etcd *e);
-/* Charge a change of a touched entry from what it holds now to found /
- * value_len: SS_E_QUOTA (a limit; nothing charged), SS_E_PENDING (the
- * usage is not known yet), or 0. */
-int ss_etcd__charge(struct ss_backend_etcd *e, const struct ss_etcd_entry *x, bool found, size_t value_len);
-/* The batch's Txn compares q/usage when a decision of the batch rested on
- * it (a refusal too), and writes it when the batch changed it. */
-int ss_etcd__build_usage(struct ss_backend_etcd *e, struct ss_etcd_batch *b, ss_etcd_txn *t);
-/* The commit ended: rc 0 applies the batch's change; otherwise the usage
- * is read again. */
-void ss_etcd__usage_settled(struct ss_backend_etcd *e, struct ss_etcd_batch *b, int rc, int64_t revision);
-void ss_etcd__usage_step(struct ss_backend_etcd *e);
-void ss_etcd__usage_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-
-/* backend_etcd_scan.c */
-void ss_etcd__scan_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-/* The chunks of a record of the page came back. */
-void ss_etcd__scan_blob_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-/* SCAN's page (the storage interface's scan) and its Range's answer. */
-int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_scan_fn fn, void *ctx, ss_buf *next);
-void ss_etcd__page_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-
-/* backend_etcd_watch.c */
-/* Start the watch when none runs; read what it reported; its stream
- * ended; a commit settled (move the changes seen into the feed). */
-void ss_etcd__watch_step(struct ss_backend_etcd *e);
-void ss_etcd__watch_read(struct ss_backend_etcd *e);
-void ss_etcd__watch_ended(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-void ss_etcd__watch_settled(struct ss_backend_etcd *e, int rc);
-/* The read of a deleted record's last version came back. */
-void ss_etcd__removed_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-/* The chunks of a held change's value came back. */
-void ss_etcd__held_blob_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-void ss_etcd__watch_free(struct ss_backend_etcd *e);
-
-/* backend_etcd_blob.c */
-/* The most a chunk holds. */
-size_t ss_etcd__chunk_bytes(const struct ss_backend_etcd *e);
-/* Is raw (as stored at k/, decoded into rec) a stub? Then *stub. */
-bool ss_etcd__stub(ss_bytes raw, const ss_record *rec, struct ss_etcd_stub *stub);
-/* The length of the value raw holds or refers to. */
-uint64_t ss_etcd__value_len(ss_bytes raw, const ss_record *rec);
-/* Bytes of rec's stub. */
-size_t ss_etcd__stub_size(const ss_record *rec);
-void ss_etcd__blob_new(struct ss_backend_etcd *e, char blob[SS_ETCD_BLOB_ID_LEN + 1]);
-/* The stub of the whole record full, its value under blob, into out. */
-int ss_etcd__stub_make(const ss_buf *full, const char *blob, size_t chunk_bytes, ss_buf *out);
-/* The whole record: stub raw with value, into out. */
-int ss_etcd__unstub(ss_bytes raw, ss_bytes value, ss_buf *out);
-/* Add the deletion of blob's chunks to t. */
-int ss_etcd__blob_delete(struct ss_backend_etcd *e, ss_etcd_txn *t, const char *blob);
-/* A call (not sent yet; NULL: out of memory) reading stub's chunks as
- * they were at revision; its reply gives the value (blob_value). */
-struct ss_etcd_op *ss_etcd__blob_read(struct ss_backend_etcd *e, enum ss_op_kind kind,
-                                      const struct ss_etcd_stub *stub, int64_t revision);
-/* The value from such a reply, into out: 0, SS_E_CORRUPT (chunks
- * missing or of the wrong length), SS_E_PROTOCOL, SS_E_NOMEM. */
-int ss_etcd__blob_value(const ss_buf *reply, const struct ss_etcd_stub *stub, ss_buf *out);
-/* Has the open batch values that go in chunks? Write them, one call at
- * a time; then the Txn goes (commit_send). */
-bool ss_etcd__uploads(const struct ss_etcd_batch *b);
-void ss_etcd__upload_next(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
-void ss_etcd__upload_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-/* Delete the chunks of a value that was not stored (best effort). */
-void ss_etcd__blob_drop(struct ss_backend_etcd *e, const char *blob);
-void ss_etcd__blob_dropped(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-/* Deletions that failed, again after a pause. */
-void ss_etcd__drop_step(struct ss_backend_etcd *e);
-
-/* backend_etcd_session.c */
-/* Read the commit marker of f's slot, once. */
-void ss_etcd__ask_marker(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
-void ss_etcd__marker_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-void ss_etcd__claim_step(struct ss_backend_etcd *e);
-void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-int ss_etcd__logged_in(struct ss_backend_etcd *e, const ss_grpc_call *c);
-void ss_etcd__auth_step(struct ss_backend_etcd *e);
-void ss_etcd__auth_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
 #endif

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
+/* backend_etcd_commit.h - what backend_etcd_commit.c offers the etcd backend's other
+ * files: a batch's Txn, its outcome, the fence that settles an unknown one. */
+#ifndef SS_BACKEND_ETCD_COMMIT_H
+#define SS_BACKEND_ETCD_COMMIT_H
+
+#include "backend_etcd_state.h"
+
+/* The open batch reached etcd's limits on one Txn: commit it now. */
+bool ss_backend_etcd_full(const ss_backend *b);
+
+/* Start committing the open batch in a flight of its own; a new batch
+ * opens. 0: its Txn is under way in flight *slot (see commit_done);
+ * SS_E_NOTFOUND: there was nothing to commit (settle at once);
+ * SS_E_BUSY: every flight is taken (try at the next tick); SS_E_PENDING:
+ * not yet possible (try at the next tick); or a failure (SS_E_NOMEM)
+ * that drops the batch. */
+int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms, unsigned *slot);
+
+/* True once the commit in flight slot has an outcome, with *rc: 0, or
+ * SS_E_CONFLICT (nothing was written: run the batch's requests again),
+ * or a failure that nothing of the batch outlived (SS_E_QUOTA, SS_E_IO,
+ * SS_E_UNAVAILABLE: the chunks of a large value could not be written).
+ * The slot is free again. Call the backend's settled() next. */
+bool ss_backend_etcd_commit_done(ss_backend *b, unsigned slot, int *rc);
+
+/* Has the commit in flight slot an outcome (commit_done would return
+ * true)? */
+bool ss_backend_etcd_flight_done(const ss_backend *b, unsigned slot);
+
+/* Is any commit in flight? */
+bool ss_backend_etcd_committing(const ss_backend *b);
+
+/* Build and send the open batch's Txn (its chunks are written). */
+void ss_etcd__commit_send(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
+
+/* The commit ended before its Txn was sent: nothing of it is stored. */
+void ss_etcd__commit_failed(struct ss_backend_etcd *e, struct ss_etcd_flight *f, int rc);
+void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+void ss_etcd__send_fence(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
+
+/* e->scratch = the commit marker of slot: n/<node id> for slot 0,
+ * m/<slot>/<node id> for the others. */
+int ss_etcd__marker_key(struct ss_backend_etcd *e, unsigned slot);
+
+#endif

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
+/* backend_etcd_watch.h - what backend_etcd_watch.c offers the etcd backend's other
+ * files: the change feed from etcd's Watch. */
+#ifndef SS_BACKEND_ETCD_WATCH_H
+#define SS_BACKEND_ETCD_WATCH_H
+
+#include "backend_etcd_state.h"
+
+/* Start watching the records for changes (the change feed: every
+ * broker's changes notify observers here), waiting up to wait_ms for etcd
+ * to confirm it. 0; SS_E_UNAVAILABLE: not yet (poll goes on trying). */
+int ss_backend_etcd_watch_start(ss_backend *b, unsigned wait_ms);
+
+/* Start the watch when none runs; read what it reported; its stream
+ * ended; a commit settled (move the changes seen into the feed). */
+void ss_etcd__watch_step(struct ss_backend_etcd *e);
+void ss_etcd__watch_read(struct ss_backend_etcd *e);
+void ss_etcd__watch_ended(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+void ss_etcd__watch_settled(struct ss_backend_etcd *e, int rc);
+
+/* The read of a deleted record's last version came back. */
+void ss_etcd__removed_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+
+/* The chunks of a held change's value came back. */
+void ss_etcd__held_blob_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+void ss_etcd__watch_free(struct ss_backend_etcd *e);
+
+#endif
