@@ -5,7 +5,7 @@
  *   etcd_txn ENDPOINTS KEYS_PER_TXN SET_PERCENT IN_FLIGHT SECONDS
  *
  * Each of IN_FLIGHT threads sends one Txn after another through one gRPC
- * channel (the plugin's own client code, etcd/grpc.c), on keys of its own.
+ * channel (the plugin's own client code, etcd/grpc.h), on keys of its own.
  * A Txn has the shape of one batch of the plugin: a compare on the
  * revision of each of KEYS_PER_TXN keys (16-byte keys, as read last), a
  * put of an 84-byte value (a 64-byte value and its record header) for
