@@ -91,7 +91,7 @@ LIBCLIENT_CORE := $(addprefix $(OUT)/core/,buf.o codec.o command.o errors.o hex.
 SHLIB_SONAME := libstatestore-client.so.$(SHLIB_MAJOR)
 SHLIB     := $(OUT)/libstatestore-client.so.$(VERSION)
 SHLIB_OBJ := $(patsubst $(OUT)/%,$(OUT)/shared/%,$(CLIENT_OBJ) $(LIBCLIENT_CORE))
-PUBLIC_HEADERS := client/client.h client/lease.h core/errors.h
+PUBLIC_HEADERS := client/client.h client/lease.h client/leader.h core/errors.h
 CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
@@ -163,9 +163,12 @@ build/include/.stamp: $(wildcard client/*.h core/*.h)
 	@mkdir -p build/include/statestore
 	@for h in client/*.h core/*.h; do ln -sfn ../../../$$h build/include/statestore/$$(basename $$h); done
 	@touch $@
-$(EXAMPLE): examples/client_example.c $(LIBCLIENT) build/include/.stamp
+# The other examples beside it: a poll(2) loop, and leader election (whose
+# copies the tests run as separate processes).
+EXAMPLES := $(EXAMPLE) $(OUT)/examples/poll_example $(OUT)/examples/leader_example
+$(OUT)/examples/%: examples/%.c $(LIBCLIENT) build/include/.stamp
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Ibuild/include -o $@ examples/client_example.c $(LIBCLIENT) $(MOSQ_LIBS) -lpthread
+	$(CC) $(CFLAGS_ALL) -Ibuild/include -o $@ $< $(LIBCLIENT) $(MOSQ_LIBS) -lpthread
 
 # One runner source, two test lists: tests/unit/list.h, tests/integration/list.h.
 $(OUT)/tests/unit/main.o: tests/main.c
@@ -204,7 +207,7 @@ $(OUT)/fuzz/replay_%: $(OUT)/fuzz/fuzz_%.o $(OUT)/fuzz/replay.o $(LIBCORE)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
 TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(FUZZ_TARGETS:%=$(OUT)/fuzz/replay_%) \
-            $(PLUGIN) $(CLI) $(EXAMPLE) $(SHLIB) $(POWERLOSS)
+            $(PLUGIN) $(CLI) $(EXAMPLES) $(SHLIB) $(POWERLOSS)
 
 test: deps
 	@$(MAKE) --no-print-directory $(TEST_BINS)
@@ -297,7 +300,8 @@ valgrind: deps
 	    build/plain/statestore.so SAN=0
 	@valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite \
 	    --error-exitcode=9 build/plain/tests/unit/run
-	@$(MAKE) --no-print-directory build/plain/statestore build/plain/examples/client_example SAN=0
+	@$(MAKE) --no-print-directory build/plain/statestore build/plain/examples/client_example \
+	    build/plain/examples/poll_example build/plain/examples/leader_example SAN=0
 	@SS_TEST_SKIP="$(VALGRIND_SKIP)" SS_BROKER_VALGRIND=1 SS_CLI=$(CURDIR)/build/plain/statestore \
 	    SS_EXAMPLE=$(CURDIR)/build/plain/examples/client_example \
 	    SS_PLUGIN=$(CURDIR)/build/plain/statestore.so build/plain/tests/integration/run
@@ -370,7 +374,8 @@ install-files: build
 	sed -e 's|@PLUGIN@|$(PLUGINDIR)/statestore.so|' -e 's|@PORT@|1883|' \
 	    -e 's|@DATA@|/var/lib/statestore|' -e '/^# `make run` uses this file/,/To use it yourself/d' \
 	    examples/mosquitto.conf > $(DESTDIR)$(PREFIX)/share/statestore/examples/mosquitto.conf
-	install -m 0644 examples/client_example.c $(DESTDIR)$(PREFIX)/share/statestore/examples/
+	install -m 0644 examples/client_example.c examples/poll_example.c examples/leader_example.c \
+	    $(DESTDIR)$(PREFIX)/share/statestore/examples/
 	install -m 0644 docs/statestore.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 completion/statestore.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/statestore
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
