@@ -362,7 +362,7 @@ install: deps
 install-files: build
 	install -d $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(PREFIX)/include/statestore \
 	    $(DESTDIR)$(PREFIX)/share/statestore/examples $(DESTDIR)$(PREFIX)/bin \
-	    $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3 \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0644 $(PLUGIN) $(DESTDIR)$(PLUGINDIR)/statestore.so
 	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/statestore
@@ -377,6 +377,7 @@ install-files: build
 	install -m 0644 examples/client_example.c examples/poll_example.c examples/leader_example.c \
 	    $(DESTDIR)$(PREFIX)/share/statestore/examples/
 	install -m 0644 docs/statestore.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 docs/statestore-client.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -m 0644 completion/statestore.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/statestore
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    statestore.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/statestore.pc

@@ -21,7 +21,9 @@
  * calls ss_client_handle_message) returns SS_E_IN_CALLBACK at once, since
  * its answer would have to come through the very thread it stops. All
  * functions may be called from any thread. The blocking calls wait for
- * their answer on a condition variable.
+ * their answer on a condition variable. A client made by
+ * ss_client_connect_start has no thread of its own and is used by one
+ * thread, whose event loop drives it (see the event-loop section below).
  *
  * Errors are the status codes of core/errors.h: 0, a protocol error answered
  * by the server (SS_E_SYNTAX, SS_E_FT_LOWER, ...; unknown texts give

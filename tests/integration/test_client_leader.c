@@ -291,3 +291,44 @@ TEST(client_leader_same_holder_leads_once)
     ss_client_close(c2);
     broker_stop(&b);
 }
+
+/* The documented example (docs/CLIENT.md) run as two copies at once,
+ * three times: each copy's client id and lock holder are its own, so
+ * neither takes the other's connection over nor enters the lock beside
+ * it, and the counter it increments under the lock ends at exactly 6. */
+TEST(client_documented_example_is_safe_to_run_twice)
+{
+    const char *exe = getenv("SS_EXAMPLE");
+    ASSERT_TRUE(exe != NULL);
+    struct broker b = {0};
+    broker_start(&b);
+    char port[16];
+    snprintf(port, sizeof port, "%d", b.port);
+    char *argv[] = {(char *)exe, "127.0.0.1", port, NULL};
+    for (int round = 0; round < 3; round++) {
+        pid_t pid[2];
+        char out[2][600], err[600];
+        for (int i = 0; i < 2; i++) {
+            snprintf(out[i], sizeof out[i], "%s/copy%d.out", test_tmpdir(), i);
+            snprintf(err, sizeof err, "%s/copy%d.err", test_tmpdir(), i);
+            pid[i] = spawn_cmd(argv, out[i], err);
+            ASSERT_TRUE(pid[i] > 0);
+        }
+        for (int i = 0; i < 2; i++) {
+            int status;
+            ASSERT_EQ(waitpid(pid[i], &status, 0), pid[i]);
+            ASSERT_TRUE(WIFEXITED(status));
+            ASSERT_EQ(WEXITSTATUS(status), 0);
+            size_t len;
+            char *text = slurp(out[i], &len);
+            ASSERT_TRUE(strstr(text, "increment: success\n") != NULL);
+            free(text);
+        }
+    }
+    struct run g;
+    char *gargv[] = {(char *)cli_path(), "-p", port, "get", "counter", NULL};
+    run_cmd(gargv, NULL, 0, &g);
+    ASSERT_STR(g.out, g.out_len, "6");
+    run_free(&g);
+    broker_stop(&b);
+}
