@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <statestore/client.h>
 #include <statestore/errors.h>
@@ -65,8 +66,9 @@ int main(int argc, char **argv)
         return 1;
     }
     ss_client_set_connection_cb(a.c, on_connection, &a);
-    /* Give up after 100 turns of the loop without a connection. */
-    for (int idle = 0; a.step != 3 && idle < 100; idle += a.step == 0) {
+    /* The client retries the connection by itself; give up after 10 s. */
+    time_t give_up = time(NULL) + 10;
+    while (a.step != 3 && (a.step != 0 || time(NULL) < give_up)) {
         struct pollfd p = {.fd = ss_client_socket(a.c), .events = POLLIN};
         if (ss_client_want_write(a.c))
             p.events |= POLLOUT;

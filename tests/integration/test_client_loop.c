@@ -3,10 +3,12 @@
  * loop (no thread of the library's), per-call timeouts, and the retry of
  * the first connection. */
 #include <dirent.h>
+#include <libgen.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../client/client.h"
@@ -364,4 +366,35 @@ TEST(client_first_connect_is_retried)
     ASSERT_TRUE(now_ms() - t0 < 1000);
     ASSERT_STR(why, strlen(why), "the broker refused the connection: Not authorized");
     broker_stop(&closed);
+}
+
+/* examples/poll_example.c, started before its broker: it keeps trying,
+ * connects when the broker comes, and its SET (with a timeout of its own)
+ * and GET complete from its poll loop, in order. */
+TEST(client_poll_example_runs)
+{
+    const char *example = getenv("SS_EXAMPLE");
+    ASSERT_TRUE(example != NULL);
+    char dir[600], exe[700], port[16], out[600], err[600];
+    snprintf(dir, sizeof dir, "%s", example);
+    snprintf(exe, sizeof exe, "%s/poll_example", dirname(dir));
+    struct broker b = {0};
+    b.port = free_port();
+    snprintf(port, sizeof port, "%d", b.port);
+    snprintf(out, sizeof out, "%s/poll.out", test_tmpdir());
+    snprintf(err, sizeof err, "%s/poll.err", test_tmpdir());
+    char *argv[] = {exe, "127.0.0.1", port, NULL};
+    pid_t pid = spawn_cmd(argv, out, err);
+    ASSERT_TRUE(pid > 0);
+    usleep(1500 * 1000);
+    broker_start(&b);
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0);
+    size_t len;
+    char *text = slurp(out, &len);
+    ASSERT_STR(text, len, "connected\nset: applied\nget: hello\n");
+    free(text);
+    broker_stop(&b);
 }
