@@ -60,8 +60,10 @@ CFLAGS_ALL = -std=c11 -D_DEFAULT_SOURCE -DSS_VERSION='"$(VERSION)"' $(OPT) -g $(
           $(SANFLAGS) $(shell pkg-config --cflags lmdb 2>/dev/null) $(CPPFLAGS) $(CFLAGS)
 LDLIBS_ALL = $(shell pkg-config --libs lmdb 2>/dev/null) $(LDLIBS)
 MOSQ_LIBS  = $(shell pkg-config --libs libmosquitto 2>/dev/null)
+# libev-dev: only the tests of the libev adapter (client/client_ev.h, a
+# header) link libev; the library does not.
 DEBS      := pkg-config liblmdb-dev mosquitto mosquitto-dev libmosquitto-dev mosquitto-clients openssl \
-             libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev
+             libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libev-dev
 
 # etcd's API messages, generated from Debian's .proto files
 # (scripts/etcd-proto.sh), and etcd/: the etcd backend's client side.
@@ -91,7 +93,7 @@ LIBCLIENT_CORE := $(addprefix $(OUT)/core/,buf.o codec.o command.o errors.o hex.
 SHLIB_SONAME := libstatestore-client.so.$(SHLIB_MAJOR)
 SHLIB     := $(OUT)/libstatestore-client.so.$(VERSION)
 SHLIB_OBJ := $(patsubst $(OUT)/%,$(OUT)/shared/%,$(CLIENT_OBJ) $(LIBCLIENT_CORE))
-PUBLIC_HEADERS := client/client.h client/lease.h client/leader.h core/errors.h
+PUBLIC_HEADERS := client/client.h client/client_ev.h client/lease.h client/leader.h core/errors.h
 CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
@@ -189,7 +191,7 @@ $(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(OUT)/client/answer
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL) -lpthread
 $(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(OUT)/tests/powerloss/cut.o \
                               $(LIBCLIENT) $(LIBETCD) $(LIBCORE) | $(POWERLOSS)
-	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $(filter-out $(POWERLOSS),$^) $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
+	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $(filter-out $(POWERLOSS),$^) $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lev -lpthread
 
 # The power-loss simulator preloaded into the broker (tests/powerloss/powerloss.h):
 # not instrumented, so that it loads beside a sanitizer's runtime as it is;

@@ -317,7 +317,8 @@ int ss_client_connect_retry(const ss_client_options *o, const ss_client_retry *r
  *                           n > 0 && (p.revents & POLLOUT));
  *     }
  *
- * The socket changes after each reconnection: ask for it before each poll. */
+ * The socket changes after each reconnection: ask for it before each poll.
+ * client_ev.h does all this for a libev loop. */
 
 /* Start connecting without waiting: the name is resolved (which may
  * block) and a non-blocking TCP connection begun. 0 and *out once the

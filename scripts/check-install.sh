@@ -15,7 +15,7 @@ fail() { echo "install check: $*"; exit 1; }
 ${MAKE:-make} --no-print-directory install DESTDIR="$dest" PREFIX=$prefix SAN=0 >"$dest.log" 2>&1 ||
     fail "make install failed (see $dest.log)"
 headers=$(cd "$root/include/statestore" && ls | tr '\n' ' ')
-[ "$headers" = "client.h errors.h leader.h lease.h " ] || fail "headers installed: $headers"
+[ "$headers" = "client.h client_ev.h errors.h leader.h lease.h " ] || fail "headers installed: $headers"
 for f in lib/libstatestore-client.a lib/libstatestore-client.so.0 lib/libstatestore-client.so \
          lib/statestore/statestore.so bin/statestore lib/pkgconfig/statestore.pc \
          share/man/man1/statestore.1 share/man/man3/statestore-client.3 share/statestore/examples/mosquitto.conf \
@@ -38,6 +38,10 @@ for e in poll_example leader_example; do
     cc -std=c11 -D_DEFAULT_SOURCE -o "$dest/$e" "$root/share/statestore/examples/$e.c" $cflags ||
         fail "$e does not build against the installed files"
 done
+# The libev adapter is a header of its own, with libev's.
+printf '#include <ev.h>\n#include <statestore/client_ev.h>\nint main(void) { return 0; }\n' > "$dest/ev.c"
+cc -std=c11 -Wall -Werror -c -o "$dest/ev.o" "$dest/ev.c" $(PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_PATH=$root/lib/pkgconfig \
+    pkg-config --cflags statestore) || fail "client_ev.h does not compile against the installed files"
 readelf -d "$dest/example" | grep -q 'NEEDED.*\[libstatestore-client.so.0\]' ||
     fail "the example does not link the shared library"
 LD_LIBRARY_PATH=$root/lib ldd "$dest/example" | grep -q "libstatestore-client.so.0 => $root/lib/" ||
