@@ -66,8 +66,8 @@ int main(int argc, char **argv)
         return 1;
     }
     ss_client_set_connection_cb(a.c, on_connection, &a);
-    /* The client retries the connection by itself; give up after 10 s. */
-    time_t give_up = time(NULL) + 10;
+    /* The client retries the connection by itself; give up after 30 s. */
+    time_t give_up = time(NULL) + 30;
     while (a.step != 3 && (a.step != 0 || time(NULL) < give_up)) {
         struct pollfd p = {.fd = ss_client_socket(a.c), .events = POLLIN};
         if (ss_client_want_write(a.c))
