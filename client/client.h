@@ -306,7 +306,7 @@ int ss_client_connect_retry(const ss_client_options *o, const ss_client_retry *r
  * timeouts, notifications, messages, connection events) runs inside
  * ss_client_process, on the application's thread. Such a client is used
  * by one thread at a time (the loop's); it has no blocking calls: they,
- * ss_client_subscribe, the SCAN pager and the lease and leader helpers
+ * ss_client_subscribe, the SCAN pager and the lease and leader functions
  * return SS_E_IN_CALLBACK (and ss_client_wait_notification only waits
  * out its timeout: count notifications in the notification callback).
  *
