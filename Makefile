@@ -60,8 +60,10 @@ CFLAGS_ALL = -std=c11 -D_DEFAULT_SOURCE -DSS_VERSION='"$(VERSION)"' $(OPT) -g $(
           $(SANFLAGS) $(shell pkg-config --cflags lmdb 2>/dev/null) $(CPPFLAGS) $(CFLAGS)
 LDLIBS_ALL = $(shell pkg-config --libs lmdb 2>/dev/null) $(LDLIBS)
 MOSQ_LIBS  = $(shell pkg-config --libs libmosquitto 2>/dev/null)
+# libev-dev: only the tests of the libev adapter (client/client_ev.h, a
+# header) link libev; the library does not.
 DEBS      := pkg-config liblmdb-dev mosquitto mosquitto-dev libmosquitto-dev mosquitto-clients openssl \
-             libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev
+             libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libev-dev
 
 # etcd's API messages, generated from Debian's .proto files
 # (scripts/etcd-proto.sh), and etcd/: the etcd backend's client side.
@@ -91,7 +93,7 @@ LIBCLIENT_CORE := $(addprefix $(OUT)/core/,buf.o codec.o command.o errors.o hex.
 SHLIB_SONAME := libstatestore-client.so.$(SHLIB_MAJOR)
 SHLIB     := $(OUT)/libstatestore-client.so.$(VERSION)
 SHLIB_OBJ := $(patsubst $(OUT)/%,$(OUT)/shared/%,$(CLIENT_OBJ) $(LIBCLIENT_CORE))
-PUBLIC_HEADERS := client/client.h client/lease.h core/errors.h
+PUBLIC_HEADERS := client/client.h client/client_ev.h client/lease.h client/leader.h core/errors.h
 CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
@@ -163,9 +165,12 @@ build/include/.stamp: $(wildcard client/*.h core/*.h)
 	@mkdir -p build/include/statestore
 	@for h in client/*.h core/*.h; do ln -sfn ../../../$$h build/include/statestore/$$(basename $$h); done
 	@touch $@
-$(EXAMPLE): examples/client_example.c $(LIBCLIENT) build/include/.stamp
+# The other examples beside it: a poll(2) loop, and leader election (whose
+# copies the tests run as separate processes).
+EXAMPLES := $(EXAMPLE) $(OUT)/examples/poll_example $(OUT)/examples/leader_example
+$(OUT)/examples/%: examples/%.c $(LIBCLIENT) build/include/.stamp
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Ibuild/include -o $@ examples/client_example.c $(LIBCLIENT) $(MOSQ_LIBS) -lpthread
+	$(CC) $(CFLAGS_ALL) -Ibuild/include -o $@ $< $(LIBCLIENT) $(MOSQ_LIBS) -lpthread
 
 # One runner source, two test lists: tests/unit/list.h, tests/integration/list.h.
 $(OUT)/tests/unit/main.o: tests/main.c
@@ -186,7 +191,7 @@ $(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(OUT)/client/answer
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL) -lpthread
 $(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(OUT)/tests/powerloss/cut.o \
                               $(LIBCLIENT) $(LIBETCD) $(LIBCORE) | $(POWERLOSS)
-	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $(filter-out $(POWERLOSS),$^) $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
+	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $(filter-out $(POWERLOSS),$^) $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lev -lpthread
 
 # The power-loss simulator preloaded into the broker (tests/powerloss/powerloss.h):
 # not instrumented, so that it loads beside a sanitizer's runtime as it is;
@@ -204,7 +209,7 @@ $(OUT)/fuzz/replay_%: $(OUT)/fuzz/fuzz_%.o $(OUT)/fuzz/replay.o $(LIBCORE)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
 TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(FUZZ_TARGETS:%=$(OUT)/fuzz/replay_%) \
-            $(PLUGIN) $(CLI) $(EXAMPLE) $(SHLIB) $(POWERLOSS)
+            $(PLUGIN) $(CLI) $(EXAMPLES) $(SHLIB) $(POWERLOSS)
 
 test: deps
 	@$(MAKE) --no-print-directory $(TEST_BINS)
@@ -297,7 +302,8 @@ valgrind: deps
 	    build/plain/statestore.so SAN=0
 	@valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite \
 	    --error-exitcode=9 build/plain/tests/unit/run
-	@$(MAKE) --no-print-directory build/plain/statestore build/plain/examples/client_example SAN=0
+	@$(MAKE) --no-print-directory build/plain/statestore build/plain/examples/client_example \
+	    build/plain/examples/poll_example build/plain/examples/leader_example SAN=0
 	@SS_TEST_SKIP="$(VALGRIND_SKIP)" SS_BROKER_VALGRIND=1 SS_CLI=$(CURDIR)/build/plain/statestore \
 	    SS_EXAMPLE=$(CURDIR)/build/plain/examples/client_example \
 	    SS_PLUGIN=$(CURDIR)/build/plain/statestore.so build/plain/tests/integration/run
@@ -358,7 +364,7 @@ install: deps
 install-files: build
 	install -d $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(PREFIX)/include/statestore \
 	    $(DESTDIR)$(PREFIX)/share/statestore/examples $(DESTDIR)$(PREFIX)/bin \
-	    $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3 \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0644 $(PLUGIN) $(DESTDIR)$(PLUGINDIR)/statestore.so
 	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/statestore
@@ -370,8 +376,10 @@ install-files: build
 	sed -e 's|@PLUGIN@|$(PLUGINDIR)/statestore.so|' -e 's|@PORT@|1883|' \
 	    -e 's|@DATA@|/var/lib/statestore|' -e '/^# `make run` uses this file/,/To use it yourself/d' \
 	    examples/mosquitto.conf > $(DESTDIR)$(PREFIX)/share/statestore/examples/mosquitto.conf
-	install -m 0644 examples/client_example.c $(DESTDIR)$(PREFIX)/share/statestore/examples/
+	install -m 0644 examples/client_example.c examples/poll_example.c examples/leader_example.c \
+	    $(DESTDIR)$(PREFIX)/share/statestore/examples/
 	install -m 0644 docs/statestore.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 docs/statestore-client.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -m 0644 completion/statestore.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/statestore
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    statestore.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/statestore.pc

@@ -64,6 +64,11 @@ static int ss_client__wait(ss_client *c, struct ss_waiter *w, int rc)
         return rc_;                                                                     \
     } while (0)
 
+int ss_client_call(ss_client *c, const ss_client_request *req, ss_client_result *r)
+{
+    SS_BLOCKING(c, r, ss_client_call_async(c, req, ss_client__wake, &w_));
+}
+
 int ss_client_set(ss_client *c, const void *key, size_t key_len, const void *value,
                   size_t value_len, const ss_set_options *opts, ss_client_result *r)
 {
@@ -114,5 +119,5 @@ int ss_client_admin(ss_client *c, size_t argc, const void *const *argv, const si
 int ss_client__call(ss_client *c, enum ss_answer_kind kind, size_t argc, const ss_bytes *argv,
                     ss_client_result *r)
 {
-    SS_BLOCKING(c, r, ss_client__send(c, kind, argc, argv, NULL, ss_client__wake, &w_));
+    SS_BLOCKING(c, r, ss_client__send(c, kind, argc, argv, NULL, 0, ss_client__wake, &w_));
 }

@@ -73,7 +73,9 @@ bool ss_client__in_callback_thread(ss_client *c)
 {
     pthread_t self = pthread_self();
     pthread_mutex_lock(&c->mu);
-    bool in = (c->net_thread_known && pthread_equal(c->net_thread, self)) ||
+    /* An event-loop client: nothing would deliver the answer while the
+     * loop's thread waits, and no other thread may use it. */
+    bool in = c->evloop || (c->net_thread_known && pthread_equal(c->net_thread, self)) ||
               (c->reaper_running && pthread_equal(c->reaper, self));
     pthread_mutex_unlock(&c->mu);
     return in;
@@ -137,7 +139,7 @@ static void ss_client__on_subscribed(ss_client *c)
     pthread_mutex_unlock(&c->mu);
     for (size_t j = 0; j < i; j++) {
         ss_bytes argv[2] = {ss_client__w("KEYNOTIFY"), ss_client__b(copy[j]->key, copy[j]->len)};
-        ss_client__send(c, SS_ANSWER_KEYNOTIFY, 2, argv, NULL, NULL, NULL);
+        ss_client__send(c, SS_ANSWER_KEYNOTIFY, 2, argv, NULL, 0, NULL, NULL);
         free(copy[j]);
     }
     free(copy);
@@ -325,8 +327,7 @@ int ss_client_subscribe(ss_client *c, const char *filter, int qos)
     return granted <= 2 ? SS_OK : SS_E_STATUS;
 }
 
-static int ss_client__new(struct mosquitto *m, bool own, const char *id, unsigned timeout_ms,
-                          ss_client **out)
+int ss_client__new(struct mosquitto *m, bool own, const char *id, unsigned timeout_ms, ss_client **out)
 {
     ss_client *c = calloc(1, sizeof *c);
     if (c == NULL)
@@ -382,136 +383,13 @@ int ss_client_attach(struct mosquitto *mosq, const char *client_id, unsigned tim
     return rc;
 }
 
-static int ss_client__mosq_err(int rc)
+void ss_client__callbacks_set(ss_client *c)
 {
-    return rc == MOSQ_ERR_NOMEM ? SS_E_NOMEM : rc == MOSQ_ERR_INVAL ? SS_E_INVAL : SS_E_CONNECTION;
-}
-
-/* Write a reason into why (if any) and return status. */
-static int ss_client__explain(char *why, size_t n, int status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int ss_client__explain(char *why, size_t n, int status, const char *fmt, ...)
-{
-    if (why && n > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, n, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
-
-/* Why mosquitto_connect or mosquitto_tls_set failed, in words. */
-static int ss_client__explain_mosq(char *why, size_t n, int mrc, int err, const char *host)
-{
-    if (mrc == MOSQ_ERR_ERRNO)
-        return ss_client__explain(why, n, SS_E_CONNECTION, "%s", strerror(err));
-    if (mrc == MOSQ_ERR_EAI)
-        return ss_client__explain(why, n, SS_E_CONNECTION, "unknown host %s", host);
-    return ss_client__explain(why, n, ss_client__mosq_err(mrc), "%s", mosquitto_strerror(mrc));
-}
-
-int ss_client_connect(const ss_client_options *o, ss_client **out)
-{
-    return ss_client_connect_explain(o, out, NULL, 0);
-}
-
-int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char *why, size_t why_len)
-{
-    ss_client__explain(why, why_len, SS_OK, "%s", "");
-    ss_client_options d;
-    memset(&d, 0, sizeof d);
-    if (o)
-        d = *o;
-    char idbuf[48];
-    if (d.client_id == NULL || d.client_id[0] == '\0') {
-        uint8_t r[8];
-        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-            return ss_client__explain(why, why_len, SS_E_RANDOM, "no random bytes for a client id");
-        int k = snprintf(idbuf, sizeof idbuf, "statestore-");
-        for (int i = 0; i < 8; i++)
-            k += snprintf(idbuf + k, sizeof idbuf - (size_t)k, "%02x", r[i]);
-        d.client_id = idbuf;
-    }
-    bool tls = d.cafile || d.capath;
-    if (d.host == NULL)
-        d.host = "localhost";
-    if (d.port == 0)
-        d.port = tls ? 8883 : 1883;
-    if (d.keepalive == 0)
-        d.keepalive = 60;
-    mosquitto_lib_init();
-    struct mosquitto *m = mosquitto_new(d.client_id, true, NULL);
-    if (m == NULL)
-        return ss_client__explain(why, why_len, SS_E_NOMEM, "out of memory");
-    ss_client *c;
-    int rc = ss_client__new(m, true, d.client_id, d.timeout_ms, &c);
-    if (rc != SS_OK) {
-        mosquitto_destroy(m);
-        return ss_client__explain(why, why_len, rc, "%s", ss_strerror(rc));
-    }
-    mosquitto_user_data_set(m, c);
-    mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5);
-    mosquitto_int_option(m, MOSQ_OPT_TCP_NODELAY, 1);
-    mosquitto_connect_v5_callback_set(m, ss_client__cb_connect);
-    mosquitto_subscribe_v5_callback_set(m, ss_client__cb_subscribe);
-    mosquitto_disconnect_v5_callback_set(m, ss_client__cb_disconnect);
-    mosquitto_message_v5_callback_set(m, ss_client__cb_message);
-    mosquitto_publish_v5_callback_set(m, ss_client__cb_publish);
-    int mrc = MOSQ_ERR_SUCCESS;
-    if (d.username)
-        mrc = mosquitto_username_pw_set(m, d.username, d.password);
-    if (mrc == MOSQ_ERR_SUCCESS && (tls || d.certfile)) {
-        mrc = mosquitto_tls_set(m, d.cafile, d.capath, d.certfile, d.keyfile, NULL);
-        if (mrc != MOSQ_ERR_SUCCESS) {
-            ss_client_close(c);
-            return ss_client__explain(why, why_len, SS_E_INVAL,
-                               "cannot use the TLS files (missing or unreadable): %s",
-                               mosquitto_strerror(mrc));
-        }
-    }
-    int err = 0;
-    if (mrc == MOSQ_ERR_SUCCESS) {
-        /* Threaded before connecting: from now on packets are only
-         * queued by the calling threads and written by the network
-         * thread. */
-        mosquitto_threaded_set(m, true);
-        errno = 0;
-        mrc = mosquitto_connect_bind_v5(m, d.host, d.port, d.keepalive, NULL, NULL);
-        err = errno;
-    }
-    if (mrc == MOSQ_ERR_SUCCESS && ss_client__threads_start(c) != SS_OK)
-        mrc = MOSQ_ERR_NOMEM;
-    if (mrc != MOSQ_ERR_SUCCESS) {
-        ss_client_close(c);
-        return ss_client__explain_mosq(why, why_len, mrc, err, d.host);
-    }
-    /* Wait for the subscription of the response topic. */
-    uint64_t end = ss_client__now_ms() + c->timeout_ms;
-    pthread_mutex_lock(&c->mu);
-    while (!c->subscribed && c->connack_rc == 0 && !c->sub_refused && ss_client__now_ms() < end) {
-        struct timespec ts;
-        ss_client__abstime(&ts, 20);
-        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-    }
-    bool ok = c->subscribed;
-    int connack = c->connack_rc;
-    bool refused = c->sub_refused;
-    pthread_mutex_unlock(&c->mu);
-    if (!ok) {
-        unsigned ms = c->timeout_ms;
-        ss_client_close(c);
-        if (connack != 0)
-            return ss_client__explain(why, why_len, SS_E_CONNECTION, "the broker refused the connection: %s",
-                               mosquitto_reason_string(connack));
-        if (refused)
-            return ss_client__explain(why, why_len, SS_E_CONNECTION,
-                               "the broker refused the subscription to the response topic");
-        return ss_client__explain(why, why_len, SS_E_CONNECTION,
-                           "no MQTT 5 answer from the broker within %u ms", ms);
-    }
-    *out = c;
-    return SS_OK;
+    mosquitto_connect_v5_callback_set(c->m, ss_client__cb_connect);
+    mosquitto_subscribe_v5_callback_set(c->m, ss_client__cb_subscribe);
+    mosquitto_disconnect_v5_callback_set(c->m, ss_client__cb_disconnect);
+    mosquitto_message_v5_callback_set(c->m, ss_client__cb_message);
+    mosquitto_publish_v5_callback_set(c->m, ss_client__cb_publish);
 }
 
 void ss_client_close(ss_client *c)

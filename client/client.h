@@ -21,7 +21,9 @@
  * calls ss_client_handle_message) returns SS_E_IN_CALLBACK at once, since
  * its answer would have to come through the very thread it stops. All
  * functions may be called from any thread. The blocking calls wait for
- * their answer on a condition variable.
+ * their answer on a condition variable. A client made by
+ * ss_client_connect_start has no thread of its own and is used by one
+ * thread, whose event loop drives it (see the event-loop section below).
  *
  * Errors are the status codes of core/errors.h: 0, a protocol error answered
  * by the server (SS_E_SYNTAX, SS_E_FT_LOWER, ...; unknown texts give
@@ -242,5 +244,111 @@ int ss_client_vdel_async(ss_client *c, const void *key, size_t key_len, const vo
                          size_t value_len, const char *fencing_token, ss_result_cb cb, void *ud);
 int ss_client_keynotify_async(ss_client *c, const void *key, size_t key_len, bool stop,
                               ss_result_cb cb, void *ud);
+
+/* ---- Per-call options ------------------------------------------------
+ *
+ * One request described in full, for a call that needs more than the
+ * functions above say: its own timeout (0: the client's). The functions
+ * above are these two with timeout_ms 0. Pointers are borrowed for the
+ * call only. */
+enum ss_client_op {
+    SS_REQ_SET = 0,
+    SS_REQ_GET,
+    SS_REQ_DEL,
+    SS_REQ_VDEL,
+    SS_REQ_KEYNOTIFY,      /* register notifications for key */
+    SS_REQ_KEYNOTIFY_STOP, /* end them */
+};
+
+typedef struct ss_client_request {
+    enum ss_client_op op;
+    const void *key;
+    size_t key_len;
+    const void *value; /* SET, VDEL */
+    size_t value_len;
+    enum ss_set_condition condition; /* SET */
+    uint64_t px_ms;                  /* SET: 0, no expiry */
+    const char *fencing_token;       /* SET, DEL, VDEL: NULL, none */
+    unsigned timeout_ms;             /* 0: the client's timeout_ms */
+} ss_client_request;
+
+/* Blocking: as ss_client_set and the others (r may be NULL). SS_E_INVAL
+ * for an op out of the list. */
+int ss_client_call(ss_client *c, const ss_client_request *req, ss_client_result *r);
+/* Asynchronous: as ss_client_set_async and the others. */
+int ss_client_call_async(ss_client *c, const ss_client_request *req, ss_result_cb cb, void *ud);
+
+/* ---- Retrying the first connection ----------------------------------
+ *
+ * ss_client_connect tries once. ss_client_connect_retry tries again while
+ * the broker cannot be reached (refused, unreachable, unknown host, no
+ * answer), after first_ms, then twice as long after each failure up to
+ * max_ms (defaults, also for 0: 1000 and 10000 ms, the reconnection's),
+ * until give_up_ms have passed since the first attempt (0: never). A
+ * broker that answers with a refusal (not authorized, bad credentials)
+ * or a failure of the options themselves (TLS files, no memory) ends it
+ * at once. The client made keeps first_ms and max_ms as its reconnection
+ * backoff. why as for ss_client_connect_explain (the last attempt's). */
+typedef struct ss_client_retry {
+    unsigned first_ms;
+    unsigned max_ms;
+    unsigned give_up_ms;
+} ss_client_retry;
+int ss_client_connect_retry(const ss_client_options *o, const ss_client_retry *retry,
+                            ss_client **out, char *why, size_t why_len);
+
+/* ---- Driving the client from the application's event loop ------------
+ *
+ * As curl multi, libmosquitto's mosquitto_socket / loop_read / loop_write /
+ * loop_misc or hiredis's async context. A client made by
+ * ss_client_connect_start has no thread of its own: the application polls
+ * its socket and calls ss_client_process, and every callback (answers,
+ * timeouts, notifications, messages, connection events) runs inside
+ * ss_client_process, on the application's thread. Such a client is used
+ * by one thread at a time (the loop's); it has no blocking calls: they,
+ * ss_client_subscribe, the SCAN pager and the lease and leader functions
+ * return SS_E_IN_CALLBACK (and ss_client_wait_notification only waits
+ * out its timeout: count notifications in the notification callback).
+ *
+ *     ss_client_connect_start(&opts, &c);
+ *     for (;;) {
+ *         struct pollfd p = {ss_client_socket(c), POLLIN, 0};
+ *         if (ss_client_want_write(c)) p.events |= POLLOUT;
+ *         int n = poll(&p, p.fd >= 0, ss_client_timeout_ms(c));
+ *         ss_client_process(c, n > 0 && (p.revents & (POLLIN | POLLERR | POLLHUP)),
+ *                           n > 0 && (p.revents & POLLOUT));
+ *     }
+ *
+ * The socket changes after each reconnection: ask for it before each poll.
+ * client_ev.h does all this for a libev loop. */
+
+/* Start connecting without waiting: the name is resolved (which may
+ * block) and a non-blocking TCP connection begun. 0 and *out once the
+ * client exists, even when the broker cannot be reached yet: the client
+ * keeps trying with the reconnection backoff (ss_client_set_reconnect_
+ * backoff applies at once), and the connection callback reports
+ * connected = true, gap = false when requests may be sent. Calls made
+ * before then fail with SS_E_CONNECTION. SS_E_INVAL, SS_E_NOMEM,
+ * SS_E_RANDOM otherwise (nothing to free). */
+int ss_client_connect_start(const ss_client_options *o, ss_client **out);
+/* The socket to poll for reading (always) and for writing (when
+ * ss_client_want_write); -1 while there is none (between a loss and the
+ * next attempt): then wait for the timeout only. */
+int ss_client_socket(ss_client *c);
+bool ss_client_want_write(ss_client *c);
+/* The longest the application may wait before calling ss_client_process
+ * although the socket said nothing: the next call's deadline, the next
+ * reconnection attempt or the keepalive, whichever is first; at most
+ * 1000 ms, 0 when something is due now. */
+int ss_client_timeout_ms(ss_client *c);
+/* Read (readable), write (writable, or data waiting), keep the connection
+ * alive, complete the calls whose time ran out, reconnect when it is
+ * time; callbacks run inside. 0, or SS_E_INVAL for a client that runs its
+ * own thread. A lost connection is not an error here: it is reported
+ * through the connection callback and repaired by later calls. */
+int ss_client_process(ss_client *c, bool readable, bool writable);
+/* True once the client may send requests (connected, response topic
+ * subscribed). */
+bool ss_client_is_ready(ss_client *c);
 
 #endif

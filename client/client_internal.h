@@ -2,10 +2,14 @@
 /* client_internal.h - what the client library's files share (not
  * installed). The public contract is client.h.
  *
- * Files: client.c (connection, re-registration, close), loop.c (the
- * network thread: libmosquitto's loop, timeouts, reconnection), requests.c (sending and pending calls), blocking.c (blocking wrappers),
- * incoming.c (answers and notifications), answer.c (answer
- * interpretation, pure), scan.c (the SCAN pager).
+ * Files: client.c (connection events, re-registration, close),
+ * connect.c (making a connected client, retries, the non-blocking
+ * start), loop.c (the network thread: libmosquitto's loop, timeouts,
+ * reconnection), evloop.c (the same driven by the application's event
+ * loop), requests.c (sending and pending calls), blocking.c (blocking
+ * wrappers), incoming.c (answers and notifications), answer.c (answer
+ * interpretation, pure), scan.c (the SCAN pager), leader.c (leader
+ * election on a lease).
  *
  * Invariant: every pending call completes exactly once - by its answer, by
  * its timeout, by the loss of the connection, or by ss_client_close - and
@@ -93,6 +97,11 @@ struct ss_client {
     uint64_t reap_at;    /* no pending call's deadline comes before this */
     unsigned backoff_first_ms, backoff_max_ms; /* reconnection delays */
     unsigned backoff_next_ms; /* the next one; 0: the first */
+    /* Driven by the application's event loop (ss_client_connect_start):
+     * no thread of ours; reconnect_at is when ss_client_process tries
+     * the next connection (0: none scheduled). */
+    bool evloop;
+    uint64_t reconnect_at;
     /* The thread that delivers answers (the network thread, or the one
      * an attached client's application calls ss_client_handle_message
      * on): a blocking call made on it would wait for itself. */
@@ -125,6 +134,15 @@ int ss_client__threads_start(ss_client *c);
 void ss_client__threads_stop(ss_client *c);
 /* Complete the calls whose deadline passed (all of them when closing). */
 void ss_client__reap(ss_client *c);
+/* The next reconnection delay in ms, and the one after it doubled up to
+ * the longest. */
+unsigned ss_client__backoff_step(ss_client *c);
+/* Event-loop clients: try the connection again after the next delay. */
+void ss_client__schedule_reconnect(ss_client *c);
+/* A client on m (ours when own), not connected; set m's callbacks to
+ * the client's. */
+int ss_client__new(struct mosquitto *m, bool own, const char *id, unsigned timeout_ms, ss_client **out);
+void ss_client__callbacks_set(ss_client *c);
 /* The text of the broker's refusal with an MQTT 5 reason code (PUBACK or
  * DISCONNECT): "the broker refused the request (packet too large: its
  * limit is N bytes)". Malloc'ed; NULL when out of memory. */
@@ -136,9 +154,10 @@ void ss_client__fail_pending_text(struct ss_pending *p, int status, char *text);
 void ss_client__complete(struct ss_pending *p, ss_client_result *r);
 /* Complete a pending call with status and no answer. */
 void ss_client__fail_pending(struct ss_pending *p, int status);
-/* Publish one request; on success the pending entry is queued. */
+/* Publish one request; on success the pending entry is queued. It waits
+ * for its answer timeout_ms (0: the client's timeout). */
 int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const ss_bytes *argv,
-                    const char *fencing_token, ss_result_cb cb, void *ud);
+                    const char *fencing_token, unsigned timeout_ms, ss_result_cb cb, void *ud);
 /* Send one request and wait for its answer (the client's timeout), as the
  * blocking calls do: r (may be NULL) is filled as theirs is. */
 int ss_client__call(ss_client *c, enum ss_answer_kind kind, size_t argc, const ss_bytes *argv,

@@ -74,19 +74,32 @@ void ss_client_set_reconnect_backoff(ss_client *c, unsigned first_ms, unsigned m
     if (c->backoff_max_ms < c->backoff_first_ms)
         c->backoff_max_ms = c->backoff_first_ms;
     c->backoff_next_ms = 0;
+    bool waiting = c->evloop && c->reconnect_at != 0;
     pthread_mutex_unlock(&c->mu);
+    /* An event-loop client waiting for its next attempt: the new delays
+     * apply to this very wait. */
+    if (waiting)
+        ss_client__schedule_reconnect(c);
 }
 
-/* Wait out the reconnection delay; false when the client is closing. */
-static bool ss_client__backoff(ss_client *c)
+unsigned ss_client__backoff_step(ss_client *c)
 {
     pthread_mutex_lock(&c->mu);
     unsigned delay = c->backoff_next_ms ? c->backoff_next_ms : c->backoff_first_ms;
     c->backoff_next_ms = delay >= c->backoff_max_ms / 2 ? c->backoff_max_ms : delay * 2;
     if (delay > c->backoff_max_ms)
         delay = c->backoff_max_ms;
+    pthread_mutex_unlock(&c->mu);
+    return delay;
+}
+
+/* Wait out the reconnection delay; false when the client is closing. */
+static bool ss_client__backoff(ss_client *c)
+{
+    unsigned delay = ss_client__backoff_step(c);
     struct timespec until;
     ss_client__abstime(&until, delay);
+    pthread_mutex_lock(&c->mu);
     while (!c->closing)
         if (pthread_cond_timedwait(&c->cv, &c->mu, &until) != 0)
             break;
@@ -161,6 +174,8 @@ void ss_client__threads_stop(ss_client *c)
     c->closing = true;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
+    if (c->evloop)
+        mosquitto_disconnect(c->m); /* written at once: no thread of ours */
     if (c->net_running) {
         mosquitto_disconnect(c->m); /* also wakes the loop */
         pthread_join(c->net, NULL);

@@ -54,7 +54,7 @@ char *ss_client__refusal_text(ss_client *c, const char *what, int reason)
 
 /* Publish one request; on success the pending entry is queued. */
 int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const ss_bytes *argv,
-                    const char *fencing_token, ss_result_cb cb, void *ud)
+                    const char *fencing_token, unsigned timeout_ms, ss_result_cb cb, void *ud)
 {
     if (fencing_token) {
         ss_hlc check;
@@ -87,7 +87,9 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
     char ts[SS_HLC_TEXT_MAX + 1];
     ss_hlc now = ss_clock_next(&c->clock, ss_client__now_ms(), NULL, NULL);
     ts[ss_hlc_format(&now, ts)] = '\0';
-    p->deadline_ms = ss_client__now_ms() + c->timeout_ms;
+    if (timeout_ms == 0)
+        timeout_ms = c->timeout_ms;
+    p->deadline_ms = ss_client__now_ms() + timeout_ms;
     mosquitto_property *props = NULL;
     int rc = mosquitto_property_add_string(&props, MQTT_PROP_RESPONSE_TOPIC, c->resp_topic);
     if (rc == MOSQ_ERR_SUCCESS)
@@ -98,7 +100,7 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
         rc = mosquitto_property_add_byte(&props, MQTT_PROP_PAYLOAD_FORMAT_INDICATOR, 0);
     if (rc == MOSQ_ERR_SUCCESS)
         rc = mosquitto_property_add_int32(&props, MQTT_PROP_MESSAGE_EXPIRY_INTERVAL,
-                                          (c->timeout_ms + 999) / 1000);
+                                          (timeout_ms + 999) / 1000);
     if (rc == MOSQ_ERR_SUCCESS)
         rc = mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__srcId", c->id);
     if (rc == MOSQ_ERR_SUCCESS)
@@ -175,44 +177,6 @@ ss_bytes ss_client__w(const char *s)
     return ss_client__b(s, strlen(s));
 }
 
-int ss_client_set_async(ss_client *c, const void *key, size_t key_len, const void *value,
-                        size_t value_len, const ss_set_options *opts, ss_result_cb cb, void *ud)
-{
-    ss_bytes argv[6] = {ss_client__w("SET"), ss_client__b(key, key_len), ss_client__b(value, value_len)};
-    size_t argc = 3;
-    char px[24];
-    if (opts && opts->condition == SS_SET_NX)
-        argv[argc++] = ss_client__w("NX");
-    else if (opts && opts->condition == SS_SET_NEX)
-        argv[argc++] = ss_client__w("NEX");
-    if (opts && opts->px_ms) {
-        snprintf(px, sizeof px, "%llu", (unsigned long long)opts->px_ms);
-        argv[argc++] = ss_client__w("PX");
-        argv[argc++] = ss_client__w(px);
-    }
-    return ss_client__send(c, SS_ANSWER_SET, argc, argv, opts ? opts->fencing_token : NULL, cb, ud);
-}
-
-int ss_client_get_async(ss_client *c, const void *key, size_t key_len, ss_result_cb cb, void *ud)
-{
-    ss_bytes argv[2] = {ss_client__w("GET"), ss_client__b(key, key_len)};
-    return ss_client__send(c, SS_ANSWER_GET, 2, argv, NULL, cb, ud);
-}
-
-int ss_client_del_async(ss_client *c, const void *key, size_t key_len, const char *fencing_token,
-                        ss_result_cb cb, void *ud)
-{
-    ss_bytes argv[2] = {ss_client__w("DEL"), ss_client__b(key, key_len)};
-    return ss_client__send(c, SS_ANSWER_DEL, 2, argv, fencing_token, cb, ud);
-}
-
-int ss_client_vdel_async(ss_client *c, const void *key, size_t key_len, const void *value,
-                         size_t value_len, const char *fencing_token, ss_result_cb cb, void *ud)
-{
-    ss_bytes argv[3] = {ss_client__w("VDEL"), ss_client__b(key, key_len), ss_client__b(value, value_len)};
-    return ss_client__send(c, SS_ANSWER_VDEL, 3, argv, fencing_token, cb, ud);
-}
-
 /* Remember or forget a key to re-register after a reconnect. */
 static void ss_client__track(ss_client *c, const void *key, size_t key_len, bool stop)
 {
@@ -244,12 +208,101 @@ static void ss_client__track(ss_client *c, const void *key, size_t key_len, bool
     pthread_mutex_unlock(&c->mu);
 }
 
+int ss_client_call_async(ss_client *c, const ss_client_request *q, ss_result_cb cb, void *ud)
+{
+    ss_bytes argv[6];
+    size_t argc = 0;
+    char px[24];
+    enum ss_answer_kind kind;
+    const char *ft = NULL;
+    switch (q->op) {
+    case SS_REQ_SET:
+        kind = SS_ANSWER_SET;
+        argv[argc++] = ss_client__w("SET");
+        argv[argc++] = ss_client__b(q->key, q->key_len);
+        argv[argc++] = ss_client__b(q->value, q->value_len);
+        if (q->condition == SS_SET_NX)
+            argv[argc++] = ss_client__w("NX");
+        else if (q->condition == SS_SET_NEX)
+            argv[argc++] = ss_client__w("NEX");
+        if (q->px_ms) {
+            snprintf(px, sizeof px, "%llu", (unsigned long long)q->px_ms);
+            argv[argc++] = ss_client__w("PX");
+            argv[argc++] = ss_client__w(px);
+        }
+        ft = q->fencing_token;
+        break;
+    case SS_REQ_GET:
+        kind = SS_ANSWER_GET;
+        argv[argc++] = ss_client__w("GET");
+        argv[argc++] = ss_client__b(q->key, q->key_len);
+        break;
+    case SS_REQ_DEL:
+        kind = SS_ANSWER_DEL;
+        argv[argc++] = ss_client__w("DEL");
+        argv[argc++] = ss_client__b(q->key, q->key_len);
+        ft = q->fencing_token;
+        break;
+    case SS_REQ_VDEL:
+        kind = SS_ANSWER_VDEL;
+        argv[argc++] = ss_client__w("VDEL");
+        argv[argc++] = ss_client__b(q->key, q->key_len);
+        argv[argc++] = ss_client__b(q->value, q->value_len);
+        ft = q->fencing_token;
+        break;
+    case SS_REQ_KEYNOTIFY:
+    case SS_REQ_KEYNOTIFY_STOP:
+        kind = SS_ANSWER_KEYNOTIFY;
+        argv[argc++] = ss_client__w("KEYNOTIFY");
+        argv[argc++] = ss_client__b(q->key, q->key_len);
+        if (q->op == SS_REQ_KEYNOTIFY_STOP)
+            argv[argc++] = ss_client__w("STOP");
+        break;
+    default:
+        return SS_E_INVAL;
+    }
+    int rc = ss_client__send(c, kind, argc, argv, ft, q->timeout_ms, cb, ud);
+    if (rc == SS_OK && kind == SS_ANSWER_KEYNOTIFY)
+        ss_client__track(c, q->key, q->key_len, q->op == SS_REQ_KEYNOTIFY_STOP);
+    return rc;
+}
+
+int ss_client_set_async(ss_client *c, const void *key, size_t key_len, const void *value,
+                        size_t value_len, const ss_set_options *opts, ss_result_cb cb, void *ud)
+{
+    ss_client_request q = {.op = SS_REQ_SET, .key = key, .key_len = key_len, .value = value, .value_len = value_len};
+    if (opts) {
+        q.condition = opts->condition;
+        q.px_ms = opts->px_ms;
+        q.fencing_token = opts->fencing_token;
+    }
+    return ss_client_call_async(c, &q, cb, ud);
+}
+
+int ss_client_get_async(ss_client *c, const void *key, size_t key_len, ss_result_cb cb, void *ud)
+{
+    ss_client_request q = {.op = SS_REQ_GET, .key = key, .key_len = key_len};
+    return ss_client_call_async(c, &q, cb, ud);
+}
+
+int ss_client_del_async(ss_client *c, const void *key, size_t key_len, const char *fencing_token,
+                        ss_result_cb cb, void *ud)
+{
+    ss_client_request q = {.op = SS_REQ_DEL, .key = key, .key_len = key_len, .fencing_token = fencing_token};
+    return ss_client_call_async(c, &q, cb, ud);
+}
+
+int ss_client_vdel_async(ss_client *c, const void *key, size_t key_len, const void *value,
+                         size_t value_len, const char *fencing_token, ss_result_cb cb, void *ud)
+{
+    ss_client_request q = {.op = SS_REQ_VDEL, .key = key, .key_len = key_len, .value = value,
+                    .value_len = value_len, .fencing_token = fencing_token};
+    return ss_client_call_async(c, &q, cb, ud);
+}
+
 int ss_client_keynotify_async(ss_client *c, const void *key, size_t key_len, bool stop,
                               ss_result_cb cb, void *ud)
 {
-    ss_bytes argv[3] = {ss_client__w("KEYNOTIFY"), ss_client__b(key, key_len), ss_client__w("STOP")};
-    int rc = ss_client__send(c, SS_ANSWER_KEYNOTIFY, stop ? 3 : 2, argv, NULL, cb, ud);
-    if (rc == SS_OK)
-        ss_client__track(c, key, key_len, stop);
-    return rc;
+    ss_client_request q = {.op = stop ? SS_REQ_KEYNOTIFY_STOP : SS_REQ_KEYNOTIFY, .key = key, .key_len = key_len};
+    return ss_client_call_async(c, &q, cb, ud);
 }

@@ -40,8 +40,7 @@ int main(int argc, char **argv)
     ss_client_options opts = {
         .host = argc > 1 ? argv[1] : "localhost",
         .port = argc > 2 ? atoi(argv[2]) : 1883,
-        .client_id = "example",
-        .timeout_ms = 5000,
+        .timeout_ms = 5000, /* no client_id: a unique one is generated */
     };
     ss_client *c;
     int rc = ss_client_connect(&opts, &c);
@@ -65,8 +64,10 @@ int main(int argc, char **argv)
         printf("get: %.*s\n", (int)r.value_len, (const char *)r.value);
     ss_client_result_free(&r);
 
-    /* Read-modify-write under a lock, with a fencing token. */
-    rc = ss_lease_edit(c, "counter-lock", "example", 5000, 5000, "counter", 7, increment, NULL);
+    /* Read-modify-write under a lock, with a fencing token. The holder
+     * must be unique to this process (the client's generated id is), or
+     * two copies of this program could both hold the lock. */
+    rc = ss_lease_edit(c, "counter-lock", ss_client_id(c), 5000, 5000, "counter", 7, increment, NULL);
     printf("increment: %s\n", ss_strerror(rc));
 
     rc = ss_client_del(c, "greeting", 8, NULL, &r);

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # Check `make install`: into a scratch DESTDIR, then look at what landed.
 # Only the public headers, static and shared client library (with its
-# soname), an example config without placeholders, and a program built
-# against the installed files alone that links the shared library.
+# soname), the man pages, an example config without placeholders, and
+# the examples built against the installed files alone, linking the
+# shared library.
 # Usage: check-install.sh SCRATCH_DIR   (exit 0 when everything holds)
 set -u
 dest=$1
@@ -14,10 +15,10 @@ fail() { echo "install check: $*"; exit 1; }
 ${MAKE:-make} --no-print-directory install DESTDIR="$dest" PREFIX=$prefix SAN=0 >"$dest.log" 2>&1 ||
     fail "make install failed (see $dest.log)"
 headers=$(cd "$root/include/statestore" && ls | tr '\n' ' ')
-[ "$headers" = "client.h errors.h lease.h " ] || fail "headers installed: $headers"
+[ "$headers" = "client.h client_ev.h errors.h leader.h lease.h " ] || fail "headers installed: $headers"
 for f in lib/libstatestore-client.a lib/libstatestore-client.so.0 lib/libstatestore-client.so \
          lib/statestore/statestore.so bin/statestore lib/pkgconfig/statestore.pc \
-         share/man/man1/statestore.1 share/statestore/examples/mosquitto.conf \
+         share/man/man1/statestore.1 share/man/man3/statestore-client.3 share/statestore/examples/mosquitto.conf \
          share/bash-completion/completions/statestore; do
     [ -e "$root/$f" ] || fail "missing $prefix/$f"
 done
@@ -31,6 +32,16 @@ cflags=$(PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_PATH=$root/lib/pkgconfig pkg-co
     fail "pkg-config cannot read statestore.pc"
 cc -std=c11 -o "$dest/example" "$root/share/statestore/examples/client_example.c" $cflags ||
     fail "the example does not build against the installed files"
+# The other examples (event loop, leader election) link the shared
+# library's exports of those parts.
+for e in poll_example leader_example; do
+    cc -std=c11 -D_DEFAULT_SOURCE -o "$dest/$e" "$root/share/statestore/examples/$e.c" $cflags ||
+        fail "$e does not build against the installed files"
+done
+# The libev adapter is a header of its own, with libev's.
+printf '#include <ev.h>\n#include <statestore/client_ev.h>\nint main(void) { return 0; }\n' > "$dest/ev.c"
+cc -std=c11 -Wall -Werror -c -o "$dest/ev.o" "$dest/ev.c" $(PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_PATH=$root/lib/pkgconfig \
+    pkg-config --cflags statestore) || fail "client_ev.h does not compile against the installed files"
 readelf -d "$dest/example" | grep -q 'NEEDED.*\[libstatestore-client.so.0\]' ||
     fail "the example does not link the shared library"
 LD_LIBRARY_PATH=$root/lib ldd "$dest/example" | grep -q "libstatestore-client.so.0 => $root/lib/" ||
