@@ -411,6 +411,27 @@ static int ss_client__explain_mosq(char *why, size_t n, int mrc, int err, const 
     return ss_client__explain(why, n, ss_client__mosq_err(mrc), "%s", mosquitto_strerror(mrc));
 }
 
+static void ss_client__cb_log(struct mosquitto *m, void *ud, int level, const char *line)
+{
+    (void)m;
+    ss_client *c = ud;
+    c->log_cb(c->log_ud, level, line);
+}
+
+/* The TLS settings beyond the files: the system's authorities when no
+ * cafile/capath is given, the host name check, the protocol version. */
+static int ss_client__tls_extras(struct mosquitto *m, const ss_client_options *d)
+{
+    int mrc = MOSQ_ERR_SUCCESS;
+    if (!d->cafile && !d->capath)
+        mrc = mosquitto_int_option(m, MOSQ_OPT_TLS_USE_OS_CERTS, 1);
+    if (mrc == MOSQ_ERR_SUCCESS && d->tls_version)
+        mrc = mosquitto_tls_opts_set(m, 1, d->tls_version, NULL);
+    if (mrc == MOSQ_ERR_SUCCESS && d->insecure)
+        mrc = mosquitto_tls_insecure_set(m, true);
+    return mrc;
+}
+
 int ss_client_connect(const ss_client_options *o, ss_client **out)
 {
     return ss_client_connect_explain(o, out, NULL, 0);
@@ -433,7 +454,7 @@ int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char 
             k += snprintf(idbuf + k, sizeof idbuf - (size_t)k, "%02x", r[i]);
         d.client_id = idbuf;
     }
-    bool tls = d.cafile || d.capath;
+    bool tls = d.cafile || d.capath || d.tls;
     if (d.host == NULL)
         d.host = "localhost";
     if (d.port == 0)
@@ -458,10 +479,15 @@ int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char 
     mosquitto_disconnect_v5_callback_set(m, ss_client__cb_disconnect);
     mosquitto_message_v5_callback_set(m, ss_client__cb_message);
     mosquitto_publish_v5_callback_set(m, ss_client__cb_publish);
+    if (d.log_cb) {
+        c->log_cb = d.log_cb;
+        c->log_ud = d.log_ud;
+        mosquitto_log_callback_set(m, ss_client__cb_log);
+    }
     int mrc = MOSQ_ERR_SUCCESS;
     if (d.username)
         mrc = mosquitto_username_pw_set(m, d.username, d.password);
-    if (mrc == MOSQ_ERR_SUCCESS && (tls || d.certfile)) {
+    if (mrc == MOSQ_ERR_SUCCESS && (d.cafile || d.capath || d.certfile)) {
         mrc = mosquitto_tls_set(m, d.cafile, d.capath, d.certfile, d.keyfile, NULL);
         if (mrc != MOSQ_ERR_SUCCESS) {
             ss_client_close(c);
@@ -469,6 +495,11 @@ int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char 
                                "cannot use the TLS files (missing or unreadable): %s",
                                mosquitto_strerror(mrc));
         }
+    }
+    if (mrc == MOSQ_ERR_SUCCESS && tls && (mrc = ss_client__tls_extras(m, &d)) != MOSQ_ERR_SUCCESS) {
+        ss_client_close(c);
+        return ss_client__explain(why, why_len, SS_E_INVAL, "cannot use the TLS options: %s",
+                                  mosquitto_strerror(mrc));
     }
     int err = 0;
     if (mrc == MOSQ_ERR_SUCCESS) {
