@@ -248,9 +248,15 @@ int cmd_stats(struct cli *cl, ss_client *c)
         stats_print(cl, &s);
         uint64_t seen = s.updates;
         pthread_mutex_unlock(&s.mu);
-        /* --watch: again at each update, until interrupted. */
-        while (cl->watch) {
-            if (!stats_settle(&s, seen, UINT64_MAX))
+        /* --watch: again at each update, until interrupted (at the
+         * interactive prompt SIGINT is blocked and waits to be taken). */
+        sigset_t stop;
+        sigemptyset(&stop);
+        sigaddset(&stop, SIGINT);
+        sigaddset(&stop, SIGTERM);
+        const struct timespec none = {0, 0};
+        while (cl->watch && sigtimedwait(&stop, NULL, &none) < 0) {
+            if (!stats_settle(&s, seen, mono_ms() + 200))
                 continue;
             pthread_mutex_lock(&s.mu);
             if (!cl->json)
