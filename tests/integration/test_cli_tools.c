@@ -584,3 +584,38 @@ TEST(cli_disconnect_reason_said_at_once)
         pthread_join(t, NULL);
     }
 }
+
+/* Every option and command added here is in --help, the man page and the
+ * bash completion. */
+TEST(cli_new_flags_documented_everywhere)
+{
+    static const char *const flags[] = {"-L", "--url", "--insecure", "--tls-version", "-d", "--debug"};
+    struct run r;
+    cli_tool(&r, "--help", NULL);
+    ASSERT_EQ(r.status, 0);
+    char *man = slurp("docs/statestore.1", NULL);
+    char *completion = slurp("completion/statestore.bash", NULL);
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        char roff[40] = "";
+        for (const char *p = flags[i]; *p; p++) /* the man page writes - as \- */
+            snprintf(roff + strlen(roff), sizeof roff - strlen(roff), "%s%c", *p == '-' ? "\\" : "", *p);
+        char word[40];
+        snprintf(word, sizeof word, " %s ", flags[i]);
+        if (strstr(r.out, flags[i]) == NULL || strstr(man, roff) == NULL || strstr(completion, word) == NULL)
+            fprintf(stderr, "  %s is missing somewhere\n", flags[i]);
+        ASSERT_TRUE(strstr(r.out, flags[i]) != NULL);
+        ASSERT_TRUE(strstr(man, roff) != NULL);
+        ASSERT_TRUE(strstr(completion, word) != NULL);
+    }
+    ASSERT_TRUE(strstr(r.out, "\n  status ") != NULL);
+    ASSERT_TRUE(strstr(man, ".B status\n") != NULL);
+    ASSERT_TRUE(strstr(man, ".SH INTERACTIVE MODE\n") != NULL);
+    ASSERT_TRUE(strstr(completion, " stats status\"") != NULL);
+    free(man);
+    free(completion);
+    run_free(&r);
+    cli_tool(&r, "status", "--help", NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(strncmp(r.out, "Usage: statestore status [--json]\n", 34) == 0);
+    run_free(&r);
+}
