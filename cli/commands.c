@@ -53,12 +53,6 @@ uint8_t *read_value(struct cli *cl, int i, size_t *len, int *rc)
             out_error("cannot read %s: %s", cl->file, strerror(err ? err : EIO));
         return v;
     }
-    if (strcmp(cl->args[i], "-") == 0 && cl->repl) {
-        /* Standard input holds the commands themselves. */
-        out_error("at the prompt a value cannot come from standard input: give it as an "
-                  "argument or with -f FILE");
-        return NULL;
-    }
     if (strcmp(cl->args[i], "-") == 0) {
         errno = 0;
         uint8_t *v = read_stream(stdin, len);

@@ -225,6 +225,14 @@ static bool wrong_arity(const struct cli *cl, int which)
     return true;
 }
 
+/* Does the command take - (standard input) as a VALUE or FILE? */
+static bool reads_stdin(const struct cli *cl, int which)
+{
+    if (commands[which].value && !cl->file && cl->nargs > 0)
+        return strcmp(cl->args[cl->nargs - 1], "-") == 0;
+    return commands[which].run == cmd_import && strcmp(cl->args[0], "-") == 0;
+}
+
 int cli_check(struct cli *cl)
 {
     int which = cli_command_index(cl->command);
@@ -240,6 +248,9 @@ int cli_check(struct cli *cl)
         usage_error(cl, "scan: the pattern is empty (* lists every key)");
     else if (cl->nx && cl->nex)
         usage_error(cl, "--nx and --nex exclude each other");
+    else if (cl->repl && reads_stdin(cl, which))
+        usage_error(cl, "at the prompt standard input holds the commands: - cannot stand for it "
+                        "(give a value as an argument or with -f FILE, a file by its path)");
     else
         return -1;
     return SS_EXIT_USAGE;

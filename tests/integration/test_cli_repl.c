@@ -139,8 +139,12 @@ static const struct {
                    "not at the prompt\r\n"},
     {"get k --ttl 5", "statestore: --ttl is an option of lock; get takes no options of its own\r\n"
                       "Usage: statestore get KEY\r\n"},
-    {"set k -", "statestore: at the prompt a value cannot come from standard input: give it as an "
-                "argument or with -f FILE\r\n"},
+    {"set k -", "statestore: at the prompt standard input holds the commands: - cannot stand for it "
+                "(give a value as an argument or with -f FILE, a file by its path)\r\n"
+                "Usage: statestore set KEY VALUE|-|-f FILE [--nx|--nex] [--px MS] [--fencing-token HLC]\r\n"},
+    {"import - dir", "statestore: at the prompt standard input holds the commands: - cannot stand for it "
+                     "(give a value as an argument or with -f FILE, a file by its path)\r\n"
+                     "Usage: statestore import FILE DIR\r\n"},
     {"get \"open", "statestore: a quote (\") is not closed\r\n"},
     {"help del", "Usage: statestore del KEY [--fencing-token HLC]\r\n"
                  "Deletes KEY and prints 1, or prints 0 and exits 1 if it was absent.\r\n"},
