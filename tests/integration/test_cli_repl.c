@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_cli_repl.c - statestore with no command: a prompt on a terminal
  * (driven here through a pseudo-terminal, as a person types), with
- * redis-cli's answers and history kept across sessions; and commands
+ * redis-cli's answers and history kept from one run to the next; and commands
  * read from a pipe, one a line. */
 #define _XOPEN_SOURCE 700
 #include <errno.h>
@@ -124,7 +124,7 @@ static int term_end(struct term *t)
 static const struct {
     const char *typed;
     const char *answer;
-} session[] = {
+} typed_lines[] = {
     {"set greeting \"hello world\"", "OK\r\n"},
     {"get greeting", "\"hello world\"\r\n"},
     {"get nothing", "(nil)\r\n"},
@@ -154,7 +154,7 @@ static const struct {
 
 /* The prompt on a terminal: each line typed gets its answer; errors and
  * usage errors leave the prompt going; quit ends it with status 0; the
- * next session recalls the lines typed before (Ctrl-P: the line before)
+ * next run recalls the lines typed before (Ctrl-P: the line before)
  * from ~/.statestore_history; Ctrl-D ends it too. */
 TEST(cli_interactive_prompt_on_a_terminal)
 {
@@ -169,12 +169,12 @@ TEST(cli_interactive_prompt_on_a_terminal)
     term_until(&t, prompt);
     char expect[16384];
     size_t n = (size_t)snprintf(expect, sizeof expect, "%s", prompt);
-    for (size_t i = 0; i < sizeof session / sizeof session[0]; i++) {
+    for (size_t i = 0; i < sizeof typed_lines / sizeof typed_lines[0]; i++) {
         char line[200];
-        snprintf(line, sizeof line, "%s\r", session[i].typed);
+        snprintf(line, sizeof line, "%s\r", typed_lines[i].typed);
         term_type(&t, line);
-        n += (size_t)snprintf(expect + n, sizeof expect - n, "%s\r\n%s%s", session[i].typed,
-                              session[i].answer, prompt);
+        n += (size_t)snprintf(expect + n, sizeof expect - n, "%s\r\n%s%s", typed_lines[i].typed,
+                              typed_lines[i].answer, prompt);
         term_until(&t, expect);
     }
     term_type(&t, "quit\r");
