@@ -62,8 +62,10 @@ LDLIBS_ALL = $(shell pkg-config --libs lmdb 2>/dev/null) $(LDLIBS)
 MOSQ_LIBS  = $(shell pkg-config --libs libmosquitto 2>/dev/null)
 # libev-dev: only the tests of the libev adapter (client/client_ev.h, a
 # header) link libev; the library does not.
+# libedit (BSD licensed): the tool's interactive prompt.
+EDIT_LIBS  = $(shell pkg-config --libs libedit 2>/dev/null)
 DEBS      := pkg-config liblmdb-dev mosquitto mosquitto-dev libmosquitto-dev mosquitto-clients openssl \
-             libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libev-dev
+             libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libev-dev libedit-dev
 
 # etcd's API messages, generated from Debian's .proto files
 # (scripts/etcd-proto.sh), and etcd/: the etcd backend's client side.
@@ -156,7 +158,7 @@ $(SHLIB): $(SHLIB_OBJ) client/libstatestore-client.map
 # The tool: the client library, and the store for its offline commands
 # (import).
 $(CLI): $(CLI_OBJ) $(LIBCLIENT) $(LIBETCD) $(LIBCORE)
-	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIBCLIENT) $(LIBETCD) $(LIBCORE) $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
+	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIBCLIENT) $(LIBETCD) $(LIBCORE) $(MOSQ_LIBS) $(ETCD_LIBS) $(EDIT_LIBS) $(LDLIBS_ALL) -lpthread
 
 # The documented example, built against the headers as installed
 # (<statestore/...>): build/include/statestore links to the sources.

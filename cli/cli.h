@@ -42,7 +42,45 @@ struct cli {
     char **patterns; /* watch --pattern, each given (in the block of args) */
     int npatterns;
     const char *etcd_endpoints, *etcd_prefix; /* import into an etcd cluster */
+    char *url_text;     /* owned: the host, user and password of -L */
+    char *options_text; /* owned: the options file, which options point into */
+    const char *where;  /* "FILE:LINE" while reading the options file */
+    bool repl;          /* at the interactive prompt: answers as redis-cli's */
 };
+
+/* options.c: parse argv (argv[0] is not looked at) into *cl. Returns -1
+ * to go on, -2 for --help, or an exit code (the usage error said why).
+ * Options may come before or after the command and its arguments. An
+ * argument that starts with '-' but is not an option ("-5", "-x", "-") is
+ * an ordinary argument, so negative numbers need no quoting; "--" ends
+ * the options (for lock, what follows is COMMAND). at_prompt: a line of
+ * the interactive mode, where the connection's options have no place. */
+int cli_parse(struct cli *cl, int argc, char **argv, bool at_prompt);
+/* Read the options file ($XDG_CONFIG_HOME/statestore, else
+ * ~/.config/statestore; none is fine) into *cl: one option a line, as on
+ * the command line, blank lines and lines starting with # ignored. A bad
+ * line is a usage error naming the file and the line. -1 to go on, or an
+ * exit code. */
+int cli_options_file(struct cli *cl);
+/* url.c: apply -L URL to cl->conn. 0, or -1 after a usage error. */
+int cli_url_apply(struct cli *cl, const char *spelled, const char *url);
+
+/* main.c: the index of the command in the table, or -1. */
+int cli_command_index(const char *name);
+/* Print the help of a command (NULL: the general help) to standard output. */
+void cli_help(const char *command);
+/* Check the arguments of a parsed command before it runs: -1 to go on,
+ * or an exit code after a usage error. */
+int cli_check(struct cli *cl);
+/* Run the parsed, checked command on c (NULL for the offline ones). */
+int cli_run(struct cli *cl, ss_client *c);
+/* True for the commands that need no broker (restore, import). */
+bool cli_offline(const struct cli *cl);
+
+/* repl.c: the interactive mode (statestore with no command): a prompt
+ * with history on a terminal, else a command a line from standard input.
+ * base holds the connection's options; returns the exit status. */
+int cli_repl(struct cli *base, ss_client *c);
 
 /* main.c: a usage error: the message, then the command's usage line. */
 void usage_error(const struct cli *cl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -53,6 +91,8 @@ void out_base64(const uint8_t *p, size_t n);             /* bare base64 */
 void out_escaped(const uint8_t *p, size_t n);            /* \xHH for anything not printable */
 /* The same with spaces as they are, and a newline: a line of its own. */
 void out_line(const uint8_t *p, size_t n);
+/* "..." as redis-cli shows a value: \" \\ \n \r \t and \xHH escaped. */
+void out_quoted(const uint8_t *p, size_t n);
 /* A word for a person: written to standard error only when it is a
  * terminal, so that scripts and pipes see nothing new. */
 void out_note_terminal(const char *note);
@@ -112,6 +152,9 @@ int cmd_import(struct cli *cl, ss_client *c);
 /* stats.c */
 int cmd_ping(struct cli *cl, ss_client *c);
 int cmd_stats(struct cli *cl, ss_client *c);
+
+/* status.c */
+int cmd_status(struct cli *cl, ss_client *c);
 
 /* lock.c */
 int cmd_lock(struct cli *cl, ss_client *c);

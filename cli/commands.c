@@ -107,6 +107,8 @@ int cmd_set(struct cli *cl, ss_client *c)
         printf("}\n");
     } else if (r.applied) {
         printf("OK\n");
+    } else if (cl->repl) {
+        printf("(nil)\n"); /* as redis-cli answers a SET NX not applied */
     } else {
         out_error("not set: the condition (%s) did not hold", cl->nx ? "NX" : "NEX");
     }
@@ -136,6 +138,12 @@ int cmd_get(struct cli *cl, ss_client *c)
         }
         json_version(&r);
         printf("}\n");
+    } else if (cl->repl) {
+        if (r.found)
+            out_quoted(r.value, r.value_len);
+        else
+            printf("(nil)");
+        putchar('\n');
     } else if (r.found) {
         /* Raw bytes, no newline added, so that files and pipes get the
          * value exactly; on a terminal a newline keeps the prompt apart. */
@@ -143,7 +151,7 @@ int cmd_get(struct cli *cl, ss_client *c)
         if (isatty(STDOUT_FILENO) && (r.value_len == 0 || r.value[r.value_len - 1] != '\n'))
             putchar('\n');
     }
-    if (!r.found && !cl->json)
+    if (!r.found && !cl->json && !cl->repl)
         out_note_terminal("(not found)");
     rc = r.found ? SS_EXIT_OK : SS_EXIT_NOT_FOUND;
     ss_client_result_free(&r);
@@ -162,7 +170,7 @@ static int finish_delete(struct cli *cl, int st, ss_client_result *r)
         json_version(r);
         printf("}\n");
     } else {
-        printf("%lld\n", (long long)r->count);
+        printf("%s%lld\n", cl->repl ? "(integer) " : "", (long long)r->count);
     }
     int rc = r->count == 1 ? SS_EXIT_OK : r->count == 0 ? SS_EXIT_NOT_FOUND : SS_EXIT_CONDITION;
     ss_client_result_free(r);

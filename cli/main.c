@@ -22,6 +22,7 @@ static const char short_usage[] =
 
 static const char usage_text[] =
     "Usage: statestore [OPTIONS] COMMAND [ARGS]\n"
+    "       statestore [OPTIONS]      an interactive prompt (or commands from standard input)\n"
     "\n"
     "A client for the Azure IoT Operations state store protocol over MQTT 5.\n"
     "\n"
@@ -45,12 +46,19 @@ static const char usage_text[] =
     "  import FILE --etcd ENDPOINTS   into a store on an etcd cluster\n"
     "  ping               measure a request's round trip (a health check)\n"
     "  stats [--watch]    the store's figures (from $SYS/broker/statestore/)\n"
+    "  status             the backend's health and the broker's own figures\n"
     "\n"
     "Connection (as mosquitto_pub):\n"
     "  -h HOST  -p PORT  -i CLIENT_ID  -u USERNAME  -P PASSWORD\n"
+    "  -L, --url mqtt[s]://[USER[:PASSWORD]@]HOST[:PORT][/]   all of these as a URL\n"
     "  (defaults for -h and -p from STATESTORE_HOST and STATESTORE_PORT)\n"
     "  --cafile FILE  --capath DIR  --cert FILE  --key FILE\n"
+    "  --insecure         TLS: do not check the server's host name\n"
+    "  --tls-version V    TLS: the lowest version, tlsv1.3, tlsv1.2 or tlsv1.1\n"
     "  --timeout MS       how long to wait for each answer (default 10000)\n"
+    "  -d, --debug        print the MQTT packets sent and received on standard error\n"
+    "Options are also read from $XDG_CONFIG_HOME/statestore (~/.config/statestore),\n"
+    "one a line (--cafile FILE, -h HOST...); the command line overrides them.\n"
     "\n"
     "A value that starts with '-' is taken as it is (set temp -5); put -- before\n"
     "one that looks like an option (set -- key --nx).\n"
@@ -140,6 +148,13 @@ static const struct {
      "Sends one request (a GET of the key statestore-ping) and prints how long the answer\n"
      "took. Exit 0 when the store answered, 4 when it did not within --timeout, 3 when it\n"
      "answered with a storage error: usable as a health check.\n"},
+    {"status", cmd_status, 0, 0, false,
+     "Usage: statestore status [--json]\n"
+     "Prints the health of the store (ok, etcd unreachable, etcd out of space), its\n"
+     "backend (on etcd the endpoint the broker uses and whether the cluster answers),\n"
+     "keys, bytes and requests, and the broker's own figures (version, uptime, clients,\n"
+     "messages) from $SYS/broker/, with age_ms, the age of the store's figures. Exit 3\n"
+     "when the store is not healthy, 4 when no figures arrive within --timeout.\n"},
     {"stats", cmd_stats, 0, 0, false,
      "Usage: statestore stats [--watch] [--json]\n"
      "Prints the store's figures, which the broker publishes under $SYS/broker/statestore/\n"
@@ -147,130 +162,7 @@ static const struct {
      "until interrupted. Exit 4 when none arrive within --timeout.\n"},
 };
 
-enum {
-    OPT_HOST = 256, OPT_PORT, OPT_ID, OPT_USER, OPT_PASS, OPT_FILE, OPT_CAFILE, OPT_CAPATH,
-    OPT_CERT, OPT_KEY, OPT_TIMEOUT, OPT_JSON, OPT_HELP, OPT_VERSION, OPT_NX, OPT_NEX, OPT_PX,
-    OPT_FT, OPT_TTL, OPT_WAIT, OPT_HOLDER, OPT_WATCH, OPT_ETCD, OPT_ETCD_PREFIX, OPT_PATTERN,
-};
-
-/* Every option: its long name, its short letter (0: none), whether it
- * takes a value, and the commands it belongs to (space-separated; NULL:
- * every command: the connection, the output, help) with the name of its
- * value in their usage. An option of another command is a usage error,
- * never silently ignored: `set k v --ttl 5000` would otherwise set a key
- * that never expires. */
-static const struct cli_option {
-    const char *name;
-    char letter;
-    bool value;
-    int id;
-    const char *commands;
-    const char *arg;
-} options[] = {
-    {"host", 'h', true, OPT_HOST, NULL, NULL},
-    {"port", 'p', true, OPT_PORT, NULL, NULL},
-    {"id", 'i', true, OPT_ID, NULL, NULL},
-    {"username", 'u', true, OPT_USER, NULL, NULL},
-    {"password", 'P', true, OPT_PASS, NULL, NULL},
-    {"file", 'f', true, OPT_FILE, "set vdel", "FILE"},
-    {"cafile", 0, true, OPT_CAFILE, NULL, NULL},
-    {"capath", 0, true, OPT_CAPATH, NULL, NULL},
-    {"cert", 0, true, OPT_CERT, NULL, NULL},
-    {"key", 0, true, OPT_KEY, NULL, NULL},
-    {"timeout", 0, true, OPT_TIMEOUT, NULL, NULL},
-    {"json", 0, false, OPT_JSON, NULL, NULL},
-    {"help", 0, false, OPT_HELP, NULL, NULL},
-    {"version", 0, false, OPT_VERSION, NULL, NULL},
-    {"nx", 0, false, OPT_NX, "set", NULL},
-    {"nex", 0, false, OPT_NEX, "set", NULL},
-    {"px", 0, true, OPT_PX, "set", "MS"},
-    {"fencing-token", 0, true, OPT_FT, "set del vdel", "HLC"},
-    {"ttl", 0, true, OPT_TTL, "lock", "MS"},
-    {"wait", 0, true, OPT_WAIT, "lock", "MS"},
-    {"holder", 0, true, OPT_HOLDER, "lock", "ID"},
-    {"watch", 0, false, OPT_WATCH, "stats", NULL},
-    {"etcd", 0, true, OPT_ETCD, "import", "ENDPOINTS"},
-    {"etcd-prefix", 0, true, OPT_ETCD_PREFIX, "import", "PREFIX"},
-    {"pattern", 0, true, OPT_PATTERN, "watch", "PATTERN"},
-};
-#define N_OPTIONS (sizeof options / sizeof options[0])
-
-static const struct cli_option *find_long(const char *name, size_t n)
-{
-    for (size_t i = 0; i < N_OPTIONS; i++)
-        if (strlen(options[i].name) == n && memcmp(options[i].name, name, n) == 0)
-            return &options[i];
-    return NULL;
-}
-
-static const struct cli_option *find_short(char letter)
-{
-    for (size_t i = 0; i < N_OPTIONS; i++)
-        if (options[i].letter == letter)
-            return &options[i];
-    return NULL;
-}
-
-/* Does the space-separated list hold the word? */
-static bool listed(const char *list, const char *word)
-{
-    size_t n = strlen(word);
-    for (const char *p = list; *p;) {
-        size_t len = strcspn(p, " ");
-        if (len == n && memcmp(p, word, n) == 0)
-            return true;
-        p += len;
-        p += strspn(p, " ");
-    }
-    return false;
-}
-
-/* Append "a, b and c" style: the i-th of n items. */
-static void join_word(char *out, size_t cap, size_t i, size_t n, const char *word)
-{
-    size_t len = strlen(out);
-    snprintf(out + len, cap - len, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", word);
-}
-
-/* The usage error for option o given to a command it does not belong to:
- * "--ttl is an option of lock; set takes --nx, --nex, --px MS, ...". */
-static void foreign_option(const struct cli *cl, const struct cli_option *o, const char *spelled)
-{
-    char owners[128] = "";
-    size_t n = 0, i = 0;
-    for (const char *p = o->commands; *p; p += strspn(p, " "), n++)
-        p += strcspn(p, " ");
-    for (const char *p = o->commands; *p; i++) {
-        size_t len = strcspn(p, " ");
-        char word[32];
-        snprintf(word, sizeof word, "%.*s", (int)len, p);
-        join_word(owners, sizeof owners, i, n, word);
-        p += len;
-        p += strspn(p, " ");
-    }
-    char own[256] = "";
-    size_t mine = 0, k = 0;
-    for (size_t j = 0; j < N_OPTIONS; j++)
-        mine += options[j].commands && listed(options[j].commands, cl->command);
-    for (size_t j = 0; j < N_OPTIONS; j++) {
-        const struct cli_option *x = &options[j];
-        if (!x->commands || !listed(x->commands, cl->command))
-            continue;
-        char word[48];
-        if (x->letter)
-            snprintf(word, sizeof word, "-%c %s", x->letter, x->arg);
-        else
-            snprintf(word, sizeof word, "--%s%s%s", x->name, x->arg ? " " : "", x->arg ? x->arg : "");
-        join_word(own, sizeof own, k++, mine, word);
-    }
-    if (mine)
-        usage_error(cl, "%s is an option of %s; %s takes %s", spelled, owners, cl->command, own);
-    else
-        usage_error(cl, "%s is an option of %s; %s takes no options of its own", spelled, owners,
-                    cl->command);
-}
-
-static int command_index(const char *name)
+int cli_command_index(const char *name)
 {
     for (size_t i = 0; name && i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(name, commands[i].name) == 0)
@@ -282,185 +174,36 @@ void usage_error(const struct cli *cl, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    if (cl->where) {
+        /* A line of the options file: where it is says it all. */
+        char text[1024];
+        vsnprintf(text, sizeof text, fmt, ap);
+        out_error("%s: %s", cl->where, text);
+        va_end(ap);
+        return;
+    }
     out_verror(fmt, ap);
     va_end(ap);
-    int which = command_index(cl->command);
+    int which = cli_command_index(cl->command);
     if (which >= 0) {
         /* The first line of the command's help is its usage. */
         const char *h = commands[which].help;
         fprintf(stderr, "%.*s", (int)(strcspn(h, "\n") + 1), h);
-    } else {
+    } else if (!cl->repl) {
         fputs(short_usage, stderr);
     }
 }
 
-/* A number in [1, max], or a usage error naming where it came from. */
-static int number(const struct cli *cl, const char *what, const char *text, uint64_t max,
-                  uint64_t *out)
+void cli_help(const char *command)
 {
-    if (ss_parse_u64((const uint8_t *)text, strlen(text), max, out) != SS_OK || *out == 0) {
-        usage_error(cl, "%s needs an integer from 1 to %llu, not \"%s\"", what,
-                    (unsigned long long)max, text);
-        return -1;
-    }
-    return 0;
+    int which = cli_command_index(command);
+    fputs(which >= 0 ? commands[which].help : usage_text, stdout);
 }
 
-/* Connection settings from the environment, where the command line gave
- * none. */
-static int from_environment(struct cli *cl)
+bool cli_offline(const struct cli *cl)
 {
-    const char *host = getenv("STATESTORE_HOST");
-    const char *port = getenv("STATESTORE_PORT");
-    uint64_t n;
-    if (host && host[0] && cl->conn.host == NULL)
-        cl->conn.host = host;
-    if (port && port[0] && cl->conn.port == 0) {
-        if (number(cl, "STATESTORE_PORT", port, 65535, &n) != 0)
-            return SS_EXIT_USAGE;
-        cl->conn.port = (int)n;
-    }
-    return -1;
-}
-
-/* Apply one option. Returns -1 to go on, or an exit code. */
-static int apply(struct cli *cl, const char *spelled, int id, const char *v, bool *help)
-{
-    uint64_t n;
-    const uint64_t ms_max = (uint64_t)1 << 53;
-    switch (id) {
-    case OPT_HOST: cl->conn.host = v; break;
-    case OPT_PORT:
-        if (number(cl, spelled, v, 65535, &n) != 0)
-            return SS_EXIT_USAGE;
-        cl->conn.port = (int)n;
-        break;
-    case OPT_ID: cl->conn.client_id = v; break;
-    case OPT_USER: cl->conn.username = v; break;
-    case OPT_PASS: cl->conn.password = v; break;
-    case OPT_FILE: cl->file = v; break;
-    case OPT_CAFILE: cl->conn.cafile = v; break;
-    case OPT_CAPATH: cl->conn.capath = v; break;
-    case OPT_CERT: cl->conn.certfile = v; break;
-    case OPT_KEY: cl->conn.keyfile = v; break;
-    case OPT_TIMEOUT:
-        if (number(cl, spelled, v, 3600000, &n) != 0)
-            return SS_EXIT_USAGE;
-        cl->conn.timeout_ms = (unsigned)n;
-        break;
-    case OPT_JSON: cl->json = true; break;
-    case OPT_HELP: *help = true; break;
-    case OPT_VERSION: printf("statestore %s\n", SS_VERSION); return SS_EXIT_OK;
-    case OPT_NX: cl->nx = true; break;
-    case OPT_NEX: cl->nex = true; break;
-    case OPT_PX: return number(cl, spelled, v, ms_max, &cl->px_ms) != 0 ? SS_EXIT_USAGE : -1;
-    case OPT_FT: {
-        ss_hlc h;
-        if (ss_hlc_parse((const uint8_t *)v, strlen(v), &h) != SS_OK) {
-            usage_error(cl, "%s needs a version like 1700000000000:0:node, not \"%s\"", spelled, v);
-            return SS_EXIT_USAGE;
-        }
-        cl->fencing_token = v;
-        break;
-    }
-    case OPT_TTL: return number(cl, spelled, v, ms_max, &cl->ttl_ms) != 0 ? SS_EXIT_USAGE : -1;
-    case OPT_WAIT: return number(cl, spelled, v, ms_max, &cl->wait_ms) != 0 ? SS_EXIT_USAGE : -1;
-    case OPT_HOLDER: cl->holder = v; break;
-    case OPT_WATCH: cl->watch = true; break;
-    case OPT_ETCD: cl->etcd_endpoints = v; break;
-    case OPT_ETCD_PREFIX: cl->etcd_prefix = v; break;
-    case OPT_PATTERN: cl->patterns[cl->npatterns++] = (char *)v; break;
-    default: break;
-    }
-    return -1;
-}
-
-/* Parse the command line into *cl. Returns -1 to go on, -2 for --help, or
- * an exit code.
- *
- * Options may come before or after the command and its arguments. An
- * argument that starts with '-' but is not an option ("-5", "-x", "-") is
- * an ordinary argument, so negative numbers need no quoting; "--" ends the
- * options (for lock, what follows is COMMAND). */
-static int parse(struct cli *cl, int argc, char **argv)
-{
-    bool help = false, only_args = false;
-    int rc;
-    /* The options given, by their index in options[], and how (-f or
-     * --file): judged once the command is known, wherever it stood. */
-    uint64_t given = 0, by_letter = 0;
-    _Static_assert(N_OPTIONS <= 64, "the option masks hold 64 options");
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const struct cli_option *o = NULL;
-        const char *value = NULL;
-        char spelled[40];
-        if (!only_args && strcmp(a, "--") == 0) {
-            if (cl->command && strcmp(cl->command, "lock") == 0) {
-                cl->rest = argv + i + 1;
-                cl->nrest = argc - i - 1;
-                break;
-            }
-            only_args = true;
-            continue;
-        }
-        if (!only_args && a[0] == '-' && a[1] == '-') {
-            size_t n = strcspn(a + 2, "=");
-            if ((o = find_long(a + 2, n)) == NULL) {
-                usage_error(cl, "unknown option %.*s (a value that starts with - goes after --)",
-                            (int)(n + 2), a);
-                return SS_EXIT_USAGE;
-            }
-            if (a[2 + n] == '=') {
-                if (!o->value) {
-                    usage_error(cl, "--%s takes no value", o->name);
-                    return SS_EXIT_USAGE;
-                }
-                value = a + 3 + n;
-            }
-            snprintf(spelled, sizeof spelled, "--%s", o->name);
-        } else if (!only_args && a[0] == '-' && a[1] != '\0' && (o = find_short(a[1])) != NULL) {
-            if (a[2] != '\0')
-                value = a + 2;
-            snprintf(spelled, sizeof spelled, "-%c", o->letter);
-        } else {
-            if (cl->command == NULL)
-                cl->command = a;
-            else
-                cl->args[cl->nargs++] = (char *)a;
-            continue;
-        }
-        if (o->value && value == NULL) {
-            if (i + 1 >= argc) {
-                usage_error(cl, "%s needs a value", spelled);
-                return SS_EXIT_USAGE;
-            }
-            value = argv[++i];
-        }
-        if ((rc = apply(cl, spelled, o->id, value, &help)) >= 0)
-            return rc;
-        size_t j = (size_t)(o - options);
-        if (!(given >> j & 1) && spelled[1] != '-')
-            by_letter |= (uint64_t)1 << j;
-        given |= (uint64_t)1 << j;
-    }
-    if (!help && cl->command && command_index(cl->command) >= 0) {
-        for (size_t j = 0; j < N_OPTIONS; j++) {
-            const struct cli_option *o = &options[j];
-            if (!(given >> j & 1) || o->commands == NULL || listed(o->commands, cl->command))
-                continue;
-            char spelled[40];
-            if (by_letter >> j & 1)
-                snprintf(spelled, sizeof spelled, "-%c", o->letter);
-            else
-                snprintf(spelled, sizeof spelled, "--%s", o->name);
-            foreign_option(cl, o, spelled);
-            return SS_EXIT_USAGE;
-        }
-    }
-    if (!help && (rc = from_environment(cl)) >= 0)
-        return rc;
-    return help ? -2 : -1;
+    int which = cli_command_index(cl->command);
+    return which >= 0 && (commands[which].run == cmd_restore || commands[which].run == cmd_import);
 }
 
 /* Check the number of arguments before connecting. */
@@ -482,6 +225,60 @@ static bool wrong_arity(const struct cli *cl, int which)
     return true;
 }
 
+/* Does the command take - (standard input) as a VALUE or FILE? */
+static bool reads_stdin(const struct cli *cl, int which)
+{
+    if (commands[which].value && !cl->file && cl->nargs > 0)
+        return strcmp(cl->args[cl->nargs - 1], "-") == 0;
+    return commands[which].run == cmd_import && strcmp(cl->args[0], "-") == 0;
+}
+
+int cli_check(struct cli *cl)
+{
+    int which = cli_command_index(cl->command);
+    if (which < 0)
+        usage_error(cl, "unknown command \"%s\"", cl->command);
+    else if (wrong_arity(cl, which))
+        return SS_EXIT_USAGE;
+    else if (strcmp(cl->command, "watch") == 0 && cl->nargs == 0 && cl->npatterns == 0)
+        usage_error(cl, "watch: give a KEY or --pattern PATTERN");
+    else if (strcmp(cl->command, "lock") == 0 && cl->nrest < 1)
+        usage_error(cl, "lock: give a COMMAND after --");
+    else if (strcmp(cl->command, "scan") == 0 && cl->args[0][0] == '\0')
+        usage_error(cl, "scan: the pattern is empty (* lists every key)");
+    else if (cl->nx && cl->nex)
+        usage_error(cl, "--nx and --nex exclude each other");
+    else if (cl->repl && reads_stdin(cl, which))
+        usage_error(cl, "at the prompt standard input holds the commands: - cannot stand for it "
+                        "(give a value as an argument or with -f FILE, a file by its path)");
+    else
+        return -1;
+    return SS_EXIT_USAGE;
+}
+
+int cli_run(struct cli *cl, ss_client *c)
+{
+    return commands[cli_command_index(cl->command)].run(cl, c);
+}
+
+/* watch, lock and the prompt take SIGINT/SIGTERM themselves: block them
+ * before the client's threads start, so those threads inherit the mask. */
+static void block_stop_signals(void)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGINT);
+    sigaddset(&s, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &s, NULL);
+}
+
+static void cli_free(struct cli *cl)
+{
+    free(cl->args);
+    free(cl->url_text);
+    free(cl->options_text);
+}
+
 int main(int argc, char **argv)
 {
     struct cli cl;
@@ -492,50 +289,25 @@ int main(int argc, char **argv)
     if (cl.args == NULL)
         return SS_EXIT_USAGE;
     cl.patterns = cl.args + argc;
-    int rc = parse(&cl, argc, argv);
-    int which = command_index(cl.command);
+    /* The options file first: the command line overrides it. */
+    int rc = cli_options_file(&cl);
+    if (rc < 0)
+        rc = cli_parse(&cl, argc, argv, false);
     if (rc == -2) {
-        fputs(which >= 0 ? commands[which].help : usage_text, stdout);
+        cli_help(cl.command);
         rc = SS_EXIT_OK;
-    } else if (rc >= 0) {
-        /* parse said why */
-    } else if (cl.command == NULL) {
-        usage_error(&cl, "no command given");
-        rc = SS_EXIT_USAGE;
-    } else if (which < 0) {
-        usage_error(&cl, "unknown command \"%s\"", cl.command);
-        rc = SS_EXIT_USAGE;
-    } else if (wrong_arity(&cl, which)) {
-        rc = SS_EXIT_USAGE;
-    } else if (strcmp(cl.command, "watch") == 0 && cl.nargs == 0 && cl.npatterns == 0) {
-        usage_error(&cl, "watch: give a KEY or --pattern PATTERN");
-        rc = SS_EXIT_USAGE;
-    } else if (strcmp(cl.command, "lock") == 0 && cl.nrest < 1) {
-        usage_error(&cl, "lock: give a COMMAND after --");
-        rc = SS_EXIT_USAGE;
-    } else if (strcmp(cl.command, "scan") == 0 && cl.args[0][0] == '\0') {
-        usage_error(&cl, "scan: the pattern is empty (* lists every key)");
-        rc = SS_EXIT_USAGE;
-    } else if (cl.nx && cl.nex) {
-        usage_error(&cl, "--nx and --nex exclude each other");
-        rc = SS_EXIT_USAGE;
+    } else if (rc < 0 && cl.command) {
+        rc = cli_check(&cl);
     }
     if (rc >= 0) {
-        free(cl.args);
+        cli_free(&cl);
         return rc;
     }
-    /* watch and lock take SIGINT/SIGTERM themselves: block them before the
-     * client's threads start, so those threads inherit the mask. */
-    if (strcmp(cl.command, "watch") == 0 || strcmp(cl.command, "lock") == 0) {
-        sigset_t s;
-        sigemptyset(&s);
-        sigaddset(&s, SIGINT);
-        sigaddset(&s, SIGTERM);
-        pthread_sigmask(SIG_BLOCK, &s, NULL);
-    }
-    if (commands[which].run == cmd_restore || commands[which].run == cmd_import) {
-        rc = commands[which].run(&cl, NULL); /* offline */
-        free(cl.args);
+    if (cl.command == NULL || strcmp(cl.command, "watch") == 0 || strcmp(cl.command, "lock") == 0)
+        block_stop_signals();
+    if (cl.command && cli_offline(&cl)) {
+        rc = cli_run(&cl, NULL);
+        cli_free(&cl);
         return rc;
     }
     ss_client *c;
@@ -543,13 +315,14 @@ int main(int argc, char **argv)
     int st = ss_client_connect_explain(&cl.conn, &c, why, sizeof why);
     if (st != SS_OK) {
         out_error("cannot connect to %s:%d: %s", cl.conn.host ? cl.conn.host : "localhost",
-                  cl.conn.port ? cl.conn.port : 1883, why);
-        free(cl.args);
+                  cl.conn.port ? cl.conn.port : cl.conn.cafile || cl.conn.capath || cl.conn.tls ? 8883 : 1883,
+                  why);
+        cli_free(&cl);
         return SS_EXIT_CONNECTION;
     }
-    rc = commands[which].run(&cl, c);
+    rc = cl.command ? cli_run(&cl, c) : cli_repl(&cl, c);
     fflush(stdout);
     ss_client_close(c);
-    free(cl.args);
+    cli_free(&cl);
     return rc;
 }

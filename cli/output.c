@@ -76,6 +76,27 @@ void out_line(const uint8_t *p, size_t n)
     putchar('\n');
 }
 
+void out_quoted(const uint8_t *p, size_t n)
+{
+    putchar('"');
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t len = ss_utf8_decode(p + i, n - i, &cp);
+        const char *esc = len == 1 ? (cp == '"' ? "\\\"" : cp == '\\' ? "\\\\" : cp == '\n' ? "\\n"
+                                      : cp == '\r' ? "\\r" : cp == '\t' ? "\\t" : NULL)
+                                   : NULL;
+        if (esc) {
+            fputs(esc, stdout);
+            i++;
+        } else {
+            /* Anything else as out_line shows it: \xHH for what does not show. */
+            out_text(p + i, len ? len : 1, true);
+            i += len ? len : 1;
+        }
+    }
+    putchar('"');
+}
+
 /* Print what f appends to a buffer; out of memory prints nothing. */
 static void out_via(int (*f)(ss_buf *, const uint8_t *, size_t), const uint8_t *p, size_t n)
 {

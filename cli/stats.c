@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
-/* stats.c - ping (a request's round trip) and stats (the store's figures
- * under $SYS/broker/statestore/). */
+/* stats.c - ping (a request's round trip), stats (the store's figures
+ * under $SYS/broker/statestore/) and status (the backend's state and the
+ * broker's own figures, under $SYS/broker/). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,8 +14,9 @@
 #include "../core/errors.h"
 #include "cli.h"
 
-#define SS_STATS_PREFIX "$SYS/broker/statestore/"
-#define SS_STATS_MAX 256
+#define SS_SYS_PREFIX "$SYS/broker/"
+#define SS_STATS_PREFIX SS_SYS_PREFIX "statestore/"
+#define SS_STATS_MAX 512
 /* The retained figures arrive right after the SUBACK; this much silence
  * after the last one means all are in. */
 #define SS_STATS_QUIET_MS 300u
@@ -51,9 +53,11 @@ int cmd_ping(struct cli *cl, ss_client *c)
     return SS_EXIT_OK;
 }
 
-/* The figures received, by name; the network thread adds, main reads. */
+/* The figures received, by name (their topic after prefix); the network
+ * thread adds, main reads. */
 struct stats {
     pthread_mutex_t mu;
+    const char *prefix;
     char *name[SS_STATS_MAX];
     char *value[SS_STATS_MAX];
     int n;
@@ -85,8 +89,8 @@ static void on_figure(void *ud, const char *topic, const void *payload, int len,
 {
     (void)retained;
     struct stats *s = ud;
-    size_t plen = strlen(SS_STATS_PREFIX);
-    if (strncmp(topic, SS_STATS_PREFIX, plen) != 0 || len < 0 || len > 200)
+    size_t plen = strlen(s->prefix);
+    if (strncmp(topic, s->prefix, plen) != 0 || len < 0 || len > 200)
         return;
     char value[201];
     memcpy(value, payload, (size_t)len);
@@ -113,56 +117,71 @@ static bool is_number(const char *v)
     return true;
 }
 
+/* Print n figures: "NAME VALUE" lines (the name padded to width), or one
+ * JSON object whose values are numbers when they look like numbers. */
+static void print_pairs(const struct cli *cl, const char *const *names, const char *const *values,
+                        int n, int width)
+{
+    if (cl->json) {
+        putchar('{');
+        for (int i = 0; i < n; i++) {
+            printf("%s", i ? "," : "");
+            out_json_string((const uint8_t *)names[i], strlen(names[i]));
+            putchar(':');
+            if (is_number(values[i]))
+                fputs(values[i], stdout);
+            else
+                out_json_string((const uint8_t *)values[i], strlen(values[i]));
+        }
+        puts("}");
+    } else {
+        for (int i = 0; i < n; i++)
+            printf("%-*s %s\n", width, names[i], values[i]);
+    }
+    fflush(stdout);
+}
+
+/* How old figures published at the broker's wall clock `published` (ms
+ * since the epoch, as text) are by this machine's clock, as text; false
+ * when published is not a number. */
+static bool age_of(const char *published, char *out, size_t n)
+{
+    uint64_t at;
+    if (ss_parse_u64((const uint8_t *)published, strlen(published), UINT64_MAX, &at) != SS_OK)
+        return false;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    snprintf(out, n, "%llu", (unsigned long long)(now > at ? now - at : 0));
+    return true;
+}
+
 /* Print the figures, sorted by name (under s->mu), with their age: the
  * broker publishes them every sys_interval seconds, so they may be that
- * old. age_ms is this machine's clock minus the broker's published_ms. */
+ * old. */
 static void stats_print(const struct cli *cl, struct stats *s)
 {
-    int order[SS_STATS_MAX + 1];
     const char *names[SS_STATS_MAX + 1] = {0}, *values[SS_STATS_MAX + 1] = {0};
     char age[32] = "";
     int n = s->n;
     for (int i = 0; i < s->n; i++) {
         names[i] = s->name[i];
         values[i] = s->value[i];
-        uint64_t at;
-        if (strcmp(s->name[i], "published_ms") == 0 &&
-            ss_parse_u64((const uint8_t *)s->value[i], strlen(s->value[i]), UINT64_MAX, &at) == SS_OK) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-            snprintf(age, sizeof age, "%llu", (unsigned long long)(now > at ? now - at : 0));
-        }
+        if (strcmp(s->name[i], "published_ms") == 0 && !age_of(s->value[i], age, sizeof age))
+            age[0] = '\0';
     }
     if (age[0]) {
         names[n] = "age_ms";
         values[n++] = age;
     }
-    const char *sorted[SS_STATS_MAX + 1];
+    const char *sorted[SS_STATS_MAX + 1], *sorted_values[SS_STATS_MAX + 1];
     memcpy(sorted, names, (size_t)n * sizeof names[0]);
     qsort(sorted, (size_t)n, sizeof sorted[0], by_name);
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++)
             if (names[j] == sorted[i])
-                order[i] = j;
-    if (cl->json) {
-        putchar('{');
-        for (int i = 0; i < n; i++) {
-            const char *v = values[order[i]];
-            printf("%s", i ? "," : "");
-            out_json_string((const uint8_t *)sorted[i], strlen(sorted[i]));
-            putchar(':');
-            if (is_number(v))
-                fputs(v, stdout);
-            else
-                out_json_string((const uint8_t *)v, strlen(v));
-        }
-        puts("}");
-    } else {
-        for (int i = 0; i < n; i++)
-            printf("%-32s %s\n", sorted[i], values[order[i]]);
-    }
-    fflush(stdout);
+                sorted_values[i] = values[j];
+    print_pairs(cl, sorted, sorted_values, n, 32);
 }
 
 /* Wait until figures came and then SS_STATS_QUIET_MS passed without more,
@@ -185,30 +204,59 @@ static bool stats_settle(struct stats *s, uint64_t since, uint64_t deadline_ms)
     return got;
 }
 
+/* Subscribe to prefix# and wait for the retained figures to come (the
+ * client's timeout). Returns the exit code; s is the caller's to free
+ * (stats_free) and to stop (ss_client_set_message_cb NULL) either way. */
+static int stats_collect(struct cli *cl, ss_client *c, struct stats *s, const char *prefix)
+{
+    memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->mu, NULL);
+    s->prefix = prefix;
+    ss_client_set_message_cb(c, on_figure, s);
+    char filter[64];
+    snprintf(filter, sizeof filter, "%s#", prefix);
+    int st = ss_client_subscribe(c, filter, 0);
+    if (st != SS_OK) {
+        out_error("cannot subscribe to %s: %s", filter, ss_strerror(st));
+        return exit_for(st);
+    }
+    if (!stats_settle(s, 0, mono_ms() + cl->conn.timeout_ms)) {
+        out_error("no figures under %s within %u ms: the broker publishes them "
+                  "every sys_interval seconds (0 turns them off), and its ACLs must let this "
+                  "client read $SYS", prefix, cl->conn.timeout_ms);
+        return SS_EXIT_CONNECTION;
+    }
+    return SS_EXIT_OK;
+}
+
+static void stats_free(ss_client *c, struct stats *s)
+{
+    ss_client_set_message_cb(c, NULL, NULL);
+    for (int i = 0; i < s->n; i++) {
+        free(s->name[i]);
+        free(s->value[i]);
+    }
+    pthread_mutex_destroy(&s->mu);
+}
+
 int cmd_stats(struct cli *cl, ss_client *c)
 {
     struct stats s;
-    memset(&s, 0, sizeof s);
-    pthread_mutex_init(&s.mu, NULL);
-    ss_client_set_message_cb(c, on_figure, &s);
-    int rc = SS_EXIT_OK;
-    int st = ss_client_subscribe(c, SS_STATS_PREFIX "#", 0);
-    if (st != SS_OK) {
-        out_error("cannot subscribe to " SS_STATS_PREFIX "#: %s", ss_strerror(st));
-        rc = exit_for(st);
-    } else if (!stats_settle(&s, 0, mono_ms() + cl->conn.timeout_ms)) {
-        out_error("no figures under " SS_STATS_PREFIX " within %u ms: the broker publishes them "
-                  "every sys_interval seconds (0 turns them off), and its ACLs must let this "
-                  "client read $SYS", cl->conn.timeout_ms);
-        rc = SS_EXIT_CONNECTION;
-    } else {
+    int rc = stats_collect(cl, c, &s, SS_STATS_PREFIX);
+    if (rc == SS_EXIT_OK) {
         pthread_mutex_lock(&s.mu);
         stats_print(cl, &s);
         uint64_t seen = s.updates;
         pthread_mutex_unlock(&s.mu);
-        /* --watch: again at each update, until interrupted. */
-        while (cl->watch) {
-            if (!stats_settle(&s, seen, UINT64_MAX))
+        /* --watch: again at each update, until interrupted (at the
+         * interactive prompt SIGINT is blocked and waits to be taken). */
+        sigset_t stop;
+        sigemptyset(&stop);
+        sigaddset(&stop, SIGINT);
+        sigaddset(&stop, SIGTERM);
+        const struct timespec none = {0, 0};
+        while (cl->watch && sigtimedwait(&stop, NULL, &none) < 0) {
+            if (!stats_settle(&s, seen, mono_ms() + 200))
                 continue;
             pthread_mutex_lock(&s.mu);
             if (!cl->json)
@@ -218,11 +266,95 @@ int cmd_stats(struct cli *cl, ss_client *c)
             pthread_mutex_unlock(&s.mu);
         }
     }
-    ss_client_set_message_cb(c, NULL, NULL);
-    for (int i = 0; i < s.n; i++) {
-        free(s.name[i]);
-        free(s.value[i]);
+    stats_free(c, &s);
+    return rc;
+}
+
+/* ---- status ------------------------------------------------------------ */
+
+/* What status shows, in this order, when the broker published it: the
+ * name printed, and the topic under $SYS/broker/. */
+static const struct {
+    const char *name;
+    const char *topic;
+} status_figures[] = {
+    {"backend", "statestore/backend"},
+    {"etcd_endpoint", "statestore/etcd/endpoint"},
+    {"etcd_reachable", "statestore/etcd/reachable"},
+    {"etcd_nospace", "statestore/etcd/nospace"},
+    {"keys", "statestore/keys"},
+    {"bytes", "statestore/bytes"},
+    {"requests", "statestore/requests/total"},
+    {"broker", "version"},
+    {"uptime", "uptime"},
+    {"clients_connected", "clients/connected"},
+    {"clients_total", "clients/total"},
+    {"messages_received", "messages/received"},
+    {"messages_sent", "messages/sent"},
+    {"heap_bytes", "heap/current"},
+};
+#define SS_STATUS_N (sizeof status_figures / sizeof status_figures[0])
+
+static const char *figure(const struct stats *s, const char *name)
+{
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->name[i], name) == 0)
+            return s->value[i];
+    return NULL;
+}
+
+int cmd_status(struct cli *cl, ss_client *c)
+{
+    struct stats s;
+    uint64_t deadline = mono_ms() + cl->conn.timeout_ms;
+    int rc = stats_collect(cl, c, &s, SS_SYS_PREFIX);
+    if (rc != SS_EXIT_OK) {
+        stats_free(c, &s);
+        return rc;
     }
-    pthread_mutex_destroy(&s.mu);
+    /* The broker's figures may come before the plugin has published its
+     * own (just after a start): wait for those too, within the timeout. */
+    pthread_mutex_lock(&s.mu);
+    while (figure(&s, "statestore/backend") == NULL && mono_ms() < deadline) {
+        uint64_t seen = s.updates;
+        pthread_mutex_unlock(&s.mu);
+        stats_settle(&s, seen, deadline);
+        pthread_mutex_lock(&s.mu);
+    }
+    const char *names[SS_STATUS_N + 2], *values[SS_STATUS_N + 2];
+    int n = 0;
+    const char *backend = figure(&s, "statestore/backend");
+    const char *reachable = figure(&s, "statestore/etcd/reachable");
+    const char *nospace = figure(&s, "statestore/etcd/nospace");
+    const char *published = figure(&s, "statestore/published_ms");
+    /* Healthy: the plugin publishes, and its backend can store. */
+    const char *health = backend == NULL                              ? "no statestore figures"
+                         : reachable && strcmp(reachable, "1") != 0   ? "etcd unreachable"
+                         : nospace && strcmp(nospace, "0") != 0       ? "etcd out of space"
+                                                                      : "ok";
+    names[n] = "health";
+    values[n++] = health;
+    for (size_t i = 0; i < SS_STATUS_N; i++) {
+        const char *v = figure(&s, status_figures[i].topic);
+        if (v) {
+            names[n] = status_figures[i].name;
+            values[n++] = v;
+        }
+    }
+    char age[32];
+    if (published && age_of(published, age, sizeof age)) {
+        names[n] = "age_ms";
+        values[n++] = age;
+    }
+    print_pairs(cl, names, values, n, 18);
+    pthread_mutex_unlock(&s.mu);
+    if (backend == NULL) {
+        out_error("status: the broker publishes no figures under " SS_STATS_PREFIX
+                  ": is the statestore plugin loaded?");
+        rc = SS_EXIT_CONNECTION;
+    } else if (strcmp(health, "ok") != 0) {
+        rc = SS_EXIT_PROTOCOL;
+    }
+    stats_free(c, &s);
     return rc;
 }

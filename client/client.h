@@ -48,6 +48,12 @@ struct mosquitto;
 
 typedef struct ss_client ss_client;
 
+/* A line of libmosquitto's log (the packets sent and received, as
+ * mosquitto_pub -d prints them): level is one of libmosquitto's
+ * MOSQ_LOG_* values; line is valid during the call only. It runs on
+ * whichever thread logged: the network thread, or one that made a call. */
+typedef void (*ss_log_cb)(void *ud, int level, const char *line);
+
 typedef struct ss_client_options {
     const char *host;      /* default "localhost" */
     int port;              /* default 1883 (8883 with TLS) */
@@ -60,6 +66,14 @@ typedef struct ss_client_options {
     const char *keyfile;
     int keepalive;       /* seconds, default 60 */
     unsigned timeout_ms; /* default for blocking calls, default 10000 */
+    /* Fields added later: a zeroed struct keeps the earlier behaviour. */
+    bool tls;                /* TLS even without cafile/capath, trusting the
+                                system's certificate authorities (mqtts://) */
+    bool insecure;           /* TLS: do not check that the server's certificate
+                                names host (testing only) */
+    const char *tls_version; /* "tlsv1.3", "tlsv1.2" or "tlsv1.1"; NULL: libmosquitto's default */
+    ss_log_cb log_cb;        /* NULL: no log */
+    void *log_ud;
 } ss_client_options;
 
 /* What an answer said. value is NULL-terminated for convenience (the

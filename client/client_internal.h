@@ -112,6 +112,8 @@ struct ss_client {
     uint32_t max_packet; /* the broker's Maximum Packet Size (CONNACK); 0: none said */
     int early_mid[SS_EARLY_REFUSALS], early_reason[SS_EARLY_REFUSALS];
     unsigned early_next;
+    ss_log_cb log_cb; /* libmosquitto's log lines, when asked for */
+    void *log_ud;
 };
 
 /* The functions below are shared by the library's files only: hidden, so

@@ -64,7 +64,7 @@ static int ss_client__defaults(const ss_client_options *o, ss_client_options *d,
             k += snprintf(idbuf + k, 48 - (size_t)k, "%02x", r[i]);
         d->client_id = idbuf;
     }
-    bool tls = d->cafile || d->capath;
+    bool tls = d->cafile || d->capath || d->tls;
     if (d->host == NULL)
         d->host = "localhost";
     if (d->port == 0)
@@ -72,6 +72,27 @@ static int ss_client__defaults(const ss_client_options *o, ss_client_options *d,
     if (d->keepalive == 0)
         d->keepalive = 60;
     return SS_OK;
+}
+
+static void ss_client__cb_log(struct mosquitto *m, void *ud, int level, const char *line)
+{
+    (void)m;
+    ss_client *c = ud;
+    c->log_cb(c->log_ud, level, line);
+}
+
+/* The TLS settings beyond the files: the system's authorities when no
+ * cafile/capath is given, the host name check, the protocol version. */
+static int ss_client__tls_extras(struct mosquitto *m, const ss_client_options *d)
+{
+    int mrc = MOSQ_ERR_SUCCESS;
+    if (!d->cafile && !d->capath)
+        mrc = mosquitto_int_option(m, MOSQ_OPT_TLS_USE_OS_CERTS, 1);
+    if (mrc == MOSQ_ERR_SUCCESS && d->tls_version)
+        mrc = mosquitto_tls_opts_set(m, 1, d->tls_version, NULL);
+    if (mrc == MOSQ_ERR_SUCCESS && d->insecure)
+        mrc = mosquitto_tls_insecure_set(m, true);
+    return mrc;
 }
 
 /* A client on a new mosquitto handle: MQTT 5, callbacks, credentials and
@@ -92,6 +113,11 @@ static int ss_client__prepare(const ss_client_options *d, ss_client **out, char 
     mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5);
     mosquitto_int_option(m, MOSQ_OPT_TCP_NODELAY, 1);
     ss_client__callbacks_set(c);
+    if (d->log_cb) {
+        c->log_cb = d->log_cb;
+        c->log_ud = d->log_ud;
+        mosquitto_log_callback_set(m, ss_client__cb_log);
+    }
     int mrc = MOSQ_ERR_SUCCESS;
     if (d->username)
         mrc = mosquitto_username_pw_set(m, d->username, d->password);
@@ -107,6 +133,12 @@ static int ss_client__prepare(const ss_client_options *d, ss_client **out, char 
                                       "cannot use the TLS files (missing or unreadable): %s",
                                       mosquitto_strerror(mrc));
         }
+    }
+    bool tls = d->cafile || d->capath || d->tls;
+    if (tls && (mrc = ss_client__tls_extras(m, d)) != MOSQ_ERR_SUCCESS) {
+        ss_client_close(c);
+        return ss_client__explain(why, why_len, SS_E_INVAL, "cannot use the TLS options: %s",
+                                  mosquitto_strerror(mrc));
     }
     *out = c;
     return SS_OK;

@@ -11,9 +11,10 @@ _statestore()
         words=("${COMP_WORDS[@]}")
         cword=$COMP_CWORD
     }
-    local commands="set get del vdel watch lock scan keys inspect backup restore export import ping stats"
-    local common="-h --host -p --port -i --id -u --username -P --password --cafile --capath
-                  --cert --key --timeout --json --help --version"
+    local commands="set get del vdel watch lock scan keys inspect backup restore export import ping stats status"
+    local common="-h --host -p --port -i --id -u --username -P --password -L --url --cafile
+                  --capath --cert --key --insecure --tls-version --timeout -d --debug --json
+                  --help --version"
 
     # Options that take a value: complete files where that is what they take.
     case $prev in
@@ -23,7 +24,10 @@ _statestore()
         --capath)
             COMPREPLY=($(compgen -d -- "$cur"))
             return ;;
-        -h|--host|-p|--port|-i|--id|-u|--username|-P|--password|--timeout|--px|--ttl|--wait|--holder|--fencing-token|--etcd|--etcd-prefix|--pattern)
+        --tls-version)
+            COMPREPLY=($(compgen -W "tlsv1.3 tlsv1.2 tlsv1.1" -- "$cur"))
+            return ;;
+        -h|--host|-p|--port|-i|--id|-u|--username|-P|--password|-L|--url|--timeout|--px|--ttl|--wait|--holder|--fencing-token|--etcd|--etcd-prefix|--pattern)
             return ;;
     esac
 
@@ -31,7 +35,7 @@ _statestore()
     local i command=""
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-            -h|--host|-p|--port|-i|--id|-u|--username|-P|--password|--cafile|--capath|--cert|--key|--timeout|-f|--file|--px|--ttl|--wait|--holder|--fencing-token|--etcd|--etcd-prefix|--pattern)
+            -h|--host|-p|--port|-i|--id|-u|--username|-P|--password|-L|--url|--cafile|--capath|--cert|--key|--tls-version|--timeout|-f|--file|--px|--ttl|--wait|--holder|--fencing-token|--etcd|--etcd-prefix|--pattern)
                 ((i++)) ;;
             -*) ;;
             *) command=${words[i]}; break ;;

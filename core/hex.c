@@ -15,7 +15,7 @@ int ss_hex_append(ss_buf *b, const uint8_t *p, size_t n, bool upper)
     return rc;
 }
 
-static int ss_hex__digit(char c)
+int ss_hex_digit(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -34,7 +34,7 @@ int ss_hex_decode(ss_buf *out, const char *text, size_t n)
     /* One byte more, so that a caller may NUL-terminate. */
     int rc = ss_buf_reserve(out, n / 2 + 1);
     for (size_t i = 0; rc == SS_OK && i < n; i += 2) {
-        int hi = ss_hex__digit(text[i]), lo = ss_hex__digit(text[i + 1]);
+        int hi = ss_hex_digit(text[i]), lo = ss_hex_digit(text[i + 1]);
         if (hi < 0 || lo < 0) {
             ss_buf_clear(out);
             return SS_E_SYNTAX;

@@ -16,5 +16,7 @@ int ss_hex_append(ss_buf *b, const uint8_t *p, size_t n, bool upper);
 /* Decode n hex digits (either case) into out (replaced). 0, SS_E_SYNTAX
  * (an odd count or a character that is not a hex digit), SS_E_NOMEM. */
 int ss_hex_decode(ss_buf *out, const char *text, size_t n);
+/* The value of one hex digit (either case), or -1. */
+int ss_hex_digit(char c);
 
 #endif

@@ -110,6 +110,9 @@ static int run_one(const struct test_entry *t, unsigned timeout_s)
         /* Its own process group: whatever the test starts (brokers,
          * commands) is stopped with it, even when an assertion fails. */
         setpgid(0, 0);
+        /* The tool's options file is looked for here (none), not in the
+         * home of whoever runs the tests. */
+        setenv("XDG_CONFIG_HOME", tmpdir, 1);
         alarm(timeout_s);
         t->fn();
         exit(0);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -740,6 +741,46 @@ const char *cli_path(void)
     if (p == NULL)
         test_fail(__FILE__, __LINE__, "SS_CLI is not set");
     return p;
+}
+
+void cli_tool(struct run *r, ...)
+{
+    char *argv[40];
+    int n = 0;
+    argv[n++] = (char *)cli_path();
+    va_list ap;
+    va_start(ap, r);
+    char *a;
+    while ((a = va_arg(ap, char *)) != NULL && n < 39)
+        argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    run_cmd(argv, NULL, 0, r);
+}
+
+void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ASSERT_TRUE(f != NULL);
+    fputs(text, f);
+    fclose(f);
+}
+
+void tls_certs(const char *dir, const char *san, bool client)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "cd %s && exec >openssl.log 2>&1 && "
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+             "-keyout ca.key -out ca.crt -days 2 -subj /CN=test-ca && "
+             "printf 'subjectAltName=%s' > san.ext && "
+             "for who in server %s; do "
+             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout $who.key "
+             "-out $who.csr -subj /CN=$who && "
+             "openssl x509 -req -in $who.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $who.crt "
+             "-days 2 -extfile san.ext || exit 1; done",
+             dir, san, client ? "client" : "");
+    ASSERT_EQ(system(cmd), 0);
 }
 
 void cli_words(struct run *r, int port, const char *const *words)

@@ -176,6 +176,15 @@ bool test_quick(void);
 const char *cli_path(void);
 /* Run the tool with -p port and words (W(...): at most 12) to completion. */
 void cli_words(struct run *r, int port, const char *const *words);
+/* Run the tool with the given arguments (NULL-terminated, at most 38) to
+ * completion, without -p. */
+void cli_tool(struct run *r, ...);
+/* Write text into a new file (replaced); fails the test if it cannot. */
+void write_text(const char *path, const char *text);
+/* A test CA (ca.crt, ca.key) in dir, and server.crt/server.key for the
+ * subjectAltName san (such as "IP:127.0.0.1"), and client.crt/client.key
+ * when client is true. Fails the test if openssl fails. */
+void tls_certs(const char *dir, const char *san, bool client);
 /* Read a whole file into a malloc'ed NUL-terminated string ("" if none). */
 char *slurp(const char *path, size_t *len);
 #endif

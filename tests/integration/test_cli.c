@@ -509,19 +509,9 @@ TEST(client_documented_example_runs)
 TEST(cli_tls_flags)
 {
     const char *d = test_tmpdir();
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd,
-             "cd %s && exec >openssl.log 2>&1 && "
-             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-             "-keyout ca.key -out ca.crt -days 2 -subj /CN=test-ca && "
-             "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1' > san.ext && "
-             "for who in server client; do "
-             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout $who.key "
-             "-out $who.csr -subj /CN=$who && "
-             "openssl x509 -req -in $who.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out $who.crt "
-             "-days 2 -extfile san.ext || exit 1; done && "
-             "mkdir capath && cp ca.crt capath/ && openssl rehash capath",
-             d);
+    tls_certs(d, "DNS:localhost,IP:127.0.0.1", true);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "cd %s && mkdir capath && cp ca.crt capath/ && openssl rehash capath", d);
     ASSERT_EQ(system(cmd), 0);
     struct broker b = {0};
     snprintf(b.extra, sizeof b.extra,
@@ -793,13 +783,16 @@ TEST(cli_bash_completion)
         "t statestore watch k --p\n"
         "t statestore watch --pattern s\n"
         "t statestore -p 1884 get\n"
-        "t statestore --cafile completion/statestore.ba\n";
+        "t statestore --cafile completion/statestore.ba\n"
+        "t statestore --tls-version tlsv1.\n"
+        "t statestore -L mqtt://127.0.0.1 --in\n"
+        "t statestore -d stat\n";
     char *argv[] = {"bash", "-c", (char *)script, NULL};
     struct run r;
     run_cmd(argv, NULL, 0, &r);
     ASSERT_EQ(r.status, 0);
-    OUT(r, "set scan stats\n--json\nkeys\n--nx --nex\n--watch\n--port --password --pattern\n\nget\n"
-           "completion/statestore.bash\n");
+    OUT(r, "set scan stats status\n--json\nkeys\n--nx --nex\n--watch\n--port --password --pattern\n\nget\n"
+           "completion/statestore.bash\ntlsv1.3 tlsv1.2 tlsv1.1\n--insecure\nstats status\n");
     run_free(&r);
 }
 

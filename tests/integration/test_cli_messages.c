@@ -15,22 +15,6 @@
 #include "../test.h"
 #include "harness.h"
 
-/* Run the tool with the given arguments (NULL-terminated). */
-static void tool(struct run *r, ...)
-{
-    char *argv[32];
-    int n = 0;
-    argv[n++] = (char *)cli_path();
-    va_list ap;
-    va_start(ap, r);
-    char *a;
-    while ((a = va_arg(ap, char *)) != NULL && n < 31)
-        argv[n++] = a;
-    va_end(ap);
-    argv[n] = NULL;
-    run_cmd(argv, NULL, 0, r);
-}
-
 #define ERR_IS(r, lit) ASSERT_MEM((r).err, strlen((r).err), lit, sizeof(lit) - 1)
 
 /* Refused before connecting: no broker is needed, and none is reached
@@ -38,39 +22,39 @@ static void tool(struct run *r, ...)
 TEST(cli_options_belong_to_their_commands)
 {
     struct run r;
-    tool(&r, "-p", "1", "set", "k", "v", "--ttl", "5000", NULL);
+    cli_tool(&r, "-p", "1", "set", "k", "v", "--ttl", "5000", NULL);
     ASSERT_EQ(r.status, 64);
     ASSERT_EQ(r.out_len, 0);
     ERR_IS(r, "statestore: --ttl is an option of lock; set takes -f FILE, --nx, --nex, --px MS "
               "and --fencing-token HLC\n"
               "Usage: statestore set KEY VALUE|-|-f FILE [--nx|--nex] [--px MS] [--fencing-token HLC]\n");
     run_free(&r);
-    tool(&r, "-p", "1", "get", "k", "--px", "5", NULL);
+    cli_tool(&r, "-p", "1", "get", "k", "--px", "5", NULL);
     ASSERT_EQ(r.status, 64);
     ERR_IS(r, "statestore: --px is an option of set; get takes no options of its own\n"
               "Usage: statestore get KEY\n");
     run_free(&r);
-    tool(&r, "-p", "1", "set", "k", "v", "--wait", "5", NULL);
+    cli_tool(&r, "-p", "1", "set", "k", "v", "--wait", "5", NULL);
     ASSERT_EQ(r.status, 64);
     ASSERT_TRUE(strncmp(r.err, "statestore: --wait is an option of lock; set takes ", 51) == 0);
     run_free(&r);
-    tool(&r, "-p", "1", "ping", "--nx", NULL);
+    cli_tool(&r, "-p", "1", "ping", "--nx", NULL);
     ASSERT_EQ(r.status, 64);
     ERR_IS(r, "statestore: --nx is an option of set; ping takes no options of its own\n"
               "Usage: statestore ping\n");
     run_free(&r);
     /* Before the command too, and by its short name. */
-    tool(&r, "-p", "1", "-f", "value.txt", "get", "k", NULL);
+    cli_tool(&r, "-p", "1", "-f", "value.txt", "get", "k", NULL);
     ASSERT_EQ(r.status, 64);
     ERR_IS(r, "statestore: -f is an option of set and vdel; get takes no options of its own\n"
               "Usage: statestore get KEY\n");
     run_free(&r);
-    tool(&r, "-p", "1", "del", "k", "--ttl", "1", NULL);
+    cli_tool(&r, "-p", "1", "del", "k", "--ttl", "1", NULL);
     ASSERT_EQ(r.status, 64);
     ERR_IS(r, "statestore: --ttl is an option of lock; del takes --fencing-token HLC\n"
               "Usage: statestore del KEY [--fencing-token HLC]\n");
     run_free(&r);
-    tool(&r, "-p", "1", "stats", "--holder", "me", NULL);
+    cli_tool(&r, "-p", "1", "stats", "--holder", "me", NULL);
     ASSERT_EQ(r.status, 64);
     ERR_IS(r, "statestore: --holder is an option of lock; stats takes --watch\n"
               "Usage: statestore stats [--watch] [--json]\n");
@@ -108,7 +92,7 @@ TEST(cli_failed_import_leaves_the_target_as_it_was)
     snprintf(empty, sizeof empty, "%s/empty-dir", test_tmpdir());
     struct run r;
     /* A wrong input path: refused before DIR is made. */
-    tool(&r, "import", in, dir, NULL);
+    cli_tool(&r, "import", in, dir, NULL);
     ASSERT_EQ(r.status, 64);
     ASSERT_TRUE(strstr(r.err, "No such file or directory") != NULL);
     ASSERT_TRUE(!exists(dir));
@@ -119,14 +103,14 @@ TEST(cli_failed_import_leaves_the_target_as_it_was)
     fputs("{\"key_base64\":\"aw==\",\"value_base64\":\"dg==\",\"version\":\"1700000000000:0:n\"}\n"
           "{\"key\":\"no base64\"}\n", f);
     fclose(f);
-    tool(&r, "import", bad, dir, NULL);
+    cli_tool(&r, "import", bad, dir, NULL);
     ASSERT_EQ(r.status, 64);
     ASSERT_TRUE(strstr(r.err, "line 2") != NULL);
     ASSERT_TRUE(!exists(dir));
     run_free(&r);
     /* An empty directory that existed stays, empty. */
     ASSERT_EQ(mkdir(empty, 0700), 0);
-    tool(&r, "import", bad, empty, NULL);
+    cli_tool(&r, "import", bad, empty, NULL);
     ASSERT_EQ(r.status, 64);
     ASSERT_EQ(entries(empty), 0);
     run_free(&r);
@@ -135,11 +119,11 @@ TEST(cli_failed_import_leaves_the_target_as_it_was)
     ASSERT_TRUE(f != NULL);
     fputs("{\"key_base64\":\"aw==\",\"value_base64\":\"dg==\",\"version\":\"1700000000000:0:n\"}\n", f);
     fclose(f);
-    tool(&r, "import", in, dir, NULL);
+    cli_tool(&r, "import", in, dir, NULL);
     ASSERT_EQ(r.status, 0);
     ASSERT_TRUE(strstr(r.err, "1 records imported") != NULL);
     run_free(&r);
-    tool(&r, "import", in, empty, NULL);
+    cli_tool(&r, "import", in, empty, NULL);
     ASSERT_EQ(r.status, 0);
     run_free(&r);
 }
@@ -172,7 +156,7 @@ TEST(cli_misses_and_figures_age_are_said)
     snprintf(port, sizeof port, "%d", b.port);
     struct run r;
     /* A miss: exit 1, nothing on stdout; on a terminal, a word. */
-    tool(&r, "-p", port, "get", "absent", NULL);
+    cli_tool(&r, "-p", port, "get", "absent", NULL);
     ASSERT_EQ(r.status, 1);
     ASSERT_EQ(r.out_len, 0);
     ASSERT_EQ(strlen(r.err), 0);
@@ -192,7 +176,7 @@ TEST(cli_misses_and_figures_age_are_said)
     /* The figures say how old they are: the broker's published_ms, and
      * the tool's age_ms from it (the broker published at start, less than
      * the test's time ago). */
-    tool(&r, "-p", port, "stats", NULL);
+    cli_tool(&r, "-p", port, "stats", NULL);
     ASSERT_EQ(r.status, 0);
     const char *p = figure(r.out, "age_ms");
     ASSERT_TRUE(p != NULL);
@@ -218,13 +202,13 @@ TEST(cli_request_refused_by_the_broker_said_at_once)
     snprintf(port, sizeof port, "%d", b.port);
     struct run r;
     uint64_t t0 = now_ms();
-    tool(&r, "-p", port, "set", "k", value, NULL);
+    cli_tool(&r, "-p", port, "set", "k", value, NULL);
     ASSERT_TRUE(now_ms() - t0 < 3000);
     ASSERT_EQ(r.status, 3);
     ERR_IS(r, "statestore: set: the broker refused the request (packet too large: over its "
               "message_size_limit)\n");
     run_free(&r);
-    tool(&r, "-p", port, "set", "k", "small", NULL); /* the connection is fine */
+    cli_tool(&r, "-p", port, "set", "k", "small", NULL); /* the connection is fine */
     ASSERT_EQ(r.status, 0);
     run_free(&r);
     broker_stop(&b);
@@ -234,7 +218,7 @@ TEST(cli_request_refused_by_the_broker_said_at_once)
     broker_start(&m);
     snprintf(port, sizeof port, "%d", m.port);
     t0 = now_ms();
-    tool(&r, "-p", port, "set", "k", value, NULL);
+    cli_tool(&r, "-p", port, "set", "k", value, NULL);
     ASSERT_TRUE(now_ms() - t0 < 3000);
     ASSERT_EQ(r.status, 3);
     ERR_IS(r, "statestore: set: the broker refused the request (packet too large: its limit is 1500 "

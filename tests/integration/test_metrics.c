@@ -155,14 +155,6 @@ TEST(metrics_off_with_sys_interval_zero)
     broker_stop(&b);
 }
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    ASSERT_TRUE(f != NULL);
-    fputs(text, f);
-    fclose(f);
-}
-
 /* Settings in files that include_dir pulls in count (Debian keeps its
  * configuration in /etc/mosquitto/conf.d): *.conf only, in order. */
 TEST(metrics_and_limits_follow_include_dir)

@@ -113,7 +113,8 @@ TEST(readme_tour_runs_verbatim)
     "OK\n"
 #define RR_PROPS "__stat:200 __protVer:1.0 __ts:V\n"
 #define TOUR_TAIL "V DELETE greeting\ninside, token V\nOK\n1\ntemperature  size=2  version=V\n" \
-                  "backup tour written: N bytes\nbackend                          lmdb\n"
+                  "backup tour written: N bytes\nbackend                          lmdb\n" \
+                  "health             ok\nbackend            lmdb\nOK\n\"Paris\"\n"
     static const char *const expected[2][2] = {
         {TOUR_HEAD "OK\nV SET greeting hi\n" TOUR_TAIL, TOUR_HEAD "V SET greeting hi\nOK\n" TOUR_TAIL},
         {"+OK\r\n   " RR_PROPS "$5\r\nhello\r\n   " RR_PROPS, ""},

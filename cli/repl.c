@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
+/* repl.c - the interactive mode: statestore with no command. On a
+ * terminal, a prompt with line editing and history (libedit); otherwise
+ * one command a line from standard input. Each line is a command line of
+ * its own (the same commands and their options), run on the one
+ * connection made at start; set, get, del and vdel answer as redis-cli
+ * does: OK, "value", (nil), (integer) 1. */
+#include <errno.h>
+#include <histedit.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/hex.h"
+#include "cli.h"
+
+/* Lines of history kept, in memory and in the file. */
+#define SS_HISTORY_LINES 1000
+
+/* Split line into words, in place, as a shell would for plain words:
+ * spaces separate; "..." may hold spaces and the escapes \" \\ \n \r \t
+ * \xHH; '...' holds everything as it is but \' (a quote). words gets at
+ * most cap pointers. Returns the count, or -1 after saying what is wrong. */
+static int split_words(char *line, char **words, int cap)
+{
+    int n = 0;
+    char *in = line, *out = line;
+    for (;;) {
+        in += strspn(in, " \t\r\n");
+        if (*in == '\0')
+            return n;
+        if (n == cap) {
+            out_error("more than %d words on a line", cap);
+            return -1;
+        }
+        words[n++] = out;
+        while (*in && !strchr(" \t\r\n", *in)) {
+            char quote = *in;
+            if (quote != '"' && quote != '\'') {
+                *out++ = *in++;
+                continue;
+            }
+            for (in++; *in != quote; in++) {
+                if (*in == '\0') {
+                    out_error("a quote (%c) is not closed", quote);
+                    return -1;
+                }
+                if (*in != '\\' || in[1] == '\0') {
+                    *out++ = *in;
+                } else if (quote == '\'') {
+                    *out++ = in[1] == '\'' ? *++in : *in;
+                } else if (in[1] == 'x' && ss_hex_digit(in[2]) >= 0 && ss_hex_digit(in[3]) >= 0) {
+                    char c = (char)(ss_hex_digit(in[2]) * 16 + ss_hex_digit(in[3]));
+                    if (c == '\0') {
+                        out_error("a word cannot hold \\x00");
+                        return -1;
+                    }
+                    *out++ = c;
+                    in += 3;
+                } else {
+                    in++;
+                    *out++ = *in == 'n' ? '\n' : *in == 'r' ? '\r' : *in == 't' ? '\t' : *in;
+                }
+            }
+            in++;
+        }
+        /* The word ends at a separator or at the end; decoding only
+         * shrinks, so out <= in and its NUL may take the separator's place. */
+        bool more = *in != '\0';
+        *out = '\0';
+        if (!more)
+            return n;
+        out = ++in;
+    }
+}
+
+/* Run one line: parse it as a command line, check it, run it on c. */
+static int run_line(const struct cli *base, ss_client *c, char **words, int n)
+{
+    struct cli cl;
+    memset(&cl, 0, sizeof cl);
+    cl.conn = base->conn;
+    cl.json = base->json;
+    cl.repl = true;
+    char **argv = calloc(3 * (size_t)n + 3, sizeof *argv);
+    if (argv == NULL) {
+        out_error("out of memory");
+        return SS_EXIT_USAGE;
+    }
+    argv[0] = "statestore";
+    memcpy(argv + 1, words, (size_t)n * sizeof *words);
+    cl.args = argv + n + 1;
+    cl.patterns = cl.args + n + 1;
+    int rc = cli_parse(&cl, n + 1, argv, true);
+    if (rc == -2) {
+        cli_help(cl.command);
+        rc = SS_EXIT_OK;
+    } else if (rc < 0 && cl.command == NULL) {
+        usage_error(&cl, "no command on the line (help lists them)");
+        rc = SS_EXIT_USAGE;
+    } else if (rc < 0 && (rc = cli_check(&cl)) < 0) {
+        rc = cli_run(&cl, cli_offline(&cl) ? NULL : c);
+        /* What watch or stats set up ends with them. */
+        ss_client_set_notify_cb(c, NULL, NULL);
+        ss_client_set_connection_cb(c, NULL, NULL);
+    }
+    fflush(stdout);
+    free(argv);
+    return rc;
+}
+
+/* A line of the interactive mode: quit, help, or a command. Returns
+ * true to go on; *status gets the command's exit status. */
+static bool one_line(const struct cli *base, ss_client *c, char *line, int *status)
+{
+    char *words[256];
+    int n = split_words(line, words, (int)(sizeof words / sizeof words[0]));
+    if (n < 0) {
+        *status = SS_EXIT_USAGE;
+        return true;
+    }
+    if (n == 0)
+        return true;
+    if (n == 1 && (strcmp(words[0], "quit") == 0 || strcmp(words[0], "exit") == 0))
+        return false;
+    if (strcmp(words[0], "help") == 0 && n <= 2) {
+        cli_help(n == 2 ? words[1] : NULL);
+        *status = SS_EXIT_OK;
+        return true;
+    }
+    /* A Ctrl-C typed while the line was edited must not stop what the
+     * line starts (watch, lock): only one typed while it runs. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    const struct timespec none = {0, 0};
+    while (sigtimedwait(&stop, NULL, &none) > 0) {
+    }
+    *status = run_line(base, c, words, n);
+    return true;
+}
+
+/* Commands from a pipe or a file: no prompt, no history. The status is
+ * that of the last command, as a shell's. */
+static int from_stream(const struct cli *base, ss_client *c)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    int status = SS_EXIT_OK;
+    while (getline(&line, &cap, stdin) >= 0 && one_line(base, c, line, &status)) {
+    }
+    free(line);
+    return status;
+}
+
+static char *prompt_of(EditLine *el)
+{
+    char *prompt = NULL;
+    el_get(el, EL_CLIENTDATA, &prompt);
+    return prompt;
+}
+
+/* The history file: $STATESTORE_HISTFILE ("" keeps none), else
+ * ~/.statestore_history. */
+static bool history_path(char *path, size_t cap)
+{
+    const char *env = getenv("STATESTORE_HISTFILE");
+    const char *home = getenv("HOME");
+    int n;
+    if (env)
+        n = env[0] ? snprintf(path, cap, "%s", env) : -1;
+    else
+        n = home && home[0] ? snprintf(path, cap, "%s/.statestore_history", home) : -1;
+    return n > 0 && (size_t)n < cap;
+}
+
+int cli_repl(struct cli *base, ss_client *c)
+{
+    if (!isatty(STDIN_FILENO))
+        return from_stream(base, c);
+    char prompt[300];
+    snprintf(prompt, sizeof prompt, "%s:%d> ", base->conn.host ? base->conn.host : "localhost",
+             base->conn.port ? base->conn.port
+                             : base->conn.cafile || base->conn.capath || base->conn.tls ? 8883 : 1883);
+    EditLine *el = el_init("statestore", stdin, stdout, stderr);
+    History *hist = history_init();
+    if (el == NULL || hist == NULL) {
+        out_error("cannot start line editing (libedit)");
+        if (el)
+            el_end(el);
+        if (hist)
+            history_end(hist);
+        return from_stream(base, c);
+    }
+    HistEvent ev;
+    char path[4096];
+    bool keep = history_path(path, sizeof path);
+    history(hist, &ev, H_SETSIZE, SS_HISTORY_LINES);
+    history(hist, &ev, H_SETUNIQUE, 1);
+    if (keep)
+        history(hist, &ev, H_LOAD, path);
+    el_set(el, EL_CLIENTDATA, prompt);
+    el_set(el, EL_PROMPT, prompt_of);
+    el_set(el, EL_EDITOR, "emacs");
+    el_set(el, EL_HIST, history, hist);
+    /* libedit's handlers put the terminal back before a signal's own
+     * action: Ctrl-C at the prompt ends the program, as in redis-cli. */
+    el_set(el, EL_SIGNAL, 1);
+    el_source(el, NULL); /* ~/.editrc, as every libedit program reads it */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    int status = SS_EXIT_OK;
+    for (;;) {
+        int count = 0;
+        pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
+        const char *got = el_gets(el, &count);
+        pthread_sigmask(SIG_BLOCK, &stop, NULL);
+        if (got == NULL || count <= 0) {
+            if (count < 0 && errno == EINTR)
+                continue;
+            fputc('\n', stdout); /* Ctrl-D: the shell's prompt on a line of its own */
+            break;
+        }
+        char *line = strdup(got);
+        if (line == NULL)
+            break;
+        if (line[strspn(line, " \t\r\n")] != '\0') {
+            history(hist, &ev, H_ENTER, got);
+            if (keep)
+                history(hist, &ev, H_SAVE, path);
+        }
+        bool more = one_line(base, c, line, &status);
+        free(line);
+        if (!more)
+            break;
+    }
+    history_end(hist);
+    el_end(el);
+    return SS_EXIT_OK;
+}
