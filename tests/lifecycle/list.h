@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
+/* Every lifecycle test, one line each: X(name) runs TEST(name). */
+X(answers_wait_for_their_commit)
+X(one_flight_queues_requests_behind_its_commit)
+X(a_failed_commit_fails_exactly_its_own_answers)
+X(an_unknown_outcome_is_answered_unavailable)
+X(a_full_queue_is_refused_when_the_backend_never_blocks)
+X(a_full_queue_waits_when_the_backend_blocks)
+X(a_pending_read_holds_the_queue_in_order)
+X(a_pending_read_by_number)
+X(a_conflict_runs_its_requests_again_on_fresh_data)
+X(a_reported_conflict_runs_its_requests_again_in_order)
+X(a_resend_shares_its_batch_and_is_forgotten_with_it)
+X(a_conflict_forgets_the_resend_entries_of_its_run)
+X(notifications_follow_committed_writes_only)
