@@ -159,6 +159,9 @@ void lc_expect_notify(size_t i, const char *client, const char *key, const char 
 
 /* ---- the plugin ------------------------------------------------------------ */
 
+const struct ss_mem_options lc_shared = {.max_flights = 2, .may_conflict = true};
+const struct ss_mem_options lc_single = {.max_flights = 1, .blocks = true};
+
 void lc_open(struct lc *f, const struct ss_mem_options *o)
 {
     memset(f, 0, sizeof *f);
@@ -256,5 +259,10 @@ void lc_send(struct lc *f, const char *client, const char *corr, const char *wor
 
 void lc_tick(struct lc *f)
 {
-    ss_batch_tick(f->p->batch, ss_wall_ms());
+    lc_tick_at(f, ss_wall_ms());
+}
+
+void lc_tick_at(struct lc *f, uint64_t now_ms)
+{
+    ss_batch_tick(f->p->batch, now_ms);
 }

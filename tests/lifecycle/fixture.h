@@ -33,6 +33,13 @@ struct lc {
     uint64_t ts_wall; /* the clients' __ts: an hour behind the server's clock */
 };
 
+/* etcd's shape: two commits in flight, conflicts, a broker's thread that
+ * never waits. */
+extern const struct ss_mem_options lc_shared;
+/* LMDB's shape: one commit at a time, requests queued meanwhile, a full
+ * queue waits for it. */
+extern const struct ss_mem_options lc_single;
+
 /* The plugin on a new mem backend with options o. */
 void lc_open(struct lc *f, const struct ss_mem_options *o);
 /* Free everything (the batch as the plugin's cleanup does). */
@@ -42,8 +49,10 @@ void lc_close(struct lc *f);
  * spaces ("SET k v"), with correlation data corr and a __ts of its own;
  * answers go to "resp/<client>". The same arguments again are a resend. */
 void lc_send(struct lc *f, const char *client, const char *corr, const char *words);
-/* The broker's tick. */
+/* The broker's tick, now, or at wall clock now_ms (the expiry sweep's
+ * time; requests always run at the real clock). */
 void lc_tick(struct lc *f);
+void lc_tick_at(struct lc *f, uint64_t now_ms);
 
 /* Messages published so far, and the i-th of them (from 0). */
 size_t lc_published(void);

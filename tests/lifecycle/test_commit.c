@@ -11,13 +11,6 @@
 #include "../test.h"
 #include "fixture.h"
 
-/* etcd's shape: two commits in flight, conflicts, a broker's thread that
- * never waits. */
-static const struct ss_mem_options lc_shared = {.max_flights = 2, .may_conflict = true};
-/* LMDB's shape: one commit at a time, requests queued meanwhile, a full
- * queue waits for it. */
-static const struct ss_mem_options lc_single = {.max_flights = 1, .blocks = true};
-
 static void lc_same_ts(size_t i, size_t j)
 {
     const struct lc_msg *a = lc_msg(i), *b = lc_msg(j);

@@ -10,8 +10,6 @@
 #include "../test.h"
 #include "fixture.h"
 
-static const struct ss_mem_options lc_shared = {.max_flights = 2, .may_conflict = true};
-
 TEST(a_pending_read_holds_the_queue_in_order)
 {
     struct lc f;
