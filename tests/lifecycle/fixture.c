@@ -232,7 +232,8 @@ static char *lc__dup(const char *s)
     return d;
 }
 
-void lc_send(struct lc *f, const char *client, const char *corr, const char *words)
+/* The request of words separated by single spaces, as RESP3. */
+static void lc__request(ss_buf *payload, const char *words)
 {
     ss_bytes argv[LC_WORDS_MAX];
     size_t argc = 0;
@@ -242,8 +243,13 @@ void lc_send(struct lc *f, const char *client, const char *corr, const char *wor
         argv[argc++].len = n;
         w += n + (w[n] == ' ');
     }
+    ASSERT_EQ(ss_codec_put_request(payload, argc, argv), SS_OK);
+}
+
+void lc_send(struct lc *f, const char *client, const char *corr, const char *words)
+{
     ss_buf payload = SS_BUF_INIT;
-    ASSERT_EQ(ss_codec_put_request(&payload, argc, argv), SS_OK);
+    lc__request(&payload, words);
     char topic[128], ts[64];
     snprintf(topic, sizeof topic, "resp/%s", client);
     snprintf(ts, sizeof ts, "%llu:0:%s", (unsigned long long)f->ts_wall, client);
@@ -254,6 +260,25 @@ void lc_send(struct lc *f, const char *client, const char *corr, const char *wor
     struct ss_request_from from = {payload.data, payload.len, client, NULL};
     ss_batch_submit(f->p->batch, &from, &r);
     ss_request_props_free(&r);
+    ss_buf_free(&payload);
+}
+
+void lc_admin(struct lc *f, const char *client, const char *corr, const char *words)
+{
+    (void)client; /* the fake broker's clients have no id: see mosquitto_client_id */
+    ss_buf payload = SS_BUF_INIT;
+    lc__request(&payload, words);
+    char topic[128];
+    snprintf(topic, sizeof topic, "resp/%s", client);
+    mosquitto_property *props = NULL;
+    ASSERT_EQ(mosquitto_property_add_string(&props, MQTT_PROP_RESPONSE_TOPIC, topic), MOSQ_ERR_SUCCESS);
+    ASSERT_EQ(mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, corr, (uint16_t)strlen(corr)),
+              MOSQ_ERR_SUCCESS);
+    char admin_topic[] = SS_ADMIN_TOPIC;
+    struct mosquitto_evt_message ed = {.topic = admin_topic, .payload = payload.data,
+                                       .payloadlen = (uint32_t)payload.len, .properties = props, .qos = 1};
+    ASSERT_EQ(ss_admin_on_message(f->p, &ed), MOSQ_ERR_SUCCESS);
+    mosquitto_property_free_all(&props);
     ss_buf_free(&payload);
 }
 

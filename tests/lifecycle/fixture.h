@@ -49,6 +49,9 @@ void lc_close(struct lc *f);
  * spaces ("SET k v"), with correlation data corr and a __ts of its own;
  * answers go to "resp/<client>". The same arguments again are a resend. */
 void lc_send(struct lc *f, const char *client, const char *corr, const char *words);
+/* The same on the administrative topic (plugin/admin.h): answers go to
+ * "resp/<client>". */
+void lc_admin(struct lc *f, const char *client, const char *corr, const char *words);
 /* The broker's tick, now, or at wall clock now_ms (the expiry sweep's
  * time; requests always run at the real clock). */
 void lc_tick(struct lc *f);

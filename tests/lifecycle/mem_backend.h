@@ -59,8 +59,9 @@ void ss_mem_hold_commits(ss_backend *b, bool hold);
 /* End commit number n (0: the oldest under way) now. False when it is not
  * under way. */
 bool ss_mem_release_commit(ss_backend *b, unsigned n);
-/* Another broker sets key to value (a new revision; the change reaches
- * the feed as etcd's watch brings it). 0 or SS_E_NOMEM. */
+/* Another broker sets key to value (a new revision r; its version is
+ * 1700000000000+r:0:other; the change reaches the feed as etcd's watch
+ * brings it). 0 or SS_E_NOMEM. */
 int ss_mem_set_behind(ss_backend *b, const char *key, const char *value);
 
 /* ---- what the backend saw --------------------------------------------- */

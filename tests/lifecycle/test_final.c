@@ -3,6 +3,7 @@
  * commit (a KEYNOTIFY's, the first answer of a request committed
  * earlier), and the rest of the table as the lifecycle uses it: the
  * expiry sweep's deletions and SCAN's pages. */
+#include <stdio.h>
 #include <string.h>
 
 #include "../../core/errors.h"
@@ -136,5 +137,38 @@ TEST(a_scan_sees_its_own_batch)
     ASSERT_EQ(lc_published(), 3);
     lc_expect_answer(1, "c", "2", ":1\r\n");
     lc_expect_answer(2, "c", "3", "*1\r\n*2\r\n$2\r\nk1\r\n$2\r\nk3\r\n");
+    lc_close(&f);
+}
+
+/* Administrative pages are read between batches, from what is committed:
+ * a write whose commit is in flight is not listed yet. */
+TEST(an_administrative_page_lists_what_is_committed)
+{
+    struct lc f;
+    lc_open(&f, &lc_shared);
+    ASSERT_EQ(ss_mem_set_behind(f.be, "k1", "x"), SS_OK);
+    ss_mem_hold_commits(f.be, true);
+    lc_send(&f, "c", "1", "SET k2 y");
+    lc_tick(&f);
+    lc_admin(&f, "op", "a1", "KEYS k*  10"); /* the cursor empty: the first page */
+    ASSERT_EQ(lc_published(), 0);
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 1);
+    const struct lc_msg *m = lc_msg(0);
+    ASSERT_MEM(m->topic, strlen(m->topic), "resp/op", 7);
+    ASSERT_BUF(m->corr, "a1");
+    ASSERT_BUF(m->payload, "cursor -\nkey 6b31 1 1700000000001:0:other - -\n");
+    ASSERT_TRUE(ss_mem_release_commit(f.be, 1));
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 2);
+    lc_expect_answer(1, "c", "1", "+OK\r\n");
+    lc_admin(&f, "op", "a2", "KEYS k*  10");
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 3);
+    char want[200];
+    int n = snprintf(want, sizeof want, "cursor -\nkey 6b31 1 1700000000001:0:other - -\nkey 6b32 1 %s - -\n",
+                     lc_msg(1)->ts);
+    ASSERT_BUF(lc_msg(2)->corr, "a2");
+    ASSERT_MEM(lc_msg(2)->payload.data, lc_msg(2)->payload.len, want, (size_t)n);
     lc_close(&f);
 }
