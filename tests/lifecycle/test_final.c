@@ -58,6 +58,8 @@ TEST(a_keynotify_answer_holds_when_its_batch_fails)
     lc_tick(&f);
     lc_send(&f, "w", "observe-j", "KEYNOTIFY j");
     ASSERT_EQ(f.p->metrics.resends, 2);
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 8); /* it goes out with its batch, in order */
     ASSERT_TRUE(ss_mem_release_commit(f.be, 5));
     lc_tick(&f);
     ASSERT_EQ(lc_published(), 11);
