@@ -89,12 +89,11 @@ void mosquitto_log_printf(int level, const char *fmt, ...)
     (void)ss_buf_append(&lc_broker.log, "\n", 1);
 }
 
-/* Only administrative requests and broker events ask these: no test here
- * hands the plugin a broker's client. */
+/* Only administrative requests and broker events ask these. The fake
+ * broker's client handle is its id, a C string (lc_disconnect, lc_admin). */
 const char *mosquitto_client_id(const struct mosquitto *client)
 {
-    (void)client;
-    return NULL;
+    return (const char *)client;
 }
 
 const char *mosquitto_client_username(const struct mosquitto *client)
@@ -265,7 +264,6 @@ void lc_send(struct lc *f, const char *client, const char *corr, const char *wor
 
 void lc_admin(struct lc *f, const char *client, const char *corr, const char *words)
 {
-    (void)client; /* the fake broker's clients have no id: see mosquitto_client_id */
     ss_buf payload = SS_BUF_INIT;
     lc__request(&payload, words);
     char topic[128];
@@ -275,11 +273,17 @@ void lc_admin(struct lc *f, const char *client, const char *corr, const char *wo
     ASSERT_EQ(mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, corr, (uint16_t)strlen(corr)),
               MOSQ_ERR_SUCCESS);
     char admin_topic[] = SS_ADMIN_TOPIC;
-    struct mosquitto_evt_message ed = {.topic = admin_topic, .payload = payload.data,
+    struct mosquitto_evt_message ed = {.client = (struct mosquitto *)client, .topic = admin_topic, .payload = payload.data,
                                        .payloadlen = (uint32_t)payload.len, .properties = props, .qos = 1};
     ASSERT_EQ(ss_admin_on_message(f->p, &ed), MOSQ_ERR_SUCCESS);
     mosquitto_property_free_all(&props);
     ss_buf_free(&payload);
+}
+
+void lc_disconnect(struct lc *f, const char *client)
+{
+    struct mosquitto_evt_disconnect ed = {.client = (struct mosquitto *)client};
+    ASSERT_EQ(ss_on_disconnect(MOSQ_EVT_DISCONNECT, &ed, f->p), MOSQ_ERR_SUCCESS);
 }
 
 void lc_tick(struct lc *f)

@@ -52,6 +52,8 @@ void lc_send(struct lc *f, const char *client, const char *corr, const char *wor
 /* The same on the administrative topic (plugin/admin.h): answers go to
  * "resp/<client>". */
 void lc_admin(struct lc *f, const char *client, const char *corr, const char *words);
+/* The broker's DISCONNECT event for client. */
+void lc_disconnect(struct lc *f, const char *client);
 /* The broker's tick, now, or at wall clock now_ms (the expiry sweep's
  * time; requests always run at the real clock). */
 void lc_tick(struct lc *f);

@@ -94,6 +94,41 @@ TEST(a_resent_committed_request_survives_a_failed_batch)
     lc_close(&f);
 }
 
+/* A KEYNOTIFY queued behind a commit whose client disconnected meanwhile
+ * registers nothing (its registrations were dropped at the disconnect):
+ * the same client id coming back hears nothing it did not ask for. (This
+ * replaces an integration test that hoped, five times over, to land the
+ * KEYNOTIFY and the DISCONNECT during a commit of 3 MiB with fsync always.) */
+TEST(a_queued_keynotify_of_a_departed_client_registers_nothing)
+{
+    struct lc f;
+    lc_open(&f, &lc_single);
+    ss_mem_hold_commits(f.be, true);
+    lc_send(&f, "writer", "1", "SET fill x");
+    lc_tick(&f);
+    lc_send(&f, "leaver", "n", "KEYNOTIFY watched"); /* queued: the commit runs */
+    lc_disconnect(&f, "leaver");
+    ASSERT_TRUE(ss_mem_release_commit(f.be, 1));
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 2);
+    lc_expect_answer(0, "writer", "1", "+OK\r\n");
+    lc_expect_answer(1, "leaver", "n", "+OK\r\n"); /* as if registered, then dropped */
+    ss_mem_hold_commits(f.be, false);
+    lc_send(&f, "writer", "2", "SET watched v");
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 3);
+    lc_expect_answer(2, "writer", "2", "+OK\r\n");
+    /* The same client, registered while connected, is told. */
+    lc_send(&f, "leaver", "m", "KEYNOTIFY watched");
+    lc_send(&f, "writer", "3", "SET watched w");
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 6);
+    lc_expect_answer(3, "leaver", "m", "+OK\r\n");
+    lc_expect_answer(4, "writer", "3", "+OK\r\n");
+    lc_expect_notify(5, "leaver", "watched", "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\nw\r\n");
+    lc_close(&f);
+}
+
 /* The sweep deletes what expired in a batch of its own; its observer is
  * told once that batch is committed, not when it failed. */
 TEST(an_expiry_is_notified_once_committed)
