@@ -4,7 +4,7 @@
 #   make test        build and run every test (installs missing packages)
 #   make test SAN=1  the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test SAN=thread  the same under ThreadSanitizer
-#   make valgrind    unit tests, and integration tests with the broker, under valgrind
+#   make valgrind    unit and lifecycle tests, and integration tests with the broker, under valgrind
 #   make stress      longer reliability runs (soak), bounded in time
 #   make mutate      mutation testing of the core (MUTATE_SAMPLE=N: N mutants per file)
 #   make fuzz        run the libFuzzer target for FUZZ_SECONDS (default 60)
@@ -79,6 +79,7 @@ CORE_SRC  := $(wildcard core/*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(OUT)/%.o)
 UNIT_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/unit/*.c))
 INTEG_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/integration/*.c))
+LIFE_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/lifecycle/*.c))
 STRESS_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/stress/*.c)) $(OUT)/tests/integration/harness.o \
               $(OUT)/tests/integration/etcd_cluster.o
 PLUGIN_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard plugin/*.c backends/*.c))
@@ -181,6 +182,9 @@ $(OUT)/tests/unit/main.o: tests/main.c
 $(OUT)/tests/integration/main.o: tests/main.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests/integration -MMD -MP -c $< -o $@
+$(OUT)/tests/lifecycle/main.o: tests/main.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Itests/lifecycle -MMD -MP -c $< -o $@
 
 $(OUT)/tests/stress/main.o: tests/main.c
 	@mkdir -p $(dir $@)
@@ -191,6 +195,14 @@ $(OUT)/tests/stress/run: $(OUT)/tests/stress/main.o $(STRESS_OBJ) $(LIBETCD) $(L
 # The unit tests also cover the client library's pure part (client/answer.c).
 $(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(OUT)/client/answer.o $(LIBCORE)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL) -lpthread
+# The lifecycle tests: the plugin's objects without its broker entry points
+# (plugin.c) on the in-memory backend of tests/lifecycle, which also
+# provides the broker functions they call; libmosquitto for properties.
+LIFE_PLUGIN_OBJ := $(filter-out $(OUT)/plugin/plugin.o,$(patsubst %.c,$(OUT)/%.o,$(wildcard plugin/*.c)))
+# The plugin's options name backends (backends/open.c), so they link too.
+$(OUT)/tests/lifecycle/run: $(OUT)/tests/lifecycle/main.o $(LIFE_OBJ) $(LIFE_PLUGIN_OBJ) $(OUT)/backends/open.o \
+                            $(LIBETCD) $(LIBCORE)
+	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
 $(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(OUT)/tests/powerloss/cut.o \
                               $(LIBCLIENT) $(LIBETCD) $(LIBCORE) | $(POWERLOSS)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $(filter-out $(POWERLOSS),$^) $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lev -lpthread
@@ -210,8 +222,8 @@ FUZZ_TARGETS := request engine journal record scan
 $(OUT)/fuzz/replay_%: $(OUT)/fuzz/fuzz_%.o $(OUT)/fuzz/replay.o $(LIBCORE)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
-TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(FUZZ_TARGETS:%=$(OUT)/fuzz/replay_%) \
-            $(PLUGIN) $(CLI) $(EXAMPLES) $(SHLIB) $(POWERLOSS)
+TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/lifecycle/run $(OUT)/tests/integration/run \
+            $(FUZZ_TARGETS:%=$(OUT)/fuzz/replay_%) $(PLUGIN) $(CLI) $(EXAMPLES) $(SHLIB) $(POWERLOSS)
 
 test: deps
 	@$(MAKE) --no-print-directory $(TEST_BINS)
@@ -300,10 +312,12 @@ mutate: deps
 VALGRIND_SKIP ?=
 valgrind: deps
 	@scripts/deps.sh valgrind
-	@$(MAKE) --no-print-directory build/plain/tests/unit/run build/plain/tests/integration/run \
-	    build/plain/statestore.so SAN=0
+	@$(MAKE) --no-print-directory build/plain/tests/unit/run build/plain/tests/lifecycle/run \
+	    build/plain/tests/integration/run build/plain/statestore.so SAN=0
 	@valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite \
 	    --error-exitcode=9 build/plain/tests/unit/run
+	@valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite \
+	    --error-exitcode=9 build/plain/tests/lifecycle/run
 	@$(MAKE) --no-print-directory build/plain/statestore build/plain/examples/client_example \
 	    build/plain/examples/poll_example build/plain/examples/leader_example SAN=0
 	@SS_TEST_SKIP="$(VALGRIND_SKIP)" SS_BROKER_VALGRIND=1 SS_CLI=$(CURDIR)/build/plain/statestore \
@@ -401,7 +415,7 @@ clean:
 	rm -rf build
 
 -include $(ETCD_OBJ:.o=.d) $(SHLIB_OBJ:.o=.d) $(STRESS_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(CLIENT_OBJ:.o=.d) $(CORE_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(INTEG_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) \
-         $(OUT)/tests/unit/main.d $(OUT)/tests/integration/main.d
+         $(LIFE_OBJ:.o=.d) $(OUT)/tests/unit/main.d $(OUT)/tests/lifecycle/main.d $(OUT)/tests/integration/main.d
 
 # ---------------------------------------------------------------------------
 # Compatibility with the official Azure IoT Operations SDKs: the Rust crate's

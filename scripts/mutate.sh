@@ -3,8 +3,8 @@
 # make mutate: mutation testing. universalmutator (from PyPI, installed
 # into build/mutate/venv) makes mutants of each file named; each mutant is
 # built in a copy of the tree (build/mutate/tree: the working files are
-# never touched) and is killed when the unit tests, the fuzz corpora's
-# replay, or then a fast subset of the integration tests fail; one that
+# never touched) and is killed when the unit tests, the lifecycle tests,
+# the fuzz corpora's replay, or then a fast subset of the integration tests fail; one that
 # survives them all is given to the unit tests under valgrind, which kills
 # it if it reads uninitialised memory or leaks (a mutant whose effect is
 # undefined behaviour shows no other way). A mutant that does not build is
@@ -51,7 +51,7 @@ ln -s "$top/build/etcd" "$tree/build/etcd"
 
 corpora="request engine journal record"
 build() {
-    (cd "$tree" && timeout 600 make -s -j2 $out/tests/unit/run $out/tests/integration/run $out/statestore.so \
+    (cd "$tree" && timeout 600 make -s -j2 $out/tests/unit/run $out/tests/lifecycle/run $out/tests/integration/run $out/statestore.so \
         $out/statestore $out/examples/client_example $(for c in $corpora; do echo $out/fuzz/replay_$c; done) \
         >/dev/null 2>&1)
 }
@@ -59,6 +59,7 @@ build() {
 # 0 when every test passes; 1 when one fails.
 run_tests() {
     (cd "$tree" && SS_TEST_TIMEOUT=30 timeout 300 $out/tests/unit/run >/dev/null 2>&1) || return 1
+    (cd "$tree" && SS_TEST_TIMEOUT=30 timeout 300 $out/tests/lifecycle/run >/dev/null 2>&1) || return 1
     for c in $corpora; do
         (cd "$tree" && timeout 300 $out/fuzz/replay_$c fuzz/corpus/$c >/dev/null 2>&1) || return 1
     done

@@ -12,13 +12,15 @@ trap 'rm -f "$log"' EXIT
 for target in request engine journal record; do
     "$out/fuzz/replay_$target" "fuzz/corpus/$target" || failed=$((failed + 1))
 done
-# The integration tests run twice: on LMDB, then again on a 3-member etcd
-# cluster (tests/integration/list.h says which run only once).
-suites="unit integration integration-etcd"
+# The lifecycle tests drive the plugin's batch on the in-memory backend of
+# tests/lifecycle, without a broker. The integration tests run twice: on
+# LMDB, then again on a 3-member etcd cluster (tests/integration/list.h
+# says which run only once).
+suites="unit lifecycle integration integration-etcd"
 # SS_ETCD_PASS=0 leaves out the second pass on etcd (the tests of the
 # cluster itself still run in the first); CI does so under ThreadSanitizer.
 if [ "${SS_ETCD_PASS:-1}" = 0 ]; then
-    suites="unit integration"
+    suites="unit lifecycle integration"
     echo "== the integration tests' pass on etcd is left out (ETCD_PASS=0)"
 fi
 for suite in $suites; do

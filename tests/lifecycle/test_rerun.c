@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
+/* test_rerun.c - requests that run again: a pending read holds the queue
+ * in order, a conflicted commit runs its requests again first and on
+ * fresh data, the resend cache forgets a batch that failed, and
+ * notifications follow only what was committed. */
+#include <string.h>
+
+#include "../../core/errors.h"
+#include "../../plugin/batch.h"
+#include "../test.h"
+#include "fixture.h"
+
+TEST(a_pending_read_holds_the_queue_in_order)
+{
+    struct lc f;
+    lc_open(&f, &lc_shared);
+    ASSERT_EQ(ss_mem_set_behind(f.be, "a", "va"), SS_OK);
+    ss_mem_pend_key(f.be, "a");
+    lc_send(&f, "c1", "1", "GET a");
+    lc_send(&f, "c2", "2", "SET b vb"); /* another key, behind it all the same */
+    lc_send(&f, "c3", "3", "GET c");
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 0);
+    ASSERT_TRUE(ss_mem_value(f.be, "b") == NULL);
+    /* The keys behind the pending read are read ahead, once each. */
+    const char *ahead = ss_mem_prefetched(f.be);
+    ASSERT_MEM(ahead, strlen(ahead), "b c ", 4);
+    lc_tick(&f);
+    ahead = ss_mem_prefetched(f.be);
+    ASSERT_MEM(ahead, strlen(ahead), "b c ", 4);
+    ASSERT_EQ(lc_published(), 0);
+    ss_mem_release_reads(f.be);
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 3);
+    lc_expect_answer(0, "c1", "1", "$2\r\nva\r\n");
+    lc_expect_answer(1, "c2", "2", "+OK\r\n");
+    lc_expect_answer(2, "c3", "3", "$-1\r\n");
+    ASSERT_EQ(ss_mem_commits(f.be), 1);
+    lc_close(&f);
+}
+
+/* A read pending from the Nth on (here the second request's). */
+TEST(a_pending_read_by_number)
+{
+    struct lc f;
+    lc_open(&f, &lc_shared);
+    ss_mem_pend_read(f.be, 2);
+    lc_send(&f, "c", "1", "SET a 1");
+    lc_send(&f, "c", "2", "SET b 2");
+    lc_send(&f, "c", "3", "SET a 3");
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 1);
+    lc_expect_answer(0, "c", "1", "+OK\r\n");
+    ASSERT_STR(ss_mem_value(f.be, "a"), 1, "1");
+    ss_mem_release_reads(f.be);
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 3);
+    lc_expect_answer(1, "c", "2", "+OK\r\n");
+    lc_expect_answer(2, "c", "3", "+OK\r\n");
+    ASSERT_STR(ss_mem_value(f.be, "a"), 1, "3");
+    lc_close(&f);
+}
+
+/* Another broker changes k while the commit that decided on it is in
+ * flight: the commit conflicts, its requests run again first, in order,
+ * on the new value, and only their second answers go out. */
+TEST(a_conflict_runs_its_requests_again_on_fresh_data)
+{
+    struct lc f;
+    lc_open(&f, &lc_shared);
+    ASSERT_EQ(ss_mem_set_behind(f.be, "k", "v1"), SS_OK);
+    ss_mem_hold_commits(f.be, true);
+    lc_send(&f, "c", "1", "VDEL k v1"); /* :1 on v1 */
+    lc_send(&f, "c", "2", "GET k");
+    lc_tick(&f);
+    lc_send(&f, "d", "3", "SET j x"); /* runs: j is not in flight */
+    lc_send(&f, "d", "4", "GET k");   /* waits: k is */
+    ASSERT_EQ(ss_mem_set_behind(f.be, "k", "v9"), SS_OK);
+    ASSERT_TRUE(ss_mem_release_commit(f.be, 1));
+    ss_mem_hold_commits(f.be, false);
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 4);
+    lc_expect_answer(0, "d", "3", "+OK\r\n");
+    lc_expect_answer(1, "c", "1", ":-1\r\n");
+    lc_expect_answer(2, "c", "2", "$2\r\nv9\r\n");
+    lc_expect_answer(3, "d", "4", "$2\r\nv9\r\n");
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 4);
+    ASSERT_STR(ss_mem_value(f.be, "k"), 2, "v9");
+    ASSERT_STR(ss_mem_value(f.be, "j"), 1, "x");
+    ASSERT_EQ(ss_mem_commits(f.be), 2);
+    lc_close(&f);
+}
+
+/* A conflict the backend reports whatever the data (etcd's token expired,
+ * its space ran out): the same requests, again, in order. */
+TEST(a_reported_conflict_runs_its_requests_again_in_order)
+{
+    struct lc f;
+    lc_open(&f, &lc_shared);
+    ss_mem_commit_ends(f.be, 1, SS_MEM_END_CONFLICT);
+    lc_send(&f, "c", "1", "SET a 1");
+    lc_send(&f, "c", "2", "SET a 2 NX");
+    lc_send(&f, "c", "3", "GET a");
+    lc_tick(&f);
+    ASSERT_EQ(ss_mem_commits(f.be), 1);
+    ASSERT_EQ(lc_published(), 0);
+    ASSERT_TRUE(ss_mem_value(f.be, "a") == NULL);
+    lc_tick(&f);
+    ASSERT_EQ(ss_mem_commits(f.be), 2);
+    ASSERT_EQ(lc_published(), 3);
+    lc_expect_answer(0, "c", "1", "+OK\r\n");
+    lc_expect_answer(1, "c", "2", ":-1\r\n");
+    lc_expect_answer(2, "c", "3", "$1\r\n1\r\n");
+    ASSERT_STR(ss_mem_value(f.be, "a"), 1, "1");
+    lc_close(&f);
+}
+
+TEST(a_resend_shares_its_batch_and_is_forgotten_with_it)
+{
+    struct lc f;
+    lc_open(&f, &lc_shared);
+    ss_mem_hold_commits(f.be, true);
+    lc_send(&f, "c", "1", "SET a 1");
+    lc_tick(&f);
+    lc_send(&f, "c", "1", "SET a 1"); /* resent while its commit is in flight */
+    ASSERT_EQ(f.p->metrics.resends, 1);
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 0);
+    ASSERT_TRUE(ss_mem_release_commit(f.be, 1));
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 2);
+    lc_expect_answer(0, "c", "1", "+OK\r\n");
+    lc_expect_answer(1, "c", "1", "+OK\r\n");
+    ASSERT_MEM(lc_msg(0)->ts, strlen(lc_msg(0)->ts), lc_msg(1)->ts, strlen(lc_msg(1)->ts));
+    ASSERT_EQ(ss_mem_commits(f.be), 1);
+
+    /* Commit 2 fails: the resend of its request runs again. */
+    ss_mem_commit_ends(f.be, 2, SS_MEM_END_FAIL);
+    lc_send(&f, "c", "2", "SET b 2");
+    lc_tick(&f);
+    lc_send(&f, "c", "2", "SET b 2"); /* in flight: from the cache, failing with it */
+    ASSERT_EQ(f.p->metrics.resends, 2);
+    ASSERT_TRUE(ss_mem_release_commit(f.be, 2));
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 4);
+    lc_expect_answer(2, "c", "2", "-ERR storage error\r\n");
+    lc_expect_answer(3, "c", "2", "-ERR storage error\r\n");
+    lc_send(&f, "c", "2", "SET b 2");
+    ASSERT_EQ(f.p->metrics.resends, 2);
+    lc_tick(&f);
+    ASSERT_EQ(ss_mem_commits(f.be), 3);
+    ASSERT_TRUE(ss_mem_release_commit(f.be, 3));
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 5);
+    lc_expect_answer(4, "c", "2", "+OK\r\n");
+    ASSERT_STR(ss_mem_value(f.be, "b"), 1, "2");
+    lc_close(&f);
+}
+
+/* A conflict forgets the batch's resend entries too: a resend after it
+ * gets the answer of the run that was committed. */
+TEST(a_conflict_forgets_the_resend_entries_of_its_run)
+{
+    struct lc f;
+    lc_open(&f, &lc_shared);
+    ASSERT_EQ(ss_mem_set_behind(f.be, "k", "v1"), SS_OK);
+    ss_mem_hold_commits(f.be, true);
+    lc_send(&f, "c", "1", "VDEL k v1");
+    lc_tick(&f);
+    ASSERT_EQ(ss_mem_set_behind(f.be, "k", "v9"), SS_OK);
+    ASSERT_TRUE(ss_mem_release_commit(f.be, 1));
+    lc_tick(&f); /* the conflict: VDEL runs again, :-1, nothing to commit */
+    ASSERT_EQ(lc_published(), 1);
+    lc_expect_answer(0, "c", "1", ":-1\r\n");
+    lc_send(&f, "c", "1", "VDEL k v1");
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 2);
+    lc_expect_answer(1, "c", "1", ":-1\r\n");
+    ASSERT_STR(ss_mem_value(f.be, "k"), 2, "v9");
+    lc_close(&f);
+}
+
+TEST(notifications_follow_committed_writes_only)
+{
+    static const char set_v1[] = "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$2\r\nv1\r\n";
+    static const char set_v3[] = "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$2\r\nv3\r\n";
+    struct lc f;
+    lc_open(&f, &lc_shared);
+    lc_send(&f, "w", "1", "KEYNOTIFY k");
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 1);
+    lc_expect_answer(0, "w", "1", "+OK\r\n");
+    lc_send(&f, "c", "2", "SET k v1");
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 3);
+    lc_expect_answer(1, "c", "2", "+OK\r\n"); /* the writer hears first */
+    lc_expect_notify(2, "w", "k", set_v1);
+    ASSERT_MEM(lc_msg(1)->ts, strlen(lc_msg(1)->ts), lc_msg(2)->ts, strlen(lc_msg(2)->ts));
+
+    ss_mem_commit_ends(f.be, 2, SS_MEM_END_FAIL);
+    lc_send(&f, "c", "3", "SET k v2");
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 4);
+    lc_expect_answer(3, "c", "3", "-ERR storage error\r\n");
+
+    ss_mem_commit_ends(f.be, 3, SS_MEM_END_CONFLICT);
+    lc_send(&f, "c", "4", "SET k v3");
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 4);
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 6);
+    lc_expect_answer(4, "c", "4", "+OK\r\n");
+    lc_expect_notify(5, "w", "k", set_v3);
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 6);
+    lc_close(&f);
+}
