@@ -180,8 +180,15 @@ struct ss_backend_ops {
     int (*commit_start)(void *impl, uint64_t now_ms, bool holds_answers, unsigned *id);
     /* Take one finished commit, oldest first: false when none. The
      * outcome is 0, SS_E_CONFLICT (nothing was written: run the batch's
-     * requests again on fresh data) or a failure that nothing of the batch
-     * outlived. The owner calls settled() next, except on a conflict. */
+     * requests again on fresh data), SS_E_UNAVAILABLE (the outcome is
+     * unknown: the batch may or may not have taken effect, and its
+     * answers say "unavailable", which promises neither), or another
+     * failure that nothing of the batch outlived. After a failure the
+     * owner forgets the batch's resend entries, so that a resend runs
+     * again on the data as it is then. The owner calls settled() next,
+     * except on a conflict; a backend whose own changes of unknown outcome
+     * may have been committed notifies them from its change stream (etcd's
+     * watch, once it runs), not from settled(). */
     bool (*commit_collect)(void *impl, struct ss_commit_outcome *out);
     /* Block until the commit under way has an outcome (the owner's queue
      * is full: waiting stops the broker reading more). 0, or SS_E_BUSY: this

@@ -557,8 +557,10 @@ void ss_batch_tick(struct ss_batch *b, uint64_t now)
     ss_waker_seen(&p->waker); /* before looking: what ends later wakes us again */
     be->ops->poll(be->impl, now);
     ss_batch__collect(b);
-    if (!be->ops->accepting(be->impl))
+    if (!be->ops->accepting(be->impl)) {
+        ss_batch__flush(b); /* refusals wait for nothing */
         return; /* a commit still runs: its answers, and the queue, wait */
+    }
     if (b->queue.len)
         ss_batch__run_queue(b);
     int n = ss_engine_expire(p->engine, now, SS_SWEEP_PER_TICK);
@@ -573,6 +575,11 @@ void ss_batch_tick(struct ss_batch *b, uint64_t now)
         ss_batch__settle_open(b, SS_OK); /* nothing to write or check */
     } else if (rc != SS_E_BUSY) {
         ss_batch__settle_open(b, rc);
+    } else {
+        /* Every flight taken: nothing settles this tick, but what waits
+         * for no commit (a refusal, a full queue's "unavailable") goes
+         * out now, not when a flight ends. */
+        ss_batch__flush(b);
     }
     ss_dedup_expire(p->dedup, now);
 }
