@@ -9,6 +9,9 @@
 #   make mutate      mutation testing of the core (MUTATE_SAMPLE=N: N mutants per file)
 #   make fuzz        run the libFuzzer target for FUZZ_SECONDS (default 60)
 #   make run         start mosquitto with the state store (PORT=1883 DATA=./data)
+#                    and the web console on http://127.0.0.1:8080/ (CONSOLE_PORT)
+#   make console     build the web console into build/console (npm ci)
+#   make bench-console  the console's load time and a 100,000-key listing
 #   make install     install plugin, library, headers, example config (PREFIX, DESTDIR)
 #   make deb         Debian packages into build/deb (dpkg-buildpackage on a clean copy)
 #   make test-package  install those packages into a freshly bootstrapped Debian and try them
@@ -27,6 +30,7 @@ PREFIX  ?= /usr/local
 LIBDIR  ?= $(PREFIX)/lib
 PLUGINDIR ?= $(PREFIX)/lib/statestore
 PORT    ?= 1883
+CONSOLE_PORT ?= 8080
 DATA    ?= $(CURDIR)/data
 FUZZ_SECONDS ?= 60
 
@@ -95,6 +99,7 @@ PUBLIC_HEADERS := client/client.h client/lease.h core/errors.h
 CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
+.PHONY: console test-console bench-console
 .PHONY: all build deps test check valgrind stress mutate bench bench-scan bench-patterns bench-etcd bench-compare fuzz run run-cluster install \
         install-files deb test-package clean
 
@@ -207,9 +212,32 @@ TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/integration/run $(FUZZ_TARGETS:%=
             $(PLUGIN) $(CLI) $(EXAMPLE) $(SHLIB) $(POWERLOSS)
 
 test: deps
-	@$(MAKE) --no-print-directory $(TEST_BINS)
+	@scripts/console-deps.sh
+	@$(MAKE) --no-print-directory $(TEST_BINS) console
 	@SS_BROKER_PRELOAD="$(BROKER_PRELOAD)" TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp" \
 	    SS_ETCD_PASS=$(ETCD_PASS) scripts/run-tests.sh $(OUT) $(CURDIR)/$(PLUGIN)
+
+# The web console (console/, docs/CONSOLE.md): our files and MQTT.js, from
+# the npm registry as console/package-lock.json pins it, into build/console.
+CONSOLE_SRC := $(wildcard console/src/*) console/package.json console/package-lock.json
+build/console/.stamp: $(CONSOLE_SRC) scripts/console-build.sh
+	@scripts/console-build.sh build/console
+	@touch $@
+console: build/console/.stamp
+
+# Only the console's tests: its protocol module under Node, then the
+# browser tests (Debian's Chromium) against a broker with the plugin.
+test-console: deps
+	@scripts/console-deps.sh
+	@$(MAKE) --no-print-directory $(PLUGIN) $(CLI) console build/etcd/root/.complete
+	@scripts/console-test.sh $(CURDIR)/$(PLUGIN) $(CURDIR)/$(CLI)
+
+# The console's load time (10 loads) and a listing of all 100,000 keys of
+# a store (about 2 minutes): docs/BENCHMARKS.md.
+bench-console: deps
+	@scripts/console-deps.sh
+	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore console SAN=0
+	@scripts/bench-console.sh $(CURDIR)/build/plain/statestore.so $(CURDIR)/build/plain/statestore
 
 check: test
 

@@ -14,11 +14,11 @@ for target in request engine journal record; do
 done
 # The integration tests run twice: on LMDB, then again on a 3-member etcd
 # cluster (tests/integration/list.h says which run only once).
-suites="unit integration integration-etcd"
+suites="unit integration integration-etcd console"
 # SS_ETCD_PASS=0 leaves out the second pass on etcd (the tests of the
 # cluster itself still run in the first); CI does so under ThreadSanitizer.
 if [ "${SS_ETCD_PASS:-1}" = 0 ]; then
-    suites="unit integration"
+    suites="unit integration console"
     echo "== the integration tests' pass on etcd is left out (ETCD_PASS=0)"
 fi
 for suite in $suites; do
@@ -29,8 +29,14 @@ for suite in $suites; do
         backend=etcd
         runner=integration
     fi
-    SS_BACKEND=$backend SS_EXAMPLE=$(pwd)/$out/examples/client_example SS_CLI=$(pwd)/$out/statestore \
-        SS_PLUGIN=$plugin "$out/tests/$runner/run" | tee "$log"
+    if [ "$suite" = console ]; then
+        # The web console: its protocol module under Node, then Debian's
+        # Chromium against brokers with this plugin.
+        scripts/console-test.sh "$plugin" "$(pwd)/$out/statestore" | tee "$log"
+    else
+        SS_BACKEND=$backend SS_EXAMPLE=$(pwd)/$out/examples/client_example SS_CLI=$(pwd)/$out/statestore \
+            SS_PLUGIN=$plugin "$out/tests/$runner/run" | tee "$log"
+    fi
     line=$(tail -n 1 "$log")
     p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
     f=$(echo "$line" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
