@@ -354,31 +354,42 @@ RUN_CONF := build/run/mosquitto.conf
 CLUSTER_DIR ?= $(CURDIR)/build/run-cluster
 run-cluster: deps
 	@scripts/etcd-tools.sh
-	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore SAN=0
+	@scripts/console-deps.sh
+	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore console SAN=0
 	@scripts/run-cluster.sh $(CLUSTER_DIR) $(CURDIR)/build/plain/statestore.so \
-	    $(CURDIR)/build/plain/statestore $(CURDIR)/build/etcd/root/usr/bin $(PORT)
+	    $(CURDIR)/build/plain/statestore $(CURDIR)/build/etcd/root/usr/bin $(PORT) \
+	    $(CURDIR)/build/console $(CONSOLE_PORT)
 run: deps
-	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore SAN=0
+	@scripts/console-deps.sh
+	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore console SAN=0
 	@if bash -c 'exec 3<>/dev/tcp/127.0.0.1/$(PORT)' 2>/dev/null; then \
 	    echo "statestore: port $(PORT) is already in use (a mosquitto service installed by Debian?)."; \
 	    echo "statestore: stop it (systemctl stop mosquitto) or choose another: make run PORT=1884"; \
+	    exit 1; fi
+	@if bash -c 'exec 3<>/dev/tcp/127.0.0.1/$(CONSOLE_PORT)' 2>/dev/null; then \
+	    echo "statestore: port $(CONSOLE_PORT) (the console) is already in use; choose another: make run CONSOLE_PORT=8081"; \
 	    exit 1; fi
 	@mkdir -p build/run/backups "$(DATA)"
 	@if [ -e "$(DATA)/statestore.lock" ] && ! flock -n "$(DATA)/statestore.lock" true; then \
 	    echo "statestore: $(DATA) is in use by another broker (make run DATA=... for another)"; \
 	    exit 1; fi
 	@sed -e 's|@PLUGIN@|$(CURDIR)/build/plain/statestore.so|' -e 's|@PORT@|$(PORT)|' -e 's|@DATA@|$(DATA)|' \
+	    -e 's|@CONSOLE_PORT@|$(CONSOLE_PORT)|' -e 's|@CONSOLE_DIR@|$(CURDIR)/build/console|' \
 	    -e 's|^#plugin_opt_backup_dir .*|plugin_opt_backup_dir $(CURDIR)/build/run/backups|' \
 	    examples/mosquitto.conf > $(RUN_CONF)
 	@if [ "$$(id -u)" = 0 ]; then sed -i '1i user root' $(RUN_CONF); fi
 	@echo "statestore: mosquitto on 127.0.0.1:$(PORT), data in $(DATA), config $(RUN_CONF)"
+	@echo "statestore: the web console on http://127.0.0.1:$(CONSOLE_PORT)/index.html"
 	@scripts/run-hint.sh $(PORT) $(CURDIR)/build/plain/statestore
 	exec mosquitto -c $(RUN_CONF)
 
 # Only what users build against: the public headers, the client library
-# (static and shared), the CLI, the plugin, and an example config whose
-# paths are the installed ones.
+# (static and shared), the CLI, the plugin, an example config whose
+# paths are the installed ones, and the web console (built by `make
+# console`: install-files does not fetch npm packages).
 install: deps
+	@scripts/console-deps.sh
+	@$(MAKE) --no-print-directory console
 	@$(MAKE) --no-print-directory install-files SAN=0
 
 # The installation itself, without looking for packages (debian/rules runs
@@ -387,16 +398,20 @@ install-files: build
 	install -d $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(PREFIX)/include/statestore \
 	    $(DESTDIR)$(PREFIX)/share/statestore/examples $(DESTDIR)$(PREFIX)/bin \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
-	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/statestore/console
 	install -m 0644 $(PLUGIN) $(DESTDIR)$(PLUGINDIR)/statestore.so
+	@test -f build/console/index.html || { echo "install: no build/console: make console first"; exit 1; }
+	install -m 0644 build/console/* $(DESTDIR)$(PREFIX)/share/statestore/console/
 	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/statestore
 	install -m 0644 $(LIBCLIENT) $(DESTDIR)$(LIBDIR)/
 	install -m 0644 $(SHLIB) $(DESTDIR)$(LIBDIR)/
 	ln -sfn $(notdir $(SHLIB)) $(DESTDIR)$(LIBDIR)/$(SHLIB_SONAME)
 	ln -sfn $(SHLIB_SONAME) $(DESTDIR)$(LIBDIR)/libstatestore-client.so
 	install -m 0644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/statestore/
-	sed -e 's|@PLUGIN@|$(PLUGINDIR)/statestore.so|' -e 's|@PORT@|1883|' \
-	    -e 's|@DATA@|/var/lib/statestore|' -e '/^# `make run` uses this file/,/To use it yourself/d' \
+	sed -e '/^# `make run` uses this file/,/^# @CONSOLE_PORT@ and @CONSOLE_DIR@/d' \
+	    -e 's|@PLUGIN@|$(PLUGINDIR)/statestore.so|' -e 's|@PORT@|1883|' \
+	    -e 's|@DATA@|/var/lib/statestore|' -e 's|@CONSOLE_PORT@|8080|' \
+	    -e 's|@CONSOLE_DIR@|$(PREFIX)/share/statestore/console|' \
 	    examples/mosquitto.conf > $(DESTDIR)$(PREFIX)/share/statestore/examples/mosquitto.conf
 	install -m 0644 examples/client_example.c $(DESTDIR)$(PREFIX)/share/statestore/examples/
 	install -m 0644 docs/statestore.1 $(DESTDIR)$(PREFIX)/share/man/man1/

@@ -21,6 +21,11 @@ mkdir -p "$out/src"
 # The files a clone would hold, as they are in the working tree (ignored
 # files such as build/ and data/ left out).
 git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$out/src"
+# The web console, built here (npm ci from console/package-lock.json, the
+# page's packages only) so that dpkg-buildpackage needs no npm and no
+# network: `make install-files` takes it from build/console.
+scripts/console-deps.sh
+scripts/console-build.sh "$out/src/build/console" --prod
 version=$(dpkg-parsechangelog -l debian/changelog -S Version)
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 echo "building statestore $version ($arch) in $out/src"
