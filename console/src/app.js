@@ -32,6 +32,8 @@ const ctx = {
     confirm(text) {
         const d = $('confirm');
         $('confirm-text').textContent = text;
+        // Escape closes without a value: it must not find the last one.
+        d.returnValue = '';
         d.showModal();
         return new Promise((resolve) => d.addEventListener('close', () => resolve(d.returnValue === 'ok'), { once: true }));
     },
