@@ -354,6 +354,29 @@ describe('the console on LMDB', () => {
             }
     });
 
+    test('reconnects after the broker restarts, says so, and watches again', async () => {
+        await showTab(page, 'live');
+        await page.fill('#watch-input', 'app/again/*');
+        await page.click('#watch-form button');
+        await page.waitForSelector('#watches li:has-text("pattern app/again/*")');
+        const states = [];
+        await page.exposeFunction('recordState', (s) => states.push(s));
+        await page.evaluate(() => {
+            new MutationObserver(() => window.recordState(document.querySelector('#status').dataset.state)).observe(
+                document.querySelector('#status'),
+                { attributes: true },
+            );
+        });
+        const renewals = Number(await page.getAttribute('#watches', 'data-renewals'));
+        await b.restart();
+        await page.waitForFunction(() => document.querySelector('#status').dataset.state === 'connected' && /connected to/.test(document.querySelector('#status').textContent), null, { timeout: 15000 });
+        assert.ok(states.some((s) => s === 'offline' || s === 'reconnecting'), `states seen: ${states.join(' ')}`);
+        // The pattern watch is made again on the new connection.
+        await page.waitForFunction((n) => Number(document.querySelector('#watches').dataset.renewals) > n, renewals);
+        assert.equal((await admin(b, ['set', 'app/again/x', 'after the restart'])).code, 0);
+        await page.waitForSelector('#stream td:text-is("after the restart")', { timeout: 2000 });
+    });
+
     test('the browser asked nothing of any host but the broker', async () => {
         const origin = `http://127.0.0.1:${b.wsPort}/`;
         const others = browser.requests.filter((u) => !u.startsWith(origin) && !u.startsWith('blob:') && !u.startsWith('data:'));

@@ -109,15 +109,23 @@ export async function startBroker(opts = {}) {
     // runtime in the broker (SS_BROKER_PRELOAD, as the C harness does).
     const benv = { ...process.env };
     if (process.env.SS_BROKER_PRELOAD) benv.LD_PRELOAD = process.env.SS_BROKER_PRELOAD;
-    const child = spawn('mosquitto', ['-c', join(dir, 'mosquitto.conf')], { stdio: 'ignore', env: benv });
     const up = async () => (await reachable('127.0.0.1', mqttPort)) && (await reachable('127.0.0.1', wsPort));
-    await waitFor('mosquitto', up, child);
+    const start = async () => {
+        const c = spawn('mosquitto', ['-c', join(dir, 'mosquitto.conf')], { stdio: 'ignore', env: benv });
+        await waitFor('mosquitto', up, c);
+        return c;
+    };
+    let child = await start();
     return {
         dir,
         mqttPort,
         wsPort,
-        pid: child.pid,
         url: `http://127.0.0.1:${wsPort}/`,
+        // The same broker (ports, data) stopped, then started again.
+        async restart() {
+            await stopChild(child);
+            child = await start();
+        },
         async stop() {
             await stopChild(child);
             rmSync(dir, { recursive: true, force: true });

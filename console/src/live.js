@@ -83,9 +83,12 @@ export class LiveView {
     }
 
     // After a reconnection: the broker forgot them with the old connection.
+    // The count of renewals is on the list, for people and tests to see.
     async again() {
         for (const key of this.keys.values()) await this.client.request(['KEYNOTIFY', key]).catch(() => {});
         for (const p of this.patterns) await this.client.admin(['WATCH', p]).catch(() => {});
+        this.renewals = (this.renewals || 0) + 1;
+        $('watches').dataset.renewals = String(this.renewals);
     }
 
     chips() {
