@@ -34,6 +34,9 @@ LIBDIR  ?= $(PREFIX)/lib
 PLUGINDIR ?= $(PREFIX)/lib/statestore
 PORT    ?= 1883
 CONSOLE_PORT ?= 8080
+# Where install-files takes the built console from (make deb builds it
+# outside build/, which dpkg-buildpackage's clean removes).
+CONSOLE_BUILD ?= build/console
 DATA    ?= $(CURDIR)/data
 FUZZ_SECONDS ?= 60
 
@@ -403,8 +406,8 @@ install-files: build
 	    $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/statestore/console
 	install -m 0644 $(PLUGIN) $(DESTDIR)$(PLUGINDIR)/statestore.so
-	@test -f build/console/index.html || { echo "install: no build/console: make console first"; exit 1; }
-	install -m 0644 build/console/* $(DESTDIR)$(PREFIX)/share/statestore/console/
+	@test -f $(CONSOLE_BUILD)/index.html || { echo "install: no $(CONSOLE_BUILD): make console first"; exit 1; }
+	install -m 0644 $(CONSOLE_BUILD)/* $(DESTDIR)$(PREFIX)/share/statestore/console/
 	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/statestore
 	install -m 0644 $(LIBCLIENT) $(DESTDIR)$(LIBDIR)/
 	install -m 0644 $(SHLIB) $(DESTDIR)$(LIBDIR)/

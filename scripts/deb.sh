@@ -23,9 +23,9 @@ mkdir -p "$out/src"
 git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$out/src"
 # The web console, built here (npm ci from console/package-lock.json, the
 # page's packages only) so that dpkg-buildpackage needs no npm and no
-# network: `make install-files` takes it from build/console.
+# network: `make install-files` takes it from console/dist (debian/rules).
 scripts/console-deps.sh
-scripts/console-build.sh "$out/src/build/console" --prod
+scripts/console-build.sh "$out/src/console/dist" --prod
 version=$(dpkg-parsechangelog -l debian/changelog -S Version)
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 echo "building statestore $version ($arch) in $out/src"
