@@ -154,8 +154,7 @@ export class StoreClient extends EventTarget {
             const text = P.textOf(a.payload);
             return { reply: { type: 'error', text: `status ${a.status}: ${text}` }, version: null, raw: a.payload };
         }
-        const isScan = P.textOf(P.bytesOf(String(args[0]))).toUpperCase() === 'SCAN';
-        const reply = isScan ? P.decodeScan(a.payload) : P.decodeReply(a.payload);
+        const reply = String(args[0]).toUpperCase() === 'SCAN' ? P.decodeScan(a.payload) : P.decodeReply(a.payload);
         return { reply, version: a.version, raw: a.payload };
     }
 
