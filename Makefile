@@ -9,6 +9,9 @@
 #   make mutate      mutation testing of the core (MUTATE_SAMPLE=N: N mutants per file)
 #   make fuzz        run the libFuzzer target for FUZZ_SECONDS (default 60)
 #   make run         start mosquitto with the state store (PORT=1883 DATA=./data)
+#                    and the web console on http://127.0.0.1:8080/ (CONSOLE_PORT)
+#   make console     build the web console into build/console (npm ci)
+#   make bench-console  the console's load time and a 100,000-key listing
 #   make install     install plugin, library, headers, example config (PREFIX, DESTDIR)
 #   make deb         Debian packages into build/deb (dpkg-buildpackage on a clean copy)
 #   make test-package  install those packages into a freshly bootstrapped Debian and try them
@@ -23,10 +26,17 @@ VERSION := $(shell head -1 debian/changelog | cut -d' ' -f2 | tr -d '()')
 SHLIB_MAJOR := $(firstword $(subst ., ,$(VERSION)))
 # 0: make test leaves out the integration tests' second pass on etcd
 ETCD_PASS ?= 1
+# 0: make test leaves out the web console's tests (CI's sanitizer runs:
+# the plain make test runs them)
+CONSOLE_PASS ?= 1
 PREFIX  ?= /usr/local
 LIBDIR  ?= $(PREFIX)/lib
 PLUGINDIR ?= $(PREFIX)/lib/statestore
 PORT    ?= 1883
+CONSOLE_PORT ?= 8080
+# Where install-files takes the built console from (make deb builds it
+# outside build/, which dpkg-buildpackage's clean removes).
+CONSOLE_BUILD ?= build/console
 DATA    ?= $(CURDIR)/data
 FUZZ_SECONDS ?= 60
 
@@ -100,6 +110,7 @@ PUBLIC_HEADERS := client/client.h client/client_ev.h client/lease.h client/leade
 CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
+.PHONY: console test-console bench-console
 .PHONY: all build deps test check valgrind stress mutate bench bench-scan bench-patterns bench-etcd bench-compare fuzz run run-cluster install \
         install-files deb test-package clean
 
@@ -226,9 +237,32 @@ TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/lifecycle/run $(OUT)/tests/integr
             $(FUZZ_TARGETS:%=$(OUT)/fuzz/replay_%) $(PLUGIN) $(CLI) $(EXAMPLES) $(SHLIB) $(POWERLOSS)
 
 test: deps
-	@$(MAKE) --no-print-directory $(TEST_BINS)
+	@scripts/console-deps.sh
+	@$(MAKE) --no-print-directory $(TEST_BINS) console
 	@SS_BROKER_PRELOAD="$(BROKER_PRELOAD)" TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp" \
-	    SS_ETCD_PASS=$(ETCD_PASS) scripts/run-tests.sh $(OUT) $(CURDIR)/$(PLUGIN)
+	    SS_ETCD_PASS=$(ETCD_PASS) SS_CONSOLE_PASS=$(CONSOLE_PASS) scripts/run-tests.sh $(OUT) $(CURDIR)/$(PLUGIN)
+
+# The web console (console/, docs/CONSOLE.md): our files and MQTT.js, from
+# the npm registry as console/package-lock.json pins it, into build/console.
+CONSOLE_SRC := $(wildcard console/src/*) console/package.json console/package-lock.json
+build/console/.stamp: $(CONSOLE_SRC) scripts/console-build.sh
+	@scripts/console-build.sh build/console
+	@touch $@
+console: build/console/.stamp
+
+# Only the console's tests: its protocol module under Node, then the
+# browser tests (Debian's Chromium) against a broker with the plugin.
+test-console: deps
+	@scripts/console-deps.sh
+	@$(MAKE) --no-print-directory $(PLUGIN) $(CLI) console build/etcd/root/.complete
+	@scripts/console-test.sh $(CURDIR)/$(PLUGIN) $(CURDIR)/$(CLI)
+
+# The console's load time (10 loads) and a listing of all 100,000 keys of
+# a store (about 2 minutes): docs/BENCHMARKS.md.
+bench-console: deps
+	@scripts/console-deps.sh
+	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore console SAN=0
+	@scripts/bench-console.sh $(CURDIR)/build/plain/statestore.so $(CURDIR)/build/plain/statestore
 
 check: test
 
@@ -348,31 +382,42 @@ RUN_CONF := build/run/mosquitto.conf
 CLUSTER_DIR ?= $(CURDIR)/build/run-cluster
 run-cluster: deps
 	@scripts/etcd-tools.sh
-	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore SAN=0
+	@scripts/console-deps.sh
+	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore console SAN=0
 	@scripts/run-cluster.sh $(CLUSTER_DIR) $(CURDIR)/build/plain/statestore.so \
-	    $(CURDIR)/build/plain/statestore $(CURDIR)/build/etcd/root/usr/bin $(PORT)
+	    $(CURDIR)/build/plain/statestore $(CURDIR)/build/etcd/root/usr/bin $(PORT) \
+	    $(CURDIR)/build/console $(CONSOLE_PORT)
 run: deps
-	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore SAN=0
+	@scripts/console-deps.sh
+	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore console SAN=0
 	@if bash -c 'exec 3<>/dev/tcp/127.0.0.1/$(PORT)' 2>/dev/null; then \
 	    echo "statestore: port $(PORT) is already in use (a mosquitto service installed by Debian?)."; \
 	    echo "statestore: stop it (systemctl stop mosquitto) or choose another: make run PORT=1884"; \
+	    exit 1; fi
+	@if bash -c 'exec 3<>/dev/tcp/127.0.0.1/$(CONSOLE_PORT)' 2>/dev/null; then \
+	    echo "statestore: port $(CONSOLE_PORT) (the console) is already in use; choose another: make run CONSOLE_PORT=8081"; \
 	    exit 1; fi
 	@mkdir -p build/run/backups "$(DATA)"
 	@if [ -e "$(DATA)/statestore.lock" ] && ! flock -n "$(DATA)/statestore.lock" true; then \
 	    echo "statestore: $(DATA) is in use by another broker (make run DATA=... for another)"; \
 	    exit 1; fi
 	@sed -e 's|@PLUGIN@|$(CURDIR)/build/plain/statestore.so|' -e 's|@PORT@|$(PORT)|' -e 's|@DATA@|$(DATA)|' \
+	    -e 's|@CONSOLE_PORT@|$(CONSOLE_PORT)|' -e 's|@CONSOLE_DIR@|$(CURDIR)/build/console|' \
 	    -e 's|^#plugin_opt_backup_dir .*|plugin_opt_backup_dir $(CURDIR)/build/run/backups|' \
 	    examples/mosquitto.conf > $(RUN_CONF)
 	@if [ "$$(id -u)" = 0 ]; then sed -i '1i user root' $(RUN_CONF); fi
 	@echo "statestore: mosquitto on 127.0.0.1:$(PORT), data in $(DATA), config $(RUN_CONF)"
+	@echo "statestore: the web console on http://127.0.0.1:$(CONSOLE_PORT)/index.html"
 	@scripts/run-hint.sh $(PORT) $(CURDIR)/build/plain/statestore
 	exec mosquitto -c $(RUN_CONF)
 
 # Only what users build against: the public headers, the client library
-# (static and shared), the CLI, the plugin, and an example config whose
-# paths are the installed ones.
+# (static and shared), the CLI, the plugin, an example config whose
+# paths are the installed ones, and the web console (built by `make
+# console`: install-files does not fetch npm packages).
 install: deps
+	@scripts/console-deps.sh
+	@$(MAKE) --no-print-directory console
 	@$(MAKE) --no-print-directory install-files SAN=0
 
 # The installation itself, without looking for packages (debian/rules runs
@@ -381,16 +426,20 @@ install-files: build
 	install -d $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(PREFIX)/include/statestore \
 	    $(DESTDIR)$(PREFIX)/share/statestore/examples $(DESTDIR)$(PREFIX)/bin \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3 \
-	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/statestore/console
 	install -m 0644 $(PLUGIN) $(DESTDIR)$(PLUGINDIR)/statestore.so
+	@test -f $(CONSOLE_BUILD)/index.html || { echo "install: no $(CONSOLE_BUILD): make console first"; exit 1; }
+	install -m 0644 $(CONSOLE_BUILD)/* $(DESTDIR)$(PREFIX)/share/statestore/console/
 	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/statestore
 	install -m 0644 $(LIBCLIENT) $(DESTDIR)$(LIBDIR)/
 	install -m 0644 $(SHLIB) $(DESTDIR)$(LIBDIR)/
 	ln -sfn $(notdir $(SHLIB)) $(DESTDIR)$(LIBDIR)/$(SHLIB_SONAME)
 	ln -sfn $(SHLIB_SONAME) $(DESTDIR)$(LIBDIR)/libstatestore-client.so
 	install -m 0644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/statestore/
-	sed -e 's|@PLUGIN@|$(PLUGINDIR)/statestore.so|' -e 's|@PORT@|1883|' \
-	    -e 's|@DATA@|/var/lib/statestore|' -e '/^# `make run` uses this file/,/To use it yourself/d' \
+	sed -e '/^# `make run` uses this file/,/^# @CONSOLE_PORT@ and @CONSOLE_DIR@/d' \
+	    -e 's|@PLUGIN@|$(PLUGINDIR)/statestore.so|' -e 's|@PORT@|1883|' \
+	    -e 's|@DATA@|/var/lib/statestore|' -e 's|@CONSOLE_PORT@|8080|' \
+	    -e 's|@CONSOLE_DIR@|$(PREFIX)/share/statestore/console|' \
 	    examples/mosquitto.conf > $(DESTDIR)$(PREFIX)/share/statestore/examples/mosquitto.conf
 	install -m 0644 examples/client_example.c examples/poll_example.c examples/leader_example.c \
 	    $(DESTDIR)$(PREFIX)/share/statestore/examples/

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # Check `make install`: into a scratch DESTDIR, then look at what landed.
 # Only the public headers, static and shared client library (with its
-# soname), the man pages, an example config without placeholders, and
-# the examples built against the installed files alone, linking the
-# shared library.
+# soname), the man pages, an example config without placeholders, the web
+# console, and the examples built against the installed files alone,
+# linking the shared library.
 # Usage: check-install.sh SCRATCH_DIR   (exit 0 when everything holds)
 set -u
 dest=$1
@@ -19,7 +19,9 @@ headers=$(cd "$root/include/statestore" && ls | tr '\n' ' ')
 for f in lib/libstatestore-client.a lib/libstatestore-client.so.0 lib/libstatestore-client.so \
          lib/statestore/statestore.so bin/statestore lib/pkgconfig/statestore.pc \
          share/man/man1/statestore.1 share/man/man3/statestore-client.3 share/statestore/examples/mosquitto.conf \
-         share/bash-completion/completions/statestore; do
+         share/bash-completion/completions/statestore share/statestore/console/index.html \
+         share/statestore/console/boot.js share/statestore/console/modules.json \
+         share/statestore/console/mqtt.esm.js; do
     [ -e "$root/$f" ] || fail "missing $prefix/$f"
 done
 [ ! -e "$root/lib/libstatestore-core.a" ] || fail "the plugin's internal library was installed"

@@ -21,6 +21,14 @@ mkdir -p "$out/src"
 # The files a clone would hold, as they are in the working tree (ignored
 # files such as build/ and data/ left out).
 git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$out/src"
+# The web console, built here (npm ci from console/package-lock.json, the
+# page's packages only) so that dpkg-buildpackage needs no npm and no
+# network: `make install-files` takes it from console/dist (debian/rules).
+# Built in the copy, so that the working tree's console/node_modules (with
+# the test tools) stays as it is; the copy's node_modules goes after.
+scripts/console-deps.sh
+"$out/src/scripts/console-build.sh" "$out/src/console/dist" --prod
+rm -rf "$out/src/console/node_modules"
 version=$(dpkg-parsechangelog -l debian/changelog -S Version)
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 echo "building statestore $version ($arch) in $out/src"

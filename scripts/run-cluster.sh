@@ -3,15 +3,18 @@
 # Start a local cluster in the foreground, for trying the store on etcd:
 # three etcd members and two mosquitto brokers with the plugin, all on
 # 127.0.0.1, data under one directory. Ctrl-C stops everything it started.
-# Usage: run-cluster.sh DIR PLUGIN CLI ETCD_BIN_DIR PORT
-#   brokers on PORT and PORT+1; etcd clients on 23791-23793, peers on
-#   23801-23803 (or ETCD_PORT_BASE+1.. and ETCD_PORT_BASE+11..).
+# Usage: run-cluster.sh DIR PLUGIN CLI ETCD_BIN_DIR PORT CONSOLE_DIR CONSOLE_PORT
+#   brokers on PORT and PORT+1, each serving the web console (CONSOLE_DIR)
+#   on CONSOLE_PORT and CONSOLE_PORT+1; etcd clients on 23791-23793, peers
+#   on 23801-23803 (or ETCD_PORT_BASE+1.. and ETCD_PORT_BASE+11..).
 set -eu
 dir=$1
 plugin=$2
 cli=$3
 bin=$4
 port=$5
+console_dir=$6
+console_port=$7
 base=${ETCD_PORT_BASE:-23790}
 pids=""
 
@@ -53,9 +56,9 @@ etcd_healthy() {
 brokers_up() {
     busy "$port" && busy $((port + 1))
 }
-for p in "$port" $((port + 1)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 11)) $((base + 12)) $((base + 13)); do
+for p in "$port" $((port + 1)) "$console_port" $((console_port + 1)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 11)) $((base + 12)) $((base + 13)); do
     if busy "$p"; then
-        echo "run-cluster: port $p is already in use; choose others: make run-cluster PORT=1885 ETCD_PORT_BASE=24790"
+        echo "run-cluster: port $p is already in use; choose others: make run-cluster PORT=1885 CONSOLE_PORT=8090 ETCD_PORT_BASE=24790"
         trap - INT TERM EXIT
         exit 1
     fi
@@ -93,12 +96,17 @@ echo "run-cluster: etcd members on $endpoints (logs $dir/etcd-*.log)"
 
 for name in a b; do
     p=$port
-    [ "$name" = b ] && p=$((port + 1))
+    cp=$console_port
+    [ "$name" = b ] && p=$((port + 1)) && cp=$((console_port + 1))
     conf="$dir/broker-$name.conf"
     {
         [ "$(id -u)" = 0 ] && echo "user root"
         echo "listener $p 127.0.0.1"
         echo "allow_anonymous true"
+        echo "listener $cp 127.0.0.1"
+        echo "protocol websockets"
+        echo "socket_domain ipv4"
+        echo "http_dir $console_dir"
         echo "set_tcp_nodelay true"
         echo "log_dest file $dir/broker-$name.log"
         echo "plugin $plugin"
@@ -113,6 +121,8 @@ wait_for "a broker did not start; see $dir/broker-*.log" brokers_up
 cat <<HINT
 run-cluster: broker a on 127.0.0.1:$port, broker b on 127.0.0.1:$((port + 1)), one store
 (logs $dir/broker-*.log). Ctrl-C stops everything.
+The web console of each: http://127.0.0.1:$console_port/index.html (a) and
+http://127.0.0.1:$((console_port + 1))/index.html (b).
 
 Try, in another terminal, a watch on broker b and a change through broker a:
 

@@ -15,13 +15,19 @@ done
 # The lifecycle tests drive the plugin's batch on the in-memory backend of
 # tests/lifecycle, without a broker. The integration tests run twice: on
 # LMDB, then again on a 3-member etcd cluster (tests/integration/list.h
-# says which run only once).
-suites="unit lifecycle integration integration-etcd"
+# says which run only once). Then the web console's tests.
+suites="unit lifecycle integration integration-etcd console"
 # SS_ETCD_PASS=0 leaves out the second pass on etcd (the tests of the
 # cluster itself still run in the first); CI does so under ThreadSanitizer.
 if [ "${SS_ETCD_PASS:-1}" = 0 ]; then
-    suites="unit lifecycle integration"
+    suites="unit lifecycle integration console"
     echo "== the integration tests' pass on etcd is left out (ETCD_PASS=0)"
+fi
+# SS_CONSOLE_PASS=0 leaves out the web console's tests (a minute in a
+# browser); CI does so under the sanitizers, the plain run has them.
+if [ "${SS_CONSOLE_PASS:-1}" = 0 ]; then
+    suites=$(echo "$suites" | sed 's/ console$//')
+    echo "== the web console's tests are left out (CONSOLE_PASS=0)"
 fi
 for suite in $suites; do
     echo "== $suite tests"
@@ -31,8 +37,14 @@ for suite in $suites; do
         backend=etcd
         runner=integration
     fi
-    SS_BACKEND=$backend SS_EXAMPLE=$(pwd)/$out/examples/client_example SS_CLI=$(pwd)/$out/statestore \
-        SS_PLUGIN=$plugin "$out/tests/$runner/run" | tee "$log"
+    if [ "$suite" = console ]; then
+        # The web console: its protocol module under Node, then Debian's
+        # Chromium against brokers with this plugin.
+        scripts/console-test.sh "$plugin" "$(pwd)/$out/statestore" | tee "$log"
+    else
+        SS_BACKEND=$backend SS_EXAMPLE=$(pwd)/$out/examples/client_example SS_CLI=$(pwd)/$out/statestore \
+            SS_PLUGIN=$plugin "$out/tests/$runner/run" | tee "$log"
+    fi
     line=$(tail -n 1 "$log")
     p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
     f=$(echo "$line" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')

@@ -59,6 +59,10 @@ expect "statestore.pc carries the same version" "Version: $version" \
     "$(grep '^Version:' /usr/lib/*/pkgconfig/statestore.pc)"
 check "the shared library's file is named by the version" \
     test -f "$(echo /usr/lib/*/libstatestore-client.so."$version")"
+check "the web console is installed" test -s /usr/share/statestore/console/index.html -a \
+    -s /usr/share/statestore/console/mqtt.esm.js -a -s /usr/share/statestore/console/modules.json
+check "the drop-in documents the console's listener, off" \
+    sh -c "grep -q '^#   http_dir /usr/share/statestore/console$' $CONF && ! grep -q '^http_dir' $CONF"
 check "Debian's stock mosquitto.conf is untouched" \
     sh -c "dpkg-query -W -f='\${Conffiles}' mosquitto |
            awk '\$1 == \"/etc/mosquitto/mosquitto.conf\" { print \$2 \"  \" \$1 }' | md5sum -c --quiet"

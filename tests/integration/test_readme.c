@@ -143,13 +143,14 @@ TEST(readme_tour_runs_verbatim)
  * pasted (with -p for a port other than 1883). */
 TEST(readme_make_run_builds_the_cli_and_prints_the_alias)
 {
-    char cwd[512], data[600], out[600], err[600], portarg[32], dataarg[700];
+    char cwd[512], data[600], out[600], err[600], portarg[32], consolearg[32], dataarg[700];
     ASSERT_TRUE(getcwd(cwd, sizeof cwd) != NULL);
     snprintf(data, sizeof data, "%s/data", test_tmpdir());
     snprintf(out, sizeof out, "%s/make.out", test_tmpdir());
     snprintf(err, sizeof err, "%s/make.err", test_tmpdir());
-    int p = free_port();
+    int p = free_port(), cp = free_port();
     snprintf(portarg, sizeof portarg, "PORT=%d", p);
+    snprintf(consolearg, sizeof consolearg, "CONSOLE_PORT=%d", cp);
     snprintf(dataarg, sizeof dataarg, "DATA=%s", data);
     /* As a user types it, not as a part of this make's run. */
     unsetenv("MAKEFLAGS");
@@ -157,7 +158,7 @@ TEST(readme_make_run_builds_the_cli_and_prints_the_alias)
     unsetenv("MAKELEVEL");
     /* In a session of its own, so that make and the broker it runs stop
      * together. */
-    char *argv[] = {"setsid", "make", "--no-print-directory", "run", portarg, dataarg, NULL};
+    char *argv[] = {"setsid", "make", "--no-print-directory", "run", portarg, consolearg, dataarg, NULL};
     pid_t pid = spawn_cmd(argv, out, err);
     bool up = false;
     for (int i = 0; i < 1200 && !up; i++) {
@@ -233,17 +234,18 @@ TEST(readme_run_cluster_block_runs)
 {
     char *blocks[2];
     ASSERT_EQ(readme_blocks("## Several brokers, one store", blocks, 2), 1);
-    char out[600], err[600], portarg[32], basearg[32], dirarg[700];
+    char out[600], err[600], portarg[32], consolearg[32], basearg[32], dirarg[700];
     snprintf(out, sizeof out, "%s/make.out", test_tmpdir());
     snprintf(err, sizeof err, "%s/make.err", test_tmpdir());
-    int p = free_pair(), base = free_etcd_base();
+    int p = free_pair(), cp = free_pair(), base = free_etcd_base();
     snprintf(portarg, sizeof portarg, "PORT=%d", p);
+    snprintf(consolearg, sizeof consolearg, "CONSOLE_PORT=%d", cp);
     snprintf(basearg, sizeof basearg, "ETCD_PORT_BASE=%d", base);
     snprintf(dirarg, sizeof dirarg, "CLUSTER_DIR=%s/cluster", test_tmpdir());
     unsetenv("MAKEFLAGS");
     unsetenv("MFLAGS");
     unsetenv("MAKELEVEL");
-    char *argv[] = {"setsid", "make", "--no-print-directory", "run-cluster", portarg, basearg, dirarg, NULL};
+    char *argv[] = {"setsid", "make", "--no-print-directory", "run-cluster", portarg, consolearg, basearg, dirarg, NULL};
     pid_t pid = spawn_cmd(argv, out, err);
     run_cluster_session = pid;
     atexit(stop_run_cluster);

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
+// The Live view: keys observed with KEYNOTIFY and patterns watched with
+// the administrative WATCH, and the stream of their SET and DELETE
+// notifications. Registrations end with the connection (PROTOCOL.md §6),
+// so they are made again after each reconnection.
+import * as P from './proto.js';
+import { keyLabel } from './keys.js';
+
+const MAX_ROWS = 1000;
+const PREVIEW_BYTES = 80;
+
+const $ = (id) => document.getElementById(id);
+
+export class LiveView {
+    constructor(ctx) {
+        this.ctx = ctx;
+        this.client = ctx.client;
+        this.keys = new Map(); // hex(key) -> key bytes
+        this.patterns = new Set();
+        this.events = []; // newest last
+        this.paused = false;
+        this.held = 0; // events that arrived while paused
+        $('observe-form').addEventListener('submit', (e) => {
+            e.preventDefault();
+            const k = $('observe-input').value;
+            if (k) this.observe(P.bytesOf(k));
+        });
+        $('watch-form').addEventListener('submit', (e) => {
+            e.preventDefault();
+            const p = $('watch-input').value;
+            if (p) this.watch(p);
+        });
+        $('pause').addEventListener('click', () => this.pause(!this.paused));
+        $('clear').addEventListener('click', () => {
+            this.events = [];
+            this.held = 0;
+            this.render();
+        });
+        $('filter').addEventListener('input', () => this.render());
+        this.client.addEventListener('notify', (e) => this.add(e.detail));
+        this.client.addEventListener('status', (e) => {
+            if (e.detail.state === 'connected') this.again();
+        });
+    }
+
+    async observe(key) {
+        try {
+            const { reply } = await this.client.request(['KEYNOTIFY', key]);
+            if (reply.type === 'error') return this.ctx.say(`KEYNOTIFY ${keyLabel(key)}: ${reply.text}`, true);
+            this.keys.set(P.hex(key), key);
+            this.chips();
+            this.ctx.say(`observing ${keyLabel(key)}`);
+        } catch (err) {
+            this.ctx.say(err.message, true);
+        }
+    }
+
+    async watch(pattern) {
+        try {
+            const answer = (await this.client.admin(['WATCH', pattern])).trim();
+            if (answer !== 'ok') return this.ctx.say(`WATCH ${pattern}: ${answer.replace(/^error /, '')}`, true);
+            this.patterns.add(pattern);
+            this.chips();
+            this.ctx.say(`watching ${pattern}`);
+        } catch (err) {
+            this.ctx.say(err.message, true);
+        }
+    }
+
+    async stop(kind, id) {
+        try {
+            if (kind === 'key') {
+                await this.client.request(['KEYNOTIFY', this.keys.get(id), 'STOP']);
+                this.keys.delete(id);
+            } else {
+                await this.client.admin(['WATCH', id, 'STOP']);
+                this.patterns.delete(id);
+            }
+        } catch (err) {
+            this.ctx.say(err.message, true);
+        }
+        this.chips();
+    }
+
+    // After a reconnection: the broker forgot them with the old connection.
+    // The count of renewals is on the list, for people and tests to see.
+    async again() {
+        for (const key of this.keys.values()) await this.client.request(['KEYNOTIFY', key]).catch(() => {});
+        for (const p of this.patterns) await this.client.admin(['WATCH', p]).catch(() => {});
+        this.renewals = (this.renewals || 0) + 1;
+        $('watches').dataset.renewals = String(this.renewals);
+    }
+
+    chips() {
+        const ul = $('watches');
+        ul.textContent = '';
+        const chip = (label, kind, id) => {
+            const li = document.createElement('li');
+            const b = document.createElement('button');
+            b.className = 'small';
+            b.textContent = '×';
+            b.title = 'stop';
+            b.setAttribute('aria-label', `stop ${label}`);
+            b.addEventListener('click', () => this.stop(kind, id));
+            li.append(label + ' ', b);
+            ul.append(li);
+        };
+        for (const [h, key] of this.keys) chip(`key ${keyLabel(key)}`, 'key', h);
+        for (const p of this.patterns) chip(`pattern ${p}`, 'pattern', p);
+    }
+
+    add(n) {
+        this.events.push(n);
+        if (this.events.length > MAX_ROWS) this.events.splice(0, this.events.length - MAX_ROWS);
+        if (this.paused) {
+            this.held++;
+            this.count();
+        } else this.render();
+    }
+
+    pause(on) {
+        this.paused = on;
+        $('pause').setAttribute('aria-pressed', String(on));
+        $('pause').textContent = on ? 'Resume' : 'Pause';
+        if (!on) {
+            this.held = 0;
+            this.render();
+        } else this.count();
+    }
+
+    count() {
+        const held = this.paused && this.held ? `, ${this.held} new while paused` : '';
+        $('stream-count').textContent = `${this.events.length} events${held}`;
+    }
+
+    render() {
+        const filter = $('filter').value;
+        const body = $('stream');
+        body.textContent = '';
+        for (let i = this.events.length - 1; i >= 0; i--) {
+            const n = this.events[i];
+            const key = keyLabel(n.key);
+            if (filter && !key.includes(filter)) continue;
+            const tr = document.createElement('tr');
+            tr.className = `ev-${n.kind}`;
+            const time = new Date(n.at).toISOString().slice(11, 23);
+            const value = n.value ? P.preview(n.value, PREVIEW_BYTES) : '';
+            for (const text of [time, n.kind, key, n.version || '', value]) {
+                const td = document.createElement('td');
+                td.textContent = text;
+                td.title = text;
+                tr.append(td);
+            }
+            body.append(tr);
+        }
+        this.count();
+    }
+}
