@@ -63,6 +63,10 @@ bool ss_mem_release_commit(ss_backend *b, unsigned n);
  * 1700000000000+r:0:other; the change reaches the feed as etcd's watch
  * brings it). 0 or SS_E_NOMEM. */
 int ss_mem_set_behind(ss_backend *b, const char *key, const char *value);
+/* Another broker, its clock ahead, deletes key, whose last version had
+ * wall clock removed_wall (node "other"): the deletion's trace keeps that
+ * version, as etcd's tombstone does. 0 or SS_E_NOMEM. */
+int ss_mem_delete_behind(ss_backend *b, const char *key, uint64_t removed_wall);
 
 /* ---- what the backend saw --------------------------------------------- */
 

@@ -81,6 +81,29 @@ int ss_mem_set_behind(ss_backend *b, const char *key, const char *value)
     return SS_OK;
 }
 
+int ss_mem_delete_behind(ss_backend *b, const char *key, uint64_t removed_wall)
+{
+    struct ss_mem *m = ss_mem__of(b);
+    ss_bytes k = ss_mem__str(key);
+    bool found;
+    size_t at = ss_mem__search(&m->committed, k, &found);
+    struct ss_mem_rec *r = found ? &m->committed.items[at] : ss_mem__insert(&m->committed, at, k);
+    if (r == NULL)
+        return SS_E_NOMEM;
+    ss_hlc removed;
+    memset(&removed, 0, sizeof removed);
+    removed.wall = removed_wall;
+    removed.node_len = 5;
+    memcpy(removed.node, "other", 5);
+    int rc = ss_mem__assign(r, NULL, &removed);
+    if (rc != SS_OK)
+        return rc;
+    r->rev = ++m->rev;
+    ss_change c = {.type = SS_CHANGE_DELETE, .key = k, .version = removed};
+    ss_mem__record_change(m, &m->base.feed, &c);
+    return SS_OK;
+}
+
 unsigned ss_mem_commits(const ss_backend *b)
 {
     return ss_mem__of(b)->commits;

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "../../core/errors.h"
+#include "../../core/hlc.h"
+#include "../../core/latency.h"
 #include "../../plugin/batch.h"
 #include "../test.h"
 #include "fixture.h"
@@ -214,5 +216,43 @@ TEST(notifications_follow_committed_writes_only)
     lc_expect_notify(5, "w", "k", set_v3);
     lc_tick(&f);
     ASSERT_EQ(lc_published(), 6);
+    lc_close(&f);
+}
+
+/* A key deleted through another broker whose clock runs ahead: the read
+ * of the absent key reports the version its deletion removed, and the
+ * next version of the key is greater, although this broker's clock is
+ * behind it (versions of a key never go backwards). */
+TEST(a_removed_version_orders_the_next_one)
+{
+    struct lc f;
+    lc_open(&f, &lc_shared);
+    uint64_t ahead = ss_wall_ms() + 3600 * 1000; /* an hour ahead of ours */
+    ASSERT_EQ(ss_mem_delete_behind(f.be, "k", ahead), SS_OK);
+    lc_send(&f, "c", "1", "SET k v");
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 1);
+    lc_expect_answer(0, "c", "1", "+OK\r\n");
+    ss_hlc v;
+    ASSERT_EQ(ss_hlc_parse((const uint8_t *)lc_msg(0)->ts, strlen(lc_msg(0)->ts), &v), SS_OK);
+    ASSERT_TRUE(v.wall > ahead || (v.wall == ahead && v.counter > 0));
+    lc_close(&f);
+}
+
+/* A writer that observes its own key hears its answer first, then the
+ * notification of its write, in one tick and in that order. */
+TEST(a_writer_observing_its_key_hears_its_answer_first)
+{
+    static const char set_v[] = "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\nv\r\n";
+    struct lc f;
+    lc_open(&f, &lc_shared);
+    lc_send(&f, "w", "1", "KEYNOTIFY k");
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 1);
+    lc_send(&f, "w", "2", "SET k v");
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 3);
+    lc_expect_answer(1, "w", "2", "+OK\r\n");
+    lc_expect_notify(2, "w", "k", set_v);
     lc_close(&f);
 }
