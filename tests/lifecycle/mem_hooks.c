@@ -56,13 +56,20 @@ bool ss_mem_release_commit(ss_backend *b, unsigned n)
     return true;
 }
 
+/* The committed record of key, made (empty) when there is none: for what
+ * "another broker" writes. NULL when memory ran out. */
+static struct ss_mem_rec *ss_mem__behind(struct ss_mem *m, ss_bytes k)
+{
+    bool found;
+    size_t at = ss_mem__search(&m->committed, k, &found);
+    return found ? &m->committed.items[at] : ss_mem__insert(&m->committed, at, k);
+}
+
 int ss_mem_set_behind(ss_backend *b, const char *key, const char *value)
 {
     struct ss_mem *m = ss_mem__of(b);
     ss_bytes k = ss_mem__str(key);
-    bool found;
-    size_t at = ss_mem__search(&m->committed, k, &found);
-    struct ss_mem_rec *r = found ? &m->committed.items[at] : ss_mem__insert(&m->committed, at, k);
+    struct ss_mem_rec *r = ss_mem__behind(m, k);
     if (r == NULL)
         return SS_E_NOMEM;
     ss_record rec;
@@ -85,9 +92,7 @@ int ss_mem_delete_behind(ss_backend *b, const char *key, uint64_t removed_wall)
 {
     struct ss_mem *m = ss_mem__of(b);
     ss_bytes k = ss_mem__str(key);
-    bool found;
-    size_t at = ss_mem__search(&m->committed, k, &found);
-    struct ss_mem_rec *r = found ? &m->committed.items[at] : ss_mem__insert(&m->committed, at, k);
+    struct ss_mem_rec *r = ss_mem__behind(m, k);
     if (r == NULL)
         return SS_E_NOMEM;
     ss_hlc removed;
