@@ -82,14 +82,17 @@ void ss_backend_lmdb__life_stop(struct ss_backend_lmdb *l)
 static void ss_lmdb__finished(struct ss_backend_lmdb *l, int rc, uint64_t us)
 {
     rc = ss_store_commit_finish(l->store, rc, ss_wall_ms());
-    if (l->was_failing && rc == SS_OK)
+    /* The checkpoint's own outcome: a batch that carried a failed one
+     * went into the journal and may have succeeded all the same. */
+    uint64_t retry;
+    bool ckpt_failed = l->ckpt && ss_store_checkpoint_failing(l->store, &retry);
+    if (l->was_failing && l->ckpt && !ckpt_failed)
         ss_backend_log(&l->base, SS_LOG_NOTICE, "checkpoint succeeded again: the journal is in the data file");
-    if (l->was_lost && rc == SS_OK)
+    if (l->was_lost && l->ckpt && !ckpt_failed)
         ss_backend_log(&l->base, SS_LOG_NOTICE, "checkpoint after the failed fsync succeeded: every "
                                                 "acknowledged write is on disk again");
-    uint64_t retry;
     l->outcome.logged = false;
-    if (rc != SS_OK && l->ckpt && ss_store_checkpoint_failing(l->store, &retry)) {
+    if (ckpt_failed) {
         /* A checkpoint that fails loses nothing (the journal keeps what it
          * would have written) and is tried again later: say so. */
         uint64_t now = ss_wall_ms();

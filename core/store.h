@@ -61,6 +61,8 @@ typedef struct ss_store_options {
                                    0 or more than the default: SS_STORE_BATCH_MAX_DEFAULT */
     uint64_t fail_write_at;     /* testing aid: the Nth journal write fails (EIO); 0: none */
     uint64_t fail_sync_at;      /* testing aid: the Nth fsync of the journal fails; 0: none */
+    uint64_t fail_checkpoint_at; /* testing aid: the Nth checkpoint fails (as on a
+                                    full disk); 0: none */
 } ss_store_options;
 
 #define SS_STORE_MAX_BYTES_DEFAULT ((uint64_t)1 << 30)
@@ -94,7 +96,9 @@ bool ss_store_batch_dirty(const ss_store *s);
  * batch remains: SS_E_QUOTA (the map or the disk filled up), SS_E_IO;
  * ss_store_cause says which. A failed checkpoint is tried again after
  * checkpoint_interval_ms, then after twice as long each time, up to 60 s;
- * meanwhile batches go into the journal. A journal append that would
+ * meanwhile batches go into the journal. A batch that carried a failed
+ * checkpoint goes into the journal too (ss_store_checkpoint_failing then
+ * says the checkpoint failed; the commit's result is the journal's). A journal append that would
  * grow the store on a full filesystem fails with SS_E_QUOTA; one that
  * does not (deletes) uses space kept in reserve for it. If the checkpoint
  * at open fails, the store opens anyway and serves from the journal. */

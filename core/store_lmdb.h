@@ -93,6 +93,7 @@ struct ss_store {
     bool batch;      /* a batch is open (or committing) */
     bool committing; /* between commit_prepare and commit_finish */
     bool ckpt;       /* the prepared commit is a checkpoint */
+    bool ckpt_fell_back; /* ...which failed: the batch went to the journal */
     bool dirty;      /* the open batch changed something */
     int failed; /* error that failed the open batch, 0 if none */
     int broken; /* a reload failed: tried again at the next begin */
@@ -128,7 +129,7 @@ struct ss_store {
      * into the data file with a full sync) covers them again. */
     bool sync_lost;
     int sync_err;          /* errno of the failed sync_run, for sync_done */
-    uint64_t writes_tried, syncs_tried; /* for the failure injection options */
+    uint64_t writes_tried, syncs_tried, ckpts_tried; /* for the failure injection options */
     ss_buf scratch;
     /* The location found by the last get, reused by a put of the same key
      * right after it (the engine reads a key, then writes it): one B-tree

@@ -116,6 +116,11 @@ static int ss_lmdb__checkpoint_failed(ss_store *s, int rc)
  * replay skips them); the next frames follow them. */
 static int ss_lmdb__checkpoint_run(ss_store *s)
 {
+    if (ss_lmdb__inject(&s->ckpts_tried, s->opt.fail_checkpoint_at)) {
+        ss_lmdb__drop_txn(s);
+        ss_lmdb__cause(s, "checkpoint (an injected failure)", ENOSPC);
+        return SS_E_QUOTA;
+    }
     int rc = mdb_txn_commit(s->txn); /* also closes the cursor */
     s->txn = NULL;
     s->cur = NULL;
@@ -282,16 +287,18 @@ int ss_store_commit_prepare(ss_store *s, uint64_t now_ms, bool may_checkpoint)
                     s->clock_counter != s->committed_counter;
     bool writes = s->dirty || !ss_jframe_empty(&s->frame) || counters;
     s->ckpt = rc == SS_OK && may_checkpoint && ss_lmdb__checkpoint_due(s, now_ms, s->frame.len, writes);
-    if (s->ckpt) {
-        /* This batch goes into the file directly, not into the journal. */
+    /* The frame carries the counters even when the batch goes into the
+     * file directly: should that checkpoint fail, the batch goes into the
+     * journal instead (ss_lmdb__checkpoint_fallback). */
+    if (rc == SS_OK && counters)
+        rc = ss_lmdb__counters_log(s);
+    if (rc == SS_OK && s->ckpt) {
         uint8_t j[8];
         ss_put_be(j, s->jseq, 8);
         rc = ss_lmdb__counters_put(s);
         if (rc == SS_OK)
             rc = ss_lmdb__meta_put(s, "journal", j, 8);
         s->ckpt = rc == SS_OK;
-    } else if (rc == SS_OK && counters) {
-        rc = ss_lmdb__counters_log(s);
     }
     if (rc != SS_OK) {
         ss_store_abort(s);
@@ -310,14 +317,10 @@ bool ss_store_commit_syncs(const ss_store *s)
            (s->ckpt || (s->opt.sync == SS_SYNC_ALWAYS && !ss_jframe_empty(&s->frame)));
 }
 
-int ss_store_commit_run(ss_store *s)
+/* Append the sealed frame of the batch to the journal (and sync it with
+ * fsync always). */
+static int ss_lmdb__frame_write(ss_store *s)
 {
-    /* Touches only the transaction and the journal: the owner keeps off
-     * the store until commit_finish (store.h). */
-    if (s->ckpt)
-        return ss_lmdb__checkpoint_run(s);
-    if (ss_jframe_empty(&s->frame))
-        return SS_OK;
     const uint8_t *p = s->frame.data;
     size_t n = s->frame.len;
     uint64_t off = s->jend;
@@ -355,11 +358,52 @@ int ss_store_commit_run(ss_store *s)
     return SS_OK;
 }
 
+/* A checkpoint that failed (a full disk, most often) must not fail the
+ * batch that carried it: its answers would turn into errors for a write
+ * that the journal can still take (a delete on a full disk uses the
+ * journal's reserve). The transaction was lost with the failed commit, so
+ * it is rebuilt as a restart would: the last checkpoint, the journal, and
+ * now this batch's frame, written to the journal first. On the owner's
+ * thread, in commit_finish, as a rollback's reload is: the owner reads
+ * the counts while a commit runs. */
+static int ss_lmdb__checkpoint_fallback(ss_store *s)
+{
+    char cause[sizeof s->cause];
+    memcpy(cause, s->cause, sizeof cause);
+    uint64_t jend = s->jend;
+    int rc = ss_lmdb__reload(s, jend);
+    if (rc != SS_OK)
+        return rc;
+    /* From here a failure cuts the journal back to jend (commit_finish). */
+    s->ckpt_fell_back = true;
+    ss_jframe_seal(&s->frame, s->jseq + 1, s->hash_key);
+    if ((rc = ss_lmdb__frame_write(s)) != SS_OK)
+        return rc;
+    if ((rc = ss_lmdb__reload(s, jend + s->frame.len)) != SS_OK) {
+        s->jend = jend;
+        return rc;
+    }
+    memcpy(s->cause, cause, sizeof cause); /* what the owner logs */
+    return SS_OK;
+}
+
+int ss_store_commit_run(ss_store *s)
+{
+    /* Touches only the transaction and the journal: the owner keeps off
+     * the store until commit_finish (store.h). */
+    if (s->ckpt)
+        return ss_lmdb__checkpoint_run(s);
+    if (ss_jframe_empty(&s->frame))
+        return SS_OK;
+    return ss_lmdb__frame_write(s);
+}
+
 int ss_store_commit_finish(ss_store *s, int rc, uint64_t now_ms)
 {
     s->committing = false;
     bool ckpt = s->ckpt;
     s->ckpt = false;
+    s->ckpt_fell_back = false;
     if (ckpt) {
         s->last_ckpt_ms = now_ms; /* after a failure too: not again at once */
         if (rc == SS_OK) {
@@ -374,13 +418,18 @@ int ss_store_commit_finish(ss_store *s, int rc, uint64_t now_ms)
                 wait = SS_CKPT_BACKOFF_MAX_MS;
             s->ckpt_failures++;
             s->ckpt_retry_ms = now_ms + wait;
+            if (!ss_jframe_empty(&s->frame))
+                rc = ss_lmdb__checkpoint_fallback(s);
         }
     }
+    /* A checkpoint that failed and left its batch to the journal counts
+     * as a journaled commit from here. */
+    bool journaled = !ckpt || s->ckpt_fell_back;
     if (rc != SS_OK) {
         /* Cut what the failed write may have left. Should that fail too,
          * the next frame overwrites it from jend, and a replay stops at
          * any remains after it (they fail their check). */
-        if (!ckpt && !ss_jframe_empty(&s->frame) && ftruncate(s->jfd, (off_t)s->jend) != 0) {
+        if (journaled && !ss_jframe_empty(&s->frame) && ftruncate(s->jfd, (off_t)s->jend) != 0) {
         }
         s->dirty = true;
         ss_lmdb__rollback(s);
@@ -390,15 +439,17 @@ int ss_store_commit_finish(ss_store *s, int rc, uint64_t now_ms)
     s->committed_bytes = s->bytes;
     s->committed_wall = s->clock_wall;
     s->committed_counter = s->clock_counter;
-    if (ckpt) {
+    if (!journaled) {
         s->ckpt_seq = s->jseq;
         s->synced = s->commits; /* the journal is empty or behind the file */
         s->sync_lost = false;
         return SS_OK;
     }
     if (!ss_jframe_empty(&s->frame)) {
-        s->jend += s->frame.len;
-        s->jseq++;
+        if (!s->ckpt_fell_back) { /* the fallback's replay counted its frame */
+            s->jend += s->frame.len;
+            s->jseq++;
+        }
         s->commits++;
         if (s->opt.sync == SS_SYNC_ALWAYS)
             s->synced = s->commits;

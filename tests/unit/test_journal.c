@@ -554,3 +554,69 @@ TEST(store_batch_bytes_bounded)
     ASSERT_EQ(ss_store_key_count(s), 2);
     ss_store_close(s);
 }
+
+/* A checkpoint that fails (as on a full disk) does not fail the batch
+ * that carried it: the batch goes into the journal, its writes are
+ * readable at once and after a restart, the checkpoint's failure is
+ * reported and tried again later, and then succeeds. Before, the batch
+ * failed with the checkpoint: a DEL on a full disk was answered with the
+ * quota error. */
+TEST(store_failed_checkpoint_leaves_its_batch_to_the_journal)
+{
+    ss_store_options o = journaled();
+    o.checkpoint_interval_ms = 100;
+    o.journal_max_bytes = 4096;
+    o.fail_checkpoint_at = 1;
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    static char big[1001];
+    memset(big, 'y', 1000);
+    ss_record r = rec_of(big, 1, 0);
+    int carried = -1;
+    for (int i = 0; i < 10 && carried < 0; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "c%d", i);
+        off_t before = journal_size();
+        ASSERT_EQ(ss_store_begin(s), SS_OK);
+        ASSERT_EQ(ss_store_put(s, B(k), &r), SS_OK);
+        ASSERT_EQ(ss_store_commit_prepare(s, 10, true), SS_OK);
+        bool ckpt = ss_store_commit_is_checkpoint(s);
+        ASSERT_EQ(ss_store_commit_finish(s, ss_store_commit_run(s), 10), SS_OK);
+        if (ckpt) {
+            carried = i;
+            /* The journal kept what it had and took this batch too. */
+            ASSERT_TRUE(journal_size() > before);
+            ASSERT_TRUE(ss_store_checkpoint_failing(s, NULL));
+            ASSERT_TRUE(strstr(ss_store_cause(s), "checkpoint (an injected failure)") != NULL);
+        } else {
+            ASSERT_TRUE(!ss_store_checkpoint_failing(s, NULL));
+        }
+    }
+    ASSERT_TRUE(carried >= 2); /* the journal reached its limit first */
+    ASSERT_EQ(ss_store_key_count(s), carried + 1);
+    ss_record got;
+    char k[16];
+    snprintf(k, sizeof k, "c%d", carried);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_get(s, B(k), &got), SS_OK);
+    ASSERT_EQ(got.value.len, 1000);
+    ss_store_abort(s);
+    /* Not again before its backoff; then an empty batch carries it. */
+    ASSERT_TRUE(!ss_store_checkpoint_due(s, 50));
+    ASSERT_TRUE(ss_store_checkpoint_due(s, 110));
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 110), SS_OK);
+    ASSERT_EQ(journal_size(), 0);
+    ASSERT_TRUE(!ss_store_checkpoint_failing(s, NULL));
+    ss_store_close(s);
+
+    /* Every batch survives a restart, the one that carried the failed
+     * checkpoint included. */
+    o.fail_checkpoint_at = 0;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ASSERT_EQ(ss_store_key_count(s), carried + 1);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_get(s, B(k), &got), SS_OK);
+    ss_store_abort(s);
+    ss_store_close(s);
+}
