@@ -282,6 +282,7 @@ static const struct {
     {"etcd_endpoint", "statestore/etcd/endpoint"},
     {"etcd_reachable", "statestore/etcd/reachable"},
     {"etcd_nospace", "statestore/etcd/nospace"},
+    {"etcd_leader", "statestore/etcd/leader"},
     {"keys", "statestore/keys"},
     {"bytes", "statestore/bytes"},
     {"requests", "statestore/requests/total"},
@@ -303,6 +304,32 @@ static const char *figure(const struct stats *s, const char *name)
     return NULL;
 }
 
+/* Endpoints status shows one line each at most. */
+#define SS_STATUS_ENDPOINTS 16
+
+/* Endpoint n (from 1) as one line, from its figures under
+ * etcd/endpoints/n/: "URL healthy, leader, id ..., version ..., db_size
+ * ..., raft_term ..., raft_index ..." or "URL unhealthy: why". False when
+ * the broker published none for n. */
+static bool endpoint_line(const struct stats *s, int n, char *out, size_t len)
+{
+    static const char *const leaf[] = {"url", "healthy", "leader", "id", "version", "db_size",
+                                       "raft_term", "raft_index", "error"};
+    const char *v[sizeof leaf / sizeof leaf[0]];
+    for (size_t k = 0; k < sizeof leaf / sizeof leaf[0]; k++) {
+        char topic[96];
+        snprintf(topic, sizeof topic, "statestore/etcd/endpoints/%d/%s", n, leaf[k]);
+        if ((v[k] = figure(s, topic)) == NULL)
+            return false;
+    }
+    if (strcmp(v[1], "1") != 0)
+        snprintf(out, len, "%s unhealthy: %s", v[0], strcmp(v[8], "none") != 0 ? v[8] : "no answer");
+    else
+        snprintf(out, len, "%s healthy%s, id %s, version %s, db_size %s, raft_term %s, raft_index %s", v[0],
+                 strcmp(v[2], "1") == 0 ? ", leader" : "", v[3], v[4], v[5], v[6], v[7]);
+    return true;
+}
+
 int cmd_status(struct cli *cl, ss_client *c)
 {
     struct stats s;
@@ -321,24 +348,41 @@ int cmd_status(struct cli *cl, ss_client *c)
         stats_settle(&s, seen, deadline);
         pthread_mutex_lock(&s.mu);
     }
-    const char *names[SS_STATUS_N + 2], *values[SS_STATUS_N + 2];
+    const char *names[SS_STATUS_N + SS_STATUS_ENDPOINTS + 3], *values[SS_STATUS_N + SS_STATUS_ENDPOINTS + 3];
     int n = 0;
     const char *backend = figure(&s, "statestore/backend");
     const char *reachable = figure(&s, "statestore/etcd/reachable");
     const char *nospace = figure(&s, "statestore/etcd/nospace");
+    const char *unhealthy = figure(&s, "statestore/etcd/endpoints_unhealthy");
+    const char *count = figure(&s, "statestore/etcd/endpoint_count");
     const char *published = figure(&s, "statestore/published_ms");
-    /* Healthy: the plugin publishes, and its backend can store. */
+    /* Healthy: the plugin publishes, and its backend can store. Degraded
+     * (exit 0): it can, but some etcd endpoint does not answer as it
+     * should. */
+    char degraded[96];
+    snprintf(degraded, sizeof degraded, "degraded (%s of %s etcd endpoints unhealthy)", unhealthy ? unhealthy : "",
+             count ? count : "");
     const char *health = backend == NULL                              ? "no statestore figures"
                          : reachable && strcmp(reachable, "1") != 0   ? "etcd unreachable"
                          : nospace && strcmp(nospace, "0") != 0       ? "etcd out of space"
+                         : unhealthy && count && strcmp(unhealthy, "0") != 0 ? degraded
                                                                       : "ok";
     names[n] = "health";
     values[n++] = health;
+    char lines[SS_STATUS_ENDPOINTS][512], line_names[SS_STATUS_ENDPOINTS][32];
     for (size_t i = 0; i < SS_STATUS_N; i++) {
         const char *v = figure(&s, status_figures[i].topic);
         if (v) {
             names[n] = status_figures[i].name;
             values[n++] = v;
+        }
+        /* Each endpoint after the leader. */
+        for (int e = 0; strcmp(status_figures[i].name, "etcd_leader") == 0 && e < SS_STATUS_ENDPOINTS &&
+                        endpoint_line(&s, e + 1, lines[e], sizeof lines[e]);
+             e++) {
+            snprintf(line_names[e], sizeof line_names[e], "etcd_endpoint_%d", e + 1);
+            names[n] = line_names[e];
+            values[n++] = lines[e];
         }
     }
     char age[32];
@@ -352,7 +396,7 @@ int cmd_status(struct cli *cl, ss_client *c)
         out_error("status: the broker publishes no figures under " SS_STATS_PREFIX
                   ": is the statestore plugin loaded?");
         rc = SS_EXIT_CONNECTION;
-    } else if (strcmp(health, "ok") != 0) {
+    } else if (strcmp(health, "ok") != 0 && health != degraded) {
         rc = SS_EXIT_PROTOCOL;
     }
     stats_free(c, &s);

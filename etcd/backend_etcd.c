@@ -21,6 +21,7 @@
 #include "backend_etcd_calls.h"
 #include "backend_etcd_commit.h"
 #include "backend_etcd_life.h"
+#include "backend_etcd_probe.h"
 #include "backend_etcd_quota.h"
 #include "backend_etcd_scan.h"
 #include "backend_etcd_session.h"
@@ -433,7 +434,8 @@ int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char
     ss_grpc_options go = {.endpoints = o->endpoints, .ca_file = o->ca_file, .cert_file = o->cert_file,
                           .key_file = o->key_file, .connect_timeout_ms = e->call_timeout_ms,
                           .wake = ss_etcd__wake, .wake_ctx = e};
-    if ((rc = ss_grpc_new(&go, &e->grpc, why, why_len)) != SS_OK) {
+    if ((rc = ss_grpc_new(&go, &e->grpc, why, why_len)) != SS_OK ||
+        (rc = ss_etcd__probes_new(e, o, why, why_len)) != SS_OK) {
         ss_backend_etcd_free(&e->base);
         return rc;
     }
@@ -457,6 +459,7 @@ void ss_backend_etcd_free(ss_backend *b)
         ss_grpc_call_clear(&c);
     }
     ss_grpc_free(e->grpc); /* no call runs past here */
+    ss_etcd__probes_free(e);
     while (e->ops) {
         struct ss_etcd_op *op = e->ops;
         ss_etcd__unlink_op(e, op);

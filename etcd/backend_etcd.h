@@ -95,6 +95,7 @@ typedef struct ss_backend_etcd_options {
      * (backend_etcd_tombstone.c); 0: SS_BACKEND_ETCD_TOMBSTONE_MS */
     uint64_t tombstone_ms;
     unsigned lease_ttl_s;       /* the node id's claim lives this long unrenewed; 0: 3 */
+    unsigned status_interval_ms; /* each endpoint's status asked this often; 0: never */
     uint64_t max_keys, max_bytes; /* over the whole store (q/usage); 0: no limit */
     ss_backend_log_fn log; /* levels SS_LOG_* (backend.h); may be NULL */
     void *log_ctx;
@@ -116,11 +117,15 @@ typedef struct ss_backend_etcd_options {
  *   etcd_max_request_bytes  1.5 MiB (64 KiB to 2 GiB): etcd's
  *                           --max-request-bytes
  *   etcd_tombstone_ms       60000 (1 s to 7 days): see below
+ *   etcd_status_interval_ms 2000 (0: off, or 100 to 3600000): how often
+ *                           each endpoint is asked for its status (the
+ *                           figures etcd/endpoints/N/...)
  * node_id, max_keys and max_bytes are the owner's (shared with the
  * engine and every backend). */
 typedef struct ss_backend_etcd_config {
     char *endpoints, *prefix, *ca_file, *cert_file, *key_file, *username, *password;
     uint64_t timeout_ms, unavailable_ms, max_txn_ops, max_request_bytes, tombstone_ms;
+    uint64_t status_interval_ms;
     const char *node_id;          /* set by the owner (borrowed) */
     uint64_t max_keys, max_bytes; /* set by the owner; 0: no limit */
 } ss_backend_etcd_config;
@@ -152,5 +157,7 @@ ss_backend_etcd_options ss_backend_etcd_options_of(const ss_backend_etcd_config 
  * next version of the key is greater only if the brokers' clocks are
  * closer than this. */
 #define SS_BACKEND_ETCD_TOMBSTONE_MS 60000u
+/* How often each endpoint is asked for its status, by default. */
+#define SS_BACKEND_ETCD_STATUS_MS 2000u
 
 #endif

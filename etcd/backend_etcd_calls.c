@@ -19,6 +19,7 @@
 #include "backend_etcd_session.h"
 #include "backend_etcd_sweep.h"
 #include "backend_etcd_watch.h"
+#include "backend_etcd_probe.h"
 
 /* ---- calls ------------------------------------------------------------- */
 
@@ -212,5 +213,6 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
     if (first->marker_known)
         ss_etcd__ask_due(e, now_ms);
     ss_etcd__watch_step(e);
+    ss_etcd__probe_step(e);
 }
 

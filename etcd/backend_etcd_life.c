@@ -15,6 +15,7 @@
 #include "backend_etcd_calls.h"
 #include "backend_etcd_commit.h"
 #include "backend_etcd_life.h"
+#include "backend_etcd_probe.h"
 #include "backend_etcd_scan.h"
 #include "backend_etcd_session.h"
 #include "backend_etcd_watch.h"
@@ -145,6 +146,7 @@ void ss_etcd__figures(void *impl, uint64_t now_ms, ss_figure_fn fn, void *ctx)
     ss_figure_u64(fn, ctx, "etcd/watch_restarts", st.watch_restarts);
     ss_figure_u64(fn, ctx, "etcd/watch_lost_revisions", st.watch_lost_revisions);
     ss_figure_u64(fn, ctx, "etcd/watch_undecodable", st.watch_undecodable);
+    ss_etcd__probe_figures(e, fn, ctx);
     if (st.usage_known) { /* counted over the whole store, with a limit set */
         ss_figure_u64(fn, ctx, "keys", st.keys);
         ss_figure_u64(fn, ctx, "bytes", st.bytes);

@@ -26,6 +26,7 @@ static const struct ss_option_spec ss_etcd_options[] = {
     {"etcd_max_request_bytes", SS_OPTION_U64, SS_ETCD_OFF(max_request_bytes), (uint64_t)64 << 10,
      (uint64_t)1 << 31, NULL},
     {"etcd_tombstone_ms", SS_OPTION_U64, SS_ETCD_OFF(tombstone_ms), 1000, (uint64_t)7 * 24 * 3600 * 1000, NULL},
+    {"etcd_status_interval_ms", SS_OPTION_U64, SS_ETCD_OFF(status_interval_ms), 0, 3600000, NULL},
 };
 #define SS_ETCD_OPTIONS (sizeof ss_etcd_options / sizeof ss_etcd_options[0])
 
@@ -37,6 +38,7 @@ void ss_backend_etcd_config_init(ss_backend_etcd_config *c)
     c->max_txn_ops = 128;
     c->max_request_bytes = (uint64_t)3 << 19;
     c->tombstone_ms = SS_BACKEND_ETCD_TOMBSTONE_MS;
+    c->status_interval_ms = SS_BACKEND_ETCD_STATUS_MS;
 }
 
 int ss_backend_etcd_config_set(ss_backend_etcd_config *c, const char *name, const char *value, char *why,
@@ -61,6 +63,10 @@ int ss_backend_etcd_config_check(const ss_backend_etcd_config *c, char *why, siz
         snprintf(why, why_len, "plugin_opt_etcd_password needs plugin_opt_etcd_username");
         return SS_E_INVAL;
     }
+    if (c->status_interval_ms != 0 && c->status_interval_ms < 100) {
+        snprintf(why, why_len, "plugin_opt_etcd_status_interval_ms: 0 (off) or 100 to 3600000");
+        return SS_E_INVAL;
+    }
     if ((c->cert_file == NULL) != (c->key_file == NULL)) {
         snprintf(why, why_len, "plugin_opt_etcd_cert_file and plugin_opt_etcd_key_file go together");
         return SS_E_INVAL;
@@ -72,11 +78,12 @@ void ss_backend_etcd_config_describe(const ss_backend_etcd_config *c, char *out,
 {
     snprintf(out, len, "backend=etcd etcd_endpoints=%s etcd_prefix=%s etcd_tls=%s etcd_username=%s "
              "etcd_timeout_ms=%llu etcd_unavailable_ms=%llu etcd_max_txn_ops=%llu etcd_max_request_bytes=%llu "
-             "etcd_tombstone_ms=%llu", c->endpoints ? c->endpoints : "(none)",
+             "etcd_tombstone_ms=%llu etcd_status_interval_ms=%llu", c->endpoints ? c->endpoints : "(none)",
              c->prefix ? c->prefix : "statestore/", c->ca_file || c->cert_file ? "files" : "system",
              c->username ? c->username : "(none)", (unsigned long long)c->timeout_ms,
              (unsigned long long)c->unavailable_ms, (unsigned long long)c->max_txn_ops,
-             (unsigned long long)c->max_request_bytes, (unsigned long long)c->tombstone_ms);
+             (unsigned long long)c->max_request_bytes, (unsigned long long)c->tombstone_ms,
+             (unsigned long long)c->status_interval_ms);
 }
 
 void ss_backend_etcd_config_free(ss_backend_etcd_config *c)
@@ -101,6 +108,7 @@ ss_backend_etcd_options ss_backend_etcd_options_of(const ss_backend_etcd_config 
                                  .max_request_bytes = (size_t)c->max_request_bytes,
                                  .max_txn_ops = (unsigned)c->max_txn_ops,
                                  .tombstone_ms = c->tombstone_ms,
+                                 .status_interval_ms = (unsigned)c->status_interval_ms,
                                  .max_keys = c->max_keys,
                                  .max_bytes = c->max_bytes};
     return o;

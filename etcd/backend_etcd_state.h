@@ -15,7 +15,8 @@
  * backend_etcd_scan.c (pages of records for administrative requests),
  * backend_etcd_watch.c (the change feed from etcd's Watch),
  * backend_etcd_blob.c (values too large for one request, in chunks),
- * backend_etcd_tombstone.c (the version a deletion removed).
+ * backend_etcd_tombstone.c (the version a deletion removed),
+ * backend_etcd_probe.c (each endpoint's status, for the figures).
  *
  * The cache: one entry per key the engine asked for, in a hash table and
  * a list. An entry is being fetched, waiting to fetch again (the cluster
@@ -302,6 +303,12 @@ struct ss_backend_etcd {
     size_t nheld, held_cap;
     uint64_t next_ticket;
     uint64_t held_retry_ms;   /* monotonic: when failed reads are sent again */
+
+    /* each endpoint's status (backend_etcd_probe.c) */
+    struct ss_etcd_probe *probes;
+    size_t nprobes;
+    unsigned probe_interval_ms;
+    uint64_t probe_next_ms; /* monotonic */
 
     ss_buf scratch, scratch2;
     ss_backend_etcd_stats stats;

@@ -173,6 +173,26 @@ uint64_t ss_etcd_status_member(const ss_buf *reply)
     return id;
 }
 
+int ss_etcd_status_read(const ss_buf *reply, ss_etcd_status *out)
+{
+    Etcdserverpb__StatusResponse *m = etcdserverpb__status_response__unpack(NULL, reply->len, reply->data);
+    if (m == NULL)
+        return SS_E_PROTOCOL;
+    memset(out, 0, sizeof *out);
+    out->member = m->header ? m->header->member_id : 0;
+    out->leader = m->leader;
+    snprintf(out->version, sizeof out->version, "%s", m->version ? m->version : "");
+    out->db_size = m->dbsize > 0 ? (uint64_t)m->dbsize : 0;
+    out->raft_term = m->raftterm;
+    out->raft_index = m->raftindex;
+    out->learner = m->islearner;
+    out->nerrors = m->n_errors;
+    if (m->n_errors > 0 && m->errors[0])
+        snprintf(out->error, sizeof out->error, "%s", m->errors[0]);
+    protobuf_c_message_free_unpacked(&m->base, NULL);
+    return SS_OK;
+}
+
 /* ---- Txn ---------------------------------------------------------------- */
 
 static int ss_etcd__add(ss_etcd_txn *t, enum ss_etcd_item_kind kind, ss_bytes key, ss_bytes value,

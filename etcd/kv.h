@@ -107,6 +107,18 @@ void ss_etcd_txn_free(ss_etcd_txn *t);
 int ss_etcd_status_unpack(const ss_buf *reply, uint64_t *leader, char *version, size_t version_len);
 /* The id of the member that answered a Status (0 if the reply has none). */
 uint64_t ss_etcd_status_member(const ss_buf *reply);
+/* What a Status reply says of the member that answered: what etcdctl
+ * endpoint status shows. */
+typedef struct ss_etcd_status {
+    uint64_t member, leader; /* ids; leader 0: it knows none */
+    char version[32];
+    uint64_t db_size, raft_term, raft_index;
+    bool learner;
+    size_t nerrors;          /* its alarms and health errors */
+    char error[128];         /* the first of them, or "" */
+} ss_etcd_status;
+/* 0 or SS_E_PROTOCOL. */
+int ss_etcd_status_read(const ss_buf *reply, ss_etcd_status *out);
 
 /* Authenticate as name with password; the reply's token into token
  * (token_len bytes with its NUL). 0, SS_E_NOMEM, SS_E_PROTOCOL, or

@@ -49,6 +49,11 @@ describe('the console on etcd', () => {
         await page.waitForFunction(() => document.querySelector('#tiles [data-name="backend"] b')?.textContent === 'etcd');
         await page.waitForSelector('#tiles [data-name="etcd/endpoint"]');
         assert.equal(await page.textContent('#tiles [data-name="etcd/endpoint"] b'), etcd.endpoint);
+        // The leader, and each endpoint's health (a single member: it leads).
+        await page.waitForFunction((u) => document.querySelector('#tiles [data-name="etcd/leader"] b')?.textContent === u, etcd.endpoint);
+        assert.equal(await page.textContent('#tiles [data-name="etcd/endpoints/1"] b'), etcd.endpoint);
+        assert.match(await page.textContent('#tiles [data-name="etcd/endpoints/1"] span'), /^healthy, leader, raft index [0-9]+$/);
+        assert.equal(await page.$('#tiles [data-name="etcd/endpoints/2"]'), null);
         await page.waitForFunction(() => {
             const c = [...document.querySelectorAll('#charts .chart')].find((x) => x.querySelector('h3').textContent === 'etcd: watch revision');
             return c && !c.hidden && Number(c.querySelector('canvas').dataset.points) >= 2;

@@ -56,7 +56,20 @@ const TILES = [
     ['pattern_watches', 'pattern watches'],
     ['etcd/endpoint', 'etcd endpoint'],
     ['etcd/reachable', 'etcd reachable'],
+    ['etcd/leader', 'etcd leader'],
 ];
+
+// Endpoint n's tile (etcd/endpoints/n/...): its URL, then healthy (and
+// leader) or unhealthy and why; null when the broker published none.
+function endpointTile(f, n) {
+    const at = (leaf) => f[`etcd/endpoints/${n}/${leaf}`];
+    if (at('url') === undefined) return null;
+    const state =
+        at('healthy') === '1'
+            ? `healthy${at('leader') === '1' ? ', leader' : ''}, raft index ${at('raft_index')}`
+            : `unhealthy: ${at('error') !== 'none' ? at('error') : 'no answer'}`;
+    return { url: at('url'), state, healthy: at('healthy') === '1' };
+}
 
 export class DashView {
     constructor(ctx) {
@@ -141,9 +154,13 @@ export class DashView {
             const v = this.latest[name];
             add(label, /^[0-9]+$/.test(v) ? formatNumber(Number(v)) : v, name);
         }
-        // Which member leads is not among the plugin's figures; the member
-        // it talks to is (etcd/endpoint).
-        if (etcd) add('etcd leader', 'not published', 'etcd/leader');
+        // Each etcd endpoint, as statestore status shows it.
+        for (let n = 1; etcd; n++) {
+            const e = endpointTile(this.latest, n);
+            if (!e) break;
+            add(e.state, e.url, `etcd/endpoints/${n}`);
+            box.lastChild.classList.toggle('bad', !e.healthy);
+        }
         add('samples', String(this.samples.length), 'samples');
     }
 }

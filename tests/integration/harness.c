@@ -227,6 +227,27 @@ void broker_kill9(struct broker *b)
     stop_with(b, SIGKILL);
 }
 
+void broker_named(struct broker *b, const char *name)
+{
+    memset(b, 0, sizeof *b);
+    snprintf(b->name, sizeof b->name, "%s", name);
+    snprintf(b->data, sizeof b->data, "%s/data-%s", test_tmpdir(), name);
+}
+
+const char *status_line(const char *out, const char *name, char *value, size_t cap)
+{
+    char head[40];
+    snprintf(head, sizeof head, "%-18s ", name);
+    for (const char *line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, head, strlen(head)) == 0) {
+            size_t n = strcspn(line + strlen(head), "\n");
+            snprintf(value, cap, "%.*s", (int)n, line + strlen(head));
+            return value;
+        }
+    }
+    return NULL;
+}
+
 bool broker_log_has(const struct broker *b, const char *text)
 {
     FILE *f = fopen(b->log, "r");

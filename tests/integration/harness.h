@@ -41,6 +41,12 @@ void broker_stop(struct broker *b);  /* SIGTERM, wait */
 void broker_kill9(struct broker *b); /* SIGKILL, wait */
 /* True if the log contains text. */
 bool broker_log_has(const struct broker *b, const char *text);
+/* b emptied and named (several brokers in one test), with its data
+ * directory <tmpdir>/data-NAME; extra is the caller's to fill. */
+void broker_named(struct broker *b, const char *name);
+/* The value of line NAME of statestore status's text output ("NAME
+ * VALUE", the name padded to 18) into value; NULL if there is none. */
+const char *status_line(const char *out, const char *name, char *value, size_t cap);
 
 /* A received message, owned by the client until the next wait or close. */
 struct msg {

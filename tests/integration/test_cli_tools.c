@@ -349,21 +349,6 @@ TEST(cli_options_file)
     broker_stop(&b);
 }
 
-/* The text lines of status: each "NAME VALUE" (the name padded to 18). */
-static const char *status_value(const char *out, const char *name, char *value, size_t cap)
-{
-    char head[40];
-    snprintf(head, sizeof head, "%-18s ", name);
-    for (const char *line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-        if (strncmp(line, head, strlen(head)) == 0) {
-            size_t n = strcspn(line + strlen(head), "\n");
-            snprintf(value, cap, "%.*s", (int)n, line + strlen(head));
-            return value;
-        }
-    }
-    return NULL;
-}
-
 /* status: the health, the backend (on etcd its endpoint and whether the
  * cluster answers), the store's and the broker's own figures, in a fixed
  * order; --json; a broker without the plugin is said to be one. */
@@ -385,7 +370,8 @@ TEST(cli_status)
     char v[300];
     for (int i = 0; i < 20; i++) {
         cli_tool(&r, "-p", port, "status", NULL);
-        if (etcd ? r.status == 0 : status_value(r.out, "keys", v, sizeof v) && strcmp(v, "1") == 0)
+        if (etcd ? r.status == 0 && status_line(r.out, "etcd_leader", v, sizeof v) && strcmp(v, "none") != 0
+                 : status_line(r.out, "keys", v, sizeof v) && strcmp(v, "1") == 0)
             break;
         run_free(&r);
         usleep(250000);
@@ -394,7 +380,8 @@ TEST(cli_status)
     ERR_IS(r, "");
     /* The names, in order: each line's name is one of them, in this order. */
     static const char *const order[] = {
-        "health", "backend", "etcd_endpoint", "etcd_reachable", "etcd_nospace", "keys", "bytes",
+        "health", "backend", "etcd_endpoint", "etcd_reachable", "etcd_nospace", "etcd_leader",
+        "etcd_endpoint_1", "etcd_endpoint_2", "etcd_endpoint_3", "keys", "bytes",
         "requests", "broker", "uptime", "clients_connected", "clients_total", "messages_received",
         "messages_sent", "heap_bytes", "age_ms",
     };
@@ -409,29 +396,45 @@ TEST(cli_status)
         ASSERT_TRUE(strchr(line, '\n') != NULL);
     }
     ASSERT_TRUE(strncmp(r.out, "health             ok\nbackend            ", 40) == 0);
-    ASSERT_TRUE(status_value(r.out, "backend", v, sizeof v) != NULL);
+    ASSERT_TRUE(status_line(r.out, "backend", v, sizeof v) != NULL);
     ASSERT_MEM(v, strlen(v), etcd ? "etcd" : "lmdb", 4);
     ASSERT_EQ(strlen(v), 4);
-    ASSERT_TRUE(status_value(r.out, "broker", v, sizeof v) != NULL);
+    ASSERT_TRUE(status_line(r.out, "broker", v, sizeof v) != NULL);
     ASSERT_TRUE(strncmp(v, "mosquitto version ", 18) == 0);
-    ASSERT_TRUE(status_value(r.out, "clients_connected", v, sizeof v) != NULL);
-    ASSERT_TRUE(status_value(r.out, "uptime", v, sizeof v) != NULL);
+    ASSERT_TRUE(status_line(r.out, "clients_connected", v, sizeof v) != NULL);
+    ASSERT_TRUE(status_line(r.out, "uptime", v, sizeof v) != NULL);
     ASSERT_TRUE(strstr(v, " seconds") != NULL);
-    ASSERT_TRUE(status_value(r.out, "age_ms", v, sizeof v) != NULL);
+    ASSERT_TRUE(status_line(r.out, "age_ms", v, sizeof v) != NULL);
     ASSERT_TRUE(strtoull(v, NULL, 10) < 60000);
     if (etcd) {
-        ASSERT_TRUE(status_value(r.out, "etcd_endpoint", v, sizeof v) != NULL);
+        ASSERT_TRUE(status_line(r.out, "etcd_endpoint", v, sizeof v) != NULL);
         ASSERT_TRUE(strncmp(v, "http://127.0.0.1:", 17) == 0);
-        ASSERT_TRUE(status_value(r.out, "etcd_reachable", v, sizeof v) != NULL);
+        ASSERT_TRUE(status_line(r.out, "etcd_reachable", v, sizeof v) != NULL);
         ASSERT_STR(v, strlen(v), "1");
-        ASSERT_TRUE(status_value(r.out, "etcd_nospace", v, sizeof v) != NULL);
+        ASSERT_TRUE(status_line(r.out, "etcd_nospace", v, sizeof v) != NULL);
         ASSERT_STR(v, strlen(v), "0");
-        ASSERT_TRUE(status_value(r.out, "keys", v, sizeof v) == NULL); /* no limit set: not counted */
+        ASSERT_TRUE(status_line(r.out, "keys", v, sizeof v) == NULL); /* no limit set: not counted */
+        /* Each endpoint of the harness's cluster, healthy; one leads. */
+        char leader[300];
+        ASSERT_TRUE(status_line(r.out, "etcd_leader", leader, sizeof leader) != NULL);
+        int leads = 0;
+        for (int i = 1; i <= 3; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "etcd_endpoint_%d", i);
+            ASSERT_TRUE(status_line(r.out, name, v, sizeof v) != NULL);
+            ASSERT_TRUE(strncmp(v, "http://127.0.0.1:", 17) == 0);
+            ASSERT_TRUE(strstr(v, " healthy") != NULL);
+            if (strstr(v, " healthy, leader, ") != NULL) {
+                leads++;
+                ASSERT_TRUE(strncmp(v, leader, strlen(leader)) == 0 && v[strlen(leader)] == ' ');
+            }
+        }
+        ASSERT_EQ(leads, 1);
     } else {
-        ASSERT_TRUE(status_value(r.out, "etcd_endpoint", v, sizeof v) == NULL);
-        ASSERT_TRUE(status_value(r.out, "keys", v, sizeof v) != NULL);
+        ASSERT_TRUE(status_line(r.out, "etcd_endpoint", v, sizeof v) == NULL);
+        ASSERT_TRUE(status_line(r.out, "keys", v, sizeof v) != NULL);
         ASSERT_STR(v, strlen(v), "1");
-        ASSERT_TRUE(status_value(r.out, "bytes", v, sizeof v) != NULL);
+        ASSERT_TRUE(status_line(r.out, "bytes", v, sizeof v) != NULL);
         ASSERT_STR(v, strlen(v), "66"); /* "k", "v" and 64 */
     }
     run_free(&r);
