@@ -102,6 +102,16 @@ static void ss_broker_conf__read_dir(struct ss_broker_conf *bc, const char *dir,
         free(list);
 }
 
+/* "listener PORT [address]": the port, or 0. */
+static uint16_t ss_broker_conf__port(const char *v)
+{
+    size_t digits = strspn(v, "0123456789");
+    uint64_t n;
+    if (digits == 0 || ss_parse_u64((const uint8_t *)v, digits, 65535, &n) != SS_OK)
+        return 0;
+    return (uint16_t)n;
+}
+
 static void ss_broker_conf__read(struct ss_broker_conf *bc, const char *path, uint64_t *limit, int depth)
 {
     if (depth > SS_INCLUDE_DEPTH_MAX)
@@ -110,9 +120,16 @@ static void ss_broker_conf__read(struct ss_broker_conf *bc, const char *path, ui
     if (f == NULL)
         return;
     char line[4096];
+    uint16_t listener = 0; /* the listener the lines are about now */
     while (fgets(line, sizeof line, f)) {
         char *v;
-        if ((v = ss_broker_conf__setting(line, "message_size_limit")) != NULL) {
+        if ((v = ss_broker_conf__setting(line, "listener")) != NULL) {
+            listener = ss_broker_conf__port(v);
+        } else if ((v = ss_broker_conf__setting(line, "protocol")) != NULL) {
+            int max = (int)(sizeof bc->ws_ports / sizeof bc->ws_ports[0]);
+            if (strcmp(v, "websockets") == 0 && listener != 0 && bc->ws_nports < max)
+                bc->ws_ports[bc->ws_nports++] = listener;
+        } else if ((v = ss_broker_conf__setting(line, "message_size_limit")) != NULL) {
             size_t digits = strspn(v, "0123456789");
             uint64_t n;
             if (ss_parse_u64((const uint8_t *)v, digits, UINT64_MAX, &n) == SS_OK)

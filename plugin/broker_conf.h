@@ -12,6 +12,9 @@ struct ss_broker_conf {
     uint64_t sys_interval;       /* seconds between $SYS updates; 10 when unset, 0: none */
     bool has_acl_file;
     int other_plugins; /* plugin / auth_plugin lines naming another library */
+    /* the ports of the listeners with "protocol websockets" */
+    uint16_t ws_ports[8];
+    int ws_nports;
 };
 
 /* Read the file given to the broker with -c; defaults when there is none. */

@@ -119,6 +119,8 @@ void ss_metrics_publish(struct ss_plugin *p, uint64_t now_ms)
     ss_latency_take(&m->commit, &p50, &p99);
     ss_metrics__u64(p, "commit/p50_us", p50);
     ss_metrics__u64(p, "commit/p99_us", p99);
+    if (p->wswake.live)
+        ss_metrics__u64(p, "websockets/wakes", atomic_load_explicit(&p->wswake.wakes, memory_order_relaxed));
     p->backend->ops->figures(p->backend->impl, now_ms, ss_metrics__figure, p);
 }
 

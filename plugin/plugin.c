@@ -41,6 +41,8 @@ static int ss_plugin__on_tick(int event, void *event_data, void *userdata)
     uint64_t now = ss_wall_ms();
     ss_batch_tick(p->batch, now);
     ss_metrics_tick(p, now);
+    if (p->wswake.looking)
+        ss_wswake_tick(&p->wswake);
     return MOSQ_ERR_SUCCESS;
 }
 
@@ -80,6 +82,7 @@ static void ss_plugin__destroy(struct ss_plugin *p)
     ss_engine_free(p->engine);
     if (p->backend) /* its threads end: no wake-up after this */
         p->backend->ops->destroy(p->backend);
+    ss_wswake_stop(&p->wswake); /* before the wake signal's handler goes */
     ss_waker_stop(&p->waker);
     ss_watch_free(p->watch);
     ss_pwatch_free(p->pwatch);
@@ -128,6 +131,9 @@ static int ss_plugin__open(struct ss_plugin *p)
                             (p->opt.other_topics == SS_OTHER_TOPICS_AUTO &&
                              (bc.has_acl_file || bc.other_plugins > 0));
     if (p->opt.acl_file && (rc = ss_acl_reload(p)) != SS_OK)
+        return rc;
+    if ((rc = ss_wswake_start(&p->wswake, bc.ws_ports, bc.ws_nports, (unsigned)p->opt.websockets_wake_ms)) !=
+        SS_OK)
         return rc;
     ss_engine_options eo = {.node_id = p->opt.node_id,
                             .max_key_len = (size_t)p->opt.max_key_length,

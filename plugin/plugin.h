@@ -33,6 +33,7 @@
 #include "metrics.h"
 #include "options.h"
 #include "waker.h"
+#include "wswake.h"
 
 #define SS_TOPIC_LEVELS_MAX 200u /* the broker's TOPIC_HIERARCHY_LIMIT */
 
@@ -52,6 +53,7 @@ struct ss_plugin {
     struct ss_plugin_options opt;
     ss_backend *backend; /* the store, behind the storage interface (backends/open.h) */
     struct ss_waker waker; /* wakes the broker's thread when the backend has results */
+    struct ss_wswake wswake; /* turns its loop often while websockets are in use */
     ss_engine *engine;
     ss_watch *watch;
     ss_pwatch *pwatch;   /* pattern watches (WATCH on the administrative topic) */

@@ -72,7 +72,8 @@ function stopChild(child) {
 
 /**
  * mosquitto with the plugin: { mqttPort, wsPort, url, dir, stop() }.
- * opts: acl (the key ACL file's text), etcd (endpoints), sysInterval.
+ * opts: acl (the key ACL file's text), etcd (endpoints), sysInterval,
+ * extra (more configuration lines).
  */
 export async function startBroker(opts = {}) {
     const dir = tempDir('broker');
@@ -96,6 +97,7 @@ export async function startBroker(opts = {}) {
     );
     if (opts.etcd) lines.push('plugin_opt_backend etcd', `plugin_opt_etcd_endpoints ${opts.etcd}`);
     else lines.push(`plugin_opt_data_dir ${join(dir, 'data')}`);
+    lines.push(...(opts.extra ?? []));
     if (opts.acl !== undefined) {
         writeFileSync(join(dir, 'keys.acl'), opts.acl);
         lines.push(`plugin_opt_acl_file ${join(dir, 'keys.acl')}`);
