@@ -286,6 +286,7 @@ build/plain/bench/expiry_storm: bench/expiry_storm.c bench/mqtt_raw.c bench/mqtt
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ bench/expiry_storm.c bench/mqtt_raw.c build/plain/libstatestore-core.a $(LDLIBS_ALL)
 bench: deps
+	@scripts/etcd-tools.sh
 	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0
 	@scripts/bench.sh
 	@scripts/bench-scan.sh
@@ -297,8 +298,10 @@ bench-patterns: deps
 	@$(MAKE) --no-print-directory build/plain/bench/loadgen build/plain/statestore.so SAN=0
 	@scripts/bench-patterns.sh
 
-# Only SCAN's listing and its effect on other clients (part of make bench; about 2 minutes).
+# Only SCAN's listing and its effect on other clients, on LMDB and on etcd
+# (part of make bench; about 8 minutes).
 bench-scan: deps
+	@scripts/etcd-tools.sh
 	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0
 	@scripts/bench-scan.sh
 
@@ -470,11 +473,13 @@ clean:
 # Compatibility with the official Azure IoT Operations SDKs: the Rust crate's
 # integration tests (from crates.io) and the Go SDK's scenarios (SDK from the
 # Go module proxy) against mosquitto with the plugin, in a private network
-# namespace, INTEROP_ROUNDS times (default 5); and the Go SDK's leased lock
+# namespace, INTEROP_ROUNDS times (default 5), on LMDB then on a single-member
+# etcd (INTEROP_BACKENDS); and the Go SDK's leased lock
 # contending with `statestore lock`. Needs Go >= 1.25 and Rust >= 1.88
 # (rustup); downloads and builds stay under build/interop.
 .PHONY: interop
 interop: deps
 	@scripts/deps.sh libssl-dev pkg-config iproute2 util-linux
+	@scripts/etcd-tools.sh
 	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore SAN=0
 	@scripts/interop.sh $(CURDIR)/build/plain/statestore.so $(CURDIR)/build/plain/statestore

@@ -137,8 +137,9 @@ struct ss_backend_ops {
                 ss_buf *next);
     /* 16 bytes kept with the data, the same after a restart and for every
      * broker on the same data, that clients cannot learn: the key of
-     * SCAN's continuation tokens. */
-    void (*token_key)(void *impl, uint8_t out[16]);
+     * SCAN's continuation tokens. 0, or SS_E_UNAVAILABLE while the
+     * backend has not been able to read it yet. */
+    int (*token_key)(void *impl, uint8_t out[16]);
 
     /* ---- the owner's lifecycle (asynchronous) --------------------------
      * The owner (the plugin) runs requests in the open batch, starts its

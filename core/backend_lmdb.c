@@ -134,10 +134,11 @@ static int ss_backend_lmdb__scan(void *impl, ss_bytes after, size_t max_examined
     return rc != SS_OK ? rc : ss_store_scan(l->store, after, max_examined, fn, ctx, next);
 }
 
-static void ss_backend_lmdb__token_key(void *impl, uint8_t out[16])
+static int ss_backend_lmdb__token_key(void *impl, uint8_t out[16])
 {
     struct ss_backend_lmdb *l = impl;
     ss_store_secret(l->store, "SCAN continuation tokens", out);
+    return SS_OK;
 }
 
 static const struct ss_backend_ops ss_backend_lmdb_ops = {

@@ -153,9 +153,9 @@ int ss_scan_page(ss_backend *be, const ss_scan_request *q, ss_buf *response)
     if (rc != SS_OK)
         return rc;
     uint8_t tkey[16];
-    be->ops->token_key(be->impl, tkey);
+    rc = be->ops->token_key(be->impl, tkey);
     ss_buf after = SS_BUF_INIT, next = SS_BUF_INIT;
-    if (q->token.data)
+    if (rc == SS_OK && q->token.data)
         rc = ss_scan_token_decode(tkey, q->pattern, q->token, &after);
     /* A page of several keys stays small; one key alone may take what
      * the answer can hold. */

@@ -274,18 +274,6 @@ static int ss_etcd__commit(void *impl, uint64_t now_ms)
 /* Every broker on the prefix derives the same key, with nothing to
  * agree on first; clients are not told the prefix, but it is no secret
  * (PROTOCOL.md 9.4). */
-static void ss_etcd__token_key(void *impl, uint8_t out[16])
-{
-    struct ss_backend_etcd *e = impl;
-    static const uint8_t zero[16];
-    for (uint8_t half = 0; half < 2; half++) {
-        ss_bytes parts[] = {{(const uint8_t *)"SCAN continuation tokens", 24},
-                            {(const uint8_t *)e->prefix, strlen(e->prefix)},
-                            {&half, 1}};
-        ss_put_be(out + 8 * half, ss_siphash_parts(zero, parts, 3), 8);
-    }
-}
-
 static const struct ss_backend_ops ss_backend_etcd_ops = {
     .name = "etcd",
     .read = ss_etcd__read,
@@ -299,7 +287,7 @@ static const struct ss_backend_ops ss_backend_etcd_ops = {
     .abort = ss_etcd__abort,
     .settled = ss_etcd__settled,
     .scan = ss_etcd__page,
-    .token_key = ss_etcd__token_key,
+    .token_key = ss_etcd__token_key, /* backend_etcd_scan.c */
     .max_flights = SS_BACKEND_ETCD_FLIGHTS,
     .may_conflict = true,
     .wake_repeats = false, /* the channel's thread wakes once per batch of replies */

@@ -19,6 +19,9 @@
  *   q/usage                      "<keys> <bytes>" of the whole store, kept
  *                                by every Txn that changes them (only when
  *                                a limit is set)
+ *   s/scan-token-key             16 random bytes: the key of SCAN's
+ *                                continuation tokens, made by the first
+ *                                broker (backend_etcd_scan.c)
  *
  * A cache of records, each with the mod_revision it was read at, stands
  * between the engine and etcd. A key that is not in it is fetched (a

@@ -190,6 +190,9 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
         case SS_OP_PAGE:
             ss_etcd__page_read(e, op);
             break;
+        case SS_OP_TOKEN_KEY:
+            ss_etcd__token_key_read(e, op);
+            break;
         }
         ss_etcd__op_free(op);
     }
@@ -213,6 +216,7 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
     if (first->marker_known)
         ss_etcd__ask_due(e, now_ms);
     ss_etcd__watch_step(e);
+    ss_etcd__token_key_step(e);
     ss_etcd__probe_step(e);
 }
 

@@ -42,6 +42,7 @@ int ss_etcd__start(void *impl, char *why, size_t why_len)
         return SS_OK;
     }
     ss_etcd__log(e, SS_LOG_NOTICE, "%s", what);
+    ss_etcd__token_key_load(e); /* else from poll, until known */
     /* One live broker per node id: a broker that died leaves its claim
      * until its lease lapses, so wait that long first. */
     rc = ss_backend_etcd_claim(b, SS_ETCD_CLAIM_WAIT_MS, why, why_len);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "../core/errors.h"
 #include "../core/record.h"
@@ -256,4 +257,77 @@ int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_sc
     if (e->page_reply.cap > ((size_t)1 << 20))
         ss_buf_free(&e->page_reply);
     return rc;
+}
+
+/* ---- the key of SCAN's continuation tokens ---------------------------- */
+
+/* The Txn that makes s/scan-token-key with 16 random bytes unless it is
+ * there, in which case the Txn reads it. */
+static int ss_etcd__token_key_pack(struct ss_backend_etcd *e, ss_buf *out)
+{
+    uint8_t *fresh = e->token_fresh; /* kept: the key, should the Txn make it */
+    if (getrandom(fresh, sizeof e->token_fresh, 0) != (ssize_t)sizeof e->token_fresh)
+        return SS_E_IO;
+    int rc = ss_etcd__named(e, 's', "scan-token-key");
+    ss_bytes value = {fresh, sizeof e->token_fresh};
+    return rc == SS_OK ? ss_etcd_cas_pack(out, ss_etcd__bytes(&e->scratch), 0, value, 0) : rc;
+}
+
+/* The Txn's answer: the key it made, or the one that was there. */
+static bool ss_etcd__token_key_take(struct ss_backend_etcd *e, const ss_grpc_call *c)
+{
+    ss_etcd_reply r;
+    ss_etcd_kv kv;
+    if (c->rc != SS_OK || ss_etcd_txn_unpack(&c->reply, &r, &kv) != SS_OK)
+        return false;
+    bool ok = false;
+    if (r.succeeded) { /* made by this Txn */
+        memcpy(e->token_key, e->token_fresh, sizeof e->token_key);
+        ok = true;
+    } else if (kv.found && kv.value.len == sizeof e->token_key) {
+        memcpy(e->token_key, kv.value.data, sizeof e->token_key);
+        ok = true;
+    }
+    ss_etcd_reply_free(&r);
+    if (ok)
+        e->token_known = true;
+    else if (!r.succeeded)
+        ss_etcd__log(e, SS_LOG_ERR, "%ss/scan-token-key is not 16 bytes: SCAN is unavailable until it is "
+                     "(delete it, and a broker makes a new one)", e->prefix);
+    return ok;
+}
+
+void ss_etcd__token_key_load(struct ss_backend_etcd *e)
+{
+    ss_grpc_call c;
+    memset(&c, 0, sizeof c);
+    c.method = SS_ETCD_TXN_METHOD;
+    c.timeout_ms = e->call_timeout_ms;
+    if (ss_etcd__token_key_pack(e, &c.request) == SS_OK && ss_grpc_call_wait(e->grpc, &c) == SS_OK)
+        ss_etcd__token_key_take(e, &c);
+    ss_grpc_call_clear(&c);
+}
+
+void ss_etcd__token_key_step(struct ss_backend_etcd *e)
+{
+    if (e->token_known || e->token_asked || ss_etcd__mono_ms() < e->token_retry_ms)
+        return;
+    e->token_asked = true;
+    ss_etcd__send(e, SS_OP_TOKEN_KEY, SS_ETCD_TXN_METHOD, ss_etcd__token_key_pack);
+}
+
+void ss_etcd__token_key_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    e->token_asked = false;
+    if (!ss_etcd__token_key_take(e, &op->call))
+        e->token_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
+}
+
+int ss_etcd__token_key(void *impl, uint8_t out[16])
+{
+    struct ss_backend_etcd *e = impl;
+    if (!e->token_known)
+        return SS_E_UNAVAILABLE;
+    memcpy(out, e->token_key, sizeof e->token_key);
+    return SS_OK;
 }

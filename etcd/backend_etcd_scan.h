@@ -28,4 +28,14 @@ void ss_etcd__scan_blob_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_scan_fn fn, void *ctx, ss_buf *next);
 void ss_etcd__page_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
+/* The key of SCAN's continuation tokens (the storage interface's
+ * token_key): kept in etcd, the same for every broker on the prefix and
+ * after restarts. Read (or made, by the first broker) at start, and from
+ * poll until known: SS_E_UNAVAILABLE until then. */
+int ss_etcd__token_key(void *impl, uint8_t out[16]);
+/* At start: read or make it, waiting at most the call timeout. */
+void ss_etcd__token_key_load(struct ss_backend_etcd *e);
+void ss_etcd__token_key_step(struct ss_backend_etcd *e);
+void ss_etcd__token_key_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+
 #endif

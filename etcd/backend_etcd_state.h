@@ -120,7 +120,7 @@ struct ss_etcd_entry {
 enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_SWEEP, SS_OP_GRANT, SS_OP_CLAIM,
                   SS_OP_KEEPALIVE, SS_OP_REVOKE, SS_OP_AUTH, SS_OP_USAGE, SS_OP_USAGE_SCAN,
                   SS_OP_USAGE_INIT, SS_OP_SCAN, SS_OP_WATCH, SS_OP_REMOVED, SS_OP_UPLOAD, SS_OP_BLOB_DROP,
-                  SS_OP_BLOB_FETCH, SS_OP_BLOB_HELD, SS_OP_BLOB_SCAN, SS_OP_PAGE };
+                  SS_OP_BLOB_FETCH, SS_OP_BLOB_HELD, SS_OP_BLOB_SCAN, SS_OP_PAGE, SS_OP_TOKEN_KEY };
 
 /* What a stub says of a value stored in chunks (backend_etcd_blob.c). */
 struct ss_etcd_stub {
@@ -303,6 +303,12 @@ struct ss_backend_etcd {
     size_t nheld, held_cap;
     uint64_t next_ticket;
     uint64_t held_retry_ms;   /* monotonic: when failed reads are sent again */
+
+    /* the key of SCAN's continuation tokens: 16 random bytes kept at
+     * s/scan-token-key, made by the first broker that needs it */
+    bool token_known, token_asked;
+    uint8_t token_key[16], token_fresh[16];
+    uint64_t token_retry_ms; /* monotonic */
 
     /* each endpoint's status (backend_etcd_probe.c) */
     struct ss_etcd_probe *probes;

@@ -1,10 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
-# SCAN on LMDB: a full listing of BENCH_KEYS keys (statestore scan '*',
-# every key counted), in keys/s; and the p99 of another client (1 request
-# in flight, GETs of those keys) while listings run back to back, as a
-# ratio to its p99 with no listing, measured in the same run, alternately.
-# Part of make bench; alone: make bench-scan. Results in docs/BENCHMARKS.md.
+# SCAN on LMDB, then on a 3-member etcd cluster: a full listing of
+# BENCH_KEYS keys (statestore scan '*', every key counted), in keys/s; and
+# the p99 of another client (1 request in flight, GETs of those keys)
+# while listings run back to back, as a ratio to its p99 with no listing,
+# measured in the same run, alternately. BENCH_SCAN_BACKENDS chooses
+# (default "lmdb etcd"). Part of make bench; alone: make bench-scan.
+# Results in docs/BENCHMARKS.md.
 set -u
 B=build/plain
 REPS=${BENCH_REPS:-3}
@@ -13,7 +15,15 @@ KEYS=${BENCH_KEYS:-1000000}
 WORK=$(mktemp -d /tmp/statestore-bench-scan.XXXXXX)
 . "$(dirname "$0")/bench-lib.sh"
 
-start_broker scan "$PWD/$B/statestore.so" "plugin_opt_data_dir $WORK/scan"
+for BACKEND in ${BENCH_SCAN_BACKENDS:-lmdb etcd}; do
+if [ "$BACKEND" = etcd ]; then
+    start_etcd_cluster
+    start_broker scan "$PWD/$B/statestore.so" "plugin_opt_backend etcd" "plugin_opt_etcd_endpoints $ENDPOINTS"
+    WHERE="a 3-member etcd $ETCD_VERSION cluster"
+else
+    start_broker scan "$PWD/$B/statestore.so" "plugin_opt_data_dir $WORK/scan"
+    WHERE="LMDB"
+fi
 lg -p "$PORT_scan" -c 4 -w 64 -k "$KEYS" -l 16 -v 32 -n "$KEYS" --sequential --label fill > /dev/null
 sleep 1.5 # a checkpoint: the keys are in the data file
 
@@ -35,7 +45,7 @@ list_all() {
 # The other client: GETs of the written keys, each answer checked.
 other() { lg -p "$PORT_scan" -c 1 -w 1 -s 0 -k "$KEYS" -l 16 -v 32 -d "$SECS" --label "$1"; }
 
-declare -a rate lms ip bp rt
+rate=(); lms=(); ip=(); bp=(); rt=()
 for i in $(seq "$REPS"); do
     read -r n ms < <(list_all) || exit 1
     rate+=("$(( n * 1000 / (ms > 0 ? ms : 1) ))"); lms+=("$ms")
@@ -61,9 +71,16 @@ for i in $(seq "$REPS"); do
     rt+=("$(ratio "$(field "$busy" p99_us)" "$(field "$idle" p99_us)")")
 done
 R=$(median "${rate[@]}"); IP=$(median "${ip[@]}"); BP=$(median "${bp[@]}"); RT=$(median "${rt[@]}")
-echo "9. SCAN on LMDB, $KEYS keys of 16 bytes (32-byte values), $REPS runs, medians:"
+echo "9. SCAN on $WHERE, $KEYS keys of 16 bytes (32-byte values), $REPS runs, medians:"
 echo "   a full listing (statestore scan '*', 1000 keys looked at per page): ${R} keys/s (runs: ${rate[*]} keys/s; ${lms[*]} ms)"
 echo "   another client, 1 GET in flight, ${SECS}s with listings back to back vs ${SECS}s without, alternating:"
 echo "     p99 ${BP} us vs ${IP} us: ratio ${RT} (runs: busy ${bp[*]} / idle ${ip[*]} us; ratios ${rt[*]})"
-echo "BENCH scan keys=$KEYS keys_per_s=$R other_p99_idle_us=$IP other_p99_busy_us=$BP p99_ratio=$RT"
+echo "BENCH scan backend=$BACKEND keys=$KEYS keys_per_s=$R other_p99_idle_us=$IP other_p99_busy_us=$BP p99_ratio=$RT"
 stop_broker scan
+if [ "$BACKEND" = etcd ]; then
+    # the cluster's members (the brokers are stopped already)
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    PIDS=()
+fi
+done

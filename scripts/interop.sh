@@ -24,6 +24,8 @@
 #
 # Usage: scripts/interop.sh PLUGIN CLI
 #   INTEROP_ROUNDS  rounds of each suite against one broker (default 5)
+#   INTEROP_BACKENDS  the broker's backends, one after the other (default
+#                   "lmdb etcd"; etcd: a single member of Debian's etcd)
 #   INTEROP_SUITES  which suites (default "rust go")
 #   INTEROP_MIN_MS  a network test faster than this did not run (default 3)
 #   INTEROP_RUST_VERSION  the Rust crate's version (default 1.5.0-beta1)
@@ -180,5 +182,11 @@ else
     echo "interop: cannot make a network namespace (unshare -n, unshare -rn)" >&2
     exit 1
 fi
-# shellcheck disable=SC2086
-exec $ns sh tests/interop/run-suites.sh "$plugin" "$cli" "$B" "${INTEROP_ROUNDS:-5}" "${INTEROP_MIN_MS:-3}" $prepared
+# Each backend in a namespace of its own (etcd on its usual port there).
+status=0
+for backend in ${INTEROP_BACKENDS:-lmdb etcd}; do
+    # shellcheck disable=SC2086
+    $ns sh tests/interop/run-suites.sh "$plugin" "$cli" "$B" "${INTEROP_ROUNDS:-5}" "${INTEROP_MIN_MS:-3}" \
+        "$backend" "$root/build/etcd/root/usr/bin" $prepared || status=1
+done
+exit $status

@@ -262,6 +262,14 @@ void broker_named(struct broker *b, const char *name)
     snprintf(b->data, sizeof b->data, "%s/data-%s", test_tmpdir(), name);
 }
 
+void broker_on_etcd(struct broker *b, const char *name, const char *endpoints, const char *more)
+{
+    broker_named(b, name);
+    snprintf(b->extra, sizeof b->extra, "plugin_opt_backend etcd\nplugin_opt_etcd_endpoints %s\n%s", endpoints,
+             more);
+    broker_start(b);
+}
+
 const char *status_line(const char *out, const char *name, char *value, size_t cap)
 {
     char head[40];

@@ -44,6 +44,9 @@ bool broker_log_has(const struct broker *b, const char *text);
 /* b emptied and named (several brokers in one test), with its data
  * directory <tmpdir>/data-NAME; extra is the caller's to fill. */
 void broker_named(struct broker *b, const char *name);
+/* Start b, named name, on the etcd cluster at endpoints (comma-separated
+ * URLs), with more config lines (may be ""). */
+void broker_on_etcd(struct broker *b, const char *name, const char *endpoints, const char *more);
 /* The value of line NAME of statestore status's text output ("NAME
  * VALUE", the name padded to 18) into value; NULL if there is none. */
 const char *status_line(const char *out, const char *name, char *value, size_t cap);

@@ -67,12 +67,8 @@ TEST(cluster_status_shows_each_endpoint_and_the_leader)
     struct etcd_cluster c;
     etcd_cluster_start(&c, 3);
     struct broker b;
-    broker_named(&b, "status");
-    snprintf(b.extra, sizeof b.extra,
-             "sys_interval 1\nplugin_opt_backend etcd\nplugin_opt_etcd_endpoints %s\n"
-             "plugin_opt_etcd_status_interval_ms 200\nplugin_opt_etcd_timeout_ms 500\n",
-             c.endpoints);
-    broker_start(&b);
+    broker_on_etcd(&b, "status", c.endpoints,
+                   "sys_interval 1\nplugin_opt_etcd_status_interval_ms 200\nplugin_opt_etcd_timeout_ms 500\n");
     char port[16];
     snprintf(port, sizeof port, "%d", b.port);
 
@@ -132,11 +128,7 @@ TEST(cluster_status_shows_each_endpoint_and_the_leader)
     /* Off: no endpoint is asked, and nothing is said of them. Below 100
      * ms: refused. */
     struct broker off;
-    broker_named(&off, "off");
-    snprintf(off.extra, sizeof off.extra,
-             "sys_interval 1\nplugin_opt_backend etcd\nplugin_opt_etcd_endpoints %s\n"
-             "plugin_opt_etcd_status_interval_ms 0\n", c.endpoints);
-    broker_start(&off);
+    broker_on_etcd(&off, "off", c.endpoints, "sys_interval 1\nplugin_opt_etcd_status_interval_ms 0\n");
     snprintf(port, sizeof port, "%d", off.port);
     char v2[600];
     for (int i = 0; i < 50; i++) {

@@ -8,9 +8,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../core/bigendian.h"
 #include "../../core/buf.h"
 #include "../../core/codec.h"
+#include "../../core/scan.h"
+#include "../../core/siphash.h"
 #include "../test.h"
+#include "etcd_cluster.h"
 #include "harness.h"
 
 /* Send SCAN pattern [token] (binary) and wait for the answer. */
@@ -310,4 +314,80 @@ TEST(scan_token_through_restart_or_other_broker)
     if (harness_on_etcd())
         broker_stop(&other);
     broker_stop(&a);
+}
+
+/* The key that tokens on etcd once had: derived from the prefix alone, so
+ * anyone who knew the prefix could forge a token. */
+static void prefix_derived_key(const char *prefix, uint8_t out[16])
+{
+    static const uint8_t zero[16];
+    for (uint8_t half = 0; half < 2; half++) {
+        ss_bytes parts[] = {{(const uint8_t *)"SCAN continuation tokens", 24},
+                            {(const uint8_t *)prefix, strlen(prefix)},
+                            {&half, 1}};
+        ss_put_be(out + 8 * half, ss_siphash_parts(zero, parts, 3), 8);
+    }
+}
+
+/* On etcd the tokens' key is 16 random bytes kept at s/scan-token-key:
+ * not derivable from the prefix (a token made with the prefix alone is
+ * refused), the same for every broker, and made anew when deleted (the
+ * tokens made with the old one are then refused). */
+TEST(cluster_scan_token_key_kept_in_etcd)
+{
+    struct etcd_cluster ec;
+    etcd_cluster_start(&ec, 1);
+    struct broker b;
+    broker_on_etcd(&b, "tk", ec.endpoints, "plugin_opt_etcd_prefix tk/\n");
+    struct client c;
+    char r[64];
+    client_connect_rr(&c, b.port, "scanner", r, sizeof r);
+    set_many(&c, r, "t", 0, 2500);
+    ss_buf token = SS_BUF_INIT, keys = SS_BUF_INIT;
+    scan_page(&c, r, "t*", &token, &keys);
+    ASSERT_TRUE(token.len > 0);
+    /* 16 bytes in etcd (24 characters of base64). */
+    char out[4096];
+    ASSERT_EQ(etcd_cluster_ctl(&ec, out, sizeof out, "get", "tk/s/scan-token-key", "-w", "json", NULL), 0);
+    const char *v = strstr(out, "\"value\":\"");
+    ASSERT_TRUE(v != NULL);
+    ASSERT_EQ(strcspn(v + 9, "\""), 24);
+    /* A well-made token under the prefix's key: refused. */
+    uint8_t derived[16];
+    prefix_derived_key("tk/", derived);
+    ss_buf forged = SS_BUF_INIT;
+    ss_bytes pattern = {(const uint8_t *)"t*", 2}, cursor = {(const uint8_t *)"t01000", 6};
+    ASSERT_EQ(ss_scan_token_encode(derived, pattern, cursor, &forged), 0);
+    ASSERT_REPLY(scan_request(&c, r, "t*", &forged), "-ERR invalid continuation token\r\n");
+    /* The real token goes on. */
+    ss_buf more = SS_BUF_INIT;
+    ss_buf_clear(&keys);
+    ASSERT_TRUE(scan_page(&c, r, "t*", &token, &keys) > 0);
+    ASSERT_TRUE(token.len > 0);
+    ASSERT_EQ(ss_buf_append(&more, token.data, token.len), 0);
+    client_close(&c);
+    /* Deleted, then a restart: a new key, the old tokens refused, new
+     * listings whole. */
+    ASSERT_EQ(etcd_cluster_ctl(&ec, out, sizeof out, "del", "tk/s/scan-token-key", NULL), 0);
+    broker_stop(&b);
+    broker_start(&b);
+    client_connect_rr(&c, b.port, "scanner", r, sizeof r);
+    ASSERT_REPLY(scan_request(&c, r, "t*", &more), "-ERR invalid continuation token\r\n");
+    ss_buf_clear(&keys);
+    int pages = 0;
+    scan_all(&c, r, "t*", &keys, &pages);
+    ss_buf want = SS_BUF_INIT;
+    want_lines(&want, "t", 0, 2500);
+    ASSERT_MEM(keys.data, keys.len, want.data, want.len);
+    ASSERT_TRUE(pages > 1);
+    ASSERT_EQ(etcd_cluster_ctl(&ec, out, sizeof out, "get", "tk/s/scan-token-key", "-w", "json", NULL), 0);
+    ASSERT_TRUE(strstr(out, "\"value\":\"") != NULL);
+    ss_buf_free(&forged);
+    ss_buf_free(&more);
+    ss_buf_free(&token);
+    ss_buf_free(&keys);
+    ss_buf_free(&want);
+    client_close(&c);
+    broker_stop(&b);
+    etcd_cluster_stop(&ec);
 }

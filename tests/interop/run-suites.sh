@@ -10,23 +10,58 @@
 # MIN_MS (a Rust test without ENABLE_NETWORK_TESTS returns at once), and the
 # broker saw at least one new client per test.
 #
-# Usage: run-suites.sh PLUGIN CLI BUILDDIR ROUNDS MIN_MS SUITE...
+# BACKEND is lmdb (a data directory of the run's) or etcd: a single-member
+# etcd of Debian's (ETCD_BIN, the directory of its binaries) on
+# 127.0.0.1:2379 of the namespace, started here and stopped at the end.
+#
+# Usage: run-suites.sh PLUGIN CLI BUILDDIR ROUNDS MIN_MS BACKEND ETCD_BIN SUITE...
 set -u
 plugin=$1
 cli=$2
 B=$3
 rounds=$4
 min_ms=$5
-shift 5
+backend=$6
+etcd_bin=$7
+shift 7
 suites=$*
 
 ip link set lo up || exit 1
 
-run=$B/run
+run=$B/run-$backend
 rm -rf "$run"
 mkdir -p "$run/data" "$run/logs"
 log=$run/broker.log
 conf=$run/mosquitto.conf
+etcd=""
+stop_all() {
+    kill "$broker" 2>/dev/null
+    wait "$broker" 2>/dev/null
+    if [ -n "$etcd" ]; then
+        kill "$etcd" 2>/dev/null
+        wait "$etcd" 2>/dev/null
+    fi
+}
+broker=""
+trap stop_all EXIT
+trap 'exit 1' INT TERM
+if [ "$backend" = etcd ]; then
+    "$etcd_bin/etcd" --name interop --data-dir "$run/etcd" --listen-client-urls http://127.0.0.1:2379 \
+        --advertise-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380 \
+        --initial-advertise-peer-urls http://127.0.0.1:2380 \
+        --initial-cluster interop=http://127.0.0.1:2380 >"$run/etcd.log" 2>&1 &
+    etcd=$!
+    i=0
+    until ETCDCTL_API=3 "$etcd_bin/etcdctl" --endpoints http://127.0.0.1:2379 endpoint health >/dev/null 2>&1; do
+        i=$((i + 1))
+        if [ $i -gt 100 ] || ! kill -0 "$etcd" 2>/dev/null; then
+            echo "interop: etcd did not start:"
+            tail -n 20 "$run/etcd.log"
+            exit 1
+        fi
+        sleep 0.1
+    done
+fi
 {
     # As root mosquitto would switch to the user "mosquitto", who may not
     # read the build directory.
@@ -42,13 +77,16 @@ conf=$run/mosquitto.conf
     echo "log_type notice"
     echo "log_type information"
     echo "plugin $plugin"
-    echo "plugin_opt_data_dir $run/data"
+    if [ "$backend" = etcd ]; then
+        echo "plugin_opt_backend etcd"
+        echo "plugin_opt_etcd_endpoints http://127.0.0.1:2379"
+    else
+        echo "plugin_opt_data_dir $run/data"
+    fi
 } >"$conf"
 
 mosquitto -c "$conf" >"$run/mosquitto.out" 2>&1 &
 broker=$!
-trap 'kill "$broker" 2>/dev/null; wait "$broker" 2>/dev/null' EXIT
-trap 'exit 1' INT TERM
 i=0
 until grep -q ' running$' "$log" 2>/dev/null; do
     i=$((i + 1))
@@ -131,9 +169,9 @@ extra $B/go/extra.test"
                 verdict="only $clients clients connected for $ran tests"
             fi
             if [ "$ran" -eq 0 ] || [ "$clients" -lt "$ran" ]; then failed=$((failed + 1)); fi
-            printf 'round %d  %-4s %-24s ran %3d  passed %3d  failed %2d  %6.1f s  %3d clients  %s\n' \
-                "$round" "$suite" "$name" "$ran" "$passed" "$failed" "$(echo "$ms" | awk '{print $1/1000}')" \
-                "$clients" "$verdict"
+            printf '%s round %d  %-4s %-24s ran %3d  passed %3d  failed %2d  %6.1f s  %3d clients  %s\n' \
+                "$backend" "$round" "$suite" "$name" "$ran" "$passed" "$failed" \
+                "$(echo "$ms" | awk '{print $1/1000}')" "$clients" "$verdict"
             echo "$suite $name $ran $passed $failed $ms" >>"$summary"
             if [ "$failed" -gt 0 ]; then
                 echo "---- failures ($out):"
@@ -151,10 +189,10 @@ if ! kill -0 "$broker" 2>/dev/null; then
     total_failed=1
 fi
 
-echo "== interop summary ($rounds rounds; logs in $run/logs, broker log $log)"
+echo "== interop summary on $backend ($rounds rounds; logs in $run/logs, broker log $log)"
 for suite in $suites; do
-    awk -v s="$suite" '$1 == s { ran += $3; p += $4; f += $5; ms += $6 }
-        END { printf "%-4s: %d tests ran, %d passed, %d failed, %.1f s in all\n", s, ran, p, f, ms / 1000 }' \
+    awk -v s="$suite" -v b="$backend" '$1 == s { ran += $3; p += $4; f += $5; ms += $6 }
+        END { printf "%s %-4s: %d tests ran, %d passed, %d failed, %.1f s in all\n", b, s, ran, p, f, ms / 1000 }' \
         "$summary"
 done
 total_passed=$(awk '{ p += $4 } END { print p + 0 }' "$summary")

@@ -108,6 +108,12 @@ int mosquitto_client_protocol_version(const struct mosquitto *client)
     return 5;
 }
 
+int mosquitto_client_protocol(const struct mosquitto *client)
+{
+    (void)client;
+    return mp_mqtt;
+}
+
 size_t lc_published(void)
 {
     return lc_broker.n;

@@ -192,10 +192,11 @@ static int ss_mem__scan(void *impl, ss_bytes after, size_t max_examined, ss_back
     return rc;
 }
 
-static void ss_mem__token_key(void *impl, uint8_t out[16])
+static int ss_mem__token_key(void *impl, uint8_t out[16])
 {
     (void)impl;
     memcpy(out, "lifecycle tests.", 16);
+    return SS_OK;
 }
 
 /* ---- the owner's lifecycle ----------------------------------------------- */
