@@ -218,7 +218,8 @@ static int ss_engine__scan(ss_engine *e, ss_exec *x, const ss_command *c, const 
     (void)ts;
     (void)ft;
     ss_scan_request q = {.pattern = c->key, .token = c->token, .now_ms = x->now_ms,
-                         .max_answer = e->opt.max_answer, .caller = x->caller};
+                         .max_answer = e->opt.max_answer, .page_bytes = e->opt.scan_page_bytes,
+                         .caller = x->caller};
     if (e->opt.on_authorize) {
         q.may_read = ss_engine__may_read;
         q.may_read_ctx = e;

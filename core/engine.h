@@ -49,6 +49,7 @@ typedef struct ss_engine_options {
     ss_authorize_fn on_authorize; /* NULL: everything is allowed */
     void *authorize_ctx;
     size_t max_answer;          /* SCAN: an answer's bytes at most; 0: no bound */
+    size_t scan_page_bytes;     /* SCAN: a page of several keys at most; 0: SS_SCAN_ANSWER_DEFAULT */
 } ss_engine_options;
 
 #define SS_NODE_ID_DEFAULT "StateStore"

@@ -160,7 +160,8 @@ int ss_scan_page(ss_backend *be, const ss_scan_request *q, ss_buf *response)
     /* A page of several keys stays small; one key alone may take what
      * the answer can hold. */
     w.limit_one = q->max_answer ? q->max_answer : SIZE_MAX;
-    w.limit_more = w.limit_one < SS_SCAN_ANSWER_DEFAULT ? w.limit_one : SS_SCAN_ANSWER_DEFAULT;
+    size_t page = q->page_bytes ? q->page_bytes : SS_SCAN_ANSWER_DEFAULT;
+    w.limit_more = w.limit_one < page ? w.limit_one : page;
     if (rc == SS_OK) {
         ss_bytes from = {after.data, after.len};
         rc = be->ops->scan(be->impl, from, SS_SCAN_EXAMINE, ss_scan__visit, &w, &next);

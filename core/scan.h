@@ -48,7 +48,8 @@ typedef struct ss_scan_request {
     ss_bytes token;      /* data NULL: the first page */
     uint64_t now_ms;     /* keys whose deadline is <= now_ms are passed over */
     size_t max_answer;   /* the answer's bytes at most (0: no bound); a page of
-                            more than one key takes SS_SCAN_ANSWER_DEFAULT at most */
+                            more than one key takes page_bytes at most */
+    size_t page_bytes;   /* 0: SS_SCAN_ANSWER_DEFAULT */
     ss_scan_may_read_fn may_read; /* NULL: every key */
     void *may_read_ctx;
     void *caller;

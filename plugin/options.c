@@ -34,6 +34,7 @@ static const struct ss_option_spec ss_opt_table[] = {
     {"dedup_max_bytes", SS_OPTION_U64, SS_OFF(dedup_max_bytes), 0, (uint64_t)1 << 40, NULL},
     {"max_queued_bytes", SS_OPTION_U64, SS_OFF(max_queued_bytes), 0, (uint64_t)1 << 40, NULL},
     {"websockets_wake_ms", SS_OPTION_U64, SS_OFF(websockets_wake_ms), 0, 100, NULL},
+    {"scan_page_bytes", SS_OPTION_U64, SS_OFF(scan_page_bytes), 256, (uint64_t)1 << 20, NULL},
     {"acl_file", SS_OPTION_STRING, SS_OFF(acl_file), 0, 0, NULL},
     {"backup_dir", SS_OPTION_PATH, SS_OFF(backup_dir), 0, 0, NULL},
     {"topic_protection", SS_OPTION_BOOL, SS_OFF(topic_protection), 0, 0, NULL},
@@ -119,6 +120,7 @@ int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, in
     o->dedup_max_bytes = (uint64_t)64 << 20;
     o->max_queued_bytes = (uint64_t)64 << 20;
     o->websockets_wake_ms = 5;
+    o->scan_page_bytes = 16384;
     o->log_level = ss_log_levels[2].mask;
     o->topic_protection = true;
     /* The backend first: its options are read by it. */
@@ -167,7 +169,7 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
         "max_keys=%llu max_store_bytes=%llu max_key_length=%llu "
         "max_registrations_per_client=%llu max_registrations=%llu max_pattern_watches_per_client=%llu "
         "max_pattern_watches=%llu dedup_window_ms=%llu "
-        "dedup_max_entries=%llu dedup_max_bytes=%llu max_queued_bytes=%llu websockets_wake_ms=%llu log_level=%s "
+        "dedup_max_entries=%llu dedup_max_bytes=%llu max_queued_bytes=%llu websockets_wake_ms=%llu scan_page_bytes=%llu log_level=%s "
         "max_value_bytes=%llu "
         "acl_file=%s topic_protection=%s other_topics=%s backup_dir=%s",
         where, (unsigned long long)keys, o->node_id, (unsigned long long)o->max_keys,
@@ -176,7 +178,8 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
         (unsigned long long)o->max_registrations, (unsigned long long)o->max_pattern_watches_per_client,
         (unsigned long long)o->max_pattern_watches, (unsigned long long)o->dedup_window_ms,
         (unsigned long long)o->dedup_max_entries, (unsigned long long)o->dedup_max_bytes,
-        (unsigned long long)o->max_queued_bytes, (unsigned long long)o->websockets_wake_ms, level,
+        (unsigned long long)o->max_queued_bytes, (unsigned long long)o->websockets_wake_ms,
+        (unsigned long long)o->scan_page_bytes, level,
         (unsigned long long)o->max_value_bytes, o->acl_file ? o->acl_file : "(none)",
         o->topic_protection ? "true" : "false", ss_other_topics_words[o->other_topics],
         o->backup_dir ? o->backup_dir : "(none)");

@@ -143,7 +143,8 @@ static int ss_plugin__open(struct ss_plugin *p)
                             .on_authorize = ss_authorize,
                             .authorize_ctx = p,
                             /* as a value: room left for the topic and properties */
-                            .max_answer = (size_t)p->opt.max_value_bytes};
+                            .max_answer = (size_t)p->opt.max_value_bytes,
+                            .scan_page_bytes = (size_t)p->opt.scan_page_bytes};
     /* Only changes of keys someone observes are kept for the feed. */
     p->backend->wanted = ss_notify_wanted;
     p->backend->wanted_ctx = p;

@@ -391,3 +391,42 @@ TEST(cluster_scan_token_key_kept_in_etcd)
     broker_stop(&b);
     etcd_cluster_stop(&ec);
 }
+
+/* scan_page_bytes bounds a page of several keys, for clients whose
+ * Maximum Packet Size is small (Mosquitto 2.0 does not tell a plugin a
+ * client's own limit): with 1024, every page of 600 keys is at most 1024
+ * bytes and the listing is whole; a value below 256 stops the broker. */
+TEST(scan_page_bytes_bounds_every_page)
+{
+    struct broker b;
+    broker_named(&b, "small-pages");
+    snprintf(b.extra, sizeof b.extra, "plugin_opt_scan_page_bytes 1024\n");
+    broker_start(&b);
+    ASSERT_TRUE(broker_log_has(&b, "scan_page_bytes=1024"));
+    struct client c;
+    char r[64];
+    client_connect_rr(&c, b.port, "scanner", r, sizeof r);
+    set_many(&c, r, "p", 0, 600);
+    ss_buf token = SS_BUF_INIT, keys = SS_BUF_INIT;
+    int pages = 0;
+    do {
+        scan_page(&c, r, "p*", &token, &keys);
+        ASSERT_TRUE(c.last.len > 0 && c.last.len <= 1024);
+        ASSERT_TRUE(++pages < 1000);
+    } while (token.len);
+    ss_buf want = SS_BUF_INIT;
+    want_lines(&want, "p", 0, 600);
+    ASSERT_MEM(keys.data, keys.len, want.data, want.len);
+    /* 600 keys of 6 bytes are 7,200 bytes of answers at least. */
+    ASSERT_TRUE(pages >= 8);
+    ss_buf_free(&token);
+    ss_buf_free(&keys);
+    ss_buf_free(&want);
+    client_close(&c);
+    broker_stop(&b);
+    struct broker bad;
+    broker_named(&bad, "tiny-pages");
+    snprintf(bad.extra, sizeof bad.extra, "plugin_opt_scan_page_bytes 100\n");
+    ASSERT_TRUE(broker_start_fails(&bad) != 0);
+    ASSERT_TRUE(broker_log_has(&bad, "plugin_opt_scan_page_bytes"));
+}
