@@ -94,11 +94,19 @@ static void ss_lmdb__finished(struct ss_backend_lmdb *l, int rc, uint64_t us)
     l->outcome.logged = false;
     if (ckpt_failed) {
         /* A checkpoint that fails loses nothing (the journal keeps what it
-         * would have written) and is tried again later: say so. */
+         * would have written) and is tried again later: say so. Its batch
+         * went into the journal; if even that failed, its requests fail,
+         * and this line is their failure's too. */
         uint64_t now = ss_wall_ms();
-        ss_backend_log(&l->base, SS_LOG_ERR,
-                       "checkpoint failed (%s); the journal keeps every acknowledged write; next try in "
-                       "%llu ms", ss_store_cause(l->store), (unsigned long long)(retry > now ? retry - now : 0));
+        unsigned long long next = retry > now ? retry - now : 0;
+        if (rc == SS_OK)
+            ss_backend_log(&l->base, SS_LOG_ERR,
+                           "checkpoint failed (%s); the journal keeps every acknowledged write; next try in "
+                           "%llu ms", ss_store_cause(l->store), next);
+        else
+            ss_backend_log(&l->base, SS_LOG_ERR,
+                           "checkpoint failed (%s): the batch's requests fail; the journal keeps every "
+                           "acknowledged write; next try in %llu ms", ss_store_cause(l->store), next);
         l->outcome.logged = true;
     }
     l->outcome.rc = rc;

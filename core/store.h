@@ -62,7 +62,9 @@ typedef struct ss_store_options {
     uint64_t fail_write_at;     /* testing aid: the Nth journal write fails (EIO); 0: none */
     uint64_t fail_sync_at;      /* testing aid: the Nth fsync of the journal fails; 0: none */
     uint64_t fail_checkpoint_at; /* testing aid: the Nth checkpoint fails (as on a
-                                    full disk); 0: none */
+                                    full disk), and the fail_checkpoints - 1
+                                    after it (0: 1); 0: none */
+    uint64_t fail_checkpoints;
 } ss_store_options;
 
 #define SS_STORE_MAX_BYTES_DEFAULT ((uint64_t)1 << 30)

@@ -94,6 +94,7 @@ struct ss_store {
     bool committing; /* between commit_prepare and commit_finish */
     bool ckpt;       /* the prepared commit is a checkpoint */
     bool ckpt_fell_back; /* ...which failed: the batch went to the journal */
+    bool jtail;          /* the commit under way wrote past jend */
     bool dirty;      /* the open batch changed something */
     int failed; /* error that failed the open batch, 0 if none */
     int broken; /* a reload failed: tried again at the next begin */

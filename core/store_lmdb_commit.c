@@ -39,6 +39,18 @@ static int ss_lmdb__counters_put(ss_store *s)
     return rc == 0 ? SS_OK : ss_lmdb__fail(s, rc);
 }
 
+/* The number of the last frame in the file: put into the checkpoint's
+ * transaction only. Not logged: a frame never carries it (a batch whose
+ * checkpoint failed goes into the journal without it). */
+static int ss_lmdb__journal_mark(ss_store *s)
+{
+    uint8_t j[8];
+    ss_put_be(j, s->jseq, 8);
+    MDB_val k = {7, "journal"}, v = {8, j};
+    int rc = mdb_put(s->txn, s->db_meta, &k, &v, 0);
+    return rc == 0 ? SS_OK : ss_lmdb__fail(s, rc);
+}
+
 static int ss_lmdb__counters_log(ss_store *s)
 {
     uint8_t b[8], c[12];
@@ -116,7 +128,8 @@ static int ss_lmdb__checkpoint_failed(ss_store *s, int rc)
  * replay skips them); the next frames follow them. */
 static int ss_lmdb__checkpoint_run(ss_store *s)
 {
-    if (ss_lmdb__inject(&s->ckpts_tried, s->opt.fail_checkpoint_at)) {
+    uint64_t n = ++s->ckpts_tried, at = s->opt.fail_checkpoint_at;
+    if (at != 0 && n >= at && n - at < (s->opt.fail_checkpoints ? s->opt.fail_checkpoints : 1)) {
         ss_lmdb__drop_txn(s);
         ss_lmdb__cause(s, "checkpoint (an injected failure)", ENOSPC);
         return SS_E_QUOTA;
@@ -141,11 +154,9 @@ int ss_lmdb__checkpoint_now(ss_store *s)
 {
     if (s->txn == NULL || s->batch)
         return SS_OK;
-    uint8_t j[8];
-    ss_put_be(j, s->jseq, 8);
     int rc = ss_lmdb__counters_put(s);
     if (rc == SS_OK)
-        rc = ss_lmdb__meta_put(s, "journal", j, 8);
+        rc = ss_lmdb__journal_mark(s);
     if (rc == SS_OK)
         rc = ss_lmdb__checkpoint_run(s);
     if (rc != SS_OK)
@@ -293,11 +304,9 @@ int ss_store_commit_prepare(ss_store *s, uint64_t now_ms, bool may_checkpoint)
     if (rc == SS_OK && counters)
         rc = ss_lmdb__counters_log(s);
     if (rc == SS_OK && s->ckpt) {
-        uint8_t j[8];
-        ss_put_be(j, s->jseq, 8);
         rc = ss_lmdb__counters_put(s);
         if (rc == SS_OK)
-            rc = ss_lmdb__meta_put(s, "journal", j, 8);
+            rc = ss_lmdb__journal_mark(s);
         s->ckpt = rc == SS_OK;
     }
     if (rc != SS_OK) {
@@ -331,6 +340,7 @@ static int ss_lmdb__frame_write(ss_store *s)
     int rc = ss_lmdb__journal_room(s, n, s->grows);
     if (rc != SS_OK)
         return rc;
+    s->jtail = true; /* from here, bytes may lie past jend until the commit is done */
     while (n > 0) {
         ssize_t w = pwrite(s->jfd, p, n, (off_t)off);
         if (w < 0 && errno == EINTR)
@@ -370,17 +380,21 @@ static int ss_lmdb__checkpoint_fallback(ss_store *s)
 {
     char cause[sizeof s->cause];
     memcpy(cause, s->cause, sizeof cause);
-    uint64_t jend = s->jend;
-    int rc = ss_lmdb__reload(s, jend);
-    if (rc != SS_OK)
-        return rc;
-    /* From here a failure cuts the journal back to jend (commit_finish). */
+    uint64_t jend = s->jend, jseq = s->jseq;
+    /* A failure from here cuts the journal back to jend (commit_finish). */
     s->ckpt_fell_back = true;
-    ss_jframe_seal(&s->frame, s->jseq + 1, s->hash_key);
-    if ((rc = ss_lmdb__frame_write(s)) != SS_OK)
-        return rc;
-    if ((rc = ss_lmdb__reload(s, jend + s->frame.len)) != SS_OK) {
+    ss_jframe_seal(&s->frame, jseq + 1, s->hash_key);
+    int rc = ss_lmdb__frame_write(s);
+    if (rc == SS_OK && (rc = ss_lmdb__reload(s, jend + s->frame.len)) == SS_OK &&
+        (s->jend != jend + s->frame.len || s->jseq != jseq + 1))
+        rc = SS_E_IO; /* the replay did not take the frame: not committed */
+    if (rc != SS_OK) {
+        char journal[sizeof s->cause];
+        memcpy(journal, s->cause, sizeof journal);
+        snprintf(s->cause, sizeof s->cause, "%.60s; the batch could not go into the journal either: %.60s",
+                 cause, rc == SS_E_IO && journal[0] == '\0' ? "its replay failed" : journal);
         s->jend = jend;
+        s->jseq = jseq;
         return rc;
     }
     memcpy(s->cause, cause, sizeof cause); /* what the owner logs */
@@ -428,13 +442,19 @@ int ss_store_commit_finish(ss_store *s, int rc, uint64_t now_ms)
     if (rc != SS_OK) {
         /* Cut what the failed write may have left. Should that fail too,
          * the next frame overwrites it from jend, and a replay stops at
-         * any remains after it (they fail their check). */
-        if (journaled && !ss_jframe_empty(&s->frame) && ftruncate(s->jfd, (off_t)s->jend) != 0) {
+         * any remains after it (they fail their check). Only when it
+         * wrote: a truncation may also free the space allocated ahead
+         * (ext4 does, at the same size), which must then be taken again. */
+        if (journaled && s->jtail && ftruncate(s->jfd, (off_t)s->jend) != 0) {
         }
+        if (journaled && s->jtail)
+            s->jreserved = 0;
+        s->jtail = false;
         s->dirty = true;
         ss_lmdb__rollback(s);
         return rc;
     }
+    s->jtail = false;
     s->batch = false;
     s->committed_bytes = s->bytes;
     s->committed_wall = s->clock_wall;

@@ -30,6 +30,7 @@ struct ss_etcd_probe {
     bool logged_in; /* with a user name: this channel has its token */
     /* the last answer, or why there was none */
     bool checked;   /* asked and answered (or failed) at least once */
+    uint64_t next_ms; /* monotonic: not asked again before (after a refused log-in) */
     bool answered;  /* a status came, ever */
     bool healthy;   /* the last Status answered, with a leader, without alarms */
     ss_etcd_status st;
@@ -59,9 +60,19 @@ int ss_etcd__probes_new(struct ss_backend_etcd *e, const ss_backend_etcd_options
     for (size_t i = 0; i < n; i++) {
         size_t len = strcspn(p, ",");
         struct ss_etcd_probe *pr = &e->probes[e->nprobes];
-        if (len > 0 && len < sizeof pr->url) {
-            memcpy(pr->url, p, len);
-            pr->url[len] = '\0';
+        /* As the channel reads the list: spaces around an entry do not
+         * count, and an empty entry is none. */
+        size_t lead = strspn(p, " \t");
+        size_t end = len;
+        while (end > lead && (p[end - 1] == ' ' || p[end - 1] == '\t'))
+            end--;
+        if (end - lead >= sizeof pr->url) {
+            snprintf(why, why_len, "an etcd endpoint of over %zu characters", sizeof pr->url - 1);
+            return SS_E_INVAL;
+        }
+        if (end > lead) {
+            memcpy(pr->url, p + lead, end - lead);
+            pr->url[end - lead] = '\0';
             ss_grpc_options go = {.endpoints = pr->url, .ca_file = o->ca_file, .cert_file = o->cert_file,
                                   .key_file = o->key_file, .connect_timeout_ms = e->call_timeout_ms,
                                   .wake = ss_probe__wake, .wake_ctx = e};
@@ -96,8 +107,10 @@ static void ss_probe__send(struct ss_backend_etcd *e, struct ss_etcd_probe *pr)
     pr->authing = e->username && !pr->logged_in;
     if (pr->authing) {
         pr->call.method = SS_ETCD_AUTHENTICATE_METHOD;
-        if (ss_etcd_authenticate_pack(&pr->call.request, e->username, e->password) != SS_OK)
+        if (ss_etcd_authenticate_pack(&pr->call.request, e->username, e->password) != SS_OK) {
+            snprintf(pr->error, sizeof pr->error, "logging in: out of memory");
             return;
+        }
     } else {
         pr->call.method = SS_ETCD_STATUS_METHOD; /* an empty request */
     }
@@ -120,7 +133,10 @@ static void ss_probe__answered(struct ss_backend_etcd *e, struct ss_etcd_probe *
             return;
         }
         pr->healthy = false;
+        pr->checked = true;
         snprintf(pr->error, sizeof pr->error, "logging in: %s", ss_etcd__why(c));
+        /* Each try costs etcd a password hash: not at every interval. */
+        pr->next_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
         return;
     }
     if (c->rc == SS_E_SERVER && c->status == SS_ETCD_UNAUTHENTICATED)
@@ -156,7 +172,7 @@ void ss_etcd__probe_step(struct ss_backend_etcd *e)
         return;
     e->probe_next_ms = now + e->probe_interval_ms;
     for (size_t i = 0; i < e->nprobes; i++)
-        if (!e->probes[i].busy)
+        if (!e->probes[i].busy && now >= e->probes[i].next_ms)
             ss_probe__send(e, &e->probes[i]);
 }
 

@@ -291,9 +291,10 @@ static bool ss_etcd__token_key_take(struct ss_backend_etcd *e, const ss_grpc_cal
     ss_etcd_reply_free(&r);
     if (ok)
         e->token_known = true;
-    else if (!r.succeeded)
+    else if (!e->token_bad_logged) /* the Txn answered, with something else there */
         ss_etcd__log(e, SS_LOG_ERR, "%ss/scan-token-key is not 16 bytes: SCAN is unavailable until it is "
                      "(delete it, and a broker makes a new one)", e->prefix);
+    e->token_bad_logged = !ok;
     return ok;
 }
 

@@ -123,7 +123,8 @@ static void ss_broker_conf__read(struct ss_broker_conf *bc, const char *path, ui
     uint16_t listener = 0; /* the listener the lines are about now */
     while (fgets(line, sizeof line, f)) {
         char *v;
-        if ((v = ss_broker_conf__setting(line, "listener")) != NULL) {
+        if ((v = ss_broker_conf__setting(line, "listener")) != NULL ||
+            (v = ss_broker_conf__setting(line, "port")) != NULL) { /* port: the default listener's */
             listener = ss_broker_conf__port(v);
         } else if ((v = ss_broker_conf__setting(line, "protocol")) != NULL) {
             int max = (int)(sizeof bc->ws_ports / sizeof bc->ws_ports[0]);

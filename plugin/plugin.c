@@ -41,8 +41,10 @@ static int ss_plugin__on_tick(int event, void *event_data, void *userdata)
     uint64_t now = ss_wall_ms();
     ss_batch_tick(p->batch, now);
     ss_metrics_tick(p, now);
-    if (p->wswake.looking)
-        ss_wswake_tick(&p->wswake);
+    if (p->wswake.looking && !ss_wswake_tick(&p->wswake))
+        ss_log(p, MOSQ_LOG_WARNING, "websockets_wake_ms: the websockets listeners of the configuration "
+                                    "were not found among the broker's sockets; the broker serves them at "
+                                    "its own pace");
     return MOSQ_ERR_SUCCESS;
 }
 

@@ -80,7 +80,7 @@ int ss_on_message(int event, void *event_data, void *userdata)
     struct ss_plugin *p = userdata;
     struct mosquitto_evt_message *ed = event_data;
     if (p->wswake.live && mosquitto_client_protocol(ed->client) == mp_websockets)
-        ss_wswake_used(&p->wswake); /* someone at the console: answer without the loop's 100 ms */
+        ss_wswake_used(&p->wswake); /* someone at the console: serve it without the loop's 100 ms */
     if (ed->topic != NULL && strcmp(ed->topic, SS_ADMIN_TOPIC) == 0)
         return ss_admin_on_message(p, ed);
     if (ed->topic == NULL || strcmp(ed->topic, SS_REQUEST_TOPIC) != 0)

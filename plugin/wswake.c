@@ -21,12 +21,13 @@
 #include "waker.h"
 
 /* How often the broker's descriptors are looked through until the
- * listening sockets are found: often at first (the broker opens its
- * listeners just after the plugin starts), then seldom (a listener that
- * could not open). */
-#define SS_WSWAKE_SCAN_FIRST_MS 50
-#define SS_WSWAKE_SCAN_MS 1000
-#define SS_WSWAKE_SCAN_FIRST_FOR_MS 10000
+ * listening sockets are found, and for how long: the broker opens its
+ * listeners just after the plugin starts. */
+#define SS_WSWAKE_SCAN_MS 50
+#define SS_WSWAKE_SCAN_FOR_MS 10000
+/* A connection that waits to be accepted for good (the broker out of
+ * descriptors): looked at again this often, not in a spin. */
+#define SS_WSWAKE_PENDING_MS 1000
 
 static uint64_t ss_wswake__now_ms(void)
 {
@@ -82,17 +83,20 @@ static int ss_wswake__scan(const struct ss_wswake *w, int *fds, int max)
     return n;
 }
 
-void ss_wswake_tick(struct ss_wswake *w)
+bool ss_wswake_tick(struct ss_wswake *w)
 {
     uint64_t now = ss_wswake__now_ms();
     if (now < w->next_scan_ms)
-        return;
-    w->next_scan_ms = now + (now - w->started_ms < SS_WSWAKE_SCAN_FIRST_FOR_MS ? SS_WSWAKE_SCAN_FIRST_MS
-                                                                                  : SS_WSWAKE_SCAN_MS);
+        return true;
+    if (now - w->started_ms >= SS_WSWAKE_SCAN_FOR_MS) {
+        w->looking = false; /* the broker opens its listeners at start: none will come */
+        return false;
+    }
+    w->next_scan_ms = now + SS_WSWAKE_SCAN_MS;
     int fds[SS_WSWAKE_FDS_MAX];
     int n = ss_wswake__scan(w, fds, SS_WSWAKE_FDS_MAX);
     if (n == 0)
-        return;
+        return true;
     pthread_mutex_lock(&w->mu);
     memcpy(w->fds, fds, (size_t)n * sizeof *fds);
     w->nfds = n;
@@ -102,6 +106,7 @@ void ss_wswake_tick(struct ss_wswake *w)
     if (write(w->pipe[1], &b, 1) != 1) {
         /* a full pipe already says the same */
     }
+    return true;
 }
 
 static void ss_wswake__wake(struct ss_wswake *w)
@@ -143,28 +148,38 @@ static void *ss_wswake__main(void *arg)
     fds[0].fd = w->pipe[0];
     fds[0].events = POLLIN;
     int n = 0;
+    bool pending = false; /* a connection waited to be accepted at the last look */
     for (;;) {
         bool fast = ss_wswake__now_ms() < atomic_load_explicit(&w->fast_until_ms, memory_order_relaxed);
-        /* Fast: sleep wake_ms (on the pipe alone: a connection that waits
-         * to be accepted would end every poll at once), wake the broker,
-         * then look at the listeners without waiting. Otherwise wait for
-         * a connection, or for news (descriptors found, a request over
-         * WebSockets that opens the window, the end). */
-        int ready = poll(fds, fast ? 1 : (nfds_t)(1 + n), fast ? (int)w->wake_ms : -1);
+        /* Fast: sleep wake_ms, wake the broker, then look at the listeners
+         * without waiting. Otherwise wait for a connection, or for news
+         * (descriptors found, a message over WebSockets that opens the
+         * window, the end). The listeners are not waited on while a
+         * connection that was there at the last look is still there: that
+         * poll would end at once, again and again. */
+        bool wait_on_listeners = !fast && !pending;
+        int ready = poll(fds, wait_on_listeners ? (nfds_t)(1 + n) : 1,
+                         fast ? (int)w->wake_ms : pending ? SS_WSWAKE_PENDING_MS : -1);
         if (ready > 0 && fds[0].revents) {
             if (ss_wswake__news(w, fds, &n))
                 break;
             continue;
         }
-        if (fast) {
+        if (fast)
             ss_wswake__wake(w);
+        if (!wait_on_listeners)
             ready = n ? poll(fds + 1, (nfds_t)n, 0) : 0;
-            if (ready > 0)
-                ss_wswake__extend(w);
-        } else if (ready > 0) {
-            ss_wswake__extend(w); /* a connection arrives */
-            ss_wswake__wake(w);
+        bool now_pending = false;
+        for (int i = 1; ready > 0 && i <= n; i++)
+            now_pending |= (fds[i].revents & POLLIN) != 0;
+        /* A connection arrives: the window opens (or goes on). One that
+         * stays unaccepted does not keep it open. */
+        if (now_pending && !pending) {
+            ss_wswake__extend(w);
+            if (!fast)
+                ss_wswake__wake(w);
         }
+        pending = now_pending;
     }
     return NULL;
 }

@@ -15,8 +15,8 @@
  *   - for SS_WSWAKE_WINDOW_MS after a connection arrives at a websockets
  *     listener (a page load): a thread of ours polls the listening
  *     sockets, which only looks (libwebsockets still accepts);
- *   - for SS_WSWAKE_WINDOW_MS after a state store request came over
- *     WebSockets (someone at the console).
+ *   - for SS_WSWAKE_WINDOW_MS after a message came over WebSockets
+ *     (someone at the console).
  * The listening sockets are found by their ports, read from the broker's
  * configuration (broker_conf.h), among this process's descriptors, once
  * the broker has opened them (after the plugin starts): by the broker's
@@ -60,11 +60,12 @@ struct ss_wswake {
  * n > 0 and wake_ms > 0; the broker is the calling thread. 0, or
  * SS_E_NOMEM. */
 int ss_wswake_start(struct ss_wswake *w, const uint16_t *ports, int n, unsigned wake_ms);
-/* A request came over WebSockets (broker thread). */
+/* A message came over WebSockets (broker thread). */
 void ss_wswake_used(struct ss_wswake *w);
 /* At the broker's tick while w->looking: look for the listening sockets
- * (now and then, not at every tick). */
-void ss_wswake_tick(struct ss_wswake *w);
+ * (now and then, not at every tick). False when they were not found in
+ * the first 10 s, and will not be looked for again (say so). */
+bool ss_wswake_tick(struct ss_wswake *w);
 /* End the thread (if any). */
 void ss_wswake_stop(struct ss_wswake *w);
 

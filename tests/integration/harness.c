@@ -145,10 +145,13 @@ static void broker_leak_suppressions(const struct broker *b, char *supp, size_t 
     write_text(lsan, "leak:mosq_websockets_init\n");
     write_text(vg, "{\n   mosquitto-2.0-websockets-listener\n   Memcheck:Leak\n   match-leak-kinds: definite\n"
                    "   fun:calloc\n   fun:mosquitto__calloc\n   fun:mosq_websockets_init\n}\n");
-    char opt[600];
-    snprintf(opt, sizeof opt, "suppressions=%s", lsan);
+    /* Added to what the environment says already. */
+    const char *had_lsan = getenv("LSAN_OPTIONS"), *had_asan = getenv("ASAN_OPTIONS");
+    char opt[1600];
+    snprintf(opt, sizeof opt, "%s%ssuppressions=%s", had_lsan ? had_lsan : "", had_lsan ? ":" : "", lsan);
     setenv("LSAN_OPTIONS", opt, 1);
-    setenv("ASAN_OPTIONS", "fast_unwind_on_malloc=0", 1);
+    snprintf(opt, sizeof opt, "%s%sfast_unwind_on_malloc=0", had_asan ? had_asan : "", had_asan ? ":" : "");
+    setenv("ASAN_OPTIONS", opt, 1);
     snprintf(supp, n, "--suppressions=%s", vg);
 }
 

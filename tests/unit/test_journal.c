@@ -555,68 +555,112 @@ TEST(store_batch_bytes_bounded)
     ss_store_close(s);
 }
 
+/* Batches of one 1000-byte record "<prefix><i>", committed at now_ms,
+ * until one carries a checkpoint; returns its index. Each commit succeeds,
+ * the checkpoint's failure (injected) included: the batch that carried it
+ * goes into the journal, which grows. */
+static int write_until_a_checkpoint(ss_store *s, const char *prefix, uint64_t now_ms)
+{
+    static char big[1001];
+    memset(big, 'y', 1000);
+    ss_record r = rec_of(big, 1, 0);
+    for (int i = 0; i < 10; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "%s%d", prefix, i);
+        off_t before = journal_size();
+        ASSERT_EQ(ss_store_begin(s), SS_OK);
+        ASSERT_EQ(ss_store_put(s, B(k), &r), SS_OK);
+        ASSERT_EQ(ss_store_commit_prepare(s, now_ms, true), SS_OK);
+        bool ckpt = ss_store_commit_is_checkpoint(s);
+        ASSERT_EQ(ss_store_commit_finish(s, ss_store_commit_run(s), now_ms), SS_OK);
+        ASSERT_TRUE(journal_size() > before);
+        if (ckpt)
+            return i;
+    }
+    ASSERT_TRUE(false);
+    return -1;
+}
+
+/* Records "<prefix>0".."<prefix><n-1>" of 1000 bytes are there. */
+static void assert_big(ss_store *s, const char *prefix, int n)
+{
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    for (int i = 0; i < n; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "%s%d", prefix, i);
+        ss_record got;
+        ASSERT_EQ(ss_store_get(s, B(k), &got), SS_OK);
+        ASSERT_EQ(got.value.len, 1000);
+    }
+    ss_store_abort(s);
+}
+
 /* A checkpoint that fails (as on a full disk) does not fail the batch
  * that carried it: the batch goes into the journal, its writes are
- * readable at once and after a restart, the checkpoint's failure is
- * reported and tried again later, and then succeeds. Before, the batch
- * failed with the checkpoint: a DEL on a full disk was answered with the
- * quota error. */
+ * readable at once and after a crash, the checkpoint's failure is
+ * reported and tried again later, and then succeeds. A failing checkpoint
+ * of a batch that wrote nothing writes nothing to the journal. Before, the
+ * batch failed with the checkpoint: a DEL on a full disk was answered
+ * with the quota error. */
 TEST(store_failed_checkpoint_leaves_its_batch_to_the_journal)
 {
     ss_store_options o = journaled();
     o.checkpoint_interval_ms = 100;
     o.journal_max_bytes = 4096;
     o.fail_checkpoint_at = 1;
+    o.fail_checkpoints = 2;
     ss_store *s = NULL;
     ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
-    static char big[1001];
-    memset(big, 'y', 1000);
-    ss_record r = rec_of(big, 1, 0);
-    int carried = -1;
-    for (int i = 0; i < 10 && carried < 0; i++) {
-        char k[16];
-        snprintf(k, sizeof k, "c%d", i);
-        off_t before = journal_size();
-        ASSERT_EQ(ss_store_begin(s), SS_OK);
-        ASSERT_EQ(ss_store_put(s, B(k), &r), SS_OK);
-        ASSERT_EQ(ss_store_commit_prepare(s, 10, true), SS_OK);
-        bool ckpt = ss_store_commit_is_checkpoint(s);
-        ASSERT_EQ(ss_store_commit_finish(s, ss_store_commit_run(s), 10), SS_OK);
-        if (ckpt) {
-            carried = i;
-            /* The journal kept what it had and took this batch too. */
-            ASSERT_TRUE(journal_size() > before);
-            ASSERT_TRUE(ss_store_checkpoint_failing(s, NULL));
-            ASSERT_TRUE(strstr(ss_store_cause(s), "checkpoint (an injected failure)") != NULL);
-        } else {
-            ASSERT_TRUE(!ss_store_checkpoint_failing(s, NULL));
-        }
-    }
+    ss_record small = rec_of("v", 1, 0);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_put(s, B("a"), &small), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 10), SS_OK);
+    off_t after_a = journal_size();
+    /* An idle checkpoint fails: its empty batch leaves the journal as it
+     * was. */
+    ASSERT_TRUE(ss_store_checkpoint_due(s, 200));
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 200), SS_E_QUOTA);
+    ASSERT_EQ(journal_size(), after_a);
+    ASSERT_TRUE(ss_store_checkpoint_failing(s, NULL));
+    /* Writes until one carries the next (failing) checkpoint. */
+    int carried = write_until_a_checkpoint(s, "c", 1000);
     ASSERT_TRUE(carried >= 2); /* the journal reached its limit first */
-    ASSERT_EQ(ss_store_key_count(s), carried + 1);
-    ss_record got;
-    char k[16];
-    snprintf(k, sizeof k, "c%d", carried);
+    ASSERT_TRUE(ss_store_checkpoint_failing(s, NULL));
+    ASSERT_TRUE(strstr(ss_store_cause(s), "checkpoint (an injected failure)") != NULL);
+    ASSERT_EQ(ss_store_key_count(s), carried + 2);
+    assert_big(s, "c", carried + 1);
+    /* Not again before its backoff (200 ms after the second failure); then
+     * an empty batch carries it, and it succeeds. */
+    ASSERT_TRUE(!ss_store_checkpoint_due(s, 1100));
+    ASSERT_TRUE(ss_store_checkpoint_due(s, 1200));
     ASSERT_EQ(ss_store_begin(s), SS_OK);
-    ASSERT_EQ(ss_store_get(s, B(k), &got), SS_OK);
-    ASSERT_EQ(got.value.len, 1000);
-    ss_store_abort(s);
-    /* Not again before its backoff; then an empty batch carries it. */
-    ASSERT_TRUE(!ss_store_checkpoint_due(s, 50));
-    ASSERT_TRUE(ss_store_checkpoint_due(s, 110));
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    ASSERT_EQ(ss_store_commit(s, 110), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 1200), SS_OK);
     ASSERT_EQ(journal_size(), 0);
     ASSERT_TRUE(!ss_store_checkpoint_failing(s, NULL));
     ss_store_close(s);
 
-    /* Every batch survives a restart, the one that carried the failed
-     * checkpoint included. */
+    /* A crash right after a batch that carried a failed checkpoint: the
+     * journal's replay brings it back with the rest. */
+    pid_t pid = fork();
+    ASSERT_TRUE(pid >= 0);
+    if (pid == 0) {
+        ss_store_options oc = o;
+        oc.fail_checkpoints = 1;
+        ss_store *sc = NULL;
+        if (ss_store_open(&oc, &sc) != SS_OK)
+            _exit(100);
+        _exit(write_until_a_checkpoint(sc, "d", 10)); /* no close: a crash */
+    }
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) < 100);
+    int crashed = WEXITSTATUS(status);
+    ASSERT_TRUE(crashed >= 2);
     o.fail_checkpoint_at = 0;
     ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
-    ASSERT_EQ(ss_store_key_count(s), carried + 1);
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    ASSERT_EQ(ss_store_get(s, B(k), &got), SS_OK);
-    ss_store_abort(s);
+    ASSERT_EQ(ss_store_key_count(s), carried + 2 + crashed + 1);
+    assert_big(s, "c", carried + 1);
+    assert_big(s, "d", crashed + 1);
     ss_store_close(s);
 }
