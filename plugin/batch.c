@@ -33,6 +33,9 @@
 
 /* Commits in flight at once at most, whatever a backend says. */
 #define SS_BATCH_FLIGHTS_MAX 4u
+/* Clients whose SCAN page is being read, that the queue runs past at once;
+ * one more holds the queue as any waiting request does. */
+#define SS_BATCH_LISTINGS_MAX 16u
 
 /* A batch whose commit is in flight (backend.h: commit_start). */
 struct ss_flight {
@@ -336,30 +339,68 @@ static void ss_batch__prefetch(struct ss_batch *b, size_t from)
         b->prefetched = end;
 }
 
+/* Is e a SCAN? */
+static bool ss_batch__is_scan(const struct ss_queued *e)
+{
+    ss_codec_limits lim = ss_codec_limits_default();
+    ss_request req;
+    ss_command cmd;
+    size_t used;
+    return ss_codec_decode_request(e->payload, e->len, &lim, &req, &used) == SS_OK &&
+           ss_command_parse(&req, &cmd) == SS_OK && cmd.type == SS_CMD_SCAN;
+}
+
+static bool ss_batch__client_in(const char *const *ids, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(ids[i], id) == 0)
+            return true;
+    return false;
+}
+
 /* Run the requests that waited for the last commit, in arrival order. One
  * that must run again (backend.h) stops the run: it and every later one
- * stay queued, in order, so that no request overtakes an earlier one. */
+ * stay queued, in order, so that no request overtakes an earlier one.
+ * Except a SCAN whose page is being read (on etcd a Range of up to 1000
+ * records, which takes a while): it holds only the later requests of its
+ * own client, whose answers keep their order, while the others run. A
+ * listing promises nothing of other clients' writes during it
+ * (PROTOCOL.md section 9.4), so they need not wait for its pages. */
 static void ss_batch__run_queue(struct ss_batch *b)
 {
-    size_t done = 0;
-    while (done < b->queue.len) {
-        struct ss_queued *e = &b->queue.items[done];
-        struct ss_request_from in = {e->payload, e->len, e->client_id, e->username};
-        if (!ss_batch__run(b, &in, e->gone, &e->r)) {
-            ss_batch__prefetch(b, done + 1);
-            break;
+    const char *listing[SS_BATCH_LISTINGS_MAX]; /* clients whose SCAN waits */
+    size_t nlisting = 0, n = b->queue.len, kept = 0, front = 0, stop = 0;
+    bool stopped = false, gaps = false;
+    for (size_t i = 0; i < n; i++) {
+        struct ss_queued *e = &b->queue.items[i];
+        if (!stopped && !ss_batch__client_in(listing, nlisting, e->client_id)) {
+            struct ss_request_from in = {e->payload, e->len, e->client_id, e->username};
+            if (ss_batch__run(b, &in, e->gone, &e->r)) {
+                b->queue_bytes -= ss_queued_size(e);
+                ss_queued_free(e);
+                front += kept == 0;
+                gaps |= kept != 0;
+                continue;
+            }
+            if (nlisting < SS_BATCH_LISTINGS_MAX && ss_batch__is_scan(e)) {
+                listing[nlisting++] = e->client_id;
+            } else {
+                stopped = true;
+                stop = kept;
+            }
         }
-        b->queue_bytes -= ss_queued_size(e);
-        ss_queued_free(e);
-        done++;
+        if (kept != i)
+            b->queue.items[kept] = *e;
+        kept++;
     }
-    if (done == 0)
-        return; /* nothing ran (an empty queue has no array at all) */
-    memmove(b->queue.items, b->queue.items + done, (b->queue.len - done) * sizeof b->queue.items[0]);
-    b->queue.len -= done;
-    b->prefetched = b->prefetched > done ? b->prefetched - done : 0;
-    if (b->queue.len == 0)
+    b->queue.len = kept;
+    if (kept == 0)
         b->queue_bytes = 0;
+    /* What was read ahead: counted from the front, which moved; after a
+     * gap, from the start again (a key being read is not read twice). */
+    b->prefetched = gaps ? 0 : b->prefetched > front ? b->prefetched - front : 0;
+    if (stopped)
+        ss_batch__prefetch(b, stop + 1);
 }
 
 void ss_batch_client_gone(struct ss_batch *b, const char *client_id)

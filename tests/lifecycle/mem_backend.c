@@ -168,6 +168,8 @@ static int ss_mem__scan(void *impl, ss_bytes after, size_t max_examined, ss_back
                         ss_buf *next)
 {
     struct ss_mem *m = impl;
+    if (m->pend_scans)
+        return SS_E_PENDING;
     ss_buf cursor = SS_BUF_INIT;
     int rc = ss_buf_append(&cursor, after.data, after.len);
     bool more = true;

@@ -49,7 +49,10 @@ void ss_mem_pend_key(ss_backend *b, const char *key);
 /* The read number n, and every later read of the same key, is pending
  * until ss_mem_release_reads. */
 void ss_mem_pend_read(ss_backend *b, unsigned n);
-/* Pending reads answer from now on; the owner is woken. */
+/* SCAN's pages are pending (as on etcd, where each is a Range) until
+ * ss_mem_release_reads. */
+void ss_mem_pend_scans(ss_backend *b);
+/* Pending reads (and pages) answer from now on; the owner is woken. */
 void ss_mem_release_reads(ss_backend *b);
 /* Commit number n ends as end says (the default: SS_MEM_END_CHECKED). */
 void ss_mem_commit_ends(ss_backend *b, unsigned n, enum ss_mem_end end);

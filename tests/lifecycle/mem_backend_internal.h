@@ -67,6 +67,7 @@ struct ss_mem {
     ss_buf pending[SS_MEM_PENDING_MAX];
     size_t npending;
     unsigned pend_read; /* 0: none */
+    bool pend_scans;    /* SCAN's pages are pending */
     ss_buf prefetched;
     ss_buf scratch;
     uint64_t clock_wall;

@@ -21,11 +21,17 @@ void ss_mem_pend_read(ss_backend *b, unsigned n)
     ss_mem__of(b)->pend_read = n;
 }
 
+void ss_mem_pend_scans(ss_backend *b)
+{
+    ss_mem__of(b)->pend_scans = true;
+}
+
 void ss_mem_release_reads(ss_backend *b)
 {
     struct ss_mem *m = ss_mem__of(b);
     m->npending = 0;
     m->pend_read = 0;
+    m->pend_scans = false;
     if (b->wake)
         b->wake(b->wake_ctx);
 }
