@@ -266,7 +266,7 @@ bench-console: deps
 
 check: test
 
-# Benchmarks (about 10 minutes): see docs/BENCHMARKS.md.
+# Benchmarks (about 30 minutes, half of it SCAN on etcd): see docs/BENCHMARKS.md.
 BENCH_BINS = build/plain/bench/loadgen build/plain/bench/echo_plugin.so build/plain/bench/engine_bench \
              build/plain/bench/expiry_storm build/plain/bench/etcd_txn build/plain/statestore.so \
              build/plain/statestore
@@ -299,7 +299,8 @@ bench-patterns: deps
 	@scripts/bench-patterns.sh
 
 # Only SCAN's listing and its effect on other clients, on LMDB and on etcd
-# (part of make bench; about 8 minutes).
+# (part of make bench; about 17 minutes with 1M keys: BENCH_KEYS,
+# BENCH_SCAN_BACKENDS=lmdb shorten it).
 bench-scan: deps
 	@scripts/etcd-tools.sh
 	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0
