@@ -10,10 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/bigendian.h"
 #include "../core/errors.h"
 #include "../core/record.h"
-#include "../core/siphash.h"
 #include "backend_etcd_state.h"
 #include "backend_etcd_base.h"
 #include "backend_etcd_blob.h"
@@ -271,9 +269,6 @@ static int ss_etcd__commit(void *impl, uint64_t now_ms)
     return SS_E_UNAVAILABLE;
 }
 
-/* Every broker on the prefix derives the same key, with nothing to
- * agree on first; clients are not told the prefix, but it is no secret
- * (PROTOCOL.md 9.4). */
 static const struct ss_backend_ops ss_backend_etcd_ops = {
     .name = "etcd",
     .read = ss_etcd__read,

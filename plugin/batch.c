@@ -316,22 +316,28 @@ static bool ss_batch__run(struct ss_batch *b, const struct ss_request_from *in, 
     return done;
 }
 
+/* The command of a queued request; false when it does not parse (it is
+ * answered with its error when it runs). cmd borrows e's payload. */
+static bool ss_batch__command_of(const struct ss_queued *e, ss_command *cmd)
+{
+    ss_codec_limits lim = ss_codec_limits_default();
+    ss_request req;
+    size_t used;
+    return ss_codec_decode_request(e->payload, e->len, &lim, &req, &used) == SS_OK &&
+           ss_command_parse(&req, cmd) == SS_OK;
+}
+
 /* Start reading the keys of the requests queued behind one that
  * waits for its key (up to SS_PREFETCH_AHEAD of them), so that their
  * reads overlap instead of following each other. Each queued request is
  * looked at once: b->prefetched counts those, from the queue's front. */
 static void ss_batch__prefetch(struct ss_batch *b, size_t from)
 {
-    ss_codec_limits lim = ss_codec_limits_default();
     size_t start = b->prefetched > from ? b->prefetched : from;
     size_t end = b->queue.len - from > SS_PREFETCH_AHEAD ? from + SS_PREFETCH_AHEAD : b->queue.len;
     for (size_t i = start; i < end; i++) {
-        const struct ss_queued *e = &b->queue.items[i];
-        ss_request req;
         ss_command cmd;
-        size_t used;
-        if (ss_codec_decode_request(e->payload, e->len, &lim, &req, &used) == SS_OK &&
-            ss_command_parse(&req, &cmd) == SS_OK && cmd.type != SS_CMD_KEYNOTIFY &&
+        if (ss_batch__command_of(&b->queue.items[i], &cmd) && cmd.type != SS_CMD_KEYNOTIFY &&
             cmd.type != SS_CMD_SCAN)
             b->p->backend->ops->prefetch(b->p->backend->impl, cmd.key);
     }
@@ -342,12 +348,8 @@ static void ss_batch__prefetch(struct ss_batch *b, size_t from)
 /* Is e a SCAN? */
 static bool ss_batch__is_scan(const struct ss_queued *e)
 {
-    ss_codec_limits lim = ss_codec_limits_default();
-    ss_request req;
     ss_command cmd;
-    size_t used;
-    return ss_codec_decode_request(e->payload, e->len, &lim, &req, &used) == SS_OK &&
-           ss_command_parse(&req, &cmd) == SS_OK && cmd.type == SS_CMD_SCAN;
+    return ss_batch__command_of(e, &cmd) && cmd.type == SS_CMD_SCAN;
 }
 
 static bool ss_batch__client_in(const char *const *ids, size_t n, const char *id)

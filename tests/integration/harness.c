@@ -265,6 +265,16 @@ void broker_named(struct broker *b, const char *name)
     snprintf(b->data, sizeof b->data, "%s/data-%s", test_tmpdir(), name);
 }
 
+void broker_refuses(const char *name, const char *extra, const char *text)
+{
+    struct broker b;
+    broker_named(&b, name);
+    snprintf(b.extra, sizeof b.extra, "%s", extra);
+    ASSERT_TRUE(broker_start_fails(&b) != 0);
+    if (!broker_log_has(&b, text))
+        test_fail(__FILE__, __LINE__, "the refusing broker's log does not say why");
+}
+
 void broker_on_etcd(struct broker *b, const char *name, const char *endpoints, const char *more)
 {
     broker_named(b, name);

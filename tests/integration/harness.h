@@ -44,6 +44,9 @@ bool broker_log_has(const struct broker *b, const char *text);
 /* b emptied and named (several brokers in one test), with its data
  * directory <tmpdir>/data-NAME; extra is the caller's to fill. */
 void broker_named(struct broker *b, const char *name);
+/* A broker named name with the config lines extra refuses to start, and
+ * its log says why (contains text); fails the test otherwise. */
+void broker_refuses(const char *name, const char *extra, const char *text);
 /* Start b, named name, on the etcd cluster at endpoints (comma-separated
  * URLs), with more config lines (may be ""). */
 void broker_on_etcd(struct broker *b, const char *name, const char *endpoints, const char *more);

@@ -448,23 +448,11 @@ TEST(plugin_fifty_concurrent_clients)
 
 TEST(plugin_bad_options_stop_the_broker)
 {
-    struct broker b = {0};
-    snprintf(b.extra, sizeof b.extra, "plugin_opt_no_such_option 1\n");
-    ASSERT_TRUE(broker_start_fails(&b) != 0);
-    ASSERT_TRUE(broker_log_has(&b, "unknown option plugin_opt_no_such_option"));
-    struct broker c = {0};
-    snprintf(c.extra, sizeof c.extra, "plugin_opt_fsync sometimes\n");
-    ASSERT_TRUE(broker_start_fails(&c) != 0);
-    ASSERT_TRUE(broker_log_has(&c, "plugin_opt_fsync: invalid value \"sometimes\""));
-    struct broker d = {0};
-    snprintf(d.extra, sizeof d.extra, "plugin_opt_max_keys lots\n");
-    ASSERT_TRUE(broker_start_fails(&d) != 0);
-    ASSERT_TRUE(broker_log_has(&d, "plugin_opt_max_keys"));
-    struct broker rel = {0};
-    snprintf(rel.extra, sizeof rel.extra, "plugin_opt_data_dir statestore-data\n");
-    ASSERT_TRUE(broker_start_fails(&rel) != 0);
-    ASSERT_TRUE(broker_log_has(&rel, "plugin_opt_data_dir: invalid value \"statestore-data\": must "
-                                     "be an absolute path"));
+    broker_refuses("unknown", "plugin_opt_no_such_option 1\n", "unknown option plugin_opt_no_such_option");
+    broker_refuses("fsync", "plugin_opt_fsync sometimes\n", "plugin_opt_fsync: invalid value \"sometimes\"");
+    broker_refuses("max-keys", "plugin_opt_max_keys lots\n", "plugin_opt_max_keys");
+    broker_refuses("relative", "plugin_opt_data_dir statestore-data\n",
+                   "plugin_opt_data_dir: invalid value \"statestore-data\": must be an absolute path");
     /* Good options are logged at startup. */
     struct broker e = {0};
     snprintf(e.extra, sizeof e.extra,
