@@ -309,8 +309,9 @@ static const char *figure(const struct stats *s, const char *name)
 
 /* Endpoint n (from 1) as one line, from its figures under
  * etcd/endpoints/n/: "URL healthy, leader, id ..., version ..., db_size
- * ..., raft_term ..., raft_index ..." or "URL unhealthy: why". False when
- * the broker published none for n. */
+ * ..., raft_term ..., raft_index ...", "URL unhealthy: why", or "URL not
+ * asked yet" just after a start (not counted as unhealthy). False
+ * when the broker published none for n. */
 static bool endpoint_line(const struct stats *s, int n, char *out, size_t len)
 {
     static const char *const leaf[] = {"url", "healthy", "leader", "id", "version", "db_size",
@@ -322,7 +323,9 @@ static bool endpoint_line(const struct stats *s, int n, char *out, size_t len)
         if ((v[k] = figure(s, topic)) == NULL)
             return false;
     }
-    if (strcmp(v[1], "1") != 0)
+    if (strcmp(v[1], "1") != 0 && strcmp(v[8], "not asked yet") == 0)
+        snprintf(out, len, "%s not asked yet", v[0]);
+    else if (strcmp(v[1], "1") != 0)
         snprintf(out, len, "%s unhealthy: %s", v[0], strcmp(v[8], "none") != 0 ? v[8] : "no answer");
     else
         snprintf(out, len, "%s healthy%s, id %s, version %s, db_size %s, raft_term %s, raft_index %s", v[0],

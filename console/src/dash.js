@@ -60,14 +60,17 @@ const TILES = [
 ];
 
 // Endpoint n's tile (etcd/endpoints/n/...): its URL, then healthy (and
-// leader) or unhealthy and why; null when the broker published none.
+// leader), unhealthy and why, or not asked yet just after the broker
+// started; null when the broker published none.
 function endpointTile(f, n) {
     const at = (leaf) => f[`etcd/endpoints/${n}/${leaf}`];
     if (at('url') === undefined) return null;
     const state =
         at('healthy') === '1'
             ? `healthy${at('leader') === '1' ? ', leader' : ''}, raft index ${at('raft_index')}`
-            : `unhealthy: ${at('error') !== 'none' ? at('error') : 'no answer'}`;
+            : at('error') === 'not asked yet'
+              ? 'not asked yet'
+              : `unhealthy: ${at('error') !== 'none' ? at('error') : 'no answer'}`;
     return { url: at('url'), state, healthy: at('healthy') === '1' };
 }
 

@@ -6,20 +6,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "../test.h"
 #include "etcd_cluster.h"
 #include "harness.h"
 
 /* Run status until its health line is `health` and its leader line is
- * `leader` (10 s at most); r keeps the last run. */
+ * `leader`, and every endpoint has been asked (10 s at most); r keeps the
+ * last run. */
 static void status_until(struct run *r, const char *port, const char *health, const char *leader)
 {
     char v[600], l[600];
     for (int i = 0; i < 100; i++) {
         cli_tool(r, "-p", port, "status", NULL);
         if (status_line(r->out, "health", v, sizeof v) && strcmp(v, health) == 0 &&
-            status_line(r->out, "etcd_leader", l, sizeof l) && strcmp(l, leader) == 0)
+            status_line(r->out, "etcd_leader", l, sizeof l) && strcmp(l, leader) == 0 &&
+            strstr(r->out, " not asked yet\n") == NULL)
             return;
         run_free(r);
         usleep(100000);
@@ -149,5 +154,53 @@ TEST(cluster_status_shows_each_endpoint_and_the_leader)
              "plugin_opt_backend etcd\nplugin_opt_etcd_endpoints %s\nplugin_opt_etcd_status_interval_ms 50\n",
              c.endpoints);
     broker_refuses("bad", bad, "plugin_opt_etcd_status_interval_ms: 0 (off) or 100 to 3600000");
+
+    /* An endpoint that takes connections and never answers (a socket
+     * nobody accepts on): "not asked yet" until its first check times
+     * out, not counted unhealthy meanwhile; then unhealthy, and why. */
+    etcd_member_restart(&c, leader);
+    etcd_member_url(&c, etcd_cluster_leader(&c), url, sizeof url);
+    int silent = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_TRUE(silent >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int sport = 0;
+    for (int i = 0; i < 20 && sport == 0; i++) {
+        sa.sin_port = htons((uint16_t)(sport = free_port()));
+        if (bind(silent, (struct sockaddr *)&sa, sizeof sa) != 0)
+            sport = 0;
+    }
+    ASSERT_TRUE(sport != 0 && listen(silent, 16) == 0);
+    char endpoints[700];
+    snprintf(endpoints, sizeof endpoints, "%s,http://127.0.0.1:%d", c.endpoints, sport);
+    struct broker quiet;
+    broker_on_etcd(&quiet, "quiet", endpoints,
+                   "sys_interval 1\nplugin_opt_etcd_status_interval_ms 200\nplugin_opt_etcd_timeout_ms 4000\n");
+    snprintf(port, sizeof port, "%d", quiet.port);
+    char silent_url[64];
+    snprintf(silent_url, sizeof silent_url, "http://127.0.0.1:%d", sport);
+    char line[700];
+    bool seen = false;
+    for (int i = 0; i < 30 && !seen; i++) {
+        cli_tool(&r, "-p", port, "status", NULL);
+        snprintf(want, sizeof want, "%s not asked yet", silent_url);
+        if (status_line(r.out, "etcd_endpoint_4", line, sizeof line) && strcmp(line, want) == 0 &&
+            status_line(r.out, "health", v2, sizeof v2) && strcmp(v2, "ok") == 0) {
+            seen = true;
+            ASSERT_EQ(r.status, 0);
+            ASSERT_TRUE(status_line(r.out, "etcd_leader", v2, sizeof v2) != NULL);
+            ASSERT_TRUE(strcmp(v2, url) == 0);
+        }
+        run_free(&r);
+        if (!seen)
+            usleep(100000);
+    }
+    ASSERT_TRUE(seen);
+    status_until(&r, port, "degraded (1 of 4 etcd endpoints unhealthy)", url);
+    ASSERT_TRUE(status_line(r.out, "etcd_endpoint_4", line, sizeof line) != NULL);
+    snprintf(want, sizeof want, "%s unhealthy: ", silent_url);
+    ASSERT_TRUE(strncmp(line, want, strlen(want)) == 0 && strlen(line) > strlen(want));
+    run_free(&r);
+    broker_stop(&quiet);
+    close(silent);
     etcd_cluster_stop(&c);
 }
