@@ -141,6 +141,8 @@ void ss_etcd__figures(void *impl, uint64_t now_ms, ss_figure_fn fn, void *ctx)
     ss_figure_u64(fn, ctx, "etcd/unknown_outcomes", st.unknown_outcomes);
     ss_figure_u64(fn, ctx, "etcd/nospace", st.nospace);
     ss_figure_u64(fn, ctx, "etcd/fetches", st.fetches);
+    ss_figure_u64(fn, ctx, "etcd/scan_reads", e->page_reads);
+    ss_figure_u64(fn, ctx, "etcd/scan_keys_counted", e->page_counted);
     ss_figure_u64(fn, ctx, "etcd/cache_entries", st.cache_entries);
     ss_figure_u64(fn, ctx, "etcd/watch_revision", st.watch_revision);
     ss_figure_u64(fn, ctx, "etcd/watch_events", st.watch_events);

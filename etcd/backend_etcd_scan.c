@@ -16,6 +16,7 @@
 #include "backend_etcd_blob.h"
 #include "backend_etcd_calls.h"
 #include "backend_etcd_scan.h"
+#include "backend_etcd_span.h"
 #include "backend_etcd_tombstone.h"
 
 static int ss_etcd__range_after(struct ss_backend_etcd *e, struct ss_etcd_op *op, ss_bytes from, bool inclusive,
@@ -170,21 +171,34 @@ bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key
     return true;
 }
 
-/* The Range of up to limit records after `after` (empty: from the first). */
-static int ss_etcd__range_after(struct ss_backend_etcd *e, struct ss_etcd_op *op, ss_bytes from, bool inclusive,
-                                size_t limit)
+/* The Range of up to limit records from `from` (or after it; empty: from
+ * the first) to `to` (inclusive; NULL: to the last). */
+static int ss_etcd__range_to(struct ss_backend_etcd *e, struct ss_etcd_op *op, ss_bytes from, bool inclusive,
+                             const ss_bytes *to, size_t limit)
 {
     ss_bytes none = {NULL, 0};
     uint8_t zero = 0;
     int rc = ss_etcd__key(e, &e->scratch, 'k', 0, from);
     if (rc == SS_OK && !inclusive && from.len) /* the first key after it */
         rc = ss_buf_append(&e->scratch, &zero, 1);
-    if (rc == SS_OK && (rc = ss_etcd__key(e, &e->scratch2, 'k', 0, none)) == SS_OK) {
+    if (rc == SS_OK && to) {
+        if ((rc = ss_etcd__key(e, &e->scratch2, 'k', 0, *to)) == SS_OK)
+            rc = ss_buf_append(&e->scratch2, &zero, 1); /* `to` included */
+    } else if (rc == SS_OK && (rc = ss_etcd__key(e, &e->scratch2, 'k', 0, none)) == SS_OK) {
         e->scratch2.data[e->scratch2.len - 1] = '0'; /* "k0" follows every "k/..." */
+    }
+    if (rc == SS_OK)
         rc = ss_etcd_range_all_pack(&op->call.request, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(&e->scratch2),
                                     (int64_t)limit);
-    }
     return rc;
+}
+
+static int ss_etcd__range_after(struct ss_backend_etcd *e, struct ss_etcd_op *op, ss_bytes from, bool inclusive,
+                                size_t limit)
+{
+    /* A page of one from a key (INSPECT) is that key alone: a Range to
+     * the end would count every key after it. */
+    return ss_etcd__range_to(e, op, from, inclusive, inclusive && limit == 1 ? &from : NULL, limit);
 }
 
 void ss_etcd__page_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
@@ -199,6 +213,52 @@ static bool ss_etcd__page_is(const struct ss_backend_etcd *e, ss_bytes after, si
            (after.len == 0 || memcmp(e->page_after.data, after.data, after.len) == 0);
 }
 
+/* SCAN's cursors on etcd: the key a page starts after, then the span its
+ * Range may reach (backend_etcd_span.h); empty: from the first key. */
+static ss_bytes ss_etcd__cursor_key(ss_bytes cursor)
+{
+    ss_bytes key = {cursor.data, cursor.len - SS_ETCD_SPAN_BYTES};
+    return key;
+}
+
+static int ss_etcd__cursor_put(ss_buf *out, ss_bytes key, ss_etcd_span s)
+{
+    uint8_t span[SS_ETCD_SPAN_BYTES];
+    ss_etcd_span_put(s, span);
+    ss_buf_clear(out);
+    int rc = ss_buf_append(out, key.data, key.len);
+    return rc == SS_OK ? ss_buf_append(out, span, sizeof span) : rc;
+}
+
+/* Read the page after page_after, over page_span: its Range ends at
+ * page_end (empty: no bound). */
+static int ss_etcd__page_send(struct ss_backend_etcd *e)
+{
+    struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_PAGE, SS_ETCD_RANGE_METHOD);
+    if (op == NULL)
+        return SS_E_NOMEM;
+    ss_bytes after = ss_etcd__bytes(&e->page_after);
+    ss_bytes key = after.len ? ss_etcd__cursor_key(after) : after;
+    bool nomem = false;
+    if (!ss_etcd_span_end(key, e->page_span, &e->page_end, &nomem) && nomem) {
+        ss_etcd__op_free(op);
+        return SS_E_NOMEM;
+    }
+    ss_bytes end = ss_etcd__bytes(&e->page_end);
+    int rc = ss_etcd__range_to(e, op, key, false, end.len ? &end : NULL, e->page_limit);
+    if (rc != SS_OK) {
+        ss_etcd__op_free(op);
+        return rc;
+    }
+    e->page = SS_PAGE_RUNNING;
+    ss_etcd__submit(e, op);
+    return SS_E_PENDING;
+}
+
+/* A bounded Range that found under a quarter of a page is read again
+ * further: twice with a span grown by what it lacked, then to the end. */
+#define SS_ETCD_PAGE_TRIES 3
+
 int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_scan_fn fn, void *ctx, ss_buf *next)
 {
     struct ss_backend_etcd *e = impl;
@@ -210,21 +270,20 @@ int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_sc
     if (e->page == SS_PAGE_RUNNING)
         return SS_E_PENDING;
     if (e->page == SS_PAGE_IDLE) {
-        struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_PAGE, SS_ETCD_RANGE_METHOD);
-        if (op == NULL)
-            return SS_E_NOMEM;
+        if (after.len && after.len < SS_ETCD_SPAN_BYTES)
+            return SS_E_TOKEN_INVALID; /* not a cursor of this backend */
         ss_buf_clear(&e->page_after);
-        int rc = ss_buf_append(&e->page_after, after.data, after.len);
-        if (rc == SS_OK)
-            rc = ss_etcd__range_after(e, op, after, false, max_examined);
-        if (rc != SS_OK) {
-            ss_etcd__op_free(op);
-            return rc;
-        }
-        e->page = SS_PAGE_RUNNING;
+        if (ss_buf_append(&e->page_after, after.data, after.len) != SS_OK)
+            return SS_E_NOMEM;
         e->page_limit = max_examined;
-        ss_etcd__submit(e, op);
-        return SS_E_PENDING;
+        e->page_tries = 0;
+        e->page_span.at = 0;
+        e->page_span.delta = 0; /* the first page: to the end */
+        if (after.len)
+            e->page_span = ss_etcd_span_get(after.data + after.len - SS_ETCD_SPAN_BYTES);
+        if (e->page_span.at > SS_STORE_KEY_MAX)
+            e->page_span.delta = 0; /* no span of ours: read to the end */
+        return ss_etcd__page_send(e);
     }
     /* Read: walked once, then forgotten. */
     e->page = SS_PAGE_IDLE;
@@ -235,10 +294,48 @@ int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_sc
         return rc;
     if (ss_etcd_range_unpack_all(&e->page_reply, &r, &n) != SS_OK)
         return SS_E_PROTOCOL;
+    e->page_reads++;
+    e->page_counted += r.count > 0 ? (uint64_t)r.count : 0;
     size_t plen = strlen(e->prefix) + 2;
+    ss_bytes key = after.len ? ss_etcd__cursor_key(after) : after;
+    bool bounded = e->page_end.len != 0;
+    if (bounded && n < max_examined / 4 && ++e->page_tries < SS_ETCD_PAGE_TRIES) {
+        ss_etcd_reply_free(&r);
+        uint64_t grow = (uint64_t)max_examined * 2 / (n ? n : 1);
+        e->page_span = ss_etcd_span_scale(e->page_span, grow < 65536 ? grow : 65536, 1);
+        return ss_etcd__page_send(e);
+    }
+    if (bounded && n < max_examined / 4) {
+        ss_etcd_reply_free(&r);
+        e->page_span.delta = 0; /* the last try: to the end */
+        return ss_etcd__page_send(e);
+    }
+    /* The span of the next page: what held this page's keys, a quarter
+     * wider, per page. A full page ended at its last key; one that was not
+     * ended at its bound (or at the end of the store, then there is no
+     * next page). */
+    ss_etcd_span span = {0, 0};
+    if (n == max_examined && n > 1) {
+        ss_etcd_kv kv;
+        ss_bytes first, last;
+        ss_etcd_range_kv(&r, 0, &kv, &first);
+        ss_etcd_range_kv(&r, n - 1, &kv, &last);
+        size_t gaps = key.len ? n : n - 1;
+        if (key.len) {
+            first = key;
+        } else {
+            first.data += plen < first.len ? plen : first.len;
+            first.len -= plen < first.len ? plen : first.len;
+        }
+        last.data += plen < last.len ? plen : last.len;
+        last.len -= plen < last.len ? plen : last.len;
+        span = ss_etcd_span_scale(ss_etcd_span_between(first, last), (uint64_t)max_examined * 5, (uint64_t)gaps * 4);
+    } else if (bounded) {
+        span = ss_etcd_span_scale(e->page_span, (uint64_t)max_examined * 5, (uint64_t)(n ? n : 1) * 4);
+    }
     ss_bytes last = {NULL, 0};
     bool stopped = false;
-    for (size_t i = 0; i < n && !stopped; i++) {
+    for (size_t i = 0; i < n && !stopped && rc == SS_OK; i++) {
         ss_etcd_kv kv;
         ss_record rec;
         if (!ss_etcd__page_entry(&r, i, plen, &last, &rec, &kv))
@@ -248,11 +345,15 @@ int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_sc
             rec.value.data = NULL; /* in chunks: its length alone */
             rec.value.len = (size_t)stub.len;
         }
-        stopped = !fn(ctx, last, last, &rec); /* the key is its own cursor */
+        if ((rc = ss_etcd__cursor_put(&e->page_cursor, last, span)) == SS_OK)
+            stopped = !fn(ctx, last, ss_etcd__bytes(&e->page_cursor), &rec);
     }
-    /* More may follow when the page was full or the walk stopped early. */
-    if ((stopped || n == max_examined) && last.data && ss_buf_append(next, last.data, last.len) != SS_OK)
-        rc = SS_E_NOMEM;
+    /* More may follow when the page was full, the walk stopped early, or
+     * the Range ended at its bound. */
+    if (rc == SS_OK && (stopped || n == max_examined) && last.data)
+        rc = ss_etcd__cursor_put(next, last, span);
+    else if (rc == SS_OK && bounded)
+        rc = ss_etcd__cursor_put(next, ss_etcd__bytes(&e->page_end), span);
     ss_etcd_reply_free(&r);
     if (e->page_reply.cap > ((size_t)1 << 20))
         ss_buf_free(&e->page_reply);

@@ -45,6 +45,7 @@
 #include "../core/buf.h"
 #include "../core/table.h"
 #include "backend_etcd.h"
+#include "backend_etcd_span.h"
 #include "grpc.h"
 #include "kv.h"
 
@@ -288,6 +289,11 @@ struct ss_backend_etcd {
     enum { SS_PAGE_IDLE, SS_PAGE_RUNNING, SS_PAGE_DONE } page;
     ss_buf page_after; /* the cursor it is read after */
     size_t page_limit;
+    ss_etcd_span page_span; /* how far its Range reaches (backend_etcd_span.h) */
+    ss_buf page_end;        /* the last key it may reach (empty: no bound) */
+    int page_tries;         /* Ranges read for it: a sparse one is read again */
+    ss_buf page_cursor;     /* each key's cursor, as the walk passes it */
+    uint64_t page_reads, page_counted; /* Ranges read for pages; the keys etcd counted for them */
     int page_rc;
     ss_buf page_reply;
 

@@ -98,6 +98,7 @@ int ss_etcd_range_unpack_all(const ss_buf *reply, ss_etcd_reply *r, size_t *n)
         return SS_E_PROTOCOL;
     r->msg = m;
     r->revision = m->header ? m->header->revision : 0;
+    r->count = m->count;
     *n = m->n_kvs;
     return SS_OK;
 }

@@ -47,6 +47,7 @@ typedef struct ss_etcd_reply {
     void *msg;         /* the protobuf-c message */
     int64_t revision;  /* the store's revision when it answered */
     bool succeeded;    /* Txn: the compares held */
+    int64_t count;     /* Range: the keys in its interval, as etcd counted them (past its limit) */
 } ss_etcd_reply;
 
 /* Unpack a Range reply of one key. 0 or SS_E_PROTOCOL. */

@@ -80,7 +80,9 @@ TEST(client_scan_pager_lists_every_key_once)
         ASSERT_TRUE(!page.end && page.count == 0);
     }
     ASSERT_TRUE(ss_client_pager_done(p));
-    ASSERT_TRUE(pages >= 4 && pages <= 5);
+    /* On etcd a page's Range reaches as far as the pages before suggest
+     * (docs/PROTOCOL.md): where the keys thin out, a page looks at fewer. */
+    ASSERT_TRUE(pages >= 4 && pages <= (harness_on_etcd() ? 8 : 5));
     ss_client_pager_free(p);
 
     /* The empty pattern is refused before anything is sent; a pattern the

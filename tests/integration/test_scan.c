@@ -426,3 +426,97 @@ TEST(scan_page_bytes_bounds_every_page)
     broker_stop(&b);
     broker_refuses("tiny-pages", "plugin_opt_scan_page_bytes 100\n", "plugin_opt_scan_page_bytes");
 }
+
+/* SET each key of the list, pipelined (keys of any length). */
+#define SCAN_KEY_CAP 320
+static void set_list(struct client *c, const char *resp, char (*keys)[SCAN_KEY_CAP], int n)
+{
+    for (int i = 0; i < n; i++) {
+        request_send(c, resp, "s", NULL, NULL, W("SET", keys[i], "v"));
+        if (i % 200 == 199 || i == n - 1)
+            ASSERT_EQ(client_drain_count(c, i % 200 + 1, 30000), i % 200 + 1);
+    }
+}
+
+/* The latest etcd/scan_reads and etcd/scan_keys_counted once the reads
+ * are at least `reads` (the figures come every second). */
+static void scan_figures(int port, uint64_t reads, uint64_t *got_reads, uint64_t *counted)
+{
+    struct client s;
+    client_connect(&s, port, "figures", false);
+    client_subscribe(&s, "$SYS/broker/statestore/etcd/#");
+    *got_reads = 0;
+    bool after = false; /* a count published after reads enough */
+    uint64_t deadline = now_ms() + 10000;
+    while (!after && now_ms() < deadline) {
+        struct msg *m = client_wait(&s, 2000);
+        if (m == NULL)
+            continue;
+        char v[32];
+        snprintf(v, sizeof v, "%.*s", m->len, (const char *)m->payload);
+        if (strcmp(m->topic, "$SYS/broker/statestore/etcd/scan_reads") == 0)
+            *got_reads = strtoull(v, NULL, 10);
+        else if (strcmp(m->topic, "$SYS/broker/statestore/etcd/scan_keys_counted") == 0 && *got_reads >= reads) {
+            *counted = strtoull(v, NULL, 10);
+            after = true;
+        }
+    }
+    ASSERT_TRUE(after);
+    client_close(&s);
+}
+
+/* On etcd, which counts every key of a Range's interval even past its
+ * limit, a listing reads each page over a bounded interval: etcd counts
+ * about each key a few times, not the rest of the store at every page
+ * (20,000 keys: 200,000 counts and more, n^2 / 2000). Keys of every
+ * shape are listed once each, in order: dense runs, a long common
+ * prefix, keys that are prefixes of each other, a wide gap, and keys
+ * near the top of the byte order. */
+TEST(cluster_scan_reads_bounded_pages)
+{
+    struct etcd_cluster ec;
+    etcd_cluster_start(&ec, 1);
+    struct broker b;
+    broker_on_etcd(&b, "bounded", ec.endpoints, "sys_interval 1\n");
+    struct client c;
+    char r[64];
+    client_connect_rr(&c, b.port, "scanner", r, sizeof r);
+    /* In byte order: d/, p/xxx..., q..., z/, U+10FFFF... */
+    enum { DENSE = 16000, LONG = 50, PREFIXES = 30, SPARSE = 4000, TOP = 20 };
+    int n = 0;
+    char(*keys)[SCAN_KEY_CAP] = calloc(DENSE + LONG + PREFIXES + SPARSE + TOP, sizeof *keys);
+    ASSERT_TRUE(keys != NULL);
+    for (int i = 0; i < DENSE; i++)
+        snprintf(keys[n++], sizeof keys[0], "d/%05d", i);
+    for (int i = 0; i < LONG; i++)
+        snprintf(keys[n++], sizeof keys[0], "p/%0300d/%03d", 0, i);
+    for (int i = 0; i < PREFIXES; i++)
+        snprintf(keys[n++], sizeof keys[0], "q%.*s", i, "qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq");
+    for (int i = 0; i < SPARSE; i++)
+        snprintf(keys[n++], sizeof keys[0], "z/%05d", i * 7);
+    for (int i = 0; i < TOP; i++)
+        snprintf(keys[n++], sizeof keys[0], "\xf4\x8f\xbf\xbf%02d", i);
+    set_list(&c, r, keys, n);
+    ss_buf got = SS_BUF_INIT, want = SS_BUF_INIT;
+    for (int i = 0; i < n; i++) {
+        ASSERT_EQ(ss_buf_append_str(&want, keys[i]), 0);
+        ASSERT_EQ(ss_buf_append_str(&want, "\n"), 0);
+    }
+    int pages = 0;
+    scan_all(&c, r, "*", &got, &pages);
+    ASSERT_MEM(got.data, got.len, want.data, want.len);
+    ASSERT_TRUE(pages >= n / 1000);
+    uint64_t reads = 0, counted = 0;
+    scan_figures(b.port, (uint64_t)pages, &reads, &counted);
+    printf("  %d keys listed in %d pages, %llu Ranges, %llu keys counted by etcd\n", n, pages,
+           (unsigned long long)reads, (unsigned long long)counted);
+    ASSERT_TRUE(counted >= (uint64_t)n);
+    ASSERT_TRUE(counted <= 4 * (uint64_t)n);
+    ASSERT_TRUE(reads <= 3 * (uint64_t)pages);
+    free(keys);
+    ss_buf_free(&got);
+    ss_buf_free(&want);
+    client_close(&c);
+    broker_stop(&b);
+    etcd_cluster_stop(&ec);
+}
