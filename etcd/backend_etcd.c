@@ -466,6 +466,8 @@ void ss_backend_etcd_free(ss_backend *b)
     ss_buf_free(&e->page_after);
     ss_buf_free(&e->page_reply);
     ss_buf_free(&e->page_end);
+    ss_buf_free(&e->scan_end);
+    ss_buf_free(&e->scan_after);
     ss_buf_free(&e->page_cursor);
     ss_buf_free(&e->stub);
     ss_buf_free(&e->drops);

@@ -19,27 +19,135 @@
 #include "backend_etcd_span.h"
 #include "backend_etcd_tombstone.h"
 
-static int ss_etcd__range_after(struct ss_backend_etcd *e, struct ss_etcd_op *op, ss_bytes from, bool inclusive,
-                                size_t limit);
+static int ss_etcd__range_to(struct ss_backend_etcd *e, struct ss_etcd_op *op, ss_bytes from, bool inclusive,
+                             const ss_bytes *to, size_t limit);
+
+/* The span of the next page when this one ends at record i (it started
+ * after `key`, empty: from record 0): what held its records up to i, a
+ * quarter wider. The next page likely walks as far as this one did,
+ * whether its limit or its answer's size ended it. */
+static ss_etcd_span ss_etcd__span_upto(const ss_etcd_reply *r, size_t i, ss_bytes key, size_t plen)
+{
+    ss_etcd_span none = {0, 0};
+    if (!key.len && i == 0)
+        return none; /* one key: nothing to tell the density by */
+    ss_etcd_kv kv;
+    ss_bytes first = key, last;
+    if (!key.len) {
+        ss_etcd_range_kv(r, 0, &kv, &first);
+        first.data += plen < first.len ? plen : first.len;
+        first.len -= plen < first.len ? plen : first.len;
+    }
+    ss_etcd_range_kv(r, i, &kv, &last);
+    last.data += plen < last.len ? plen : last.len;
+    last.len -= plen < last.len ? plen : last.len;
+    return ss_etcd_span_scale(ss_etcd_span_between(first, last), 5, 4);
+}
+
+/* The span of the next page when this one, over s, ended at its bound
+ * with n records (at least a quarter of its limit, or it would have been
+ * read again): s grown towards a quarter more than the limit, at most 4
+ * times (keys are rarely spread evenly over the bytes: "1000" follows
+ * "0999" far off). */
+static ss_etcd_span ss_etcd__span_after_bound(ss_etcd_span s, size_t n, size_t limit)
+{
+    uint64_t num = (uint64_t)limit * 5, den = (uint64_t)(n ? n : 1) * 4;
+    return num > den * 4 ? ss_etcd_span_scale(s, 4, 1) : ss_etcd_span_scale(s, num, den);
+}
+
+/* Cursors on etcd (SCAN's and the administrative pages'): the key a page
+ * starts after, then the span its Range may reach (backend_etcd_span.h);
+ * empty: from the first key. */
+static ss_bytes ss_etcd__cursor_key(ss_bytes cursor)
+{
+    ss_bytes key = {cursor.data, cursor.len - SS_ETCD_SPAN_BYTES};
+    return key;
+}
+
+static int ss_etcd__cursor_put(ss_buf *out, ss_bytes key, ss_etcd_span s)
+{
+    uint8_t span[SS_ETCD_SPAN_BYTES];
+    ss_etcd_span_put(s, span);
+    ss_buf_clear(out);
+    int rc = ss_buf_append(out, key.data, key.len);
+    return rc == SS_OK ? ss_buf_append(out, span, sizeof span) : rc;
+}
+
+/* The span a cursor carries: none for the first page, or for a span no
+ * key can have. */
+static ss_etcd_span ss_etcd__cursor_span(ss_bytes cursor)
+{
+    ss_etcd_span s = {0, 0};
+    if (cursor.len >= SS_ETCD_SPAN_BYTES)
+        s = ss_etcd_span_get(cursor.data + cursor.len - SS_ETCD_SPAN_BYTES);
+    if (s.at > SS_STORE_KEY_MAX)
+        s.delta = 0;
+    return s;
+}
+
+/* Read the administrative page from scan_after over scan_span. */
+static int ss_etcd__scan_send(struct ss_backend_etcd *e)
+{
+    ss_bytes key = ss_etcd__bytes(&e->scan_after);
+    bool nomem = false;
+    if (!ss_etcd_span_end(key, e->scan_span, &e->scan_end, &nomem) && nomem)
+        return SS_E_NOMEM;
+    struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_SCAN, SS_ETCD_RANGE_METHOD);
+    if (op == NULL)
+        return SS_E_NOMEM;
+    ss_bytes end = ss_etcd__bytes(&e->scan_end);
+    bool one = e->scan_inclusive && e->scan_limit == 1;
+    int rc = ss_etcd__range_to(e, op, key, e->scan_inclusive, one ? &key : end.len ? &end : NULL, e->scan_limit);
+    if (rc != SS_OK) {
+        ss_etcd__op_free(op);
+        return rc;
+    }
+    e->scan = SS_SCAN_RUNNING;
+    e->scan_fresh = true;
+    ss_etcd__submit(e, op);
+    return SS_OK;
+}
+
+/* A bounded Range that found too little (under a quarter of what a page
+ * needs) is read again with a span 4 times as wide, up to 6 times, then
+ * to the end: an empty stretch of keys costs a few cheap Ranges, and an
+ * overshoot at most 4 times a page. */
+#define SS_ETCD_PAGE_TRIES 6
+
+static ss_etcd_span ss_etcd__retry_span(ss_etcd_span s, int tries)
+{
+    if (tries >= SS_ETCD_PAGE_TRIES) {
+        s.delta = 0;
+        return s;
+    }
+    return ss_etcd_span_scale(s, 4, 1);
+}
 
 int ss_backend_etcd_scan_start(ss_backend *b, ss_bytes from, bool inclusive, size_t limit, bool values)
 {
     struct ss_backend_etcd *e = b->impl;
     if (e->scan != SS_SCAN_IDLE)
         return SS_E_BUSY;
-    struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_SCAN, SS_ETCD_RANGE_METHOD);
-    if (op == NULL)
-        return SS_E_NOMEM;
-    int rc = ss_etcd__range_after(e, op, from, inclusive, limit);
-    if (rc != SS_OK) {
-        ss_etcd__op_free(op);
-        return rc;
+    /* From a key itself: INSPECT's page of one, that key alone (a Range
+     * to the end would count every key after it). After a cursor: a
+     * bounded Range, as SCAN's pages. */
+    ss_bytes key = from;
+    e->scan_span.at = 0;
+    e->scan_span.delta = 0;
+    if (!inclusive && from.len) {
+        if (from.len < SS_ETCD_SPAN_BYTES)
+            return SS_E_INVAL; /* not a cursor of this backend */
+        key = ss_etcd__cursor_key(from);
+        e->scan_span = ss_etcd__cursor_span(from);
     }
-    e->scan = SS_SCAN_RUNNING;
+    ss_buf_clear(&e->scan_after);
+    if (ss_buf_append(&e->scan_after, key.data, key.len) != SS_OK)
+        return SS_E_NOMEM;
     e->scan_limit = limit;
     e->scan_values = values;
-    ss_etcd__submit(e, op);
-    return SS_OK;
+    e->scan_inclusive = inclusive;
+    e->scan_tries = 0;
+    return ss_etcd__scan_send(e);
 }
 
 /* A page's Range answered: its reply moves into *into (no copy). */
@@ -132,11 +240,29 @@ bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key
         return true;
     }
     size_t plen = strlen(e->prefix) + 2;
+    bool bounded = e->scan_end.len != 0;
+    if (e->scan_fresh) { /* the Range's reply, looked at the first time */
+        e->scan_fresh = false;
+        e->page_reads++;
+        e->page_counted += r.count > 0 ? (uint64_t)r.count : 0;
+        /* An administrative page looks at up to ten records per key it
+         * lists: too little is under a quarter of the keys it lists. */
+        if (bounded && n < e->scan_limit / 40 + 1) {
+            ss_etcd_reply_free(&r);
+            e->scan_span = ss_etcd__retry_span(e->scan_span, ++e->scan_tries);
+            if ((*rc = ss_etcd__scan_send(e)) == SS_OK)
+                return false;
+            ss_etcd__scan_end(e);
+            return true;
+        }
+    }
     ss_bytes last = {NULL, 0};
     bool stopped = false;
+    size_t last_i = 0;
     for (size_t i = e->scan_pos; i < n && !stopped; i++) {
         ss_etcd_kv kv;
         ss_record rec;
+        last_i = i;
         if (!ss_etcd__page_entry(&r, i, plen, &last, &rec, &kv))
             continue; /* not a record of ours, or a deleted key's tombstone: skipped */
         struct ss_etcd_stub stub;
@@ -163,9 +289,16 @@ bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key
         }
         stopped = !fn(ctx, last, &rec);
     }
-    /* More may follow when the page was full or the walk stopped early. */
-    if ((stopped || n == e->scan_limit) && last.data && ss_buf_append(next, last.data, last.len) != SS_OK)
-        *rc = SS_E_NOMEM;
+    /* More may follow when the page was full, the walk stopped early, or
+     * the Range ended at its bound. */
+    if (e->scan_inclusive)
+        ; /* a page from a key (INSPECT) has no next page */
+    else if ((stopped || n == e->scan_limit) && last.data)
+        *rc = ss_etcd__cursor_put(next, last,
+                                  ss_etcd__span_upto(&r, last_i, ss_etcd__bytes(&e->scan_after), plen));
+    else if (bounded)
+        *rc = ss_etcd__cursor_put(next, ss_etcd__bytes(&e->scan_end),
+                                  ss_etcd__span_after_bound(e->scan_span, n, e->scan_limit));
     ss_etcd_reply_free(&r);
     ss_etcd__scan_end(e);
     return true;
@@ -193,14 +326,6 @@ static int ss_etcd__range_to(struct ss_backend_etcd *e, struct ss_etcd_op *op, s
     return rc;
 }
 
-static int ss_etcd__range_after(struct ss_backend_etcd *e, struct ss_etcd_op *op, ss_bytes from, bool inclusive,
-                                size_t limit)
-{
-    /* A page of one from a key (INSPECT) is that key alone: a Range to
-     * the end would count every key after it. */
-    return ss_etcd__range_to(e, op, from, inclusive, inclusive && limit == 1 ? &from : NULL, limit);
-}
-
 void ss_etcd__page_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
     e->page = SS_PAGE_DONE;
@@ -211,23 +336,6 @@ static bool ss_etcd__page_is(const struct ss_backend_etcd *e, ss_bytes after, si
 {
     return e->page_limit == limit && e->page_after.len == after.len &&
            (after.len == 0 || memcmp(e->page_after.data, after.data, after.len) == 0);
-}
-
-/* SCAN's cursors on etcd: the key a page starts after, then the span its
- * Range may reach (backend_etcd_span.h); empty: from the first key. */
-static ss_bytes ss_etcd__cursor_key(ss_bytes cursor)
-{
-    ss_bytes key = {cursor.data, cursor.len - SS_ETCD_SPAN_BYTES};
-    return key;
-}
-
-static int ss_etcd__cursor_put(ss_buf *out, ss_bytes key, ss_etcd_span s)
-{
-    uint8_t span[SS_ETCD_SPAN_BYTES];
-    ss_etcd_span_put(s, span);
-    ss_buf_clear(out);
-    int rc = ss_buf_append(out, key.data, key.len);
-    return rc == SS_OK ? ss_buf_append(out, span, sizeof span) : rc;
 }
 
 /* Read the page after page_after, over page_span: its Range ends at
@@ -255,10 +363,6 @@ static int ss_etcd__page_send(struct ss_backend_etcd *e)
     return SS_E_PENDING;
 }
 
-/* A bounded Range that found under a quarter of a page is read again
- * further: twice with a span grown by what it lacked, then to the end. */
-#define SS_ETCD_PAGE_TRIES 3
-
 int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_scan_fn fn, void *ctx, ss_buf *next)
 {
     struct ss_backend_etcd *e = impl;
@@ -277,12 +381,7 @@ int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_sc
             return SS_E_NOMEM;
         e->page_limit = max_examined;
         e->page_tries = 0;
-        e->page_span.at = 0;
-        e->page_span.delta = 0; /* the first page: to the end */
-        if (after.len)
-            e->page_span = ss_etcd_span_get(after.data + after.len - SS_ETCD_SPAN_BYTES);
-        if (e->page_span.at > SS_STORE_KEY_MAX)
-            e->page_span.delta = 0; /* no span of ours: read to the end */
+        e->page_span = ss_etcd__cursor_span(after); /* the first page: to the end */
         return ss_etcd__page_send(e);
     }
     /* Read: walked once, then forgotten. */
@@ -299,45 +398,18 @@ int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_sc
     size_t plen = strlen(e->prefix) + 2;
     ss_bytes key = after.len ? ss_etcd__cursor_key(after) : after;
     bool bounded = e->page_end.len != 0;
-    if (bounded && n < max_examined / 4 && ++e->page_tries < SS_ETCD_PAGE_TRIES) {
-        ss_etcd_reply_free(&r);
-        uint64_t grow = (uint64_t)max_examined * 2 / (n ? n : 1);
-        e->page_span = ss_etcd_span_scale(e->page_span, grow < 65536 ? grow : 65536, 1);
-        return ss_etcd__page_send(e);
-    }
     if (bounded && n < max_examined / 4) {
         ss_etcd_reply_free(&r);
-        e->page_span.delta = 0; /* the last try: to the end */
+        e->page_span = ss_etcd__retry_span(e->page_span, ++e->page_tries);
         return ss_etcd__page_send(e);
     }
-    /* The span of the next page: what held this page's keys, a quarter
-     * wider, per page. A full page ended at its last key; one that was not
-     * ended at its bound (or at the end of the store, then there is no
-     * next page). */
-    ss_etcd_span span = {0, 0};
-    if (n == max_examined && n > 1) {
-        ss_etcd_kv kv;
-        ss_bytes first, last;
-        ss_etcd_range_kv(&r, 0, &kv, &first);
-        ss_etcd_range_kv(&r, n - 1, &kv, &last);
-        size_t gaps = key.len ? n : n - 1;
-        if (key.len) {
-            first = key;
-        } else {
-            first.data += plen < first.len ? plen : first.len;
-            first.len -= plen < first.len ? plen : first.len;
-        }
-        last.data += plen < last.len ? plen : last.len;
-        last.len -= plen < last.len ? plen : last.len;
-        span = ss_etcd_span_scale(ss_etcd_span_between(first, last), (uint64_t)max_examined * 5, (uint64_t)gaps * 4);
-    } else if (bounded) {
-        span = ss_etcd_span_scale(e->page_span, (uint64_t)max_examined * 5, (uint64_t)(n ? n : 1) * 4);
-    }
     ss_bytes last = {NULL, 0};
+    size_t last_i = 0;
     bool stopped = false;
     for (size_t i = 0; i < n && !stopped && rc == SS_OK; i++) {
         ss_etcd_kv kv;
         ss_record rec;
+        last_i = i;
         if (!ss_etcd__page_entry(&r, i, plen, &last, &rec, &kv))
             continue; /* not a record of ours, or a deleted key's tombstone */
         struct ss_etcd_stub stub;
@@ -345,15 +417,19 @@ int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_sc
             rec.value.data = NULL; /* in chunks: its length alone */
             rec.value.len = (size_t)stub.len;
         }
+        /* Each key's cursor carries the span its page would have after
+         * it, should the walk end there (the answer's size ends it). */
+        ss_etcd_span span = ss_etcd__span_upto(&r, i, key, plen);
         if ((rc = ss_etcd__cursor_put(&e->page_cursor, last, span)) == SS_OK)
             stopped = !fn(ctx, last, ss_etcd__bytes(&e->page_cursor), &rec);
     }
     /* More may follow when the page was full, the walk stopped early, or
      * the Range ended at its bound. */
     if (rc == SS_OK && (stopped || n == max_examined) && last.data)
-        rc = ss_etcd__cursor_put(next, last, span);
+        rc = ss_etcd__cursor_put(next, last, ss_etcd__span_upto(&r, last_i, key, plen));
     else if (rc == SS_OK && bounded)
-        rc = ss_etcd__cursor_put(next, ss_etcd__bytes(&e->page_end), span);
+        rc = ss_etcd__cursor_put(next, ss_etcd__bytes(&e->page_end),
+                                 ss_etcd__span_after_bound(e->page_span, n, max_examined));
     ss_etcd_reply_free(&r);
     if (e->page_reply.cap > ((size_t)1 << 20))
         ss_buf_free(&e->page_reply);

@@ -278,7 +278,12 @@ struct ss_backend_etcd {
     /* a page of records for an administrative request */
     enum { SS_SCAN_IDLE, SS_SCAN_RUNNING, SS_SCAN_DONE } scan;
     size_t scan_limit;
-    bool scan_values;
+    bool scan_values, scan_inclusive;
+    bool scan_fresh;        /* its Range's reply is not looked at yet */
+    int scan_tries;         /* Ranges read for it: a sparse one is read again */
+    ss_etcd_span scan_span; /* how far its Range reaches (backend_etcd_span.h) */
+    ss_buf scan_after;      /* the key it starts after (or from) */
+    ss_buf scan_end;        /* the last key it may reach (empty: no bound) */
     int scan_rc;
     ss_buf scan_reply;
     size_t scan_pos;      /* the record the walk of the page is at */
@@ -293,7 +298,7 @@ struct ss_backend_etcd {
     ss_buf page_end;        /* the last key it may reach (empty: no bound) */
     int page_tries;         /* Ranges read for it: a sparse one is read again */
     ss_buf page_cursor;     /* each key's cursor, as the walk passes it */
-    uint64_t page_reads, page_counted; /* Ranges read for pages; the keys etcd counted for them */
+    uint64_t page_reads, page_counted; /* Ranges read for pages (both kinds); the keys etcd counted for them */
     int page_rc;
     ss_buf page_reply;
 

@@ -93,7 +93,12 @@ TEST(admin_keys_pages_patterns_and_inspect)
         pages++;
     } while (strcmp(cursor, "-") != 0 && pages < 10);
     ASSERT_EQ(total, 1200);
-    ASSERT_EQ(pages, 3);
+    /* On etcd a page's Range is bounded too (OPERATIONS.md), and may end
+     * early where the keys thin out in byte order. */
+    if (harness_on_etcd())
+        ASSERT_TRUE(pages >= 3 && pages <= 6);
+    else
+        ASSERT_EQ(pages, 3);
     char want[13];
     snprintf(want, sizeof want, "6b30303030,"); /* k0000 first */
     ASSERT_TRUE(strncmp(all, want, strlen(want)) == 0);
@@ -103,7 +108,7 @@ TEST(admin_keys_pages_patterns_and_inspect)
      * here), so a rare match takes more than one page. */
     int npages;
     ASSERT_EQ(keys_all(&c, resp, "k119?", &npages), 10);
-    ASSERT_EQ(npages, 2);
+    ASSERT_TRUE(harness_on_etcd() ? npages >= 2 && npages <= 4 : npages == 2);
     /* An expired key is absent, swept or not. */
     ASSERT_EQ(keys_all(&c, resp, "e*", &npages), 0);
     ASSERT_EQ(keys_all(&c, resp, "fenced", &npages), 1);
