@@ -3,6 +3,7 @@
  * named on the command line) each in a child process with a time limit,
  * and ends with "N passed, N failed". */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <ftw.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,6 +97,26 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
     return remove(path);
 }
 
+/* The network namespaces a test process made (tests/integration/netns.h
+ * names them "sst<pid>-..."), removed as `ip netns del` does, whether
+ * the test ended well or not. */
+static void remove_netns_left_by(pid_t pid)
+{
+    DIR *d = opendir("/run/netns");
+    if (d == NULL)
+        return;
+    char prefix[32], path[300];
+    int len = snprintf(prefix, sizeof prefix, "sst%d-", (int)pid);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strncmp(e->d_name, prefix, (size_t)len) != 0)
+            continue;
+        snprintf(path, sizeof path, "/run/netns/%s", e->d_name);
+        umount2(path, MNT_DETACH);
+        unlink(path);
+    }
+    closedir(d);
+}
+
 static int run_one(const struct test_entry *t, unsigned timeout_s)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ss-test-%s-XXXXXX", t->name);
@@ -124,6 +146,7 @@ static int run_one(const struct test_entry *t, unsigned timeout_s)
     kill(-pid, SIGKILL);
     while (waitpid(-pid, NULL, 0) > 0 || errno == EINTR)
         ;
+    remove_netns_left_by(pid);
     if (getenv("SS_KEEP_TMP") == NULL)
         nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     /* The time each test took, so that a slow suite shows where. */

@@ -16,6 +16,7 @@
 #include "../../etcd/kv.h"
 #include "../test.h"
 #include "harness.h"
+#include "netns.h"
 
 static const char *etcd_binary(void)
 {
@@ -23,10 +24,34 @@ static const char *etcd_binary(void)
     return e && e[0] ? e : "build/etcd/root/usr/bin/etcd";
 }
 
+/* Member i's address: loopback, or its host's. */
+static const char *etcd_member_addr(const struct etcd_cluster *c, int i)
+{
+    return c->net ? c->net->addr[c->host[i]] : "127.0.0.1";
+}
+
 const char *etcd_member_url(const struct etcd_cluster *c, int i, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s://127.0.0.1:%d", c->tls ? "https" : "http", c->client_port[i]);
+    snprintf(buf, n, "%s://%s:%d", c->tls ? "https" : "http", etcd_member_addr(c, i), c->client_port[i]);
     return buf;
+}
+
+/* On a test network the harness talks to the members from the hub (a
+ * host cut off does not cut the test off); returns where the thread
+ * was, for etcd_from_back. */
+static int etcd_from_hub(const struct etcd_cluster *c)
+{
+    if (c->net == NULL)
+        return NETNS_ROOT;
+    int was = c->net->current;
+    netns_enter(c->net, NETNS_HUB);
+    return was;
+}
+
+static void etcd_from_back(const struct etcd_cluster *c, int was)
+{
+    if (c->net)
+        netns_enter(c->net, was);
 }
 
 static pid_t etcd_spawn(const struct etcd_cluster *c, int i, const char *initial)
@@ -35,7 +60,7 @@ static pid_t etcd_spawn(const struct etcd_cluster *c, int i, const char *initial
     snprintf(name, sizeof name, "m%d", i);
     snprintf(dir, sizeof dir, "%s/etcd-%d", test_tmpdir(), i);
     etcd_member_url(c, i, client, sizeof client);
-    snprintf(peer, sizeof peer, "http://127.0.0.1:%d", c->peer_port[i]);
+    snprintf(peer, sizeof peer, "http://%s:%d", etcd_member_addr(c, i), c->peer_port[i]);
     snprintf(out, sizeof out, "%s/etcd-%d.out", test_tmpdir(), i);
     snprintf(err, sizeof err, "%s/etcd-%d.log", test_tmpdir(), i);
     /* Short election timings: a lost leader is replaced within about a
@@ -68,15 +93,32 @@ static pid_t etcd_spawn(const struct etcd_cluster *c, int i, const char *initial
             k++;
         argv[k] = (char *)c->extra_arg;
     }
-    return spawn_cmd(argv, out, err);
+    /* On a test network, the member starts in its host's namespace. */
+    int was = c->net ? c->net->current : NETNS_ROOT;
+    if (c->net)
+        netns_enter(c->net, c->host[i]);
+    pid_t pid = spawn_cmd(argv, out, err);
+    if (c->net)
+        netns_enter(c->net, was);
+    return pid;
 }
+
+static bool etcd_member_status_here(const struct etcd_cluster *c, int i, uint64_t *self, uint64_t *leader);
 
 /* Ask member i for its status: true when it answered, with its own id
  * and its leader's (0: none). */
 static bool etcd_member_status(const struct etcd_cluster *c, int i, uint64_t *self, uint64_t *leader)
 {
     *self = *leader = 0;
-    if (!port_open(c->client_port[i]))
+    int was = etcd_from_hub(c);
+    bool answered = etcd_member_status_here(c, i, self, leader);
+    etcd_from_back(c, was);
+    return answered;
+}
+
+static bool etcd_member_status_here(const struct etcd_cluster *c, int i, uint64_t *self, uint64_t *leader)
+{
+    if (c->net == NULL && !port_open(c->client_port[i]))
         return false;
     char url[64];
     ss_grpc_options o = {.endpoints = etcd_member_url(c, i, url, sizeof url)};
@@ -153,24 +195,32 @@ void etcd_member_restart(struct etcd_cluster *c, int i)
     etcd_member_wait_ready(c, i);
 }
 
-static void etcd_cluster__start(struct etcd_cluster *c, int n, const struct etcd_tls *tls, const char *extra)
+static void etcd_cluster__start(struct etcd_cluster *c, int n, const struct etcd_tls *tls, const char *extra,
+                                struct netns_net *net, const int *hosts)
 {
     ASSERT_TRUE(n >= 1 && n <= ETCD_MEMBERS_MAX);
     memset(c, 0, sizeof *c);
     c->n = n;
     c->tls = tls;
     c->extra_arg = extra;
+    c->net = net;
     char *initial = c->initial;
     size_t used = 0, eused = 0;
     for (int i = 0; i < n; i++) {
-        c->client_port[i] = free_port();
-        do
-            c->peer_port[i] = free_port();
-        while (c->peer_port[i] == c->client_port[i]);
-        used += (size_t)snprintf(initial + used, sizeof c->initial - used, "%sm%d=http://127.0.0.1:%d",
-                                 i ? "," : "", i, c->peer_port[i]);
-        eused += (size_t)snprintf(c->endpoints + eused, sizeof c->endpoints - eused, "%s%s://127.0.0.1:%d",
-                                  i ? "," : "", tls ? "https" : "http", c->client_port[i]);
+        if (net) { /* a host of its own: etcd's own ports */
+            c->host[i] = hosts[i];
+            c->client_port[i] = 2379;
+            c->peer_port[i] = 2380;
+        } else {
+            c->client_port[i] = free_port();
+            do
+                c->peer_port[i] = free_port();
+            while (c->peer_port[i] == c->client_port[i]);
+        }
+        used += (size_t)snprintf(initial + used, sizeof c->initial - used, "%sm%d=http://%s:%d", i ? "," : "", i,
+                                 etcd_member_addr(c, i), c->peer_port[i]);
+        eused += (size_t)snprintf(c->endpoints + eused, sizeof c->endpoints - eused, "%s%s://%s:%d", i ? "," : "",
+                                  tls ? "https" : "http", etcd_member_addr(c, i), c->client_port[i]);
     }
     for (int i = 0; i < n; i++)
         c->pid[i] = etcd_spawn(c, i, initial);
@@ -180,17 +230,22 @@ static void etcd_cluster__start(struct etcd_cluster *c, int n, const struct etcd
 
 void etcd_cluster_start(struct etcd_cluster *c, int n)
 {
-    etcd_cluster__start(c, n, NULL, NULL);
+    etcd_cluster__start(c, n, NULL, NULL, NULL, NULL);
 }
 
 void etcd_cluster_start_tls(struct etcd_cluster *c, int n, const struct etcd_tls *tls)
 {
-    etcd_cluster__start(c, n, tls, NULL);
+    etcd_cluster__start(c, n, tls, NULL, NULL, NULL);
 }
 
 void etcd_cluster_start_with(struct etcd_cluster *c, int n, const char *extra_arg)
 {
-    etcd_cluster__start(c, n, NULL, extra_arg);
+    etcd_cluster__start(c, n, NULL, extra_arg, NULL, NULL);
+}
+
+void etcd_cluster_start_on(struct etcd_cluster *c, int n, struct netns_net *net, const int *hosts)
+{
+    etcd_cluster__start(c, n, NULL, NULL, net, hosts);
 }
 
 /* True when every thread of pid is stopped (state T in /proc). */
@@ -253,7 +308,9 @@ int etcd_cluster_ctl(const struct etcd_cluster *c, char *out, size_t n, ...)
     va_end(ap);
     argv[k] = NULL;
     struct run r;
+    int was = etcd_from_hub(c);
     run_cmd(argv, NULL, 0, &r);
+    etcd_from_back(c, was);
     snprintf(out, n, "%s%s", r.out ? r.out : "", r.err ? r.err : "");
     int status = r.status;
     run_free(&r);
@@ -267,7 +324,9 @@ int etcd_cluster_count_keys(const struct etcd_cluster *c, const char *prefix)
     char *argv[] = {ctl, "--endpoints", (char *)c->endpoints, "get", "--prefix", "--keys-only", (char *)prefix,
                     NULL};
     struct run r;
+    int was = etcd_from_hub(c);
     run_cmd(argv, NULL, 0, &r);
+    etcd_from_back(c, was);
     ASSERT_EQ(r.status, 0);
     /* One line per key, each followed by an empty line. */
     int n = 0;
@@ -292,7 +351,9 @@ bool etcd_cluster_hashkv_equal(const struct etcd_cluster *c, int *n)
         char *argv[] = {ctl, "--endpoints", (char *)etcd_member_url(c, i, url, sizeof url), "endpoint", "hashkv",
                         NULL};
         struct run r;
+        int was = etcd_from_hub(c);
         run_cmd(argv, NULL, 0, &r);
+        etcd_from_back(c, was);
         /* "http://127.0.0.1:P, HASH" */
         const char *comma = r.status == 0 && r.out ? strstr(r.out, ", ") : NULL;
         ASSERT_TRUE(comma != NULL);

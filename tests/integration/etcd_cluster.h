@@ -11,6 +11,8 @@
 
 #define ETCD_MEMBERS_MAX 5
 
+struct netns_net;
+
 /* TLS on the members' client URLs (peers stay on plain loopback). */
 struct etcd_tls {
     const char *ca, *cert, *key; /* PEM files */
@@ -22,10 +24,12 @@ struct etcd_cluster {
     int n;
     const struct etcd_tls *tls;
     const char *extra_arg; /* one more flag for every member, or NULL */
+    struct netns_net *net;  /* members on hosts of a test network (netns.h), or NULL: loopback */
+    int host[ETCD_MEMBERS_MAX]; /* each member's host there */
     pid_t pid[ETCD_MEMBERS_MAX];
     int client_port[ETCD_MEMBERS_MAX];
     int peer_port[ETCD_MEMBERS_MAX];
-    char endpoints[512]; /* "http://127.0.0.1:P1,http://127.0.0.1:P2,..." (https with TLS) */
+    char endpoints[512]; /* "http://127.0.0.1:P1,http://127.0.0.1:P2,..." (https with TLS; hosts' addresses on a net) */
     char initial[512];   /* the --initial-cluster of every member */
 };
 
@@ -37,6 +41,10 @@ void etcd_cluster_start_tls(struct etcd_cluster *c, int n, const struct etcd_tls
 /* The same with one more flag for every member (e.g.
  * "--quota-backend-bytes=16777216"; borrowed). */
 void etcd_cluster_start_with(struct etcd_cluster *c, int n, const char *extra_arg);
+/* The same with member i on host hosts[i] of net (netns.h), on its
+ * address, ports 2379 and 2380; the harness itself reaches them from the
+ * net's hub, so that a cut host does not cut the test off. */
+void etcd_cluster_start_on(struct etcd_cluster *c, int n, struct netns_net *net, const int *hosts);
 /* Run etcdctl against the cluster with the given arguments (NULL-ended);
  * its exit status, its output in out (n bytes, NUL-terminated). */
 int etcd_cluster_ctl(const struct etcd_cluster *c, char *out, size_t n, ...);
