@@ -236,7 +236,10 @@ $(OUT)/fuzz/replay_%: $(OUT)/fuzz/fuzz_%.o $(OUT)/fuzz/replay.o $(LIBCORE)
 TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/lifecycle/run $(OUT)/tests/integration/run \
             $(FUZZ_TARGETS:%=$(OUT)/fuzz/replay_%) $(PLUGIN) $(CLI) $(EXAMPLES) $(SHLIB) $(POWERLOSS)
 
+# The partition tests make network namespaces and firewall rules in them
+# (tests/integration/netns.h): iproute2 and nftables.
 test: deps
+	@scripts/deps.sh iproute2 nftables
 	@scripts/console-deps.sh
 	@$(MAKE) --no-print-directory $(TEST_BINS) console
 	@SS_BROKER_PRELOAD="$(BROKER_PRELOAD)" TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp" \
@@ -331,6 +334,9 @@ stress: deps
 	@echo "== two brokers on etcd: locks, renewals and deadlines through 10 rounds of etcd faults (2 min)"
 	@SS_CLUSTER_SOAK_S=124 SS_TEST_TIMEOUT=600 SS_PLUGIN=$(CURDIR)/$(PLUGIN) \
 	    $(OUT)/tests/integration/run cluster_locks_renewals_and_deadlines_under_faults
+	@echo "== network partitions and loss, 20 rounds of each nemesis (about 10 min; root)"
+	@SS_NEMESIS_ROUNDS=20 SS_TEST_TIMEOUT=1200 SS_PLUGIN=$(CURDIR)/$(PLUGIN) $(OUT)/tests/integration/run \
+	    partition_etcd_leader_isolated partition_one_way_loss partition_random_loss_everywhere
 	@echo "== mutation testing: 15 mutants of each file, drawn at random"
 	@MUTATE_SAMPLE=15 scripts/mutate.sh
 

@@ -18,7 +18,7 @@
 
 bool netns_available(void)
 {
-    return geteuid() == 0 && (access("/usr/sbin/ip", X_OK) == 0 || access("/sbin/ip", X_OK) == 0);
+    return geteuid() == 0 && access("/usr/sbin/ip", X_OK) == 0 && access("/usr/sbin/nft", X_OK) == 0;
 }
 
 /* Run `ip` with the words given (NULL-ended); fail the test unless it
@@ -100,6 +100,19 @@ void netns_link(struct netns_net *n, int i, bool up)
     char veth[16];
     snprintf(veth, sizeof veth, "v%d", i);
     netns_ip("-n", n->hub, "link", "set", veth, up ? "up" : "down", NULL);
+}
+
+void netns_filter(struct netns_net *n, int i, const char *rules)
+{
+    ASSERT_TRUE(i >= 0 && i < n->hosts);
+    const char *text = rules ? rules : "flush ruleset\n";
+    char *argv[] = {"ip", "netns", "exec", n->host[i], "nft", "-f", "-", NULL};
+    struct run r;
+    run_cmd(argv, text, strlen(text), &r);
+    if (r.status != 0)
+        fprintf(stderr, "  nft on %s: %s%s", n->host[i], r.out, r.err);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
 }
 
 /* Remove the namespace NETNS_DIR/name as `ip netns del` does. */

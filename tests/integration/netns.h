@@ -10,7 +10,7 @@
  * they start on host i, and the test's own connections made meanwhile
  * come from there (an MQTT client of a broker on its loopback, say).
  *
- * Needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) and iproute2. The
+ * Needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN), iproute2 and nftables. The
  * namespaces are named "sst<pid>-..." after the test's process, and the
  * test runner (tests/main.c) removes any a test left behind. */
 #ifndef SS_NETNS_H
@@ -44,5 +44,12 @@ void netns_enter(struct netns_net *n, int i);
 /* Host i's link to the bridge up or down: down cuts it off from every
  * other host, its loopback untouched. */
 void netns_link(struct netns_net *n, int i, bool up);
+
+/* Load nftables rules (nft's own syntax, as `nft -f` reads it) into host
+ * i's namespace, e.g. a table with an input chain that drops what comes
+ * from one address, or 10% of everything ("numgen random mod 10 < 1
+ * drop"); NULL clears every rule there. This kernel has no netem: loss
+ * comes from rules, delay from a proxy. */
+void netns_filter(struct netns_net *n, int i, const char *rules);
 
 #endif

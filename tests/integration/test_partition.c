@@ -4,6 +4,7 @@
  * a host's link cut while its MQTT clients, on its loopback, stay
  * connected. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -104,4 +105,253 @@ TEST(partition_broker_cut_off_from_etcd)
     etcd_cluster_assert_same_history(&ec);
     etcd_cluster_stop(&ec);
     netns_down(&net);
+}
+
+/* ---- nemeses under a write load ---------------------------------------- */
+
+#define WRITES_MAX 4000
+
+/* One client's writes, one in flight: SET w/<tag>/<i> <i>. Each answer
+ * is +OK (acknowledged: it must be there at the end) or "unavailable"
+ * (it may or may not have taken effect); any other is a failure. */
+struct writer {
+    struct client *c;
+    const char *resp;
+    const char *tag;
+    int next;           /* the next write's i */
+    int pending;        /* the write in flight, -1: none */
+    bool acked[WRITES_MAX];
+    int ok, refused;
+    uint64_t last_ok_ms; /* when the last +OK came */
+};
+
+static void writer_send(struct writer *w)
+{
+    ASSERT_TRUE(w->next < WRITES_MAX);
+    char key[32], val[16], corr[16];
+    snprintf(key, sizeof key, "w/%s/%d", w->tag, w->next);
+    snprintf(val, sizeof val, "%d", w->next);
+    snprintf(corr, sizeof corr, "w%d", w->next);
+    request_send(w->c, w->resp, corr, NULL, NULL, W("SET", key, val));
+    w->pending = w->next++;
+}
+
+/* Take the answers that came within ms. */
+static void writer_poll(struct writer *w, int ms)
+{
+    struct msg *m = client_wait(w->c, ms);
+    if (m == NULL)
+        return;
+    ASSERT_TRUE(m->corr != NULL && m->corr_len > 1 && m->corr[0] == 'w');
+    int i = atoi(m->corr + 1);
+    ASSERT_TRUE(i == w->pending); /* one in flight: its answer, once */
+    const char *unavailable = "-ERR the store is unavailable\r\n";
+    if (m->len == 5 && memcmp(m->payload, "+OK\r\n", 5) == 0) {
+        w->acked[i] = true;
+        w->ok++;
+        w->last_ok_ms = now_ms();
+    } else {
+        ASSERT_MEM(m->payload, (size_t)m->len, unavailable, strlen(unavailable));
+        w->refused++;
+    }
+    w->pending = -1;
+}
+
+/* Every acknowledged write of w is there, read through client c. */
+static void writer_check(const struct writer *w, struct client *c, const char *resp)
+{
+    for (int i = 0; i < w->next; i++) {
+        if (!w->acked[i])
+            continue;
+        char key[32], val[16], want[32], corr[16];
+        snprintf(key, sizeof key, "w/%s/%d", w->tag, i);
+        int vlen = snprintf(val, sizeof val, "%d", i);
+        int n = snprintf(want, sizeof want, "$%d\r\n%s\r\n", vlen, val);
+        snprintf(corr, sizeof corr, "c%d", i);
+        struct msg *m = request(c, resp, corr, NULL, NULL, W("GET", key));
+        ASSERT_TRUE(m != NULL);
+        ASSERT_MEM(m->payload, (size_t)m->len, want, (size_t)n);
+    }
+}
+
+/* Two brokers on hosts A and B, each with a writing client, on a 3-member
+ * cluster on hosts 0-2. */
+struct nemesis_fixture {
+    struct netns_net net;
+    struct etcd_cluster ec;
+    struct broker a, b;
+    struct client ca, cb;
+    char ra[64], rb[64];
+    struct writer wa, wb;
+    int isolated; /* the member the leader nemesis cut off */
+};
+
+static void fixture_up(struct nemesis_fixture *f)
+{
+    if (!netns_available())
+        test_fail(__FILE__, __LINE__, "this test makes network namespaces: run it as root, with iproute2 and nftables");
+    memset(f, 0, sizeof *f);
+    netns_up(&f->net, 5);
+    const int members[3] = {0, 1, 2};
+    etcd_cluster_start_on(&f->ec, 3, &f->net, members);
+    broker_on_host(&f->net, HOST_A, &f->a, "a", &f->ec, &f->ca, f->ra);
+    broker_on_host(&f->net, HOST_B, &f->b, "b", &f->ec, &f->cb, f->rb);
+    f->wa = (struct writer){.c = &f->ca, .resp = f->ra, .tag = "a", .pending = -1};
+    f->wb = (struct writer){.c = &f->cb, .resp = f->rb, .tag = "b", .pending = -1};
+}
+
+static void fixture_down(struct nemesis_fixture *f)
+{
+    client_close(&f->ca);
+    client_close(&f->cb);
+    broker_stop(&f->a);
+    broker_stop(&f->b);
+    etcd_cluster_assert_same_history(&f->ec);
+    etcd_cluster_stop(&f->ec);
+    netns_down(&f->net);
+}
+
+/* Both writers for ms: a write sent whenever the last one was answered. */
+static void fixture_write(struct nemesis_fixture *f, int ms)
+{
+    uint64_t end = now_ms() + (uint64_t)ms;
+    while (now_ms() < end) {
+        struct writer *ws[2] = {&f->wa, &f->wb};
+        for (int k = 0; k < 2; k++) {
+            if (ws[k]->pending < 0)
+                writer_send(ws[k]);
+            writer_poll(ws[k], 20);
+        }
+    }
+}
+
+/* Until both writers' last writes are answered and each broker has
+ * acknowledged a write since `since` (30 s at most); the time that took. */
+static uint64_t fixture_recover(struct nemesis_fixture *f, uint64_t since)
+{
+    uint64_t t0 = now_ms();
+    while (f->wa.pending >= 0 || f->wb.pending >= 0 || f->wa.last_ok_ms < since || f->wb.last_ok_ms < since) {
+        ASSERT_TRUE(now_ms() - t0 < 30000);
+        fixture_write(f, 50);
+    }
+    /* The last ones answered, nothing in flight. */
+    while (f->wa.pending >= 0 || f->wb.pending >= 0) {
+        ASSERT_TRUE(now_ms() - t0 < 30000);
+        writer_poll(&f->wa, 20);
+        writer_poll(&f->wb, 20);
+    }
+    return now_ms() - t0;
+}
+
+/* One round of a nemesis: load, the fault for fault_ms under load, the
+ * heal, recovery; prints what was answered during the fault. */
+static void nemesis_round(struct nemesis_fixture *f, const char *name, void (*fault)(struct nemesis_fixture *, bool),
+                          int fault_ms)
+{
+    fixture_write(f, 500);
+    int ok0 = f->wa.ok + f->wb.ok, refused0 = f->wa.refused + f->wb.refused;
+    fault(f, true);
+    fixture_write(f, fault_ms);
+    int ok = f->wa.ok + f->wb.ok - ok0, refused = f->wa.refused + f->wb.refused - refused0;
+    uint64_t healed = now_ms();
+    fault(f, false);
+    uint64_t took = fixture_recover(f, healed);
+    printf("  %s: during %d ms, %d writes acknowledged, %d unavailable; after the heal, both brokers "
+           "acknowledged writes within %llu ms\n",
+           name, fault_ms, ok, refused, (unsigned long long)took);
+}
+
+/* The end of a test: every acknowledged write there, through both
+ * brokers. */
+static void fixture_check(struct nemesis_fixture *f)
+{
+    writer_check(&f->wa, &f->cb, f->rb);
+    writer_check(&f->wb, &f->ca, f->ra);
+    writer_check(&f->wa, &f->ca, f->ra);
+    printf("  writes: %d acknowledged (all there, through both brokers), %d unavailable\n", f->wa.ok + f->wb.ok,
+           f->wa.refused + f->wb.refused);
+}
+
+/* Rounds of each nemesis: 1, or SS_NEMESIS_ROUNDS (make stress). */
+static int nemesis_rounds(void)
+{
+    const char *r = getenv("SS_NEMESIS_ROUNDS");
+    return r && atoi(r) > 0 ? atoi(r) : 1;
+}
+
+/* The leader's link cut, until the others have elected another (5 s at
+ * most); then back. */
+static void leader_isolated(struct nemesis_fixture *f, bool on)
+{
+    if (!on) {
+        netns_link(&f->net, f->ec.host[f->isolated], true);
+        return;
+    }
+    f->isolated = etcd_cluster_leader(&f->ec);
+    ASSERT_TRUE(f->isolated >= 0);
+    netns_link(&f->net, f->ec.host[f->isolated], false);
+    int now = -1;
+    for (uint64_t t0 = now_ms(); now_ms() - t0 < 5000 && (now < 0 || now == f->isolated);)
+        now = etcd_cluster_leader(&f->ec);
+    ASSERT_TRUE(now >= 0 && now != f->isolated);
+}
+
+/* The etcd leader cut off from the other members (and the brokers): the
+ * majority elects another, the brokers go on through it, no acknowledged
+ * write is lost, and the members agree after the heal. */
+TEST(partition_etcd_leader_isolated)
+{
+    struct nemesis_fixture f;
+    fixture_up(&f);
+    for (int r = 0; r < nemesis_rounds(); r++)
+        nemesis_round(&f, "leader isolated", leader_isolated, 3000);
+    fixture_check(&f);
+    fixture_down(&f);
+}
+
+/* Broker A hears nothing from the etcd members while they hear it (its
+ * Txns may commit unseen: outcomes unknown until the heal). */
+static void one_way_to_a(struct nemesis_fixture *f, bool on)
+{
+    netns_filter(&f->net, HOST_A,
+                 on ? "table inet nemesis {\n"
+                      "  chain in { type filter hook input priority 0; ip saddr 10.200.0.2-10.200.0.4 drop; }\n"
+                      "}\n"
+                    : NULL);
+}
+
+/* One-way loss: A's requests meanwhile are answered "unavailable" or
+ * held until their outcome is known, never acknowledged untrue; B goes
+ * on; after the heal both serve, and every acknowledged write is there. */
+TEST(partition_one_way_loss)
+{
+    struct nemesis_fixture f;
+    fixture_up(&f);
+    for (int r = 0; r < nemesis_rounds(); r++)
+        nemesis_round(&f, "A hears nothing from etcd", one_way_to_a, 3000);
+    fixture_check(&f);
+    fixture_down(&f);
+}
+
+/* 10% of packets dropped at random, both ways, on every host. */
+static void random_loss(struct nemesis_fixture *f, bool on)
+{
+    for (int h = 0; h <= HOST_B; h++)
+        netns_filter(&f->net, h,
+                     on ? "table inet nemesis {\n"
+                          "  chain in { type filter hook input priority 0; iifname \"eth0\" numgen random mod 10 < 1 drop; }\n"
+                          "  chain out { type filter hook output priority 0; oifname \"eth0\" numgen random mod 10 < 1 drop; }\n"
+                          "}\n"
+                        : NULL);
+}
+
+/* Random loss everywhere: slower, never wrong. */
+TEST(partition_random_loss_everywhere)
+{
+    struct nemesis_fixture f;
+    fixture_up(&f);
+    for (int r = 0; r < nemesis_rounds(); r++)
+        nemesis_round(&f, "10% loss on every link", random_loss, 4000);
+    fixture_check(&f);
+    fixture_down(&f);
 }
