@@ -237,9 +237,10 @@ TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/lifecycle/run $(OUT)/tests/integr
             $(FUZZ_TARGETS:%=$(OUT)/fuzz/replay_%) $(PLUGIN) $(CLI) $(EXAMPLES) $(SHLIB) $(POWERLOSS)
 
 # The partition tests make network namespaces and firewall rules in them
-# (tests/integration/netns.h): iproute2 and nftables.
+# (tests/integration/netns.h): iproute2 and nftables; the clock test runs
+# a broker under Debian's libfaketime.
 test: deps
-	@scripts/deps.sh iproute2 nftables
+	@scripts/deps.sh iproute2 nftables faketime
 	@scripts/console-deps.sh
 	@$(MAKE) --no-print-directory $(TEST_BINS) console
 	@SS_BROKER_PRELOAD="$(BROKER_PRELOAD)" TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp" \

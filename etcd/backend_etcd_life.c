@@ -141,6 +141,11 @@ void ss_etcd__figures(void *impl, uint64_t now_ms, ss_figure_fn fn, void *ctx)
     ss_figure_u64(fn, ctx, "etcd/unknown_outcomes", st.unknown_outcomes);
     ss_figure_u64(fn, ctx, "etcd/nospace", st.nospace);
     ss_figure_u64(fn, ctx, "etcd/fetches", st.fetches);
+    /* Another broker's versions ahead of this one's clock: the most in the
+     * last minute (0: none ahead, or none seen). */
+    bool recent = e->now_ms - e->ahead_at_ms <= SS_ETCD_AHEAD_WINDOW_MS && e->ahead_ms > 0;
+    ss_figure_u64(fn, ctx, "etcd/versions_ahead_ms", recent ? (uint64_t)e->ahead_ms : 0);
+    fn(ctx, "etcd/versions_ahead_node", recent && e->ahead_node[0] ? e->ahead_node : "none");
     ss_figure_u64(fn, ctx, "etcd/scan_reads", e->page_reads);
     ss_figure_u64(fn, ctx, "etcd/scan_keys_counted", e->page_counted);
     ss_figure_u64(fn, ctx, "etcd/cache_entries", st.cache_entries);

@@ -43,6 +43,7 @@
 #include <stdint.h>
 
 #include "../core/buf.h"
+#include "../core/hlc.h"
 #include "../core/table.h"
 #include "backend_etcd.h"
 #include "backend_etcd_span.h"
@@ -204,6 +205,9 @@ struct ss_etcd_flight {
 };
 enum ss_claim_state { SS_CLAIM_NONE, SS_CLAIM_GRANTING, SS_CLAIM_CLAIMING, SS_CLAIM_HELD };
 
+#define SS_ETCD_AHEAD_WARN_MS 1000
+#define SS_ETCD_AHEAD_WINDOW_MS 60000
+
 struct ss_backend_etcd {
     ss_backend base; /* first: the interface's impl points back here */
     ss_grpc *grpc;
@@ -298,6 +302,15 @@ struct ss_backend_etcd {
     ss_buf page_end;        /* the last key it may reach (empty: no bound) */
     int page_tries;         /* Ranges read for it: a sparse one is read again */
     ss_buf page_cursor;     /* each key's cursor, as the walk passes it */
+    /* Clocks: the most another broker's versions were ahead of this one's
+     * wall clock when the watch brought them, over the last minute
+     * (SS_ETCD_AHEAD_WINDOW_MS; backend_etcd_watch.c); logged once past
+     * SS_ETCD_AHEAD_WARN_MS (clocks a second apart are worth setting
+     * right). */
+    int64_t ahead_ms;
+    uint64_t ahead_at_ms; /* wall clock when ahead_ms was seen */
+    char ahead_node[SS_HLC_NODE_MAX + 1];
+    bool ahead_logged;
     uint64_t page_reads, page_counted; /* Ranges read for pages (both kinds); the keys etcd counted for them */
     int page_rc;
     ss_buf page_reply;

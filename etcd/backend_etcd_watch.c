@@ -182,6 +182,35 @@ void ss_etcd__held_blob_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     h->ready = true;
 }
 
+/* A version another broker issued, as the watch brings it: how far
+ * ahead of this broker's wall clock it is. A broker's versions follow its
+ * wall clock (and stamps of its clients ahead of it, which the protocol
+ * allows up to 60 s), so a lead that lasts is a clock ahead; the watch's
+ * delay only makes it smaller. */
+static void ss_etcd__clock_seen(struct ss_backend_etcd *e, const ss_hlc *v)
+{
+    size_t own = strlen(e->node_id);
+    if (v->wall == 0 || (v->node_len == own && memcmp(v->node, e->node_id, own) == 0))
+        return;
+    int64_t ahead = (int64_t)v->wall - (int64_t)e->now_ms;
+    if (ahead > e->ahead_ms || e->now_ms - e->ahead_at_ms > SS_ETCD_AHEAD_WINDOW_MS) {
+        e->ahead_ms = ahead;
+        e->ahead_at_ms = e->now_ms;
+        memcpy(e->ahead_node, v->node, v->node_len);
+        e->ahead_node[v->node_len] = '\0';
+    }
+    if (ahead > SS_ETCD_AHEAD_WARN_MS && !e->ahead_logged) {
+        e->ahead_logged = true;
+        ss_etcd__log(e, SS_LOG_WARNING,
+                     "a version from node %.*s is %lld ms ahead of this broker's clock: keep the brokers' clocks "
+                     "in sync (NTP); versions still grow, but a tombstone's purge assumes clocks within "
+                     "etcd_tombstone_ms (%llu ms) (clients' timestamps ahead of their broker also show here)",
+                     (int)v->node_len, v->node, (long long)ahead, (unsigned long long)e->tombstone_ms);
+    } else if (e->ahead_logged && e->ahead_ms <= SS_ETCD_AHEAD_WARN_MS / 2) {
+        e->ahead_logged = false; /* said again should it happen again */
+    }
+}
+
 /* One change the watch reported. */
 static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event *ev)
 {
@@ -197,6 +226,11 @@ static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event 
     /* A copy cached from before this change is stale: the next request
      * that wants the key reads it again (rather than fail its compare). */
     ss_etcd__seen_change(e, key, rev);
+    ss_record rec;
+    ss_bytes tail;
+    bool decoded = !ev->deleted && ss_record_decode(ev->kv.value.data, ev->kv.value.len, &rec, &tail) == SS_OK;
+    if (decoded) /* whether anyone is told or not */
+        ss_etcd__clock_seen(e, &rec.version);
     if (!ss_backend_wants(&e->base, key))
         return;
     if (ev->deleted) {
@@ -208,9 +242,7 @@ static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event 
             ss_etcd__ask_removed(e, h);
         return;
     }
-    ss_record rec;
-    ss_bytes tail;
-    if (ss_record_decode(ev->kv.value.data, ev->kv.value.len, &rec, &tail) != SS_OK) {
+    if (!decoded) {
         e->stats.watch_undecodable++; /* not a record: nothing true can be said of it */
         return;
     }
