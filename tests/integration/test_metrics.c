@@ -217,6 +217,8 @@ TEST(metrics_on_etcd)
     FIGURE(&f, "etcd/watch_undecodable", "0");
     FIGURE(&f, "etcd/scan_reads", "0"); /* no listing yet */
     FIGURE(&f, "etcd/scan_keys_counted", "0");
+    FIGURE(&f, "etcd/versions_ahead_ms", "0"); /* one broker: no other's versions */
+    FIGURE(&f, "etcd/versions_ahead_node", "none");
     ASSERT_TRUE(atoll(figure(&f, "etcd/watch_revision")) >= 2);
     FIGURE(&f, "requests/set/ok", "1");
     FIGURE(&f, "requests/get/ok", "1");
