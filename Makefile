@@ -335,9 +335,9 @@ stress: deps
 	@echo "== two brokers on etcd: locks, renewals and deadlines through 10 rounds of etcd faults (2 min)"
 	@SS_CLUSTER_SOAK_S=124 SS_TEST_TIMEOUT=600 SS_PLUGIN=$(CURDIR)/$(PLUGIN) \
 	    $(OUT)/tests/integration/run cluster_locks_renewals_and_deadlines_under_faults
-	@echo "== network partitions and loss, 20 rounds of each nemesis (about 10 min; root)"
+	@echo "== network partitions, loss and delay, 20 rounds of each nemesis (about 15 min; root)"
 	@SS_NEMESIS_ROUNDS=20 SS_TEST_TIMEOUT=1200 SS_PLUGIN=$(CURDIR)/$(PLUGIN) $(OUT)/tests/integration/run \
-	    partition_etcd_leader_isolated partition_one_way_loss partition_random_loss_everywhere
+	    partition_etcd_leader_isolated partition_one_way_loss partition_random_loss_everywhere partition_delay_and_loss
 	@echo "== mutation testing: 15 mutants of each file, drawn at random"
 	@MUTATE_SAMPLE=15 scripts/mutate.sh
 

@@ -9,21 +9,24 @@
 #include <unistd.h>
 
 #include "../test.h"
+#include "delay_proxy.h"
 #include "etcd_cluster.h"
 #include "harness.h"
 #include "netns.h"
 
 enum { HOST_A = 3, HOST_B = 4 }; /* hosts 0-2: the etcd members */
 
-/* A broker on host h, on the cluster, and a client of it there. */
-static void broker_on_host(struct netns_net *net, int h, struct broker *b, const char *name,
-                           const struct etcd_cluster *ec, struct client *c, char *resp)
+/* A broker on host h, on the cluster (through `endpoints`), with calls
+ * timing out after timeout_ms, and a client of it there. */
+static void broker_on_host(struct netns_net *net, int h, struct broker *b, const char *name, const char *endpoints,
+                           int timeout_ms, struct client *c, char *resp)
 {
     netns_enter(net, h);
     char more[200];
     snprintf(more, sizeof more,
-             "plugin_opt_node_id %s\nplugin_opt_etcd_timeout_ms 500\nplugin_opt_etcd_unavailable_ms 1500\n", name);
-    broker_on_etcd(b, name, ec->endpoints, more);
+             "plugin_opt_node_id %s\nplugin_opt_etcd_timeout_ms %d\nplugin_opt_etcd_unavailable_ms %d\n", name,
+             timeout_ms, 3 * timeout_ms);
+    broker_on_etcd(b, name, endpoints, more);
     char id[32];
     snprintf(id, sizeof id, "client-%s", name);
     client_connect_rr(c, b->port, id, resp, 64);
@@ -54,8 +57,8 @@ TEST(partition_broker_cut_off_from_etcd)
     struct broker a, b;
     struct client ca, cb;
     char ra[64], rb[64], text[256];
-    broker_on_host(&net, HOST_A, &a, "a", &ec, &ca, ra);
-    broker_on_host(&net, HOST_B, &b, "b", &ec, &cb, rb);
+    broker_on_host(&net, HOST_A, &a, "a", ec.endpoints, 500, &ca, ra);
+    broker_on_host(&net, HOST_B, &b, "b", ec.endpoints, 500, &cb, rb);
 
     ASSERT_REPLY(request(&ca, ra, "1", NULL, NULL, W("SET", "k", "v1")), "+OK\r\n");
     ASSERT_REPLY(request(&ca, ra, "2", NULL, NULL, W("GET", "k")), "$2\r\nv1\r\n");
@@ -184,9 +187,13 @@ struct nemesis_fixture {
     char ra[64], rb[64];
     struct writer wa, wb;
     int isolated; /* the member the leader nemesis cut off */
+    struct delay_proxy *proxy[3]; /* with_proxies: the brokers' way to each member */
 };
 
-static void fixture_up(struct nemesis_fixture *f)
+/* with_proxies: the brokers reach each member through a delaying proxy
+ * in the hub (10.200.0.1:2379x), which forwards at once until told to
+ * delay. */
+static void fixture_up(struct nemesis_fixture *f, bool with_proxies)
 {
     if (!netns_available())
         test_fail(__FILE__, __LINE__, "this test makes network namespaces: run it as root, with iproute2 and nftables");
@@ -194,8 +201,21 @@ static void fixture_up(struct nemesis_fixture *f)
     netns_up(&f->net, 5);
     const int members[3] = {0, 1, 2};
     etcd_cluster_start_on(&f->ec, 3, &f->net, members);
-    broker_on_host(&f->net, HOST_A, &f->a, "a", &f->ec, &f->ca, f->ra);
-    broker_on_host(&f->net, HOST_B, &f->b, "b", &f->ec, &f->cb, f->rb);
+    char endpoints[sizeof f->ec.endpoints];
+    snprintf(endpoints, sizeof endpoints, "%s", f->ec.endpoints);
+    int timeout_ms = 500;
+    if (with_proxies) {
+        netns_enter(&f->net, NETNS_HUB); /* the proxies' threads live there */
+        size_t used = 0;
+        for (int i = 0; i < 3; i++) {
+            f->proxy[i] = delay_proxy_start("10.200.0.1", 23790 + i, f->net.addr[members[i]], 2379);
+            used += (size_t)snprintf(endpoints + used, sizeof endpoints - used, "%shttp://10.200.0.1:%d",
+                                     i ? "," : "", 23790 + i);
+        }
+        timeout_ms = 2000; /* above the delays the test makes */
+    }
+    broker_on_host(&f->net, HOST_A, &f->a, "a", endpoints, timeout_ms, &f->ca, f->ra);
+    broker_on_host(&f->net, HOST_B, &f->b, "b", endpoints, timeout_ms, &f->cb, f->rb);
     f->wa = (struct writer){.c = &f->ca, .resp = f->ra, .tag = "a", .pending = -1};
     f->wb = (struct writer){.c = &f->cb, .resp = f->rb, .tag = "b", .pending = -1};
 }
@@ -206,6 +226,9 @@ static void fixture_down(struct nemesis_fixture *f)
     client_close(&f->cb);
     broker_stop(&f->a);
     broker_stop(&f->b);
+    for (int i = 0; i < 3; i++)
+        if (f->proxy[i])
+            delay_proxy_stop(f->proxy[i]);
     etcd_cluster_assert_same_history(&f->ec);
     etcd_cluster_stop(&f->ec);
     netns_down(&f->net);
@@ -302,7 +325,7 @@ static void leader_isolated(struct nemesis_fixture *f, bool on)
 TEST(partition_etcd_leader_isolated)
 {
     struct nemesis_fixture f;
-    fixture_up(&f);
+    fixture_up(&f, false);
     for (int r = 0; r < nemesis_rounds(); r++)
         nemesis_round(&f, "leader isolated", leader_isolated, 3000);
     fixture_check(&f);
@@ -326,7 +349,7 @@ static void one_way_to_a(struct nemesis_fixture *f, bool on)
 TEST(partition_one_way_loss)
 {
     struct nemesis_fixture f;
-    fixture_up(&f);
+    fixture_up(&f, false);
     for (int r = 0; r < nemesis_rounds(); r++)
         nemesis_round(&f, "A hears nothing from etcd", one_way_to_a, 3000);
     fixture_check(&f);
@@ -349,9 +372,30 @@ static void random_loss(struct nemesis_fixture *f, bool on)
 TEST(partition_random_loss_everywhere)
 {
     struct nemesis_fixture f;
-    fixture_up(&f);
+    fixture_up(&f, false);
     for (int r = 0; r < nemesis_rounds(); r++)
         nemesis_round(&f, "10% loss on every link", random_loss, 4000);
+    fixture_check(&f);
+    fixture_down(&f);
+}
+
+/* 200 +- 100 ms each way between the brokers and etcd (through the
+ * proxies) and 10% of packets lost on every host. */
+static void slow_and_lossy(struct nemesis_fixture *f, bool on)
+{
+    for (int i = 0; i < 3; i++)
+        delay_proxy_set(f->proxy[i], on ? 200 : 0, on ? 100 : 0);
+    random_loss(f, on);
+}
+
+/* Slow, jittery and lossy links: slower, never wrong; every acknowledged
+ * write there. */
+TEST(partition_delay_and_loss)
+{
+    struct nemesis_fixture f;
+    fixture_up(&f, true);
+    for (int r = 0; r < nemesis_rounds(); r++)
+        nemesis_round(&f, "200 +- 100 ms and 10% loss", slow_and_lossy, 5000);
     fixture_check(&f);
     fixture_down(&f);
 }

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
+/* delay_proxy.h - a TCP proxy that delays what it forwards, for links
+ * made slow on purpose (this kernel has no netem). Every chunk of bytes
+ * read from one side is written to the other delay_ms +- jitter_ms later,
+ * in order. It runs on a thread of its own, which lives in the network
+ * namespace of the thread that starts it (netns.h). */
+#ifndef SS_DELAY_PROXY_H
+#define SS_DELAY_PROXY_H
+
+struct delay_proxy;
+
+/* Listen on listen_addr:listen_port and forward each connection to
+ * to_addr:to_port. Fails the test if it cannot listen. */
+struct delay_proxy *delay_proxy_start(const char *listen_addr, int listen_port, const char *to_addr, int to_port);
+/* From now on, hold each chunk for delay_ms +- jitter_ms (0, 0: forward
+ * at once). */
+void delay_proxy_set(struct delay_proxy *p, int delay_ms, int jitter_ms);
+/* Stop the thread and close every connection. */
+void delay_proxy_stop(struct delay_proxy *p);
+
+#endif
