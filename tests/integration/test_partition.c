@@ -302,6 +302,19 @@ static int nemesis_rounds(void)
     return r && atoi(r) > 0 ? atoi(r) : 1;
 }
 
+/* A nemesis's test: the fixture, its rounds, every acknowledged write
+ * checked, the members compared. */
+static void nemesis_test(const char *name, void (*fault)(struct nemesis_fixture *, bool), int fault_ms,
+                         bool with_proxies)
+{
+    struct nemesis_fixture f;
+    fixture_up(&f, with_proxies);
+    for (int r = 0; r < nemesis_rounds(); r++)
+        nemesis_round(&f, name, fault, fault_ms);
+    fixture_check(&f);
+    fixture_down(&f);
+}
+
 /* The leader's link cut, until the others have elected another (5 s at
  * most); then back. */
 static void leader_isolated(struct nemesis_fixture *f, bool on)
@@ -324,12 +337,7 @@ static void leader_isolated(struct nemesis_fixture *f, bool on)
  * write is lost, and the members agree after the heal. */
 TEST(partition_etcd_leader_isolated)
 {
-    struct nemesis_fixture f;
-    fixture_up(&f, false);
-    for (int r = 0; r < nemesis_rounds(); r++)
-        nemesis_round(&f, "leader isolated", leader_isolated, 3000);
-    fixture_check(&f);
-    fixture_down(&f);
+    nemesis_test("leader isolated", leader_isolated, 3000, false);
 }
 
 /* Broker A hears nothing from the etcd members while they hear it (its
@@ -348,12 +356,7 @@ static void one_way_to_a(struct nemesis_fixture *f, bool on)
  * on; after the heal both serve, and every acknowledged write is there. */
 TEST(partition_one_way_loss)
 {
-    struct nemesis_fixture f;
-    fixture_up(&f, false);
-    for (int r = 0; r < nemesis_rounds(); r++)
-        nemesis_round(&f, "A hears nothing from etcd", one_way_to_a, 3000);
-    fixture_check(&f);
-    fixture_down(&f);
+    nemesis_test("A hears nothing from etcd", one_way_to_a, 3000, false);
 }
 
 /* 10% of packets dropped at random, both ways, on every host. */
@@ -371,12 +374,7 @@ static void random_loss(struct nemesis_fixture *f, bool on)
 /* Random loss everywhere: slower, never wrong. */
 TEST(partition_random_loss_everywhere)
 {
-    struct nemesis_fixture f;
-    fixture_up(&f, false);
-    for (int r = 0; r < nemesis_rounds(); r++)
-        nemesis_round(&f, "10% loss on every link", random_loss, 4000);
-    fixture_check(&f);
-    fixture_down(&f);
+    nemesis_test("10% loss on every link", random_loss, 4000, false);
 }
 
 /* 200 +- 100 ms each way between the brokers and etcd (through the
@@ -392,10 +390,5 @@ static void slow_and_lossy(struct nemesis_fixture *f, bool on)
  * write there. */
 TEST(partition_delay_and_loss)
 {
-    struct nemesis_fixture f;
-    fixture_up(&f, true);
-    for (int r = 0; r < nemesis_rounds(); r++)
-        nemesis_round(&f, "200 +- 100 ms and 10% loss", slow_and_lossy, 5000);
-    fixture_check(&f);
-    fixture_down(&f);
+    nemesis_test("200 +- 100 ms and 10% loss", slow_and_lossy, 5000, true);
 }
