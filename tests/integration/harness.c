@@ -432,16 +432,22 @@ void client_connect(struct client *c, int port, const char *id, bool v311)
 void client_connect_user(struct client *c, int port, const char *id, bool v311, const char *user,
                          const char *password)
 {
+    struct client_options o = {.port = port, .id = id, .v311 = v311, .user = user, .password = password};
+    client_connect_with(c, &o);
+}
+
+void client_connect_with(struct client *c, const struct client_options *o)
+{
     static int lib_ready;
     if (!lib_ready) {
         mosquitto_lib_init();
         lib_ready = 1;
     }
     memset(c, 0, sizeof *c);
-    snprintf(c->id, sizeof c->id, "%s", id);
-    c->m = mosquitto_new(id, true, c);
+    snprintf(c->id, sizeof c->id, "%s", o->id);
+    c->m = mosquitto_new(o->id, !o->session_expiry_s, c);
     ASSERT_TRUE(c->m != NULL);
-    mosquitto_int_option(c->m, MOSQ_OPT_PROTOCOL_VERSION, v311 ? MQTT_PROTOCOL_V311 : MQTT_PROTOCOL_V5);
+    mosquitto_int_option(c->m, MOSQ_OPT_PROTOCOL_VERSION, o->v311 ? MQTT_PROTOCOL_V311 : MQTT_PROTOCOL_V5);
     mosquitto_int_option(c->m, MOSQ_OPT_TCP_NODELAY, 1);
     mosquitto_connect_v5_callback_set(c->m, on_connect);
     mosquitto_disconnect_v5_callback_set(c->m, on_disconnect);
@@ -449,9 +455,19 @@ void client_connect_user(struct client *c, int port, const char *id, bool v311, 
     mosquitto_message_v5_callback_set(c->m, on_message);
     mosquitto_subscribe_v5_callback_set(c->m, on_subscribe);
     c->last_suback = -1;
-    if (user)
-        mosquitto_username_pw_set(c->m, user, password);
-    ASSERT_EQ(mosquitto_connect_bind_v5(c->m, "127.0.0.1", port, 60, NULL, NULL), MOSQ_ERR_SUCCESS);
+    if (o->user)
+        mosquitto_username_pw_set(c->m, o->user, o->password);
+    mosquitto_property *props = NULL;
+    if (o->session_expiry_s)
+        ASSERT_EQ(mosquitto_property_add_int32(&props, MQTT_PROP_SESSION_EXPIRY_INTERVAL, o->session_expiry_s), 0);
+    int rc = mosquitto_connect_bind_v5(c->m, o->host ? o->host : "127.0.0.1", o->port, 60, NULL, props);
+    mosquitto_property_free_all(&props);
+    ASSERT_EQ(rc, MOSQ_ERR_SUCCESS);
+    client_wait_connected(c);
+}
+
+void client_wait_connected(struct client *c)
+{
     uint64_t end = now_ms() + 5000;
     while (!c->connected && !c->disconnected && now_ms() < end)
         mosquitto_loop(c->m, 20, 1);
@@ -866,4 +882,25 @@ void cli_words(struct run *r, int port, const char *const *words)
     }
     argv[n] = NULL;
     run_cmd(argv, NULL, 0, r);
+}
+
+/* A figure of the broker on port under $SYS/broker/statestore/, once one
+ * satisfying want came (10 s at most); false if none did. */
+bool sys_figure_until(int port, const char *name, bool (*want)(const char *v), char *out, size_t n)
+{
+    struct client s;
+    client_connect(&s, port, "figures", false);
+    char topic[128];
+    snprintf(topic, sizeof topic, "$SYS/broker/statestore/%s", name);
+    client_subscribe(&s, topic);
+    bool got = false;
+    for (uint64_t t0 = now_ms(); !got && now_ms() - t0 < 10000;) {
+        struct msg *m = client_wait(&s, 1500);
+        if (m == NULL)
+            continue;
+        snprintf(out, n, "%.*s", m->len, (const char *)m->payload);
+        got = want(out);
+    }
+    client_close(&s);
+    return got;
 }

@@ -94,6 +94,24 @@ bool port_open(int port);
 /* Connect (MQTT 5 unless v311) with the given client id; fails the test if
  * the connection is not accepted within 5 s. */
 void client_connect(struct client *c, int port, const char *id, bool v311);
+/* How to connect, for what client_connect and client_connect_user do
+ * not say: another host (NULL: 127.0.0.1), and a session the broker
+ * keeps for session_expiry_s after a disconnection (0: a clean one). */
+struct client_options {
+    const char *host;
+    int port;
+    const char *id;
+    bool v311;
+    const char *user, *password;
+    unsigned session_expiry_s;
+};
+void client_connect_with(struct client *c, const struct client_options *o);
+/* A figure of the broker on port under $SYS/broker/statestore/ (name:
+ * "keys", "etcd/versions_ahead_ms"...), once one satisfying want came,
+ * into out (10 s at most); false if none did. */
+bool sys_figure_until(int port, const char *name, bool (*want)(const char *v), char *out, size_t n);
+/* Run the loop until CONNACK (5 s at most); fails the test otherwise. */
+void client_wait_connected(struct client *c);
 void client_connect_user(struct client *c, int port, const char *id, bool v311, const char *user,
                          const char *password);
 void client_close(struct client *c);

@@ -35,27 +35,6 @@ static ss_hlc version_of(struct client *c, const char *resp, const char *key)
     return v;
 }
 
-/* A figure of the broker on port under $SYS/broker/statestore/, once one
- * satisfying want came (10 s at most); false if none did. */
-static bool figure_until(int port, const char *name, bool (*want)(const char *v), char *out, size_t n)
-{
-    struct client s;
-    client_connect(&s, port, "figures", false);
-    char topic[128];
-    snprintf(topic, sizeof topic, "$SYS/broker/statestore/%s", name);
-    client_subscribe(&s, topic);
-    bool got = false;
-    for (uint64_t t0 = now_ms(); !got && now_ms() - t0 < 10000;) {
-        struct msg *m = client_wait(&s, 1500);
-        if (m == NULL)
-            continue;
-        snprintf(out, n, "%.*s", m->len, (const char *)m->payload);
-        got = want(out);
-    }
-    client_close(&s);
-    return got;
-}
-
 static bool over_1500(const char *v)
 {
     return strtoull(v, NULL, 10) >= 1500;
@@ -121,11 +100,11 @@ TEST(cluster_clock_ahead_reported_and_versions_grow)
     /* A says how far ahead B's versions are, and whose; B, that none is
      * ahead of it by as much. */
     char v[64];
-    ASSERT_TRUE(figure_until(a.port, "etcd/versions_ahead_ms", over_1500, v, sizeof v));
+    ASSERT_TRUE(sys_figure_until(a.port, "etcd/versions_ahead_ms", over_1500, v, sizeof v));
     ASSERT_TRUE(strtoull(v, NULL, 10) < 3000);
-    ASSERT_TRUE(figure_until(a.port, "etcd/versions_ahead_node", any, v, sizeof v));
+    ASSERT_TRUE(sys_figure_until(a.port, "etcd/versions_ahead_node", any, v, sizeof v));
     ASSERT_STR(v, strlen(v), "b");
-    ASSERT_TRUE(figure_until(b.port, "etcd/versions_ahead_ms", any, v, sizeof v));
+    ASSERT_TRUE(sys_figure_until(b.port, "etcd/versions_ahead_ms", any, v, sizeof v));
     ASSERT_TRUE(strtoull(v, NULL, 10) < 500);
     ASSERT_TRUE(broker_log_has(&a, "a version from node b is "));
     ASSERT_TRUE(broker_log_has(&a, " ms ahead of this broker's clock: keep the brokers' clocks in sync (NTP)"));
