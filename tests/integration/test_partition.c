@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../core/hlc.h"
 #include "../test.h"
 #include "delay_proxy.h"
 #include "etcd_cluster.h"
@@ -177,8 +178,100 @@ static void writer_check(const struct writer *w, struct client *c, const char *r
     }
 }
 
-/* Two brokers on hosts A and B, each with a writing client, on a 3-member
- * cluster on hosts 0-2. */
+/* A locker: takes "lock" (SET NX PX 2000), writes "fenced" with the
+ * lock's fencing token, releases it (VDEL); one request in flight. Lock
+ * safety: the fenced writes the store accepted, in version order, carry
+ * tokens that never go down. */
+enum { LK_ACQUIRE, LK_WRITE, LK_RELEASE };
+#define FENCED_MAX 20000
+
+struct locker {
+    struct client c;
+    char id[16], resp[64], token[80], corr[16];
+    int state;
+    bool busy;
+    unsigned seq;
+};
+
+struct fenced {
+    ss_hlc token, version;
+};
+
+struct lock_log {
+    struct fenced accepted[FENCED_MAX];
+    int naccepted, refused, taken;
+};
+
+static bool answer_is(const struct msg *m, const char *lit)
+{
+    return m->len == (int)strlen(lit) && memcmp(m->payload, lit, strlen(lit)) == 0;
+}
+
+/* Take k's answer if it came, then send its next request. */
+static void locker_step(struct locker *k, struct lock_log *log)
+{
+    if (k->busy) {
+        struct msg *m = client_wait(&k->c, 0);
+        if (m == NULL)
+            return;
+        ASSERT_MEM(m->corr, (size_t)m->corr_len, k->corr, strlen(k->corr));
+        k->busy = false;
+        if (answer_is(m, "-ERR the store is unavailable\r\n")) {
+            k->state = LK_ACQUIRE; /* it may hold the lock: it lapses */
+        } else if (k->state == LK_ACQUIRE) {
+            if (answer_is(m, "+OK\r\n")) {
+                snprintf(k->token, sizeof k->token, "%s", msg_user(m, "__ts"));
+                k->state = LK_WRITE;
+                log->taken++;
+            } else {
+                ASSERT_TRUE(answer_is(m, ":-1\r\n")); /* held by the other */
+            }
+        } else if (k->state == LK_WRITE) {
+            if (answer_is(m, "+OK\r\n")) {
+                ASSERT_TRUE(log->naccepted < FENCED_MAX);
+                struct fenced *a = &log->accepted[log->naccepted++];
+                const char *v = msg_user(m, "__ts");
+                ASSERT_EQ(ss_hlc_parse((const uint8_t *)k->token, strlen(k->token), &a->token), 0);
+                ASSERT_EQ(ss_hlc_parse((const uint8_t *)v, strlen(v), &a->version), 0);
+            } else {
+                ASSERT_TRUE(answer_is(m, "-ERR the request fencing token is a lower version than the fencing "
+                                         "token protecting the resource\r\n"));
+                log->refused++;
+            }
+            k->state = LK_RELEASE;
+        } else {
+            ASSERT_TRUE(answer_is(m, ":1\r\n") || answer_is(m, ":0\r\n") || answer_is(m, ":-1\r\n"));
+            k->state = LK_ACQUIRE;
+        }
+    }
+    snprintf(k->corr, sizeof k->corr, "%c%u", "lwr"[k->state], ++k->seq);
+    char val[32];
+    snprintf(val, sizeof val, "%s-%u", k->id, k->seq);
+    if (k->state == LK_ACQUIRE)
+        request_send(&k->c, k->resp, k->corr, NULL, NULL, W("SET", "lock", k->id, "NX", "PX", "2000"));
+    else if (k->state == LK_WRITE)
+        request_send(&k->c, k->resp, k->corr, NULL, k->token, W("SET", "fenced", val));
+    else
+        request_send(&k->c, k->resp, k->corr, NULL, NULL, W("VDEL", "lock", k->id));
+    k->busy = true;
+}
+
+static int fenced_by_version(const void *a, const void *b)
+{
+    return ss_hlc_compare(&((const struct fenced *)a)->version, &((const struct fenced *)b)->version);
+}
+
+/* In version order, the accepted fenced writes' tokens never went down. */
+static void lock_log_check(struct lock_log *log)
+{
+    qsort(log->accepted, (size_t)log->naccepted, sizeof log->accepted[0], fenced_by_version);
+    for (int i = 0; i + 1 < log->naccepted; i++)
+        ASSERT_TRUE(ss_hlc_compare(&log->accepted[i].token, &log->accepted[i + 1].token) <= 0);
+    ASSERT_TRUE(log->taken > 0 && log->naccepted > 0);
+}
+
+/* Two brokers on hosts A and B, each with a writing client and a locker,
+ * on a 3-member cluster on hosts 0-2. */
 struct nemesis_fixture {
     struct netns_net net;
     struct etcd_cluster ec;
@@ -188,6 +281,8 @@ struct nemesis_fixture {
     struct writer wa, wb;
     int isolated; /* the member the leader nemesis cut off */
     struct delay_proxy *proxy[3]; /* with_proxies: the brokers' way to each member */
+    struct locker lk[2];          /* one on each broker */
+    struct lock_log locks;
 };
 
 /* with_proxies: the brokers reach each member through a delaying proxy
@@ -216,12 +311,20 @@ static void fixture_up(struct nemesis_fixture *f, bool with_proxies)
     }
     broker_on_host(&f->net, HOST_A, &f->a, "a", endpoints, timeout_ms, &f->ca, f->ra);
     broker_on_host(&f->net, HOST_B, &f->b, "b", endpoints, timeout_ms, &f->cb, f->rb);
+    for (int i = 0; i < 2; i++) {
+        snprintf(f->lk[i].id, sizeof f->lk[i].id, "locker-%c", "ab"[i]);
+        netns_enter(&f->net, i ? HOST_B : HOST_A);
+        client_connect_rr(&f->lk[i].c, i ? f->b.port : f->a.port, f->lk[i].id, f->lk[i].resp, sizeof f->lk[i].resp);
+    }
+    netns_enter(&f->net, NETNS_HUB);
     f->wa = (struct writer){.c = &f->ca, .resp = f->ra, .tag = "a", .pending = -1};
     f->wb = (struct writer){.c = &f->cb, .resp = f->rb, .tag = "b", .pending = -1};
 }
 
 static void fixture_down(struct nemesis_fixture *f)
 {
+    client_close(&f->lk[0].c);
+    client_close(&f->lk[1].c);
     client_close(&f->ca);
     client_close(&f->cb);
     broker_stop(&f->a);
@@ -244,6 +347,7 @@ static void fixture_write(struct nemesis_fixture *f, int ms)
             if (ws[k]->pending < 0)
                 writer_send(ws[k]);
             writer_poll(ws[k], 20);
+            locker_step(&f->lk[k], &f->locks);
         }
     }
 }
@@ -291,8 +395,10 @@ static void fixture_check(struct nemesis_fixture *f)
     writer_check(&f->wa, &f->cb, f->rb);
     writer_check(&f->wb, &f->ca, f->ra);
     writer_check(&f->wa, &f->ca, f->ra);
-    printf("  writes: %d acknowledged (all there, through both brokers), %d unavailable\n", f->wa.ok + f->wb.ok,
-           f->wa.refused + f->wb.refused);
+    lock_log_check(&f->locks);
+    printf("  writes: %d acknowledged (all there, through both brokers), %d unavailable; locks: taken %d times, "
+           "%d fenced writes accepted (tokens only increased), %d refused\n",
+           f->wa.ok + f->wb.ok, f->wa.refused + f->wb.refused, f->locks.taken, f->locks.naccepted, f->locks.refused);
 }
 
 /* Rounds of each nemesis: 1, or SS_NEMESIS_ROUNDS (make stress). */
@@ -307,12 +413,14 @@ static int nemesis_rounds(void)
 static void nemesis_test(const char *name, void (*fault)(struct nemesis_fixture *, bool), int fault_ms,
                          bool with_proxies)
 {
-    struct nemesis_fixture f;
-    fixture_up(&f, with_proxies);
+    struct nemesis_fixture *f = malloc(sizeof *f); /* megabytes: not on the stack */
+    ASSERT_TRUE(f != NULL);
+    fixture_up(f, with_proxies);
     for (int r = 0; r < nemesis_rounds(); r++)
-        nemesis_round(&f, name, fault, fault_ms);
-    fixture_check(&f);
-    fixture_down(&f);
+        nemesis_round(f, name, fault, fault_ms);
+    fixture_check(f);
+    fixture_down(f);
+    free(f);
 }
 
 /* The leader's link cut, until the others have elected another (5 s at
