@@ -178,6 +178,70 @@ static void writer_check(const struct writer *w, struct client *c, const char *r
     }
 }
 
+/* An observer on a broker, watching the pattern "w/" "*" (the writers'
+ * keys): every acknowledged write must reach it exactly once, with its
+ * value; a write answered "unavailable", at most once. */
+struct observer {
+    struct client c;
+    char id[16], resp[64];
+    unsigned char seen[2][WRITES_MAX]; /* [writer a, b][i]: notifications */
+    int notified;
+};
+
+/* The writer index and i of a notification's key "w/<a|b>/<i>" (the
+ * topic's last level, in hex); false for another key. */
+static bool observed_key(const struct msg *m, int *w, int *i)
+{
+    const char *hex = strrchr(m->topic, '/');
+    ASSERT_TRUE(hex != NULL);
+    char key[64] = "";
+    size_t n = strlen(hex + 1) / 2;
+    ASSERT_TRUE(n < sizeof key);
+    for (size_t k = 0; k < n; k++) {
+        unsigned v;
+        ASSERT_TRUE(sscanf(hex + 1 + 2 * k, "%2x", &v) == 1);
+        key[k] = (char)v;
+    }
+    key[n] = '\0';
+    if (strncmp(key, "w/a/", 4) != 0 && strncmp(key, "w/b/", 4) != 0)
+        return false;
+    *w = key[2] == 'b';
+    *i = atoi(key + 4);
+    ASSERT_TRUE(*i >= 0 && *i < WRITES_MAX);
+    return true;
+}
+
+/* Take what came: each a SET of a writer's key with its value, never a
+ * second time. */
+static void observer_take(struct observer *o)
+{
+    struct msg *m;
+    while ((m = client_wait(&o->c, 0)) != NULL) {
+        int w = 0, i = 0;
+        ASSERT_TRUE(observed_key(m, &w, &i));
+        char want[64];
+        int vlen = snprintf(want, sizeof want, "%d", i);
+        int n = snprintf(want, sizeof want, "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$%d\r\n%d\r\n", vlen,
+                         i);
+        ASSERT_MEM(m->payload, (size_t)m->len, want, (size_t)n);
+        if (o->seen[w][i] != 0)
+            fprintf(stderr, "  %s was told of w/%c/%d twice\n", o->id, "ab"[w], i);
+        ASSERT_EQ(o->seen[w][i], 0);
+        o->seen[w][i] = 1;
+        o->notified++;
+    }
+}
+
+/* Every acknowledged write of w told to o (after a last second to come). */
+static void observer_check(struct observer *o, const struct writer *w, int wi)
+{
+    for (int i = 0; i < w->next; i++) {
+        if (w->acked[i] && !o->seen[wi][i])
+            fprintf(stderr, "  %s was never told of w/%c/%d\n", o->id, "ab"[wi], i);
+        ASSERT_TRUE(!w->acked[i] || o->seen[wi][i]);
+    }
+}
+
 /* A locker: takes "lock" (SET NX PX 2000), writes "fenced" with the
  * lock's fencing token, releases it (VDEL); one request in flight. Lock
  * safety: the fenced writes the store accepted, in version order, carry
@@ -283,6 +347,7 @@ struct nemesis_fixture {
     struct delay_proxy *proxy[3]; /* with_proxies: the brokers' way to each member */
     struct locker lk[2];          /* one on each broker */
     struct lock_log locks;
+    struct observer obs[2];       /* one on each broker */
 };
 
 /* with_proxies: the brokers reach each member through a delaying proxy
@@ -312,9 +377,14 @@ static void fixture_up(struct nemesis_fixture *f, bool with_proxies)
     broker_on_host(&f->net, HOST_A, &f->a, "a", endpoints, timeout_ms, &f->ca, f->ra);
     broker_on_host(&f->net, HOST_B, &f->b, "b", endpoints, timeout_ms, &f->cb, f->rb);
     for (int i = 0; i < 2; i++) {
-        snprintf(f->lk[i].id, sizeof f->lk[i].id, "locker-%c", "ab"[i]);
+        int port = i ? f->b.port : f->a.port;
         netns_enter(&f->net, i ? HOST_B : HOST_A);
-        client_connect_rr(&f->lk[i].c, i ? f->b.port : f->a.port, f->lk[i].id, f->lk[i].resp, sizeof f->lk[i].resp);
+        snprintf(f->lk[i].id, sizeof f->lk[i].id, "locker-%c", "ab"[i]);
+        client_connect_rr(&f->lk[i].c, port, f->lk[i].id, f->lk[i].resp, sizeof f->lk[i].resp);
+        struct observer *o = &f->obs[i];
+        snprintf(o->id, sizeof o->id, "observer-%c", "ab"[i]);
+        client_connect_rr(&o->c, port, o->id, o->resp, sizeof o->resp);
+        ASSERT_REPLY(admin_call(&o->c, o->resp, "watch", W("WATCH", "w/*")), "ok\n");
     }
     netns_enter(&f->net, NETNS_HUB);
     f->wa = (struct writer){.c = &f->ca, .resp = f->ra, .tag = "a", .pending = -1};
@@ -323,8 +393,10 @@ static void fixture_up(struct nemesis_fixture *f, bool with_proxies)
 
 static void fixture_down(struct nemesis_fixture *f)
 {
-    client_close(&f->lk[0].c);
-    client_close(&f->lk[1].c);
+    for (int i = 0; i < 2; i++) {
+        client_close(&f->lk[i].c);
+        client_close(&f->obs[i].c);
+    }
     client_close(&f->ca);
     client_close(&f->cb);
     broker_stop(&f->a);
@@ -348,6 +420,7 @@ static void fixture_write(struct nemesis_fixture *f, int ms)
                 writer_send(ws[k]);
             writer_poll(ws[k], 20);
             locker_step(&f->lk[k], &f->locks);
+            observer_take(&f->obs[k]);
         }
     }
 }
@@ -396,9 +469,21 @@ static void fixture_check(struct nemesis_fixture *f)
     writer_check(&f->wb, &f->ca, f->ra);
     writer_check(&f->wa, &f->ca, f->ra);
     lock_log_check(&f->locks);
-    printf("  writes: %d acknowledged (all there, through both brokers), %d unavailable; locks: taken %d times, "
-           "%d fenced writes accepted (tokens only increased), %d refused\n",
-           f->wa.ok + f->wb.ok, f->wa.refused + f->wb.refused, f->locks.taken, f->locks.naccepted, f->locks.refused);
+    /* The observers, after a last 1.5 s for what is on its way: every
+     * acknowledged write, exactly once each (observer_take fails on a
+     * second one). */
+    for (uint64_t t0 = now_ms(); now_ms() - t0 < 1500; usleep(20000))
+        for (int i = 0; i < 2; i++)
+            observer_take(&f->obs[i]);
+    for (int i = 0; i < 2; i++) {
+        observer_check(&f->obs[i], &f->wa, 0);
+        observer_check(&f->obs[i], &f->wb, 1);
+    }
+    printf("  writes: %d acknowledged (all there, through both brokers; each told once to each broker's observer: "
+           "%d and %d notifications), %d unavailable; locks: taken %d times, %d fenced writes accepted (tokens only "
+           "increased), %d refused\n",
+           f->wa.ok + f->wb.ok, f->obs[0].notified, f->obs[1].notified, f->wa.refused + f->wb.refused, f->locks.taken,
+           f->locks.naccepted, f->locks.refused);
 }
 
 /* Rounds of each nemesis: 1, or SS_NEMESIS_ROUNDS (make stress). */
