@@ -337,7 +337,8 @@ stress: deps
 	    $(OUT)/tests/integration/run cluster_locks_renewals_and_deadlines_under_faults
 	@echo "== network partitions, loss and delay, 20 rounds of each nemesis (about 15 min; root)"
 	@SS_NEMESIS_ROUNDS=20 SS_TEST_TIMEOUT=1200 SS_PLUGIN=$(CURDIR)/$(PLUGIN) $(OUT)/tests/integration/run \
-	    partition_etcd_leader_isolated partition_one_way_loss partition_random_loss_everywhere partition_delay_and_loss
+	    partition_etcd_leader_isolated partition_one_way_loss partition_random_loss_everywhere partition_delay_and_loss \
+	    partition_bridge
 	@echo "== mutation testing: 15 mutants of each file, drawn at random"
 	@MUTATE_SAMPLE=15 scripts/mutate.sh
 
