@@ -348,7 +348,23 @@ struct nemesis_fixture {
     struct locker lk[2];          /* one on each broker */
     struct lock_log locks;
     struct observer obs[2];       /* one on each broker */
+    long rss_kb[2];               /* each broker's resident memory after start */
 };
+
+/* A process's resident memory, in KiB (VmRSS). */
+static long rss_kb(pid_t pid)
+{
+    char path[64], line[128];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *fp = fopen(path, "r");
+    ASSERT_TRUE(fp != NULL);
+    long kb = -1;
+    while (kb < 0 && fgets(line, sizeof line, fp))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kb = atol(line + 6);
+    fclose(fp);
+    return kb;
+}
 
 /* with_proxies: the brokers reach each member through a delaying proxy
  * in the hub (10.200.0.1:2379x), which forwards at once until told to
@@ -387,6 +403,8 @@ static void fixture_up(struct nemesis_fixture *f, bool with_proxies)
         ASSERT_REPLY(admin_call(&o->c, o->resp, "watch", W("WATCH", "w/*")), "ok\n");
     }
     netns_enter(&f->net, NETNS_HUB);
+    f->rss_kb[0] = rss_kb(f->a.pid);
+    f->rss_kb[1] = rss_kb(f->b.pid);
     f->wa = (struct writer){.c = &f->ca, .resp = f->ra, .tag = "a", .pending = -1};
     f->wb = (struct writer){.c = &f->cb, .resp = f->rb, .tag = "b", .pending = -1};
 }
@@ -484,6 +502,8 @@ static void fixture_check(struct nemesis_fixture *f)
            "increased), %d refused\n",
            f->wa.ok + f->wb.ok, f->obs[0].notified, f->obs[1].notified, f->wa.refused + f->wb.refused, f->locks.taken,
            f->locks.naccepted, f->locks.refused);
+    printf("  brokers' memory: a %ld KiB after start, %ld KiB at the end; b %ld, %ld\n", f->rss_kb[0],
+           rss_kb(f->a.pid), f->rss_kb[1], rss_kb(f->b.pid));
 }
 
 /* Rounds of each nemesis: 1, or SS_NEMESIS_ROUNDS (make stress). */
