@@ -239,11 +239,15 @@ TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/lifecycle/run $(OUT)/tests/integr
 # The partition tests make network namespaces and firewall rules in them
 # (tests/integration/netns.h): iproute2 and nftables; the clock test runs
 # a broker under Debian's libfaketime.
+# libfaketime cannot run under a broker whose sanitizer runtime is preloaded
+# first (the broker never starts): with SAN, the clock test is left out.
+SAN_SKIP := $(if $(BROKER_PRELOAD),cluster_clock_ahead_reported_and_versions_grow)
 test: deps
 	@scripts/deps.sh iproute2 nftables faketime
 	@scripts/console-deps.sh
 	@$(MAKE) --no-print-directory $(TEST_BINS) console
-	@SS_BROKER_PRELOAD="$(BROKER_PRELOAD)" TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp" \
+	@SS_TEST_SKIP="$$SS_TEST_SKIP $(SAN_SKIP)" \
+	    SS_BROKER_PRELOAD="$(BROKER_PRELOAD)" TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp" \
 	    SS_ETCD_PASS=$(ETCD_PASS) SS_CONSOLE_PASS=$(CONSOLE_PASS) scripts/run-tests.sh $(OUT) $(CURDIR)/$(PLUGIN)
 
 # The web console (console/, docs/CONSOLE.md): our files and MQTT.js, from
