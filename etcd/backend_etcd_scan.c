@@ -56,30 +56,42 @@ static ss_etcd_span ss_etcd__span_after_bound(ss_etcd_span s, size_t n, size_t l
 }
 
 /* Cursors on etcd (SCAN's and the administrative pages'): the key a page
- * starts after, then the span its Range may reach (backend_etcd_span.h);
- * empty: from the first key. */
+ * starts after, then the span its Range may reach (backend_etcd_span.h)
+ * and a last byte 0xff that says so; empty: from the first key. A cursor
+ * without that byte is a key alone, as cursors were before spans: read
+ * to the end (a key that ends in 0xff and is 13 bytes or more would be
+ * taken for a cursor with a span, at worst listing some keys again). */
+#define SS_ETCD_CURSOR_MARK 0xff
+#define SS_ETCD_CURSOR_TAIL (SS_ETCD_SPAN_BYTES + 1)
+
+static bool ss_etcd__cursor_has_span(ss_bytes cursor)
+{
+    return cursor.len >= SS_ETCD_CURSOR_TAIL && cursor.data[cursor.len - 1] == SS_ETCD_CURSOR_MARK;
+}
+
 static ss_bytes ss_etcd__cursor_key(ss_bytes cursor)
 {
-    ss_bytes key = {cursor.data, cursor.len - SS_ETCD_SPAN_BYTES};
+    ss_bytes key = {cursor.data, cursor.len - (ss_etcd__cursor_has_span(cursor) ? SS_ETCD_CURSOR_TAIL : 0)};
     return key;
 }
 
 static int ss_etcd__cursor_put(ss_buf *out, ss_bytes key, ss_etcd_span s)
 {
-    uint8_t span[SS_ETCD_SPAN_BYTES];
-    ss_etcd_span_put(s, span);
+    uint8_t tail[SS_ETCD_CURSOR_TAIL];
+    ss_etcd_span_put(s, tail);
+    tail[SS_ETCD_SPAN_BYTES] = SS_ETCD_CURSOR_MARK;
     ss_buf_clear(out);
     int rc = ss_buf_append(out, key.data, key.len);
-    return rc == SS_OK ? ss_buf_append(out, span, sizeof span) : rc;
+    return rc == SS_OK ? ss_buf_append(out, tail, sizeof tail) : rc;
 }
 
-/* The span a cursor carries: none for the first page, or for a span no
- * key can have. */
+/* The span a cursor carries: none for the first page, a key alone, or a
+ * span no key can have. */
 static ss_etcd_span ss_etcd__cursor_span(ss_bytes cursor)
 {
     ss_etcd_span s = {0, 0};
-    if (cursor.len >= SS_ETCD_SPAN_BYTES)
-        s = ss_etcd_span_get(cursor.data + cursor.len - SS_ETCD_SPAN_BYTES);
+    if (ss_etcd__cursor_has_span(cursor))
+        s = ss_etcd_span_get(cursor.data + cursor.len - SS_ETCD_CURSOR_TAIL);
     if (s.at > SS_STORE_KEY_MAX)
         s.delta = 0;
     return s;
@@ -135,8 +147,6 @@ int ss_backend_etcd_scan_start(ss_backend *b, ss_bytes from, bool inclusive, siz
     e->scan_span.at = 0;
     e->scan_span.delta = 0;
     if (!inclusive && from.len) {
-        if (from.len < SS_ETCD_SPAN_BYTES)
-            return SS_E_INVAL; /* not a cursor of this backend */
         key = ss_etcd__cursor_key(from);
         e->scan_span = ss_etcd__cursor_span(from);
     }
@@ -374,8 +384,6 @@ int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_sc
     if (e->page == SS_PAGE_RUNNING)
         return SS_E_PENDING;
     if (e->page == SS_PAGE_IDLE) {
-        if (after.len && after.len < SS_ETCD_SPAN_BYTES)
-            return SS_E_TOKEN_INVALID; /* not a cursor of this backend */
         ss_buf_clear(&e->page_after);
         if (ss_buf_append(&e->page_after, after.data, after.len) != SS_OK)
             return SS_E_NOMEM;

@@ -465,6 +465,32 @@ static void scan_figures(int port, uint64_t reads, uint64_t *got_reads, uint64_t
     client_close(&s);
 }
 
+/* The 16 bytes of SCAN's token key that etcd holds at name (etcdctl
+ * prints them in base64 within its JSON). */
+static void etcd_token_key(const struct etcd_cluster *ec, const char *name, uint8_t out[16])
+{
+    char json[4096];
+    ASSERT_EQ(etcd_cluster_ctl(ec, json, sizeof json, "get", name, "-w", "json", NULL), 0);
+    const char *v = strstr(json, "\"value\":\"");
+    ASSERT_TRUE(v != NULL);
+    v += 9;
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    uint32_t acc = 0;
+    int bits = 0, n = 0;
+    for (; *v && *v != '"' && *v != '='; v++) {
+        const char *p = strchr(b64, *v);
+        ASSERT_TRUE(p != NULL);
+        acc = (acc << 6) | (uint32_t)(p - b64);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            ASSERT_TRUE(n < 16);
+            out[n++] = (uint8_t)(acc >> bits);
+        }
+    }
+    ASSERT_EQ(n, 16);
+}
+
 /* On etcd, which counts every key of a Range's interval even past its
  * limit, a listing reads each page over a bounded interval: etcd counts
  * each key a few times (at most 5 here: the first page is read to the
@@ -479,7 +505,7 @@ TEST(cluster_scan_reads_bounded_pages)
     struct etcd_cluster ec;
     etcd_cluster_start(&ec, 1);
     struct broker b;
-    broker_on_etcd(&b, "bounded", ec.endpoints, "sys_interval 1\n");
+    broker_on_etcd(&b, "bounded", ec.endpoints, "sys_interval 1\nplugin_opt_etcd_prefix bp/\n");
     struct client c;
     char r[64];
     client_connect_rr(&c, b.port, "scanner", r, sizeof r);
@@ -537,6 +563,17 @@ TEST(cluster_scan_reads_bounded_pages)
            (unsigned long long)(counted2 - counted));
     ASSERT_TRUE(counted2 - counted >= (uint64_t)n);
     ASSERT_TRUE(counted2 - counted <= 5 * (uint64_t)n);
+    /* A token whose position is a key alone, as tokens were before pages
+     * carried their span: the listing goes on after that key. */
+    uint8_t tkey[16];
+    etcd_token_key(&ec, "bp/s/scan-token-key", tkey);
+    ss_buf old = SS_BUF_INIT, page = SS_BUF_INIT;
+    ss_bytes star = {(const uint8_t *)"*", 1}, at = {(const uint8_t *)"d/00099", 7};
+    ASSERT_EQ(ss_scan_token_encode(tkey, star, at, &old), 0);
+    ASSERT_TRUE(scan_page(&c, r, "*", &old, &page) > 0);
+    ASSERT_TRUE(page.len > 8 && memcmp(page.data, "d/00100\n", 8) == 0);
+    ss_buf_free(&old);
+    ss_buf_free(&page);
     free(keys);
     ss_buf_free(&got);
     ss_buf_free(&want);
