@@ -113,7 +113,7 @@ TEST(partition_broker_cut_off_from_etcd)
 
 /* ---- nemeses under a write load ---------------------------------------- */
 
-#define WRITES_MAX 4000
+#define WRITES_MAX 40000 /* 20 rounds (make stress) of about 1,500 each */
 
 /* One client's writes, one in flight: SET w/<tag>/<i> <i>. Each answer
  * is +OK (acknowledged: it must be there at the end) or "unavailable"
