@@ -3,8 +3,8 @@
  *
  *   loadgen [-h HOST] [-p PORT] [-c CONNECTIONS] [-w IN_FLIGHT] [-s SET_PERCENT]
  *           [-k KEYS] [-l KEY_LEN] [-v VALUE_LEN] [-d SECONDS | -n COUNT]
- *           [--sequential] [--echo] [--prefix P] [--px MS] [--label NAME]
- *           [--watch-patterns N [--watch-format FMT]]
+ *           [--sequential] [--echo] [--prefix P] [--px MS] [--del-pct D] [--lease]
+ *           [--label NAME] [--watch-patterns N [--watch-format FMT]]
  *
  * Each connection keeps IN_FLIGHT QoS 1 requests outstanding and sends the
  * next as soon as an answer arrives. It speaks MQTT 5 itself (mqtt_raw.c)
@@ -14,7 +14,12 @@
  *
  * Every answer is checked: SET must answer +OK; GET either $-1 or exactly
  * the value this generator writes for that key (with --echo: the echo
- * plugin's fixed 64-byte bulk). --sequential writes keys 0, 1, 2... in
+ * plugin's fixed 64-byte bulk). --del-pct D makes D% of the requests DELs
+ * (:1 or :0; SETs stay SET_PERCENT, GETs the rest). --lease makes the
+ * SETs those of locks and leases, in turn: SET NX PX (taken: +OK, or
+ * held: :-1), SET NEX PX (renewed: +OK, or lapsed: :-1), VDEL of the
+ * value (released: :1, or gone: :0); --px gives their time (default
+ * 2000). --sequential writes keys 0, 1, 2... in
  * order (to fill a store). Prints ops/s and p50/p99/max latency, then:
  *   LOADGEN label=.. ops=.. seconds=.. ops_per_s=.. p50_us=.. p99_us=.. max_us=.. errors=..
  * With --watch-patterns N, one more connection first registers N pattern
@@ -48,6 +53,8 @@ struct options {
     bool echo, sequential;
     const char *prefix, *label;
     long px;
+    int del_pct;
+    bool lease;
     int watch_patterns;
     const char *watch_format;
 };
@@ -58,13 +65,15 @@ struct conn {
     char resp_topic[64];
     uint64_t sent_ns[MAX_WINDOW];
     int slot_key[MAX_WINDOW];
-    bool slot_get[MAX_WINDOW], slot_busy[MAX_WINDOW];
+    enum req_kind { REQ_GET, REQ_SET, REQ_DEL, REQ_SET_NX, REQ_SET_NEX, REQ_VDEL } slot_kind[MAX_WINDOW];
+    bool slot_busy[MAX_WINDOW];
+    unsigned lease_turn; /* --lease: which of NX, NEX, VDEL comes next */
     int outstanding;
     unsigned seed;
 };
 
 static struct options o = {"127.0.0.1", 1883, 4, 64, 50, 100000, 16, 64, 5.0, 0, false, false, "k", "run", 0,
-                          0, "site/%d/*"};
+                          0, false, 0, "site/%d/*"};
 static uint32_t *lat;
 static size_t nlat, latcap;
 static long errors, sent, next_seq;
@@ -94,39 +103,67 @@ static void send_request(struct conn *c, int slot)
         return;
     sent++;
     int k = o.sequential ? (int)(next_seq++ % o.keys) : (int)(rand_r(&c->seed) % (unsigned)o.keys);
-    bool get = !o.sequential && (int)(rand_r(&c->seed) % 100) >= o.set_pct;
+    int dice = o.sequential ? 0 : (int)(rand_r(&c->seed) % 100);
+    enum req_kind kind = dice < o.set_pct ? REQ_SET : dice < o.set_pct + o.del_pct ? REQ_DEL : REQ_GET;
+    if (o.sequential)
+        kind = REQ_SET;
+    if (kind == REQ_SET && o.lease) {
+        static const enum req_kind turn[3] = {REQ_SET_NX, REQ_SET_NEX, REQ_VDEL};
+        kind = turn[c->lease_turn++ % 3];
+    }
     static char payload[8192];
-    char key[128], value[4096];
+    char key[128], value[4096], px[24];
     int kl = key_text(k, key), n;
-    if (get) {
-        n = sprintf(payload, "*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", kl, key);
-    } else {
-        value_text(k, value);
-        n = sprintf(payload, "*%d\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n", o.px ? 5 : 3, kl, key, o.value_len);
+    long ms = o.px ? o.px : 2000;
+    int pl = sprintf(px, "%ld", ms);
+    bool with_px = o.px || kind == REQ_SET_NX || kind == REQ_SET_NEX;
+    value_text(k, value);
+    if (kind == REQ_GET || kind == REQ_DEL) {
+        n = sprintf(payload, "*2\r\n$3\r\n%s\r\n$%d\r\n%s\r\n", kind == REQ_GET ? "GET" : "DEL", kl, key);
+    } else if (kind == REQ_VDEL) {
+        n = sprintf(payload, "*3\r\n$4\r\nVDEL\r\n$%d\r\n%s\r\n$%d\r\n", kl, key, o.value_len);
         memcpy(payload + n, value, (size_t)o.value_len);
         n += o.value_len;
         n += sprintf(payload + n, "\r\n");
-        if (o.px) {
-            char px[24];
-            int pl = sprintf(px, "%ld", o.px);
+    } else {
+        int words = 3 + (with_px ? 2 : 0) + (kind != REQ_SET ? 1 : 0);
+        n = sprintf(payload, "*%d\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n", words, kl, key, o.value_len);
+        memcpy(payload + n, value, (size_t)o.value_len);
+        n += o.value_len;
+        n += sprintf(payload + n, "\r\n");
+        if (kind == REQ_SET_NX)
+            n += sprintf(payload + n, "$2\r\nNX\r\n");
+        else if (kind == REQ_SET_NEX)
+            n += sprintf(payload + n, "$3\r\nNEX\r\n");
+        if (with_px)
             n += sprintf(payload + n, "$2\r\nPX\r\n$%d\r\n%s\r\n", pl, px);
-        }
     }
     uint8_t corr[8];
     memcpy(corr, &c->index, 4);
     memcpy(corr + 4, &slot, 4);
     raw_put_request(&c->r.out, (unsigned)slot + 1, c->resp_topic, corr, sizeof corr, payload, (size_t)n);
     c->slot_key[slot] = k;
-    c->slot_get[slot] = get;
+    c->slot_kind[slot] = kind;
     c->slot_busy[slot] = true;
     c->sent_ns[slot] = now_ns();
     c->outstanding++;
 }
 
+static bool answer_is(const uint8_t *p, size_t len, const char *lit)
+{
+    return len == strlen(lit) && memcmp(p, lit, len) == 0;
+}
+
 static bool answer_ok(struct conn *c, int slot, const uint8_t *p, size_t len)
 {
-    if (!c->slot_get[slot])
-        return len == 5 && memcmp(p, "+OK\r\n", 5) == 0;
+    switch (c->slot_kind[slot]) {
+    case REQ_SET: return answer_is(p, len, "+OK\r\n");
+    case REQ_SET_NX:
+    case REQ_SET_NEX: return answer_is(p, len, "+OK\r\n") || answer_is(p, len, ":-1\r\n");
+    case REQ_DEL:
+    case REQ_VDEL: return answer_is(p, len, ":1\r\n") || answer_is(p, len, ":0\r\n");
+    case REQ_GET: break;
+    }
     if (len == 5 && memcmp(p, "$-1\r\n", 5) == 0)
         return !o.echo;
     if (o.echo)
@@ -294,7 +331,8 @@ static void usage(void)
 {
     fprintf(stderr, "usage: loadgen [-h HOST] [-p PORT] [-c CONNS] [-w IN_FLIGHT] [-s SET_PCT] "
                     "[-k KEYS] [-l KEY_LEN] [-v VALUE_LEN] [-d SECONDS | -n COUNT] [--sequential] "
-                    "[--echo] [--prefix P] [--px MS] [--label NAME] [--watch-patterns N [--watch-format FMT]]\n");
+                    "[--echo] [--prefix P] [--px MS] [--del-pct D] [--lease] [--label NAME] "
+                    "[--watch-patterns N [--watch-format FMT]]\n");
     exit(64);
 }
 
@@ -304,6 +342,8 @@ int main(int argc, char **argv)
                                           {"sequential", no_argument, NULL, 'S'},
                                           {"prefix", required_argument, NULL, 'P'},
                                           {"px", required_argument, NULL, 'X'},
+                                          {"del-pct", required_argument, NULL, 'D'},
+                                          {"lease", no_argument, NULL, 'A'},
                                           {"label", required_argument, NULL, 'L'},
                                           {"watch-patterns", required_argument, NULL, 'W'},
                                           {"watch-format", required_argument, NULL, 'F'},
@@ -325,13 +365,16 @@ int main(int argc, char **argv)
         case 'S': o.sequential = true; break;
         case 'P': o.prefix = optarg; break;
         case 'X': o.px = atol(optarg); break;
+        case 'D': o.del_pct = atoi(optarg); break;
+        case 'A': o.lease = true; break;
         case 'L': o.label = optarg; break;
         case 'W': o.watch_patterns = atoi(optarg); break;
         case 'F': o.watch_format = optarg; break;
         default: usage();
         }
     }
-    if (o.conns < 1 || o.conns > 256 || o.window < 1 || o.window > MAX_WINDOW || o.keys < 1 ||
+    if (o.conns < 1 || o.conns > 256 || o.window < 1 || o.window > MAX_WINDOW || o.keys < 1 || o.del_pct < 0 ||
+        o.set_pct < 0 || o.set_pct + o.del_pct > 100 ||
         o.value_len < 0 || o.value_len > 4000 || o.key_len < 2 || o.key_len > 100 || o.watch_patterns < 0 ||
         o.watch_patterns > 65535 || strstr(o.watch_format, "%d") == NULL || strlen(o.watch_format) > 100)
         usage();

@@ -83,6 +83,38 @@ for i in $(seq "$REPS"); do
     lt+=("$(field "$l" ops_per_s)"); e1+=("$(field "$e" ops_per_s)"); k1+=("$k")
     r1+=("$(field "$r" keys_per_s)")
 done
+# Locks, leases and deletions (the load a cluster serves most): 2
+# connections x 16 in flight, 20,000 keys of their own (prefix m, written
+# once first), 200-byte values, one broker; each mix against the plain
+# 50/50 mix of the same run, the mixes interleaved.
+MIXES="plain px churn both lease"
+mix_args() {
+    case $1 in
+    plain) echo "-s 50" ;;
+    px) echo "-s 50 --px 2000" ;;
+    churn) echo "-s 40 --del-pct 20" ;;
+    both) echo "-s 40 --del-pct 20 --px 2000" ;;
+    lease) echo "-s 50 --lease --px 2000" ;;
+    esac
+}
+lg -p "$PORT_etcd_a" -c 4 -w 64 -k 20000 -v 200 -n 20000 --sequential --prefix m --label preload > /dev/null
+lg -p "$PORT_lmdb" -c 4 -w 64 -k 20000 -v 200 -n 20000 --sequential --prefix m --label preload > /dev/null
+declare -A mix_ops mix_p99
+declare -a mix_lmdb_plain mix_lmdb_both
+for i in $(seq "$REPS"); do
+    for m in $MIXES; do
+        # shellcheck disable=SC2046
+        e=$(lg -p "$PORT_etcd_a" -c 2 -w 16 -k 20000 -v 200 --prefix m $(mix_args "$m") -d "$SECS" --label "mix-$m")
+        mix_ops[$m]="${mix_ops[$m]:-} $(field "$e" ops_per_s)"
+        mix_p99[$m]="${mix_p99[$m]:-} $(field "$e" p99_us)"
+    done
+    # shellcheck disable=SC2046
+    l=$(lg -p "$PORT_lmdb" -c 2 -w 16 -k 20000 -v 200 --prefix m $(mix_args plain) -d "$SECS" --label mix-lmdb-plain)
+    mix_lmdb_plain+=("$(field "$l" ops_per_s)")
+    # shellcheck disable=SC2046
+    l=$(lg -p "$PORT_lmdb" -c 2 -w 16 -k 20000 -v 200 --prefix m $(mix_args both) -d "$SECS" --label mix-lmdb-both)
+    mix_lmdb_both+=("$(field "$l" ops_per_s)")
+done
 # Latency, one broker: 1 in flight, alternating which goes first.
 declare -a ll el rl e2a e2b
 for i in $(seq "$REPS"); do
@@ -138,6 +170,18 @@ echo "     etcd's CPU per 1000 keys: ${PK} ms under the plugin, ${RK} ms under r
 echo "BENCH etcd_cpu plugin_busy=$PB plugin_etcd=$PE plugin_broker=$PP plugin_etcd_ms_per_1k=$PK raw_busy=$RB raw_etcd=$RE raw_etcd_ms_per_1k=$RK"
 echo "BENCH etcd_throughput lmdb_ops=$LT etcd_ops=$E1 etcd_vs_lmdb=$(ratio "$E1" "$LT") keys_per_txn=$K1 raw_keys=$R1 etcd_vs_raw=$(ratio "$E1" "$R1") two_brokers_ops=$E2 raw2_keys=$R2 two_vs_raw=$(ratio "$E2" "$R2")"
 
+
+# shellcheck disable=SC2086
+MP=$(median ${mix_ops[plain]}); MQ=$(median ${mix_p99[plain]})
+echo "   locks, leases and deletions, one broker, 2x16 in flight, 20,000 keys, 200-byte values (medians; vs the plain mix of the same run):"
+echo "     LMDB: plain $(median "${mix_lmdb_plain[@]}") ops/s, PX and DEL $(median "${mix_lmdb_both[@]}") ops/s ($(ratio "$(median "${mix_lmdb_both[@]}")" "$(median "${mix_lmdb_plain[@]}")"))"
+for m in $MIXES; do
+    # shellcheck disable=SC2086
+    o=$(median ${mix_ops[$m]}); q=$(median ${mix_p99[$m]})
+    printf '     etcd %-6s %-34s %6s ops/s (%s), p99 %6s us (%s)   runs:%s\n' "$m" "($(mix_args "$m"))" "$o" \
+        "$(ratio "$o" "$MP")" "$q" "$(ratio "$q" "$MQ")" "${mix_ops[$m]}"
+    echo "BENCH etcd_mix mix=$m ops=$o p99_us=$q vs_plain=$(ratio "$o" "$MP") p99_vs_plain=$(ratio "$q" "$MQ")"
+done
 
 LL=$(median "${ll[@]}"); EL=$(median "${el[@]}"); RL=$(median "${rl[@]}")
 E2A=$(median "${e2a[@]}"); E2B=$(median "${e2b[@]}")
