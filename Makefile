@@ -274,7 +274,7 @@ bench-console: deps
 
 check: test
 
-# Benchmarks (about 30 minutes, half of it SCAN on etcd): see docs/BENCHMARKS.md.
+# Benchmarks (about 25 minutes): see docs/BENCHMARKS.md.
 BENCH_BINS = build/plain/bench/loadgen build/plain/bench/echo_plugin.so build/plain/bench/engine_bench \
              build/plain/bench/expiry_storm build/plain/bench/etcd_txn build/plain/statestore.so \
              build/plain/statestore
@@ -314,7 +314,7 @@ bench-scan: deps
 	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0
 	@scripts/bench-scan.sh
 
-# Only the benchmarks on etcd (part of make bench; about 5 minutes, etcdctl check perf included).
+# Only the benchmarks on etcd (part of make bench; about 10 minutes, etcdctl check perf included).
 bench-etcd: deps
 	@scripts/etcd-tools.sh
 	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0
