@@ -204,7 +204,7 @@ $(OUT)/tests/stress/run: $(OUT)/tests/stress/main.o $(STRESS_OBJ) $(LIBETCD) $(L
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
 
 # The unit tests also cover the client library's pure part (client/answer.c).
-$(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(OUT)/client/answer.o $(LIBCORE)
+$(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(OUT)/tests/private_fs.o $(OUT)/client/answer.o $(LIBCORE)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL) -lpthread
 # The lifecycle tests: the plugin's objects without its broker entry points
 # (plugin.c) on the in-memory backend of tests/lifecycle, which also
@@ -214,7 +214,7 @@ LIFE_PLUGIN_OBJ := $(filter-out $(OUT)/plugin/plugin.o,$(patsubst %.c,$(OUT)/%.o
 $(OUT)/tests/lifecycle/run: $(OUT)/tests/lifecycle/main.o $(LIFE_OBJ) $(LIFE_PLUGIN_OBJ) $(OUT)/backends/open.o \
                             $(LIBETCD) $(LIBCORE)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
-$(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(OUT)/tests/powerloss/cut.o \
+$(OUT)/tests/integration/run: $(OUT)/tests/integration/main.o $(INTEG_OBJ) $(OUT)/tests/powerloss/cut.o $(OUT)/tests/private_fs.o \
                               $(LIBCLIENT) $(LIBETCD) $(LIBCORE) | $(POWERLOSS)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $(filter-out $(POWERLOSS),$^) $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lev -lpthread
 
@@ -480,7 +480,7 @@ clean:
 	rm -rf build
 
 -include $(ETCD_OBJ:.o=.d) $(SHLIB_OBJ:.o=.d) $(STRESS_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(CLIENT_OBJ:.o=.d) $(CORE_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(INTEG_OBJ:.o=.d) $(PLUGIN_OBJ:.o=.d) \
-         $(LIFE_OBJ:.o=.d) $(OUT)/tests/unit/main.d $(OUT)/tests/lifecycle/main.d $(OUT)/tests/integration/main.d
+         $(LIFE_OBJ:.o=.d) $(OUT)/tests/private_fs.d $(OUT)/tests/unit/main.d $(OUT)/tests/lifecycle/main.d $(OUT)/tests/integration/main.d
 
 # ---------------------------------------------------------------------------
 # Compatibility with the official Azure IoT Operations SDKs: the Rust crate's

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../private_fs.h"
 #include "../test.h"
 #include "harness.h"
 
@@ -86,53 +87,6 @@ TEST(plugin_memory_given_back_after_a_huge_value)
     broker_stop(&b);
 }
 
-static void write_file(const char *path, const char *text)
-{
-    int fd = open(path, O_WRONLY);
-    ASSERT_TRUE(fd >= 0);
-    ASSERT_EQ(write(fd, text, strlen(text)), (long long)strlen(text));
-    close(fd);
-}
-
-/* A small filesystem of our own for the data directory: a tmpfs in a
- * private mount namespace (as root; otherwise inside a user namespace),
- * seen by this test process and the broker it starts, by nobody else. */
-static void mount_fs(const char *dir, const char *size, unsigned long flags)
-{
-    uid_t uid = getuid();
-    gid_t gid = getgid();
-    if (unshare(CLONE_NEWNS) != 0) {
-        ASSERT_EQ(unshare(CLONE_NEWUSER | CLONE_NEWNS), 0);
-        char map[64];
-        snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
-        write_file("/proc/self/uid_map", map);
-        write_file("/proc/self/setgroups", "deny");
-        snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
-        write_file("/proc/self/gid_map", map);
-    }
-    ASSERT_EQ(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
-    ASSERT_EQ(mkdir(dir, 0700), 0);
-    char opts[64];
-    snprintf(opts, sizeof opts, "size=%s,mode=0700", size);
-    ASSERT_EQ(mount("tmpfs", dir, "tmpfs", flags, opts), 0);
-}
-
-static void mount_small_fs(const char *dir, const char *size)
-{
-    mount_fs(dir, size, 0);
-}
-
-/* Write zeros into path until the filesystem is full. */
-static void fill_filesystem(const char *path)
-{
-    int fd = open(path, O_WRONLY | O_CREAT, 0600);
-    ASSERT_TRUE(fd >= 0);
-    static char zeros[4096];
-    while (write(fd, zeros, sizeof zeros) > 0) {
-    }
-    close(fd);
-}
-
 static int count_in_log(const struct broker *b, const char *text)
 {
     size_t n;
@@ -200,7 +154,7 @@ TEST(plugin_full_disk_keeps_serving_and_loses_nothing)
 {
     char dir[400], ballast[500];
     snprintf(dir, sizeof dir, "%s/small", test_tmpdir());
-    mount_small_fs(dir, "8m");
+    private_tmpfs(dir, "8m", 0);
     /* Someone else's file on the same filesystem, removed later to make
      * room, as an operator would. */
     snprintf(ballast, sizeof ballast, "%s/other-file", dir);
@@ -382,7 +336,7 @@ TEST(plugin_storage_error_at_start_names_the_reason)
 {
     char dir[400];
     snprintf(dir, sizeof dir, "%s/readonly", test_tmpdir());
-    mount_fs(dir, "1m", MS_RDONLY);
+    private_tmpfs(dir, "1m", MS_RDONLY);
     struct broker b = {0};
     snprintf(b.data, sizeof b.data, "%s/data", dir);
     ASSERT_TRUE(broker_start_fails(&b) != 0);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_dedup.c - the resend cache: what it finds and for how long, what
  * it keeps within its limits, and what a failed batch makes it forget. */
+#include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -168,5 +170,148 @@ TEST(dedup_forgets_a_failed_batch)
     ASSERT_EQ(ss_dedup_count(d), 2);
     ASSERT_TRUE(found(d, "c", "2", 0, "b", ""));
     ASSERT_TRUE(!found(d, "c", "5", 0, "", ""));
+    ss_dedup_free(d);
+}
+
+/* A failed batch that spans the newest blocks: forgetting it empties them
+ * from the tail while the block it began in keeps its older entries. The
+ * blocks that remain stay chained, oldest first, so that expiring every
+ * entry afterwards (head first: the oldest block empties before the one
+ * the batch began in) frees them all. */
+TEST(dedup_forgets_whole_blocks_then_expires_the_rest)
+{
+    ss_dedup_limits lim = {.window_ms = 1000, .max_entries = 1000, .max_bytes = 1 << 20};
+    ss_dedup *d;
+    ASSERT_EQ(ss_dedup_new(&lim, &d), SS_OK);
+    /* Entries of about 1.1 KiB: some 58 to a 64 KiB block, so 200 of them
+     * fill three blocks and start a fourth; the batch from entry 101 on
+     * begins in the second one. */
+    char corr[16], payload[1001];
+    uint64_t mark = 0;
+    size_t kept = 0;
+    for (int i = 0; i < 200; i++) {
+        if (i == 101) {
+            mark = ss_dedup_mark(d);
+            kept = ss_dedup_bytes(d);
+        }
+        snprintf(corr, sizeof corr, "c%d", i);
+        memset(payload, 'a' + i % 26, sizeof payload - 1);
+        payload[sizeof payload - 1] = '\0';
+        put(d, "client", corr, (uint64_t)i, payload, "1:0:n");
+    }
+    ss_dedup_forget_since(d, mark);
+    ASSERT_EQ(ss_dedup_count(d), 101);
+    ASSERT_EQ(ss_dedup_bytes(d), kept);
+    for (int i = 0; i < 200; i++) {
+        snprintf(corr, sizeof corr, "c%d", i);
+        memset(payload, 'a' + i % 26, sizeof payload - 1);
+        ASSERT_EQ(found(d, "client", corr, 200, payload, "1:0:n"), i < 101);
+    }
+    ss_dedup_expire(d, 1100); /* times 0 to 100: all of them */
+    ASSERT_EQ(ss_dedup_count(d), 0);
+    ASSERT_EQ(ss_dedup_bytes(d), 0);
+    /* And the cache works on. */
+    put(d, "client", "again", 2000, "+OK\r\n", "2:0:n");
+    ASSERT_TRUE(found(d, "client", "again", 2000, "+OK\r\n", "2:0:n"));
+    ASSERT_EQ(ss_dedup_count(d), 1);
+    ss_dedup_free(d);
+}
+
+/* The room of an entry that expires before a newer one of its block is
+ * not given again: only the newest entry's room is (a forgotten one's).
+ * New entries of the same size as the expired one would otherwise be cut
+ * over it and then over the live entry after it. */
+TEST(dedup_expired_room_is_not_reused_under_live_entries)
+{
+    ss_dedup_limits lim = {.window_ms = 1000, .max_entries = 100, .max_bytes = 1 << 20};
+    ss_dedup *d;
+    ASSERT_EQ(ss_dedup_new(&lim, &d), SS_OK);
+    put(d, "c", "a", 0, "1111", "1:0:n");
+    put(d, "c", "b", 50, "2222", "2:0:n");
+    ss_dedup_expire(d, 1000); /* a only */
+    ASSERT_EQ(ss_dedup_count(d), 1);
+    put(d, "c", "c", 1000, "3333", "3:0:n");
+    put(d, "c", "d", 1000, "4444", "4:0:n");
+    put(d, "c", "e", 1000, "5555", "5:0:n");
+    ASSERT_EQ(ss_dedup_count(d), 4);
+    ASSERT_TRUE(!found(d, "c", "a", 1000, "", ""));
+    ASSERT_TRUE(found(d, "c", "b", 1000, "2222", "2:0:n"));
+    ASSERT_TRUE(found(d, "c", "c", 1000, "3333", "3:0:n"));
+    ASSERT_TRUE(found(d, "c", "d", 1000, "4444", "4:0:n"));
+    ASSERT_TRUE(found(d, "c", "e", 1000, "5555", "5:0:n"));
+    ss_dedup_expire(d, 1050); /* b */
+    ASSERT_EQ(ss_dedup_count(d), 3);
+    ASSERT_TRUE(found(d, "c", "e", 1050, "5555", "5:0:n"));
+    ss_dedup_expire(d, 2000);
+    ASSERT_EQ(ss_dedup_count(d), 0);
+    ASSERT_EQ(ss_dedup_bytes(d), 0);
+    ss_dedup_free(d);
+}
+
+/* The heap in use: chunks of the arenas and mapped chunks (glibc's counts;
+ * 0 under a tool that replaces the allocator, where the bound below is
+ * then trivially met). */
+static size_t heap_in_use(void)
+{
+    struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+}
+
+/* The memory an answer takes is about its size: entries are cut from
+ * blocks back to back, each rounded up only to the next alignment unit, so
+ * the heap grows by about the counted bytes (with the block being filled). */
+TEST(dedup_memory_follows_its_byte_count)
+{
+    ss_dedup_limits lim = {.window_ms = 1000, .max_entries = 10000, .max_bytes = 64 << 20};
+    ss_dedup *d;
+    ASSERT_EQ(ss_dedup_new(&lim, &d), SS_OK);
+    size_t before = heap_in_use();
+    char corr[16], payload[201];
+    memset(payload, 'p', sizeof payload - 1);
+    payload[sizeof payload - 1] = '\0';
+    for (int i = 0; i < 1000; i++) {
+        snprintf(corr, sizeof corr, "%d", i);
+        put(d, "client", corr, 0, payload, "1:0:n");
+    }
+    size_t grown = heap_in_use() - before;
+    ASSERT_EQ(ss_dedup_count(d), 1000);
+    /* Under the counted bytes plus one block and the table, doubled. */
+    ASSERT_TRUE(grown <= 2 * (ss_dedup_bytes(d) + ((size_t)64 << 10) + 1000 * 16));
+    ss_dedup_free(d);
+}
+
+/* Entries are cut from a block aligned, one after the other, each rounded
+ * up to the alignment unit: an entry's header holds pointers and 64-bit
+ * numbers, and is a whole number of words long, so an answer whose client
+ * id and correlation data are whole words (8 bytes each here) starts on a
+ * word too. A misaligned entry shows as a misaligned answer. */
+TEST(dedup_entries_are_aligned)
+{
+    ss_dedup_limits lim = {.window_ms = 1000, .max_entries = 100, .max_bytes = 1 << 20};
+    ss_dedup *d;
+    ASSERT_EQ(ss_dedup_new(&lim, &d), SS_OK);
+    char corr[16];
+    for (int round = 0; round < 2; round++) {
+        /* Answers of every length from 1 to 20: most do not end on a word. */
+        for (int i = 0; i < 20; i++) {
+            snprintf(corr, sizeof corr, "corr%04d", i);
+            ss_dedup_answer a = {.payload = {(const uint8_t *)"abcdefghijklmnopqrst", (size_t)i + 1},
+                                 .version = B("1:0:n")};
+            uint64_t id = ss_dedup_id(d, B("client01"), B(corr), NULL, 0);
+            ASSERT_EQ(ss_dedup_put(d, B("client01"), B(corr), id, (uint64_t)round * 1000, &a), SS_OK);
+        }
+        for (int i = 0; i < 20; i++) {
+            snprintf(corr, sizeof corr, "corr%04d", i);
+            ss_dedup_answer got;
+            uint64_t id = ss_dedup_id(d, B("client01"), B(corr), NULL, 0);
+            ASSERT_EQ(ss_dedup_find(d, B("client01"), B(corr), id, (uint64_t)round * 1000, &got), 1);
+            ASSERT_MEM(got.payload.data, got.payload.len, "abcdefghijklmnopqrst", (size_t)i + 1);
+            ASSERT_EQ((uintptr_t)got.payload.data % sizeof(void *), 0);
+        }
+        /* All of them expire: the next round starts a block again (the
+         * spare one). */
+        ss_dedup_expire(d, (uint64_t)round * 1000 + 1000);
+        ASSERT_EQ(ss_dedup_count(d), 0);
+    }
     ss_dedup_free(d);
 }

@@ -2,8 +2,10 @@
 /* test_journal.c - the write-ahead journal: frames byte for byte, replay
  * after a crash of the process, torn and damaged tails, checkpoints. */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +14,7 @@
 #include "../../core/journal.h"
 #include "../../core/store.h"
 #include "../test.h"
+#include "journaled.h"
 
 static const uint8_t jkey[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
@@ -172,6 +175,33 @@ TEST(journal_check_covers_the_header)
     ss_buf_free(&f);
 }
 
+/* A deletion's operation has no value: one given with it is not copied
+ * (its room was never reserved: 100,000 bytes written there would run far
+ * past the frame's 64-byte buffer), and the frame is the same as without. */
+TEST(journal_delete_carries_no_value)
+{
+    static uint8_t value[100000];
+    memset(value, 'v', sizeof value);
+    ss_buf f = SS_BUF_INIT;
+    ASSERT_EQ(ss_jframe_reset(&f), SS_OK);
+    ASSERT_EQ(ss_jframe_op(&f, SS_JOP_DEL, 3, "k", 1, value, sizeof value), SS_OK);
+    ASSERT_EQ(f.len, SS_JFRAME_HEADER + 5);
+    static const uint8_t del[5] = {2, 3, 0, 1, 'k'};
+    ASSERT_MEM(f.data + SS_JFRAME_HEADER, f.len - SS_JFRAME_HEADER, del, sizeof del);
+    /* The next operation follows at once. */
+    ASSERT_EQ(ss_jframe_op(&f, SS_JOP_PUT, 0, "a", 1, "b", 1), SS_OK);
+    static const uint8_t both[15] = {2, 3, 0, 1, 'k', 1, 0, 0, 1, 0, 0, 0, 1, 'a', 'b'};
+    ASSERT_MEM(f.data + SS_JFRAME_HEADER, f.len - SS_JFRAME_HEADER, both, sizeof both);
+    int fd = journal_file("j5");
+    write_frame(fd, &f, 1);
+    struct seen s;
+    uint64_t last;
+    ASSERT_EQ(replay(fd, UINT64_MAX, jkey, 0, &s, &last), f.len);
+    ASSERT_STR(s.text, s.len, "2/3/k=;1/0/a=b;");
+    close(fd);
+    ss_buf_free(&f);
+}
+
 static ss_bytes B(const char *s)
 {
     ss_bytes b = {(const uint8_t *)s, strlen(s)};
@@ -189,24 +219,6 @@ static ss_record rec_of(const char *value, uint32_t counter, uint64_t expiry)
     r.version.node[0] = 'N';
     r.expiry_ms = expiry;
     return r;
-}
-
-static ss_store_options journaled(void)
-{
-    ss_store_options o = ss_store_options_default();
-    o.path = test_tmpdir();
-    o.sync = SS_SYNC_PERIODIC;
-    o.checkpoint_interval_ms = 3600000; /* only what the test asks for */
-    return o;
-}
-
-static off_t journal_size(void)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/journal", test_tmpdir());
-    struct stat st;
-    ASSERT_EQ(stat(path, &st), 0);
-    return st.st_size;
 }
 
 /* Put "k<i>" = "value-<i>" in batches of one, committed at time 1 (no
@@ -662,5 +674,154 @@ TEST(store_failed_checkpoint_leaves_its_batch_to_the_journal)
     ASSERT_EQ(ss_store_key_count(s), carried + 2 + crashed + 1);
     assert_big(s, "c", carried + 1);
     assert_big(s, "d", crashed + 1);
+    ss_store_close(s);
+}
+
+/* The data file holds everything (what a backup waits for) only outside a
+ * batch, with the journal empty and no frame after the last checkpoint:
+ * after the replay at open (which checkpoints what it replayed), after an
+ * aborted batch and after an idle checkpoint, not after a journaled
+ * commit. */
+TEST(store_file_current_after_replay_and_checkpoints)
+{
+    crash_after_batches(0, 5);
+    ss_store_options o = journaled();
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ASSERT_EQ(journal_size(), 0);
+    ASSERT_TRUE(ss_store_file_current(s));
+    ASSERT_TRUE(!ss_store_checkpoint_due(s, 100000000)); /* nothing outside the file */
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_TRUE(!ss_store_file_current(s)); /* a batch is open */
+    ss_store_abort(s);
+    ASSERT_TRUE(ss_store_file_current(s));
+    ss_record r = rec_of("v", 1, 0);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_put(s, B("a"), &r), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 10), SS_OK); /* into the journal */
+    ASSERT_TRUE(journal_size() > 0);
+    ASSERT_TRUE(!ss_store_file_current(s));
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 7200000), SS_OK); /* idle, two hours on: a checkpoint */
+    ASSERT_EQ(journal_size(), 0);
+    ASSERT_TRUE(ss_store_file_current(s));
+    ss_store_close(s);
+}
+
+/* A commit waits for the disk (the plugin runs it on its committing
+ * thread) when it carries a checkpoint, or with fsync always when it
+ * writes a frame; not for a frame with the periodic fsync, nor for an
+ * empty batch. */
+TEST(store_commit_syncs_only_when_it_waits_for_the_disk)
+{
+    ss_store_options o = journaled(); /* the periodic fsync */
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ss_record r = rec_of("v", 1, 0);
+    ASSERT_TRUE(!ss_store_commit_syncs(s)); /* no commit under way */
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_put(s, B("a"), &r), SS_OK);
+    ASSERT_EQ(ss_store_commit_prepare(s, 10, true), SS_OK);
+    ASSERT_TRUE(!ss_store_commit_is_checkpoint(s));
+    ASSERT_TRUE(!ss_store_commit_syncs(s));
+    ASSERT_EQ(ss_store_commit_finish(s, ss_store_commit_run(s), 10), SS_OK);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_commit_prepare(s, 7200000, true), SS_OK);
+    ASSERT_TRUE(ss_store_commit_is_checkpoint(s));
+    ASSERT_TRUE(ss_store_commit_syncs(s));
+    ASSERT_EQ(ss_store_commit_finish(s, ss_store_commit_run(s), 7200000), SS_OK);
+    ASSERT_TRUE(!ss_store_commit_is_checkpoint(s));
+    ASSERT_TRUE(!ss_store_commit_syncs(s));
+    ss_store_close(s);
+
+    o.sync = SS_SYNC_ALWAYS;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_put(s, B("b"), &r), SS_OK);
+    ASSERT_EQ(ss_store_commit_prepare(s, 7200010, true), SS_OK);
+    ASSERT_TRUE(!ss_store_commit_is_checkpoint(s));
+    ASSERT_TRUE(ss_store_commit_syncs(s)); /* the frame's fsync */
+    ASSERT_EQ(ss_store_commit_finish(s, ss_store_commit_run(s), 7200010), SS_OK);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_commit_prepare(s, 7200011, false), SS_OK);
+    ASSERT_TRUE(!ss_store_commit_syncs(s)); /* nothing written, nothing to sync */
+    ASSERT_EQ(ss_store_commit_finish(s, ss_store_commit_run(s), 7200011), SS_OK);
+    ss_store_close(s);
+}
+
+/* A batch whose checkpoint failed goes into the journal; the batches after
+ * it follow its frame, not overwrite it: after a crash both are there. The
+ * cause given is the checkpoint's alone (the journal took the batch). */
+TEST(store_batches_follow_one_whose_checkpoint_failed)
+{
+    pid_t pid = fork();
+    ASSERT_TRUE(pid >= 0);
+    if (pid == 0) {
+        ss_store_options o = journaled();
+        o.fail_checkpoint_at = 1;
+        ss_store *s = NULL;
+        ss_record r = rec_of("value-0", 0, 0);
+        if (ss_store_open(&o, &s) != SS_OK || ss_store_begin(s) != SS_OK || ss_store_put(s, B("k0"), &r) != SS_OK)
+            _exit(2);
+        ss_store_checkpoint_soon(s);
+        if (ss_store_commit_prepare(s, 10, true) != SS_OK || !ss_store_commit_is_checkpoint(s) ||
+            ss_store_commit_finish(s, ss_store_commit_run(s), 10) != SS_OK)
+            _exit(3);
+        if (strcmp(ss_store_cause(s), "checkpoint (an injected failure): No space left on device") != 0)
+            _exit(4);
+        r = rec_of("value-1", 1, 0);
+        if (ss_store_begin(s) != SS_OK || ss_store_put(s, B("k1"), &r) != SS_OK ||
+            ss_store_commit_prepare(s, 20, true) != SS_OK || ss_store_commit_is_checkpoint(s) ||
+            ss_store_commit_finish(s, ss_store_commit_run(s), 20) != SS_OK)
+            _exit(5);
+        _exit(0); /* no close: a crash */
+    }
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0);
+    ss_store_options o = journaled();
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    assert_keys(s, 0, 2, 4);
+    ss_store_close(s);
+}
+
+/* A journal write cut short (here by the file size limit; a full disk
+ * does the same) fails its batch: the rest of the frame is not written
+ * over its beginning, and the journal is cut back to the last good
+ * frame. */
+TEST(store_short_journal_write_fails_its_batch)
+{
+    ss_store_options o = journaled();
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ss_record r = rec_of("value-0", 0, 0);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_put(s, B("k0"), &r), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 10), SS_OK);
+    off_t size = journal_size();
+    ASSERT_TRUE(size > 0);
+    /* Writes past the limit fail with EFBIG (the signal ignored); one
+     * that crosses it writes up to it. */
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit old, lim;
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)size + 30;
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    static char big[1001];
+    memset(big, 'z', 1000);
+    ss_record b = rec_of(big, 1, 0);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_put(s, B("k1"), &b), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 20), SS_E_IO);
+    ASSERT_TRUE(strcmp(ss_store_cause(s), "writing the journal: File too large") == 0);
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+    ASSERT_EQ(journal_size(), size);
+    assert_keys(s, 0, 1, 3);
+    ss_store_close(s);
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    assert_keys(s, 0, 1, 3);
     ss_store_close(s);
 }

@@ -3,7 +3,9 @@
  * quotas, batches and persistence. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../core/errors.h"
 #include "../../core/siphash.h"
@@ -484,6 +486,62 @@ TEST(store_map_full_rolls_back_batch)
     ss_store_close(s);
 }
 
+/* A checkpoint whose LMDB commit finds the map full (the commit itself
+ * needs pages: the databases' roots, the free list) is the quota error,
+ * as a write to a full map is, and says so. One value a page larger each
+ * time, on a fresh store of a 256-page map: the batch goes into the
+ * journal, then an idle checkpoint tries to put it into the file. Going a
+ * page at a time, one size leaves room for the checkpoint's own records
+ * but not for the commit. */
+TEST(store_checkpoint_on_a_full_map_is_the_quota_error)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE); /* LMDB's page */
+    size_t map = 256 * page;
+    uint8_t *val = malloc(map);
+    ASSERT_TRUE(val != NULL);
+    memset(val, 'm', map);
+    char what[256];
+    snprintf(what, sizeof what,
+             "checkpoint (writing the journal's changes into the data file): "
+             "the LMDB map is full (map_size %zu bytes)",
+             map);
+    int seen = 0;
+    for (size_t pages = 192; pages < 256; pages++) {
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/%zu", test_tmpdir(), pages);
+        ss_store_options o = ss_store_options_default();
+        o.path = dir;
+        o.sync = SS_SYNC_PERIODIC;
+        o.checkpoint_interval_ms = 3600000;
+        o.map_size = map;
+        o.max_bytes = (uint64_t)1 << 30;
+        ss_store *s = NULL;
+        ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+        ss_record r = rec_of((ss_bytes){val, pages * page}, 1, 0);
+        ASSERT_EQ(ss_store_begin(s), SS_OK);
+        int rc = ss_store_put(s, B("k"), &r);
+        if (rc == SS_OK)
+            rc = ss_store_commit(s, 10);
+        if (rc != SS_OK) { /* the batch itself no longer fits */
+            ASSERT_EQ(rc, SS_E_QUOTA);
+            ss_store_close(s);
+            break;
+        }
+        ASSERT_EQ(ss_store_begin(s), SS_OK);
+        rc = ss_store_commit(s, 7200000); /* idle, two hours on: a checkpoint */
+        if (strcmp(ss_store_cause(s), what) == 0) {
+            ASSERT_EQ(rc, SS_E_QUOTA);
+            ASSERT_TRUE(ss_store_checkpoint_failing(s, NULL));
+            seen++;
+        } else if (rc != SS_OK) {
+            ASSERT_EQ(rc, SS_E_QUOTA); /* its own records did not fit */
+        }
+        ss_store_close(s);
+    }
+    ASSERT_TRUE(seen >= 1);
+    free(val);
+}
+
 TEST(store_large_values)
 {
     ss_store *s = open_default();
@@ -670,6 +728,7 @@ TEST(store_external_periodic_sync)
     ASSERT_TRUE(ss_store_sync_start(s, 1100)); /* syncs go on */
     ASSERT_EQ(ss_store_sync_run(s), SS_OK);
     ss_store_sync_done(s, SS_OK);
+    ASSERT_TRUE(!ss_store_sync_start(s, 1100)); /* not again in the same millisecond */
     /* ...but after a failure only a checkpoint covers the earlier writes
      * (test_journal.c: store_failed_fsync_needs_a_checkpoint). */
     ASSERT_TRUE(!ss_store_all_synced(s));
