@@ -300,13 +300,12 @@ bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key
         stopped = !fn(ctx, last, &rec);
     }
     /* More may follow when the page was full, the walk stopped early, or
-     * the Range ended at its bound. */
-    if (e->scan_inclusive)
-        ; /* a page from a key (INSPECT) has no next page */
-    else if ((stopped || n == e->scan_limit) && last.data)
+     * the Range ended at its bound; a page from a key (INSPECT) has no
+     * next page. */
+    if (!e->scan_inclusive && (stopped || n == e->scan_limit) && last.data)
         *rc = ss_etcd__cursor_put(next, last,
                                   ss_etcd__span_upto(&r, last_i, ss_etcd__bytes(&e->scan_after), plen));
-    else if (bounded)
+    else if (!e->scan_inclusive && bounded)
         *rc = ss_etcd__cursor_put(next, ss_etcd__bytes(&e->scan_end),
                                   ss_etcd__span_after_bound(e->scan_span, n, e->scan_limit));
     ss_etcd_reply_free(&r);
