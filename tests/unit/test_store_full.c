@@ -33,6 +33,58 @@ static ss_bytes B(const char *s)
 
 #define BIG ((size_t)200 << 10)
 
+/* The store in dir, journaled (64 MiB at most), with no checkpoint but
+ * those the test asks for. */
+static ss_store_options options_in(const char *dir)
+{
+    ss_store_options o = ss_store_options_default();
+    o.path = dir;
+    o.sync = SS_SYNC_PERIODIC;
+    o.checkpoint_interval_ms = 3600000;
+    o.journal_max_bytes = (uint64_t)64 << 20;
+    return o;
+}
+
+/* Open the store with o and commit a first frame (a small record), which
+ * takes the journal's reserve (2 MiB beyond it); *r is that record, to
+ * reuse. */
+static ss_store *open_with_first_frame(const ss_store_options *o, ss_record *r)
+{
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(o, &s), SS_OK);
+    memset(r, 0, sizeof *r);
+    r->value = B("small");
+    r->version.wall = 1;
+    r->version.node_len = 1;
+    r->version.node[0] = 'N';
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_put(s, B("first"), r), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 5), SS_OK);
+    return s;
+}
+
+/* Batches of one 200 KiB value (keys k0, k1...) until one is refused,
+ * which must be with the quota error: the reserve takes some, then one
+ * needs it renewed. Returns how many were committed. */
+static int commit_until_refused(ss_store *s, ss_record *r, char fill)
+{
+    static char value[BIG + 1];
+    memset(value, fill, BIG);
+    r->value = (ss_bytes){(const uint8_t *)value, BIG};
+    int ok = 0, rc = SS_OK;
+    for (int i = 0; i < 20 && rc == SS_OK; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "k%d", i);
+        ASSERT_EQ(ss_store_begin(s), SS_OK);
+        ASSERT_EQ(ss_store_put(s, B(k), r), SS_OK);
+        rc = ss_store_commit(s, 10 + (uint64_t)i);
+        if (rc == SS_OK)
+            ok++;
+    }
+    ASSERT_EQ(rc, SS_E_QUOTA);
+    return ok;
+}
+
 /* Once the journal's reserve cannot be renewed, a write that grows the
  * store is refused with the quota error and its cause (the reserve's,
  * not the write's: the write never ran); a delete goes on in the reserve.
@@ -44,41 +96,11 @@ TEST(store_full_filesystem_refuses_growth_and_checkpoints)
     snprintf(dir, sizeof dir, "%s/fs", test_tmpdir());
     snprintf(filler, sizeof filler, "%s/filler", dir);
     private_tmpfs(dir, "16m", 0);
-    ss_store_options o = ss_store_options_default();
-    o.path = dir;
-    o.sync = SS_SYNC_PERIODIC;
-    o.checkpoint_interval_ms = 3600000; /* only the idle one below */
-    o.journal_max_bytes = (uint64_t)64 << 20;
-    ss_store *s = NULL;
-    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ss_store_options o = options_in(dir);
     ss_record r;
-    memset(&r, 0, sizeof r);
-    r.value = B("small");
-    r.version.wall = 1;
-    r.version.node_len = 1;
-    r.version.node[0] = 'N';
-    /* The first frame takes the journal's reserve (2 MiB beyond it). */
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    ASSERT_EQ(ss_store_put(s, B("first"), &r), SS_OK);
-    ASSERT_EQ(ss_store_commit(s, 5), SS_OK);
+    ss_store *s = open_with_first_frame(&o, &r);
     fill_filesystem(filler);
-
-    static char value[BIG + 1];
-    memset(value, 'f', BIG);
-    r.value = (ss_bytes){(const uint8_t *)value, BIG};
-    /* The reserve takes some 200 KiB batches; then one needs it renewed,
-     * which the full filesystem refuses. */
-    int ok = 0, rc = SS_OK;
-    for (int i = 0; i < 20 && rc == SS_OK; i++) {
-        char k[16];
-        snprintf(k, sizeof k, "k%d", i);
-        ASSERT_EQ(ss_store_begin(s), SS_OK);
-        ASSERT_EQ(ss_store_put(s, B(k), &r), SS_OK);
-        rc = ss_store_commit(s, 10 + (uint64_t)i);
-        if (rc == SS_OK)
-            ok++;
-    }
-    ASSERT_EQ(rc, SS_E_QUOTA);
+    int ok = commit_until_refused(s, &r, 'f');
     ASSERT_TRUE(ok >= 2 && ok < 10);
     ASSERT_TRUE(strcmp(ss_store_cause(s), "reserving journal space (a write that grows the store is "
                                           "refused; deletes go on): No space left on device") == 0);
@@ -156,37 +178,11 @@ static void fallocate_fails_with(int err)
  * on. */
 TEST(store_disk_quota_refuses_growth_as_a_full_disk)
 {
-    ss_store_options o = ss_store_options_default();
-    o.path = test_tmpdir();
-    o.sync = SS_SYNC_PERIODIC;
-    o.checkpoint_interval_ms = 3600000;
-    o.journal_max_bytes = (uint64_t)64 << 20;
-    ss_store *s = NULL;
-    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ss_store_options o = options_in(test_tmpdir());
     ss_record r;
-    memset(&r, 0, sizeof r);
-    r.value = B("small");
-    r.version.wall = 1;
-    r.version.node_len = 1;
-    r.version.node[0] = 'N';
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    ASSERT_EQ(ss_store_put(s, B("first"), &r), SS_OK);
-    ASSERT_EQ(ss_store_commit(s, 5), SS_OK);
+    ss_store *s = open_with_first_frame(&o, &r);
     fallocate_fails_with(EDQUOT);
-    static char value[BIG + 1];
-    memset(value, 'q', BIG);
-    r.value = (ss_bytes){(const uint8_t *)value, BIG};
-    int ok = 0, rc = SS_OK;
-    for (int i = 0; i < 20 && rc == SS_OK; i++) {
-        char k[16];
-        snprintf(k, sizeof k, "k%d", i);
-        ASSERT_EQ(ss_store_begin(s), SS_OK);
-        ASSERT_EQ(ss_store_put(s, B(k), &r), SS_OK);
-        rc = ss_store_commit(s, 10 + (uint64_t)i);
-        if (rc == SS_OK)
-            ok++;
-    }
-    ASSERT_EQ(rc, SS_E_QUOTA);
+    int ok = commit_until_refused(s, &r, 'q');
     ASSERT_TRUE(ok >= 2 && ok < 10); /* the reserve's room, then none */
     ASSERT_TRUE(strcmp(ss_store_cause(s), "reserving journal space (a write that grows the store is "
                                           "refused; deletes go on): Disk quota exceeded") == 0);
