@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
+/* test_partition_client.c - a client on a host of its own (netns.h) cut
+ * off from its broker, with a session the broker keeps: what it resends
+ * after reconnecting is answered once, with its first answer. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../test.h"
+#include "etcd_cluster.h"
+#include "harness.h"
+#include "netns.h"
+
+static bool at_least_two(const char *v)
+{
+    return strtoull(v, NULL, 10) >= 2;
+}
+
+/* A client on a host of its own with a session the broker keeps: its
+ * requests' answers are lost on the way back (and so are the PUBACKs of
+ * its requests), then it reconnects. The broker sends the answers it
+ * kept, the client sends its requests again (QoS 1, DUP), and each
+ * request has one effect and one answer, its first: a SET NX resent is
+ * not run again (it would answer $-1), a DEL resent answers :1 again. */
+TEST(partition_client_answers_lost_then_resent_on_reconnection)
+{
+    if (!netns_available())
+        test_fail(__FILE__, __LINE__, "this test makes network namespaces: run it as root, with iproute2 and nftables");
+    enum { ETCD = 0, BROKER = 1, CLIENT = 2 };
+    struct netns_net net;
+    netns_up(&net, 3);
+    struct etcd_cluster ec;
+    const int members[1] = {ETCD};
+    etcd_cluster_start_on(&ec, 1, &net, members);
+    netns_enter(&net, BROKER);
+    struct broker b;
+    char more[256];
+    int port = 1883; /* the broker's host is its own: any port is free there */
+    snprintf(more, sizeof more, "sys_interval 1\nlistener %d %s\n", port, net.addr[BROKER]);
+    broker_on_etcd(&b, "b", ec.endpoints, more);
+    /* The client on its host, with a session kept for 60 s. */
+    netns_enter(&net, CLIENT);
+    struct client c;
+    struct client_options o = {.host = net.addr[BROKER], .port = port, .id = "far", .session_expiry_s = 60};
+    client_connect_with(&c, &o);
+    const char *resp = "clients/far/resp";
+    client_subscribe(&c, resp);
+    ASSERT_REPLY(request(&c, resp, "0", NULL, NULL, W("SET", "gone", "x")), "+OK\r\n");
+
+    /* What comes back from the broker is dropped: the requests go. */
+    char rules[256];
+    snprintf(rules, sizeof rules,
+             "table inet nemesis {\n  chain in { type filter hook input priority 0; ip saddr %s drop; }\n}\n",
+             net.addr[BROKER]);
+    netns_filter(&net, CLIENT, rules);
+    request_send(&c, resp, "1", NULL, NULL, W("SET", "k", "v", "NX"));
+    request_send(&c, resp, "2", NULL, NULL, W("DEL", "gone"));
+    ASSERT_TRUE(client_wait(&c, 1500) == NULL); /* nothing gets through */
+    /* Both ran meanwhile: another client sees their effects. */
+    netns_enter(&net, BROKER);
+    struct client other;
+    char ro[64];
+    client_connect_rr(&other, b.port, "other", ro, sizeof ro);
+    ASSERT_REPLY(request(&other, ro, "a", NULL, NULL, W("GET", "k")), "$1\r\nv\r\n");
+    ASSERT_REPLY(request(&other, ro, "b", NULL, NULL, W("GET", "gone")), "$-1\r\n");
+
+    /* Healed; the client makes a new connection to its session. */
+    netns_filter(&net, CLIENT, NULL);
+    netns_enter(&net, CLIENT);
+    c.connected = false;
+    ASSERT_EQ(mosquitto_reconnect(c.m), MOSQ_ERR_SUCCESS);
+    client_wait_connected(&c);
+    /* Every answer that comes is the first one; each request is answered
+     * (an answer may come twice: the one the session kept, and the one
+     * the resend cache gives the resent request). */
+    bool got1 = false, got2 = false;
+    uint64_t t0 = now_ms();
+    while (now_ms() - t0 < ((got1 && got2) ? 1500u : 10000u)) {
+        struct msg *m = client_wait(&c, 300);
+        if (m == NULL)
+            continue;
+        ASSERT_TRUE(m->corr_len == 1);
+        if (m->corr[0] == '1') {
+            ASSERT_MEM(m->payload, (size_t)m->len, "+OK\r\n", 5);
+            got1 = true;
+        } else {
+            ASSERT_TRUE(m->corr[0] == '2');
+            ASSERT_MEM(m->payload, (size_t)m->len, ":1\r\n", 4);
+            got2 = true;
+        }
+    }
+    ASSERT_TRUE(got1 && got2);
+    /* The client did send both again, and the resend cache answered. */
+    char v[32];
+    netns_enter(&net, BROKER);
+    ASSERT_TRUE(sys_figure_until(b.port, "resends", at_least_two, v, sizeof v));
+    /* One effect each. */
+    ASSERT_REPLY(request(&other, ro, "c", NULL, NULL, W("GET", "k")), "$1\r\nv\r\n");
+    client_close(&other);
+    client_close(&c);
+    broker_stop(&b);
+    etcd_cluster_stop(&ec);
+    netns_down(&net);
+}
