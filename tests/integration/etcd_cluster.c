@@ -56,18 +56,19 @@ static void etcd_from_back(const struct etcd_cluster *c, int was)
 
 static pid_t etcd_spawn(const struct etcd_cluster *c, int i, const char *initial)
 {
-    char name[16], dir[600], client[64], peer[64], out[600], err[600];
+    char name[16], dir[600], client[64], peer[64], advertised[64], out[600], err[600];
     snprintf(name, sizeof name, "m%d", i);
     snprintf(dir, sizeof dir, "%s/etcd-%d", test_tmpdir(), i);
     etcd_member_url(c, i, client, sizeof client);
     snprintf(peer, sizeof peer, "http://%s:%d", etcd_member_addr(c, i), c->peer_port[i]);
+    snprintf(advertised, sizeof advertised, "%s", c->peer_via[i][0] ? c->peer_via[i] : peer);
     snprintf(out, sizeof out, "%s/etcd-%d.out", test_tmpdir(), i);
     snprintf(err, sizeof err, "%s/etcd-%d.log", test_tmpdir(), i);
     /* Short election timings: a lost leader is replaced within about a
      * second, so that fault tests stay short. */
     char *argv[] = {(char *)etcd_binary(), "--name", name, "--data-dir", dir,
                     "--listen-client-urls", client, "--advertise-client-urls", client,
-                    "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                    "--listen-peer-urls", peer, "--initial-advertise-peer-urls", advertised,
                     "--initial-cluster", (char *)initial, "--initial-cluster-state", "new",
                     "--initial-cluster-token", "statestore-test",
                     "--heartbeat-interval", "50", "--election-timeout", "500",
@@ -196,10 +197,12 @@ void etcd_member_restart(struct etcd_cluster *c, int i)
 }
 
 static void etcd_cluster__start(struct etcd_cluster *c, int n, const struct etcd_tls *tls, const char *extra,
-                                struct netns_net *net, const int *hosts)
+                                struct netns_net *net, const int *hosts, const char *const *peer_via)
 {
     ASSERT_TRUE(n >= 1 && n <= ETCD_MEMBERS_MAX);
     memset(c, 0, sizeof *c);
+    for (int i = 0; peer_via && i < n; i++)
+        snprintf(c->peer_via[i], sizeof c->peer_via[i], "%s", peer_via[i]);
     c->n = n;
     c->tls = tls;
     c->extra_arg = extra;
@@ -217,8 +220,10 @@ static void etcd_cluster__start(struct etcd_cluster *c, int n, const struct etcd
                 c->peer_port[i] = free_port();
             while (c->peer_port[i] == c->client_port[i]);
         }
-        used += (size_t)snprintf(initial + used, sizeof c->initial - used, "%sm%d=http://%s:%d", i ? "," : "", i,
-                                 etcd_member_addr(c, i), c->peer_port[i]);
+        char peer[64];
+        snprintf(peer, sizeof peer, "http://%s:%d", etcd_member_addr(c, i), c->peer_port[i]);
+        used += (size_t)snprintf(initial + used, sizeof c->initial - used, "%sm%d=%s", i ? "," : "", i,
+                                 c->peer_via[i][0] ? c->peer_via[i] : peer);
         eused += (size_t)snprintf(c->endpoints + eused, sizeof c->endpoints - eused, "%s%s://%s:%d", i ? "," : "",
                                   tls ? "https" : "http", etcd_member_addr(c, i), c->client_port[i]);
     }
@@ -230,22 +235,30 @@ static void etcd_cluster__start(struct etcd_cluster *c, int n, const struct etcd
 
 void etcd_cluster_start(struct etcd_cluster *c, int n)
 {
-    etcd_cluster__start(c, n, NULL, NULL, NULL, NULL);
+    etcd_cluster__start(c, n, NULL, NULL, NULL, NULL, NULL);
 }
 
 void etcd_cluster_start_tls(struct etcd_cluster *c, int n, const struct etcd_tls *tls)
 {
-    etcd_cluster__start(c, n, tls, NULL, NULL, NULL);
+    etcd_cluster__start(c, n, tls, NULL, NULL, NULL, NULL);
 }
 
 void etcd_cluster_start_with(struct etcd_cluster *c, int n, const char *extra_arg)
 {
-    etcd_cluster__start(c, n, NULL, extra_arg, NULL, NULL);
+    etcd_cluster__start(c, n, NULL, extra_arg, NULL, NULL, NULL);
 }
 
 void etcd_cluster_start_on(struct etcd_cluster *c, int n, struct netns_net *net, const int *hosts)
 {
-    etcd_cluster__start(c, n, NULL, NULL, net, hosts);
+    etcd_cluster__start(c, n, NULL, NULL, net, hosts, NULL);
+}
+
+void etcd_cluster_start_on_via(struct etcd_cluster *c, int n, struct netns_net *net, const int *hosts,
+                               const char *const *peer_via)
+{
+    /* Elections as etcd advises for its peers' round trip (a delay the
+     * test makes, up to 600 ms): ten times it. */
+    etcd_cluster__start(c, n, NULL, "--election-timeout=6000", net, hosts, peer_via);
 }
 
 /* True when every thread of pid is stopped (state T in /proc). */

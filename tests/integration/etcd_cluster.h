@@ -31,6 +31,7 @@ struct etcd_cluster {
     int peer_port[ETCD_MEMBERS_MAX];
     char endpoints[512]; /* "http://127.0.0.1:P1,http://127.0.0.1:P2,..." (https with TLS; hosts' addresses on a net) */
     char initial[512];   /* the --initial-cluster of every member */
+    char peer_via[ETCD_MEMBERS_MAX][64]; /* the peer URL each member advertises, "" for its own */
 };
 
 /* Start n members and wait until the cluster answers through every
@@ -45,6 +46,11 @@ void etcd_cluster_start_with(struct etcd_cluster *c, int n, const char *extra_ar
  * address, ports 2379 and 2380; the harness itself reaches them from the
  * net's hub, so that a cut host does not cut the test off. */
 void etcd_cluster_start_on(struct etcd_cluster *c, int n, struct netns_net *net, const int *hosts);
+/* The same with the members reaching member i through peer_via[i] (e.g.
+ * a delaying proxy's URL in the hub) rather than at its own address, and
+ * an election timeout of 6 s, for round trips of up to 600 ms. */
+void etcd_cluster_start_on_via(struct etcd_cluster *c, int n, struct netns_net *net, const int *hosts,
+                               const char *const *peer_via);
 /* Run etcdctl against the cluster with the given arguments (NULL-ended);
  * its exit status, its output in out (n bytes, NUL-terminated). */
 int etcd_cluster_ctl(const struct etcd_cluster *c, char *out, size_t n, ...);
