@@ -241,7 +241,7 @@ TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/lifecycle/run $(OUT)/tests/integr
 # a broker under Debian's libfaketime.
 # libfaketime cannot run under a broker whose sanitizer runtime is preloaded
 # first (the broker never starts): with SAN, the clock test is left out.
-SAN_SKIP := $(if $(BROKER_PRELOAD),cluster_clock_ahead_reported_and_versions_grow)
+SAN_SKIP := $(if $(BROKER_PRELOAD),cluster_clock_ahead_reported_and_versions_grow nemesis_broker_clock_jumps)
 test: deps
 	@scripts/deps.sh iproute2 nftables faketime
 	@scripts/console-deps.sh
@@ -339,10 +339,12 @@ stress: deps
 	@echo "== two brokers on etcd: locks, renewals and deadlines through 10 rounds of etcd faults (2 min)"
 	@SS_CLUSTER_SOAK_S=124 SS_TEST_TIMEOUT=600 SS_PLUGIN=$(CURDIR)/$(PLUGIN) \
 	    $(OUT)/tests/integration/run cluster_locks_renewals_and_deadlines_under_faults
-	@echo "== network partitions, loss and delay, 20 rounds of each nemesis (about 15 min; root)"
-	@SS_NEMESIS_ROUNDS=20 SS_TEST_TIMEOUT=1200 SS_PLUGIN=$(CURDIR)/$(PLUGIN) $(OUT)/tests/integration/run \
-	    partition_etcd_leader_isolated partition_one_way_loss partition_random_loss_everywhere partition_delay_and_loss \
-	    partition_bridge
+	@echo "== network partitions, loss, delay, stalls, kills, clocks and a full etcd: 20 rounds of each nemesis (about 40 min; root)"
+	@SS_NEMESIS_ROUNDS=20 SS_TEST_TIMEOUT=1800 SS_PLUGIN=$(CURDIR)/$(PLUGIN) $(OUT)/tests/integration/run \
+	    partition_broker_cut_off_from_etcd partition_etcd_leader_isolated partition_one_way_loss \
+	    partition_random_loss_everywhere partition_delay_and_loss partition_bridge \
+	    partition_client_answers_lost_then_resent_on_reconnection nemesis_broker_stalled_past_its_claim \
+	    nemesis_broker_killed_with_txns_in_flight nemesis_broker_clock_jumps nemesis_etcd_out_of_space
 	@echo "== mutation testing: 15 mutants of each file, drawn at random"
 	@MUTATE_SAMPLE=15 scripts/mutate.sh
 

@@ -196,9 +196,10 @@ void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
             e->claim = SS_CLAIM_HELD;
             e->claim_rev = rev;
             e->keepalive_ms = now + e->lease_ttl_s * 1000u / 3u;
-            if (e->claim_refused_logged)
+            if (e->claim_refused_logged || e->claim_lapsed)
                 ss_etcd__log(e, SS_LOG_NOTICE, "node id %s is this broker's again", e->node_id);
             e->claim_refused_logged = false;
+            e->claim_lapsed = false;
             break;
         }
         if (rc == SS_E_BUSY && !e->claim_refused_logged) {
@@ -222,6 +223,7 @@ void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
                          "or this broker stalled, for longer than %u s): no write goes out until it is "
                          "claimed again", e->node_id, e->lease_ttl_s);
             e->claim = SS_CLAIM_NONE;
+            e->claim_lapsed = true;
             e->claim_lost_ms = now;
             e->claim_retry_ms = 0;
         }

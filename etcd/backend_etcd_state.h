@@ -251,6 +251,7 @@ struct ss_backend_etcd {
     unsigned lease_ttl_s;
     uint64_t claim_retry_ms, keepalive_ms; /* monotonic */
     bool keepalive_asked, claim_refused_logged;
+    bool claim_lapsed;      /* held, then lapsed: say so when it is held again */
     char claim_value[64];
     int64_t claim_rev;      /* the revision that created the claim held: every
                                write Txn compares it, so none succeeds for a

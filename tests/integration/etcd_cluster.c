@@ -253,6 +253,12 @@ void etcd_cluster_start_on(struct etcd_cluster *c, int n, struct netns_net *net,
     etcd_cluster__start(c, n, NULL, NULL, net, hosts, NULL);
 }
 
+void etcd_cluster_start_on_with(struct etcd_cluster *c, int n, struct netns_net *net, const int *hosts,
+                                const char *extra_arg)
+{
+    etcd_cluster__start(c, n, NULL, extra_arg, net, hosts, NULL);
+}
+
 void etcd_cluster_start_on_via(struct etcd_cluster *c, int n, struct netns_net *net, const int *hosts,
                                const char *const *peer_via)
 {

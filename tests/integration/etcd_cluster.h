@@ -46,6 +46,9 @@ void etcd_cluster_start_with(struct etcd_cluster *c, int n, const char *extra_ar
  * address, ports 2379 and 2380; the harness itself reaches them from the
  * net's hub, so that a cut host does not cut the test off. */
 void etcd_cluster_start_on(struct etcd_cluster *c, int n, struct netns_net *net, const int *hosts);
+/* The same with one more flag for every member (NULL: none). */
+void etcd_cluster_start_on_with(struct etcd_cluster *c, int n, struct netns_net *net, const int *hosts,
+                                const char *extra_arg);
 /* The same with the members reaching member i through peer_via[i] (e.g.
  * a delaying proxy's URL in the hub) rather than at its own address, and
  * an election timeout of 6 s, for round trips of up to 600 ms. */

@@ -297,17 +297,22 @@ const char *status_line(const char *out, const char *name, char *value, size_t c
     return NULL;
 }
 
-bool broker_log_has(const struct broker *b, const char *text)
+int broker_log_count(const struct broker *b, const char *text)
 {
     FILE *f = fopen(b->log, "r");
     if (f == NULL)
-        return false;
+        return 0;
     char line[4096];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f))
-        found = strstr(line, text) != NULL;
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, text) != NULL;
     fclose(f);
-    return found;
+    return n;
+}
+
+bool broker_log_has(const struct broker *b, const char *text)
+{
+    return broker_log_count(b, text) > 0;
 }
 
 /* ---- raw MQTT 5, for what libmosquitto will not send ---------------- */

@@ -41,6 +41,8 @@ void broker_stop(struct broker *b);  /* SIGTERM, wait */
 void broker_kill9(struct broker *b); /* SIGKILL, wait */
 /* True if the log contains text. */
 bool broker_log_has(const struct broker *b, const char *text);
+/* How many lines of the broker's log hold text. */
+int broker_log_count(const struct broker *b, const char *text);
 /* b emptied and named (several brokers in one test), with its data
  * directory <tmpdir>/data-NAME; extra is the caller's to fill. */
 void broker_named(struct broker *b, const char *name);

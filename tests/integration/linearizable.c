@@ -322,6 +322,26 @@ void lin_load_connect(struct lin_load *l, int i, int port)
     char id[32];
     snprintf(id, sizeof id, "lin-%s%02d", l->prefix, i);
     client_connect_rr(&l->c[i], port, id, l->resp[i], sizeof l->resp[i]);
+    l->off[i] = false;
+}
+
+/* The request in flight of client i (if any) never answered. */
+static void never_answered(struct lin_load *l, int i)
+{
+    if (l->current[i] < 0)
+        return;
+    struct lin_op *o = &l->ops[l->current[i]];
+    o->unknown = true;
+    o->done = UINT64_MAX;
+    l->unknown++;
+    l->current[i] = -1;
+}
+
+void lin_load_drop(struct lin_load *l, int i)
+{
+    never_answered(l, i);
+    client_close(&l->c[i]);
+    l->off[i] = true;
 }
 
 static void issue(struct lin_load *l, int i)
@@ -368,6 +388,15 @@ static void take(struct lin_load *l, int i, const struct msg *m)
         ASSERT_EQ(ss_hlc_parse((const uint8_t *)v, strlen(v), &o->version), 0);
     ss_reply rep;
     ASSERT_EQ(ss_codec_decode_reply(m->payload, (size_t)m->len, &rep), 0);
+    const char *quota = "-ERR the quota has been exceeded\r\n";
+    if (l->may_be_full && (o->kind == LIN_SET || o->kind == LIN_SETNX) && m->len == (int)strlen(quota) &&
+        memcmp(m->payload, quota, strlen(quota)) == 0) {
+        /* Refused, not done: a write that was not, and no read. */
+        o->ok = false;
+        o->has_version = false;
+        l->full++;
+        return;
+    }
     if (l->may_refuse && rep.kind == SS_REPLY_ERROR) {
         /* Only the cluster's refusal is an acceptable error. */
         ASSERT_STR(m->payload, (size_t)m->len, "-ERR the store is unavailable\r\n");
@@ -403,6 +432,8 @@ static void take(struct lin_load *l, int i, const struct msg *m)
 void lin_load_step(struct lin_load *l)
 {
     for (int i = 0; i < l->nclients; i++) {
+        if (l->off[i])
+            continue;
         if (l->current[i] < 0 && l->n < l->limit)
             issue(l, i);
         struct msg *m = client_wait(&l->c[i], 0);
@@ -424,16 +455,11 @@ int lin_load_finish(struct lin_load *l, int ms)
     }
     l->limit = limit;
     for (int i = 0; i < l->nclients; i++)
-        if (l->current[i] >= 0) {
-            struct lin_op *o = &l->ops[l->current[i]];
-            o->unknown = true;
-            o->done = UINT64_MAX;
-            l->unknown++;
-            l->current[i] = -1;
-        }
+        never_answered(l, i);
     lin_check(l->ops, l->n, l->keys);
     for (int i = 0; i < l->nclients; i++)
-        client_close(&l->c[i]);
+        if (!l->off[i])
+            client_close(&l->c[i]);
     free(l->ops);
     l->ops = NULL;
     return l->unknown;

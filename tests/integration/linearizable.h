@@ -49,10 +49,13 @@ struct lin_load {
     int nclients, keys;
     const char *prefix;  /* keys are <prefix><0..keys-1> */
     bool may_refuse;     /* "the store is unavailable" is an answer of unknown outcome */
+    bool may_be_full;    /* "quota exceeded" is a true answer to a SET: it was not done */
+    int full;
     unsigned seed;
     struct client c[LIN_CLIENTS_MAX];
     char resp[LIN_CLIENTS_MAX][64];
     int current[LIN_CLIENTS_MAX]; /* the op in flight, -1: none */
+    bool off[LIN_CLIENTS_MAX];    /* dropped (its broker died) until connected again */
     struct lin_op *ops;
     int n, cap, limit;   /* limit: operations issued at most */
     int vcount, unknown;
@@ -63,6 +66,9 @@ struct lin_load {
  * network namespace the test chooses). */
 void lin_load_init(struct lin_load *l, int nclients, int keys, const char *prefix, int limit, bool may_refuse);
 void lin_load_connect(struct lin_load *l, int i, int port);
+/* Client i's broker died: its request in flight stays of unknown
+ * outcome, and it sends nothing until connected again. */
+void lin_load_drop(struct lin_load *l, int i);
 /* Sends a request for each idle client and takes the answers that came. */
 void lin_load_step(struct lin_load *l);
 /* Waits up to ms for the requests in flight; those not answered then

@@ -28,9 +28,14 @@ void nemesis_broker_on_host(struct netns_net *net, int h, struct broker *b, cons
 }
 
 
-/* ---- nemeses under a write load ---------------------------------------- */
+/* ---- the loads ------------------------------------------------------------ */
 
+#define QUOTA "-ERR the quota has been exceeded\r\n"
 
+static bool answer_is(const struct msg *m, const char *lit)
+{
+    return m->len == (int)strlen(lit) && memcmp(m->payload, lit, strlen(lit)) == 0;
+}
 
 static void writer_send(struct writer *w)
 {
@@ -39,6 +44,7 @@ static void writer_send(struct writer *w)
     snprintf(key, sizeof key, "w/%s/%d", w->tag, w->next);
     snprintf(val, sizeof val, "%d", w->next);
     snprintf(corr, sizeof corr, "w%d", w->next);
+    w->sent_ms[w->next] = now_ms();
     request_send(w->c, w->resp, corr, NULL, NULL, W("SET", key, val));
     w->pending = w->next++;
 }
@@ -56,7 +62,9 @@ static void writer_poll(struct writer *w, int ms)
     if (m->len == 5 && memcmp(m->payload, "+OK\r\n", 5) == 0) {
         w->acked[i] = true;
         w->ok++;
-        w->last_ok_ms = now_ms();
+        w->last_ok_ms = w->acked_ms[i] = now_ms();
+    } else if (w->full_ok && answer_is(m, QUOTA)) {
+        w->full++;
     } else {
         ASSERT_MEM(m->payload, (size_t)m->len, unavailable, strlen(unavailable));
         w->refused++;
@@ -126,13 +134,30 @@ static void observer_take(struct observer *o)
     }
 }
 
-/* Every acknowledged write of w told to o (after a last second to come). */
+/* Whether o may not have been told of write i of w: it was acknowledged
+ * after (or within a second before) o's broker died, and sent before o
+ * watched again through the broker started anew. */
+static bool in_gap(const struct observer *o, const struct writer *w, int i)
+{
+    for (int g = 0; g < o->ngaps; g++)
+        if (w->acked_ms[i] + 1000 >= o->gap[g].from && w->sent_ms[i] <= o->gap[g].to)
+            return true;
+    return false;
+}
+
+/* Every acknowledged write of w told to o (after a last second to come),
+ * but for those of o's gaps. */
 static void observer_check(struct observer *o, const struct writer *w, int wi)
 {
     for (int i = 0; i < w->next; i++) {
-        if (w->acked[i] && !o->seen[wi][i])
-            fprintf(stderr, "  %s was never told of w/%c/%d\n", o->id, "ab"[wi], i);
-        ASSERT_TRUE(!w->acked[i] || o->seen[wi][i]);
+        if (!w->acked[i] || o->seen[wi][i])
+            continue;
+        if (in_gap(o, w, i)) {
+            o->missed++;
+            continue;
+        }
+        fprintf(stderr, "  %s was never told of w/%c/%d\n", o->id, "ab"[wi], i);
+        ASSERT_TRUE(false);
     }
 }
 
@@ -141,10 +166,6 @@ static void observer_check(struct observer *o, const struct writer *w, int wi)
 
 
 
-static bool answer_is(const struct msg *m, const char *lit)
-{
-    return m->len == (int)strlen(lit) && memcmp(m->payload, lit, strlen(lit)) == 0;
-}
 
 /* Take k's answer if it came, then send its next request. */
 static void locker_step(struct locker *k, struct lock_log *log)
@@ -157,6 +178,9 @@ static void locker_step(struct locker *k, struct lock_log *log)
         k->busy = false;
         if (answer_is(m, "-ERR the store is unavailable\r\n")) {
             k->state = LK_ACQUIRE; /* it may hold the lock: it lapses */
+        } else if (log->full_ok && k->state != LK_RELEASE && answer_is(m, QUOTA)) {
+            log->full++; /* not taken, or not written: then released */
+            k->state = k->state == LK_WRITE ? LK_RELEASE : LK_ACQUIRE;
         } else if (k->state == LK_ACQUIRE) {
             if (answer_is(m, "+OK\r\n")) {
                 snprintf(k->token, sizeof k->token, "%s", msg_user(m, "__ts"));
@@ -225,22 +249,80 @@ static long rss_kb(pid_t pid)
     return kb;
 }
 
-/* with_proxies: the brokers reach each member through a delaying proxy
- * in the hub (10.200.0.1:2379x), which forwards at once until told to
- * delay. */
-void nemesis_up(struct nemesis_fixture *f, bool with_proxies)
+/* Broker i's clients on its host: the writer's, the locker, the
+ * observer (watching), its half of the linearizability load. */
+static void clients_up(struct nemesis_fixture *f, int i)
+{
+    struct broker *b = i ? &f->b : &f->a;
+    netns_enter(&f->net, i ? HOST_B : HOST_A);
+    char id[48];
+    snprintf(id, sizeof id, "client-%s", b->name);
+    client_connect_rr(i ? &f->cb : &f->ca, b->port, id, i ? f->rb : f->ra, 64);
+    snprintf(f->lk[i].id, sizeof f->lk[i].id, "locker-%c", "ab"[i]);
+    client_connect_rr(&f->lk[i].c, b->port, f->lk[i].id, f->lk[i].resp, sizeof f->lk[i].resp);
+    struct observer *o = &f->obs[i];
+    snprintf(o->id, sizeof o->id, "observer-%c", "ab"[i]);
+    client_connect_rr(&o->c, b->port, o->id, o->resp, sizeof o->resp);
+    ASSERT_REPLY(admin_call(&o->c, o->resp, "watch", W("WATCH", "w/*")), "ok\n");
+    for (int k = i; k < LIN_NEMESIS_CLIENTS; k += 2)
+        lin_load_connect(&f->lin, k, b->port);
+    if (i == 1 && (f->flags & NEMESIS_QUOTA))
+        client_connect_rr(&f->filler, b->port, "filler", f->rfill, sizeof f->rfill);
+    netns_enter(&f->net, NETNS_HUB);
+}
+
+/* Broker i on its host; with NEMESIS_CLOCK_A, A's wall clock is offset
+ * by what f->clock_file says (libfaketime reads it at every call; the
+ * monotonic clock, its timers, stay true). */
+static void broker_up(struct nemesis_fixture *f, int i)
+{
+    struct broker *b = i ? &f->b : &f->a;
+    netns_enter(&f->net, i ? HOST_B : HOST_A);
+    int port = b->port; /* 0 the first time: a free one */
+    broker_named(b, i ? "b" : "a");
+    b->port = port;
+    snprintf(b->extra, sizeof b->extra,
+             "plugin_opt_backend etcd\nplugin_opt_etcd_endpoints %s\nplugin_opt_node_id %s\n"
+             "plugin_opt_etcd_timeout_ms %d\nplugin_opt_etcd_unavailable_ms %d\n",
+             f->endpoints, b->name, f->timeout_ms, 3 * f->timeout_ms);
+    bool clock = i == 0 && (f->flags & NEMESIS_CLOCK_A);
+    if (clock) {
+        snprintf(b->preload, sizeof b->preload, "%s", NEMESIS_FAKETIME_LIB);
+        setenv("FAKETIME_TIMESTAMP_FILE", f->clock_file, 1);
+        setenv("FAKETIME_NO_CACHE", "1", 1);
+        setenv("FAKETIME_DONT_FAKE_MONOTONIC", "1", 1);
+    }
+    broker_start(b);
+    if (clock) {
+        unsetenv("FAKETIME_TIMESTAMP_FILE");
+        unsetenv("FAKETIME_NO_CACHE");
+        unsetenv("FAKETIME_DONT_FAKE_MONOTONIC");
+    }
+    netns_enter(&f->net, NETNS_HUB);
+    f->dead[i] = false;
+}
+
+void nemesis_clock_a(struct nemesis_fixture *f, const char *offset)
+{
+    FILE *fp = fopen(f->clock_file, "w");
+    ASSERT_TRUE(fp != NULL);
+    fprintf(fp, "%s\n", offset);
+    ASSERT_EQ(fclose(fp), 0);
+}
+
+void nemesis_up(struct nemesis_fixture *f, unsigned flags)
 {
     if (!netns_available())
         test_fail(__FILE__, __LINE__, "this test makes network namespaces: run it as root, with iproute2 and nftables");
     memset(f, 0, sizeof *f);
+    f->flags = flags;
     netns_up(&f->net, 5);
     const int members[3] = {0, 1, 2};
-    char endpoints[sizeof f->ec.endpoints];
-    int timeout_ms = 500;
-    if (with_proxies) {
+    f->timeout_ms = 500;
+    if (flags & NEMESIS_PROXIES) {
         /* The members reach each other, and the brokers reach them,
-         * through proxies in the hub (10.200.0.1): peers on 2380x,
-         * clients on 2379x. */
+         * through proxies in the hub (10.200.0.1), which forward at once
+         * until told to delay: peers on 2380x, clients on 2379x. */
         netns_enter(&f->net, NETNS_HUB); /* the proxies' threads live there */
         char via[3][64];
         const char *peer_via[3];
@@ -250,39 +332,122 @@ void nemesis_up(struct nemesis_fixture *f, bool with_proxies)
             snprintf(via[i], sizeof via[i], "http://10.200.0.1:%d", 23800 + i);
             peer_via[i] = via[i];
             f->proxy[i] = delay_proxy_start("10.200.0.1", 23790 + i, f->net.addr[members[i]], 2379);
-            used += (size_t)snprintf(endpoints + used, sizeof endpoints - used, "%shttp://10.200.0.1:%d",
+            used += (size_t)snprintf(f->endpoints + used, sizeof f->endpoints - used, "%shttp://10.200.0.1:%d",
                                      i ? "," : "", 23790 + i);
         }
         etcd_cluster_start_on_via(&f->ec, 3, &f->net, members, peer_via);
-        timeout_ms = 2000; /* above the delays the test makes */
+        f->timeout_ms = 2000; /* above the delays the test makes */
     } else {
-        etcd_cluster_start_on(&f->ec, 3, &f->net, members);
-        snprintf(endpoints, sizeof endpoints, "%s", f->ec.endpoints);
+        etcd_cluster_start_on_with(&f->ec, 3, &f->net, members,
+                                   flags & NEMESIS_QUOTA ? "--quota-backend-bytes=16777216" : NULL);
+        snprintf(f->endpoints, sizeof f->endpoints, "%s", f->ec.endpoints);
     }
-    nemesis_broker_on_host(&f->net, HOST_A, &f->a, "a", endpoints, timeout_ms, &f->ca, f->ra);
-    nemesis_broker_on_host(&f->net, HOST_B, &f->b, "b", endpoints, timeout_ms, &f->cb, f->rb);
+    if (flags & NEMESIS_CLOCK_A) {
+        ASSERT_TRUE(access(NEMESIS_FAKETIME_LIB, R_OK) == 0); /* make test installs faketime */
+        snprintf(f->clock_file, sizeof f->clock_file, "%s/clock-a", test_tmpdir());
+        nemesis_clock_a(f, "+0s");
+    }
     lin_load_init(&f->lin, LIN_NEMESIS_CLIENTS, 3, "r", 1000000, true);
     for (int i = 0; i < 2; i++) {
-        int port = i ? f->b.port : f->a.port;
-        netns_enter(&f->net, i ? HOST_B : HOST_A);
-        snprintf(f->lk[i].id, sizeof f->lk[i].id, "locker-%c", "ab"[i]);
-        client_connect_rr(&f->lk[i].c, port, f->lk[i].id, f->lk[i].resp, sizeof f->lk[i].resp);
-        struct observer *o = &f->obs[i];
-        snprintf(o->id, sizeof o->id, "observer-%c", "ab"[i]);
-        client_connect_rr(&o->c, port, o->id, o->resp, sizeof o->resp);
-        ASSERT_REPLY(admin_call(&o->c, o->resp, "watch", W("WATCH", "w/*")), "ok\n");
-        for (int k = i; k < LIN_NEMESIS_CLIENTS; k += 2)
-            lin_load_connect(&f->lin, k, port);
+        broker_up(f, i);
+        clients_up(f, i);
     }
-    netns_enter(&f->net, NETNS_HUB);
     f->rss_kb[0] = rss_kb(f->a.pid);
     f->rss_kb[1] = rss_kb(f->b.pid);
     f->wa = (struct writer){.c = &f->ca, .resp = f->ra, .tag = "a", .pending = -1};
     f->wb = (struct writer){.c = &f->cb, .resp = f->rb, .tag = "b", .pending = -1};
 }
 
+void nemesis_broker_kill(struct nemesis_fixture *f, int i)
+{
+    broker_kill9(i ? &f->b : &f->a);
+    f->dead[i] = true;
+    struct writer *w = i ? &f->wb : &f->wa;
+    if (w->pending >= 0) {
+        w->lost++;
+        w->pending = -1;
+    }
+    client_close(w->c);
+    struct locker *k = &f->lk[i];
+    k->busy = false;
+    k->state = LK_ACQUIRE; /* it may hold the lock: it lapses */
+    client_close(&k->c);
+    struct observer *o = &f->obs[i];
+    ASSERT_TRUE(o->ngaps < (int)(sizeof o->gap / sizeof o->gap[0]));
+    o->gap[o->ngaps].from = now_ms();
+    o->gap[o->ngaps].to = UINT64_MAX;
+    o->ngaps++;
+    client_close(&o->c);
+    for (int c = i; c < LIN_NEMESIS_CLIENTS; c += 2)
+        lin_load_drop(&f->lin, c);
+}
+
+void nemesis_broker_restart(struct nemesis_fixture *f, int i)
+{
+    broker_up(f, i);
+    clients_up(f, i);
+    struct observer *o = &f->obs[i];
+    o->gap[o->ngaps - 1].to = now_ms();
+}
+
+/* Everyone told that "quota exceeded" is now a true answer, or no more. */
+static void full_ok(struct nemesis_fixture *f, bool ok)
+{
+    f->wa.full_ok = f->wb.full_ok = f->locks.full_ok = f->lin.may_be_full = ok;
+}
+
+void nemesis_fill(struct nemesis_fixture *f)
+{
+    full_ok(f, true);
+    static char big[512 * 1024];
+    memset(big, 'f', sizeof big - 1);
+    bool full = false;
+    for (int i = 0; i < 200 && !full; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "fill/%d", f->filled);
+        struct msg *m = request(&f->filler, f->rfill, "f", NULL, NULL, W("SET", key, big));
+        ASSERT_TRUE(m != NULL);
+        full = answer_is(m, QUOTA);
+        if (!full) {
+            ASSERT_TRUE(answer_is(m, "+OK\r\n"));
+            f->filled++;
+        }
+        nemesis_load(f, 20);
+    }
+    ASSERT_TRUE(full);
+}
+
+void nemesis_free(struct nemesis_fixture *f)
+{
+    for (; f->filled > 0; f->filled--) {
+        char key[32];
+        snprintf(key, sizeof key, "fill/%d", f->filled - 1);
+        ASSERT_REPLY(request(&f->filler, f->rfill, "d", NULL, NULL, W("DEL", key)), ":1\r\n");
+    }
+    char out[4096];
+    ASSERT_EQ(etcd_cluster_ctl(&f->ec, out, sizeof out, "endpoint", "status", "--write-out=fields", NULL), 0);
+    const char *rev = strstr(out, "\"Revision\" : ");
+    ASSERT_TRUE(rev != NULL);
+    char revision[32];
+    snprintf(revision, sizeof revision, "%lld", strtoll(rev + 13, NULL, 10));
+    ASSERT_EQ(etcd_cluster_ctl(&f->ec, out, sizeof out, "compact", revision, NULL), 0);
+    ASSERT_EQ(etcd_cluster_ctl(&f->ec, out, sizeof out, "defrag", "--cluster", NULL), 0);
+    ASSERT_EQ(etcd_cluster_ctl(&f->ec, out, sizeof out, "alarm", "disarm", NULL), 0);
+    /* Each broker tries again every few seconds (20 s at most here);
+     * answers already on their way may still say "quota exceeded". */
+    for (uint64_t t0 = now_ms(); broker_log_count(&f->a, "etcd takes writes again") < f->round ||
+                                 broker_log_count(&f->b, "etcd takes writes again") < f->round;) {
+        ASSERT_TRUE(now_ms() - t0 < 20000);
+        nemesis_load(f, 100);
+    }
+    nemesis_load(f, 300);
+    full_ok(f, false);
+}
+
 void nemesis_down(struct nemesis_fixture *f)
 {
+    if (f->flags & NEMESIS_QUOTA)
+        client_close(&f->filler);
     for (int i = 0; i < 2; i++) {
         client_close(&f->lk[i].c);
         client_close(&f->obs[i].c);
@@ -309,6 +474,8 @@ void nemesis_load(struct nemesis_fixture *f, int ms)
     while (now_ms() < end) {
         struct writer *ws[2] = {&f->wa, &f->wb};
         for (int k = 0; k < 2; k++) {
+            if (f->dead[k])
+                continue;
             if (ws[k]->pending < 0)
                 writer_send(ws[k]);
             writer_poll(ws[k], 20);
@@ -340,19 +507,35 @@ uint64_t nemesis_recover(struct nemesis_fixture *f, uint64_t since)
 /* One round of a nemesis: load, the fault for fault_ms under load, the
  * heal, recovery; prints what was answered during the fault. */
 void nemesis_round(struct nemesis_fixture *f, const char *name, void (*fault)(struct nemesis_fixture *, bool),
-                          int fault_ms)
+                   int fault_ms)
 {
+    f->round++;
     nemesis_load(f, 500);
-    int ok0 = f->wa.ok + f->wb.ok, refused0 = f->wa.refused + f->wb.refused;
     fault(f, true);
+    /* What is answered while the fault is in place (from when it is). */
+    int ok0 = f->wa.ok + f->wb.ok, refused0 = f->wa.refused + f->wb.refused, full0 = f->wa.full + f->wb.full;
     nemesis_load(f, fault_ms);
     int ok = f->wa.ok + f->wb.ok - ok0, refused = f->wa.refused + f->wb.refused - refused0;
+    int full = f->wa.full + f->wb.full - full0;
     uint64_t healed = now_ms();
     fault(f, false);
-    uint64_t took = nemesis_recover(f, healed);
-    printf("  %s: during %d ms, %d writes acknowledged, %d unavailable; after the heal, both brokers "
+    nemesis_recover(f, healed);
+    uint64_t took = 0; /* from the heal to both brokers' first acknowledgement since */
+    const struct writer *ws[2] = {&f->wa, &f->wb};
+    for (int k = 0; k < 2; k++) {
+        uint64_t first = UINT64_MAX;
+        for (int i = ws[k]->next - 1; i >= 0 && (!ws[k]->acked[i] || ws[k]->acked_ms[i] >= healed); i--)
+            if (ws[k]->acked[i])
+                first = ws[k]->acked_ms[i];
+        ASSERT_TRUE(first != UINT64_MAX);
+        took = first - healed > took ? first - healed : took;
+    }
+    char quota[48] = "";
+    if (f->flags & NEMESIS_QUOTA)
+        snprintf(quota, sizeof quota, ", %d quota exceeded", full);
+    printf("  %s (round %d): during %d ms, %d writes acknowledged, %d unavailable%s; after the heal, both brokers "
            "acknowledged writes within %llu ms\n",
-           name, fault_ms, ok, refused, (unsigned long long)took);
+           name, f->round, fault_ms, ok, refused, quota, (unsigned long long)took);
 }
 
 /* The end of a test: every acknowledged write there, through both
@@ -374,10 +557,14 @@ void nemesis_check(struct nemesis_fixture *f)
         observer_check(&f->obs[i], &f->wb, 1);
     }
     printf("  writes: %d acknowledged (all there, through both brokers; each told once to each broker's observer: "
-           "%d and %d notifications), %d unavailable; locks: taken %d times, %d fenced writes accepted (tokens only "
-           "increased), %d refused\n",
-           f->wa.ok + f->wb.ok, f->obs[0].notified, f->obs[1].notified, f->wa.refused + f->wb.refused, f->locks.taken,
-           f->locks.naccepted, f->locks.refused);
+           "%d and %d notifications), %d unavailable, %d lost in a broker's death; locks: taken %d times, %d fenced "
+           "writes accepted (tokens only increased), %d refused\n",
+           f->wa.ok + f->wb.ok, f->obs[0].notified, f->obs[1].notified, f->wa.refused + f->wb.refused,
+           f->wa.lost + f->wb.lost, f->locks.taken, f->locks.naccepted, f->locks.refused);
+    for (int i = 0; i < 2; i++)
+        if (f->obs[i].ngaps)
+            printf("  %s was not told of %d acknowledged writes around its broker's %d deaths (its broker was "
+                   "dead, as documented)\n", f->obs[i].id, f->obs[i].missed, f->obs[i].ngaps);
     int n = f->lin.n, unknown = lin_load_finish(&f->lin, 30000);
     printf("  one history of %d requests on 3 keys through both brokers: linearizable (%d of unknown outcome)\n",
            n, unknown);
@@ -394,12 +581,11 @@ int nemesis_rounds(void)
 
 /* A nemesis's test: the fixture, its rounds, every acknowledged write
  * checked, the members compared. */
-void nemesis_test(const char *name, void (*fault)(struct nemesis_fixture *, bool), int fault_ms,
-                         bool with_proxies)
+void nemesis_test(const char *name, void (*fault)(struct nemesis_fixture *, bool), int fault_ms, unsigned flags)
 {
     struct nemesis_fixture *f = malloc(sizeof *f); /* megabytes: not on the stack */
     ASSERT_TRUE(f != NULL);
-    nemesis_up(f, with_proxies);
+    nemesis_up(f, flags);
     for (int r = 0; r < nemesis_rounds(); r++)
         nemesis_round(f, name, fault, fault_ms);
     nemesis_check(f);

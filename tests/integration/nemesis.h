@@ -24,6 +24,7 @@ enum { HOST_A = 3, HOST_B = 4 }; /* hosts 0-2: the etcd members */
 #define FENCED_MAX 20000
 enum { LK_ACQUIRE, LK_WRITE, LK_RELEASE };
 #define LIN_NEMESIS_CLIENTS 8 /* half on each broker */
+#define NEMESIS_FAKETIME_LIB "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
 /* One client's writes, one in flight: SET w/<tag>/<i> <i>. Each answer
  * is +OK (acknowledged: it must be there at the end) or "unavailable"
@@ -35,7 +36,10 @@ struct writer {
     int next;           /* the next write's i */
     int pending;        /* the write in flight, -1: none */
     bool acked[WRITES_MAX];
-    int ok, refused;
+    uint64_t sent_ms[WRITES_MAX], acked_ms[WRITES_MAX];
+    int ok, refused, lost; /* lost: in flight when its broker died */
+    bool full_ok;          /* etcd is out of space: "quota exceeded" is a true answer */
+    int full;              /* so answered (not done) */
     uint64_t last_ok_ms; /* when the last +OK came */
 };
 
@@ -47,6 +51,13 @@ struct observer {
     char id[16], resp[64];
     unsigned char seen[2][WRITES_MAX]; /* [writer a, b][i]: notifications */
     int notified;
+    /* While its broker was dead (from the kill to the WATCH of the one
+     * started again), what it was not told is the documented loss: a
+     * broker's subscribers hear of changes only while it runs. */
+    struct {
+        uint64_t from, to;
+    } gap[64];
+    int ngaps, missed;
 };
 
 /* A locker: takes "lock" (SET NX PX 2000), writes "fenced" with the
@@ -68,6 +79,15 @@ struct fenced {
 struct lock_log {
     struct fenced accepted[FENCED_MAX];
     int naccepted, refused, taken;
+    bool full_ok; /* as a writer's */
+    int full;
+};
+
+/* How the fixture is made (flags of nemesis_up). */
+enum {
+    NEMESIS_PROXIES = 1, /* every link through a delaying proxy (delay_proxy.h) */
+    NEMESIS_CLOCK_A = 2, /* broker A's wall clock set by a file (libfaketime) */
+    NEMESIS_QUOTA = 4,   /* etcd's members with a 16 MiB --quota-backend-bytes, and a filler client on B */
 };
 
 /* Two brokers on hosts A and B, each with a writing client and a locker,
@@ -86,6 +106,15 @@ struct nemesis_fixture {
     struct lock_log locks;
     struct observer obs[2];       /* one on each broker */
     long rss_kb[2];               /* each broker's resident memory after start */
+    unsigned flags;
+    char endpoints[512];          /* the brokers' way to the members */
+    int timeout_ms;               /* plugin_opt_etcd_timeout_ms */
+    bool dead[2];                 /* a broker killed, not started again yet */
+    char clock_file[600];         /* NEMESIS_CLOCK_A: broker A's clock offset ("+2s") */
+    int round;
+    struct client filler; /* NEMESIS_QUOTA */
+    char rfill[64];
+    int filled;           /* its keys fill/0.. stored */
     struct lin_load lin;          /* requests on keys r0-r2 through both brokers: one history */
 };
 
@@ -94,9 +123,23 @@ struct nemesis_fixture {
 void nemesis_broker_on_host(struct netns_net *net, int h, struct broker *b, const char *name, const char *endpoints,
                             int timeout_ms, struct client *c, char *resp);
 
-/* The fixture, its load running: with_proxies puts a delaying proxy
- * (delay_proxy.h) on each broker's way to each member. */
-void nemesis_up(struct nemesis_fixture *f, bool with_proxies);
+/* The fixture, its load running (flags: NEMESIS_*). */
+void nemesis_up(struct nemesis_fixture *f, unsigned flags);
+/* Broker i (0: A, 1: B) killed with SIGKILL, its clients closed, what
+ * they had in flight of unknown outcome; and started again on its host,
+ * with the same node id, its clients connected again. */
+void nemesis_broker_kill(struct nemesis_fixture *f, int i);
+void nemesis_broker_restart(struct nemesis_fixture *f, int i);
+/* NEMESIS_QUOTA: fill etcd until the NOSPACE alarm refuses a write
+ * (every load told that "quota exceeded" is a true answer meanwhile);
+ * and free it as an operator would: the filler deleted, compaction,
+ * defragmentation, the alarm disarmed, until both brokers take writes
+ * again. */
+void nemesis_fill(struct nemesis_fixture *f);
+void nemesis_free(struct nemesis_fixture *f);
+/* NEMESIS_CLOCK_A: broker A's clock from now on offset by offset
+ * ("+2s", "-2s", "+0s"). */
+void nemesis_clock_a(struct nemesis_fixture *f, const char *offset);
 void nemesis_down(struct nemesis_fixture *f);
 /* Every load for ms. */
 void nemesis_load(struct nemesis_fixture *f, int ms);
@@ -112,6 +155,6 @@ void nemesis_check(struct nemesis_fixture *f);
 /* Rounds of each nemesis: 1, or SS_NEMESIS_ROUNDS (make stress). */
 int nemesis_rounds(void);
 /* A nemesis's whole test: the fixture, its rounds, the checks. */
-void nemesis_test(const char *name, void (*fault)(struct nemesis_fixture *, bool), int fault_ms, bool with_proxies);
+void nemesis_test(const char *name, void (*fault)(struct nemesis_fixture *, bool), int fault_ms, unsigned flags);
 
 #endif

@@ -5,15 +5,87 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../test.h"
 #include "etcd_cluster.h"
 #include "harness.h"
+#include "nemesis.h"
 #include "netns.h"
 
-static bool at_least_two(const char *v)
+enum { ETCD = 0, BROKER = 1, CLIENT = 2 }; /* the hosts */
+
+static bool any(const char *v)
 {
-    return strtoull(v, NULL, 10) >= 2;
+    return v[0] != '\0';
+}
+
+/* One round: what comes back from the broker to the client is dropped
+ * while it sends SET k<r> v NX and DEL gone<r> (set just before); then
+ * it reconnects to its session. Fresh correlation data each round, as
+ * the SDKs make. */
+static void lost_answers_round(struct netns_net *net, struct broker *b, struct client *c, const char *resp,
+                               struct client *other, const char *ro, int r)
+{
+    char k[16], gone[16], c1[16], c2[16];
+    snprintf(k, sizeof k, "k%d", r);
+    snprintf(gone, sizeof gone, "gone%d", r);
+    snprintf(c1, sizeof c1, "1-%d", r);
+    snprintf(c2, sizeof c2, "2-%d", r);
+    netns_enter(net, CLIENT);
+    char c0[16];
+    snprintf(c0, sizeof c0, "0-%d", r);
+    ASSERT_REPLY(request(c, resp, c0, NULL, NULL, W("SET", gone, "x")), "+OK\r\n");
+    char rules[256];
+    snprintf(rules, sizeof rules,
+             "table inet nemesis {\n  chain in { type filter hook input priority 0; ip saddr %s drop; }\n}\n",
+             net->addr[BROKER]);
+    netns_filter(net, CLIENT, rules);
+    request_send(c, resp, c1, NULL, NULL, W("SET", k, "v", "NX"));
+    request_send(c, resp, c2, NULL, NULL, W("DEL", gone));
+    ASSERT_TRUE(client_wait(c, 1500) == NULL); /* nothing gets through */
+    /* Both ran meanwhile: another client sees their effects. */
+    netns_enter(net, BROKER);
+    ASSERT_REPLY(request(other, ro, "a", NULL, NULL, W("GET", k)), "$1\r\nv\r\n");
+    ASSERT_REPLY(request(other, ro, "b", NULL, NULL, W("GET", gone)), "$-1\r\n");
+
+    /* Healed; the client makes a new connection to its session. */
+    netns_filter(net, CLIENT, NULL);
+    netns_enter(net, CLIENT);
+    c->connected = false;
+    ASSERT_EQ(mosquitto_reconnect(c->m), MOSQ_ERR_SUCCESS);
+    client_wait_connected(c);
+    /* Every answer that comes is the first one; each request is answered
+     * (an answer may come twice: the one the session kept, and the one
+     * the resend cache gives the resent request). */
+    bool got1 = false, got2 = false;
+    uint64_t t0 = now_ms();
+    while (now_ms() - t0 < ((got1 && got2) ? 1500u : 10000u)) {
+        struct msg *m = client_wait(c, 300);
+        if (m == NULL)
+            continue;
+        if (m->corr_len == (int)strlen(c1) && memcmp(m->corr, c1, strlen(c1)) == 0) {
+            ASSERT_MEM(m->payload, (size_t)m->len, "+OK\r\n", 5);
+            got1 = true;
+        } else {
+            ASSERT_MEM(m->corr, (size_t)m->corr_len, c2, strlen(c2));
+            ASSERT_MEM(m->payload, (size_t)m->len, ":1\r\n", 4);
+            got2 = true;
+        }
+    }
+    ASSERT_TRUE(got1 && got2);
+    /* The client did send both again, and the resend cache answered. */
+    char v[32];
+    netns_enter(net, BROKER);
+    unsigned long long resends = 0;
+    for (uint64_t t1 = now_ms(); resends < 2u * (unsigned)(r + 1); usleep(200000)) {
+        ASSERT_TRUE(now_ms() - t1 < 10000);
+        ASSERT_TRUE(sys_figure_until(b->port, "resends", any, v, sizeof v));
+        resends = strtoull(v, NULL, 10);
+    }
+    /* One effect each. */
+    ASSERT_REPLY(request(other, ro, "c", NULL, NULL, W("GET", k)), "$1\r\nv\r\n");
+    printf("  round %d: both requests resent and answered once each, their first answers\n", r + 1);
 }
 
 /* A client on a host of its own with a session the broker keeps: its
@@ -26,7 +98,6 @@ TEST(partition_client_answers_lost_then_resent_on_reconnection)
 {
     if (!netns_available())
         test_fail(__FILE__, __LINE__, "this test makes network namespaces: run it as root, with iproute2 and nftables");
-    enum { ETCD = 0, BROKER = 1, CLIENT = 2 };
     struct netns_net net;
     netns_up(&net, 3);
     struct etcd_cluster ec;
@@ -45,57 +116,13 @@ TEST(partition_client_answers_lost_then_resent_on_reconnection)
     client_connect_with(&c, &o);
     const char *resp = "clients/far/resp";
     client_subscribe(&c, resp);
-    ASSERT_REPLY(request(&c, resp, "0", NULL, NULL, W("SET", "gone", "x")), "+OK\r\n");
 
-    /* What comes back from the broker is dropped: the requests go. */
-    char rules[256];
-    snprintf(rules, sizeof rules,
-             "table inet nemesis {\n  chain in { type filter hook input priority 0; ip saddr %s drop; }\n}\n",
-             net.addr[BROKER]);
-    netns_filter(&net, CLIENT, rules);
-    request_send(&c, resp, "1", NULL, NULL, W("SET", "k", "v", "NX"));
-    request_send(&c, resp, "2", NULL, NULL, W("DEL", "gone"));
-    ASSERT_TRUE(client_wait(&c, 1500) == NULL); /* nothing gets through */
-    /* Both ran meanwhile: another client sees their effects. */
-    netns_enter(&net, BROKER);
     struct client other;
     char ro[64];
-    client_connect_rr(&other, b.port, "other", ro, sizeof ro);
-    ASSERT_REPLY(request(&other, ro, "a", NULL, NULL, W("GET", "k")), "$1\r\nv\r\n");
-    ASSERT_REPLY(request(&other, ro, "b", NULL, NULL, W("GET", "gone")), "$-1\r\n");
-
-    /* Healed; the client makes a new connection to its session. */
-    netns_filter(&net, CLIENT, NULL);
-    netns_enter(&net, CLIENT);
-    c.connected = false;
-    ASSERT_EQ(mosquitto_reconnect(c.m), MOSQ_ERR_SUCCESS);
-    client_wait_connected(&c);
-    /* Every answer that comes is the first one; each request is answered
-     * (an answer may come twice: the one the session kept, and the one
-     * the resend cache gives the resent request). */
-    bool got1 = false, got2 = false;
-    uint64_t t0 = now_ms();
-    while (now_ms() - t0 < ((got1 && got2) ? 1500u : 10000u)) {
-        struct msg *m = client_wait(&c, 300);
-        if (m == NULL)
-            continue;
-        ASSERT_TRUE(m->corr_len == 1);
-        if (m->corr[0] == '1') {
-            ASSERT_MEM(m->payload, (size_t)m->len, "+OK\r\n", 5);
-            got1 = true;
-        } else {
-            ASSERT_TRUE(m->corr[0] == '2');
-            ASSERT_MEM(m->payload, (size_t)m->len, ":1\r\n", 4);
-            got2 = true;
-        }
-    }
-    ASSERT_TRUE(got1 && got2);
-    /* The client did send both again, and the resend cache answered. */
-    char v[32];
     netns_enter(&net, BROKER);
-    ASSERT_TRUE(sys_figure_until(b.port, "resends", at_least_two, v, sizeof v));
-    /* One effect each. */
-    ASSERT_REPLY(request(&other, ro, "c", NULL, NULL, W("GET", "k")), "$1\r\nv\r\n");
+    client_connect_rr(&other, b.port, "other", ro, sizeof ro);
+    for (int r = 0; r < nemesis_rounds(); r++)
+        lost_answers_round(&net, &b, &c, resp, &other, ro, r);
     client_close(&other);
     client_close(&c);
     broker_stop(&b);
