@@ -54,7 +54,7 @@ int ss_etcd__start(void *impl, char *why, size_t why_len)
      * an observer registered from the start hears of them. */
     if (ss_backend_etcd_watch_start(b, e->call_timeout_ms) != SS_OK)
         ss_etcd__log(e, SS_LOG_WARNING, "etcd did not start the watch on changes in time: trying again "
-                     "(until then, observers here hear only of changes made through this broker)");
+                     "(until then, observers here hear of no change: they hear of it all once it starts)");
     return SS_OK;
 }
 

@@ -70,10 +70,19 @@ void ss_etcd__watch_step(struct ss_backend_etcd *e)
             }
     if (e->watch != NULL || ss_etcd__mono_ms() < e->watch_retry_ms)
         return;
+    if (e->watch_rev == 0 && e->claim == SS_CLAIM_HELD && e->claim_rev > 0) {
+        /* The first watch starts after the claim: every commit of this
+         * broker comes later (each compares the claim), so each is told
+         * by the watch alone, however late etcd confirms the watch. From
+         * "now" instead, a commit settled before the confirmation could
+         * be told from the commit and then again by the watch. */
+        e->watch_rev = e->claim_rev;
+        e->watch_from = e->claim_rev;
+    }
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_WATCH, SS_ETCD_WATCH_METHOD);
     int rc = op ? ss_etcd__records_range(e) : SS_E_NOMEM;
-    /* From the revision after the last one seen (0, the first time: from
-     * now on). */
+    /* From the revision after the last one seen (0, the first time
+     * without a claim: from now on). */
     if (rc == SS_OK)
         rc = ss_etcd_watch_pack(&op->call.request, ss_etcd__bytes(&e->scratch),
                                 ss_etcd__bytes(&e->scratch2), e->watch_rev ? e->watch_rev + 1 : 0);
