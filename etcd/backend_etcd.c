@@ -381,6 +381,7 @@ int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char
     e->max_request_bytes = o->max_request_bytes ? o->max_request_bytes : SS_ETCD_MAX_REQUEST_DEFAULT;
     e->max_txn_ops = o->max_txn_ops ? o->max_txn_ops : 128;
     e->sweep_interval_ms = o->sweep_interval_ms ? o->sweep_interval_ms : 250;
+    e->sweep_full_ms = o->sweep_full_ms ? o->sweep_full_ms : 60000;
     e->tombstone_ms = o->tombstone_ms ? o->tombstone_ms : SS_BACKEND_ETCD_TOMBSTONE_MS;
     e->lease_ttl_s = o->lease_ttl_s ? o->lease_ttl_s : 3;
     e->claim_lost_ms = ss_etcd__mono_ms(); /* none held yet */

@@ -94,6 +94,10 @@ typedef struct ss_backend_etcd_options {
     size_t max_request_bytes;   /* etcd's --max-request-bytes; 0: 1.5 MiB */
     unsigned max_txn_ops;       /* etcd's --max-txn-ops; 0: 128 */
     unsigned sweep_interval_ms; /* how often due keys are looked for; 0: 250 */
+    /* how often the look goes through the whole expiry index rather than
+     * from SS_ETCD_SWEEP_BACK_MS before the last (backend_etcd_sweep.c);
+     * 0: 60000 */
+    uint64_t sweep_full_ms;
     /* how long a deleted key's tombstone keeps the version it removed
      * (backend_etcd_tombstone.c); 0: SS_BACKEND_ETCD_TOMBSTONE_MS */
     uint64_t tombstone_ms;
@@ -120,6 +124,9 @@ typedef struct ss_backend_etcd_options {
  *   etcd_max_request_bytes  1.5 MiB (64 KiB to 2 GiB): etcd's
  *                           --max-request-bytes
  *   etcd_tombstone_ms       60000 (1 s to 7 days): see below
+ *   etcd_sweep_full_ms      60000 (100 to 86400000): how often the sweep
+ *                           reads the whole expiry index (else only from
+ *                           2 s before its last look)
  *   etcd_status_interval_ms 2000 (0: off, or 100 to 3600000): how often
  *                           each endpoint is asked for its status (the
  *                           figures etcd/endpoints/N/...)
@@ -128,7 +135,7 @@ typedef struct ss_backend_etcd_options {
 typedef struct ss_backend_etcd_config {
     char *endpoints, *prefix, *ca_file, *cert_file, *key_file, *username, *password;
     uint64_t timeout_ms, unavailable_ms, max_txn_ops, max_request_bytes, tombstone_ms;
-    uint64_t status_interval_ms;
+    uint64_t status_interval_ms, sweep_full_ms;
     const char *node_id;          /* set by the owner (borrowed) */
     uint64_t max_keys, max_bytes; /* set by the owner; 0: no limit */
 } ss_backend_etcd_config;

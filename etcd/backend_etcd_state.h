@@ -67,6 +67,7 @@ typedef struct ss_backend_etcd_stats {
      * read (no previous value) */
     uint64_t watch_revision, watch_events, watch_restarts, watch_lost_revisions, watch_undecodable;
     uint64_t chunks_written; /* of values too large for one request */
+    uint64_t sweep_looks, sweep_full_looks; /* for due keys: all, and of the whole index */
     bool nospace;            /* etcd is out of space (its NOSPACE alarm) */
 } ss_backend_etcd_stats;
 
@@ -80,6 +81,14 @@ typedef struct ss_backend_etcd_stats {
 #define SS_ETCD_CACHE_BYTES ((uint64_t)64 << 20)
 /* Due keys taken per look. */
 #define SS_ETCD_SWEEP_BATCH 64
+/* A look for due keys starts this long before the last one (or at the
+ * first key that look found, if earlier), not at the start of the expiry
+ * index: etcd visits every key of a Range's interval, the ones deleted
+ * since its last compaction too, and the index's deleted entries pile up
+ * at its start. Deadlines are written by a broker's clock plus PX, so an
+ * entry can only fall behind a look by how far the brokers' clocks
+ * differ; the whole index is read every sweep_full_ms for that. */
+#define SS_ETCD_SWEEP_BACK_MS 2000
 /* Pauses before trying a call again. */
 #define SS_ETCD_RETRY_MS 100u
 #define SS_ETCD_MARKER_RETRY_MS 1000u
@@ -217,6 +226,7 @@ struct ss_backend_etcd {
     bool auth_needed, auth_asked, auth_refused_logged;
     uint64_t auth_retry_ms;
     unsigned call_timeout_ms, unavailable_ms, max_txn_ops, sweep_interval_ms;
+    uint64_t sweep_full_ms;
     uint64_t tombstone_ms;
     size_t max_request_bytes;
 
@@ -262,6 +272,10 @@ struct ss_backend_etcd {
     struct ss_etcd_due due[SS_ETCD_SWEEP_BATCH];
     size_t due_len, due_pos;
     bool sweep_asked;
+    bool sweep_full;        /* the look asked reads the whole index */
+    uint64_t sweep_from_ms; /* the next look's first deadline (0: the whole index) */
+    uint64_t sweep_asked_ms; /* wall clock when the look was asked */
+    uint64_t sweep_full_at_ms; /* wall clock: the next look of the whole index */
     uint64_t sweep_at_ms; /* wall clock: the next look, or a deadline this
                              broker wrote if that comes first */
     uint64_t due_hint_ms; /* wall clock: the earliest deadline this broker

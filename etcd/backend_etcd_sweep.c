@@ -22,9 +22,11 @@ void ss_etcd__ask_due(struct ss_backend_etcd *e, uint64_t now_ms)
         e->due_hint_ms = UINT64_MAX; /* this look covers it */
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_SWEEP, SS_ETCD_RANGE_METHOD);
     ss_bytes none = {NULL, 0};
-    int rc = op ? ss_etcd__key(e, &e->scratch, 'x', 0, none) : SS_E_NOMEM;
+    bool full = e->sweep_from_ms == 0 || now_ms >= e->sweep_full_at_ms;
+    int rc = op ? ss_etcd__key(e, &e->scratch, 'x', full ? 0 : e->sweep_from_ms, none) : SS_E_NOMEM;
     if (rc == SS_OK) {
-        e->scratch.len -= 17; /* "x/" alone: the 0 deadline goes */
+        if (full)
+            e->scratch.len -= 17; /* "x/" alone: the 0 deadline goes */
         rc = ss_etcd__key(e, &e->scratch2, 'x', now_ms + 1, none);
     }
     /* Serializable: a member that lags only finds keys late; each key is
@@ -38,6 +40,8 @@ void ss_etcd__ask_due(struct ss_backend_etcd *e, uint64_t now_ms)
         return;
     }
     e->sweep_asked = true;
+    e->sweep_full = full;
+    e->sweep_asked_ms = now_ms;
     ss_etcd__submit(e, op);
 }
 
@@ -49,6 +53,14 @@ void ss_etcd__due_found(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     size_t n;
     if (op->call.rc != SS_OK || ss_etcd_range_unpack_all(&op->call.reply, &r, &n) != SS_OK)
         return;
+    e->stats.sweep_looks++;
+    if (e->sweep_full) {
+        e->stats.sweep_full_looks++;
+        e->sweep_full_at_ms = e->sweep_asked_ms + e->sweep_full_ms;
+    }
+    /* The next look: from a little before this one, or from the first
+     * key it found (it may not be deleted yet: a conflict, a full batch). */
+    uint64_t from = e->sweep_asked_ms > SS_ETCD_SWEEP_BACK_MS ? e->sweep_asked_ms - SS_ETCD_SWEEP_BACK_MS : 1;
     size_t plen = strlen(e->prefix) + 2;
     e->due_len = e->due_pos = 0;
     for (size_t i = 0; i < n && e->due_len < SS_ETCD_SWEEP_BATCH; i++) {
@@ -69,8 +81,11 @@ void ss_etcd__due_found(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         if (ss_buf_append(&d->key, k.data + plen + 17, k.len - plen - 17) != SS_OK)
             break;
         d->deadline = deadline;
+        if (deadline < from)
+            from = deadline ? deadline : 1;
         e->due_len++;
     }
+    e->sweep_from_ms = from;
     if (n == SS_ETCD_SWEEP_BATCH)
         e->sweep_at_ms = 0; /* more are due: look again once these are done */
     ss_etcd_reply_free(&r);

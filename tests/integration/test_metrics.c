@@ -13,8 +13,8 @@
 #define SYS "$SYS/broker/statestore/"
 
 struct figures {
-    char name[96][48];
-    char value[96][32];
+    char name[128][48];
+    char value[128][32];
     int n;
 };
 
@@ -25,7 +25,7 @@ static void figure_set(struct figures *f, const struct msg *m)
     while (i < f->n && strcmp(f->name[i], name) != 0)
         i++;
     if (i == f->n) {
-        ASSERT_TRUE(f->n < 96);
+        ASSERT_TRUE(f->n < 128);
         f->n++;
         snprintf(f->name[i], sizeof f->name[i], "%s", name);
     }
@@ -220,6 +220,10 @@ TEST(metrics_on_etcd)
     FIGURE(&f, "etcd/versions_ahead_ms", "0"); /* one broker: no other's versions */
     FIGURE(&f, "etcd/versions_ahead_node", "none");
     ASSERT_TRUE(atoll(figure(&f, "etcd/watch_revision")) >= 2);
+    /* Looks for due keys every 250 ms; the first reads the whole index,
+     * the next ones the last 2 s of it, until a minute has passed. */
+    ASSERT_TRUE(atoll(figure(&f, "etcd/sweep_looks")) >= 2);
+    FIGURE(&f, "etcd/sweep_full_looks", "1");
     FIGURE(&f, "requests/set/ok", "1");
     FIGURE(&f, "requests/get/ok", "1");
     ASSERT_TRUE(atoll(figure(&f, "etcd/txns")) >= 2); /* the SET's, the GET's */
