@@ -111,7 +111,7 @@ CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
 .PHONY: console test-console bench-console
-.PHONY: all build deps test check valgrind stress mutate bench bench-scan bench-patterns bench-etcd bench-compare fuzz run run-cluster install \
+.PHONY: all build deps test check valgrind stress mutate bench bench-scan bench-patterns bench-etcd bench-etcd-soak bench-compare fuzz run run-cluster install \
         install-files deb test-package clean
 
 all: deps
@@ -319,6 +319,13 @@ bench-etcd: deps
 	@scripts/etcd-tools.sh
 	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0
 	@scripts/bench-etcd.sh
+
+# A long churn on etcd (an hour by default: BENCH_SOAK_SECONDS): the plain
+# mix before and after it, and etcd's history against the clients' writes.
+bench-etcd-soak: deps
+	@scripts/etcd-tools.sh
+	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0
+	@scripts/bench-etcd-soak.sh
 
 # The working tree's plugin against BASE's (a revision), same run: for
 # changes that should not cost speed.

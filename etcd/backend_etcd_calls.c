@@ -71,7 +71,10 @@ bool ss_etcd__refused(const ss_grpc_call *c)
     switch (c->status) {
     case 8: /* RESOURCE_EXHAUSTED: the database is full (quota), or, for a
              * while, "too many requests" (a member applying far behind
-             * what it committed): that one passes, like a timeout. */
+             * what it committed): that one passes, like a timeout. A
+             * write answered "space exceeded" may have been applied all
+             * the same (the one that crossed the quota): a commit settles
+             * that first (ss_etcd__txn_done). */
         return strstr(c->message, "too many requests") == NULL;
     case 3:  /* INVALID_ARGUMENT: too many operations, too large, duplicate key */
     case 7:  /* PERMISSION_DENIED */
@@ -146,6 +149,9 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
         case SS_OP_MARKER:
             ss_etcd__marker_read(e, op);
             break;
+        case SS_OP_SETTLE_READ:
+            ss_etcd__settle_read_done(e, op);
+            break;
         case SS_OP_SWEEP:
             ss_etcd__due_found(e, op);
             break;
@@ -199,8 +205,12 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
     uint64_t mono = ss_etcd__mono_ms();
     for (unsigned i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++) {
         struct ss_etcd_flight *f = &e->flights[i];
-        if (f->state == SS_COMMIT_RESOLVING && f->resolve_at_ms && mono >= f->resolve_at_ms)
-            ss_etcd__send_fence(e, f);
+        if (f->state == SS_COMMIT_RESOLVING && f->resolve_at_ms && mono >= f->resolve_at_ms) {
+            if (f->settle_by_read)
+                ss_etcd__send_settle_read(e, f);
+            else
+                ss_etcd__send_fence(e, f);
+        }
         if (f->state == SS_COMMIT_UPLOADING && f->upload_retry_ms && mono >= f->upload_retry_ms)
             ss_etcd__upload_next(e, f);
     }

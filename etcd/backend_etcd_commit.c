@@ -18,12 +18,26 @@
 
 /* ---- commits ----------------------------------------------------------- */
 
+static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_flight *f, int rc,
+                                    int64_t revision);
+
 static bool ss_etcd__writes(const struct ss_etcd_batch *b)
 {
     if (b->norphans)
         return true;
     for (size_t i = 0; i < b->ntouched; i++)
         if (b->touched[i]->change != SS_CHANGE_NONE)
+            return true;
+    return false;
+}
+
+/* Does the batch put anything (a record or a tombstone)? Out of space,
+ * deletions purge and puts are refused at once, so only a batch whose
+ * requests ran before etcd said it was full can. */
+static bool ss_etcd__puts(const struct ss_etcd_batch *b)
+{
+    for (size_t i = 0; i < b->ntouched; i++)
+        if (b->touched[i]->change == SS_CHANGE_PUT || b->touched[i]->change == SS_CHANGE_DEL)
             return true;
     return false;
 }
@@ -198,6 +212,14 @@ int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms, unsigned *slot)
         return SS_E_UNAVAILABLE;
     }
     *slot = f->slot;
+    if (e->nospace && ss_etcd__puts(&f->b)) {
+        /* Its requests ran before etcd said it was full, and it puts:
+         * etcd would refuse it whole, its reads and deletions with it.
+         * Nothing of it is sent; its requests run again, their puts now
+         * refused at once ("quota exceeded"), the rest going through. */
+        ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
+        return SS_OK;
+    }
     for (unsigned i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++)
         if (&e->flights[i] != f && e->flights[i].state != SS_COMMIT_IDLE) {
             e->stats.txns_overlapped++;
@@ -321,10 +343,22 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
         return;
     }
-    if (!f->nospace && ss_etcd__out_of_space(e, c)) {
-        /* Refused for its puts: its requests run again, and now only the
-         * reads and deletions among them go to etcd. */
-        ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
+    if (ss_etcd__out_of_space(e, c)) {
+        if (f->nospace || !f->writes) {
+            /* It put nothing (commit_start sees to that): not applied. */
+            ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
+            return;
+        }
+        /* "Space exceeded" does not prove the Txn was not applied: etcd
+         * applies the Txn that takes its database past the quota, and
+         * answers it so all the same (raising the alarm). Either way it
+         * is settled now (applied, or refused for good), so a read of its
+         * commit marker tells which: applied, it answers as committed;
+         * not, its requests run again, their puts refused at once. */
+        e->stats.unknown_outcomes++;
+        f->state = SS_COMMIT_RESOLVING;
+        f->settle_by_read = true;
+        ss_etcd__send_settle_read(e, f);
         return;
     }
     if (ss_etcd__refused(c)) {
@@ -352,6 +386,45 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     f->state = SS_COMMIT_RESOLVING;
     f->marker_rev_before = f->marker_rev;
     ss_etcd__send_fence(e, f);
+}
+
+void ss_etcd__send_settle_read(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
+{
+    struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_SETTLE_READ, SS_ETCD_RANGE_METHOD);
+    if (op == NULL || ss_etcd__marker_key(e, f->slot) != SS_OK ||
+        ss_etcd_range_pack(&op->call.request, ss_etcd__bytes(&e->scratch), false) != SS_OK) {
+        if (op)
+            ss_etcd__op_free(op);
+        f->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS; /* out of memory: later */
+        return;
+    }
+    f->resolve_at_ms = 0;
+    op->flight = f;
+    ss_etcd__submit(e, op);
+}
+
+void ss_etcd__settle_read_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    struct ss_etcd_flight *f = op->flight;
+    ss_etcd_reply r;
+    ss_etcd_kv kv;
+    if (op->call.rc != SS_OK || ss_etcd_range_unpack(&op->call.reply, &r, &kv) != SS_OK) {
+        f->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+        return;
+    }
+    size_t idlen = strlen(f->txn_id);
+    bool ours = kv.found && kv.value.len == idlen && memcmp(kv.value.data, f->txn_id, idlen) == 0;
+    int64_t rev = kv.found ? kv.mod_revision : 0;
+    ss_etcd_reply_free(&r);
+    f->settle_by_read = false;
+    if (ours) {
+        ss_etcd__log(e, SS_LOG_NOTICE, "a commit answered \"space exceeded\" was applied (etcd applies "
+                     "the one that takes it past its quota): answered as committed");
+        ss_etcd__commit_outcome(e, f, SS_OK, rev);
+        return;
+    }
+    f->writes = false; /* nothing of it is in etcd */
+    ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
 }
 
 void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)

@@ -39,6 +39,10 @@ void ss_etcd__commit_failed(struct ss_backend_etcd *e, struct ss_etcd_flight *f,
 void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__send_fence(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
+/* A commit answered "space exceeded" (applied, or refused for good): a
+ * read of its marker settles it. */
+void ss_etcd__send_settle_read(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
+void ss_etcd__settle_read_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
 /* e->scratch = the commit marker of slot: n/<node id> for slot 0,
  * m/<slot>/<node id> for the others. */

@@ -131,7 +131,8 @@ struct ss_etcd_entry {
 enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_SWEEP, SS_OP_GRANT, SS_OP_CLAIM,
                   SS_OP_KEEPALIVE, SS_OP_REVOKE, SS_OP_AUTH, SS_OP_USAGE, SS_OP_USAGE_SCAN,
                   SS_OP_USAGE_INIT, SS_OP_SCAN, SS_OP_WATCH, SS_OP_REMOVED, SS_OP_UPLOAD, SS_OP_BLOB_DROP,
-                  SS_OP_BLOB_FETCH, SS_OP_BLOB_HELD, SS_OP_BLOB_SCAN, SS_OP_PAGE, SS_OP_TOKEN_KEY };
+                  SS_OP_BLOB_FETCH, SS_OP_BLOB_HELD, SS_OP_BLOB_SCAN, SS_OP_PAGE, SS_OP_TOKEN_KEY,
+                  SS_OP_SETTLE_READ };
 
 /* What a stub says of a value stored in chunks (backend_etcd_blob.c). */
 struct ss_etcd_stub {
@@ -204,6 +205,8 @@ struct ss_etcd_flight {
     int64_t revision;
     char txn_id[300];
     uint64_t resolve_at_ms;
+    bool settle_by_read; /* resolving: the commit can no longer happen later,
+                            so a read of the marker settles it */
     size_t upload_at;        /* the touched entry being written */
     uint64_t upload_started_ms, upload_retry_ms; /* monotonic */
     /* the slot's commit marker */

@@ -399,6 +399,9 @@ static void take(struct lin_load *l, int i, const struct msg *m)
     }
     if (l->may_refuse && rep.kind == SS_REPLY_ERROR) {
         /* Only the cluster's refusal is an acceptable error. */
+        if (m->len != 31 || memcmp(m->payload, "-ERR the store is unavailable\r\n", 31) != 0)
+            fprintf(stderr, "  a request (kind %d, key %d, value %s) answered %.*s", o->kind, o->key, o->value,
+                    m->len, (const char *)m->payload);
         ASSERT_STR(m->payload, (size_t)m->len, "-ERR the store is unavailable\r\n");
         o->unknown = true;
         o->has_version = false;

@@ -339,7 +339,7 @@ void nemesis_up(struct nemesis_fixture *f, unsigned flags)
         f->timeout_ms = 2000; /* above the delays the test makes */
     } else {
         etcd_cluster_start_on_with(&f->ec, 3, &f->net, members,
-                                   flags & NEMESIS_QUOTA ? "--quota-backend-bytes=16777216" : NULL);
+                                   flags & NEMESIS_QUOTA ? "--quota-backend-bytes=67108864" : NULL);
         snprintf(f->endpoints, sizeof f->endpoints, "%s", f->ec.endpoints);
     }
     if (flags & NEMESIS_CLOCK_A) {
@@ -399,7 +399,7 @@ static void full_ok(struct nemesis_fixture *f, bool ok)
 void nemesis_fill(struct nemesis_fixture *f)
 {
     full_ok(f, true);
-    static char big[512 * 1024];
+    static char big[1024 * 1024]; /* in one etcd request: 1.5 MiB */
     memset(big, 'f', sizeof big - 1);
     bool full = false;
     for (int i = 0; i < 200 && !full; i++) {

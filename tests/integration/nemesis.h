@@ -87,7 +87,8 @@ struct lock_log {
 enum {
     NEMESIS_PROXIES = 1, /* every link through a delaying proxy (delay_proxy.h) */
     NEMESIS_CLOCK_A = 2, /* broker A's wall clock set by a file (libfaketime) */
-    NEMESIS_QUOTA = 4,   /* etcd's members with a 16 MiB --quota-backend-bytes, and a filler client on B */
+    NEMESIS_QUOTA = 4,   /* etcd's members with a 64 MiB --quota-backend-bytes (room for
+                          * 20 rounds of the loads' keys), and a filler client on B */
 };
 
 /* Two brokers on hosts A and B, each with a writing client and a locker,
