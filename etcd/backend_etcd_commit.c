@@ -289,6 +289,22 @@ void ss_etcd__commit_failed(struct ss_backend_etcd *e, struct ss_etcd_flight *f,
     ss_etcd__commit_outcome(e, f, rc, 0);
 }
 
+/* Send op, which settles flight f (built with rc); if it could not be
+ * built (out of memory), try again later. */
+static void ss_etcd__resolve_submit(struct ss_backend_etcd *e, struct ss_etcd_flight *f, struct ss_etcd_op *op,
+                                    int rc)
+{
+    if (rc != SS_OK) {
+        if (op)
+            ss_etcd__op_free(op);
+        f->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+        return;
+    }
+    f->resolve_at_ms = 0;
+    op->flight = f;
+    ss_etcd__submit(e, op);
+}
+
 void ss_etcd__send_fence(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
 {
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_FENCE, SS_ETCD_TXN_METHOD);
@@ -307,15 +323,7 @@ void ss_etcd__send_fence(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
         (rc = ss_etcd_txn_on_failure_get(&t, ss_etcd__bytes(&e->scratch))) == SS_OK)
         rc = ss_etcd_txn_pack(&t, &op->call.request);
     ss_etcd_txn_free(&t);
-    if (rc != SS_OK) {
-        if (op)
-            ss_etcd__op_free(op);
-        f->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS; /* out of memory: later */
-        return;
-    }
-    f->resolve_at_ms = 0;
-    op->flight = f;
-    ss_etcd__submit(e, op);
+    ss_etcd__resolve_submit(e, f, op, rc);
 }
 
 void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
@@ -391,16 +399,10 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 void ss_etcd__send_settle_read(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
 {
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_SETTLE_READ, SS_ETCD_RANGE_METHOD);
-    if (op == NULL || ss_etcd__marker_key(e, f->slot) != SS_OK ||
-        ss_etcd_range_pack(&op->call.request, ss_etcd__bytes(&e->scratch), false) != SS_OK) {
-        if (op)
-            ss_etcd__op_free(op);
-        f->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS; /* out of memory: later */
-        return;
-    }
-    f->resolve_at_ms = 0;
-    op->flight = f;
-    ss_etcd__submit(e, op);
+    int rc = op ? ss_etcd__marker_key(e, f->slot) : SS_E_NOMEM;
+    if (rc == SS_OK)
+        rc = ss_etcd_range_pack(&op->call.request, ss_etcd__bytes(&e->scratch), false);
+    ss_etcd__resolve_submit(e, f, op, rc);
 }
 
 void ss_etcd__settle_read_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
