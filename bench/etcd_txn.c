@@ -2,7 +2,7 @@
 /* etcd_txn.c - etcd's own capacity for the Txns the state store sends:
  * the baseline of the benchmarks on etcd.
  *
- *   etcd_txn ENDPOINTS KEYS_PER_TXN SET_PERCENT IN_FLIGHT SECONDS
+ *   etcd_txn ENDPOINTS KEYS_PER_TXN SET_PERCENT IN_FLIGHT SECONDS [DEL_PERCENT PX_MS]
  *
  * Each of IN_FLIGHT threads sends one Txn after another through one gRPC
  * channel (the plugin's own client code, etcd/grpc.h), on keys of its own.
@@ -10,7 +10,15 @@
  * revision of each of KEYS_PER_TXN keys (16-byte keys, as read last), a
  * put of an 84-byte value (a 64-byte value and its record header) for
  * SET_PERCENT of them, and a put of a marker key when it wrote anything,
- * a Range of it when not. Prints:
+ * a Range of it when not.
+ *
+ * With DEL_PERCENT and PX_MS (the mixes of locks, leases and deletions),
+ * the Txns are those a careful etcd application would send for the same
+ * operations, KEYS_PER_TXN of them at once: no compares (etcd applies a
+ * Txn at once), for each key a put (SET_PERCENT), a delete (DEL_PERCENT)
+ * or a Range (the rest); with PX_MS > 0 every put is attached to a lease
+ * that ends PX_MS later, rounded up to etcd's whole seconds (a lease per
+ * thread and second, so that keys expire through etcd itself). Prints:
  *   ETCDTXN txns=.. seconds=.. txn_per_s=.. keys_per_s=.. p50_us=.. p99_us=.. failed=..
  */
 #include <pthread.h>
@@ -32,7 +40,8 @@
 
 struct worker {
     ss_grpc *g;
-    int id, per_txn, set_pct;
+    int id, per_txn, set_pct, del_pct, px_ms;
+    bool native; /* the mixes: an application's Txns, not the plugin's */
     double seconds;
     int64_t rev[KEYS_PER_THREAD]; /* each key's mod_revision (0: absent) */
     uint32_t *lat;
@@ -53,6 +62,41 @@ static ss_bytes bytes_of(const char *s, size_t n)
     return b;
 }
 
+/* A lease that ends px_ms from now (whole seconds, at least etcd's
+ * minimum of 1 s past now), or 0 if none could be granted. */
+static int64_t lease_grant(ss_grpc *g, int px_ms)
+{
+    ss_grpc_call c = {.method = SS_ETCD_LEASE_GRANT_METHOD, .timeout_ms = 5000};
+    int64_t id = 0, ttl = 0;
+    if (ss_etcd_lease_grant_pack(&c.request, (px_ms + 999) / 1000 + 1) == SS_OK &&
+        ss_grpc_call_wait(g, &c) == SS_OK && ss_etcd_lease_grant_unpack(&c.reply, &id, &ttl) != SS_OK)
+        id = 0;
+    ss_grpc_call_clear(&c);
+    return id;
+}
+
+/* The operations of one application Txn: a put (on the lease of this
+ * second when px_ms), a delete or a Range for each of per_txn keys. */
+static void native_ops(struct worker *w, ss_etcd_txn *t, unsigned *next, unsigned *turn, int64_t lease)
+{
+    static const char value[224] = {0}; /* a 200-byte value and what a record adds to it */
+    for (int i = 0; i < w->per_txn; i++) {
+        int k = (int)((*next)++ % KEYS_PER_THREAD);
+        char key[64];
+        int n = snprintf(key, sizeof key, "raw%ld/k/%02d%014d", (long)getpid(), w->id, k);
+        ss_bytes kb = bytes_of(key, (size_t)n);
+        int r = (int)((*turn)++ % 100);
+        if (r < w->set_pct && lease)
+            ss_etcd_txn_put_leased(t, kb, bytes_of(value, sizeof value), lease);
+        else if (r < w->set_pct)
+            ss_etcd_txn_put(t, kb, bytes_of(value, sizeof value));
+        else if (r < w->set_pct + w->del_pct)
+            ss_etcd_txn_delete(t, kb);
+        else
+            ss_etcd_txn_get(t, kb);
+    }
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -65,17 +109,26 @@ static void *worker_main(void *arg)
     unsigned next = 0, turn = 0;
     int *batch = calloc((size_t)w->per_txn, sizeof *batch);
     ss_etcd_txn t = {0};
+    int64_t lease = 0;
+    uint64_t lease_at = 0;
     while (batch && mono_us() < end) {
         ss_etcd_txn_clear(&t);
         bool wrote = false;
-        for (int i = 0; i < w->per_txn; i++) {
+        if (w->native) {
+            if (w->px_ms > 0 && mono_us() - lease_at >= 1000000u) {
+                lease = lease_grant(w->g, w->px_ms);
+                lease_at = mono_us();
+            }
+            native_ops(w, &t, &next, &turn, lease);
+        }
+        for (int i = 0; i < w->per_txn && !w->native; i++) {
             int k = (int)(next++ % KEYS_PER_THREAD);
             batch[i] = k;
             char key[64];
             int n = snprintf(key, sizeof key, "raw%ld/k/%02d%014d", (long)getpid(), w->id, k);
             ss_etcd_txn_expect(&t, bytes_of(key, (size_t)n), w->rev[k]);
         }
-        for (int i = 0; i < w->per_txn; i++) {
+        for (int i = 0; i < w->per_txn && !w->native; i++) {
             if ((int)(turn++ % 100) >= w->set_pct)
                 continue;
             char key[64];
@@ -84,7 +137,9 @@ static void *worker_main(void *arg)
             batch[i] = -1 - batch[i]; /* written: its revision changes */
             wrote = true;
         }
-        if (wrote)
+        if (w->native)
+            ; /* no marker: an application needs none */
+        else if (wrote)
             ss_etcd_txn_put(&t, bytes_of(marker, strlen(marker)), bytes_of("txn", 3));
         else
             ss_etcd_txn_get(&t, bytes_of(marker, strlen(marker)));
@@ -125,16 +180,18 @@ static int cmp_u32(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    if (argc != 6) {
-        fprintf(stderr, "usage: etcd_txn ENDPOINTS KEYS_PER_TXN SET_PERCENT IN_FLIGHT SECONDS\n");
+    if (argc != 6 && argc != 8) {
+        fprintf(stderr, "usage: etcd_txn ENDPOINTS KEYS_PER_TXN SET_PERCENT IN_FLIGHT SECONDS [DEL_PERCENT PX_MS]\n");
         return 2;
     }
     int per_txn = atoi(argv[2]), set_pct = atoi(argv[3]), threads = atoi(argv[4]);
     double seconds = atof(argv[5]);
+    bool native = argc == 8;
+    int del_pct = native ? atoi(argv[6]) : 0, px_ms = native ? atoi(argv[7]) : 0;
     if (per_txn < 1 || per_txn > 125 || set_pct < 0 || set_pct > 100 || threads < 1 || threads > MAX_THREADS ||
-        seconds <= 0) {
-        fprintf(stderr, "etcd_txn: 1..125 keys per Txn, 0..100 percent, 1..%d in flight, seconds > 0\n",
-                MAX_THREADS);
+        seconds <= 0 || del_pct < 0 || set_pct + del_pct > 100 || px_ms < 0) {
+        fprintf(stderr, "etcd_txn: 1..125 keys per Txn, 0..100 percent (SET and DEL together), 1..%d in flight, "
+                "seconds > 0, PX_MS >= 0\n", MAX_THREADS);
         return 2;
     }
     ss_grpc_options o = {.endpoints = argv[1]};
@@ -148,7 +205,8 @@ int main(int argc, char **argv)
     pthread_t tids[MAX_THREADS];
     uint64_t t0 = mono_us();
     for (int i = 0; i < threads; i++) {
-        ws[i] = (struct worker){.g = g, .id = i, .per_txn = per_txn, .set_pct = set_pct, .seconds = seconds};
+        ws[i] = (struct worker){.g = g, .id = i, .per_txn = per_txn, .set_pct = set_pct, .del_pct = del_pct,
+                                .px_ms = px_ms, .native = native, .seconds = seconds};
         ws[i].lat = malloc(MAX_LAT * sizeof *ws[i].lat);
         if (ws[i].lat == NULL || pthread_create(&tids[i], NULL, worker_main, &ws[i]) != 0) {
             fprintf(stderr, "etcd_txn: out of memory\n");

@@ -85,8 +85,14 @@ for i in $(seq "$REPS"); do
 done
 # Locks, leases and deletions (the load a cluster serves most): 2
 # connections x 16 in flight, 20,000 keys of their own (prefix m, written
-# once first), 200-byte values, one broker; each mix against the plain
-# 50/50 mix of the same run, the mixes interleaved.
+# once first), 200-byte values, one broker, MIX_SECS each (long enough for
+# the expiry index to fill); each mix against the plain 50/50 mix of the
+# same run, and against raw Txns of the same operations as an etcd
+# application would send them (bench/etcd_txn with DEL_PERCENT and PX_MS:
+# no compares, puts on leases so that etcd expires the keys itself) at
+# the batch size the plugin reached, 2 in flight as the plugin's at most.
+MIX_SECS=${BENCH_MIX_SECONDS:-40}
+MIX_REPS=${BENCH_MIX_REPS:-1}
 MIXES="plain px churn both lease"
 mix_args() {
     case $1 in
@@ -97,22 +103,48 @@ mix_args() {
     lease) echo "-s 50 --lease --px 2000" ;;
     esac
 }
+# raw_mix_args MIX: SET_PERCENT, DEL_PERCENT and PX_MS of the raw Txns (the
+# lease mix's lock half is SET NX PX, SET NEX PX and VDEL in turn: puts on
+# leases and deletes, without their conditions, which etcd can only apply
+# to a whole Txn)
+raw_mix_args() {
+    case $1 in
+    plain) echo "50 0 0" ;;
+    px) echo "50 0 2000" ;;
+    churn) echo "40 20 0" ;;
+    both) echo "40 20 2000" ;;
+    lease) echo "33 17 2000" ;;
+    esac
+}
 lg -p "$PORT_etcd_a" -c 4 -w 64 -k 20000 -v 200 -n 20000 --sequential --prefix m --label preload > /dev/null
 lg -p "$PORT_lmdb" -c 4 -w 64 -k 20000 -v 200 -n 20000 --sequential --prefix m --label preload > /dev/null
-declare -A mix_ops mix_p99
+declare -A mix_ops mix_p99 mix_raw mix_cpu mix_raw_cpu mix_k
 declare -a mix_lmdb_plain mix_lmdb_both
-for i in $(seq "$REPS"); do
+for i in $(seq "$MIX_REPS"); do
     for m in $MIXES; do
+        t0=$(txns "$PORT_etcd_a")
+        cpu_start "$PID_etcd_a"
         # shellcheck disable=SC2046
-        e=$(lg -p "$PORT_etcd_a" -c 2 -w 16 -k 20000 -v 200 --prefix m $(mix_args "$m") -d "$SECS" --label "mix-$m")
+        e=$(lg -p "$PORT_etcd_a" -c 2 -w 16 -k 20000 -v 200 --prefix m $(mix_args "$m") -d "$MIX_SECS" --label "mix-$m")
+        cpu_end "$PID_etcd_a"
         mix_ops[$m]="${mix_ops[$m]:-} $(field "$e" ops_per_s)"
         mix_p99[$m]="${mix_p99[$m]:-} $(field "$e" p99_us)"
+        mix_cpu[$m]="${mix_cpu[$m]:-} $(per_k "$ETCD_TICKS" "$(field "$e" ops)")"
+        sleep 1.2
+        k=$(keys_per_txn "$(field "$e" ops)" "$(( $(txns "$PORT_etcd_a") - t0 ))")
+        mix_k[$m]="${mix_k[$m]:-} $k"
+        read -r rs rd rp <<< "$(raw_mix_args "$m")"
+        cpu_start ""
+        r=$($B/bench/etcd_txn "$ENDPOINTS" "$k" "$rs" 2 "$MIX_SECS" "$rd" "$rp" | grep '^ETCDTXN')
+        cpu_end ""
+        mix_raw[$m]="${mix_raw[$m]:-} $(field "$r" keys_per_s)"
+        mix_raw_cpu[$m]="${mix_raw_cpu[$m]:-} $(per_k "$ETCD_TICKS" "$(awk -v a="$(field "$r" keys_per_s)" -v s="$(field "$r" seconds)" 'BEGIN {print int(a * s)}')")"
     done
     # shellcheck disable=SC2046
-    l=$(lg -p "$PORT_lmdb" -c 2 -w 16 -k 20000 -v 200 --prefix m $(mix_args plain) -d "$SECS" --label mix-lmdb-plain)
+    l=$(lg -p "$PORT_lmdb" -c 2 -w 16 -k 20000 -v 200 --prefix m $(mix_args plain) -d "$MIX_SECS" --label mix-lmdb-plain)
     mix_lmdb_plain+=("$(field "$l" ops_per_s)")
     # shellcheck disable=SC2046
-    l=$(lg -p "$PORT_lmdb" -c 2 -w 16 -k 20000 -v 200 --prefix m $(mix_args both) -d "$SECS" --label mix-lmdb-both)
+    l=$(lg -p "$PORT_lmdb" -c 2 -w 16 -k 20000 -v 200 --prefix m $(mix_args both) -d "$MIX_SECS" --label mix-lmdb-both)
     mix_lmdb_both+=("$(field "$l" ops_per_s)")
 done
 # Latency, one broker: 1 in flight, alternating which goes first.
@@ -173,14 +205,17 @@ echo "BENCH etcd_throughput lmdb_ops=$LT etcd_ops=$E1 etcd_vs_lmdb=$(ratio "$E1"
 
 # shellcheck disable=SC2086
 MP=$(median ${mix_ops[plain]}); MQ=$(median ${mix_p99[plain]})
-echo "   locks, leases and deletions, one broker, 2x16 in flight, 20,000 keys, 200-byte values (medians; vs the plain mix of the same run):"
+echo "   locks, leases and deletions, one broker, 2x16 in flight, 20,000 keys, 200-byte values, ${MIX_REPS} x ${MIX_SECS}s (vs the plain mix of the same run, and vs raw etcd Txns of the same operations):"
 echo "     LMDB: plain $(median "${mix_lmdb_plain[@]}") ops/s, PX and DEL $(median "${mix_lmdb_both[@]}") ops/s ($(ratio "$(median "${mix_lmdb_both[@]}")" "$(median "${mix_lmdb_plain[@]}")"))"
 for m in $MIXES; do
     # shellcheck disable=SC2086
-    o=$(median ${mix_ops[$m]}); q=$(median ${mix_p99[$m]})
-    printf '     etcd %-6s %-34s %6s ops/s (%s), p99 %6s us (%s)   runs:%s\n' "$m" "($(mix_args "$m"))" "$o" \
-        "$(ratio "$o" "$MP")" "$q" "$(ratio "$q" "$MQ")" "${mix_ops[$m]}"
-    echo "BENCH etcd_mix mix=$m ops=$o p99_us=$q vs_plain=$(ratio "$o" "$MP") p99_vs_plain=$(ratio "$q" "$MQ")"
+    o=$(median ${mix_ops[$m]}); q=$(median ${mix_p99[$m]}); rw=$(median ${mix_raw[$m]})
+    # shellcheck disable=SC2086
+    c=$(median ${mix_cpu[$m]}); rc=$(median ${mix_raw_cpu[$m]}); k=$(median ${mix_k[$m]})
+    printf '     etcd %-6s %-30s %6s ops/s (%s), p99 %6s us (%s); raw %6s keys/s in Txns of %s: plugin/raw %s; etcd CPU per 1000 keys %s ms, raw %s ms (%s)\n' \
+        "$m" "($(mix_args "$m"))" "$o" "$(ratio "$o" "$MP")" "$q" "$(ratio "$q" "$MQ")" "$rw" "$k" "$(ratio "$o" "$rw")" \
+        "$c" "$rc" "$(ratio "$c" "$rc")"
+    echo "BENCH etcd_mix mix=$m ops=$o p99_us=$q vs_plain=$(ratio "$o" "$MP") p99_vs_plain=$(ratio "$q" "$MQ") raw_keys=$rw keys_per_txn=$k vs_raw=$(ratio "$o" "$rw") etcd_ms_per_1k=$c raw_etcd_ms_per_1k=$rc cpu_vs_raw=$(ratio "$c" "$rc")"
 done
 
 LL=$(median "${ll[@]}"); EL=$(median "${el[@]}"); RL=$(median "${rl[@]}")

@@ -46,8 +46,9 @@ start_broker() {
 }
 
 # start_etcd_cluster: 3 etcd members on free loopback ports, data under
-# WORK; sets ENDPOINTS and ETCD_VERSION (their PIDs are the first three
-# started after this is called)
+# WORK, with ETCD_EXTRA_ARGS if set (word-split); sets ENDPOINTS and
+# ETCD_VERSION (their PIDs are the first three started after this is
+# called)
 ETCD_BIN=build/etcd/root/usr/bin
 start_etcd_cluster() {
     local initial="" i
@@ -63,7 +64,7 @@ start_etcd_cluster() {
         "$ETCD_BIN/etcd" --name "m$i" --data-dir "$WORK/etcd-$i" \
             --listen-client-urls "http://127.0.0.1:${cp[$i]}" --advertise-client-urls "http://127.0.0.1:${cp[$i]}" \
             --listen-peer-urls "http://127.0.0.1:${pp[$i]}" --initial-advertise-peer-urls "http://127.0.0.1:${pp[$i]}" \
-            --initial-cluster "$initial" --initial-cluster-state new > "$WORK/etcd-$i.log" 2>&1 &
+            --initial-cluster "$initial" --initial-cluster-state new ${ETCD_EXTRA_ARGS:-} > "$WORK/etcd-$i.log" 2>&1 &
         PIDS+=("$!")
     done
     for _ in $(seq 200); do
