@@ -336,6 +336,28 @@ int etcd_cluster_ctl(const struct etcd_cluster *c, char *out, size_t n, ...)
     return status;
 }
 
+void etcd_cluster_reclaim(const struct etcd_cluster *c, long long below)
+{
+    char out[8192];
+    ASSERT_EQ(etcd_cluster_ctl(c, out, sizeof out, "endpoint", "status", "--write-out=fields", NULL), 0);
+    const char *rev = strstr(out, "\"Revision\" : ");
+    ASSERT_TRUE(rev != NULL);
+    char revision[32];
+    snprintf(revision, sizeof revision, "%lld", strtoll(rev + 13, NULL, 10));
+    ASSERT_EQ(etcd_cluster_ctl(c, out, sizeof out, "compact", "--physical", revision, NULL), 0);
+    for (uint64_t t0 = now_ms();; usleep(200000)) {
+        ASSERT_TRUE(now_ms() - t0 < 10000);
+        ASSERT_EQ(etcd_cluster_ctl(c, out, sizeof out, "defrag", "--cluster", NULL), 0);
+        ASSERT_EQ(etcd_cluster_ctl(c, out, sizeof out, "endpoint", "status", "--write-out=fields", NULL), 0);
+        bool small = true;
+        int members = 0;
+        for (const char *p = out; (p = strstr(p, "\"DBSize\" : ")) != NULL; p++, members++)
+            small = small && strtoll(p + 11, NULL, 10) < below;
+        if (small && members == c->n)
+            return;
+    }
+}
+
 int etcd_cluster_count_keys(const struct etcd_cluster *c, const char *prefix)
 {
     char ctl[600];

@@ -57,6 +57,13 @@ void etcd_cluster_start_on_via(struct etcd_cluster *c, int n, struct netns_net *
 /* Run etcdctl against the cluster with the given arguments (NULL-ended);
  * its exit status, its output in out (n bytes, NUL-terminated). */
 int etcd_cluster_ctl(const struct etcd_cluster *c, char *out, size_t n, ...);
+/* Free the space of what was deleted, as an operator does before
+ * disarming a NOSPACE alarm: compaction to the current revision, then
+ * defragmentation of every member until each one's database is smaller
+ * than below bytes (a member's compaction runs after the call returns:
+ * defragmented before it, a member keeps its size). Fails the test
+ * after 10 s. */
+void etcd_cluster_reclaim(const struct etcd_cluster *c, long long below);
 /* Stop every member still running (SIGTERM, then SIGKILL after 5 s). */
 void etcd_cluster_stop(struct etcd_cluster *c);
 /* The index of the member that leads now, or -1 when no live member
