@@ -23,7 +23,8 @@ start_etcd_cluster
 start_broker etcd "$PWD/$B/statestore.so" "plugin_opt_backend etcd" "plugin_opt_etcd_endpoints $ENDPOINTS" \
     "plugin_opt_node_id soak" "sys_interval 1"
 ctl() { ETCDCTL_API=3 "$ETCD_BIN/etcdctl" --endpoints "${ENDPOINTS%%,*}" "$@"; }
-status() { ctl endpoint status -w fields | awk -F' : ' -v f="\"$1\"" '$1 == f {print $2 + 0; exit}'; }
+# (whole numbers: awk would print a large one as 2.1e+09)
+status() { ctl endpoint status -w fields | awk -F' : ' -v f="\"$1\"" '$1 == f {printf "%.0f\n", $2; exit}'; }
 # metric NAME: a counter of the first member's /metrics (plain HTTP/1.0)
 metric() {
     local hp=${ENDPOINTS%%,*}; hp=${hp#http://}
@@ -41,7 +42,7 @@ lg -p "$PORT_etcd" -c 4 -w 64 -k 20000 -v 200 -n 20000 --sequential --prefix m -
 echo "etcd soak: 3 members of etcd $ETCD_VERSION ($ETCD_EXTRA_ARGS), one broker, 2x16 in flight, 20,000 keys, 200-byte values"
 # shellcheck disable=SC2086
 p1=$(lg -p "$PORT_etcd" $MIX -s 50 -d "$PLAIN" --label plain-before)
-echo "  plain 50/50 before: $(field "$p1" ops_per_s) ops/s, p99 $(field "$p1" p99_us) us"
+echo "  plain 50/50 before: $(field "$p1" ops_per_s) ops/s, p99 $(field "$p1" p99_us) us, errors $(field "$p1" errors)"
 rev0=$(status Revision); db0=$(status DBSize); v0=$(versions)
 writes=0
 for t in $(seq "$STEP" "$STEP" "$SOAK"); do
@@ -50,10 +51,11 @@ for t in $(seq "$STEP" "$STEP" "$SOAK"); do
     # the writes among the answered requests: 60% (40% SET, 20% DEL)
     writes=$(( writes + $(field "$s" ops) * 60 / 100 ))
     echo "  churn (40% SET PX 2000, 20% DEL), ${t}s: $(field "$s" ops_per_s) ops/s, p99 $(field "$s" p99_us) us, errors $(field "$s" errors); etcd revision $(status Revision), db $(( $(status DBSize) / 1048576 )) MiB"
+    [ "$(ctl alarm list | grep -c NOSPACE)" = 0 ] || echo "  etcd is out of space (its NOSPACE alarm is raised): a larger --quota-backend-bytes or a shorter retention is needed for this load"
 done
 rev1=$(status Revision); db1=$(status DBSize); v1=$(versions)
 # shellcheck disable=SC2086
 p2=$(lg -p "$PORT_etcd" $MIX -s 50 -d "$PLAIN" --label plain-after)
-echo "  plain 50/50 after:  $(field "$p2" ops_per_s) ops/s, p99 $(field "$p2" p99_us) us: $(ratio "$(field "$p2" ops_per_s)" "$(field "$p1" ops_per_s)") of before (target >= 0.9)"
+echo "  plain 50/50 after:  $(field "$p2" ops_per_s) ops/s, p99 $(field "$p2" p99_us) us, errors $(field "$p2" errors) (answers other than the expected, e.g. 'quota exceeded' once etcd is full): $(ratio "$(field "$p2" ops_per_s)" "$(field "$p1" ops_per_s)") of before (target >= 0.9)"
 echo "  etcd stored $(( v1 - v0 )) key versions (puts and deletes, in $(( rev1 - rev0 )) revisions) for about $writes writes by the clients (SETs and DELs): $(ratio "$(( v1 - v0 ))" "$writes") versions per write; db $(( db0 / 1048576 )) MiB before, $(( db1 / 1048576 )) MiB after"
 echo "BENCH etcd_soak seconds=$SOAK plain_before=$(field "$p1" ops_per_s) plain_after=$(field "$p2" ops_per_s) after_vs_before=$(ratio "$(field "$p2" ops_per_s)" "$(field "$p1" ops_per_s)") versions=$(( v1 - v0 )) revisions=$(( rev1 - rev0 )) writes=$writes"
