@@ -396,6 +396,13 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     ss_etcd__send_fence(e, f);
 }
 
+/* Does the marker, as read (kv), hold the id of flight f's commit? */
+static bool ss_etcd__marker_holds(const struct ss_etcd_flight *f, const ss_etcd_kv *kv)
+{
+    size_t idlen = strlen(f->txn_id);
+    return kv->found && kv->value.len == idlen && memcmp(kv->value.data, f->txn_id, idlen) == 0;
+}
+
 void ss_etcd__send_settle_read(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
 {
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_SETTLE_READ, SS_ETCD_RANGE_METHOD);
@@ -414,8 +421,7 @@ void ss_etcd__settle_read_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         f->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
         return;
     }
-    size_t idlen = strlen(f->txn_id);
-    bool ours = kv.found && kv.value.len == idlen && memcmp(kv.value.data, f->txn_id, idlen) == 0;
+    bool ours = ss_etcd__marker_holds(f, &kv);
     int64_t rev = kv.found ? kv.mod_revision : 0;
     ss_etcd_reply_free(&r);
     f->settle_by_read = false;
@@ -450,8 +456,7 @@ void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
         return;
     }
-    size_t idlen = strlen(f->txn_id);
-    bool ours = kv.found && kv.value.len == idlen && memcmp(kv.value.data, f->txn_id, idlen) == 0;
+    bool ours = ss_etcd__marker_holds(f, &kv);
     int64_t rev = kv.found ? kv.mod_revision : 0;
     ss_etcd_reply_free(&r);
     if (ours) {
