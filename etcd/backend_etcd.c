@@ -143,6 +143,7 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
     e->open.ops += ops;
     x->change = SS_CHANGE_PUT;
     x->next_expiry = rec->expiry_ms;
+    x->next_lease = 0; /* a put without one takes the key off a tombstone's */
     x->next_blob[0] = '\0';
     x->uploaded = 0;
     if (chunked)
@@ -176,9 +177,11 @@ int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on)
     if (ops == 0)
         return SS_E_CONFLICT; /* the next batch */
     /* The tombstone (next_rec holds nothing of the batch's: room saw to
-     * that), then the charge: nothing can fail after it. */
-    uint64_t until = 0;
-    int rc = ss_etcd__tombstone_make(e, change, &x->next_rec, &until);
+     * that), on a lease if one lasts long enough, then the charge:
+     * nothing can fail after it. */
+    uint64_t until = ss_etcd__tombstone_until(e, change);
+    int64_t lease = ss_etcd__tombstone_lease(e, until);
+    int rc = ss_etcd__tombstone_make(change, lease ? 0 : until, &x->next_rec);
     if (rc != SS_OK || (rc = ss_etcd__charge(e, x, false, 0)) != SS_OK) {
         ss_buf_free(&x->next_rec);
         return rc;
@@ -186,7 +189,8 @@ int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on)
     e->open.ops += ops;
     e->open.bytes += bytes;
     x->change = SS_CHANGE_DEL;
-    x->next_expiry = until;
+    x->next_expiry = lease ? 0 : until;
+    x->next_lease = lease;
     x->next_blob[0] = '\0';
     ss_etcd__record_change(e, change);
     return SS_OK;

@@ -359,6 +359,8 @@ void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch *b, bo
             x->found = x->change == SS_CHANGE_PUT;
             x->rev = rev;
             x->stored_expiry = x->next_expiry;
+            if (x->change == SS_CHANGE_DEL && x->next_lease)
+                e->stats.tombstones_leased++;
             memcpy(x->blob, x->next_blob, sizeof x->blob);
             /* The broker that wrote a deadline (a record's, or a
              * tombstone's end) sweeps at that deadline; the others look
@@ -381,6 +383,7 @@ void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch *b, bo
          * key deleted after a large value would keep it uncounted. */
         ss_buf_free(&x->next_rec);
         x->change = SS_CHANGE_NONE;
+        x->next_lease = 0;
     }
 }
 

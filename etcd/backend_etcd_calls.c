@@ -18,6 +18,7 @@
 #include "backend_etcd_scan.h"
 #include "backend_etcd_session.h"
 #include "backend_etcd_sweep.h"
+#include "backend_etcd_tombstone.h"
 #include "backend_etcd_watch.h"
 #include "backend_etcd_probe.h"
 
@@ -155,6 +156,9 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
         case SS_OP_SWEEP:
             ss_etcd__due_found(e, op);
             break;
+        case SS_OP_TLEASE:
+            ss_etcd__tombstone_lease_granted(e, op);
+            break;
         case SS_OP_GRANT:
         case SS_OP_CLAIM:
         case SS_OP_KEEPALIVE:
@@ -221,6 +225,7 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
     struct ss_etcd_flight *first = &e->flights[0];
     ss_etcd__ask_marker(e, first);
     ss_etcd__claim_step(e);
+    ss_etcd__tombstone_lease_step(e);
     if (first->marker_known)
         ss_etcd__usage_step(e);
     if (first->marker_known)

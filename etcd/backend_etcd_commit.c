@@ -15,6 +15,7 @@
 #include "backend_etcd_commit.h"
 #include "backend_etcd_quota.h"
 #include "backend_etcd_session.h"
+#include "backend_etcd_tombstone.h"
 
 /* ---- commits ----------------------------------------------------------- */
 
@@ -62,8 +63,9 @@ static int ss_etcd__build_entry(struct ss_backend_etcd *e, ss_etcd_txn *t, struc
         rc = ss_etcd_txn_expect(t, ss_etcd__bytes(&e->scratch), x->rev); /* a tombstone's too */
     if (rc != SS_OK || x->change == SS_CHANGE_NONE)
         return rc;
-    /* A deletion writes a tombstone (backend_etcd_tombstone.c), which has
-     * an index entry like a record that expires; a purge removes it. */
+    /* A deletion writes a tombstone (backend_etcd_tombstone.c), on a
+     * lease or with an index entry like a record that expires; a purge
+     * removes one of the latter. */
     bool purge = x->change == SS_CHANGE_PURGE;
     uint64_t old = x->rev ? x->stored_expiry : 0;
     uint64_t now = purge ? 0 : x->next_expiry;
@@ -72,9 +74,12 @@ static int ss_etcd__build_entry(struct ss_backend_etcd *e, ss_etcd_txn *t, struc
         rc = ss_etcd__stub_make(&x->next_rec, x->next_blob, ss_etcd__chunk_bytes(e), &e->stub);
         rec = &e->stub;
     }
-    if (rc == SS_OK)
-        rc = purge ? ss_etcd_txn_delete(t, ss_etcd__bytes(&e->scratch))
-                   : ss_etcd_txn_put(t, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(rec));
+    if (rc == SS_OK && purge)
+        rc = ss_etcd_txn_delete(t, ss_etcd__bytes(&e->scratch));
+    else if (rc == SS_OK && x->change == SS_CHANGE_DEL && x->next_lease)
+        rc = ss_etcd_txn_put_leased(t, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(rec), x->next_lease);
+    else if (rc == SS_OK)
+        rc = ss_etcd_txn_put(t, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(rec));
     /* The chunks of the value it replaces go with it. */
     if (rc == SS_OK && x->found && x->blob[0] != '\0')
         rc = ss_etcd__blob_delete(e, t, x->blob);
@@ -367,6 +372,13 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         f->state = SS_COMMIT_RESOLVING;
         f->settle_by_read = true;
         ss_etcd__send_settle_read(e, f);
+        return;
+    }
+    if (c->rc == SS_E_SERVER && c->status == SS_ETCD_NOT_FOUND && strstr(c->message, "lease not found")) {
+        /* A tombstone's lease is gone: etcd checks a Txn's leases as it
+         * applies it, and applies none of it then. */
+        ss_etcd__tombstone_leases_gone(e, ss_etcd__why(c));
+        ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
         return;
     }
     if (ss_etcd__refused(c)) {

@@ -156,6 +156,9 @@ void ss_etcd__figures(void *impl, uint64_t now_ms, ss_figure_fn fn, void *ctx)
     ss_figure_u64(fn, ctx, "etcd/watch_undecodable", st.watch_undecodable);
     ss_figure_u64(fn, ctx, "etcd/sweep_looks", st.sweep_looks);
     ss_figure_u64(fn, ctx, "etcd/sweep_full_looks", st.sweep_full_looks);
+    ss_figure_u64(fn, ctx, "etcd/tombstone_leases", st.tombstone_leases);
+    ss_figure_u64(fn, ctx, "etcd/tombstones_leased", st.tombstones_leased);
+    ss_figure_u64(fn, ctx, "etcd/lease_refusals", st.lease_refusals);
     ss_etcd__probe_figures(e, fn, ctx);
     if (st.usage_known) { /* counted over the whole store, with a limit set */
         ss_figure_u64(fn, ctx, "keys", st.keys);

@@ -15,7 +15,8 @@
  * backend_etcd_scan.c (pages of records for administrative requests),
  * backend_etcd_watch.c (the change feed from etcd's Watch),
  * backend_etcd_blob.c (values too large for one request, in chunks),
- * backend_etcd_tombstone.c (the version a deletion removed),
+ * backend_etcd_tombstone.c (the version a deletion removed, and the
+ * leases that remove its tombstone),
  * backend_etcd_probe.c (each endpoint's status, for the figures).
  *
  * The cache: one entry per key the engine asked for, in a hash table and
@@ -68,6 +69,8 @@ typedef struct ss_backend_etcd_stats {
     uint64_t watch_revision, watch_events, watch_restarts, watch_lost_revisions, watch_undecodable;
     uint64_t chunks_written; /* of values too large for one request */
     uint64_t sweep_looks, sweep_full_looks; /* for due keys: all, and of the whole index */
+    uint64_t tombstone_leases, tombstones_leased; /* leases granted for tombstones; tombstones put on one */
+    uint64_t lease_refusals;                      /* commits refused for such a lease gone */
     bool nospace;            /* etcd is out of space (its NOSPACE alarm) */
 } ss_backend_etcd_stats;
 
@@ -96,6 +99,8 @@ typedef struct ss_backend_etcd_stats {
 #define SS_ETCD_BLOB_ID_LEN 32
 /* gRPC's status for a call without a valid token. */
 #define SS_ETCD_UNAUTHENTICATED 16
+/* gRPC's status for a lease etcd does not have (among others). */
+#define SS_ETCD_NOT_FOUND 5
 
 enum ss_entry_state { SS_ENTRY_FETCHING, SS_ENTRY_RETRY, SS_ENTRY_KNOWN, SS_ENTRY_FAILED };
 /* A batch's change of a key: a record written, the record replaced by a
@@ -120,6 +125,7 @@ struct ss_etcd_entry {
     enum ss_entry_change change;
     ss_buf next_rec;          /* PUT: the record; DEL: the tombstone */
     uint64_t next_expiry;
+    int64_t next_lease;       /* DEL: the tombstone's lease (0: an index entry, next_expiry) */
     char next_blob[SS_ETCD_BLOB_ID_LEN + 1]; /* next_rec goes in chunks under it */
     size_t uploaded;                          /* chunks of it written */
     /* fetching */
@@ -132,7 +138,7 @@ enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_SWEEP
                   SS_OP_KEEPALIVE, SS_OP_REVOKE, SS_OP_AUTH, SS_OP_USAGE, SS_OP_USAGE_SCAN,
                   SS_OP_USAGE_INIT, SS_OP_SCAN, SS_OP_WATCH, SS_OP_REMOVED, SS_OP_UPLOAD, SS_OP_BLOB_DROP,
                   SS_OP_BLOB_FETCH, SS_OP_BLOB_HELD, SS_OP_BLOB_SCAN, SS_OP_PAGE, SS_OP_TOKEN_KEY,
-                  SS_OP_SETTLE_READ };
+                  SS_OP_SETTLE_READ, SS_OP_TLEASE };
 
 /* What a stub says of a value stored in chunks (backend_etcd_blob.c). */
 struct ss_etcd_stub {
@@ -169,6 +175,16 @@ struct ss_etcd_held {
     struct ss_etcd_stub stub;
     uint64_t ticket;
 };
+
+/* A lease for tombstones (backend_etcd_tombstone.c): etcd keeps it at
+ * least until ends_ms (monotonic). */
+struct ss_etcd_tlease {
+    int64_t id; /* 0: none */
+    uint64_t ends_ms;
+};
+#define SS_ETCD_TLEASES 2
+/* Leases for tombstones are granted ahead for this long after a deletion. */
+#define SS_ETCD_TLEASE_KEEP_MS 60000u
 
 /* An expiry index entry found due. */
 struct ss_etcd_due {
@@ -284,6 +300,11 @@ struct ss_backend_etcd {
     uint64_t due_hint_ms; /* wall clock: the earliest deadline this broker
                              wrote since the last look */
     uint64_t now_ms;      /* wall clock at the last poll */
+
+    /* the two newest leases for tombstones, the older first */
+    struct ss_etcd_tlease tleases[SS_ETCD_TLEASES];
+    bool tlease_asked;
+    uint64_t tlease_asked_ms, tlease_retry_ms, tlease_wanted_ms; /* monotonic */
 
     /* etcd out of space (its NOSPACE alarm refuses every put): until
      * nospace_retry_ms (monotonic), writes that put are refused here and

@@ -224,6 +224,9 @@ TEST(metrics_on_etcd)
      * the next ones the last 2 s of it, until a minute has passed. */
     ASSERT_TRUE(atoll(figure(&f, "etcd/sweep_looks")) >= 2);
     FIGURE(&f, "etcd/sweep_full_looks", "1");
+    FIGURE(&f, "etcd/tombstone_leases", "0"); /* nothing deleted */
+    FIGURE(&f, "etcd/tombstones_leased", "0");
+    FIGURE(&f, "etcd/lease_refusals", "0");
     FIGURE(&f, "requests/set/ok", "1");
     FIGURE(&f, "requests/get/ok", "1");
     ASSERT_TRUE(atoll(figure(&f, "etcd/txns")) >= 2); /* the SET's, the GET's */
