@@ -36,6 +36,8 @@ struct state {
     const struct lin_op *w;
     uint64_t del_invoked, del_done; /* earliest deletion of this state; UINT64_MAX: none */
     uint64_t later_done;            /* earliest end of a write of this or a later version */
+    uint64_t gap_del_invoked;       /* earliest deletion of a version between this state and the
+                                       next (an unknown write's) */
     uint64_t later_del_invoked;     /* earliest start of a deletion of this or a later state */
 };
 
@@ -101,6 +103,22 @@ static int find_state(const struct key_view *kv, const ss_hlc *v)
     return -1;
 }
 
+/* The last state with a version below v, or -1. */
+static int state_below(const struct key_view *kv, const ss_hlc *v)
+{
+    int lo = 0, hi = kv->nw - 1, below = -1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (ss_hlc_compare(&kv->st[mid].w->version, v) < 0) {
+            below = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return below;
+}
+
 static bool is_write(const struct lin_op *o)
 {
     return o->kind == LIN_SET || o->kind == LIN_SETNX;
@@ -133,7 +151,8 @@ static void key_view_build(struct key_view *kv, const struct lin_op *ops, int n,
         else if (o->unknown && is_delete(o))
             kv->unknown_del_invoked = min_u64(kv->unknown_del_invoked, o->invoked);
         else if (is_write(o) && o->ok)
-            kv->st[kv->nw++] = (struct state){.w = o, .del_invoked = UINT64_MAX, .del_done = UINT64_MAX};
+            kv->st[kv->nw++] = (struct state){
+                .w = o, .del_invoked = UINT64_MAX, .del_done = UINT64_MAX, .gap_del_invoked = UINT64_MAX};
     }
     qsort(kv->st, (size_t)kv->nw, sizeof *kv->st, by_version);
     for (int i = 0; i < n; i++) {
@@ -144,12 +163,17 @@ static void key_view_build(struct key_view *kv, const struct lin_op *ops, int n,
         if (s >= 0) {
             kv->st[s].del_invoked = min_u64(kv->st[s].del_invoked, o->invoked);
             kv->st[s].del_done = min_u64(kv->st[s].del_done, o->done);
+        } else if ((s = state_below(kv, &o->version)) >= 0) {
+            /* It removed the version of a write of unknown outcome (which
+             * so took effect): a deletion of a state after the known
+             * ones up to s. */
+            kv->st[s].gap_del_invoked = min_u64(kv->st[s].gap_del_invoked, o->invoked);
         }
     }
     uint64_t done = UINT64_MAX, del = UINT64_MAX;
     for (int j = kv->nw - 1; j >= 0; j--) {
         done = min_u64(done, kv->st[j].w->done);
-        del = min_u64(del, kv->st[j].del_invoked);
+        del = min_u64(del, min_u64(kv->st[j].del_invoked, kv->st[j].gap_del_invoked));
         kv->st[j].later_done = done;
         kv->st[j].later_del_invoked = del;
     }

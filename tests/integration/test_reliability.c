@@ -307,6 +307,19 @@ TEST(reliability_checker_catches_violations)
     ops[2].invoked = 5;
     ops[1].done = 5;
     lin_check(ops, 3, KEYS);
+    /* A write of unknown outcome took effect after the finished one (a
+     * DEL removed its version), then a GET finds nothing: absent, as that
+     * DEL began before the GET ended; without the DEL, a violation. */
+    ops[1] = (struct lin_op){.kind = LIN_SET, .key = 0, .invoked = 3, .done = 4, .unknown = true};
+    snprintf(ops[1].value, sizeof ops[1].value, "u");
+    ops[2] = (struct lin_op){.kind = LIN_DEL, .key = 0, .invoked = 5, .done = 6, .ok = true, .count = 1,
+                         .has_version = true};
+    ops[2].version.wall = 20;
+    ops[3] = (struct lin_op){.kind = LIN_GET, .key = 0, .invoked = 7, .done = 8};
+    lin_check(ops, 4, KEYS);
+    ops[2].invoked = 9;
+    ops[2].done = 10;
+    ASSERT_TRUE(checker_fails(ops, 4));
 }
 
 TEST(reliability_per_client_limits)
