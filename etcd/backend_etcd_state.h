@@ -177,7 +177,7 @@ struct ss_etcd_held {
 };
 
 /* A lease for tombstones (backend_etcd_tombstone.c): etcd keeps it at
- * least until ends_ms (monotonic). */
+ * least until ends_ms (CLOCK_BOOTTIME). */
 struct ss_etcd_tlease {
     int64_t id; /* 0: none */
     uint64_t ends_ms;
@@ -304,7 +304,7 @@ struct ss_backend_etcd {
     /* the two newest leases for tombstones, the older first */
     struct ss_etcd_tlease tleases[SS_ETCD_TLEASES];
     bool tlease_asked;
-    uint64_t tlease_asked_ms, tlease_retry_ms, tlease_wanted_ms; /* monotonic */
+    uint64_t tlease_asked_ms, tlease_retry_ms, tlease_wanted_ms; /* CLOCK_BOOTTIME */
 
     /* etcd out of space (its NOSPACE alarm refuses every put): until
      * nospace_retry_ms (monotonic), writes that put are refused here and

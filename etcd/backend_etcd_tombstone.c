@@ -40,6 +40,7 @@
  * run again, without that lease.
  */
 #include <string.h>
+#include <time.h>
 
 #include "../core/errors.h"
 #include "../core/record.h"
@@ -97,6 +98,16 @@ int ss_etcd__tombstone_make(const ss_change *gone, uint64_t until_ms, ss_buf *ou
 
 /* ---- the leases that remove tombstones ---------------------------------- */
 
+/* Milliseconds on a clock that goes on while the host is suspended (the
+ * monotonic clock stops then, etcd's leases do not): a lease's end is
+ * never taken for later than it is. */
+static uint64_t ss_etcd__boot_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 /* How long a lease takes tombstones: a tenth of their time, at least 2 s
  * (etcd counts a lease's time in whole seconds, and the next lease is
  * asked for half a window ahead). */
@@ -114,22 +125,29 @@ static int ss_etcd__pack_tlease(struct ss_backend_etcd *e, ss_buf *out)
 
 void ss_etcd__tombstone_lease_step(struct ss_backend_etcd *e)
 {
-    uint64_t now = ss_etcd__mono_ms();
+    uint64_t now = ss_etcd__boot_ms();
     /* Until a while after the last deletion, the next lease is asked for
      * when the newest has less than half its window left, so that one is
      * there when the deletions go on; an idle broker asks for none. */
     const struct ss_etcd_tlease *newest = &e->tleases[SS_ETCD_TLEASES - 1];
     if (now < e->tlease_wanted_ms && !e->tlease_asked && now >= e->tlease_retry_ms &&
         (newest->id == 0 || newest->ends_ms < now + e->tombstone_ms + ss_etcd__lease_window_ms(e) / 2)) {
+        struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_TLEASE, SS_ETCD_LEASE_GRANT_METHOD);
+        if (op == NULL || ss_etcd__pack_tlease(e, &op->call.request) != SS_OK) {
+            if (op)
+                ss_etcd__op_free(op);
+            e->tlease_retry_ms = now + SS_ETCD_MARKER_RETRY_MS; /* out of memory: later */
+            return;
+        }
         e->tlease_asked = true;
         e->tlease_asked_ms = now;
-        ss_etcd__send(e, SS_OP_TLEASE, SS_ETCD_LEASE_GRANT_METHOD, ss_etcd__pack_tlease);
+        ss_etcd__submit(e, op);
     }
 }
 
 int64_t ss_etcd__tombstone_lease(struct ss_backend_etcd *e, uint64_t until_ms)
 {
-    uint64_t now = ss_etcd__mono_ms();
+    uint64_t now = ss_etcd__boot_ms();
     uint64_t need = until_ms > e->now_ms ? until_ms - e->now_ms : 0;
     e->tlease_wanted_ms = now + SS_ETCD_TLEASE_KEEP_MS;
     ss_etcd__tombstone_lease_step(e);
@@ -146,7 +164,7 @@ void ss_etcd__tombstone_lease_granted(struct ss_backend_etcd *e, struct ss_etcd_
     e->tlease_asked = false;
     if (op->call.rc != SS_OK || ss_etcd_lease_grant_unpack(&op->call.reply, &id, &ttl) != SS_OK || id == 0) {
         /* Tombstones take index entries meanwhile. */
-        e->tlease_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
+        e->tlease_retry_ms = ss_etcd__boot_ms() + SS_ETCD_MARKER_RETRY_MS;
         return;
     }
     memmove(&e->tleases[0], &e->tleases[1], (SS_ETCD_TLEASES - 1) * sizeof e->tleases[0]);
@@ -159,8 +177,9 @@ void ss_etcd__tombstone_lease_granted(struct ss_backend_etcd *e, struct ss_etcd_
 
 void ss_etcd__tombstone_leases_gone(struct ss_backend_etcd *e, const char *why)
 {
-    ss_etcd__log(e, SS_LOG_WARNING, "etcd refused a commit (%s): a lease for tombstones was revoked "
-                 "before its time; the commit runs again, its tombstones on a new lease", why);
+    ss_etcd__log(e, SS_LOG_WARNING, "etcd refused a commit (%s): a lease for tombstones was gone before "
+                 "its time (revoked by hand, or the commit reached etcd later than the lease's margin); "
+                 "the commit runs again, its tombstones on a new lease", why);
     memset(e->tleases, 0, sizeof e->tleases);
     e->stats.lease_refusals++;
 }

@@ -134,6 +134,8 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
     return a < b ? a : b;
 }
 
+static bool unknown_write_may_explain(const struct key_view *kv, uint64_t by, const char *value, bool other);
+
 /* The states of key k, their deletions and the suffix minima. */
 static void key_view_build(struct key_view *kv, const struct lin_op *ops, int n, int k)
 {
@@ -163,10 +165,12 @@ static void key_view_build(struct key_view *kv, const struct lin_op *ops, int n,
         if (s >= 0) {
             kv->st[s].del_invoked = min_u64(kv->st[s].del_invoked, o->invoked);
             kv->st[s].del_done = min_u64(kv->st[s].del_done, o->done);
-        } else if ((s = state_below(kv, &o->version)) >= 0) {
+        } else if ((s = state_below(kv, &o->version)) >= 0 &&
+                   unknown_write_may_explain(kv, o->done, o->kind == LIN_VDEL ? o->value : NULL, false)) {
             /* It removed the version of a write of unknown outcome (which
              * so took effect): a deletion of a state after the known
-             * ones up to s. */
+             * ones up to s. (A version no write could have made explains
+             * nothing: the reads after it are checked as before.) */
             kv->st[s].gap_del_invoked = min_u64(kv->st[s].gap_del_invoked, o->invoked);
         }
     }

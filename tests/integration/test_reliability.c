@@ -320,6 +320,12 @@ TEST(reliability_checker_catches_violations)
     ops[2].invoked = 9;
     ops[2].done = 10;
     ASSERT_TRUE(checker_fails(ops, 4));
+    /* ...and with no write of unknown outcome begun before the DEL ended,
+     * its version explains nothing: a violation too. */
+    ops[2].invoked = 5;
+    ops[2].done = 6;
+    ops[1].invoked = 7;
+    ASSERT_TRUE(checker_fails(ops, 4));
 }
 
 TEST(reliability_per_client_limits)
