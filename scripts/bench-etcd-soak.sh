@@ -3,7 +3,8 @@
 # A long churn on etcd (make bench-etcd-soak): does the store slow down as
 # etcd's history fills with what expiring and deleted keys leave behind?
 # A 3-member cluster with the compaction docs/CLUSTER.md recommends
-# (periodic, BENCH_SOAK_RETENTION, default 1h), one broker:
+# (periodic, BENCH_SOAK_RETENTION, default 1h) and a quota that holds that
+# history (BENCH_SOAK_QUOTA), one broker:
 #   1. the plain 50/50 mix (BENCH_SOAK_PLAIN_SECONDS, default 30);
 #   2. the PX-and-DEL mix for BENCH_SOAK_SECONDS (default 3600), its rate
 #      printed every BENCH_SOAK_STEP seconds (default 300);
@@ -18,8 +19,13 @@ SOAK=${BENCH_SOAK_SECONDS:-3600}
 STEP=${BENCH_SOAK_STEP:-300}
 PLAIN=${BENCH_SOAK_PLAIN_SECONDS:-30}
 RETENTION=${BENCH_SOAK_RETENTION:-1h}
-ETCD_EXTRA_ARGS="--auto-compaction-mode=periodic --auto-compaction-retention=$RETENTION"
+# etcd's quota in bytes (default 8 GiB, the most etcd recommends; its own
+# default, 2 GiB, holds less than half an hour of this churn's history:
+# docs/CLUSTER.md says how to size it)
+QUOTA=${BENCH_SOAK_QUOTA:-8589934592}
+ETCD_EXTRA_ARGS="--auto-compaction-mode=periodic --auto-compaction-retention=$RETENTION${QUOTA:+ --quota-backend-bytes=$QUOTA}"
 start_etcd_cluster
+ETCD_PIDS=("${PIDS[@]}")
 start_broker etcd "$PWD/$B/statestore.so" "plugin_opt_backend etcd" "plugin_opt_etcd_endpoints $ENDPOINTS" \
     "plugin_opt_node_id soak" "sys_interval 1"
 ctl() { ETCDCTL_API=3 "$ETCD_BIN/etcdctl" --endpoints "${ENDPOINTS%%,*}" "$@"; }
@@ -35,6 +41,8 @@ metric() {
 }
 # key versions etcd stored: every put and delete of a key (a Txn's many
 # are one revision, but each is a version in etcd's history)
+# rss_mib PID...: their resident memory together, in MiB
+rss_mib() { local k=0 p; for p in "$@"; do k=$(( k + $(awk '/^VmRSS:/ {print $2}' "/proc/$p/status") )); done; echo $(( k / 1024 )); }
 versions() { echo $(( $(metric etcd_mvcc_put_total) + $(metric etcd_mvcc_delete_total) )); }
 MIX="-c 2 -w 16 -k 20000 -v 200 --prefix m"
 lg -p "$PORT_etcd" -c 4 -w 64 -k 20000 -v 200 -n 20000 --sequential --prefix m --label preload > /dev/null
@@ -51,6 +59,7 @@ for t in $(seq "$STEP" "$STEP" "$SOAK"); do
     # the writes among the answered requests: 60% (40% SET, 20% DEL)
     writes=$(( writes + $(field "$s" ops) * 60 / 100 ))
     echo "  churn (40% SET PX 2000, 20% DEL), ${t}s: $(field "$s" ops_per_s) ops/s, p99 $(field "$s" p99_us) us, errors $(field "$s" errors); etcd revision $(status Revision), db $(( $(status DBSize) / 1048576 )) MiB"
+    echo "    memory: etcd members $(rss_mib "${ETCD_PIDS[@]}") MiB, the broker $(rss_mib "$PID_etcd") MiB"
     [ "$(ctl alarm list | grep -c NOSPACE)" = 0 ] || echo "  etcd is out of space (its NOSPACE alarm is raised): a larger --quota-backend-bytes or a shorter retention is needed for this load"
 done
 rev1=$(status Revision); db1=$(status DBSize); v1=$(versions)
