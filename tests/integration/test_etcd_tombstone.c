@@ -72,7 +72,7 @@ TEST(cluster_tombstones_go_on_an_etcd_lease)
 
     /* Twenty keys deleted: twenty tombstones, none in the index. */
     enum { N = 20 };
-    char key[N][16];
+    char key[N][24];
     for (int i = 0; i < N; i++) {
         snprintf(key[i], sizeof key[i], "leased-%02d", i);
         ASSERT_REPLY(request(&w, rw, "s", NULL, NULL, W("SET", key[i], "v")), "+OK\r\n");
