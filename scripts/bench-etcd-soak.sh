@@ -2,13 +2,22 @@
 # SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
 # A long churn on etcd (make bench-etcd-soak): does the store slow down as
 # etcd's history fills with what expiring and deleted keys leave behind?
-# A 3-member cluster with the compaction docs/CLUSTER.md recommends
-# (periodic, BENCH_SOAK_RETENTION, default 1h) and a quota that holds that
-# history (BENCH_SOAK_QUOTA), one broker:
+# A 3-member cluster with the periodic compaction docs/CLUSTER.md
+# recommends for high write rates (BENCH_SOAK_RETENTION, default 10m: an
+# hour's history of this churn does not fit three members' memory on a
+# 24 GiB machine) and a quota that holds that history (BENCH_SOAK_QUOTA),
+# one broker:
 #   1. the plain 50/50 mix (BENCH_SOAK_PLAIN_SECONDS, default 30);
 #   2. the PX-and-DEL mix for BENCH_SOAK_SECONDS (default 3600), its rate
 #      printed every BENCH_SOAK_STEP seconds (default 300);
-#   3. the plain mix again, against the first run;
+#   3. the plain mix again, against the first run: right after the churn,
+#      then once what the churn left to expire has gone (BENCH_SOAK_SETTLE
+#      seconds later, default 70: its keys' PX and its tombstones' leases),
+#      then after a compaction to the current revision and a defragmentation
+#      of every member; which of the three is slow tells the churn's
+#      aftermath (and a periodic compaction of etcd's that may be running:
+#      the script prints when they ran), etcd's history and a fragmented
+#      database apart;
 # and how fast etcd's revision grew against the writes the clients made
 # (every revision is a Txn: the plugin's own keys show here).
 set -u
@@ -18,12 +27,16 @@ WORK=$(mktemp -d /tmp/statestore-bench-soak.XXXXXX)
 SOAK=${BENCH_SOAK_SECONDS:-3600}
 STEP=${BENCH_SOAK_STEP:-300}
 PLAIN=${BENCH_SOAK_PLAIN_SECONDS:-30}
-RETENTION=${BENCH_SOAK_RETENTION:-1h}
+RETENTION=${BENCH_SOAK_RETENTION:-10m}
 # etcd's quota in bytes (default 8 GiB, the most etcd recommends; its own
 # default, 2 GiB, holds less than half an hour of this churn's history:
 # docs/CLUSTER.md says how to size it)
 QUOTA=${BENCH_SOAK_QUOTA:-8589934592}
-ETCD_EXTRA_ARGS="--auto-compaction-mode=periodic --auto-compaction-retention=$RETENTION${QUOTA:+ --quota-backend-bytes=$QUOTA}"
+SETTLE=${BENCH_SOAK_SETTLE:-70}
+# BENCH_SOAK_FREELIST: bbolt's free-page list in etcd (array, etcd 3.4's
+# default, or map)
+FREELIST=${BENCH_SOAK_FREELIST:-}
+ETCD_EXTRA_ARGS="--auto-compaction-mode=periodic --auto-compaction-retention=$RETENTION${QUOTA:+ --quota-backend-bytes=$QUOTA}${FREELIST:+ --experimental-backend-bbolt-freelist-type=$FREELIST}"
 start_etcd_cluster
 ETCD_PIDS=("${PIDS[@]}")
 start_broker etcd "$PWD/$B/statestore.so" "plugin_opt_backend etcd" "plugin_opt_etcd_endpoints $ENDPOINTS" \
@@ -44,27 +57,61 @@ metric() {
 # rss_mib PID...: their resident memory together, in MiB
 rss_mib() { local k=0 p; for p in "$@"; do k=$(( k + $(awk '/^VmRSS:/ {print $2}' "/proc/$p/status") )); done; echo $(( k / 1024 )); }
 versions() { echo $(( $(metric etcd_mvcc_put_total) + $(metric etcd_mvcc_delete_total) )); }
+# commits: etcd's backend commits so far and their time in microseconds
+# (the first member's), to tell a slower bbolt from a slower everything
+commits() { awk -v n="$(metric etcd_disk_backend_commit_duration_seconds_count)" \
+    -v s="$(metric etcd_disk_backend_commit_duration_seconds_sum)" 'BEGIN {printf "%d %d\n", n, s * 1e6}'; }
+# compacted: key versions etcd's compaction has removed so far (it
+# removes them in batches of 1000, each committed at once, with 10 ms
+# between batches: a compaction of much history runs for a while)
+compacted() { metric etcd_debugging_mvcc_db_compaction_keys_total; }
+# plain LABEL: the plain mix for PLAIN seconds; prints its line, sets P
+plain() {
+    local c0 c1 k0
+    c0=$(commits); k0=$(compacted)
+    # shellcheck disable=SC2086
+    P=$(lg -p "$PORT_etcd" $MIX -s 50 -d "$PLAIN" --label "$1")
+    c1=$(commits)
+    # shellcheck disable=SC2086
+    set -- "$1" $c0 $c1
+    echo "  plain 50/50 $1: $(field "$P" ops_per_s) ops/s, p99 $(field "$P" p99_us) us, errors $(field "$P" errors); etcd's backend commits $(( $4 - $2 )), $(( ($5 - $3) / ($4 - $2 > 0 ? $4 - $2 : 1) )) us each; key versions compacted meanwhile $(( $(compacted) - k0 ))"
+}
 MIX="-c 2 -w 16 -k 20000 -v 200 --prefix m"
 lg -p "$PORT_etcd" -c 4 -w 64 -k 20000 -v 200 -n 20000 --sequential --prefix m --label preload > /dev/null
 
 echo "etcd soak: 3 members of etcd $ETCD_VERSION ($ETCD_EXTRA_ARGS), one broker, 2x16 in flight, 20,000 keys, 200-byte values"
-# shellcheck disable=SC2086
-p1=$(lg -p "$PORT_etcd" $MIX -s 50 -d "$PLAIN" --label plain-before)
-echo "  plain 50/50 before: $(field "$p1" ops_per_s) ops/s, p99 $(field "$p1" p99_us) us, errors $(field "$p1" errors)"
+vp=$(versions)
+plain before; p1=$P
+# the writes among its answered requests: half (50% SET)
+echo "    etcd stored $(ratio "$(( $(versions) - vp ))" "$(( $(field "$p1" ops) / 2 ))") key versions per write (a SET's record, and a commit marker per Txn)"
 rev0=$(status Revision); db0=$(status DBSize); v0=$(versions)
 writes=0
+k=$(compacted)
 for t in $(seq "$STEP" "$STEP" "$SOAK"); do
     # shellcheck disable=SC2086
     s=$(lg -p "$PORT_etcd" $MIX -s 40 --del-pct 20 --px 2000 -d "$STEP" --label churn)
     # the writes among the answered requests: 60% (40% SET, 20% DEL)
     writes=$(( writes + $(field "$s" ops) * 60 / 100 ))
     echo "  churn (40% SET PX 2000, 20% DEL), ${t}s: $(field "$s" ops_per_s) ops/s, p99 $(field "$s" p99_us) us, errors $(field "$s" errors); etcd revision $(status Revision), db $(( $(status DBSize) / 1048576 )) MiB"
-    echo "    memory: etcd members $(rss_mib "${ETCD_PIDS[@]}") MiB, the broker $(rss_mib "$PID_etcd") MiB"
+    echo "    memory: etcd members $(rss_mib "${ETCD_PIDS[@]}") MiB, the broker $(rss_mib "$PID_etcd") MiB; key versions compacted in this step $(( $(compacted) - k ))"
+    k=$(compacted)
     [ "$(ctl alarm list | grep -c NOSPACE)" = 0 ] || echo "  etcd is out of space (its NOSPACE alarm is raised): a larger --quota-backend-bytes or a shorter retention is needed for this load"
 done
 rev1=$(status Revision); db1=$(status DBSize); v1=$(versions)
-# shellcheck disable=SC2086
-p2=$(lg -p "$PORT_etcd" $MIX -s 50 -d "$PLAIN" --label plain-after)
-echo "  plain 50/50 after:  $(field "$p2" ops_per_s) ops/s, p99 $(field "$p2" p99_us) us, errors $(field "$p2" errors) (answers other than the expected, e.g. 'quota exceeded' once etcd is full): $(ratio "$(field "$p2" ops_per_s)" "$(field "$p1" ops_per_s)") of before (target >= 0.9)"
+plain "after" ; p2=$P
+echo "    $(ratio "$(field "$p2" ops_per_s)" "$(field "$p1" ops_per_s)") of before (target >= 0.9; errors are answers other than the expected, e.g. 'quota exceeded' once etcd is full)"
+sleep "$SETTLE"
+plain "after ${SETTLE}s more"; p3=$P
+echo "    $(ratio "$(field "$p3" ops_per_s)" "$(field "$p1" ops_per_s)") of before"
+ctl compact --physical "$(status Revision)" > /dev/null
+for e in ${ENDPOINTS//,/ }; do ETCDCTL_API=3 "$ETCD_BIN/etcdctl" --endpoints "$e" --command-timeout=120s defrag > /dev/null; done
+echo "    compacted to the current revision and defragmented: db $(( $(status DBSize) / 1048576 )) MiB, etcd members $(rss_mib "${ETCD_PIDS[@]}") MiB"
+plain "after compaction and defragmentation"; p4=$P
+echo "    $(ratio "$(field "$p4" ops_per_s)" "$(field "$p1" ops_per_s)") of before"
+# when etcd compacted and for how long (its periodic compaction removes
+# the history older than the retention, every retention period up to an
+# hour): a plain run that overlaps one shows it
+echo "  etcd's compactions (the first member's log):"
+grep -h "finished scheduled compaction" "$WORK/etcd-1.log" | sed 's/^/    /'
 echo "  etcd stored $(( v1 - v0 )) key versions (puts and deletes, in $(( rev1 - rev0 )) revisions) for about $writes writes by the clients (SETs and DELs): $(ratio "$(( v1 - v0 ))" "$writes") versions per write; db $(( db0 / 1048576 )) MiB before, $(( db1 / 1048576 )) MiB after"
-echo "BENCH etcd_soak seconds=$SOAK plain_before=$(field "$p1" ops_per_s) plain_after=$(field "$p2" ops_per_s) after_vs_before=$(ratio "$(field "$p2" ops_per_s)" "$(field "$p1" ops_per_s)") versions=$(( v1 - v0 )) revisions=$(( rev1 - rev0 )) writes=$writes"
+echo "BENCH etcd_soak seconds=$SOAK plain_before=$(field "$p1" ops_per_s) plain_after=$(field "$p2" ops_per_s) after_vs_before=$(ratio "$(field "$p2" ops_per_s)" "$(field "$p1" ops_per_s)") settled_vs_before=$(ratio "$(field "$p3" ops_per_s)" "$(field "$p1" ops_per_s)") defragmented_vs_before=$(ratio "$(field "$p4" ops_per_s)" "$(field "$p1" ops_per_s)") versions=$(( v1 - v0 )) revisions=$(( rev1 - rev0 )) writes=$writes"
