@@ -33,10 +33,7 @@ RETENTION=${BENCH_SOAK_RETENTION:-10m}
 # docs/CLUSTER.md says how to size it)
 QUOTA=${BENCH_SOAK_QUOTA:-8589934592}
 SETTLE=${BENCH_SOAK_SETTLE:-70}
-# BENCH_SOAK_FREELIST: bbolt's free-page list in etcd (array, etcd 3.4's
-# default, or map)
-FREELIST=${BENCH_SOAK_FREELIST:-}
-ETCD_EXTRA_ARGS="--auto-compaction-mode=periodic --auto-compaction-retention=$RETENTION${QUOTA:+ --quota-backend-bytes=$QUOTA}${FREELIST:+ --experimental-backend-bbolt-freelist-type=$FREELIST}"
+ETCD_EXTRA_ARGS="--auto-compaction-mode=periodic --auto-compaction-retention=$RETENTION${QUOTA:+ --quota-backend-bytes=$QUOTA}"
 start_etcd_cluster
 ETCD_PIDS=("${PIDS[@]}")
 start_broker etcd "$PWD/$B/statestore.so" "plugin_opt_backend etcd" "plugin_opt_etcd_endpoints $ENDPOINTS" \
@@ -63,18 +60,19 @@ commits() { awk -v n="$(metric etcd_disk_backend_commit_duration_seconds_count)"
     -v s="$(metric etcd_disk_backend_commit_duration_seconds_sum)" 'BEGIN {printf "%d %d\n", n, s * 1e6}'; }
 # compacted: key versions etcd's compaction has removed so far (it
 # removes them in batches of 1000, each committed at once, with 10 ms
-# between batches: a compaction of much history runs for a while)
+# between batches: a compaction of much history runs for a while); etcd
+# counts a compaction's versions when it ends, so one still running
+# shows as 0: its log lines, printed at the end, say when each ran
 compacted() { metric etcd_debugging_mvcc_db_compaction_keys_total; }
 # plain LABEL: the plain mix for PLAIN seconds; prints its line, sets P
 plain() {
-    local c0 c1 k0
-    c0=$(commits); k0=$(compacted)
+    local n0 us0 n1 us1 k0 n
+    read -r n0 us0 <<< "$(commits)"; k0=$(compacted)
     # shellcheck disable=SC2086
     P=$(lg -p "$PORT_etcd" $MIX -s 50 -d "$PLAIN" --label "$1")
-    c1=$(commits)
-    # shellcheck disable=SC2086
-    set -- "$1" $c0 $c1
-    echo "  plain 50/50 $1: $(field "$P" ops_per_s) ops/s, p99 $(field "$P" p99_us) us, errors $(field "$P" errors); etcd's backend commits $(( $4 - $2 )), $(( ($5 - $3) / ($4 - $2 > 0 ? $4 - $2 : 1) )) us each; key versions compacted meanwhile $(( $(compacted) - k0 ))"
+    read -r n1 us1 <<< "$(commits)"
+    n=$(( n1 - n0 ))
+    echo "  plain 50/50 $1: $(field "$P" ops_per_s) ops/s, p99 $(field "$P" p99_us) us, errors $(field "$P" errors); etcd's backend commits $n, $(( (us1 - us0) / (n > 0 ? n : 1) )) us each; key versions compacted meanwhile $(( $(compacted) - k0 ))"
 }
 MIX="-c 2 -w 16 -k 20000 -v 200 --prefix m"
 lg -p "$PORT_etcd" -c 4 -w 64 -k 20000 -v 200 -n 20000 --sequential --prefix m --label preload > /dev/null
