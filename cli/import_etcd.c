@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* import_etcd.c - import FILE --etcd ENDPOINTS: records into a store on an
- * etcd cluster, in the layout of etcd/backend_etcd.h (k/<key> the record,
- * x/<deadline>/<key> its expiry index entry), under a prefix no store
- * uses yet.
+ * etcd cluster, in the layout of etcd/backend_etcd.h (k/<key> the record),
+ * under a prefix no store uses yet. Deadlines need nothing more: a broker
+ * reads every record's when it starts.
  *
  * Records go in Txns of up to SS_IMPORT_ETCD_KEYS keys, each put only if
  * the key is absent: an import never replaces a record, and one that
@@ -27,7 +27,7 @@
 #include "../etcd/kv.h"
 #include "cli.h"
 
-/* Keys per Txn: a compare and up to two puts each, within etcd's default
+/* Keys per Txn: a compare and a put each, well within etcd's default
  * --max-txn-ops of 128. */
 #define SS_IMPORT_ETCD_KEYS 40
 /* Bytes per Txn, within etcd's default --max-request-bytes (1.5 MiB). */
@@ -44,9 +44,9 @@ struct import_etcd {
     ss_buf pending_blobs;     /* ids (32 bytes each) of the chunked values of the Txn being built */
 };
 
-static int import_etcd__name(struct import_etcd *e, char part, uint64_t deadline, ss_bytes key)
+static int import_etcd__name(struct import_etcd *e, char part, ss_bytes key)
 {
-    return ss_backend_etcd_layout_key(&e->name, e->prefix, part, deadline, key);
+    return ss_backend_etcd_layout_key(&e->name, e->prefix, part, key);
 }
 
 static ss_bytes import_etcd__bytes(const ss_buf *b)
@@ -109,7 +109,7 @@ int import_etcd_open(const struct cli *cl, struct import_etcd **out, char *why, 
     }
     /* The prefix must hold no store yet: one key of it is enough to say. */
     ss_bytes none = {NULL, 0};
-    if (rc == SS_OK && (rc = import_etcd__name(e, 'k', 0, none)) == SS_OK) {
+    if (rc == SS_OK && (rc = import_etcd__name(e, 'k', none)) == SS_OK) {
         e->name.len -= 2; /* the prefix alone */
         ss_buf end = SS_BUF_INIT;
         rc = ss_buf_append(&end, e->name.data, e->name.len);
@@ -255,14 +255,9 @@ int import_etcd_put(struct import_etcd *e, ss_bytes key, const ss_record *rec, c
     if (rc != SS_OK)
         return rc;
     ss_bytes value = {e->rec.data, e->rec.len};
-    if ((rc = import_etcd__name(e, 'k', 0, key)) == SS_OK &&
+    if ((rc = import_etcd__name(e, 'k', key)) == SS_OK &&
         (rc = ss_etcd_txn_expect(&e->t, import_etcd__bytes(&e->name), 0)) == SS_OK)
         rc = ss_etcd_txn_put(&e->t, import_etcd__bytes(&e->name), value);
-    if (rc == SS_OK && rec->expiry_ms) {
-        ss_bytes empty = {NULL, 0};
-        if ((rc = import_etcd__name(e, 'x', rec->expiry_ms, key)) == SS_OK)
-            rc = ss_etcd_txn_put(&e->t, import_etcd__bytes(&e->name), empty);
-    }
     if (rc != SS_OK)
         return rc;
     e->keys++;

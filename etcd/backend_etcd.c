@@ -46,31 +46,28 @@ void ss_etcd__log(struct ss_backend_etcd *e, int level, const char *fmt, ...)
     va_end(ap);
 }
 
-/* out = prefix + part + key (part: "k/", or "x/<deadline>/" when
- * deadline is not 0). */
-int ss_backend_etcd_layout_key(ss_buf *out, const char *prefix, char part, uint64_t deadline, ss_bytes key)
+/* out = prefix + part + "/" + key. */
+int ss_backend_etcd_layout_key(ss_buf *out, const char *prefix, char part, ss_bytes key)
 {
     ss_buf_clear(out);
-    char head[24];
-    int n = part == 'x' ? snprintf(head, sizeof head, "x/%016llx/", (unsigned long long)deadline)
-                        : snprintf(head, sizeof head, "%c/", part);
+    const char head[2] = {part, '/'};
     int rc = ss_buf_append_str(out, prefix);
     if (rc == SS_OK)
-        rc = ss_buf_append(out, head, (size_t)n);
+        rc = ss_buf_append(out, head, sizeof head);
     if (rc == SS_OK && key.len)
         rc = ss_buf_append(out, key.data, key.len);
     return rc;
 }
 
-int ss_etcd__key(struct ss_backend_etcd *e, ss_buf *out, char part, uint64_t deadline, ss_bytes key)
+int ss_etcd__key(struct ss_backend_etcd *e, ss_buf *out, char part, ss_bytes key)
 {
-    return ss_backend_etcd_layout_key(out, e->prefix, part, deadline, key);
+    return ss_backend_etcd_layout_key(out, e->prefix, part, key);
 }
 
 int ss_etcd__named(struct ss_backend_etcd *e, char part, const char *name)
 {
     ss_bytes n = {(const uint8_t *)name, strlen(name)};
-    return ss_etcd__key(e, &e->scratch, part, 0, n);
+    return ss_etcd__key(e, &e->scratch, part, n);
 }
 
 ss_bytes ss_etcd__bytes(const ss_buf *b)
@@ -116,9 +113,9 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
     if (e->nospace)
         return SS_E_QUOTA;
     size_t size = ss_record_size(rec, 0, false);
-    /* Beside the record, the compare and the put name the key, and so do
-     * up to three index or chunk operations, as its deletion's Txn will
-     * (its tombstone is small: the slack covers it). */
+    /* Beside the record, the compare and the put name the key, and so
+     * does the deletion of the chunks of a value it replaces, as its
+     * deletion's Txn will (its tombstone is small: the slack covers it). */
     size_t around = ss_backend_etcd_key_overhead(key.len, e->prefix_len);
     /* A value too large for one request goes in chunks (backend_etcd_blob.c):
      * the Txn carries its stub. */
@@ -313,6 +310,7 @@ void ss_backend_etcd_stats_get(const ss_backend *b, ss_backend_etcd_stats *s)
     const struct ss_backend_etcd *e = b->impl;
     *s = e->stats;
     s->cache_entries = e->entries;
+    s->deadlines = e->deadlines.n;
     s->usage_known = ss_etcd__limited(e) && e->usage_known;
     s->keys = e->usage_keys;
     s->bytes = e->usage_bytes;
@@ -385,7 +383,7 @@ int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char
     e->max_request_bytes = o->max_request_bytes ? o->max_request_bytes : SS_ETCD_MAX_REQUEST_DEFAULT;
     e->max_txn_ops = o->max_txn_ops ? o->max_txn_ops : 128;
     e->sweep_interval_ms = o->sweep_interval_ms ? o->sweep_interval_ms : 250;
-    e->sweep_full_ms = o->sweep_full_ms ? o->sweep_full_ms : 60000;
+    e->sweep_full_ms = o->sweep_full_ms ? o->sweep_full_ms : SS_BACKEND_ETCD_SWEEP_FULL_MS;
     e->tombstone_ms = o->tombstone_ms ? o->tombstone_ms : SS_BACKEND_ETCD_TOMBSTONE_MS;
     e->lease_ttl_s = o->lease_ttl_s ? o->lease_ttl_s : 3;
     e->claim_lost_ms = ss_etcd__mono_ms(); /* none held yet */
@@ -407,12 +405,14 @@ int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char
         e->flights[i].slot = i;
         ss_etcd__batch_reset(&e->flights[i].b);
     }
-    e->due_hint_ms = UINT64_MAX;
+    e->deadlines_read_needed = true; /* once the watch has a start */
     if (getrandom(&e->incarnation, sizeof e->incarnation, 0) != (ssize_t)sizeof e->incarnation)
         e->incarnation = (uint64_t)time(NULL);
     snprintf(e->claim_value, sizeof e->claim_value, "pid %ld, instance %016llx", (long)getpid(),
              (unsigned long long)e->incarnation);
     int rc = e->prefix && e->node_id ? ss_table_init(&e->table) : SS_E_NOMEM;
+    if (rc == SS_OK && (rc = ss_etcd_deadlines_init(&e->deadlines)) != SS_OK)
+        ss_table_free(&e->table);
     if (rc != SS_OK) {
         free(e->prefix);
         free(e->node_id);
@@ -460,8 +460,8 @@ void ss_backend_etcd_free(ss_backend *b)
     for (unsigned i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++)
         ss_etcd__batch_free(&e->flights[i].b);
     ss_feed_free(&e->settled);
-    for (size_t i = 0; i < SS_ETCD_SWEEP_BATCH; i++)
-        ss_buf_free(&e->due[i].key);
+    ss_etcd_deadlines_free(&e->deadlines);
+    ss_buf_free(&e->deadlines_after);
     ss_etcd__watch_free(e);
     ss_feed_free(&e->base.feed);
     ss_buf_free(&e->scratch);

@@ -10,8 +10,7 @@
  *                                (backend_etcd_tombstone.c)
  *   c/<blob id>/<index, 8 hex>   the chunks of such a value
  *                                (backend_etcd_blob.c)
- *   x/<deadline, 16 hex>/<key>   the expiry index: empty values
- *   n/<node id>                  the commit marker of the broker with that
+ * *   n/<node id>                  the commit marker of the broker with that
  *                                node id (see below); m/<slot>/<node id>
  *                                the markers of its other flights
  *   l/<node id>                  the claim of the live broker with that node
@@ -28,7 +27,7 @@
  * linearizable Range) while the request that wants it waits (read answers
  * SS_E_PENDING). Every batch ends in one Txn that compares the revision of
  * every key its requests looked at, and only if all still hold, writes
- * what they changed (record, expiry index) and this broker's commit
+ * what they changed (records, tombstones) and this broker's commit
  * marker. So every answer of a batch is true at the moment the Txn
  * commits, whatever other brokers did meanwhile; when a compare fails,
  * the Txn changes nothing, the keys of the batch leave the cache and the
@@ -59,10 +58,11 @@
 
 #include "../core/backend.h"
 
-/* The etcd key of part ('k': key's record, 'x': its expiry index entry
- * at deadline, 'n', 'l', 'q': see above) under prefix, into out
- * (replaced): the one place the layout is spelled. 0 or SS_E_NOMEM. */
-int ss_backend_etcd_layout_key(ss_buf *out, const char *prefix, char part, uint64_t deadline, ss_bytes key);
+/* The etcd key of part ('k': key's record, 'c', 'n', 'l', 'q': see
+ * above) under prefix, into out (replaced): the one place the layout is
+ * spelled. (Earlier builds also kept an expiry index under x/: see
+ * docs/CLUSTER.md.) 0 or SS_E_NOMEM. */
+int ss_backend_etcd_layout_key(ss_buf *out, const char *prefix, char part, ss_bytes key);
 
 /* Values too large for one request, for tools that write the layout
  * (backend_etcd_blob.c): the key of chunk i of blob (32 hex digits) under
@@ -76,8 +76,8 @@ int ss_backend_etcd_stub(ss_buf *out, const ss_record *rec, const char *blob, si
 
 /* The bytes a Txn spends beside a key's record to name the key (of
  * key_len bytes, under a prefix of prefix_len): a compare, a put or a
- * delete of its record, and up to three operations on its expiry index
- * entry or chunks, framing included, plus room for the marker and the
+ * delete of its record, and the deletion of the chunks of a value it
+ * replaces, framing included, plus room for the marker and the
  * counter. A record is stored only where it fits in a Txn of its own
  * beside them, so that its deletion (which names the key as often) fits
  * too; tools that write the layout apply the same rule. */
@@ -93,10 +93,12 @@ typedef struct ss_backend_etcd_options {
     unsigned unavailable_ms;    /* a request waits this long for the cluster; 0: 5000 */
     size_t max_request_bytes;   /* etcd's --max-request-bytes; 0: 1.5 MiB */
     unsigned max_txn_ops;       /* etcd's --max-txn-ops; 0: 128 */
-    unsigned sweep_interval_ms; /* how often due keys are looked for; 0: 250 */
-    /* how often the look goes through the whole expiry index rather than
-     * from SS_ETCD_SWEEP_BACK_MS before the last (backend_etcd_sweep.c);
-     * 0: 60000 */
+    /* how long after a deadline another broker's key is swept, when its
+     * writer did not; 0: 250 */
+    unsigned sweep_interval_ms;
+    /* how often every record is read again for its deadline, beside the
+     * reads at start and after the watch lost history
+     * (backend_etcd_sweep.c); 0: SS_BACKEND_ETCD_SWEEP_FULL_MS */
     uint64_t sweep_full_ms;
     /* how long a deleted key's tombstone keeps the version it removed
      * (backend_etcd_tombstone.c); 0: SS_BACKEND_ETCD_TOMBSTONE_MS */
@@ -124,9 +126,10 @@ typedef struct ss_backend_etcd_options {
  *   etcd_max_request_bytes  1.5 MiB (64 KiB to 2 GiB): etcd's
  *                           --max-request-bytes
  *   etcd_tombstone_ms       60000 (1 s to 7 days): see below
- *   etcd_sweep_full_ms      60000 (100 to 86400000): how often the sweep
- *                           reads the whole expiry index (else only from
- *                           2 s before its last look)
+ *   etcd_sweep_full_ms      3600000 (1000 to 86400000): how often each
+ *                           broker reads every record again for its
+ *                           deadline (it reads them at start, and when
+ *                           its watch lost history to compaction)
  *   etcd_status_interval_ms 2000 (0: off, or 100 to 3600000): how often
  *                           each endpoint is asked for its status (the
  *                           figures etcd/endpoints/N/...)
@@ -167,6 +170,10 @@ ss_backend_etcd_options ss_backend_etcd_options_of(const ss_backend_etcd_config 
  * next version of the key is greater only if the brokers' clocks are
  * closer than this. */
 #define SS_BACKEND_ETCD_TOMBSTONE_MS 60000u
+/* How often each broker reads every record again for its deadline, by
+ * default: a safety net; its watch and its read at start tell it every
+ * deadline. */
+#define SS_BACKEND_ETCD_SWEEP_FULL_MS 3600000u
 /* How often each endpoint is asked for its status, by default. */
 #define SS_BACKEND_ETCD_STATUS_MS 2000u
 

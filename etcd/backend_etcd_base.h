@@ -14,7 +14,7 @@ int ss_backend_etcd_ping(ss_backend *b, char *what, size_t what_len);
 void ss_backend_etcd_stats_get(const ss_backend *b, ss_backend_etcd_stats *s);
 uint64_t ss_etcd__mono_ms(void);
 void ss_etcd__log(struct ss_backend_etcd *e, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int ss_etcd__key(struct ss_backend_etcd *e, ss_buf *out, char part, uint64_t deadline, ss_bytes key);
+int ss_etcd__key(struct ss_backend_etcd *e, ss_buf *out, char part, ss_bytes key);
 
 /* e->scratch = prefix part "/" name: this broker's marker ('n', node id),
  * claim ('l', node id), the usage counter ('q', "usage"). */

@@ -129,7 +129,7 @@ int ss_backend_etcd_chunk_key(ss_buf *out, const char *prefix, const char *blob,
     char name[SS_ETCD_BLOB_ID_LEN + 16];
     int n = snprintf(name, sizeof name, "%s/%08x", blob, (unsigned)i);
     ss_bytes k = {(const uint8_t *)name, (size_t)n};
-    return ss_backend_etcd_layout_key(out, prefix, 'c', 0, k);
+    return ss_backend_etcd_layout_key(out, prefix, 'c', k);
 }
 
 static int ss_etcd__chunk_key(struct ss_backend_etcd *e, ss_buf *out, const char *blob, uint32_t i)
@@ -142,9 +142,9 @@ int ss_backend_etcd_blob_range(ss_buf *start, ss_buf *end, const char *prefix, c
     char name[SS_ETCD_BLOB_ID_LEN + 2];
     int n = snprintf(name, sizeof name, "%s/", blob);
     ss_bytes k = {(const uint8_t *)name, (size_t)n};
-    int rc = ss_backend_etcd_layout_key(start, prefix, 'c', 0, k);
+    int rc = ss_backend_etcd_layout_key(start, prefix, 'c', k);
     if (rc == SS_OK)
-        rc = ss_backend_etcd_layout_key(end, prefix, 'c', 0, k);
+        rc = ss_backend_etcd_layout_key(end, prefix, 'c', k);
     if (rc == SS_OK)
         end->data[end->len - 1] = '/' + 1;
     return rc;

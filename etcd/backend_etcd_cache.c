@@ -13,6 +13,7 @@
 #include "backend_etcd_blob.h"
 #include "backend_etcd_cache.h"
 #include "backend_etcd_calls.h"
+#include "backend_etcd_sweep.h"
 #include "backend_etcd_tombstone.h"
 
 /* ---- the cache --------------------------------------------------------- */
@@ -59,7 +60,7 @@ static int ss_etcd__fetch(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_FETCH, SS_ETCD_RANGE_METHOD);
     if (op == NULL)
         return SS_E_NOMEM;
-    int rc = ss_etcd__key(e, &e->scratch, 'k', 0, ss_etcd__bytes(&x->key));
+    int rc = ss_etcd__key(e, &e->scratch, 'k', ss_etcd__bytes(&x->key));
     if (rc == SS_OK)
         rc = ss_etcd_range_pack(&op->call.request, ss_etcd__bytes(&e->scratch), false);
     if (rc != SS_OK) {
@@ -241,9 +242,8 @@ static bool ss_etcd__touch(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
     return true;
 }
 
-/* What an operation on x's index entry or chunks adds to a Txn beside
- * its record's compare and put (counted by ss_etcd__touch): the index
- * entry names the key again. */
+/* What an operation on x's chunks adds to a Txn beside its record's
+ * compare and put (counted by ss_etcd__touch): it names the key again. */
 static size_t ss_etcd__naming_bytes(size_t key_len, size_t prefix_len)
 {
     return key_len + prefix_len + 64;
@@ -256,19 +256,19 @@ static size_t ss_etcd__index_op_bytes(const struct ss_backend_etcd *e, const str
 
 size_t ss_backend_etcd_key_overhead(size_t key_len, size_t prefix_len)
 {
-    /* The record's compare and put, up to three index or chunk operations. */
-    return 5 * ss_etcd__naming_bytes(key_len, prefix_len) + SS_ETCD_REQUEST_SLACK;
+    /* The record's compare and put, and the deletion of its chunks. */
+    return 3 * ss_etcd__naming_bytes(key_len, prefix_len) + SS_ETCD_REQUEST_SLACK;
 }
 
-/* The operations of x's change (a put or delete of the record, two of
- * the expiry index, and the deletion of the chunks of a value it
- * replaces) and the bytes they add beside payload, the record's: *bytes.
+/* The operations of x's change (a put or delete of the record, and the
+ * deletion of the chunks of a value it replaces) and the bytes they add
+ * beside payload, the record's: *bytes.
  * The operations, or 0: the batch is full, the change waits for the
  * next. */
 size_t ss_etcd__room(struct ss_backend_etcd *e, const struct ss_etcd_entry *x, size_t payload,
                             size_t *bytes)
 {
-    size_t ops = x->found && x->blob[0] != '\0' ? 4 : 3;
+    size_t ops = x->found && x->blob[0] != '\0' ? 2 : 1;
     *bytes = payload + (ops - 1) * ss_etcd__index_op_bytes(e, x);
     /* A second change of a key waits for the next batch: a Txn writes a
      * key once, and each change must be a revision of its own for every
@@ -363,12 +363,11 @@ void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch *b, bo
                 e->stats.tombstones_leased++;
             memcpy(x->blob, x->next_blob, sizeof x->blob);
             /* The broker that wrote a deadline (a record's, or a
-             * tombstone's end) sweeps at that deadline; the others look
-             * later, so they seldom race it for the key (a race costs the
-             * loser's batch a conflict). */
-            if (x->next_expiry && x->next_expiry < e->due_hint_ms)
-                e->due_hint_ms = x->next_expiry;
+             * tombstone's end) sweeps at that deadline; the others
+             * later (backend_etcd_sweep.c). */
+            ss_etcd__deadline_learn(e, ss_etcd__bytes(&x->key), rev, x->next_expiry, true);
         } else if (x->change == SS_CHANGE_PURGE) {
+            ss_etcd__deadline_learn(e, ss_etcd__bytes(&x->key), rev, 0, true);
             x->found = false;
             x->rev = 0;
             e->cache_bytes -= x->stored.cap;
@@ -394,8 +393,6 @@ void ss_etcd__batch_reset(struct ss_etcd_batch *b)
     b->usage_used = b->commit_usage = false;
     b->ops = 4; /* the marker's put, the counter's, the claim's compare, a read-only batch's Range */
     b->bytes = 0;
-    ss_buf_clear(&b->orphans);
-    b->norphans = 0;
     b->full = false;
     ss_feed_clear(&b->pending);
 }
@@ -403,7 +400,6 @@ void ss_etcd__batch_reset(struct ss_etcd_batch *b)
 void ss_etcd__batch_free(struct ss_etcd_batch *b)
 {
     free(b->touched);
-    ss_buf_free(&b->orphans);
     ss_feed_free(&b->pending);
 }
 

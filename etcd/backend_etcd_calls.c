@@ -153,8 +153,8 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
         case SS_OP_SETTLE_READ:
             ss_etcd__settle_read_done(e, op);
             break;
-        case SS_OP_SWEEP:
-            ss_etcd__due_found(e, op);
+        case SS_OP_DEADLINES:
+            ss_etcd__deadlines_page(e, op);
             break;
         case SS_OP_TLEASE:
             ss_etcd__tombstone_lease_granted(e, op);
@@ -228,9 +228,8 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
     ss_etcd__tombstone_lease_step(e);
     if (first->marker_known)
         ss_etcd__usage_step(e);
-    if (first->marker_known)
-        ss_etcd__ask_due(e, now_ms);
     ss_etcd__watch_step(e);
+    ss_etcd__deadlines_step(e);
     ss_etcd__token_key_step(e);
     ss_etcd__probe_step(e);
 }

@@ -24,8 +24,6 @@ static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_fl
 
 static bool ss_etcd__writes(const struct ss_etcd_batch *b)
 {
-    if (b->norphans)
-        return true;
     for (size_t i = 0; i < b->ntouched; i++)
         if (b->touched[i]->change != SS_CHANGE_NONE)
             return true;
@@ -43,32 +41,19 @@ static bool ss_etcd__puts(const struct ss_etcd_batch *b)
     return false;
 }
 
-/* Is the index key (deadline, key) written by the change of an entry of
- * flight f? (A Txn may not name a key twice.) */
-static bool ss_etcd__index_written(struct ss_backend_etcd *e, const struct ss_etcd_flight *f, ss_bytes index_key)
-{
-    size_t plen = strlen(e->prefix) + 2 + 16 + 1;
-    if (index_key.len < plen)
-        return false;
-    ss_bytes key = {index_key.data + plen, index_key.len - plen};
-    struct ss_etcd_entry *x = ss_etcd__entry(e, key);
-    return x && x->flight == f && x->change != SS_CHANGE_NONE;
-}
-
 static int ss_etcd__build_entry(struct ss_backend_etcd *e, ss_etcd_txn *t, struct ss_etcd_entry *x)
 {
     ss_bytes key = ss_etcd__bytes(&x->key);
-    int rc = ss_etcd__key(e, &e->scratch, 'k', 0, key);
+    int rc = ss_etcd__key(e, &e->scratch, 'k', key);
     if (rc == SS_OK)
         rc = ss_etcd_txn_expect(t, ss_etcd__bytes(&e->scratch), x->rev); /* a tombstone's too */
     if (rc != SS_OK || x->change == SS_CHANGE_NONE)
         return rc;
     /* A deletion writes a tombstone (backend_etcd_tombstone.c), on a
-     * lease or with an index entry like a record that expires; a purge
-     * removes one of the latter. */
+     * lease or with an end of its own, like a record that expires; a
+     * purge removes one of the latter. No expiry index: every broker
+     * knows every deadline (backend_etcd_sweep.c). */
     bool purge = x->change == SS_CHANGE_PURGE;
-    uint64_t old = x->rev ? x->stored_expiry : 0;
-    uint64_t now = purge ? 0 : x->next_expiry;
     const ss_buf *rec = &x->next_rec;
     if (x->change == SS_CHANGE_PUT && x->next_blob[0] != '\0') { /* its chunks are written */
         rc = ss_etcd__stub_make(&x->next_rec, x->next_blob, ss_etcd__chunk_bytes(e), &e->stub);
@@ -83,11 +68,6 @@ static int ss_etcd__build_entry(struct ss_backend_etcd *e, ss_etcd_txn *t, struc
     /* The chunks of the value it replaces go with it. */
     if (rc == SS_OK && x->found && x->blob[0] != '\0')
         rc = ss_etcd__blob_delete(e, t, x->blob);
-    if (rc == SS_OK && old && old != now && (rc = ss_etcd__key(e, &e->scratch, 'x', old, key)) == SS_OK)
-        rc = ss_etcd_txn_delete(t, ss_etcd__bytes(&e->scratch));
-    ss_bytes empty = {NULL, 0};
-    if (rc == SS_OK && now && now != old && (rc = ss_etcd__key(e, &e->scratch, 'x', now, key)) == SS_OK)
-        rc = ss_etcd_txn_put(t, ss_etcd__bytes(&e->scratch), empty);
     return rc;
 }
 
@@ -108,21 +88,6 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_flight *f, s
     int rc = SS_OK;
     for (size_t i = 0; rc == SS_OK && i < b->ntouched; i++)
         rc = ss_etcd__build_entry(e, &t, b->touched[i]);
-    for (size_t off = 0, i = 0; rc == SS_OK && i < b->norphans; i++) {
-        uint32_t n;
-        memcpy(&n, b->orphans.data + off, sizeof n);
-        ss_bytes k = {b->orphans.data + off + sizeof n, n};
-        off += sizeof n + n;
-        bool twice = false;
-        for (size_t j = 0, off2 = 0; j < i; j++) { /* the same stale entry found twice */
-            uint32_t n2;
-            memcpy(&n2, b->orphans.data + off2, sizeof n2);
-            twice = twice || (n2 == n && memcmp(b->orphans.data + off2 + sizeof n2, k.data, n) == 0);
-            off2 += sizeof n2 + n2;
-        }
-        if (!twice && !ss_etcd__index_written(e, f, k))
-            rc = ss_etcd_txn_delete(&t, k);
-    }
     /* Out of space, etcd takes no put at all: no counter, no marker. */
     f->nospace = e->nospace;
     if (rc == SS_OK && (!f->writes || f->nospace)) {
@@ -175,7 +140,7 @@ int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms, unsigned *slot)
 {
     (void)now_ms;
     struct ss_backend_etcd *e = b->impl;
-    if (e->open.ntouched == 0 && e->open.norphans == 0) {
+    if (e->open.ntouched == 0) {
         /* Nothing to commit: the batch's changes to the feed, if any, are
          * none either. */
         ss_feed_clear(&e->settled);

@@ -154,8 +154,9 @@ void ss_etcd__figures(void *impl, uint64_t now_ms, ss_figure_fn fn, void *ctx)
     ss_figure_u64(fn, ctx, "etcd/watch_restarts", st.watch_restarts);
     ss_figure_u64(fn, ctx, "etcd/watch_lost_revisions", st.watch_lost_revisions);
     ss_figure_u64(fn, ctx, "etcd/watch_undecodable", st.watch_undecodable);
-    ss_figure_u64(fn, ctx, "etcd/sweep_looks", st.sweep_looks);
-    ss_figure_u64(fn, ctx, "etcd/sweep_full_looks", st.sweep_full_looks);
+    ss_figure_u64(fn, ctx, "etcd/deadlines", st.deadlines);
+    ss_figure_u64(fn, ctx, "etcd/deadline_reads", st.deadline_reads);
+    ss_figure_u64(fn, ctx, "etcd/deadlines_missed", st.deadlines_missed);
     ss_figure_u64(fn, ctx, "etcd/tombstone_leases", st.tombstone_leases);
     ss_figure_u64(fn, ctx, "etcd/tombstones_leased", st.tombstones_leased);
     ss_figure_u64(fn, ctx, "etcd/lease_refusals", st.lease_refusals);

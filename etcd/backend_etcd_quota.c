@@ -136,7 +136,7 @@ static int ss_etcd__pack_usage(struct ss_backend_etcd *e, ss_buf *out)
 static int ss_etcd__pack_scan(struct ss_backend_etcd *e, ss_buf *out)
 {
     ss_bytes none = {NULL, 0};
-    int rc = ss_etcd__key(e, &e->scratch, 'k', 0, none);
+    int rc = ss_etcd__key(e, &e->scratch, 'k', none);
     ss_buf_clear(&e->scratch2);
     if (rc == SS_OK)
         rc = ss_buf_append(&e->scratch2, e->scratch.data, e->scratch.len);

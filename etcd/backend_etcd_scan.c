@@ -320,13 +320,13 @@ static int ss_etcd__range_to(struct ss_backend_etcd *e, struct ss_etcd_op *op, s
 {
     ss_bytes none = {NULL, 0};
     uint8_t zero = 0;
-    int rc = ss_etcd__key(e, &e->scratch, 'k', 0, from);
+    int rc = ss_etcd__key(e, &e->scratch, 'k', from);
     if (rc == SS_OK && !inclusive && from.len) /* the first key after it */
         rc = ss_buf_append(&e->scratch, &zero, 1);
     if (rc == SS_OK && to) {
-        if ((rc = ss_etcd__key(e, &e->scratch2, 'k', 0, *to)) == SS_OK)
+        if ((rc = ss_etcd__key(e, &e->scratch2, 'k', *to)) == SS_OK)
             rc = ss_buf_append(&e->scratch2, &zero, 1); /* `to` included */
-    } else if (rc == SS_OK && (rc = ss_etcd__key(e, &e->scratch2, 'k', 0, none)) == SS_OK) {
+    } else if (rc == SS_OK && (rc = ss_etcd__key(e, &e->scratch2, 'k', none)) == SS_OK) {
         e->scratch2.data[e->scratch2.len - 1] = '0'; /* "k0" follows every "k/..." */
     }
     if (rc == SS_OK)

@@ -8,8 +8,8 @@
  * and stop), backend_etcd_cache.c (the cache), backend_etcd_calls.c (calls
  * and the poll), backend_etcd_life.c (the owner's lifecycle),
  * backend_etcd_options.c (the options), backend_etcd_commit.c (a batch's Txn, its outcome, the
- * fence that settles an unknown one), backend_etcd_sweep.c (the expiry
- * index: finding due keys, deleting them), backend_etcd_session.c (the
+ * fence that settles an unknown one), backend_etcd_sweep.c (the deadlines
+ * this broker knows, deleting due keys), backend_etcd_session.c (the
  * commit marker, the claim on the node id, authentication),
  * backend_etcd_quota.c (max_keys and max_bytes over the whole store),
  * backend_etcd_scan.c (pages of records for administrative requests),
@@ -48,6 +48,7 @@
 #include "../core/table.h"
 #include "backend_etcd.h"
 #include "backend_etcd_span.h"
+#include "deadlines.h"
 #include "grpc.h"
 #include "kv.h"
 
@@ -68,7 +69,9 @@ typedef struct ss_backend_etcd_stats {
      * read (no previous value) */
     uint64_t watch_revision, watch_events, watch_restarts, watch_lost_revisions, watch_undecodable;
     uint64_t chunks_written; /* of values too large for one request */
-    uint64_t sweep_looks, sweep_full_looks; /* for due keys: all, and of the whole index */
+    uint64_t deadlines;       /* keys whose deadline this broker knows */
+    uint64_t deadline_reads;  /* reads of every record's deadline done */
+    uint64_t deadlines_missed; /* deadlines not kept for want of memory (read again) */
     uint64_t tombstone_leases, tombstones_leased; /* leases granted for tombstones; tombstones put on one */
     uint64_t lease_refusals;                      /* commits refused for such a lease gone */
     bool nospace;            /* etcd is out of space (its NOSPACE alarm) */
@@ -82,16 +85,9 @@ typedef struct ss_backend_etcd_stats {
 /* After a commit, a cache larger than this is emptied of clean entries. */
 #define SS_ETCD_CACHE_ENTRIES (1u << 20)
 #define SS_ETCD_CACHE_BYTES ((uint64_t)64 << 20)
-/* Due keys taken per look. */
-#define SS_ETCD_SWEEP_BATCH 64
-/* A look for due keys starts this long before the last one (or at the
- * first key that look found, if earlier), not at the start of the expiry
- * index: etcd visits every key of a Range's interval, the ones deleted
- * since its last compaction too, and the index's deleted entries pile up
- * at its start. Deadlines are written by a broker's clock plus PX, so an
- * entry can only fall behind a look by how far the brokers' clocks
- * differ; the whole index is read every sweep_full_ms for that. */
-#define SS_ETCD_SWEEP_BACK_MS 2000
+/* Records per Range when every record's deadline is read
+ * (backend_etcd_sweep.c): each up to etcd's request size. */
+#define SS_ETCD_DEADLINE_PAGE 128
 /* Pauses before trying a call again. */
 #define SS_ETCD_RETRY_MS 100u
 #define SS_ETCD_MARKER_RETRY_MS 1000u
@@ -117,7 +113,7 @@ struct ss_etcd_entry {
     bool found;
     int64_t rev;
     ss_buf stored;            /* the whole record, also when etcd holds it in chunks; or the tombstone */
-    uint64_t stored_expiry;   /* its expiry index entry's deadline (0: none) */
+    uint64_t stored_expiry;   /* its deadline, or the tombstone's end (0: none) */
     char blob[SS_ETCD_BLOB_ID_LEN + 1]; /* its chunks' blob id ("": none) */
     /* the open batch, or a flight */
     bool touched;
@@ -125,7 +121,7 @@ struct ss_etcd_entry {
     enum ss_entry_change change;
     ss_buf next_rec;          /* PUT: the record; DEL: the tombstone */
     uint64_t next_expiry;
-    int64_t next_lease;       /* DEL: the tombstone's lease (0: an index entry, next_expiry) */
+    int64_t next_lease;       /* DEL: the tombstone's lease (0: none, it ends at next_expiry) */
     char next_blob[SS_ETCD_BLOB_ID_LEN + 1]; /* next_rec goes in chunks under it */
     size_t uploaded;                          /* chunks of it written */
     /* fetching */
@@ -134,11 +130,11 @@ struct ss_etcd_entry {
     int fail_rc;
 };
 
-enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_SWEEP, SS_OP_GRANT, SS_OP_CLAIM,
+enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_GRANT, SS_OP_CLAIM,
                   SS_OP_KEEPALIVE, SS_OP_REVOKE, SS_OP_AUTH, SS_OP_USAGE, SS_OP_USAGE_SCAN,
                   SS_OP_USAGE_INIT, SS_OP_SCAN, SS_OP_WATCH, SS_OP_REMOVED, SS_OP_UPLOAD, SS_OP_BLOB_DROP,
                   SS_OP_BLOB_FETCH, SS_OP_BLOB_HELD, SS_OP_BLOB_SCAN, SS_OP_PAGE, SS_OP_TOKEN_KEY,
-                  SS_OP_SETTLE_READ, SS_OP_TLEASE };
+                  SS_OP_SETTLE_READ, SS_OP_TLEASE, SS_OP_DEADLINES };
 
 /* What a stub says of a value stored in chunks (backend_etcd_blob.c). */
 struct ss_etcd_stub {
@@ -186,12 +182,6 @@ struct ss_etcd_tlease {
 /* Leases for tombstones are granted ahead for this long after a deletion. */
 #define SS_ETCD_TLEASE_KEEP_MS 60000u
 
-/* An expiry index entry found due. */
-struct ss_etcd_due {
-    uint64_t deadline;
-    ss_buf key;
-};
-
 enum ss_commit_state { SS_COMMIT_IDLE, SS_COMMIT_UPLOADING, SS_COMMIT_TXN, SS_COMMIT_RESOLVING, SS_COMMIT_DONE };
 
 /* A batch: the entries its requests looked at, and what it changes. */
@@ -199,8 +189,6 @@ struct ss_etcd_batch {
     struct ss_etcd_entry **touched;
     size_t ntouched, touched_cap;
     size_t bytes, ops;
-    ss_buf orphans; /* expiry index keys to delete: u32 length, bytes */
-    size_t norphans;
     bool full;
     ss_feed pending; /* its changes */
     /* quotas: a decision rested on q/usage; the change to it */
@@ -287,18 +275,14 @@ struct ss_backend_etcd {
                                broker whose claim lapsed */
     uint64_t claim_lost_ms; /* monotonic: since when none is held */
 
-    /* the expiry sweep */
-    struct ss_etcd_due due[SS_ETCD_SWEEP_BATCH];
-    size_t due_len, due_pos;
-    bool sweep_asked;
-    bool sweep_full;        /* the look asked reads the whole index */
-    uint64_t sweep_from_ms; /* the next look's first deadline (0: the whole index) */
-    uint64_t sweep_asked_ms; /* wall clock when the look was asked */
-    uint64_t sweep_full_at_ms; /* wall clock: the next look of the whole index */
-    uint64_t sweep_at_ms; /* wall clock: the next look, or a deadline this
-                             broker wrote if that comes first */
-    uint64_t due_hint_ms; /* wall clock: the earliest deadline this broker
-                             wrote since the last look */
+    /* expiry (backend_etcd_sweep.c): every deadline this broker knows,
+     * and the read of every record's that fills it in */
+    ss_etcd_deadlines deadlines;
+    bool deadlines_read_needed, deadlines_read_asked;
+    bool deadlines_restart;          /* the next page is the first */
+    ss_buf deadlines_after;          /* the next page's first key (empty: from the start) */
+    uint64_t deadlines_retry_ms;     /* monotonic */
+    uint64_t deadlines_read_done_ms; /* monotonic: the last read ended (0: none yet) */
     uint64_t now_ms;      /* wall clock at the last poll */
 
     /* the two newest leases for tombstones, the older first */

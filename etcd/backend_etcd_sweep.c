@@ -1,93 +1,137 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
-/* backend_etcd_sweep.c - the expiry index: looking for due keys and
- * deleting them, in deadline order, each with a compare on its revision. */
+/* backend_etcd_sweep.c - expiry: the deadlines this broker knows
+ * (deadlines.h), how it learns them, and the deletion of due keys, each
+ * with a compare on its revision.
+ *
+ * A broker learns a deadline three ways:
+ * - from its own commits, at once: it sweeps the key at the deadline;
+ * - from the watch, for every record any broker writes: it sweeps the key
+ *   sweep_interval_ms after the deadline, so that the writer, if alive,
+ *   comes first and the brokers seldom race each other for a key (a race
+ *   costs the loser's batch a conflict);
+ * - from a read of every record (a Range over k/ in pages), when it
+ *   starts, when its watch lost history to compaction, and every
+ *   sweep_full_ms: for the records written before its watch began.
+ * The watch starts at the broker's claim, and the read after the watch
+ * started, so every record is seen by one or the other. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/errors.h"
+#include "../core/record.h"
 #include "backend_etcd_state.h"
 #include "backend_etcd_base.h"
 #include "backend_etcd_cache.h"
 #include "backend_etcd_calls.h"
 #include "backend_etcd_sweep.h"
 
-/* ---- looking ---------------------------------------------------------- */
+/* ---- learning ---------------------------------------------------------- */
 
-void ss_etcd__ask_due(struct ss_backend_etcd *e, uint64_t now_ms)
+void ss_etcd__deadline_learn(struct ss_backend_etcd *e, ss_bytes key, int64_t rev, uint64_t deadline, bool own)
 {
-    if (e->sweep_asked || e->due_pos < e->due_len || (now_ms < e->sweep_at_ms && now_ms < e->due_hint_ms))
-        return;
-    if (e->due_hint_ms <= now_ms)
-        e->due_hint_ms = UINT64_MAX; /* this look covers it */
-    struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_SWEEP, SS_ETCD_RANGE_METHOD);
-    ss_bytes none = {NULL, 0};
-    bool full = e->sweep_from_ms == 0 || now_ms >= e->sweep_full_at_ms;
-    int rc = op ? ss_etcd__key(e, &e->scratch, 'x', full ? 0 : e->sweep_from_ms, none) : SS_E_NOMEM;
-    if (rc == SS_OK) {
-        if (full)
-            e->scratch.len -= 17; /* "x/" alone: the 0 deadline goes */
-        rc = ss_etcd__key(e, &e->scratch2, 'x', now_ms + 1, none);
+    uint64_t at = own || deadline == 0 ? deadline : deadline + e->sweep_interval_ms;
+    if (ss_etcd_deadlines_learn(&e->deadlines, key, rev, deadline, at) != SS_OK) {
+        /* Out of memory: the key is found by the next read of every
+         * record, which comes soon. */
+        e->stats.deadlines_missed++;
+        ss_etcd__deadlines_reread(e);
     }
-    /* Serializable: a member that lags only finds keys late; each key is
-     * read linearizably before it is deleted. */
-    if (rc == SS_OK)
-        rc = ss_etcd_range_keys_pack(&op->call.request, ss_etcd__bytes(&e->scratch),
-                                     ss_etcd__bytes(&e->scratch2), SS_ETCD_SWEEP_BATCH, true);
-    if (rc != SS_OK) {
+}
+
+void ss_etcd__deadlines_reread(struct ss_backend_etcd *e)
+{
+    e->deadlines_read_needed = true;
+    e->deadlines_restart = true; /* a read under way goes on from the start */
+}
+
+void ss_etcd__deadline_learn_raw(struct ss_backend_etcd *e, ss_bytes key, int64_t rev, ss_bytes raw)
+{
+    ss_record rec;
+    ss_bytes tail;
+    if (ss_record_decode(raw.data, raw.len, &rec, &tail) == SS_OK)
+        ss_etcd__deadline_learn(e, key, rev, rec.expiry_ms, false);
+}
+
+/* ---- reading every record ------------------------------------------------ */
+
+static int ss_etcd__pack_deadline_page(struct ss_backend_etcd *e, ss_buf *out)
+{
+    ss_bytes none = {NULL, 0};
+    int rc = ss_etcd__key(e, &e->scratch2, 'k', none);
+    if (rc != SS_OK)
+        return rc;
+    e->scratch2.data[e->scratch2.len - 1] = '0'; /* "k0" follows every "k/..." */
+    const ss_buf *from = e->deadlines_after.len ? &e->deadlines_after : NULL;
+    if (from == NULL && (rc = ss_etcd__key(e, &e->scratch, 'k', none)) != SS_OK)
+        return rc;
+    return ss_etcd_range_all_pack(out, ss_etcd__bytes(from ? from : &e->scratch), ss_etcd__bytes(&e->scratch2),
+                                  SS_ETCD_DEADLINE_PAGE);
+}
+
+void ss_etcd__deadlines_step(struct ss_backend_etcd *e)
+{
+    uint64_t mono = ss_etcd__mono_ms();
+    if (e->sweep_full_ms && e->deadlines_read_done_ms && !e->deadlines_read_needed &&
+        mono >= e->deadlines_read_done_ms + e->sweep_full_ms)
+        ss_etcd__deadlines_reread(e);
+    /* Only once the watch has a start: what the read misses, it reports. */
+    if (!e->deadlines_read_needed || e->deadlines_read_asked || e->watch_from == 0 ||
+        mono < e->deadlines_retry_ms)
+        return;
+    if (e->deadlines_restart) {
+        ss_buf_clear(&e->deadlines_after);
+        e->deadlines_restart = false;
+    }
+    struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_DEADLINES, SS_ETCD_RANGE_METHOD);
+    if (op == NULL || ss_etcd__pack_deadline_page(e, &op->call.request) != SS_OK) {
         if (op)
             ss_etcd__op_free(op);
+        e->deadlines_retry_ms = mono + SS_ETCD_RETRY_MS;
         return;
     }
-    e->sweep_asked = true;
-    e->sweep_full = full;
-    e->sweep_asked_ms = now_ms;
+    e->deadlines_read_asked = true;
     ss_etcd__submit(e, op);
 }
 
-void ss_etcd__due_found(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+void ss_etcd__deadlines_page(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
-    e->sweep_asked = false;
-    e->sweep_at_ms = e->now_ms + e->sweep_interval_ms;
+    e->deadlines_read_asked = false;
     ss_etcd_reply r;
     size_t n;
-    if (op->call.rc != SS_OK || ss_etcd_range_unpack_all(&op->call.reply, &r, &n) != SS_OK)
+    if (op->call.rc != SS_OK || ss_etcd_range_unpack_all(&op->call.reply, &r, &n) != SS_OK) {
+        e->deadlines_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
         return;
-    e->stats.sweep_looks++;
-    if (e->sweep_full) {
-        e->stats.sweep_full_looks++;
-        e->sweep_full_at_ms = e->sweep_asked_ms + e->sweep_full_ms;
     }
-    /* The next look: from a little before this one, or from the first
-     * key it found (it may not be deleted yet: a conflict, a full batch). */
-    uint64_t from = e->sweep_asked_ms > SS_ETCD_SWEEP_BACK_MS ? e->sweep_asked_ms - SS_ETCD_SWEEP_BACK_MS : 1;
-    size_t plen = strlen(e->prefix) + 2;
-    e->due_len = e->due_pos = 0;
-    for (size_t i = 0; i < n && e->due_len < SS_ETCD_SWEEP_BATCH; i++) {
+    size_t plen = e->prefix_len + 2;
+    ss_bytes last = {NULL, 0};
+    for (size_t i = 0; i < n; i++) {
         ss_etcd_kv kv;
         ss_bytes k;
         ss_etcd_range_kv(&r, i, &kv, &k);
-        if (k.len < plen + 17 || k.data[plen + 16] != '/')
+        last = k;
+        if (k.len < plen)
             continue;
-        char hex[17];
-        memcpy(hex, k.data + plen, 16);
-        hex[16] = '\0';
-        char *end;
-        uint64_t deadline = strtoull(hex, &end, 16);
-        if (*end != '\0')
-            continue;
-        struct ss_etcd_due *d = &e->due[e->due_len];
-        ss_buf_clear(&d->key);
-        if (ss_buf_append(&d->key, k.data + plen + 17, k.len - plen - 17) != SS_OK)
-            break;
-        d->deadline = deadline;
-        if (deadline < from)
-            from = deadline ? deadline : 1;
-        e->due_len++;
+        ss_bytes key = {k.data + plen, k.len - plen};
+        ss_etcd__deadline_learn_raw(e, key, kv.mod_revision, kv.value);
     }
-    e->sweep_from_ms = from;
-    if (n == SS_ETCD_SWEEP_BATCH)
-        e->sweep_at_ms = 0; /* more are due: look again once these are done */
+    bool more = r.count > (int64_t)n && n > 0;
+    ss_buf_clear(&e->deadlines_after);
+    if (e->deadlines_restart) {
+        /* Asked for again meanwhile: from the start (the next step). */
+    } else if (more) {
+        /* The next page starts right after the last key of this one. */
+        static const uint8_t zero = 0;
+        if (ss_buf_append(&e->deadlines_after, last.data, last.len) != SS_OK ||
+            ss_buf_append(&e->deadlines_after, &zero, 1) != SS_OK) {
+            ss_buf_clear(&e->deadlines_after); /* from the start again */
+            e->deadlines_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+        }
+    } else {
+        e->deadlines_read_needed = false;
+        e->deadlines_read_done_ms = ss_etcd__mono_ms();
+        e->stats.deadline_reads++;
+    }
     ss_etcd_reply_free(&r);
 }
 
@@ -96,73 +140,67 @@ void ss_etcd__due_found(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 uint64_t ss_etcd__next_expiry(void *impl)
 {
     struct ss_backend_etcd *e = impl;
-    return e->due_pos < e->due_len ? e->due[e->due_pos].deadline : UINT64_MAX;
-}
-
-/* An index entry that no longer matches its record: deleted with the
- * batch (the record's compare keeps that true). */
-static void ss_etcd__orphan(struct ss_backend_etcd *e, uint64_t deadline, ss_bytes key)
-{
-    if (e->open.ops + 1 > e->max_txn_ops || ss_etcd__key(e, &e->scratch, 'x', deadline, key) != SS_OK ||
-        e->open.bytes + e->scratch.len + 64 + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)
-        return; /* found again by a later look */
-    uint32_t n = (uint32_t)e->scratch.len;
-    if (ss_buf_append(&e->open.orphans, &n, sizeof n) != SS_OK ||
-        ss_buf_append(&e->open.orphans, e->scratch.data, n) != SS_OK)
-        return;
-    e->open.norphans++;
-    e->open.ops++;
-    e->open.bytes += n + 64;
+    const ss_etcd_deadline *d = ss_etcd_deadlines_first(&e->deadlines);
+    return d ? d->at : UINT64_MAX;
 }
 
 int ss_etcd__pop_due(void *impl, uint64_t now_ms, ss_buf *key, ss_hlc *version)
 {
     struct ss_backend_etcd *e = impl;
-    while (e->due_pos < e->due_len) {
-        struct ss_etcd_due *d = &e->due[e->due_pos];
-        if (d->deadline > now_ms)
-            return SS_E_NOTFOUND;
+    ss_etcd_deadline *d;
+    uint64_t again = now_ms + e->sweep_interval_ms;
+    while ((d = ss_etcd_deadlines_first(&e->deadlines)) != NULL && d->at <= now_ms) {
         ss_record rec;
         ss_revision rev;
         struct ss_etcd_entry *x = NULL;
-        ss_bytes k = ss_etcd__bytes(&d->key);
+        ss_bytes k = {d->key, d->key_len};
         int rc = ss_etcd__get(e, k, &rec, &rev, &x);
         if (rc == SS_E_PENDING)
             return SS_E_NOTFOUND; /* fetching it, or the batch is full */
-        e->due_pos++;
-        if (rc != SS_OK && rc != SS_E_NOTFOUND)
-            continue; /* found again by a later look */
-        if (rc == SS_E_NOTFOUND && x && x->rev && x->change == SS_CHANGE_NONE && x->stored_expiry == d->deadline) {
-            /* A tombstone whose time is up: it goes, and no one is told. */
-            if (ss_etcd__purge(e, x) != SS_OK) {
-                e->due_pos--; /* the batch is full: later */
-                return SS_E_NOTFOUND;
-            }
+        if (rc != SS_OK && rc != SS_E_NOTFOUND) {
+            ss_etcd_deadlines_defer(&e->deadlines, d, again);
             continue;
         }
-        if (rc == SS_E_NOTFOUND || rec.expiry_ms != d->deadline) {
-            /* Renewed or deleted since: the index entry is stale, unless
-             * the key's record or tombstone has it, or this batch's own
-             * change of the key writes or deletes it. */
-            bool own = (x->rev && x->stored_expiry == d->deadline) ||
-                       (x->change != SS_CHANGE_NONE && x->next_expiry == d->deadline);
-            if (!own)
-                ss_etcd__orphan(e, d->deadline, k);
+        if (x->change != SS_CHANGE_NONE) {
+            /* The batch changes the key: its commit says what follows
+             * (or, failed, the key is looked at again). */
+            ss_etcd_deadlines_defer(&e->deadlines, d, again);
+            continue;
+        }
+        /* The deadline etcd holds for the key, as read: the record's, a
+         * tombstone's end (0 if its lease removes it), or none. */
+        uint64_t held = x->rev ? x->stored_expiry : 0;
+        if (held != d->deadline) {
+            /* Renewed or deleted since: what was read is newer than what
+             * was learnt, or the change that made it is still to come
+             * from the watch. */
+            if (x->rev == 0)
+                ss_etcd_deadlines_drop(&e->deadlines, d); /* nothing at all: no deadline */
+            else if ((int64_t)x->rev >= d->rev)
+                ss_etcd__deadline_learn(e, k, x->rev, held, false);
+            else
+                ss_etcd_deadlines_defer(&e->deadlines, d, again);
+            continue;
+        }
+        if (rc == SS_E_NOTFOUND) {
+            /* A tombstone whose time is up: it goes, and no one is told. */
+            if (ss_etcd__purge(e, x) != SS_OK)
+                return SS_E_NOTFOUND; /* the batch is full: later */
+            ss_etcd_deadlines_defer(&e->deadlines, d, again);
             continue;
         }
         ss_change gone = {.type = SS_CHANGE_DELETE, .key = k, .version = rec.version, .expired = true};
-        if ((rc = ss_etcd__del(e, &gone, rev)) == SS_E_PENDING || rc == SS_E_CONFLICT) {
-            e->due_pos--; /* the usage counter is being read, or the batch is full: later */
-            return SS_E_NOTFOUND;
-        }
+        if ((rc = ss_etcd__del(e, &gone, rev)) == SS_E_PENDING || rc == SS_E_CONFLICT)
+            return SS_E_NOTFOUND; /* the usage counter is being read, or the batch is full: later */
         if (rc != SS_OK)
             return rc;
         ss_buf_clear(key);
         if ((rc = ss_buf_append(key, k.data, k.len)) != SS_OK)
             return rc;
         *version = rec.version;
+        /* Its commit tells the rest (or, failed, it is tried again). */
+        ss_etcd_deadlines_defer(&e->deadlines, d, again);
         return SS_OK;
     }
     return SS_E_NOTFOUND;
 }
-

@@ -23,10 +23,9 @@
  *
  * How it goes: on an etcd lease. etcd deletes the keys of a lease when it
  * ends, so a tombstone put on a lease that lasts long enough needs no
- * expiry index entry, and no sweep to remove it: per deletion, two key
- * versions fewer in etcd's history (the entry's put, and its deletion
- * when the key is written again or the tombstone goes) and no compare in
- * a sweep's Txn. A broker grants a lease of
+ * sweep to remove it: per deletion, one key version fewer in etcd's
+ * history (the sweep's deletion is etcd's own) and no compare in a
+ * sweep's Txn. A broker grants a lease of
  * tombstone_ms plus a window (a tenth of it, at least 2 s) and puts
  * on it every tombstone it writes during that window, then the next one,
  * granted ahead (for a minute after a deletion); so a tombstone lasts
@@ -34,8 +33,8 @@
  * it off the lease. etcd keeps a lease at least its TTL from the grant
  * (longer when its leader changes), so the broker counts from when it
  * asked. A tombstone that no lease covers (none granted yet, or a removed
- * version's clock far ahead) has, as its expiry, the moment it goes and an
- * index entry, and the sweep removes it then. A Txn whose lease is gone
+ * version's clock far ahead) has, as its expiry, the moment it goes, and
+ * the sweep removes it then (backend_etcd_sweep.c). A Txn whose lease is gone
  * all the same (revoked by hand) is refused whole by etcd: its requests
  * run again, without that lease.
  */
@@ -163,7 +162,7 @@ void ss_etcd__tombstone_lease_granted(struct ss_backend_etcd *e, struct ss_etcd_
     int64_t id = 0, ttl = 0;
     e->tlease_asked = false;
     if (op->call.rc != SS_OK || ss_etcd_lease_grant_unpack(&op->call.reply, &id, &ttl) != SS_OK || id == 0) {
-        /* Tombstones take index entries meanwhile. */
+        /* Tombstones carry their ends, for the sweep, meanwhile. */
         e->tlease_retry_ms = ss_etcd__boot_ms() + SS_ETCD_MARKER_RETRY_MS;
         return;
     }

@@ -22,7 +22,7 @@ int ss_etcd__tombstone_make(const ss_change *gone, uint64_t until_ms, ss_buf *ou
 size_t ss_etcd__tombstone_size(const struct ss_backend_etcd *e, const ss_change *gone);
 
 /* A lease (its id) that etcd keeps at least until until_ms (wall clock),
- * for a tombstone; 0: none (the tombstone takes an index entry). Leases
+ * for a tombstone; 0: none (the tombstone carries its end, for the sweep). Leases
  * are asked for ahead from then on, for SS_ETCD_TLEASE_KEEP_MS. */
 int64_t ss_etcd__tombstone_lease(struct ss_backend_etcd *e, uint64_t until_ms);
 

@@ -39,6 +39,7 @@
 #include "backend_etcd_blob.h"
 #include "backend_etcd_cache.h"
 #include "backend_etcd_calls.h"
+#include "backend_etcd_sweep.h"
 #include "backend_etcd_tombstone.h"
 #include "backend_etcd_watch.h"
 
@@ -49,9 +50,9 @@ static void ss_etcd__ask_blob(struct ss_backend_etcd *e, struct ss_etcd_held *h)
 static int ss_etcd__records_range(struct ss_backend_etcd *e)
 {
     ss_bytes none = {NULL, 0};
-    int rc = ss_etcd__key(e, &e->scratch, 'k', 0, none);
+    int rc = ss_etcd__key(e, &e->scratch, 'k', none);
     if (rc == SS_OK)
-        rc = ss_etcd__key(e, &e->scratch2, 'k', 0, none);
+        rc = ss_etcd__key(e, &e->scratch2, 'k', none);
     if (rc == SS_OK)
         e->scratch2.data[e->scratch2.len - 1] = '/' + 1;
     return rc;
@@ -137,7 +138,7 @@ static struct ss_etcd_held *ss_etcd__hold(struct ss_backend_etcd *e, enum ss_cha
 static void ss_etcd__ask_removed(struct ss_backend_etcd *e, struct ss_etcd_held *h)
 {
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_REMOVED, SS_ETCD_RANGE_METHOD);
-    int rc = op ? ss_etcd__key(e, &e->scratch, 'k', 0, ss_etcd__bytes(&h->key)) : SS_E_NOMEM;
+    int rc = op ? ss_etcd__key(e, &e->scratch, 'k', ss_etcd__bytes(&h->key)) : SS_E_NOMEM;
     if (rc == SS_OK)
         rc = ss_etcd_range_at_pack(&op->call.request, ss_etcd__bytes(&e->scratch), h->rev - 1);
     if (rc != SS_OK) {
@@ -240,6 +241,8 @@ static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event 
     bool decoded = !ev->deleted && ss_record_decode(ev->kv.value.data, ev->kv.value.len, &rec, &tail) == SS_OK;
     if (decoded) /* whether anyone is told or not */
         ss_etcd__clock_seen(e, &rec.version);
+    /* Every broker knows every deadline (backend_etcd_sweep.c). */
+    ss_etcd__deadline_learn(e, key, rev, decoded ? rec.expiry_ms : 0, false);
     if (!ss_backend_wants(&e->base, key))
         return;
     if (ev->deleted) {
@@ -359,6 +362,7 @@ static void ss_etcd__watch_message(struct ss_backend_etcd *e, ss_bytes msg)
                          (long long)e->watch_rev + 1, (long long)w.compact_revision - 1);
             if (lost > 0)
                 e->stats.watch_lost_revisions += (uint64_t)lost;
+            ss_etcd__deadlines_reread(e); /* deadlines written then are read */
             e->watch_rev = w.compact_revision - 1;
         } else {
             /* Refused (a permission, say): said once, tried every second. */

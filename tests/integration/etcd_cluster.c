@@ -378,6 +378,14 @@ int etcd_cluster_count_keys(const struct etcd_cluster *c, const char *prefix)
     return n;
 }
 
+void etcd_cluster_await_count(const struct etcd_cluster *c, const char *prefix, int want, int ms)
+{
+    int got = -1;
+    for (int waited = 0; (got = etcd_cluster_count_keys(c, prefix)) != want && waited < ms; waited += 100)
+        usleep(100 * 1000);
+    ASSERT_EQ(got, want);
+}
+
 bool etcd_cluster_hashkv_equal(const struct etcd_cluster *c, int *n)
 {
     char ctl[600];

@@ -82,6 +82,9 @@ bool etcd_cluster_hashkv_equal(const struct etcd_cluster *c, int *n);
 void etcd_cluster_assert_same_history(const struct etcd_cluster *c);
 /* How many keys the cluster holds under prefix (etcdctl get --prefix). */
 int etcd_cluster_count_keys(const struct etcd_cluster *c, const char *prefix);
+/* Wait up to ms for the keys under prefix to number want; fails the
+ * test otherwise. */
+void etcd_cluster_await_count(const struct etcd_cluster *c, const char *prefix, int want, int ms);
 /* Start member i again on its data and wait until it answers with a
  * leader; fails the test after 30 s. */
 void etcd_member_restart(struct etcd_cluster *c, int i);

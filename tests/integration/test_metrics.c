@@ -220,10 +220,10 @@ TEST(metrics_on_etcd)
     FIGURE(&f, "etcd/versions_ahead_ms", "0"); /* one broker: no other's versions */
     FIGURE(&f, "etcd/versions_ahead_node", "none");
     ASSERT_TRUE(atoll(figure(&f, "etcd/watch_revision")) >= 2);
-    /* Looks for due keys every 250 ms; the first reads the whole index,
-     * the next ones the last 2 s of it, until a minute has passed. */
-    ASSERT_TRUE(atoll(figure(&f, "etcd/sweep_looks")) >= 2);
-    FIGURE(&f, "etcd/sweep_full_looks", "1");
+    /* Every record read once for its deadline, at start; none has one. */
+    FIGURE(&f, "etcd/deadline_reads", "1");
+    FIGURE(&f, "etcd/deadlines", "0");
+    FIGURE(&f, "etcd/deadlines_missed", "0");
     FIGURE(&f, "etcd/tombstone_leases", "0"); /* nothing deleted */
     FIGURE(&f, "etcd/tombstones_leased", "0");
     FIGURE(&f, "etcd/lease_refusals", "0");
