@@ -10,7 +10,7 @@
  *                                (backend_etcd_tombstone.c)
  *   c/<blob id>/<index, 8 hex>   the chunks of such a value
  *                                (backend_etcd_blob.c)
- * *   n/<node id>                  the commit marker of the broker with that
+ *   n/<node id>                  the commit marker of the broker with that
  *                                node id (see below); m/<slot>/<node id>
  *                                the markers of its other flights
  *   l/<node id>                  the claim of the live broker with that node
@@ -126,7 +126,7 @@ typedef struct ss_backend_etcd_options {
  *   etcd_max_request_bytes  1.5 MiB (64 KiB to 2 GiB): etcd's
  *                           --max-request-bytes
  *   etcd_tombstone_ms       60000 (1 s to 7 days): see below
- *   etcd_sweep_full_ms      3600000 (1000 to 86400000): how often each
+ *   etcd_sweep_full_ms      3600000 (100 to 86400000): how often each
  *                           broker reads every record again for its
  *                           deadline (it reads them at start, and when
  *                           its watch lost history to compaction)

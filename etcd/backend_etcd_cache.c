@@ -137,6 +137,7 @@ void ss_etcd__fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         }
         x->found = kv.found && !ss_etcd__tombstone(ss_etcd__bytes(&x->stored)); /* the reply is freed */
         x->rev = kv.found ? kv.mod_revision : 0;
+        x->seen_rev = r.revision;
         x->stored_expiry = kv.found ? rec.expiry_ms : 0;
         x->blob[0] = '\0';
         struct ss_etcd_stub stub;
@@ -375,6 +376,10 @@ void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch *b, bo
             x->stored_expiry = 0;
             x->blob[0] = '\0';
         }
+        /* The Txn's compare on it held: as of its revision, etcd holds
+         * what the entry does. */
+        if (rev > x->seen_rev)
+            x->seen_rev = rev;
         x->next_blob[0] = '\0';
         x->uploaded = 0;
         /* What next_rec holds now is the record replaced (after the swap

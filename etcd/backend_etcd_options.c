@@ -27,7 +27,7 @@ static const struct ss_option_spec ss_etcd_options[] = {
      (uint64_t)1 << 31, NULL},
     {"etcd_tombstone_ms", SS_OPTION_U64, SS_ETCD_OFF(tombstone_ms), 1000, (uint64_t)7 * 24 * 3600 * 1000, NULL},
     {"etcd_status_interval_ms", SS_OPTION_U64, SS_ETCD_OFF(status_interval_ms), 0, 3600000, NULL},
-    {"etcd_sweep_full_ms", SS_OPTION_U64, SS_ETCD_OFF(sweep_full_ms), 1000, 86400000, NULL},
+    {"etcd_sweep_full_ms", SS_OPTION_U64, SS_ETCD_OFF(sweep_full_ms), 100, 86400000, NULL},
 };
 #define SS_ETCD_OPTIONS (sizeof ss_etcd_options / sizeof ss_etcd_options[0])
 

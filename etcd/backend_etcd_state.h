@@ -86,8 +86,11 @@ typedef struct ss_backend_etcd_stats {
 #define SS_ETCD_CACHE_ENTRIES (1u << 20)
 #define SS_ETCD_CACHE_BYTES ((uint64_t)64 << 20)
 /* Records per Range when every record's deadline is read
- * (backend_etcd_sweep.c): each up to etcd's request size. */
+ * (backend_etcd_sweep.c): at most this many, and at most as many as fit
+ * SS_ETCD_DEADLINE_PAGE_BYTES if each were as large as etcd's request
+ * limit allows (42 with the default 1.5 MiB). */
 #define SS_ETCD_DEADLINE_PAGE 128
+#define SS_ETCD_DEADLINE_PAGE_BYTES ((size_t)64 << 20)
 /* Pauses before trying a call again. */
 #define SS_ETCD_RETRY_MS 100u
 #define SS_ETCD_MARKER_RETRY_MS 1000u
@@ -112,6 +115,8 @@ struct ss_etcd_entry {
      * nothing (rev 0) */
     bool found;
     int64_t rev;
+    int64_t seen_rev;         /* the store's revision at which it was known to be so: its read's,
+                                 or the commit's whose compare on it held */
     ss_buf stored;            /* the whole record, also when etcd holds it in chunks; or the tombstone */
     uint64_t stored_expiry;   /* its deadline, or the tombstone's end (0: none) */
     char blob[SS_ETCD_BLOB_ID_LEN + 1]; /* its chunks' blob id ("": none) */

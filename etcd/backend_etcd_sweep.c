@@ -8,7 +8,8 @@
  * - from the watch, for every record any broker writes: it sweeps the key
  *   sweep_interval_ms after the deadline, so that the writer, if alive,
  *   comes first and the brokers seldom race each other for a key (a race
- *   costs the loser's batch a conflict);
+ *   costs the loser's batch a conflict), unless the record's version is
+ *   of its own node id (written before it restarted);
  * - from a read of every record (a Range over k/ in pages), when it
  *   starts, when its watch lost history to compaction, and every
  *   sweep_full_ms: for the records written before its watch began.
@@ -50,7 +51,15 @@ void ss_etcd__deadline_learn_raw(struct ss_backend_etcd *e, ss_bytes key, int64_
     ss_record rec;
     ss_bytes tail;
     if (ss_record_decode(raw.data, raw.len, &rec, &tail) == SS_OK)
-        ss_etcd__deadline_learn(e, key, rev, rec.expiry_ms, false);
+        ss_etcd__deadline_learn(e, key, rev, rec.expiry_ms, ss_etcd__own_version(e, &rec.version));
+    else
+        ss_etcd__deadline_learn(e, key, rev, 0, false); /* not a record: no deadline */
+}
+
+bool ss_etcd__own_version(const struct ss_backend_etcd *e, const ss_hlc *v)
+{
+    size_t own = strlen(e->node_id);
+    return v->node_len == own && memcmp(v->node, e->node_id, own) == 0;
 }
 
 /* ---- reading every record ------------------------------------------------ */
@@ -65,8 +74,10 @@ static int ss_etcd__pack_deadline_page(struct ss_backend_etcd *e, ss_buf *out)
     const ss_buf *from = e->deadlines_after.len ? &e->deadlines_after : NULL;
     if (from == NULL && (rc = ss_etcd__key(e, &e->scratch, 'k', none)) != SS_OK)
         return rc;
+    size_t page = SS_ETCD_DEADLINE_PAGE_BYTES / e->max_request_bytes;
+    page = page < 1 ? 1 : page > SS_ETCD_DEADLINE_PAGE ? SS_ETCD_DEADLINE_PAGE : page;
     return ss_etcd_range_all_pack(out, ss_etcd__bytes(from ? from : &e->scratch), ss_etcd__bytes(&e->scratch2),
-                                  SS_ETCD_DEADLINE_PAGE);
+                                  (int64_t)page);
 }
 
 void ss_etcd__deadlines_step(struct ss_backend_etcd *e)
@@ -171,13 +182,12 @@ int ss_etcd__pop_due(void *impl, uint64_t now_ms, ss_buf *key, ss_hlc *version)
          * tombstone's end (0 if its lease removes it), or none. */
         uint64_t held = x->rev ? x->stored_expiry : 0;
         if (held != d->deadline) {
-            /* Renewed or deleted since: what was read is newer than what
-             * was learnt, or the change that made it is still to come
-             * from the watch. */
-            if (x->rev == 0)
-                ss_etcd_deadlines_drop(&e->deadlines, d); /* nothing at all: no deadline */
-            else if ((int64_t)x->rev >= d->rev)
-                ss_etcd__deadline_learn(e, k, x->rev, held, false);
+            /* Renewed or deleted since (what was read is as of a later
+             * revision than what was learnt: it stands; k points into d,
+             * which this may free), or the copy read is older (its
+             * batch's compare fails, and the key is read again). */
+            if (x->seen_rev >= d->rev)
+                ss_etcd__deadline_learn(e, k, x->seen_rev, held, false);
             else
                 ss_etcd_deadlines_defer(&e->deadlines, d, again);
             continue;

@@ -199,8 +199,7 @@ void ss_etcd__held_blob_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
  * delay only makes it smaller. */
 static void ss_etcd__clock_seen(struct ss_backend_etcd *e, const ss_hlc *v)
 {
-    size_t own = strlen(e->node_id);
-    if (v->wall == 0 || (v->node_len == own && memcmp(v->node, e->node_id, own) == 0))
+    if (v->wall == 0 || ss_etcd__own_version(e, v))
         return;
     int64_t ahead = (int64_t)v->wall - (int64_t)e->now_ms;
     if (ahead > e->ahead_ms || e->now_ms - e->ahead_at_ms > SS_ETCD_AHEAD_WINDOW_MS) {
@@ -242,7 +241,8 @@ static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event 
     if (decoded) /* whether anyone is told or not */
         ss_etcd__clock_seen(e, &rec.version);
     /* Every broker knows every deadline (backend_etcd_sweep.c). */
-    ss_etcd__deadline_learn(e, key, rev, decoded ? rec.expiry_ms : 0, false);
+    ss_etcd__deadline_learn(e, key, rev, decoded ? rec.expiry_ms : 0,
+                            decoded && ss_etcd__own_version(e, &rec.version));
     if (!ss_backend_wants(&e->base, key))
         return;
     if (ev->deleted) {

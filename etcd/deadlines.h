@@ -14,8 +14,9 @@
  * (in revision order) and the start-up read (pages read at any time)
  * agree; an entry made stale by a change not seen yet is checked against
  * the record, read linearizably, before anything is deleted. It may hold
- * too much, never too little: every deadline in etcd is here, from the
- * start-up read or the watch after it.
+ * too much; what it lacks (until the read at start is done, or a
+ * deadline it had no memory for) the next read of every record brings:
+ * every deadline in etcd comes from that read or the watch after it.
  *
  * Memory: one allocation per key with a deadline (about 64 bytes plus the
  * key) and a heap slot. */

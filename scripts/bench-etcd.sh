@@ -86,7 +86,7 @@ done
 # Locks, leases and deletions (the load a cluster serves most): 2
 # connections x 16 in flight, 20,000 keys of their own (prefix m, written
 # once first), 200-byte values, one broker, MIX_SECS each (long enough for
-# the expiry index to fill); each mix against the plain 50/50 mix of the
+# etcd's history of expired keys to grow); each mix against the plain 50/50 mix of the
 # same run, and against raw Txns of the same operations as an etcd
 # application would send them (bench/etcd_txn with DEL_PERCENT and PX_MS:
 # no compares, puts on leases so that etcd expires the keys itself) at

@@ -22,9 +22,9 @@ static bool one_or_more(const char *v)
     return strtoull(v, NULL, 10) >= 1;
 }
 
-static bool twenty(const char *v)
+static bool hundred(const char *v)
 {
-    return strcmp(v, "20") == 0;
+    return strcmp(v, "100") == 0;
 }
 
 static bool none(const char *v)
@@ -32,56 +32,97 @@ static bool none(const char *v)
     return strcmp(v, "0") == 0;
 }
 
+/* Wait for n DELETE notifications on o, each no later than by_ms (wall
+ * clock, ms) and none before after_ms. */
+static void await_deletions(struct client *o, int n, uint64_t after_ms, uint64_t by_ms)
+{
+    for (int i = 0; i < n; i++) {
+        uint64_t now = now_ms();
+        struct msg *m = client_wait(o, now < by_ms ? (int)(by_ms - now) : 1);
+        ASSERT_TRUE(m != NULL);
+        PAYLOAD(m, "*2\r\n$6\r\nNOTIFY\r\n$6\r\nDELETE\r\n");
+        ASSERT_TRUE(now_ms() >= after_ms);
+    }
+}
+
+/* A broker that writes n keys named prefix-NNN with PX px (and "forever"
+ * without one, if asked), and stops. */
+static void write_and_stop(const struct etcd_cluster *c, const char *name, const char *prefix, int n,
+                           const char *px, bool forever)
+{
+    struct broker a;
+    char conf[64];
+    snprintf(conf, sizeof conf, "plugin_opt_node_id %s\n", name);
+    broker_on_etcd(&a, name, c->endpoints, conf);
+    struct client w;
+    char rw[64], key[64];
+    client_connect_rr(&w, a.port, "writer", rw, sizeof rw);
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "%s-%03d", prefix, i);
+        ASSERT_REPLY(request(&w, rw, "s", NULL, NULL, W("SET", key, "v", "PX", px)), "+OK\r\n");
+    }
+    if (forever)
+        ASSERT_REPLY(request(&w, rw, "s", NULL, NULL, W("SET", "forever", "v")), "+OK\r\n");
+    client_close(&w);
+    broker_stop(&a);
+}
+
 TEST(cluster_broker_started_later_sweeps_deadlines_written_before)
 {
-    enum { N = 20, PX = 4000 };
+    /* More keys than one page of the read at start (42 records with
+     * etcd's default request limit). */
+    enum { N = 100, PX = 8000, M = 10, PX2 = 3000 };
     struct etcd_cluster c;
     etcd_cluster_start(&c, 1);
     /* A writes keys with a deadline and one without, and stops before
      * the deadline: none of them is swept by it. */
-    struct broker a;
-    broker_on_etcd(&a, "writer", c.endpoints, "");
-    struct client w;
-    char rw[64], key[N][24];
-    client_connect_rr(&w, a.port, "writer", rw, sizeof rw);
     uint64_t t0 = now_ms();
-    for (int i = 0; i < N; i++) {
-        snprintf(key[i], sizeof key[i], "later-%02d", i);
-        ASSERT_REPLY(request(&w, rw, "s", NULL, NULL, W("SET", key[i], "v", "PX", "4000")), "+OK\r\n");
-    }
-    ASSERT_REPLY(request(&w, rw, "s", NULL, NULL, W("SET", "forever", "v")), "+OK\r\n");
-    client_close(&w);
-    broker_stop(&a);
+    write_and_stop(&c, "writer", "later", N, "8000", true);
     ASSERT_EQ(etcd_cluster_count_keys(&c, "statestore/x/"), 0); /* no index */
 
     /* B starts after: its watch begins later than every one of those
      * writes, so it knows the deadlines from its read at start alone. */
     struct broker b;
     broker_on_etcd(&b, "sweeper", c.endpoints,
-                   "sys_interval 1\nplugin_opt_etcd_sweep_full_ms 2000\nplugin_opt_etcd_tombstone_ms 1000\n");
+                   "sys_interval 1\nplugin_opt_node_id sweeper\nplugin_opt_etcd_sweep_full_ms 2000\n"
+                   "plugin_opt_etcd_tombstone_ms 1000\n");
     char v[32];
     ASSERT_TRUE(sys_figure_until(b.port, "etcd/deadline_reads", one_or_more, v, sizeof v));
-    ASSERT_TRUE(sys_figure_until(b.port, "etcd/deadlines", twenty, v, sizeof v));
-    ASSERT_TRUE(now_ms() - t0 < PX); /* known before the deadline */
+    ASSERT_TRUE(sys_figure_until(b.port, "etcd/deadlines", hundred, v, sizeof v));
     struct client o;
     char ro[64];
     client_connect_rr(&o, b.port, "observer", ro, sizeof ro);
-    for (int i = 0; i < N; i++)
-        ASSERT_REPLY(request(&o, ro, "n", NULL, NULL, W("KEYNOTIFY", key[i])), "+OK\r\n");
     ASSERT_REPLY(request(&o, ro, "n", NULL, NULL, W("KEYNOTIFY", "forever")), "+OK\r\n");
-    ASSERT_TRUE(now_ms() - t0 < PX); /* registered before the deadline */
-    /* Each is swept by B, and notified once as a deletion. */
     for (int i = 0; i < N; i++) {
-        struct msg *m = client_wait(&o, PX + 5000);
-        ASSERT_TRUE(m != NULL);
-        PAYLOAD(m, "*2\r\n$6\r\nNOTIFY\r\n$6\r\nDELETE\r\n");
-        ASSERT_TRUE(now_ms() - t0 >= PX);
+        char key[64];
+        snprintf(key, sizeof key, "later-%03d", i);
+        ASSERT_REPLY(request(&o, ro, "n", NULL, NULL, W("KEYNOTIFY", key)), "+OK\r\n");
     }
+    ASSERT_TRUE(now_ms() - t0 < PX); /* all known and registered before the deadline */
+    /* Each is swept by B, and notified once as a deletion, soon after
+     * its deadline (B sweeps another's keys 250 ms after it). */
+    await_deletions(&o, N, t0 + PX, now_ms() + PX + 3000);
     uint64_t took = now_ms() - t0;
     ASSERT_EQ(client_drain(&o, 500), 0); /* once each, and nothing of "forever" */
-    /* Their tombstones' ends too, once those are swept (the first
-     * deletions find no lease for tombstones: theirs carry an end of
-     * 1 s), or at once for those on a lease. */
+
+    /* Keys written while B runs, by a broker that stops at once: B knows
+     * them from its watch, and sweeps them. */
+    uint64_t t1 = now_ms();
+    for (int i = 0; i < M; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "watched-%03d", i);
+        ASSERT_REPLY(request(&o, ro, "n", NULL, NULL, W("KEYNOTIFY", key)), "+OK\r\n");
+    }
+    write_and_stop(&c, "writer", "watched", M, "3000", false);
+    ASSERT_TRUE(now_ms() - t1 < PX2); /* its writer stopped before their deadline */
+    ASSERT_TRUE(client_drain_count(&o, M, 2000) == M); /* their SETs */
+    await_deletions(&o, M, t1 + PX2, now_ms() + PX2 + 3000);
+    uint64_t took2 = now_ms() - t1;
+    ASSERT_EQ(client_drain(&o, 500), 0);
+
+    /* The tombstones' ends too, once those are swept (the first deletions
+     * find no lease for tombstones: theirs carry an end of 1 s), or at
+     * once for those on a lease. */
     ASSERT_TRUE(sys_figure_until(b.port, "etcd/deadlines", none, v, sizeof v));
     etcd_cluster_await_count(&c, "statestore/k/later-", 0, 10000);
     ASSERT_REPLY(request(&o, ro, "g", NULL, NULL, W("GET", "forever")), "$1\r\nv\r\n");
@@ -89,8 +130,9 @@ TEST(cluster_broker_started_later_sweeps_deadlines_written_before)
     ASSERT_TRUE(sys_figure_until(b.port, "etcd/deadline_reads", two_or_more, v, sizeof v));
     ASSERT_EQ(etcd_cluster_count_keys(&c, "statestore/x/"), 0);
     printf("  %d keys written by a broker that stopped: known to the next from its read at start, "
-           "swept and notified by it %llu ms after they were set (PX %d)\n",
-           N, (unsigned long long)took, PX);
+           "swept and notified by it %llu ms after the first was set (PX %d); %d written while it ran, "
+           "known from its watch, %llu ms (PX %d)\n",
+           N, (unsigned long long)took, PX, M, (unsigned long long)took2, PX2);
     client_close(&o);
     broker_stop(&b);
     etcd_cluster_stop(&c);

@@ -76,11 +76,16 @@ TEST(deadlines_a_later_revision_wins)
     ASSERT_EQ(ss_etcd_deadlines_learn(&d, K("k"), 12, 900, 900), SS_OK);
     ASSERT_EQ(d.n, 2);
     ASSERT_STR(ss_etcd_deadlines_first(&d)->key, 1, "j");
+    /* The same revision with another deadline (a read of the key, which
+     * knows better): taken. */
+    ASSERT_EQ(ss_etcd_deadlines_learn(&d, K("k"), 12, 950, 1200), SS_OK);
+    ASSERT_EQ(ss_etcd_deadlines_find(&d, K("k"))->deadline, 950);
+    ASSERT_EQ(ss_etcd_deadlines_find(&d, K("k"))->at, 1200);
     /* Deleted at a later revision: gone. */
     ASSERT_EQ(ss_etcd_deadlines_learn(&d, K("j"), 13, 0, 0), SS_OK);
     ASSERT_EQ(d.n, 1);
     ASSERT_TRUE(ss_etcd_deadlines_find(&d, K("j")) == NULL);
-    ASSERT_EQ(ss_etcd_deadlines_find(&d, K("k"))->deadline, 900);
+    ASSERT_EQ(ss_etcd_deadlines_find(&d, K("k"))->deadline, 950);
     ss_etcd_deadlines_free(&d);
 }
 
@@ -129,5 +134,9 @@ TEST(deadlines_many_keys_stay_in_order)
         seen++;
     }
     ASSERT_EQ(seen, kept);
+    ASSERT_TRUE(d.heap == NULL); /* emptied after a burst: its room went */
+    /* And it takes keys again. */
+    ASSERT_EQ(ss_etcd_deadlines_learn(&d, K("again"), 1, 5, 5), SS_OK);
+    ASSERT_STR(ss_etcd_deadlines_first(&d)->key, 5, "again");
     ss_etcd_deadlines_free(&d);
 }
