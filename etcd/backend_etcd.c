@@ -64,6 +64,15 @@ int ss_etcd__key(struct ss_backend_etcd *e, ss_buf *out, char part, ss_bytes key
     return ss_backend_etcd_layout_key(out, e->prefix, part, key);
 }
 
+int ss_etcd__records_end(struct ss_backend_etcd *e, ss_buf *out)
+{
+    ss_bytes none = {NULL, 0};
+    int rc = ss_etcd__key(e, out, 'k', none);
+    if (rc == SS_OK)
+        out->data[out->len - 1] = '/' + 1;
+    return rc;
+}
+
 int ss_etcd__named(struct ss_backend_etcd *e, char part, const char *name)
 {
     ss_bytes n = {(const uint8_t *)name, strlen(name)};

@@ -16,6 +16,11 @@ uint64_t ss_etcd__mono_ms(void);
 void ss_etcd__log(struct ss_backend_etcd *e, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int ss_etcd__key(struct ss_backend_etcd *e, ss_buf *out, char part, ss_bytes key);
 
+/* out = the end of the records' range: prefix "k0", which follows every
+ * "k/..." key; the range from prefix "k/" (ss_etcd__key with no key) to it
+ * holds every record and nothing else. */
+int ss_etcd__records_end(struct ss_backend_etcd *e, ss_buf *out);
+
 /* e->scratch = prefix part "/" name: this broker's marker ('n', node id),
  * claim ('l', node id), the usage counter ('q', "usage"). */
 int ss_etcd__named(struct ss_backend_etcd *e, char part, const char *name);

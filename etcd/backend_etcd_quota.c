@@ -137,12 +137,10 @@ static int ss_etcd__pack_scan(struct ss_backend_etcd *e, ss_buf *out)
 {
     ss_bytes none = {NULL, 0};
     int rc = ss_etcd__key(e, &e->scratch, 'k', none);
-    ss_buf_clear(&e->scratch2);
     if (rc == SS_OK)
-        rc = ss_buf_append(&e->scratch2, e->scratch.data, e->scratch.len);
+        rc = ss_etcd__records_end(e, &e->scratch2);
     if (rc != SS_OK)
         return rc;
-    e->scratch2.data[e->scratch2.len - 1] = '0'; /* "k0" follows every "k/..." */
     return ss_etcd_range_all_pack(out, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(&e->scratch2), 0);
 }
 

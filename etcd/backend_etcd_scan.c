@@ -318,7 +318,6 @@ bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key
 static int ss_etcd__range_to(struct ss_backend_etcd *e, struct ss_etcd_op *op, ss_bytes from, bool inclusive,
                              const ss_bytes *to, size_t limit)
 {
-    ss_bytes none = {NULL, 0};
     uint8_t zero = 0;
     int rc = ss_etcd__key(e, &e->scratch, 'k', from);
     if (rc == SS_OK && !inclusive && from.len) /* the first key after it */
@@ -326,8 +325,8 @@ static int ss_etcd__range_to(struct ss_backend_etcd *e, struct ss_etcd_op *op, s
     if (rc == SS_OK && to) {
         if ((rc = ss_etcd__key(e, &e->scratch2, 'k', *to)) == SS_OK)
             rc = ss_buf_append(&e->scratch2, &zero, 1); /* `to` included */
-    } else if (rc == SS_OK && (rc = ss_etcd__key(e, &e->scratch2, 'k', none)) == SS_OK) {
-        e->scratch2.data[e->scratch2.len - 1] = '0'; /* "k0" follows every "k/..." */
+    } else if (rc == SS_OK) {
+        rc = ss_etcd__records_end(e, &e->scratch2);
     }
     if (rc == SS_OK)
         rc = ss_etcd_range_all_pack(&op->call.request, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(&e->scratch2),

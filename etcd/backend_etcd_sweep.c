@@ -67,10 +67,9 @@ bool ss_etcd__own_version(const struct ss_backend_etcd *e, const ss_hlc *v)
 static int ss_etcd__pack_deadline_page(struct ss_backend_etcd *e, ss_buf *out)
 {
     ss_bytes none = {NULL, 0};
-    int rc = ss_etcd__key(e, &e->scratch2, 'k', none);
+    int rc = ss_etcd__records_end(e, &e->scratch2);
     if (rc != SS_OK)
         return rc;
-    e->scratch2.data[e->scratch2.len - 1] = '0'; /* "k0" follows every "k/..." */
     const ss_buf *from = e->deadlines_after.len ? &e->deadlines_after : NULL;
     if (from == NULL && (rc = ss_etcd__key(e, &e->scratch, 'k', none)) != SS_OK)
         return rc;

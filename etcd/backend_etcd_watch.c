@@ -51,11 +51,7 @@ static int ss_etcd__records_range(struct ss_backend_etcd *e)
 {
     ss_bytes none = {NULL, 0};
     int rc = ss_etcd__key(e, &e->scratch, 'k', none);
-    if (rc == SS_OK)
-        rc = ss_etcd__key(e, &e->scratch2, 'k', none);
-    if (rc == SS_OK)
-        e->scratch2.data[e->scratch2.len - 1] = '/' + 1;
-    return rc;
+    return rc == SS_OK ? ss_etcd__records_end(e, &e->scratch2) : rc;
 }
 
 void ss_etcd__watch_step(struct ss_backend_etcd *e)
