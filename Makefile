@@ -323,7 +323,8 @@ bench-etcd: deps
 	@scripts/bench-etcd.sh
 
 # A long churn on etcd (an hour by default: BENCH_SOAK_SECONDS): the plain
-# mix before and after it, and etcd's history against the clients' writes.
+# mix before and after it, and etcd's history against the clients' writes
+# (BENCH_SOAK_PPROF=DIR: CPU profiles of etcd and the broker into DIR).
 bench-etcd-soak: deps
 	@scripts/etcd-tools.sh
 	@$(MAKE) --no-print-directory $(BENCH_BINS) SAN=0

@@ -19,7 +19,12 @@
 #      the script prints when they ran), etcd's history and a fragmented
 #      database apart;
 # and how fast etcd's revision grew against the writes the clients made
-# (every revision is a Txn: the plugin's own keys show here).
+# (every revision is a Txn: the plugin's own keys show here). Each plain
+# run also prints the CPU time the broker and the etcd members spent per
+# request, and the broker's own figures (requests per Txn, keys fetched,
+# reads of every record), so that a slow run says which side slowed.
+# With BENCH_SOAK_PPROF=DIR, CPU profiles of every etcd member and of the
+# broker (20 s each) go to DIR at the start of every run and churn step.
 set -u
 B=build/plain
 WORK=$(mktemp -d /tmp/statestore-bench-soak.XXXXXX)
@@ -33,7 +38,7 @@ RETENTION=${BENCH_SOAK_RETENTION:-10m}
 # docs/CLUSTER.md says how to size it)
 QUOTA=${BENCH_SOAK_QUOTA:-8589934592}
 SETTLE=${BENCH_SOAK_SETTLE:-70}
-ETCD_EXTRA_ARGS="--auto-compaction-mode=periodic --auto-compaction-retention=$RETENTION${QUOTA:+ --quota-backend-bytes=$QUOTA}"
+ETCD_EXTRA_ARGS="--auto-compaction-mode=periodic --auto-compaction-retention=$RETENTION${QUOTA:+ --quota-backend-bytes=$QUOTA}${BENCH_SOAK_PPROF:+ --enable-pprof}"
 start_etcd_cluster
 ETCD_PIDS=("${PIDS[@]}")
 start_broker etcd "$PWD/$B/statestore.so" "plugin_opt_backend etcd" "plugin_opt_etcd_endpoints $ENDPOINTS" \
@@ -64,15 +69,45 @@ commits() { awk -v n="$(metric etcd_disk_backend_commit_duration_seconds_count)"
 # counts a compaction's versions when it ends, so one still running
 # shows as 0: its log lines, printed at the end, say when each ran
 compacted() { metric etcd_debugging_mvcc_db_compaction_keys_total; }
-# plain LABEL: the plain mix for PLAIN seconds; prints its line, sets P
+# fig NAME: one of the broker's figures (statestore stats)
+fig() { $B/statestore -p "$PORT_etcd" stats 2>/dev/null | awk -v f="$1" '$1 == f {v = $2} END {print v + 0}'; }
+# ticks PID...: their CPU time together, in clock ticks
+ticks() { local t=0 p; for p in "$@"; do t=$(( t + $(cpu_ticks "$p") )); done; echo $t; }
+# per_req TICKS N: microseconds of CPU per request
+per_req() { awk -v t="$1" -v hz="$HZ" -v n="$2" 'BEGIN {printf "%.1f", (n > 0 ? t * 1e6 / hz / n : 0)}'; }
+# profile LABEL: with BENCH_SOAK_PPROF set (a directory), a CPU profile of
+# every etcd member over the next 20 s, in the background (etcd runs with
+# --enable-pprof then; `go tool pprof -top FILE` reads one), and of the
+# broker if perf is installed (`perf report -i FILE`)
+PROF_PIDS=()
+profile() {
+    [ -n "${BENCH_SOAK_PPROF:-}" ] || return 0
+    local e i=0
+    for e in ${ENDPOINTS//,/ }; do
+        i=$(( i + 1 ))
+        curl -s -o "$BENCH_SOAK_PPROF/etcd-$i-$1.pprof" "$e/debug/pprof/profile?seconds=20" &
+        PROF_PIDS+=("$!")
+    done
+    if command -v perf > /dev/null; then
+        perf record -q -F 499 -g -p "$PID_etcd" -o "$BENCH_SOAK_PPROF/broker-$1.perf" -- sleep 20 > /dev/null 2>&1 &
+        PROF_PIDS+=("$!")
+    fi
+}
+# plain LABEL: the plain mix for PLAIN seconds; prints its lines, sets P
 plain() {
-    local n0 us0 n1 us1 k0 n
+    local n0 us0 n1 us1 k0 n tb0 te0 x0 f0 r0 ops
     read -r n0 us0 <<< "$(commits)"; k0=$(compacted)
+    tb0=$(ticks "$PID_etcd"); te0=$(ticks "${ETCD_PIDS[@]}")
+    x0=$(fig etcd/txns); f0=$(fig etcd/fetches); r0=$(fig etcd/deadline_reads)
+    profile "${1// /-}"
     # shellcheck disable=SC2086
     P=$(lg -p "$PORT_etcd" $MIX -s 50 -d "$PLAIN" --label "$1")
     read -r n1 us1 <<< "$(commits)"
-    n=$(( n1 - n0 ))
+    n=$(( n1 - n0 )); ops=$(field "$P" ops)
     echo "  plain 50/50 $1: $(field "$P" ops_per_s) ops/s, p99 $(field "$P" p99_us) us, errors $(field "$P" errors); etcd's backend commits $n, $(( (us1 - us0) / (n > 0 ? n : 1) )) us each; key versions compacted meanwhile $(( $(compacted) - k0 ))"
+    echo "    CPU per request: the broker $(per_req "$(( $(ticks "$PID_etcd") - tb0 ))" "$ops") us, etcd members $(per_req "$(( $(ticks "${ETCD_PIDS[@]}") - te0 ))" "$ops") us; requests per Txn $(ratio "$ops" "$(( $(fig etcd/txns) - x0 + 1 ))"); the broker's fetches $(( $(fig etcd/fetches) - f0 )), reads of every record $(( $(fig etcd/deadline_reads) - r0 )), deadlines known $(fig etcd/deadlines), cache entries $(fig etcd/cache_entries)"
+    [ ${#PROF_PIDS[@]} = 0 ] || wait "${PROF_PIDS[@]}"
+    PROF_PIDS=()
 }
 MIX="-c 2 -w 16 -k 20000 -v 200 --prefix m"
 lg -p "$PORT_etcd" -c 4 -w 64 -k 20000 -v 200 -n 20000 --sequential --prefix m --label preload > /dev/null
@@ -87,7 +122,10 @@ writes=0
 k=$(compacted)
 for t in $(seq "$STEP" "$STEP" "$SOAK"); do
     # shellcheck disable=SC2086
+    profile "churn-$t"
     s=$(lg -p "$PORT_etcd" $MIX -s 40 --del-pct 20 --px 2000 -d "$STEP" --label churn)
+    [ ${#PROF_PIDS[@]} = 0 ] || wait "${PROF_PIDS[@]}"
+    PROF_PIDS=()
     # the writes among the answered requests: 60% (40% SET, 20% DEL)
     writes=$(( writes + $(field "$s" ops) * 60 / 100 ))
     echo "  churn (40% SET PX 2000, 20% DEL), ${t}s: $(field "$s" ops_per_s) ops/s, p99 $(field "$s" p99_us) us, errors $(field "$s" errors); etcd revision $(status Revision), db $(( $(status DBSize) / 1048576 )) MiB"
