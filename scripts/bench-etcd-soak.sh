@@ -69,6 +69,23 @@ commits() { awk -v n="$(metric etcd_disk_backend_commit_duration_seconds_count)"
 # counts a compaction's versions when it ends, so one still running
 # shows as 0: its log lines, printed at the end, say when each ran
 compacted() { metric etcd_debugging_mvcc_db_compaction_keys_total; }
+# compactions: how many compactions the first member has started and
+# finished so far (its log: each starts with "store.index: compact" and
+# ends with "finished scheduled compaction"), to tell a run that shared
+# etcd with a compaction
+compactions() {
+    echo "$(grep -c 'store.index: compact' "$WORK/etcd-1.log") $(grep -c 'finished scheduled compaction' "$WORK/etcd-1.log")"
+}
+# compaction_quiet: wait (up to 600 s) until every compaction started has
+# finished
+compaction_quiet() {
+    local s f
+    for _ in $(seq 6000); do
+        read -r s f <<< "$(compactions)"
+        [ "$s" -le "$f" ] && return
+        sleep 0.1
+    done
+}
 # fig NAME: one of the broker's figures (statestore stats)
 fig() { $B/statestore -p "$PORT_etcd" stats 2>/dev/null | awk -v f="$1" '$1 == f {v = $2} END {print v + 0}'; }
 # ticks PID...: their CPU time together, in clock ticks
@@ -95,16 +112,21 @@ profile() {
 }
 # plain LABEL: the plain mix for PLAIN seconds; prints its lines, sets P
 plain() {
-    local n0 us0 n1 us1 k0 n tb0 te0 x0 f0 r0 ops
+    local n0 us0 n1 us1 k0 n tb0 te0 x0 f0 r0 ops s0 f0c s1 f1c during
     read -r n0 us0 <<< "$(commits)"; k0=$(compacted)
+    read -r s0 f0c <<< "$(compactions)"
     tb0=$(ticks "$PID_etcd"); te0=$(ticks "${ETCD_PIDS[@]}")
     x0=$(fig etcd/txns); f0=$(fig etcd/fetches); r0=$(fig etcd/deadline_reads)
     profile "${1// /-}"
     # shellcheck disable=SC2086
     P=$(lg -p "$PORT_etcd" $MIX -s 50 -d "$PLAIN" --label "$1")
     read -r n1 us1 <<< "$(commits)"
+    read -r s1 f1c <<< "$(compactions)"
+    # a compaction ran during the run if one was under way at its start
+    # or one started before its end
+    during=no; { [ "$s0" -gt "$f0c" ] || [ "$s1" -gt "$s0" ]; } && during=yes
     n=$(( n1 - n0 )); ops=$(field "$P" ops)
-    echo "  plain 50/50 $1: $(field "$P" ops_per_s) ops/s, p99 $(field "$P" p99_us) us, errors $(field "$P" errors); etcd's backend commits $n, $(( (us1 - us0) / (n > 0 ? n : 1) )) us each; key versions compacted meanwhile $(( $(compacted) - k0 ))"
+    echo "  plain 50/50 $1: $(field "$P" ops_per_s) ops/s, p99 $(field "$P" p99_us) us, errors $(field "$P" errors); etcd's backend commits $n, $(( (us1 - us0) / (n > 0 ? n : 1) )) us each; a compaction ran meanwhile: $during; key versions compacted meanwhile $(( $(compacted) - k0 ))"
     echo "    CPU per request: the broker $(per_req "$(( $(ticks "$PID_etcd") - tb0 ))" "$ops") us, etcd members $(per_req "$(( $(ticks "${ETCD_PIDS[@]}") - te0 ))" "$ops") us; requests per Txn $(ratio "$ops" "$(( $(fig etcd/txns) - x0 + 1 ))"); the broker's fetches $(( $(fig etcd/fetches) - f0 )), reads of every record $(( $(fig etcd/deadline_reads) - r0 )), deadlines known $(fig etcd/deadlines), cache entries $(fig etcd/cache_entries)"
     [ ${#PROF_PIDS[@]} = 0 ] || wait "${PROF_PIDS[@]}"
     PROF_PIDS=()
@@ -139,7 +161,12 @@ echo "    $(ratio "$(field "$p2" ops_per_s)" "$(field "$p1" ops_per_s)") of befo
 sleep "$SETTLE"
 plain "after ${SETTLE}s more"; p3=$P
 echo "    $(ratio "$(field "$p3" ops_per_s)" "$(field "$p1" ops_per_s)") of before"
-ctl compact --physical "$(status Revision)" > /dev/null
+# (etcdctl gives up waiting after 5 s by default, while the compaction
+# goes on: wait for it, or the next run shares etcd with it)
+t0=$(date +%s)
+ctl --command-timeout=600s compact --physical "$(status Revision)" > /dev/null
+compaction_quiet
+echo "    compacted to the current revision in $(( $(date +%s) - t0 )) s"
 for e in ${ENDPOINTS//,/ }; do ETCDCTL_API=3 "$ETCD_BIN/etcdctl" --endpoints "$e" --command-timeout=120s defrag > /dev/null; done
 echo "    compacted to the current revision and defragmented: db $(( $(status DBSize) / 1048576 )) MiB, etcd members $(rss_mib "${ETCD_PIDS[@]}") MiB"
 plain "after compaction and defragmentation"; p4=$P
