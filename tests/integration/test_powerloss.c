@@ -18,6 +18,7 @@
 #define WRITERS 4
 #define INFLIGHT 8
 #define MAX_ACKED 150000
+#define MIN_ROUND_ACKED 40 /* so that 3 rounds acknowledge more than 100 writes */
 
 struct rig {
     struct broker b;
@@ -118,8 +119,13 @@ static uint64_t load_then_cut(struct rig *r, int round, struct acked *acked, int
     }
     char inflight[WRITERS][INFLIGHT][24];
     memset(inflight, 0, sizeof inflight);
-    uint64_t end = now_ms() + 100 + (uint64_t)(rand_r(&r->seed) % 300);
-    while (now_ms() < end && *nacked < MAX_ACKED - WRITERS * INFLIGHT) {
+    /* A random 100-400 ms of load, and at least MIN_ROUND_ACKED answers
+     * however slow the broker runs (under valgrind a round may answer
+     * few in 100 ms), for at most 20 s. */
+    uint64_t start = now_ms(), end = start + 100 + (uint64_t)(rand_r(&r->seed) % 300);
+    int from = *nacked;
+    while ((now_ms() < end || (*nacked - from < MIN_ROUND_ACKED && now_ms() < start + 20000)) &&
+           *nacked < MAX_ACKED - WRITERS * INFLIGHT) {
         for (int i = 0; i < WRITERS; i++) {
             for (int s = 0; s < INFLIGHT; s++) {
                 if (inflight[i][s][0] == '\0') {
