@@ -110,6 +110,11 @@ profile() {
         PROF_PIDS+=("$!")
     fi
 }
+# profile_done: wait for the profiles under way
+profile_done() {
+    [ ${#PROF_PIDS[@]} = 0 ] || wait "${PROF_PIDS[@]}"
+    PROF_PIDS=()
+}
 # plain LABEL: the plain mix for PLAIN seconds; prints its lines, sets P
 plain() {
     local n0 us0 n1 us1 k0 n tb0 te0 x0 f0 r0 ops s0 f0c s1 f1c during
@@ -128,8 +133,7 @@ plain() {
     n=$(( n1 - n0 )); ops=$(field "$P" ops)
     echo "  plain 50/50 $1: $(field "$P" ops_per_s) ops/s, p99 $(field "$P" p99_us) us, errors $(field "$P" errors); etcd's backend commits $n, $(( (us1 - us0) / (n > 0 ? n : 1) )) us each; a compaction ran meanwhile: $during; key versions compacted meanwhile $(( $(compacted) - k0 ))"
     echo "    CPU per request: the broker $(per_req "$(( $(ticks "$PID_etcd") - tb0 ))" "$ops") us, etcd members $(per_req "$(( $(ticks "${ETCD_PIDS[@]}") - te0 ))" "$ops") us; requests per Txn $(ratio "$ops" "$(( $(fig etcd/txns) - x0 + 1 ))"); the broker's fetches $(( $(fig etcd/fetches) - f0 )), reads of every record $(( $(fig etcd/deadline_reads) - r0 )), deadlines known $(fig etcd/deadlines), cache entries $(fig etcd/cache_entries)"
-    [ ${#PROF_PIDS[@]} = 0 ] || wait "${PROF_PIDS[@]}"
-    PROF_PIDS=()
+    profile_done
 }
 MIX="-c 2 -w 16 -k 20000 -v 200 --prefix m"
 lg -p "$PORT_etcd" -c 4 -w 64 -k 20000 -v 200 -n 20000 --sequential --prefix m --label preload > /dev/null
@@ -143,11 +147,10 @@ rev0=$(status Revision); db0=$(status DBSize); v0=$(versions)
 writes=0
 k=$(compacted)
 for t in $(seq "$STEP" "$STEP" "$SOAK"); do
-    # shellcheck disable=SC2086
     profile "churn-$t"
+    # shellcheck disable=SC2086
     s=$(lg -p "$PORT_etcd" $MIX -s 40 --del-pct 20 --px 2000 -d "$STEP" --label churn)
-    [ ${#PROF_PIDS[@]} = 0 ] || wait "${PROF_PIDS[@]}"
-    PROF_PIDS=()
+    profile_done
     # the writes among the answered requests: 60% (40% SET, 20% DEL)
     writes=$(( writes + $(field "$s" ops) * 60 / 100 ))
     echo "  churn (40% SET PX 2000, 20% DEL), ${t}s: $(field "$s" ops_per_s) ops/s, p99 $(field "$s" p99_us) us, errors $(field "$s" errors); etcd revision $(status Revision), db $(( $(status DBSize) / 1048576 )) MiB"
