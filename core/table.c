@@ -47,9 +47,11 @@ uint64_t ss_table_hash2(const ss_table *t, const uint8_t *a, size_t alen, const 
     return ss_table_hash_parts(t, parts, 2);
 }
 
-static void ss_table__grow(ss_table *t)
+/* Rehash every node into n buckets (a power of two). If the new array
+ * cannot be had, the table stays as it is: only its chains' lengths
+ * depend on the bucket count. */
+static void ss_table__resize(ss_table *t, size_t n)
 {
-    size_t n = (t->mask + 1) * 2;
     ss_table_node **nb = calloc(n, sizeof *nb);
     if (nb == NULL)
         return;
@@ -71,7 +73,7 @@ static void ss_table__grow(ss_table *t)
 void ss_table_insert(ss_table *t, ss_table_node *n, uint64_t h)
 {
     if (t->count >= t->mask + 1)
-        ss_table__grow(t);
+        ss_table__resize(t, (t->mask + 1) * 2);
     n->hash = h;
     size_t i = (size_t)h & t->mask;
     n->next = t->buckets[i];
@@ -88,6 +90,12 @@ void ss_table_remove(ss_table *t, ss_table_node *n)
         *p = n->next;
         t->count--;
     }
+    /* A burst over (a churn of keys, a flood of requests remembered):
+     * its room goes back. Halved at one node per 8 buckets, the table is
+     * then a quarter full, so a count that goes up and down near one size
+     * does not make it grow and shrink in turn (it grows when full). */
+    if (t->mask + 1 > SS_TABLE_MIN && t->count < (t->mask + 1) / 8)
+        ss_table__resize(t, (t->mask + 1) / 2);
 }
 
 ss_table_node *ss_table_find(const ss_table *t, uint64_t h)

@@ -5,8 +5,10 @@
  * The table stores only the node and its 64-bit hash; the caller compares
  * its own keys while walking the nodes of one hash with ss_table_find /
  * ss_table_next. It never allocates nodes and never frees them; it owns only
- * its bucket array. Hashes should come from ss_table_hash (keyed SipHash),
- * so that clients cannot pick colliding keys. */
+ * its bucket array, which grows when the table is full and shrinks when it
+ * is an eighth full (never below 16 buckets). Hashes should come from
+ * ss_table_hash (keyed SipHash), so that clients cannot pick colliding
+ * keys. */
 #ifndef SS_TABLE_H
 #define SS_TABLE_H
 
@@ -42,7 +44,9 @@ uint64_t ss_table_hash2(const ss_table *t, const uint8_t *a, size_t alen, const 
 /* Insert n with hash h. Grows the bucket array when needed; if growing
  * fails the node is still inserted (chains get longer). */
 void ss_table_insert(ss_table *t, ss_table_node *n, uint64_t h);
-/* Unlink n, which must be in t. */
+/* Unlink n, which must be in t. Shrinks the bucket array when it is
+ * mostly empty, so a caller must not go on walking a chain (ss_table_next)
+ * after removing a node of it. */
 void ss_table_remove(ss_table *t, ss_table_node *n);
 /* First / next node with hash h, or NULL. */
 ss_table_node *ss_table_find(const ss_table *t, uint64_t h);

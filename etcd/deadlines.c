@@ -103,10 +103,15 @@ void ss_etcd_deadlines_drop(ss_etcd_deadlines *d, ss_etcd_deadline *x)
         ss_etcd_deadlines__fix(d, d->heap[i]);
     }
     free(x);
-    if (d->n == 0 && d->cap > 64) { /* a burst of deadlines over: its room goes */
-        free(d->heap);
-        d->heap = NULL;
-        d->cap = 0;
+    /* A burst of deadlines over: its room goes, half of it each time a
+     * quarter is in use (so that a count going up and down near one size
+     * does not move the array each time), down to 64 slots. */
+    if (d->cap > 64 && d->n < d->cap / 4) {
+        ss_etcd_deadline **heap = realloc(d->heap, d->cap / 2 * sizeof *heap);
+        if (heap != NULL) { /* if not, the larger array serves as well */
+            d->heap = heap;
+            d->cap /= 2;
+        }
     }
 }
 

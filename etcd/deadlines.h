@@ -19,7 +19,9 @@
  * every deadline in etcd comes from that read or the watch after it.
  *
  * Memory: one allocation per key with a deadline (about 64 bytes plus the
- * key) and a heap slot. */
+ * key), a heap slot and a share of the hash table's buckets. The heap and
+ * the table shrink as keys go, so a churn of many keys leaves nothing
+ * behind once its deadlines have passed. */
 #ifndef SS_ETCD_DEADLINES_H
 #define SS_ETCD_DEADLINES_H
 

@@ -134,9 +134,45 @@ TEST(deadlines_many_keys_stay_in_order)
         seen++;
     }
     ASSERT_EQ(seen, kept);
-    ASSERT_TRUE(d.heap == NULL); /* emptied after a burst: its room went */
+    ASSERT_EQ(d.cap, 64); /* emptied after a burst: its room went */
     /* And it takes keys again. */
     ASSERT_EQ(ss_etcd_deadlines_learn(&d, K("again"), 1, 5, 5), SS_OK);
     ASSERT_STR(ss_etcd_deadlines_first(&d)->key, 5, "again");
+    ss_etcd_deadlines_free(&d);
+}
+
+/* A churn over: once most keys have gone, so has the room they took (the
+ * heap's and the hash table's), and the rest still sweep in order. */
+TEST(deadlines_room_goes_with_the_keys)
+{
+    enum { N = 20000, KEEP = 50 };
+    ss_etcd_deadlines d;
+    ASSERT_EQ(ss_etcd_deadlines_init(&d), SS_OK);
+    char key[16];
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof key, "key-%d", i);
+        ASSERT_EQ(ss_etcd_deadlines_learn(&d, K(key), i + 1, 1000 + (uint64_t)i, 1000 + (uint64_t)i), SS_OK);
+    }
+    ASSERT_EQ(d.cap, 32768);
+    ASSERT_EQ(d.table.mask + 1, 32768);
+    /* All but KEEP deleted (the keys with the latest deadlines stay). */
+    for (int i = 0; i < N - KEEP; i++) {
+        snprintf(key, sizeof key, "key-%d", i);
+        ASSERT_EQ(ss_etcd_deadlines_learn(&d, K(key), N + i + 1, 0, 0), SS_OK);
+    }
+    ASSERT_EQ(d.n, KEEP);
+    ASSERT_EQ(d.cap, 128);             /* halved while under a quarter */
+    ASSERT_EQ(d.table.mask + 1, 256);  /* halved while under an eighth */
+    uint64_t at = 1000 + N - KEEP;
+    ss_etcd_deadline *x;
+    while ((x = ss_etcd_deadlines_first(&d)) != NULL) {
+        ASSERT_EQ(x->at, at);
+        ASSERT_TRUE(ss_etcd_deadlines_find(&d, (ss_bytes){x->key, x->key_len}) == x);
+        ss_etcd_deadlines_drop(&d, x);
+        at++;
+    }
+    ASSERT_EQ(at, 1000 + N);
+    ASSERT_EQ(d.cap, 64);
+    ASSERT_EQ(d.table.mask + 1, 16);
     ss_etcd_deadlines_free(&d);
 }
