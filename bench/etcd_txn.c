@@ -18,7 +18,13 @@
  * Txn at once), for each key a put (SET_PERCENT), a delete (DEL_PERCENT)
  * or a Range (the rest); with PX_MS > 0 every put is attached to a lease
  * that ends PX_MS later, rounded up to etcd's whole seconds (a lease per
- * thread and second, so that keys expire through etcd itself). Prints:
+ * thread and second, so that keys expire through etcd itself).
+ *
+ * With ETCD_TXN_KEYS_PER_S set in the environment, the threads together
+ * send at most that many keys a second (each paces its own share): etcd's
+ * cost per key at the rate the plugin reached, rather than at etcd's
+ * fastest, which on a shared machine is lower (its fixed costs per
+ * Raft round and commit are shared by more keys). Prints:
  *   ETCDTXN txns=.. seconds=.. txn_per_s=.. keys_per_s=.. p50_us=.. p99_us=.. failed=..
  */
 #include <pthread.h>
@@ -43,6 +49,7 @@ struct worker {
     int id, per_txn, set_pct, del_pct, px_ms;
     bool native; /* the mixes: an application's Txns, not the plugin's */
     double seconds;
+    double pace_us; /* between two Txns of this thread (0: none) */
     int64_t rev[KEYS_PER_THREAD]; /* each key's mod_revision (0: absent) */
     uint32_t *lat;
     size_t nlat;
@@ -111,7 +118,19 @@ static void *worker_main(void *arg)
     ss_etcd_txn t = {0};
     int64_t lease = 0;
     uint64_t lease_at = 0;
+    double send_at = (double)mono_us();
     while (batch && mono_us() < end) {
+        if (w->pace_us > 0) {
+            send_at += w->pace_us;
+            double now = (double)mono_us();
+            if (send_at > now) {
+                uint64_t wait_us = (uint64_t)(send_at - now);
+                struct timespec ts = {(time_t)(wait_us / 1000000u), (long)(wait_us % 1000000u) * 1000};
+                nanosleep(&ts, NULL);
+            }
+            else if (now - send_at > w->pace_us)
+                send_at = now; /* behind by more than a Txn: no burst to catch up */
+        }
         ss_etcd_txn_clear(&t);
         bool wrote = false;
         if (w->native) {
@@ -201,12 +220,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "etcd_txn: %s\n", why);
         return 1;
     }
+    const char *rate = getenv("ETCD_TXN_KEYS_PER_S");
+    double keys_per_s = rate ? atof(rate) : 0;
+    if (keys_per_s < 0) {
+        fprintf(stderr, "etcd_txn: ETCD_TXN_KEYS_PER_S must be >= 0\n");
+        return 2;
+    }
     static struct worker ws[MAX_THREADS];
     pthread_t tids[MAX_THREADS];
     uint64_t t0 = mono_us();
     for (int i = 0; i < threads; i++) {
         ws[i] = (struct worker){.g = g, .id = i, .per_txn = per_txn, .set_pct = set_pct, .del_pct = del_pct,
-                                .px_ms = px_ms, .native = native, .seconds = seconds};
+                                .px_ms = px_ms, .native = native, .seconds = seconds,
+                                .pace_us = keys_per_s > 0 ? 1e6 * per_txn * threads / keys_per_s : 0};
         ws[i].lat = malloc(MAX_LAT * sizeof *ws[i].lat);
         if (ws[i].lat == NULL || pthread_create(&tids[i], NULL, worker_main, &ws[i]) != 0) {
             fprintf(stderr, "etcd_txn: out of memory\n");
