@@ -127,9 +127,9 @@ static void *worker_main(void *arg)
                 uint64_t wait_us = (uint64_t)(send_at - now);
                 struct timespec ts = {(time_t)(wait_us / 1000000u), (long)(wait_us % 1000000u) * 1000};
                 nanosleep(&ts, NULL);
-            }
-            else if (now - send_at > w->pace_us)
+            } else if (now - send_at > w->pace_us) {
                 send_at = now; /* behind by more than a Txn: no burst to catch up */
+            }
         }
         ss_etcd_txn_clear(&t);
         bool wrote = false;

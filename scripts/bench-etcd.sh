@@ -50,6 +50,8 @@ cpu_end() {
     CORES_BROKER=$(awk -v a="$(( p - P0 ))" -v w="$wall" 'BEGIN {printf "%.2f", a / w}')
     ETCD_TICKS=$(( e - E0 ))
 }
+# keys_sent ETCDTXN-LINE: the keys a raw run sent in all
+keys_sent() { awk -v a="$(field "$1" keys_per_s)" -v s="$(field "$1" seconds)" 'BEGIN {print int(a * s)}'; }
 # ms of etcd CPU per 1000 keys
 per_k() { awk -v t="$1" -v n="$2" -v hz="$HZ" 'BEGIN {printf "%.1f", (n > 0 ? t * 1e6 / hz / n : 0)}'; }
 
@@ -79,7 +81,7 @@ for i in $(seq "$REPS"); do
     cpu_start ""
     r=$(raw "$k" 50 1 "$SECS")
     cpu_end ""
-    rb+=("$CORES_BUSY"); re+=("$CORES_ETCD"); rk+=("$(per_k "$ETCD_TICKS" "$(awk -v a="$(field "$r" keys_per_s)" -v s="$(field "$r" seconds)" 'BEGIN {print int(a * s)}')")")
+    rb+=("$CORES_BUSY"); re+=("$CORES_ETCD"); rk+=("$(per_k "$ETCD_TICKS" "$(keys_sent "$r")")")
     lt+=("$(field "$l" ops_per_s)"); e1+=("$(field "$e" ops_per_s)"); k1+=("$k")
     r1+=("$(field "$r" keys_per_s)")
 done
@@ -118,6 +120,14 @@ raw_mix_args() {
 }
 lg -p "$PORT_etcd_a" -c 4 -w 64 -k 20000 -v 200 -n 20000 --sequential --prefix m --label preload > /dev/null
 lg -p "$PORT_lmdb" -c 4 -w 64 -k 20000 -v 200 -n 20000 --sequential --prefix m --label preload > /dev/null
+# raw_mix KEYS_PER_TXN SET DEL PX [KEYS_PER_S]: raw Txns of a mix, 2 in
+# flight, for MIX_SECS, at most KEYS_PER_S keys a second if given; sets r
+# (the summary) and ETCD_TICKS (etcd's CPU meanwhile)
+raw_mix() {
+    cpu_start ""
+    r=$(ETCD_TXN_KEYS_PER_S="${5:-0}" $B/bench/etcd_txn "$ENDPOINTS" "$1" "$2" 2 "$MIX_SECS" "$3" "$4" | grep '^ETCDTXN')
+    cpu_end ""
+}
 declare -A mix_ops mix_p99 mix_raw mix_cpu mix_raw_cpu mix_k
 declare -a mix_lmdb_plain mix_lmdb_both paced_keys paced_cpu
 for i in $(seq "$MIX_REPS"); do
@@ -134,21 +144,17 @@ for i in $(seq "$MIX_REPS"); do
         k=$(keys_per_txn "$(field "$e" ops)" "$(( $(txns "$PORT_etcd_a") - t0 ))")
         mix_k[$m]="${mix_k[$m]:-} $k"
         read -r rs rd rp <<< "$(raw_mix_args "$m")"
-        cpu_start ""
-        r=$($B/bench/etcd_txn "$ENDPOINTS" "$k" "$rs" 2 "$MIX_SECS" "$rd" "$rp" | grep '^ETCDTXN')
-        cpu_end ""
+        raw_mix "$k" "$rs" "$rd" "$rp"
         mix_raw[$m]="${mix_raw[$m]:-} $(field "$r" keys_per_s)"
-        mix_raw_cpu[$m]="${mix_raw_cpu[$m]:-} $(per_k "$ETCD_TICKS" "$(awk -v a="$(field "$r" keys_per_s)" -v s="$(field "$r" seconds)" 'BEGIN {print int(a * s)}')")"
+        mix_raw_cpu[$m]="${mix_raw_cpu[$m]:-} $(per_k "$ETCD_TICKS" "$(keys_sent "$r")")"
         if [ "$m" = plain ]; then
             # The same raw Txns paced to the plugin's rate: etcd's cost
             # per key falls as its rate rises (its fixed costs per Raft
             # round and commit are shared by more keys), and raw Txns at
             # full speed run at about twice the plugin's rate here.
-            cpu_start ""
-            r=$(ETCD_TXN_KEYS_PER_S="$(field "$e" ops_per_s)" $B/bench/etcd_txn "$ENDPOINTS" "$k" "$rs" 2 "$MIX_SECS" "$rd" "$rp" | grep '^ETCDTXN')
-            cpu_end ""
+            raw_mix "$k" "$rs" "$rd" "$rp" "$(field "$e" ops_per_s)"
             paced_keys+=("$(field "$r" keys_per_s)")
-            paced_cpu+=("$(per_k "$ETCD_TICKS" "$(awk -v a="$(field "$r" keys_per_s)" -v s="$(field "$r" seconds)" 'BEGIN {print int(a * s)}')")")
+            paced_cpu+=("$(per_k "$ETCD_TICKS" "$(keys_sent "$r")")")
         fi
     done
     # shellcheck disable=SC2046
