@@ -79,6 +79,40 @@ static void cut_off_round(struct netns_net *net, struct client *ca, const char *
            "heal\n", r + 1, (unsigned long long)took, (unsigned long long)back);
 }
 
+/* Brokers A and B, each on a host of its own (calls timing out after
+ * 500 ms), on a 3-member cluster on three more hosts; a client of each
+ * on its broker's host. */
+struct two_brokers {
+    struct netns_net net;
+    struct etcd_cluster ec;
+    struct broker a, b;
+    struct client ca, cb;
+    char ra[64], rb[64];
+};
+
+static void two_brokers_up(struct two_brokers *t)
+{
+    if (!netns_available())
+        test_fail(__FILE__, __LINE__, "this test makes network namespaces: run it as root, with iproute2 and nftables");
+    netns_up(&t->net, 5);
+    const int members[3] = {0, 1, 2};
+    etcd_cluster_start_on(&t->ec, 3, &t->net, members);
+    nemesis_broker_on_host(&t->net, HOST_A, &t->a, "a", t->ec.endpoints, 500, &t->ca, t->ra);
+    nemesis_broker_on_host(&t->net, HOST_B, &t->b, "b", t->ec.endpoints, 500, &t->cb, t->rb);
+}
+
+/* Everything stopped, once the members are found to hold one history. */
+static void two_brokers_down(struct two_brokers *t)
+{
+    client_close(&t->ca);
+    client_close(&t->cb);
+    broker_stop(&t->a);
+    broker_stop(&t->b);
+    etcd_cluster_assert_same_history(&t->ec);
+    etcd_cluster_stop(&t->ec);
+    netns_down(&t->net);
+}
+
 /* Broker A cut off from every etcd member while its clients stay
  * connected: its clients get "unavailable", never a stale value (broker
  * B changed the key meanwhile) nor a write said to be done; after the
@@ -86,33 +120,15 @@ static void cut_off_round(struct netns_net *net, struct client *ca, const char *
  * not done. */
 TEST(partition_broker_cut_off_from_etcd)
 {
-    if (!netns_available())
-        test_fail(__FILE__, __LINE__, "this test makes network namespaces: run it as root, with iproute2");
-    struct netns_net net;
-    netns_up(&net, 5);
-    struct etcd_cluster ec;
-    const int members[3] = {0, 1, 2};
-    etcd_cluster_start_on(&ec, 3, &net, members);
-    struct broker a, b;
-    struct client ca, cb;
-    char ra[64], rb[64];
-    nemesis_broker_on_host(&net, HOST_A, &a, "a", ec.endpoints, 500, &ca, ra);
-    nemesis_broker_on_host(&net, HOST_B, &b, "b", ec.endpoints, 500, &cb, rb);
-
-    ASSERT_REPLY(request(&ca, ra, "1", NULL, NULL, W("SET", "k", "v1")), "+OK\r\n");
-    ASSERT_REPLY(request(&ca, ra, "2", NULL, NULL, W("GET", "k")), "$2\r\nv1\r\n");
-    ASSERT_REPLY(request(&cb, rb, "3", NULL, NULL, W("GET", "k")), "$2\r\nv1\r\n");
+    struct two_brokers t;
+    two_brokers_up(&t);
+    ASSERT_REPLY(request(&t.ca, t.ra, "1", NULL, NULL, W("SET", "k", "v1")), "+OK\r\n");
+    ASSERT_REPLY(request(&t.ca, t.ra, "2", NULL, NULL, W("GET", "k")), "$2\r\nv1\r\n");
+    ASSERT_REPLY(request(&t.cb, t.rb, "3", NULL, NULL, W("GET", "k")), "$2\r\nv1\r\n");
 
     for (int r = 0; r < nemesis_rounds(); r++)
-        cut_off_round(&net, &ca, ra, &cb, rb, r);
-
-    client_close(&ca);
-    client_close(&cb);
-    broker_stop(&a);
-    broker_stop(&b);
-    etcd_cluster_assert_same_history(&ec);
-    etcd_cluster_stop(&ec);
-    netns_down(&net);
+        cut_off_round(&t.net, &t.ca, t.ra, &t.cb, t.rb, r);
+    two_brokers_down(&t);
 }
 
 /* The leader's link cut, until the others have elected another (15 s
@@ -225,4 +241,71 @@ static void bridge(struct nemesis_fixture *f, bool on)
 TEST(partition_bridge)
 {
     nemesis_test("bridge: members 0 and 2 apart, 1 sees both", bridge, 4000, 0);
+}
+
+/* Broker A's commit of a SET loses its answer, and broker B writes the
+ * key twice before A can settle it: A reads back through the key's
+ * history, past B's two writes, to learn what became of its own. With
+ * applied, A hears nothing from etcd (its SET applies unseen, before B's
+ * writes); else etcd hears nothing from A (its SET never arrives, and
+ * runs again after the heal, after B's). */
+static void lost_then_overwritten(struct two_brokers *t, bool applied)
+{
+    struct client *ca = &t->ca, *cb = &t->cb;
+    const char *ra = t->ra, *rb = t->rb;
+    const char *key = applied ? "applied" : "not-applied";
+    char buf[64];
+    struct msg *m = request(ca, ra, "s0", NULL, NULL, W("SET", key, "v0"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(cb, rb, "g0", NULL, NULL, W("GET", key));
+    PAYLOAD(m, "$2\r\nv0\r\n");
+    netns_filter(&t->net, HOST_A,
+                 applied ? "table inet nemesis {\n"
+                           "  chain in { type filter hook input priority 0; ip saddr 10.200.0.2-10.200.0.4 drop; }\n"
+                           "}\n"
+                         : "table inet nemesis {\n"
+                           "  chain out { type filter hook output priority 0; ip daddr 10.200.0.2-10.200.0.4 drop; }\n"
+                           "}\n");
+    request_send(ca, ra, "s1", NULL, NULL, W("SET", key, "a1"));
+    usleep(300 * 1000);
+    m = request(cb, rb, "b1", NULL, NULL, W("SET", key, "b1"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(cb, rb, "b2", NULL, NULL, W("SET", key, "b2"));
+    PAYLOAD(m, "+OK\r\n");
+    /* A's call times out (500 ms) and its settling waits for etcd. */
+    usleep(700 * 1000);
+    ASSERT_TRUE(client_wait(ca, 300) == NULL);
+    netns_filter(&t->net, HOST_A, NULL);
+    m = client_wait(ca, 15000);
+    if (m == NULL || m->len != 5 || memcmp(m->payload, "+OK\r\n", 5) != 0)
+        fprintf(stderr, "  A's SET was answered %s\n", answer_text(m, buf, sizeof buf));
+    ASSERT_TRUE(m != NULL);
+    PAYLOAD(m, "+OK\r\n");
+    /* Applied, it came before B's writes; else it ran again after them. */
+    for (int i = 0; i < 2; i++) {
+        m = i ? request(ca, ra, "g2", NULL, NULL, W("GET", key)) : request(cb, rb, "g1", NULL, NULL, W("GET", key));
+        if (applied)
+            PAYLOAD(m, "$2\r\nb2\r\n");
+        else
+            PAYLOAD(m, "$2\r\na1\r\n");
+    }
+    ASSERT_EQ(broker_log_count(&t->a, applied ? "the commit of unknown outcome happened (read back past 2 later writes"
+                                          : "the commit of unknown outcome did not happen (read back past 2 "
+                                            "later writes"),
+              1);
+}
+
+/* A commit whose answer was lost is settled by a fence on the broker's
+ * claim and a read of a key it wrote (etcd/backend_etcd_settle.c), back
+ * through that key's history when another broker wrote it since: the
+ * SET is answered +OK once, and took effect once, where it did. */
+TEST(partition_lost_commit_settled_through_its_key_history)
+{
+    struct two_brokers t;
+    two_brokers_up(&t);
+    lost_then_overwritten(&t, true);
+    lost_then_overwritten(&t, false);
+    printf("  a SET whose answer was lost, then two writes of its key by another broker: found applied, and not, "
+           "each read back past those two writes, answered +OK once\n");
+    two_brokers_down(&t);
 }
