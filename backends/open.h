@@ -17,7 +17,7 @@ struct ss_backends_config;
 
 /* What the plugin's own options say that backends use too. */
 struct ss_backends_shared {
-    const char *node_id;   /* names this broker (its claim on etcd) */
+    const char *node_id;   /* names this broker (etcd's commit marker) */
     uint64_t max_keys;     /* 0: no limit */
     uint64_t max_bytes;    /* 0: not given (LMDB: its default; etcd: no limit) */
     const char *backup_dir; /* NULL: backups off */

@@ -10,6 +10,9 @@
  *                                (backend_etcd_tombstone.c)
  *   c/<blob id>/<index, 8 hex>   the chunks of such a value
  *                                (backend_etcd_blob.c)
+ *   n/<node id>                  the commit marker of the broker with that
+ *                                node id (see below); m/<slot>/<node id>
+ *                                the markers of its other flights
  *   l/<node id>                  the claim of the live broker with that node
  *                                id, on a lease it renews
  *   q/usage                      "<keys> <bytes>" of the whole store, kept
@@ -24,20 +27,21 @@
  * linearizable Range) while the request that wants it waits (read answers
  * SS_E_PENDING). Every batch ends in one Txn that compares the revision of
  * every key its requests looked at, and only if all still hold, writes
- * what they changed (records, tombstones); each also compares this
- * broker's claim on its node id. So every answer of a batch is true at the moment the Txn
+ * what they changed (records, tombstones) and this broker's commit
+ * marker. So every answer of a batch is true at the moment the Txn
  * commits, whatever other brokers did meanwhile; when a compare fails,
  * the Txn changes nothing, the keys of the batch leave the cache and the
  * batch's requests run again on fresh data (SS_E_CONFLICT). Up to
  * SS_BACKEND_ETCD_FLIGHTS Txns are in flight at once, on disjoint keys
- * (a key in a Txn under way answers its readers SS_E_PENDING).
+ * (a key in a Txn under way answers its readers SS_E_PENDING), each with
+ * a commit marker of its own.
  *
  * A write Txn whose outcome is unknown (lost connection, timeout) is
- * settled before anything is answered (backend_etcd_settle.c): a fence
- * rewrites the claim, so that the first Txn, which compared it, can no
- * longer commit later; then a key the batch wrote, and its history, show
- * whether it did before: a record holds a version stamp issued for that
- * write alone.
+ * settled before anything is answered: a second Txn replaces the marker
+ * on the condition that it is still what it was before. If that succeeds,
+ * the first Txn can never commit (its own compare on the marker fails) and
+ * the batch runs again; if not, the marker shows whether the first Txn
+ * committed (it holds that Txn's id).
  *
  * Threads: every function runs on the owner's thread (the broker's). The
  * gRPC channel has its own I/O thread, which calls the wake hook when
@@ -54,7 +58,7 @@
 
 #include "../core/backend.h"
 
-/* The etcd key of part ('k': key's record, 'c', 'l', 'q': see
+/* The etcd key of part ('k': key's record, 'c', 'n', 'l', 'q': see
  * above) under prefix, into out (replaced): the one place the layout is
  * spelled. (Earlier builds also kept an expiry index under x/: see
  * docs/CLUSTER.md.) 0 or SS_E_NOMEM. */
@@ -73,7 +77,7 @@ int ss_backend_etcd_stub(ss_buf *out, const ss_record *rec, const char *blob, si
 /* The bytes a Txn spends beside a key's record to name the key (of
  * key_len bytes, under a prefix of prefix_len): a compare, a put or a
  * delete of its record, and the deletion of the chunks of a value it
- * replaces, framing included, plus room for the claim's compare and the
+ * replaces, framing included, plus room for the marker and the
  * counter. A record is stored only where it fits in a Txn of its own
  * beside them, so that its deletion (which names the key as often) fits
  * too; tools that write the layout apply the same rule. */
@@ -84,7 +88,7 @@ typedef struct ss_backend_etcd_options {
     const char *ca_file, *cert_file, *key_file; /* TLS (grpc.h) */
     const char *username, *password; /* etcd's authentication; NULL: none */
     const char *prefix;     /* NULL: "statestore/" */
-    const char *node_id;    /* names this broker's claim; NULL: "StateStore" */
+    const char *node_id;    /* names the commit marker; NULL: "StateStore" */
     unsigned call_timeout_ms;   /* one call; 0: 2000 */
     unsigned unavailable_ms;    /* a request waits this long for the cluster; 0: 5000 */
     size_t max_request_bytes;   /* etcd's --max-request-bytes; 0: 1.5 MiB */

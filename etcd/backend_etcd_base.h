@@ -21,8 +21,8 @@ int ss_etcd__key(struct ss_backend_etcd *e, ss_buf *out, char part, ss_bytes key
  * holds every record and nothing else. */
 int ss_etcd__records_end(struct ss_backend_etcd *e, ss_buf *out);
 
-/* e->scratch = prefix part "/" name: this broker's claim ('l', node id),
- * the usage counter ('q', "usage"). */
+/* e->scratch = prefix part "/" name: this broker's marker ('n', node id),
+ * claim ('l', node id), the usage counter ('q', "usage"). */
 int ss_etcd__named(struct ss_backend_etcd *e, char part, const char *name);
 ss_bytes ss_etcd__bytes(const ss_buf *b);
 struct ss_etcd_entry *ss_etcd__touched(struct ss_backend_etcd *e, ss_bytes key);

@@ -335,7 +335,7 @@ static void ss_etcd__drop_later(struct ss_backend_etcd *e, const char *blob)
         return;
     }
     if (e->drop_retry_ms == 0)
-        e->drop_retry_ms = ss_etcd__mono_ms() + SS_ETCD_REACH_RETRY_MS;
+        e->drop_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
 }
 
 void ss_etcd__blob_dropped(struct ss_backend_etcd *e, struct ss_etcd_op *op)

@@ -221,7 +221,7 @@ static bool ss_etcd__touch(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
         return true;
     /* Per key a compare (etcd counts compares and operations apart; the
      * operations of a change are counted when it is made: ss_etcd__room).
-     * Beside them: the claim's and the counter's compares. */
+     * Beside them: the marker's and the counter's compares. */
     size_t bytes = 2 * (x->key.len + e->prefix_len) + 64;
     struct ss_etcd_batch *b = &e->open;
     if (b->ntouched > 0 && (b->ntouched + 1 + 2 > e->max_txn_ops ||
@@ -396,8 +396,7 @@ void ss_etcd__batch_reset(struct ss_etcd_batch *b)
     b->ntouched = 0;
     b->dkeys = b->dbytes = 0;
     b->usage_used = b->commit_usage = false;
-    b->ops = 3; /* beside the changes: the counter's put, or the Range of a batch that puts
-                  nothing; and room to spare */
+    b->ops = 4; /* the marker's put, the counter's, the claim's compare, a read-only batch's Range */
     b->bytes = 0;
     b->full = false;
     ss_feed_clear(&b->pending);

@@ -17,7 +17,6 @@
 #include "backend_etcd_quota.h"
 #include "backend_etcd_scan.h"
 #include "backend_etcd_session.h"
-#include "backend_etcd_settle.h"
 #include "backend_etcd_sweep.h"
 #include "backend_etcd_tombstone.h"
 #include "backend_etcd_watch.h"
@@ -148,8 +147,8 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
         case SS_OP_FENCE:
             ss_etcd__fence_done(e, op);
             break;
-        case SS_OP_REACH:
-            ss_etcd__reach_read(e, op);
+        case SS_OP_MARKER:
+            ss_etcd__marker_read(e, op);
             break;
         case SS_OP_SETTLE_READ:
             ss_etcd__settle_read_done(e, op);
@@ -221,10 +220,13 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
     }
     ss_etcd__drop_step(e);
     ss_etcd__auth_step(e);
-    ss_etcd__ask_reach(e);
+    /* The first slot's marker is read at start; the others' when first
+     * used. */
+    struct ss_etcd_flight *first = &e->flights[0];
+    ss_etcd__ask_marker(e, first);
     ss_etcd__claim_step(e);
     ss_etcd__tombstone_lease_step(e);
-    if (e->reached)
+    if (first->marker_known)
         ss_etcd__usage_step(e);
     ss_etcd__watch_step(e);
     ss_etcd__deadlines_step(e);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_commit.c - a batch as one Txn in a flight of its own, its
- * outcome, and the fence and reads that settle an outcome left unknown
- * (backend_etcd.h, backend_etcd_state.h). */
+ * outcome, and the fence that settles an outcome left unknown
+ * (backend_etcd.h, backend_etcd_internal.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +15,12 @@
 #include "backend_etcd_commit.h"
 #include "backend_etcd_quota.h"
 #include "backend_etcd_session.h"
-#include "backend_etcd_settle.h"
 #include "backend_etcd_tombstone.h"
 
 /* ---- commits ----------------------------------------------------------- */
+
+static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_flight *f, int rc,
+                                    int64_t revision);
 
 static bool ss_etcd__writes(const struct ss_etcd_batch *b)
 {
@@ -69,6 +71,15 @@ static int ss_etcd__build_entry(struct ss_backend_etcd *e, ss_etcd_txn *t, struc
     return rc;
 }
 
+int ss_etcd__marker_key(struct ss_backend_etcd *e, unsigned slot)
+{
+    if (slot == 0)
+        return ss_etcd__named(e, 'n', e->node_id);
+    char name[300];
+    snprintf(name, sizeof name, "%u/%s", slot, e->node_id);
+    return ss_etcd__named(e, 'm', name);
+}
+
 /* Flight f's batch as a Txn, in op's request. */
 static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_flight *f, struct ss_etcd_op *op)
 {
@@ -77,13 +88,12 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_flight *f, s
     int rc = SS_OK;
     for (size_t i = 0; rc == SS_OK && i < b->ntouched; i++)
         rc = ss_etcd__build_entry(e, &t, b->touched[i]);
-    /* Out of space, etcd takes no put at all: no counter. */
+    /* Out of space, etcd takes no put at all: no counter, no marker. */
     f->nospace = e->nospace;
     if (rc == SS_OK && (!f->writes || f->nospace)) {
         /* Compares alone would be answered from the member's own state,
-         * which may lag: a Range (of the claim's key, small) makes the
-         * read linearizable. */
-        if ((rc = ss_etcd__named(e, 'l', e->node_id)) == SS_OK)
+         * which may lag: the marker's Range makes the read linearizable. */
+        if ((rc = ss_etcd__named(e, 'n', e->node_id)) == SS_OK)
             rc = ss_etcd_txn_get(&t, ss_etcd__bytes(&e->scratch));
     }
     if (rc == SS_OK && !f->nospace)
@@ -91,14 +101,19 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_flight *f, s
     /* A write goes through only while this broker's claim on its node id
      * is the one it made: a broker that stalled past its lease, and was
      * replaced by another with the same node id, writes nothing. */
-    /* That compare is also what the fence turns against the Txn, should
-     * its outcome be lost (ss_etcd__send_fence). */
-    f->claim_compared = e->claim_rev;
     if (rc == SS_OK && f->writes && (rc = ss_etcd__named(e, 'l', e->node_id)) == SS_OK)
         rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), e->claim_rev);
+    if (rc == SS_OK && f->writes && !f->nospace) {
+        snprintf(f->txn_id, sizeof f->txn_id, "%s %016llx %llu", e->node_id,
+                 (unsigned long long)e->incarnation, (unsigned long long)++e->txn_seq);
+        ss_bytes id = {(const uint8_t *)f->txn_id, strlen(f->txn_id)};
+        if ((rc = ss_etcd__marker_key(e, f->slot)) == SS_OK &&
+            (rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), f->marker_rev)) == SS_OK &&
+            (rc = ss_etcd_txn_put(&t, ss_etcd__bytes(&e->scratch), id)) == SS_OK)
+            rc = ss_etcd_txn_on_failure_get(&t, ss_etcd__bytes(&e->scratch));
+    }
     if (rc == SS_OK)
         rc = ss_etcd_txn_pack(&t, &op->call.request);
-    f->sent_ms = ss_etcd__mono_ms();
     ss_etcd_txn_free(&t);
     return rc;
 }
@@ -143,6 +158,10 @@ int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms, unsigned *slot)
     bool unclaimed = writes && e->claim != SS_CLAIM_HELD;
     if (unclaimed && ss_etcd__mono_ms() - e->claim_lost_ms < e->unavailable_ms)
         return SS_E_PENDING;
+    if (writes && !unclaimed && !f->marker_known) {
+        ss_etcd__ask_marker(e, f);
+        return SS_E_PENDING;
+    }
     /* The open batch becomes the flight's; the flight's emptied batch
      * (its memory kept) opens. */
     struct ss_etcd_batch spare = f->b;
@@ -217,12 +236,14 @@ void ss_etcd__commit_send(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
 }
 
 /* The commit's outcome is known. */
-void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_flight *f, int rc,
+static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_flight *f, int rc,
                                     int64_t revision)
 {
     f->state = SS_COMMIT_DONE;
     f->rc = rc;
     f->revision = revision;
+    if (rc == SS_OK && f->writes && !f->nospace)
+        f->marker_rev = revision;
     if (rc == SS_OK && f->writes && !f->nospace && e->nospace_said && !e->nospace) {
         ss_etcd__log(e, SS_LOG_NOTICE, "etcd takes writes again (its NOSPACE alarm is off)");
         e->nospace_said = e->stats.nospace = false;
@@ -238,15 +259,55 @@ void ss_etcd__commit_failed(struct ss_backend_etcd *e, struct ss_etcd_flight *f,
     ss_etcd__commit_outcome(e, f, rc, 0);
 }
 
+/* Send op, which settles flight f (built with rc); if it could not be
+ * built (out of memory), try again later. */
+static void ss_etcd__resolve_submit(struct ss_backend_etcd *e, struct ss_etcd_flight *f, struct ss_etcd_op *op,
+                                    int rc)
+{
+    if (rc != SS_OK) {
+        if (op)
+            ss_etcd__op_free(op);
+        f->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+        return;
+    }
+    f->resolve_at_ms = 0;
+    op->flight = f;
+    ss_etcd__submit(e, op);
+}
+
+void ss_etcd__send_fence(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
+{
+    struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_FENCE, SS_ETCD_TXN_METHOD);
+    char fence[sizeof f->txn_id + 8];
+    snprintf(fence, sizeof fence, "%s fence", f->txn_id);
+    ss_bytes id = {(const uint8_t *)fence, strlen(fence)};
+    /* The marker replaced if it still holds what it held before the lost
+     * commit, and the claim is the one that commit compared. */
+    ss_etcd_txn t = {0};
+    int rc = op ? ss_etcd__named(e, 'l', e->node_id) : SS_E_NOMEM;
+    if (rc == SS_OK)
+        rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), e->claim_rev);
+    if (rc == SS_OK && (rc = ss_etcd__marker_key(e, f->slot)) == SS_OK &&
+        (rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), f->marker_rev)) == SS_OK &&
+        (rc = ss_etcd_txn_put(&t, ss_etcd__bytes(&e->scratch), id)) == SS_OK &&
+        (rc = ss_etcd_txn_on_failure_get(&t, ss_etcd__bytes(&e->scratch))) == SS_OK)
+        rc = ss_etcd_txn_pack(&t, &op->call.request);
+    ss_etcd_txn_free(&t);
+    ss_etcd__resolve_submit(e, f, op, rc);
+}
+
 void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
     struct ss_etcd_flight *f = op->flight;
     ss_grpc_call *c = &op->call;
     ss_etcd_reply r;
-    if (c->rc == SS_OK && ss_etcd_txn_unpack(&c->reply, &r, NULL) == SS_OK) {
+    ss_etcd_kv kv;
+    if (c->rc == SS_OK && ss_etcd_txn_unpack(&c->reply, &r, &kv) == SS_OK) {
         int64_t rev = r.revision;
         bool ok = r.succeeded;
         ss_etcd_reply_free(&r);
+        if (!ok && f->writes && !f->nospace) /* the marker as the failure branch read it */
+            f->marker_rev = kv.found ? kv.mod_revision : 0;
         /* A failed compare may be the claim's (lapsed while this broker
          * stalled): ask the lease now rather than at its next renewal. */
         if (!ok && f->writes && e->claim == SS_CLAIM_HELD && !e->keepalive_asked)
@@ -269,11 +330,13 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         /* "Space exceeded" does not prove the Txn was not applied: etcd
          * applies the Txn that takes its database past the quota, and
          * answers it so all the same (raising the alarm). Either way it
-         * is settled now (applied, or refused for good), so reads of a
-         * key it wrote tell which: applied, it answers as committed;
+         * is settled now (applied, or refused for good), so a read of its
+         * commit marker tells which: applied, it answers as committed;
          * not, its requests run again, their puts refused at once. */
         e->stats.unknown_outcomes++;
-        ss_etcd__settle_start(e, f, false);
+        f->state = SS_COMMIT_RESOLVING;
+        f->settle_by_read = true;
+        ss_etcd__send_settle_read(e, f);
         return;
     }
     if (c->rc == SS_E_SERVER && c->status == SS_ETCD_NOT_FOUND && strstr(c->message, "lease not found")) {
@@ -293,9 +356,8 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         return;
     }
     if (f->nospace) {
-        /* Nothing settles it: a fence is a put, refused now, and its
-         * deletions leave no trace to read. The outcome stays unknown,
-         * and is answered as such. */
+        /* No marker settles it (a fence is a put, refused now): the
+         * outcome stays unknown, and is answered as such. */
         e->stats.unknown_outcomes++;
         ss_etcd__log(e, SS_LOG_WARNING, "the outcome of a commit made while etcd is out of space "
                      "is unknown (%s): its requests are answered 'unavailable' and may have taken "
@@ -305,8 +367,100 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     }
     e->stats.unknown_outcomes++;
     ss_etcd__log(e, SS_LOG_WARNING, "the outcome of a commit is unknown (%s): settling it "
-                 "before anything is answered", ss_etcd__why(c));
-    ss_etcd__settle_start(e, f, true);
+                 "through the commit marker before anything is answered", ss_etcd__why(c));
+    f->state = SS_COMMIT_RESOLVING;
+    f->marker_rev_before = f->marker_rev;
+    ss_etcd__send_fence(e, f);
+}
+
+/* Does the marker, as read (kv), hold the id of flight f's commit? */
+static bool ss_etcd__marker_holds(const struct ss_etcd_flight *f, const ss_etcd_kv *kv)
+{
+    size_t idlen = strlen(f->txn_id);
+    return kv->found && kv->value.len == idlen && memcmp(kv->value.data, f->txn_id, idlen) == 0;
+}
+
+void ss_etcd__send_settle_read(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
+{
+    struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_SETTLE_READ, SS_ETCD_RANGE_METHOD);
+    int rc = op ? ss_etcd__marker_key(e, f->slot) : SS_E_NOMEM;
+    if (rc == SS_OK)
+        rc = ss_etcd_range_pack(&op->call.request, ss_etcd__bytes(&e->scratch), false);
+    ss_etcd__resolve_submit(e, f, op, rc);
+}
+
+void ss_etcd__settle_read_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    struct ss_etcd_flight *f = op->flight;
+    ss_etcd_reply r;
+    ss_etcd_kv kv;
+    if (op->call.rc != SS_OK || ss_etcd_range_unpack(&op->call.reply, &r, &kv) != SS_OK) {
+        f->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+        return;
+    }
+    bool ours = ss_etcd__marker_holds(f, &kv);
+    int64_t rev = kv.found ? kv.mod_revision : 0;
+    ss_etcd_reply_free(&r);
+    f->settle_by_read = false;
+    if (ours) {
+        ss_etcd__log(e, SS_LOG_NOTICE, "a commit answered \"space exceeded\" was applied (etcd applies "
+                     "the one that takes it past its quota): answered as committed");
+        ss_etcd__commit_outcome(e, f, SS_OK, rev);
+        return;
+    }
+    f->writes = false; /* nothing of it is in etcd */
+    ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
+}
+
+void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+{
+    struct ss_etcd_flight *f = op->flight;
+    ss_grpc_call *c = &op->call;
+    ss_etcd_reply r;
+    ss_etcd_kv kv;
+    if (c->rc != SS_OK || ss_etcd_txn_unpack(&c->reply, &r, &kv) != SS_OK) {
+        f->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+        return;
+    }
+    if (r.succeeded) {
+        /* The marker moved on from where the commit expected it: that
+         * commit can no longer succeed, and did not. */
+        f->marker_rev = r.revision;
+        ss_etcd_reply_free(&r);
+        ss_etcd__log(e, SS_LOG_NOTICE, "the commit of unknown outcome did not happen: its "
+                     "requests run again");
+        f->writes = false;
+        ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
+        return;
+    }
+    bool ours = ss_etcd__marker_holds(f, &kv);
+    int64_t rev = kv.found ? kv.mod_revision : 0;
+    ss_etcd_reply_free(&r);
+    if (ours) {
+        ss_etcd__log(e, SS_LOG_NOTICE, "the commit of unknown outcome happened");
+        ss_etcd__commit_outcome(e, f, SS_OK, rev);
+        return;
+    }
+    f->marker_rev = rev;
+    if (rev == f->marker_rev_before) {
+        /* The marker is as the lost commit found it, so it did not
+         * happen; the fence failed on the claim, which has lapsed since,
+         * so it never can (it compared that claim). */
+        ss_etcd__log(e, SS_LOG_NOTICE, "the commit of unknown outcome did not happen (this "
+                     "broker's claim on node id %s lapsed since): its requests run again once the "
+                     "node id is claimed again", e->node_id);
+        f->writes = false;
+        ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
+        return;
+    }
+    /* Another process wrote this broker's marker since: a broker that
+     * took over the node id after this one's claim lapsed. What is there
+     * says nothing of the lost commit, which may have happened before: its
+     * outcome stays unknown, and is answered as such. */
+    ss_etcd__log(e, SS_LOG_ERR, "the commit marker of node id %s was changed by another process "
+                 "(two brokers must not share a node id): the outcome of a commit stays unknown, "
+                 "its requests are answered 'unavailable' and may have taken effect", e->node_id);
+    ss_etcd__commit_outcome(e, f, SS_E_UNAVAILABLE, 0);
 }
 
 bool ss_backend_etcd_commit_done(ss_backend *b, unsigned slot, int *rc)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_commit.h - what backend_etcd_commit.c offers the etcd backend's other
- * files: a batch's Txn and its outcome. */
+ * files: a batch's Txn, its outcome, the fence that settles an unknown one. */
 #ifndef SS_BACKEND_ETCD_COMMIT_H
 #define SS_BACKEND_ETCD_COMMIT_H
 
@@ -36,9 +36,16 @@ void ss_etcd__commit_send(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
 
 /* The commit ended before its Txn was sent: nothing of it is stored. */
 void ss_etcd__commit_failed(struct ss_backend_etcd *e, struct ss_etcd_flight *f, int rc);
-/* The commit's outcome is known: rc (0, SS_E_CONFLICT, or a failure)
- * and, committed, its revision. */
-void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_flight *f, int rc, int64_t revision);
 void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+void ss_etcd__send_fence(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
+/* A commit answered "space exceeded" (applied, or refused for good): a
+ * read of its marker settles it. */
+void ss_etcd__send_settle_read(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
+void ss_etcd__settle_read_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+
+/* e->scratch = the commit marker of slot: n/<node id> for slot 0,
+ * m/<slot>/<node id> for the others. */
+int ss_etcd__marker_key(struct ss_backend_etcd *e, unsigned slot);
 
 #endif

@@ -136,7 +136,7 @@ static void ss_probe__answered(struct ss_backend_etcd *e, struct ss_etcd_probe *
         pr->checked = true;
         snprintf(pr->error, sizeof pr->error, "logging in: %s", ss_etcd__why(c));
         /* Each try costs etcd a password hash: not at every interval. */
-        pr->next_ms = ss_etcd__mono_ms() + SS_ETCD_REACH_RETRY_MS;
+        pr->next_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
         return;
     }
     if (c->rc == SS_E_SERVER && c->status == SS_ETCD_UNAUTHENTICATED)

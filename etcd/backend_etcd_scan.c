@@ -504,7 +504,7 @@ void ss_etcd__token_key_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
     e->token_asked = false;
     if (!ss_etcd__token_key_take(e, &op->call))
-        e->token_retry_ms = ss_etcd__mono_ms() + SS_ETCD_REACH_RETRY_MS;
+        e->token_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
 }
 
 int ss_etcd__token_key(void *impl, uint8_t out[16])

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_session.c - what a broker keeps with the cluster: its
- * first reach of it, its claim on its node id, its authentication token. */
+ * commit marker, its claim on its node id, its authentication token. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,33 +13,34 @@
 #include "backend_etcd_commit.h"
 #include "backend_etcd_session.h"
 
-/* ---- the first reach ---------------------------------------------------- */
+/* ---- the commit marker ------------------------------------------------- */
 
-/* A linearizable read of this broker's claim key: etcd answers, with a
- * leader. Nothing is claimed before. */
-void ss_etcd__ask_reach(struct ss_backend_etcd *e)
+void ss_etcd__ask_marker(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
 {
     uint64_t now = ss_etcd__mono_ms();
-    if (e->reached || e->reach_asked || now < e->reach_retry_ms)
+    if (f->marker_known || f->marker_asked || now < f->marker_retry_ms)
         return;
-    struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_REACH, SS_ETCD_RANGE_METHOD);
-    if (op == NULL || ss_etcd__named(e, 'l', e->node_id) != SS_OK ||
+    struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_MARKER, SS_ETCD_RANGE_METHOD);
+    if (op == NULL || ss_etcd__marker_key(e, f->slot) != SS_OK ||
         ss_etcd_range_pack(&op->call.request, ss_etcd__bytes(&e->scratch), false) != SS_OK) {
         if (op)
             ss_etcd__op_free(op);
         return;
     }
-    e->reach_asked = true;
+    op->flight = f;
+    f->marker_asked = true;
     ss_etcd__submit(e, op);
 }
 
-void ss_etcd__reach_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
+void ss_etcd__marker_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
-    e->reach_asked = false;
+    struct ss_etcd_flight *f = op->flight;
+    f->marker_asked = false;
     ss_etcd_reply r;
     ss_etcd_kv kv;
     if (op->call.rc == SS_OK && ss_etcd_range_unpack(&op->call.reply, &r, &kv) == SS_OK) {
-        e->reached = true;
+        f->marker_rev = kv.found ? kv.mod_revision : 0;
+        f->marker_known = true;
         ss_etcd_reply_free(&r);
         if (e->unreachable_logged)
             ss_etcd__log(e, SS_LOG_NOTICE, "etcd answers again (%s)", ss_grpc_endpoint(e->grpc));
@@ -49,10 +50,10 @@ void ss_etcd__reach_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     }
     if (!e->unreachable_logged)
         ss_etcd__log(e, SS_LOG_ERR, "etcd does not answer (%s: %s): trying again every %u ms",
-                     ss_grpc_endpoint(e->grpc), ss_etcd__why(&op->call), SS_ETCD_REACH_RETRY_MS);
+                     ss_grpc_endpoint(e->grpc), ss_etcd__why(&op->call), SS_ETCD_MARKER_RETRY_MS);
     e->unreachable_logged = true;
     e->stats.reachable = false;
-    e->reach_retry_ms = ss_etcd__mono_ms() + SS_ETCD_REACH_RETRY_MS;
+    f->marker_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
 }
 
 /* ---- the claim on the node id ------------------------------------------ */
@@ -133,7 +134,7 @@ int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why
         if (rc == SS_OK) {
             e->lease_id = id;
             e->claim = SS_CLAIM_HELD;
-            e->claim_rev = e->claim_created_rev = rev;
+            e->claim_rev = rev;
             e->keepalive_ms = ss_etcd__mono_ms() + (uint64_t)ttl * 1000u / 3u;
             /* The instance names what this process writes (chunks of
              * large values: CLUSTER.md). */
@@ -163,7 +164,7 @@ int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why
 void ss_etcd__claim_step(struct ss_backend_etcd *e)
 {
     uint64_t now = ss_etcd__mono_ms();
-    if (e->claim == SS_CLAIM_NONE && e->reached && now >= e->claim_retry_ms) {
+    if (e->claim == SS_CLAIM_NONE && e->flights[0].marker_known && now >= e->claim_retry_ms) {
         e->claim = SS_CLAIM_GRANTING;
         ss_etcd__send(e, SS_OP_GRANT, SS_ETCD_LEASE_GRANT_METHOD, ss_etcd__pack_grant);
     } else if (e->claim == SS_CLAIM_HELD && !e->keepalive_asked && now >= e->keepalive_ms) {
@@ -184,7 +185,7 @@ void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
             ss_etcd__send(e, SS_OP_CLAIM, SS_ETCD_TXN_METHOD, ss_etcd__pack_claim);
         } else {
             e->claim = SS_CLAIM_NONE;
-            e->claim_retry_ms = now + SS_ETCD_REACH_RETRY_MS;
+            e->claim_retry_ms = now + SS_ETCD_MARKER_RETRY_MS;
         }
         break;
     case SS_OP_CLAIM: {
@@ -193,7 +194,7 @@ void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         int rc = ss_etcd__claim_result(c, holder, sizeof holder, &rev);
         if (rc == SS_OK) {
             e->claim = SS_CLAIM_HELD;
-            e->claim_rev = e->claim_created_rev = rev;
+            e->claim_rev = rev;
             e->keepalive_ms = now + e->lease_ttl_s * 1000u / 3u;
             if (e->claim_refused_logged || e->claim_lapsed)
                 ss_etcd__log(e, SS_LOG_NOTICE, "node id %s is this broker's again", e->node_id);
@@ -208,7 +209,7 @@ void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         }
         ss_etcd__send(e, SS_OP_REVOKE, SS_ETCD_LEASE_REVOKE_METHOD, ss_etcd__pack_lease);
         e->claim = SS_CLAIM_NONE;
-        e->claim_retry_ms = now + SS_ETCD_REACH_RETRY_MS;
+        e->claim_retry_ms = now + SS_ETCD_MARKER_RETRY_MS;
         break;
     }
     case SS_OP_KEEPALIVE:
@@ -258,9 +259,9 @@ void ss_etcd__auth_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     }
     if (!e->auth_refused_logged)
         ss_etcd__log(e, SS_LOG_ERR, "etcd did not accept user %s: %s; trying again every %u ms",
-                     e->username, ss_etcd__why(&op->call), SS_ETCD_REACH_RETRY_MS);
+                     e->username, ss_etcd__why(&op->call), SS_ETCD_MARKER_RETRY_MS);
     e->auth_refused_logged = true;
-    e->auth_retry_ms = ss_etcd__mono_ms() + SS_ETCD_REACH_RETRY_MS;
+    e->auth_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
 }
 
 void ss_etcd__auth_step(struct ss_backend_etcd *e)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* backend_etcd_session.h - what backend_etcd_session.c offers the etcd backend's other
- * files: the first reach of etcd, the claim on the node id, authentication. */
+ * files: the commit markers, the claim on the node id, authentication. */
 #ifndef SS_BACKEND_ETCD_SESSION_H
 #define SS_BACKEND_ETCD_SESSION_H
 
@@ -12,10 +12,9 @@
  * SS_E_UNAVAILABLE: the cluster did not answer (poll claims it later). */
 int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why_len);
 
-/* Read this broker's claim key once, to know etcd answers (until then,
- * nothing is claimed); again every SS_ETCD_REACH_RETRY_MS until it does. */
-void ss_etcd__ask_reach(struct ss_backend_etcd *e);
-void ss_etcd__reach_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+/* Read the commit marker of f's slot, once. */
+void ss_etcd__ask_marker(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
+void ss_etcd__marker_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__claim_step(struct ss_backend_etcd *e);
 void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 int ss_etcd__logged_in(struct ss_backend_etcd *e, const ss_grpc_call *c);

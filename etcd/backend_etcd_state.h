@@ -10,7 +10,7 @@
  * backend_etcd_options.c (the options), backend_etcd_commit.c (a batch's Txn, its outcome, the
  * fence that settles an unknown one), backend_etcd_sweep.c (the deadlines
  * this broker knows, deleting due keys), backend_etcd_session.c (the
- * first reach of etcd, the claim on the node id, authentication),
+ * commit marker, the claim on the node id, authentication),
  * backend_etcd_quota.c (max_keys and max_bytes over the whole store),
  * backend_etcd_scan.c (pages of records for administrative requests),
  * backend_etcd_watch.c (the change feed from etcd's Watch),
@@ -31,7 +31,8 @@
  * Flights: when the open batch commits, it moves into a flight (a slot of
  * SS_BACKEND_ETCD_FLIGHTS) with its entries, and a new batch opens. Up
  * to that many Txns are in flight at once, on disjoint keys: an entry in
- * a flight answers its readers "pending" until the flight settles.
+ * a flight answers its readers "pending" until the flight settles. Each
+ * slot has a commit marker of its own (session.c).
  *
  * Everything runs on the owner's thread; the gRPC channel's thread only
  * hands finished calls back (grpc.h).
@@ -79,7 +80,7 @@ typedef struct ss_backend_etcd_stats {
 #define SS_ETCD_PREFIX_DEFAULT "statestore/"
 #define SS_ETCD_MAX_REQUEST_DEFAULT ((size_t)3 << 19) /* etcd's 1.5 MiB */
 /* Room in a request for what is not keys and values (framing, the
- * claim's compare, the counter). */
+ * marker). */
 #define SS_ETCD_REQUEST_SLACK ((size_t)16 << 10)
 /* After a commit, a cache larger than this is emptied of clean entries. */
 #define SS_ETCD_CACHE_ENTRIES (1u << 20)
@@ -92,9 +93,7 @@ typedef struct ss_backend_etcd_stats {
 #define SS_ETCD_DEADLINE_PAGE_BYTES ((size_t)64 << 20)
 /* Pauses before trying a call again. */
 #define SS_ETCD_RETRY_MS 100u
-/* ...and before asking again what failed for want of etcd (it may be out
- * of reach for a while). */
-#define SS_ETCD_REACH_RETRY_MS 1000u
+#define SS_ETCD_MARKER_RETRY_MS 1000u
 /* A blob id: 32 hex digits (this process's instance, a count). */
 #define SS_ETCD_BLOB_ID_LEN 32
 /* gRPC's status for a call without a valid token. */
@@ -136,7 +135,7 @@ struct ss_etcd_entry {
     int fail_rc;
 };
 
-enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_REACH, SS_OP_GRANT, SS_OP_CLAIM,
+enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_GRANT, SS_OP_CLAIM,
                   SS_OP_KEEPALIVE, SS_OP_REVOKE, SS_OP_AUTH, SS_OP_USAGE, SS_OP_USAGE_SCAN,
                   SS_OP_USAGE_INIT, SS_OP_SCAN, SS_OP_WATCH, SS_OP_REMOVED, SS_OP_UPLOAD, SS_OP_BLOB_DROP,
                   SS_OP_BLOB_FETCH, SS_OP_BLOB_HELD, SS_OP_BLOB_SCAN, SS_OP_PAGE, SS_OP_TOKEN_KEY,
@@ -202,32 +201,28 @@ struct ss_etcd_batch {
     int64_t dkeys, dbytes;
 };
 
-/* A batch being committed: its chunks of large values, its Txn, and what
- * settles an outcome left unknown (backend_etcd_commit.c). */
+/* A batch being committed: its chunks of large values, its Txn, the
+ * fence that settles an unknown outcome; and the slot's commit marker. */
 struct ss_etcd_flight {
     unsigned slot;
     struct ss_etcd_batch b;
     enum ss_commit_state state; /* IDLE: the slot is free */
     bool writes;
-    bool nospace; /* built while etcd was out of space: deletions only
-                     (etcd refuses every put then) */
+    bool nospace; /* built while etcd was out of space: deletions only, no
+                     commit marker (etcd refuses every put then) */
     int rc;
     int64_t revision;
-    int64_t claim_compared; /* the claim's revision its Txn compared */
-    uint64_t sent_ms;       /* monotonic: when its Txn was sent */
-    /* resolving: the fence first, unless the commit can no longer
-     * happen later (settle_by_read); then reads of the keys it puts,
-     * each as it is now, then one back through its history
-     * (backend_etcd_settle.c) */
+    char txn_id[300];
     uint64_t resolve_at_ms;
-    bool settle_by_read, unknown;
-    size_t witness;         /* the touched entry read next */
-    size_t walk_witness;    /* the first found written by others since */
-    int64_t walk_at;        /* its revision to read back from (0: none) */
-    int64_t settle_at;      /* the revision read (0: the latest) */
-    unsigned settle_hops;
+    bool settle_by_read; /* resolving: the commit can no longer happen later,
+                            so a read of the marker settles it */
     size_t upload_at;        /* the touched entry being written */
     uint64_t upload_started_ms, upload_retry_ms; /* monotonic */
+    /* the slot's commit marker */
+    bool marker_known, marker_asked;
+    int64_t marker_rev;
+    int64_t marker_rev_before; /* what the commit of unknown outcome compared */
+    uint64_t marker_retry_ms;
 };
 enum ss_claim_state { SS_CLAIM_NONE, SS_CLAIM_GRANTING, SS_CLAIM_CLAIMING, SS_CLAIM_HELD };
 
@@ -269,11 +264,7 @@ struct ss_backend_etcd {
     ss_buf drops;            /* blob ids whose deletion is tried again */
     uint64_t drop_retry_ms;  /* monotonic */
 
-    uint64_t incarnation;
-    /* etcd answered once (a read of the claim's key, at start): until
-     * then nothing is claimed */
-    bool reached, reach_asked;
-    uint64_t reach_retry_ms; /* monotonic */
+    uint64_t incarnation, txn_seq;
     bool unreachable_logged;
 
     /* this broker's claim on its node id */
@@ -284,10 +275,9 @@ struct ss_backend_etcd {
     bool keepalive_asked, claim_refused_logged;
     bool claim_lapsed;      /* held, then lapsed: say so when it is held again */
     char claim_value[64];
-    int64_t claim_rev;      /* the claim's revision: every write Txn compares
-                               it, so none succeeds for a broker whose claim
-                               lapsed; a fence moves it on */
-    int64_t claim_created_rev; /* the revision that created the claim held */
+    int64_t claim_rev;      /* the revision that created the claim held: every
+                               write Txn compares it, so none succeeds for a
+                               broker whose claim lapsed */
     uint64_t claim_lost_ms; /* monotonic: since when none is held */
 
     /* expiry (backend_etcd_sweep.c): every deadline this broker knows,

@@ -135,7 +135,7 @@ void ss_etcd__tombstone_lease_step(struct ss_backend_etcd *e)
         if (op == NULL || ss_etcd__pack_tlease(e, &op->call.request) != SS_OK) {
             if (op)
                 ss_etcd__op_free(op);
-            e->tlease_retry_ms = now + SS_ETCD_REACH_RETRY_MS; /* out of memory: later */
+            e->tlease_retry_ms = now + SS_ETCD_MARKER_RETRY_MS; /* out of memory: later */
             return;
         }
         e->tlease_asked = true;
@@ -163,7 +163,7 @@ void ss_etcd__tombstone_lease_granted(struct ss_backend_etcd *e, struct ss_etcd_
     e->tlease_asked = false;
     if (op->call.rc != SS_OK || ss_etcd_lease_grant_unpack(&op->call.reply, &id, &ttl) != SS_OK || id == 0) {
         /* Tombstones carry their ends, for the sweep, meanwhile. */
-        e->tlease_retry_ms = ss_etcd__boot_ms() + SS_ETCD_REACH_RETRY_MS;
+        e->tlease_retry_ms = ss_etcd__boot_ms() + SS_ETCD_MARKER_RETRY_MS;
         return;
     }
     memmove(&e->tleases[0], &e->tleases[1], (SS_ETCD_TLEASES - 1) * sizeof e->tleases[0]);

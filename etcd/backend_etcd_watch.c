@@ -67,14 +67,14 @@ void ss_etcd__watch_step(struct ss_backend_etcd *e)
             }
     if (e->watch != NULL || ss_etcd__mono_ms() < e->watch_retry_ms)
         return;
-    if (e->watch_rev == 0 && e->claim == SS_CLAIM_HELD && e->claim_created_rev > 0) {
+    if (e->watch_rev == 0 && e->claim == SS_CLAIM_HELD && e->claim_rev > 0) {
         /* The first watch starts after the claim: every commit of this
          * broker comes later (each compares the claim), so each is told
          * by the watch alone, however late etcd confirms the watch. From
          * "now" instead, a commit settled before the confirmation could
          * be told from the commit and then again by the watch. */
-        e->watch_rev = e->claim_created_rev;
-        e->watch_from = e->claim_created_rev;
+        e->watch_rev = e->claim_rev;
+        e->watch_from = e->claim_rev;
     }
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_WATCH, SS_ETCD_WATCH_METHOD);
     int rc = op ? ss_etcd__records_range(e) : SS_E_NOMEM;
@@ -366,7 +366,7 @@ static void ss_etcd__watch_message(struct ss_backend_etcd *e, ss_bytes msg)
                 ss_etcd__log(e, SS_LOG_ERR, "etcd ended the watch on changes (%s): watching again",
                              w.cancel_reason[0] ? w.cancel_reason : "no reason given");
             e->watch_logged = true;
-            e->watch_retry_ms = ss_etcd__mono_ms() + SS_ETCD_REACH_RETRY_MS;
+            e->watch_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
         }
         ss_grpc_cancel(e->grpc, &e->watch->call);
     }

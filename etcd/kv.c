@@ -87,7 +87,6 @@ static void ss_etcd__kv(const Mvccpb__KeyValue *m, ss_etcd_kv *kv)
     kv->value.len = m->value.len;
     kv->mod_revision = m->mod_revision;
     kv->create_revision = m->create_revision;
-    kv->lease = m->lease;
 }
 
 int ss_etcd_range_unpack_all(const ss_buf *reply, ss_etcd_reply *r, size_t *n)

@@ -40,7 +40,6 @@ typedef struct ss_etcd_kv {
     ss_bytes value;
     int64_t mod_revision;
     int64_t create_revision;
-    int64_t lease; /* the lease the key is on (0: none) */
 } ss_etcd_kv;
 
 /* An unpacked reply; free with ss_etcd_reply_free. */

@@ -369,7 +369,7 @@ TEST(cluster_member_faults_under_write_load)
         settled++;
     free(log);
     ASSERT_EQ(unknown, settled); /* every one was settled */
-    printf("  %d commits of unknown outcome, each settled\n", unknown);
+    printf("  %d commits of unknown outcome, each settled through the marker\n", unknown);
     /* The broker crashes; what it acknowledged is in etcd. */
     broker_kill9(&b);
     snprintf(b.name, sizeof b.name, "faults-restarted");

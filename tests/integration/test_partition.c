@@ -244,9 +244,8 @@ TEST(partition_bridge)
 }
 
 /* Broker A's commit of a SET loses its answer, and broker B writes the
- * key twice before A can settle it: A reads back through the key's
- * history, past B's two writes, to learn what became of its own. With
- * applied, A hears nothing from etcd (its SET applies unseen, before B's
+ * key twice before A can settle it: what A learns of its own write holds
+ * all the same, and B's writes are not taken for A's. With applied, A hears nothing from etcd (its SET applies unseen, before B's
  * writes); else etcd hears nothing from A (its SET never arrives, and
  * runs again after the heal, after B's). */
 static void lost_then_overwritten(struct two_brokers *t, bool applied)
@@ -289,23 +288,22 @@ static void lost_then_overwritten(struct two_brokers *t, bool applied)
         else
             PAYLOAD(m, "$2\r\na1\r\n");
     }
-    ASSERT_EQ(broker_log_count(&t->a, applied ? "the commit of unknown outcome happened (read back past 2 later writes"
-                                          : "the commit of unknown outcome did not happen (read back past 2 "
-                                            "later writes"),
+    ASSERT_EQ(broker_log_count(&t->a, applied ? "the commit of unknown outcome happened"
+                                          : "the commit of unknown outcome did not happen"),
               1);
 }
 
-/* A commit whose answer was lost is settled by a fence on the broker's
- * claim and a read of a key it wrote (etcd/backend_etcd_settle.c), back
- * through that key's history when another broker wrote it since: the
- * SET is answered +OK once, and took effect once, where it did. */
-TEST(partition_lost_commit_settled_through_its_key_history)
+/* A commit whose answer was lost is settled through the broker's commit
+ * marker (etcd/backend_etcd_commit.c) while another broker writes the
+ * commit's key: the SET is answered +OK once, and took effect once,
+ * where it did. */
+TEST(partition_lost_commit_settled_while_another_broker_writes_its_key)
 {
     struct two_brokers t;
     two_brokers_up(&t);
     lost_then_overwritten(&t, true);
     lost_then_overwritten(&t, false);
     printf("  a SET whose answer was lost, then two writes of its key by another broker: found applied, and not, "
-           "each read back past those two writes, answered +OK once\n");
+           "answered +OK once each, in its place among the other broker's writes\n");
     two_brokers_down(&t);
 }
