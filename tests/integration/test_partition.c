@@ -163,15 +163,22 @@ TEST(partition_etcd_leader_isolated)
     nemesis_test("leader isolated", leader_isolated, 3000, 0);
 }
 
+/* Rules for broker A's host: it hears nothing from the etcd members
+ * (hosts 0-2), or they hear nothing from it. */
+#define A_HEARS_NOTHING                                                                                            \
+    "table inet nemesis {\n"                                                                                        \
+    "  chain in { type filter hook input priority 0; ip saddr 10.200.0.2-10.200.0.4 drop; }\n"                      \
+    "}\n"
+#define ETCD_HEARS_NOTHING_FROM_A                                                                                  \
+    "table inet nemesis {\n"                                                                                        \
+    "  chain out { type filter hook output priority 0; ip daddr 10.200.0.2-10.200.0.4 drop; }\n"                    \
+    "}\n"
+
 /* Broker A hears nothing from the etcd members while they hear it (its
  * Txns may commit unseen: outcomes unknown until the heal). */
 static void one_way_to_a(struct nemesis_fixture *f, bool on)
 {
-    netns_filter(&f->net, HOST_A,
-                 on ? "table inet nemesis {\n"
-                      "  chain in { type filter hook input priority 0; ip saddr 10.200.0.2-10.200.0.4 drop; }\n"
-                      "}\n"
-                    : NULL);
+    netns_filter(&f->net, HOST_A, on ? A_HEARS_NOTHING : NULL);
 }
 
 /* One-way loss: A's requests meanwhile are answered "unavailable" or
@@ -245,26 +252,20 @@ TEST(partition_bridge)
 
 /* Broker A's commit of a SET loses its answer, and broker B writes the
  * key twice before A can settle it: what A learns of its own write holds
- * all the same, and B's writes are not taken for A's. With applied, A hears nothing from etcd (its SET applies unseen, before B's
- * writes); else etcd hears nothing from A (its SET never arrives, and
- * runs again after the heal, after B's). */
+ * all the same, and B's writes are not taken for A's. With applied, A
+ * hears nothing from etcd (its SET applies unseen, before B's writes);
+ * else etcd hears nothing from A (its SET never arrives, and runs again
+ * after the heal, after B's). */
 static void lost_then_overwritten(struct two_brokers *t, bool applied)
 {
     struct client *ca = &t->ca, *cb = &t->cb;
     const char *ra = t->ra, *rb = t->rb;
     const char *key = applied ? "applied" : "not-applied";
-    char buf[64];
     struct msg *m = request(ca, ra, "s0", NULL, NULL, W("SET", key, "v0"));
     PAYLOAD(m, "+OK\r\n");
     m = request(cb, rb, "g0", NULL, NULL, W("GET", key));
     PAYLOAD(m, "$2\r\nv0\r\n");
-    netns_filter(&t->net, HOST_A,
-                 applied ? "table inet nemesis {\n"
-                           "  chain in { type filter hook input priority 0; ip saddr 10.200.0.2-10.200.0.4 drop; }\n"
-                           "}\n"
-                         : "table inet nemesis {\n"
-                           "  chain out { type filter hook output priority 0; ip daddr 10.200.0.2-10.200.0.4 drop; }\n"
-                           "}\n");
+    netns_filter(&t->net, HOST_A, applied ? A_HEARS_NOTHING : ETCD_HEARS_NOTHING_FROM_A);
     request_send(ca, ra, "s1", NULL, NULL, W("SET", key, "a1"));
     usleep(300 * 1000);
     m = request(cb, rb, "b1", NULL, NULL, W("SET", key, "b1"));
@@ -276,8 +277,6 @@ static void lost_then_overwritten(struct two_brokers *t, bool applied)
     ASSERT_TRUE(client_wait(ca, 300) == NULL);
     netns_filter(&t->net, HOST_A, NULL);
     m = client_wait(ca, 15000);
-    if (m == NULL || m->len != 5 || memcmp(m->payload, "+OK\r\n", 5) != 0)
-        fprintf(stderr, "  A's SET was answered %s\n", answer_text(m, buf, sizeof buf));
     ASSERT_TRUE(m != NULL);
     PAYLOAD(m, "+OK\r\n");
     /* Applied, it came before B's writes; else it ran again after them. */
