@@ -41,18 +41,7 @@ static ss_etcd_span ss_etcd__span_upto(const ss_etcd_reply *r, size_t i, ss_byte
     ss_etcd_range_kv(r, i, &kv, &last);
     last.data += plen < last.len ? plen : last.len;
     last.len -= plen < last.len ? plen : last.len;
-    return ss_etcd_span_scale(ss_etcd_span_between(first, last), 5, 4);
-}
-
-/* The span of the next page when this one, over s, ended at its bound
- * with n records (at least a quarter of its limit, or it would have been
- * read again): s grown towards a quarter more than the limit, at most 4
- * times (keys are rarely spread evenly over the bytes: "1000" follows
- * "0999" far off). */
-static ss_etcd_span ss_etcd__span_after_bound(ss_etcd_span s, size_t n, size_t limit)
-{
-    uint64_t num = (uint64_t)limit * 5, den = (uint64_t)(n ? n : 1) * 4;
-    return num > den * 4 ? ss_etcd_span_scale(s, 4, 1) : ss_etcd_span_scale(s, num, den);
+    return ss_etcd_span_of_page(first, last);
 }
 
 /* Cursors on etcd (SCAN's and the administrative pages'): the key a page
@@ -307,7 +296,7 @@ bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key
                                   ss_etcd__span_upto(&r, last_i, ss_etcd__bytes(&e->scan_after), plen));
     else if (!e->scan_inclusive && bounded)
         *rc = ss_etcd__cursor_put(next, ss_etcd__bytes(&e->scan_end),
-                                  ss_etcd__span_after_bound(e->scan_span, n, e->scan_limit));
+                                  ss_etcd_span_after_bound(e->scan_span, n, e->scan_limit));
     ss_etcd_reply_free(&r);
     ss_etcd__scan_end(e);
     return true;
@@ -435,7 +424,7 @@ int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_sc
         rc = ss_etcd__cursor_put(next, last, ss_etcd__span_upto(&r, last_i, key, plen));
     else if (rc == SS_OK && bounded)
         rc = ss_etcd__cursor_put(next, ss_etcd__bytes(&e->page_end),
-                                 ss_etcd__span_after_bound(e->page_span, n, max_examined));
+                                 ss_etcd_span_after_bound(e->page_span, n, max_examined));
     ss_etcd_reply_free(&r);
     if (e->page_reply.cap > ((size_t)1 << 20))
         ss_buf_free(&e->page_reply);

@@ -61,6 +61,17 @@ ss_etcd_span ss_etcd_span_scale(ss_etcd_span s, uint64_t num, uint64_t den)
     return s;
 }
 
+ss_etcd_span ss_etcd_span_of_page(ss_bytes first, ss_bytes last)
+{
+    return ss_etcd_span_scale(ss_etcd_span_between(first, last), 5, 4);
+}
+
+ss_etcd_span ss_etcd_span_after_bound(ss_etcd_span s, size_t n, size_t limit)
+{
+    uint64_t num = (uint64_t)limit * 5, den = (uint64_t)(n ? n : 1) * 4;
+    return num > den * 4 ? ss_etcd_span_scale(s, 4, 1) : ss_etcd_span_scale(s, num, den);
+}
+
 bool ss_etcd_span_end(ss_bytes from, ss_etcd_span s, ss_buf *out, bool *nomem)
 {
     ss_buf_clear(out);

@@ -18,6 +18,7 @@
 #define SS_BACKEND_ETCD_SPAN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../core/buf.h"
@@ -39,6 +40,17 @@ ss_etcd_span ss_etcd_span_between(ss_bytes a, ss_bytes b);
 /* s times num / den (num, den >= 1), rounded up: never 0, unless it grows
  * past every key (then no bound). No bound stays no bound. */
 ss_etcd_span ss_etcd_span_scale(ss_etcd_span s, uint64_t num, uint64_t den);
+
+/* The span of the page after a full one whose keys ran from first to
+ * last: their distance, a quarter more, so that the next page's interval
+ * holds a little more than a page where the keys are as dense. */
+ss_etcd_span ss_etcd_span_of_page(ss_bytes first, ss_bytes last);
+
+/* The span of the next page when this one, over s, ended at its bound
+ * with n keys of a limit of limit: s grown towards a quarter more than
+ * the limit, at most 4 times (keys are rarely spread evenly over the
+ * bytes: "1000" follows "0999" far off). */
+ss_etcd_span ss_etcd_span_after_bound(ss_etcd_span s, size_t n, size_t limit);
 
 /* from moved on by s, into *out (cleared first): a key greater than
  * from. False when s has no bound or the sum passes every key of its

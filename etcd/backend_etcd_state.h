@@ -71,6 +71,9 @@ typedef struct ss_backend_etcd_stats {
     uint64_t chunks_written; /* of values too large for one request */
     uint64_t deadlines;       /* keys whose deadline this broker knows */
     uint64_t deadline_reads;  /* reads of every record's deadline done */
+    /* their Ranges, and the keys etcd counted for them (its work: it
+     * counts every key of a Range's interval, past the limit) */
+    uint64_t deadline_ranges, deadline_keys_counted;
     uint64_t deadlines_missed; /* deadlines not kept for want of memory (read again) */
     uint64_t tombstone_leases, tombstones_leased; /* leases granted for tombstones; tombstones put on one */
     uint64_t lease_refusals;                      /* commits refused for such a lease gone */
@@ -286,6 +289,9 @@ struct ss_backend_etcd {
     bool deadlines_read_needed, deadlines_read_asked;
     bool deadlines_restart;          /* the next page is the first */
     ss_buf deadlines_after;          /* the next page's first key (empty: from the start) */
+    ss_etcd_span deadlines_span;     /* how far the next page's Range reaches */
+    ss_buf deadlines_end;            /* where the page asked ends (empty: the last record) */
+    size_t deadlines_limit;          /* the records the page asked may hold */
     uint64_t deadlines_retry_ms;     /* monotonic */
     uint64_t deadlines_read_done_ms; /* monotonic: the last read ended (0: none yet) */
     uint64_t now_ms;      /* wall clock at the last poll */

@@ -2,7 +2,8 @@
 /* test_etcd_sweep.c - expiry on etcd without an expiry index: a broker
  * knows the deadlines of the records written before it started from its
  * read of every record at start (its watch tells it the later ones), and
- * sweeps them; the read is done again every etcd_sweep_full_ms. */
+ * sweeps them; the read is done again every etcd_sweep_full_ms, over
+ * Ranges that each cover about a page of records. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,12 @@ static bool hundred(const char *v)
 static bool none(const char *v)
 {
     return strcmp(v, "0") == 0;
+}
+
+static bool any(const char *v)
+{
+    (void)v;
+    return true;
 }
 
 /* Wait for n DELETE notifications on o, each no later than by_ms (wall
@@ -134,6 +141,59 @@ TEST(cluster_broker_started_later_sweeps_deadlines_written_before)
            "known from its watch, %llu ms (PX %d)\n",
            N, (unsigned long long)took, PX, M, (unsigned long long)took2, PX2);
     client_close(&o);
+    broker_stop(&b);
+    etcd_cluster_stop(&c);
+}
+
+/* etcd counts every key of a Range's interval, past its limit: read in
+ * pages of 42 up to the last record, the read at start of 20,000 records
+ * would make it count n^2 / 84, about 4.8 million. Each page after the
+ * first is bounded by a span learnt from the page before, so every record
+ * is counted a few times: once by the first page, which reads to the end,
+ * and a few more where decimal keys, spread unevenly over the bytes, make
+ * a page's interval hold far more or far fewer than a page (5.4 times in
+ * all here). Dense keys, then a wide gap, then sparse keys: each deadline
+ * is learnt all the same. */
+TEST(cluster_deadline_read_counts_each_record_a_few_times)
+{
+    enum { DENSE = 16000, SPARSE = 4000, N = DENSE + SPARSE, EVERY = 50 };
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 1);
+    struct broker a;
+    broker_on_etcd(&a, "writer", c.endpoints, "plugin_opt_node_id writer\n");
+    struct client w;
+    char rw[64];
+    client_connect_rr(&w, a.port, "writer", rw, sizeof rw);
+    for (int i = 0; i < N; i++) {
+        char key[32];
+        if (i < DENSE)
+            snprintf(key, sizeof key, "d/%05d", i);
+        else
+            snprintf(key, sizeof key, "z/%05d", (i - DENSE) * 7);
+        if (i % EVERY == 0)
+            request_send(&w, rw, "s", NULL, NULL, W("SET", key, "v", "PX", "600000"));
+        else
+            request_send(&w, rw, "s", NULL, NULL, W("SET", key, "v"));
+        if (i % 200 == 199)
+            ASSERT_EQ(client_drain_count(&w, 200, 30000), 200);
+    }
+    client_close(&w);
+    broker_stop(&a);
+
+    struct broker b;
+    broker_on_etcd(&b, "reader", c.endpoints, "sys_interval 1\nplugin_opt_node_id reader\n");
+    char v[32], ranges[32], counted[32];
+    ASSERT_TRUE(sys_figure_until(b.port, "etcd/deadline_reads", one_or_more, v, sizeof v));
+    ASSERT_TRUE(sys_figure_until(b.port, "etcd/deadline_ranges", any, ranges, sizeof ranges));
+    ASSERT_TRUE(sys_figure_until(b.port, "etcd/deadline_keys_counted", any, counted, sizeof counted));
+    ASSERT_TRUE(sys_figure_until(b.port, "etcd/deadlines", any, v, sizeof v));
+    ASSERT_EQ(atoi(v), N / EVERY); /* every deadline learnt */
+    uint64_t nr = strtoull(ranges, NULL, 10), nc = strtoull(counted, NULL, 10);
+    printf("  %d records read for their deadlines in %llu Ranges; etcd counted %llu keys (%.1f each); "
+           "%d deadlines known\n", N, (unsigned long long)nr, (unsigned long long)nc, (double)nc / N, N / EVERY);
+    ASSERT_TRUE(nr >= N / 42);
+    ASSERT_TRUE(nc >= (uint64_t)N);
+    ASSERT_TRUE(nc <= 8 * (uint64_t)N);
     broker_stop(&b);
     etcd_cluster_stop(&c);
 }

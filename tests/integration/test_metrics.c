@@ -222,6 +222,7 @@ TEST(metrics_on_etcd)
     ASSERT_TRUE(atoll(figure(&f, "etcd/watch_revision")) >= 2);
     /* Every record read once for its deadline, at start; none has one. */
     FIGURE(&f, "etcd/deadline_reads", "1");
+    FIGURE(&f, "etcd/deadline_ranges", "1"); /* a store of one key or none: one page */
     FIGURE(&f, "etcd/deadlines", "0");
     FIGURE(&f, "etcd/deadlines_missed", "0");
     FIGURE(&f, "etcd/tombstone_leases", "0"); /* nothing deleted */
