@@ -20,6 +20,17 @@
  * that ends PX_MS later, rounded up to etcd's whole seconds (a lease per
  * thread and second, so that keys expire through etcd itself).
  *
+ * Each key's operation is drawn at random, as the load generator draws
+ * each request's: a Txn holds puts and reads mixed as a batch of the
+ * plugin does. (Drawn in turn, 50 puts then 50 reads, half the Txns
+ * were read-only and needed no Raft round: 40 proposals per 1000 keys
+ * in place of 67, a baseline cheaper than any application can be that
+ * takes requests in the order they come.)
+ *
+ * With ETCD_TXN_READS_APART=1 (the mixes only), a Txn's Ranges go in a
+ * read-only Txn of their own, sent after the one that writes: what an
+ * application that keeps reads out of Raft would send.
+ *
  * With ETCD_TXN_KEYS_PER_S set in the environment, the threads together
  * send at most that many keys a second (each paces its own share): etcd's
  * cost per key at the rate the plugin reached, rather than at etcd's
@@ -48,6 +59,8 @@ struct worker {
     ss_grpc *g;
     int id, per_txn, set_pct, del_pct, px_ms;
     bool native; /* the mixes: an application's Txns, not the plugin's */
+    bool reads_apart; /* the mixes' Ranges in a read-only Txn of their own */
+    uint32_t dice; /* xorshift32 state: each key's operation */
     double seconds;
     double pace_us; /* between two Txns of this thread (0: none) */
     int64_t rev[KEYS_PER_THREAD]; /* each key's mod_revision (0: absent) */
@@ -82,9 +95,21 @@ static int64_t lease_grant(ss_grpc *g, int px_ms)
     return id;
 }
 
+/* 0..99 at random, for one key's operation. */
+static int roll(struct worker *w)
+{
+    uint32_t x = w->dice;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    w->dice = x;
+    return (int)(x % 100u);
+}
+
 /* The operations of one application Txn: a put (on the lease of this
- * second when px_ms), a delete or a Range for each of per_txn keys. */
-static void native_ops(struct worker *w, ss_etcd_txn *t, unsigned *next, unsigned *turn, int64_t lease)
+ * second when px_ms), a delete or a Range for each of per_txn keys; the
+ * Ranges into reads when the worker keeps them apart. */
+static void native_ops(struct worker *w, ss_etcd_txn *t, ss_etcd_txn *reads, unsigned *next, int64_t lease)
 {
     static const char value[224] = {0}; /* a 200-byte value and what a record adds to it */
     for (int i = 0; i < w->per_txn; i++) {
@@ -92,7 +117,7 @@ static void native_ops(struct worker *w, ss_etcd_txn *t, unsigned *next, unsigne
         char key[64];
         int n = snprintf(key, sizeof key, "raw%ld/k/%02d%014d", (long)getpid(), w->id, k);
         ss_bytes kb = bytes_of(key, (size_t)n);
-        int r = (int)((*turn)++ % 100);
+        int r = roll(w);
         if (r < w->set_pct && lease)
             ss_etcd_txn_put_leased(t, kb, bytes_of(value, sizeof value), lease);
         else if (r < w->set_pct)
@@ -100,8 +125,20 @@ static void native_ops(struct worker *w, ss_etcd_txn *t, unsigned *next, unsigne
         else if (r < w->set_pct + w->del_pct)
             ss_etcd_txn_delete(t, kb);
         else
-            ss_etcd_txn_get(t, kb);
+            ss_etcd_txn_get(w->reads_apart ? reads : t, kb);
     }
+}
+
+/* Sends the read-only Txn of a worker that keeps reads apart, if it
+ * has any; false if it failed. */
+static bool send_reads(struct worker *w, const ss_etcd_txn *reads)
+{
+    if (!w->reads_apart || ss_etcd_txn_ops(reads) == 0)
+        return true;
+    ss_grpc_call c = {.method = SS_ETCD_TXN_METHOD, .timeout_ms = 5000};
+    bool ok = ss_etcd_txn_pack(reads, &c.request) == SS_OK && ss_grpc_call_wait(w->g, &c) == SS_OK;
+    ss_grpc_call_clear(&c);
+    return ok;
 }
 
 static void *worker_main(void *arg)
@@ -113,9 +150,9 @@ static void *worker_main(void *arg)
     char marker[48];
     snprintf(marker, sizeof marker, "raw%ld/n/bench-%d", (long)getpid(), w->id);
     uint64_t end = mono_us() + (uint64_t)(w->seconds * 1e6);
-    unsigned next = 0, turn = 0;
+    unsigned next = 0;
     int *batch = calloc((size_t)w->per_txn, sizeof *batch);
-    ss_etcd_txn t = {0};
+    ss_etcd_txn t = {0}, reads = {0};
     int64_t lease = 0;
     uint64_t lease_at = 0;
     double send_at = (double)mono_us();
@@ -132,13 +169,14 @@ static void *worker_main(void *arg)
             }
         }
         ss_etcd_txn_clear(&t);
+        ss_etcd_txn_clear(&reads);
         bool wrote = false;
         if (w->native) {
             if (w->px_ms > 0 && mono_us() - lease_at >= 1000000u) {
                 lease = lease_grant(w->g, w->px_ms);
                 lease_at = mono_us();
             }
-            native_ops(w, &t, &next, &turn, lease);
+            native_ops(w, &t, &reads, &next, lease);
         }
         for (int i = 0; i < w->per_txn && !w->native; i++) {
             int k = (int)(next++ % KEYS_PER_THREAD);
@@ -148,7 +186,7 @@ static void *worker_main(void *arg)
             ss_etcd_txn_expect(&t, bytes_of(key, (size_t)n), w->rev[k]);
         }
         for (int i = 0; i < w->per_txn && !w->native; i++) {
-            if ((int)(turn++ % 100) >= w->set_pct)
+            if (roll(w) >= w->set_pct)
                 continue;
             char key[64];
             int n = snprintf(key, sizeof key, "raw%ld/k/%02d%014d", (long)getpid(), w->id, batch[i]);
@@ -167,9 +205,10 @@ static void *worker_main(void *arg)
             break;
         uint64_t t0 = mono_us();
         int rc = ss_grpc_call_wait(w->g, &c);
+        bool reads_ok = rc == SS_OK && send_reads(w, &reads);
         uint64_t took = mono_us() - t0;
         ss_etcd_reply r;
-        if (rc == SS_OK && ss_etcd_txn_unpack(&c.reply, &r, NULL) == SS_OK) {
+        if (reads_ok && ss_etcd_txn_unpack(&c.reply, &r, NULL) == SS_OK) {
             if (r.succeeded) {
                 for (int i = 0; i < w->per_txn; i++)
                     if (batch[i] < 0)
@@ -187,6 +226,7 @@ static void *worker_main(void *arg)
         ss_grpc_call_clear(&c);
     }
     ss_etcd_txn_free(&t);
+    ss_etcd_txn_free(&reads);
     free(batch);
     return NULL;
 }
@@ -220,7 +260,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "etcd_txn: %s\n", why);
         return 1;
     }
-    const char *rate = getenv("ETCD_TXN_KEYS_PER_S");
+    const char *rate = getenv("ETCD_TXN_KEYS_PER_S"), *apart = getenv("ETCD_TXN_READS_APART");
     double keys_per_s = rate ? atof(rate) : 0;
     if (keys_per_s < 0) {
         fprintf(stderr, "etcd_txn: ETCD_TXN_KEYS_PER_S must be >= 0\n");
@@ -232,6 +272,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < threads; i++) {
         ws[i] = (struct worker){.g = g, .id = i, .per_txn = per_txn, .set_pct = set_pct, .del_pct = del_pct,
                                 .px_ms = px_ms, .native = native, .seconds = seconds,
+                                .reads_apart = native && apart && strcmp(apart, "1") == 0,
+                                .dice = 2463534242u + 7919u * (uint32_t)i,
                                 .pace_us = keys_per_s > 0 ? 1e6 * per_txn * threads / keys_per_s : 0};
         ws[i].lat = malloc(MAX_LAT * sizeof *ws[i].lat);
         if (ws[i].lat == NULL || pthread_create(&tids[i], NULL, worker_main, &ws[i]) != 0) {
