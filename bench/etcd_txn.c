@@ -22,7 +22,7 @@
  *
  * Each key's operation is drawn at random, as the load generator draws
  * each request's: a Txn holds puts and reads mixed as a batch of the
- * plugin does. (Drawn in turn, 50 puts then 50 reads, half the Txns
+ * plugin does. (Drawn in turn, 50 puts then 50 reads, two Txns in five
  * were read-only and needed no Raft round: 40 proposals per 1000 keys
  * in place of 67, a baseline cheaper than any application can be that
  * takes requests in the order they come.)
