@@ -204,11 +204,38 @@ static int start_and_wait(struct broker *b)
     return -2;
 }
 
+/* A broker's log, where the test's output shows it when the broker ended
+ * at start or did not stop cleanly: the test's directory, and the log, are
+ * gone once the test has ended. A sanitizer's report is printed from its
+ * first line (200 lines at most); otherwise the log's last 30 lines. */
+static void broker_print_log(const struct broker *b, const char *how, int code)
+{
+    fprintf(stderr, "  mosquitto (%s) %s %d; its log:\n", b->name[0] ? b->name : "broker", how, code);
+    FILE *f = fopen(b->log, "r");
+    if (f == NULL)
+        return;
+    char line[1024];
+    long report = -1, lines = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (report < 0 && (strstr(line, "Sanitizer") != NULL || strstr(line, "runtime error:") != NULL))
+            report = lines;
+        lines++;
+    }
+    long from = report >= 0 ? report : (lines > 30 ? lines - 30 : 0), to = report >= 0 ? report + 200 : lines;
+    rewind(f);
+    for (long n = 0; fgets(line, sizeof line, f) != NULL && n < to; n++)
+        if (n >= from)
+            fprintf(stderr, "  | %s", line);
+    fclose(f);
+}
+
 void broker_start(struct broker *b)
 {
     int rc = start_and_wait(b);
-    if (rc >= 0)
-        test_fail(__FILE__, __LINE__, "mosquitto exited at start (see broker.log)");
+    if (rc >= 0) {
+        broker_print_log(b, "exited at start with", rc);
+        test_fail(__FILE__, __LINE__, "mosquitto exited at start");
+    }
     if (rc == -2)
         test_fail(__FILE__, __LINE__, "mosquitto did not open its port");
 }
@@ -244,43 +271,16 @@ static int stop_with(struct broker *b, int sig)
     return status;
 }
 
-/* Why a broker did not stop cleanly, where a test's output shows it: the
- * test's directory (and its broker.log) is gone once the test has ended.
- * A sanitizer's report is printed from its first line (the 200 lines
- * after it at most); otherwise the log's last 30 lines. */
-static void broker_say_why_unclean(const struct broker *b, int status)
-{
-    if (WIFEXITED(status))
-        fprintf(stderr, "  mosquitto (%s) exited with %d; its log:\n", b->name[0] ? b->name : "broker",
-                WEXITSTATUS(status));
-    else
-        fprintf(stderr, "  mosquitto (%s) ended by signal %d; its log:\n", b->name[0] ? b->name : "broker",
-                WTERMSIG(status));
-    FILE *f = fopen(b->log, "r");
-    if (f == NULL)
-        return;
-    char line[1024];
-    long report = -1, lines = 0;
-    while (fgets(line, sizeof line, f) != NULL) {
-        if (report < 0 && (strstr(line, "Sanitizer") != NULL || strstr(line, "runtime error:") != NULL))
-            report = lines;
-        lines++;
-    }
-    long from = report >= 0 ? report : (lines > 30 ? lines - 30 : 0), to = report >= 0 ? report + 200 : lines;
-    rewind(f);
-    for (long n = 0; fgets(line, sizeof line, f) != NULL && n < to; n++)
-        if (n >= from)
-            fprintf(stderr, "  | %s", line);
-    fclose(f);
-}
-
 void broker_stop(struct broker *b)
 {
     /* A clean stop exits 0: under the sanitizers a leak or memory error in
      * the plugin would make it exit otherwise. */
     int status = stop_with(b, SIGTERM);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        broker_say_why_unclean(b, status);
+        if (WIFEXITED(status))
+            broker_print_log(b, "exited with", WEXITSTATUS(status));
+        else
+            broker_print_log(b, "ended by signal", WTERMSIG(status));
         test_fail(__FILE__, __LINE__, "mosquitto did not exit cleanly");
     }
 }
