@@ -203,10 +203,11 @@ $(OUT)/tests/stress/main.o: tests/main.c
 $(OUT)/tests/stress/run: $(OUT)/tests/stress/main.o $(STRESS_OBJ) $(LIBETCD) $(LIBCORE)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
 
-# The unit tests also cover the client library's pure part (client/answer.c)
-# and the etcd backend's map of deadlines (etcd/deadlines.c).
+# The unit tests also cover the client library's pure part (client/answer.c),
+# the etcd backend's map of deadlines (etcd/deadlines.c) and the signal
+# that wakes the broker's thread (plugin/waker.c).
 $(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(OUT)/tests/private_fs.o $(OUT)/client/answer.o \
-                       $(OUT)/etcd/deadlines.o $(LIBCORE)
+                       $(OUT)/etcd/deadlines.o $(OUT)/plugin/waker.o $(LIBCORE)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL) -lpthread
 # The lifecycle tests: the plugin's objects without its broker entry points
 # (plugin.c) on the in-memory backend of tests/lifecycle, which also

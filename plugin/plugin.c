@@ -77,6 +77,7 @@ int mosquitto_plugin_version(int supported_version_count, const int *supported_v
 
 static void ss_plugin__destroy(struct ss_plugin *p)
 {
+    ss_waker_quiet(&p->waker); /* no tick comes any more to see a wake-up */
     ss_backup_free(p->backup); /* a copy under way ends first: it needs the store */
     ss_batch_free(p->batch); /* commits what was executed */
     p->batch = NULL;

@@ -100,6 +100,16 @@ void ss_waker_seen(struct ss_waker *w)
     pthread_mutex_unlock(&w->mu);
 }
 
+void ss_waker_quiet(struct ss_waker *w)
+{
+    if (w == NULL || !w->live)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
 void ss_waker_stop(struct ss_waker *w)
 {
     if (w == NULL || !w->started)

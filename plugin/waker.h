@@ -61,6 +61,13 @@ void ss_waker_poke(void *waker);
 /* The broker's tick is about to look at the results (broker thread):
  * stop signalling. Poke again after this to be woken again. */
 void ss_waker_seen(struct ss_waker *w);
+/* The broker's loop has ended (broker thread, at the plugin's cleanup):
+ * the repeating thread ends, so that the signal no longer lands on the
+ * broker thread while it waits for the backend's threads to end (a poke
+ * left unseen would otherwise repeat it every 200 us for the whole
+ * teardown). Pokes after this send nothing. Without the thread (a backend
+ * that repeats its own wake-ups) it does nothing. ss_waker_stop follows. */
+void ss_waker_quiet(struct ss_waker *w);
 /* End the thread and restore the signal's handler. Never started: no-op. */
 void ss_waker_stop(struct ss_waker *w);
 
