@@ -128,6 +128,44 @@ raw_mix() {
     r=$(ETCD_TXN_KEYS_PER_S="${5:-0}" $B/bench/etcd_txn "$ENDPOINTS" "$1" "$2" 2 "$MIX_SECS" "$3" "$4" | grep '^ETCDTXN')
     cpu_end ""
 }
+# The plain mix with etcd's members on a core of their own (the last)
+# and everything else (broker a, the load generator, the raw client)
+# on the others: etcd has the same core under the plugin and under raw
+# Txns, so what is left of the gap is not the cores the broker takes. Raw
+# Txns twice: an application's at full speed, and the plugin's own shape
+# (a compare on every key, the marker) paced to the plugin's rate.
+# Before the mixes, whose expiring keys and tombstones etcd would still be
+# sweeping. BENCH_PINNED=0 leaves it out.
+PIN_SECS=${BENCH_PINNED_SECONDS:-20}
+declare -a pin_p pin_pk pin_r pin_rk pin_s pin_sk pin_ec
+if [ "${BENCH_PINNED:-1}" = 1 ] && [ "$(nproc)" -ge 2 ]; then
+    ETCD_CORE=$(( $(nproc) - 1 )); OTHER_CORES=0-$(( $(nproc) - 2 ))
+    for p in "${ETCD_PIDS[@]}"; do taskset -a -p -c "$ETCD_CORE" "$p" > /dev/null; done
+    taskset -a -p -c "$OTHER_CORES" "$PID_etcd_a" > /dev/null
+    etcd_us_per_key() { awk -v t="$1" -v n="$2" -v hz="$HZ" 'BEGIN {printf "%.0f", (n > 0 ? t * 1e6 / hz / n : 0)}'; }
+    for i in $(seq "${BENCH_PINNED_REPS:-3}"); do
+        t0=$(txns "$PORT_etcd_a"); cpu_start ""
+        e=$(taskset -c "$OTHER_CORES" $B/bench/loadgen -p "$PORT_etcd_a" -c 2 -w 16 -k 20000 -v 200 --prefix m -s 50 \
+            -d "$PIN_SECS" --label pinned | grep '^LOADGEN')
+        cpu_end ""
+        pin_p+=("$(field "$e" ops_per_s)"); pin_pk+=("$(etcd_us_per_key "$ETCD_TICKS" "$(field "$e" ops)")")
+        pin_ec+=("$CORES_ETCD")
+        sleep 1.2
+        k=$(keys_per_txn "$(field "$e" ops)" "$(( $(txns "$PORT_etcd_a") - t0 ))")
+        cpu_start ""
+        r=$(taskset -c "$OTHER_CORES" $B/bench/etcd_txn "$ENDPOINTS" "$k" 50 2 "$PIN_SECS" 0 0 | grep '^ETCDTXN')
+        cpu_end ""
+        pin_r+=("$(field "$r" keys_per_s)"); pin_rk+=("$(etcd_us_per_key "$ETCD_TICKS" "$(keys_sent "$r")")")
+        cpu_start ""
+        r=$(ETCD_TXN_KEYS_PER_S="$(field "$e" ops_per_s)" taskset -c "$OTHER_CORES" \
+            $B/bench/etcd_txn "$ENDPOINTS" "$k" 50 2 "$PIN_SECS" | grep '^ETCDTXN')
+        cpu_end ""
+        pin_s+=("$(field "$r" keys_per_s)"); pin_sk+=("$(etcd_us_per_key "$ETCD_TICKS" "$(keys_sent "$r")")")
+    done
+    ALL_CORES=0-$(( $(nproc) - 1 ))
+    for p in "${ETCD_PIDS[@]}" "$PID_etcd_a"; do taskset -a -p -c "$ALL_CORES" "$p" > /dev/null; done
+fi
+
 declare -A mix_ops mix_p99 mix_raw mix_cpu mix_raw_cpu mix_k
 declare -a mix_lmdb_plain mix_lmdb_both paced_keys paced_cpu
 for i in $(seq "$MIX_REPS"); do
@@ -239,13 +277,26 @@ MC=$(median ${mix_cpu[plain]}); PCK=$(median "${paced_keys[@]}"); PCC=$(median "
 echo "     raw Txns of the plain mix paced to the plugin's rate: ${PCK} keys/s, etcd CPU per 1000 keys ${PCC} ms: plugin / raw at the same rate $(ratio "$MC" "$PCC") (target <= 1.15)"
 echo "BENCH etcd_mix_paced mix=plain raw_keys=$PCK raw_etcd_ms_per_1k=$PCC etcd_ms_per_1k=$MC cpu_vs_raw=$(ratio "$MC" "$PCC")"
 
+if [ "${#pin_p[@]}" -gt 0 ]; then
+    PP1=$(median "${pin_p[@]}"); PR1=$(median "${pin_r[@]}"); PS1=$(median "${pin_s[@]}")
+    PPK=$(median "${pin_pk[@]}"); PRK=$(median "${pin_rk[@]}"); PSK=$(median "${pin_sk[@]}")
+    echo "   the plain mix with etcd on core ${ETCD_CORE} alone, the rest on ${OTHER_CORES} (${#pin_p[@]} rounds of ${PIN_SECS}s, medians):"
+    echo "     plugin ${PP1} ops/s (etcd on $(median "${pin_ec[@]}") of its core), etcd CPU ${PPK} us per key"
+    echo "     raw Txns at full speed ${PR1} keys/s, ${PRK} us per key: plugin / raw $(ratio "$PP1" "$PR1")"
+    echo "     raw Txns of the plugin's shape paced to its rate ${PS1} keys/s, ${PSK} us per key: plugin / raw at the same rate $(ratio "$PPK" "$PSK")"
+    echo "     runs: plugin ${pin_p[*]} (${pin_pk[*]} us) / raw ${pin_r[*]} (${pin_rk[*]} us) / shaped, paced ${pin_s[*]} (${pin_sk[*]} us)"
+    echo "BENCH etcd_pinned plugin_ops=$PP1 raw_keys=$PR1 vs_raw=$(ratio "$PP1" "$PR1") etcd_us_per_key=$PPK raw_us_per_key=$PRK shaped_paced_us_per_key=$PSK cpu_vs_shaped_paced=$(ratio "$PPK" "$PSK")"
+fi
+
 LL=$(median "${ll[@]}"); EL=$(median "${el[@]}"); RL=$(median "${rl[@]}")
 E2A=$(median "${e2a[@]}"); E2B=$(median "${e2b[@]}")
+# (medians of an even count of runs end in .5: awk, not shell arithmetic)
+ADDED=$(awk -v e="$EL" -v r="$RL" 'BEGIN {printf "%.0f", e - r}')
 echo "   latency p50, 1 in flight, 50% SET / 50% GET: LMDB ${LL} us, etcd ${EL} us, raw etcd Txn ${RL} us:"
-echo "     the plugin adds $(( EL - RL )) us to raw etcd (target <= 1000)"
+echo "     the plugin adds $ADDED us to raw etcd (target <= 1000)"
 echo "     two brokers at once, one client each: p50 ${E2A} us (broker a), ${E2B} us (broker b)"
 echo "     runs: lmdb ${ll[*]} / etcd ${el[*]} / raw ${rl[*]} / two brokers ${e2a[*]} and ${e2b[*]}"
-echo "BENCH etcd_latency lmdb_p50_us=$LL etcd_p50_us=$EL raw_p50_us=$RL added_us=$(( EL - RL )) two_brokers_p50_us=$E2A,$E2B"
+echo "BENCH etcd_latency lmdb_p50_us=$LL etcd_p50_us=$EL raw_p50_us=$RL added_us=$ADDED two_brokers_p50_us=$E2A,$E2B"
 
 # etcd's own check of the same cluster, idle brokers beside it: a fixed
 # load (150 writes/s for 60 s, the "s" load) that a healthy cluster must
