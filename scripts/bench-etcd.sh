@@ -142,25 +142,24 @@ if [ "${BENCH_PINNED:-1}" = 1 ] && [ "$(nproc)" -ge 2 ]; then
     ETCD_CORE=$(( $(nproc) - 1 )); OTHER_CORES=0-$(( $(nproc) - 2 ))
     for p in "${ETCD_PIDS[@]}"; do taskset -a -p -c "$ETCD_CORE" "$p" > /dev/null; done
     taskset -a -p -c "$OTHER_CORES" "$PID_etcd_a" > /dev/null
-    etcd_us_per_key() { awk -v t="$1" -v n="$2" -v hz="$HZ" 'BEGIN {printf "%.0f", (n > 0 ? t * 1e6 / hz / n : 0)}'; }
     for i in $(seq "${BENCH_PINNED_REPS:-3}"); do
         t0=$(txns "$PORT_etcd_a"); cpu_start ""
         e=$(taskset -c "$OTHER_CORES" $B/bench/loadgen -p "$PORT_etcd_a" -c 2 -w 16 -k 20000 -v 200 --prefix m -s 50 \
             -d "$PIN_SECS" --label pinned | grep '^LOADGEN')
         cpu_end ""
-        pin_p+=("$(field "$e" ops_per_s)"); pin_pk+=("$(etcd_us_per_key "$ETCD_TICKS" "$(field "$e" ops)")")
+        pin_p+=("$(field "$e" ops_per_s)"); pin_pk+=("$(per_k "$ETCD_TICKS" "$(field "$e" ops)")")
         pin_ec+=("$CORES_ETCD")
         sleep 1.2
         k=$(keys_per_txn "$(field "$e" ops)" "$(( $(txns "$PORT_etcd_a") - t0 ))")
         cpu_start ""
         r=$(taskset -c "$OTHER_CORES" $B/bench/etcd_txn "$ENDPOINTS" "$k" 50 2 "$PIN_SECS" 0 0 | grep '^ETCDTXN')
         cpu_end ""
-        pin_r+=("$(field "$r" keys_per_s)"); pin_rk+=("$(etcd_us_per_key "$ETCD_TICKS" "$(keys_sent "$r")")")
+        pin_r+=("$(field "$r" keys_per_s)"); pin_rk+=("$(per_k "$ETCD_TICKS" "$(keys_sent "$r")")")
         cpu_start ""
         r=$(ETCD_TXN_KEYS_PER_S="$(field "$e" ops_per_s)" taskset -c "$OTHER_CORES" \
             $B/bench/etcd_txn "$ENDPOINTS" "$k" 50 2 "$PIN_SECS" | grep '^ETCDTXN')
         cpu_end ""
-        pin_s+=("$(field "$r" keys_per_s)"); pin_sk+=("$(etcd_us_per_key "$ETCD_TICKS" "$(keys_sent "$r")")")
+        pin_s+=("$(field "$r" keys_per_s)"); pin_sk+=("$(per_k "$ETCD_TICKS" "$(keys_sent "$r")")")
     done
     ALL_CORES=0-$(( $(nproc) - 1 ))
     for p in "${ETCD_PIDS[@]}" "$PID_etcd_a"; do taskset -a -p -c "$ALL_CORES" "$p" > /dev/null; done
@@ -281,11 +280,11 @@ if [ "${#pin_p[@]}" -gt 0 ]; then
     PP1=$(median "${pin_p[@]}"); PR1=$(median "${pin_r[@]}"); PS1=$(median "${pin_s[@]}")
     PPK=$(median "${pin_pk[@]}"); PRK=$(median "${pin_rk[@]}"); PSK=$(median "${pin_sk[@]}")
     echo "   the plain mix with etcd on core ${ETCD_CORE} alone, the rest on ${OTHER_CORES} (${#pin_p[@]} rounds of ${PIN_SECS}s, medians):"
-    echo "     plugin ${PP1} ops/s (etcd on $(median "${pin_ec[@]}") of its core), etcd CPU ${PPK} us per key"
-    echo "     raw Txns at full speed ${PR1} keys/s, ${PRK} us per key: plugin / raw $(ratio "$PP1" "$PR1")"
-    echo "     raw Txns of the plugin's shape paced to its rate ${PS1} keys/s, ${PSK} us per key: plugin / raw at the same rate $(ratio "$PPK" "$PSK")"
-    echo "     runs: plugin ${pin_p[*]} (${pin_pk[*]} us) / raw ${pin_r[*]} (${pin_rk[*]} us) / shaped, paced ${pin_s[*]} (${pin_sk[*]} us)"
-    echo "BENCH etcd_pinned plugin_ops=$PP1 raw_keys=$PR1 vs_raw=$(ratio "$PP1" "$PR1") etcd_us_per_key=$PPK raw_us_per_key=$PRK shaped_paced_us_per_key=$PSK cpu_vs_shaped_paced=$(ratio "$PPK" "$PSK")"
+    echo "     plugin ${PP1} ops/s (etcd on $(median "${pin_ec[@]}") of its core), etcd CPU per 1000 keys ${PPK} ms"
+    echo "     raw Txns at full speed ${PR1} keys/s, ${PRK} ms per 1000 keys: plugin / raw $(ratio "$PP1" "$PR1")"
+    echo "     raw Txns of the plugin's shape paced to its rate ${PS1} keys/s, ${PSK} ms per 1000 keys: plugin / raw at the same rate $(ratio "$PPK" "$PSK")"
+    echo "     runs: plugin ${pin_p[*]} (${pin_pk[*]} ms) / raw ${pin_r[*]} (${pin_rk[*]} ms) / shaped, paced ${pin_s[*]} (${pin_sk[*]} ms)"
+    echo "BENCH etcd_pinned plugin_ops=$PP1 raw_keys=$PR1 vs_raw=$(ratio "$PP1" "$PR1") etcd_ms_per_1k=$PPK raw_etcd_ms_per_1k=$PRK shaped_paced_etcd_ms_per_1k=$PSK cpu_vs_shaped_paced=$(ratio "$PPK" "$PSK")"
 fi
 
 LL=$(median "${ll[@]}"); EL=$(median "${el[@]}"); RL=$(median "${rl[@]}")
