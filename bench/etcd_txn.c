@@ -31,6 +31,11 @@
  * read-only Txn of their own, sent after the one that writes: what an
  * application that keeps reads out of Raft would send.
  *
+ * ETCD_TXN_VALUE_BYTES sets the size of every value put (1 to 65536): by
+ * default 84 for the plugin's shape and 224 (a 200-byte value and what a
+ * record adds to it) for an application's. A baseline for a load of
+ * 200-byte values puts values of that size, whichever its shape.
+ *
  * With ETCD_TXN_KEYS_PER_S set in the environment, the threads together
  * send at most that many keys a second (each paces its own share): etcd's
  * cost per key at the rate the plugin reached, rather than at etcd's
@@ -63,6 +68,8 @@ struct worker {
     uint32_t dice; /* xorshift32 state: each key's operation */
     double seconds;
     double pace_us; /* between two Txns of this thread (0: none) */
+    const char *value; /* what every put writes, value_len bytes */
+    size_t value_len;
     int64_t rev[KEYS_PER_THREAD]; /* each key's mod_revision (0: absent) */
     uint32_t *lat;
     size_t nlat;
@@ -111,7 +118,6 @@ static int roll(struct worker *w)
  * Ranges into reads when the worker keeps them apart. */
 static void native_ops(struct worker *w, ss_etcd_txn *t, ss_etcd_txn *reads, unsigned *next, int64_t lease)
 {
-    static const char value[224] = {0}; /* a 200-byte value and what a record adds to it */
     for (int i = 0; i < w->per_txn; i++) {
         int k = (int)((*next)++ % KEYS_PER_THREAD);
         char key[64];
@@ -119,9 +125,9 @@ static void native_ops(struct worker *w, ss_etcd_txn *t, ss_etcd_txn *reads, uns
         ss_bytes kb = bytes_of(key, (size_t)n);
         int r = roll(w);
         if (r < w->set_pct && lease)
-            ss_etcd_txn_put_leased(t, kb, bytes_of(value, sizeof value), lease);
+            ss_etcd_txn_put_leased(t, kb, bytes_of(w->value, w->value_len), lease);
         else if (r < w->set_pct)
-            ss_etcd_txn_put(t, kb, bytes_of(value, sizeof value));
+            ss_etcd_txn_put(t, kb, bytes_of(w->value, w->value_len));
         else if (r < w->set_pct + w->del_pct)
             ss_etcd_txn_delete(t, kb);
         else
@@ -144,8 +150,6 @@ static bool send_reads(struct worker *w, const ss_etcd_txn *reads)
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
-    char value[84];
-    memset(value, 'v', sizeof value);
     /* Keys of this process alone: a key it has not written is absent. */
     char marker[48];
     snprintf(marker, sizeof marker, "raw%ld/n/bench-%d", (long)getpid(), w->id);
@@ -190,7 +194,7 @@ static void *worker_main(void *arg)
                 continue;
             char key[64];
             int n = snprintf(key, sizeof key, "raw%ld/k/%02d%014d", (long)getpid(), w->id, batch[i]);
-            ss_etcd_txn_put(&t, bytes_of(key, (size_t)n), bytes_of(value, sizeof value));
+            ss_etcd_txn_put(&t, bytes_of(key, (size_t)n), bytes_of(w->value, w->value_len));
             batch[i] = -1 - batch[i]; /* written: its revision changes */
             wrote = true;
         }
@@ -261,17 +265,26 @@ int main(int argc, char **argv)
         return 1;
     }
     const char *rate = getenv("ETCD_TXN_KEYS_PER_S"), *apart = getenv("ETCD_TXN_READS_APART");
+    const char *vbytes = getenv("ETCD_TXN_VALUE_BYTES");
     double keys_per_s = rate ? atof(rate) : 0;
-    if (keys_per_s < 0) {
-        fprintf(stderr, "etcd_txn: ETCD_TXN_KEYS_PER_S must be >= 0\n");
+    long value_len = vbytes ? atol(vbytes) : native ? 224 : 84;
+    if (keys_per_s < 0 || value_len < 1 || value_len > 65536) {
+        fprintf(stderr, "etcd_txn: ETCD_TXN_KEYS_PER_S must be >= 0, ETCD_TXN_VALUE_BYTES 1 to 65536\n");
         return 2;
     }
+    char *value = malloc((size_t)value_len);
+    if (value == NULL) {
+        fprintf(stderr, "etcd_txn: out of memory\n");
+        return 1;
+    }
+    memset(value, 'v', (size_t)value_len);
     static struct worker ws[MAX_THREADS];
     pthread_t tids[MAX_THREADS];
     uint64_t t0 = mono_us();
     for (int i = 0; i < threads; i++) {
         ws[i] = (struct worker){.g = g, .id = i, .per_txn = per_txn, .set_pct = set_pct, .del_pct = del_pct,
                                 .px_ms = px_ms, .native = native, .seconds = seconds,
+                                .value = value, .value_len = (size_t)value_len,
                                 .reads_apart = native && apart && strcmp(apart, "1") == 0,
                                 .dice = 2463534242u + 7919u * (uint32_t)i,
                                 .pace_us = keys_per_s > 0 ? 1e6 * per_txn * threads / keys_per_s : 0};
@@ -306,6 +319,7 @@ int main(int argc, char **argv)
     }
     free(all);
     ss_grpc_free(g);
+    free(value);
     printf("ETCDTXN txns=%ld seconds=%.3f txn_per_s=%.0f keys_per_s=%.0f p50_us=%u p99_us=%u failed=%ld\n", txns,
            secs, (double)txns / secs, (double)txns * per_txn / secs, p50, p99, failed);
     return failed ? 1 : 0;

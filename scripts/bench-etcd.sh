@@ -23,6 +23,7 @@ etcd_broker() {
     start_broker "etcd_$1" "$PWD/$B/statestore.so" "plugin_opt_backend etcd" \
         "plugin_opt_etcd_endpoints $ENDPOINTS" "plugin_opt_node_id bench-$1" "sys_interval 1"
 }
+NODE_A=bench-a
 etcd_broker a
 
 # txns PORT [FIGURE]: the broker's etcd/txns figure, or another
@@ -132,12 +133,15 @@ raw_mix() {
 # and everything else (broker a, the load generator, the raw client)
 # on the others: etcd has the same core under the plugin and under raw
 # Txns, so what is left of the gap is not the cores the broker takes. Raw
-# Txns twice: an application's at full speed, and the plugin's own shape
-# (a compare on every key, the marker) paced to the plugin's rate.
+# Txns three times: an application's at full speed and paced to the
+# plugin's rate, and the plugin's own shape (a compare on every key, the
+# marker, values as large as the plugin's records: 200 bytes and a
+# 21-byte header for node id bench-a) paced to its rate.
 # Before the mixes, whose expiring keys and tombstones etcd would still be
 # sweeping. BENCH_PINNED=0 leaves it out.
 PIN_SECS=${BENCH_PINNED_SECONDS:-20}
-declare -a pin_p pin_pk pin_r pin_rk pin_s pin_sk pin_ec
+REC_BYTES=$(( 200 + 14 + ${#NODE_A} ))
+declare -a pin_p pin_pk pin_r pin_rk pin_a pin_ak pin_s pin_sk pin_ec
 if [ "${BENCH_PINNED:-1}" = 1 ] && [ "$(nproc)" -ge 2 ]; then
     ETCD_CORE=$(( $(nproc) - 1 )); OTHER_CORES=0-$(( $(nproc) - 2 ))
     for p in "${ETCD_PIDS[@]}"; do taskset -a -p -c "$ETCD_CORE" "$p" > /dev/null; done
@@ -157,6 +161,11 @@ if [ "${BENCH_PINNED:-1}" = 1 ] && [ "$(nproc)" -ge 2 ]; then
         pin_r+=("$(field "$r" keys_per_s)"); pin_rk+=("$(per_k "$ETCD_TICKS" "$(keys_sent "$r")")")
         cpu_start ""
         r=$(ETCD_TXN_KEYS_PER_S="$(field "$e" ops_per_s)" taskset -c "$OTHER_CORES" \
+            $B/bench/etcd_txn "$ENDPOINTS" "$k" 50 2 "$PIN_SECS" 0 0 | grep '^ETCDTXN')
+        cpu_end ""
+        pin_a+=("$(field "$r" keys_per_s)"); pin_ak+=("$(per_k "$ETCD_TICKS" "$(keys_sent "$r")")")
+        cpu_start ""
+        r=$(ETCD_TXN_KEYS_PER_S="$(field "$e" ops_per_s)" ETCD_TXN_VALUE_BYTES="$REC_BYTES" taskset -c "$OTHER_CORES" \
             $B/bench/etcd_txn "$ENDPOINTS" "$k" 50 2 "$PIN_SECS" | grep '^ETCDTXN')
         cpu_end ""
         pin_s+=("$(field "$r" keys_per_s)"); pin_sk+=("$(per_k "$ETCD_TICKS" "$(keys_sent "$r")")")
@@ -279,12 +288,17 @@ echo "BENCH etcd_mix_paced mix=plain raw_keys=$PCK raw_etcd_ms_per_1k=$PCC etcd_
 if [ "${#pin_p[@]}" -gt 0 ]; then
     PP1=$(median "${pin_p[@]}"); PR1=$(median "${pin_r[@]}"); PS1=$(median "${pin_s[@]}")
     PPK=$(median "${pin_pk[@]}"); PRK=$(median "${pin_rk[@]}"); PSK=$(median "${pin_sk[@]}")
+    PA1=$(median "${pin_a[@]}"); PAK=$(median "${pin_ak[@]}")
+    # the ratio of each round's pair, and their median: steadier than
+    # the ratio of two medians when etcd's cost moves between rounds
+    PAIRS=(); for j in "${!pin_pk[@]}"; do PAIRS+=("$(ratio "${pin_pk[$j]}" "${pin_ak[$j]}")"); done
     echo "   the plain mix with etcd on core ${ETCD_CORE} alone, the rest on ${OTHER_CORES} (${#pin_p[@]} rounds of ${PIN_SECS}s, medians):"
     echo "     plugin ${PP1} ops/s (etcd on $(median "${pin_ec[@]}") of its core), etcd CPU per 1000 keys ${PPK} ms"
     echo "     raw Txns at full speed ${PR1} keys/s, ${PRK} ms per 1000 keys: plugin / raw $(ratio "$PP1" "$PR1")"
-    echo "     raw Txns of the plugin's shape paced to its rate ${PS1} keys/s, ${PSK} ms per 1000 keys: plugin / raw at the same rate $(ratio "$PPK" "$PSK")"
-    echo "     runs: plugin ${pin_p[*]} (${pin_pk[*]} ms) / raw ${pin_r[*]} (${pin_rk[*]} ms) / shaped, paced ${pin_s[*]} (${pin_sk[*]} ms)"
-    echo "BENCH etcd_pinned plugin_ops=$PP1 raw_keys=$PR1 vs_raw=$(ratio "$PP1" "$PR1") etcd_ms_per_1k=$PPK raw_etcd_ms_per_1k=$PRK shaped_paced_etcd_ms_per_1k=$PSK cpu_vs_shaped_paced=$(ratio "$PPK" "$PSK")"
+    echo "     raw Txns paced to its rate ${PA1} keys/s, ${PAK} ms per 1000 keys: plugin / raw at the same rate $(median "${PAIRS[@]}") (rounds ${PAIRS[*]}; target <= 1.15)"
+    echo "     raw Txns of the plugin's shape paced to its rate ${PS1} keys/s, ${PSK} ms per 1000 keys: plugin / shaped at the same rate $(ratio "$PPK" "$PSK")"
+    echo "     runs: plugin ${pin_p[*]} (${pin_pk[*]} ms) / raw ${pin_r[*]} (${pin_rk[*]} ms) / raw, paced ${pin_a[*]} (${pin_ak[*]} ms) / shaped, paced ${pin_s[*]} (${pin_sk[*]} ms)"
+    echo "BENCH etcd_pinned plugin_ops=$PP1 raw_keys=$PR1 vs_raw=$(ratio "$PP1" "$PR1") etcd_ms_per_1k=$PPK raw_etcd_ms_per_1k=$PRK paced_etcd_ms_per_1k=$PAK cpu_vs_paced=$(median "${PAIRS[@]}") shaped_paced_etcd_ms_per_1k=$PSK cpu_vs_shaped_paced=$(ratio "$PPK" "$PSK")"
 fi
 
 LL=$(median "${ll[@]}"); EL=$(median "${el[@]}"); RL=$(median "${rl[@]}")
