@@ -142,6 +142,20 @@ raw_mix() {
 PIN_SECS=${BENCH_PINNED_SECONDS:-20}
 REC_BYTES=$(( 200 + 14 + ${#NODE_A} ))
 declare -a pin_p pin_pk pin_r pin_rk pin_a pin_ak pin_s pin_sk pin_ec
+# pin_raw KEYS_VAR CPU_VAR KEYS_PER_S [DEL_PERCENT PX_MS]: raw Txns of k
+# keys, half of them put, 2 in flight, on the cores other than etcd's for
+# PIN_SECS (KEYS_PER_S 0: full speed; without DEL_PERCENT and PX_MS, the
+# plugin's shape); appends keys/s and etcd's ms per 1000 keys to the two
+# arrays
+pin_raw() {
+    local -n keys_out=$1 cpu_out=$2
+    local rate=$3; shift 3
+    cpu_start ""
+    r=$(ETCD_TXN_KEYS_PER_S="$rate" taskset -c "$OTHER_CORES" \
+        $B/bench/etcd_txn "$ENDPOINTS" "$k" 50 2 "$PIN_SECS" "$@" | grep '^ETCDTXN')
+    cpu_end ""
+    keys_out+=("$(field "$r" keys_per_s)"); cpu_out+=("$(per_k "$ETCD_TICKS" "$(keys_sent "$r")")")
+}
 if [ "${BENCH_PINNED:-1}" = 1 ] && [ "$(nproc)" -ge 2 ]; then
     ETCD_CORE=$(( $(nproc) - 1 )); OTHER_CORES=0-$(( $(nproc) - 2 ))
     for p in "${ETCD_PIDS[@]}"; do taskset -a -p -c "$ETCD_CORE" "$p" > /dev/null; done
@@ -155,20 +169,10 @@ if [ "${BENCH_PINNED:-1}" = 1 ] && [ "$(nproc)" -ge 2 ]; then
         pin_ec+=("$CORES_ETCD")
         sleep 1.2
         k=$(keys_per_txn "$(field "$e" ops)" "$(( $(txns "$PORT_etcd_a") - t0 ))")
-        cpu_start ""
-        r=$(taskset -c "$OTHER_CORES" $B/bench/etcd_txn "$ENDPOINTS" "$k" 50 2 "$PIN_SECS" 0 0 | grep '^ETCDTXN')
-        cpu_end ""
-        pin_r+=("$(field "$r" keys_per_s)"); pin_rk+=("$(per_k "$ETCD_TICKS" "$(keys_sent "$r")")")
-        cpu_start ""
-        r=$(ETCD_TXN_KEYS_PER_S="$(field "$e" ops_per_s)" taskset -c "$OTHER_CORES" \
-            $B/bench/etcd_txn "$ENDPOINTS" "$k" 50 2 "$PIN_SECS" 0 0 | grep '^ETCDTXN')
-        cpu_end ""
-        pin_a+=("$(field "$r" keys_per_s)"); pin_ak+=("$(per_k "$ETCD_TICKS" "$(keys_sent "$r")")")
-        cpu_start ""
-        r=$(ETCD_TXN_KEYS_PER_S="$(field "$e" ops_per_s)" ETCD_TXN_VALUE_BYTES="$REC_BYTES" taskset -c "$OTHER_CORES" \
-            $B/bench/etcd_txn "$ENDPOINTS" "$k" 50 2 "$PIN_SECS" | grep '^ETCDTXN')
-        cpu_end ""
-        pin_s+=("$(field "$r" keys_per_s)"); pin_sk+=("$(per_k "$ETCD_TICKS" "$(keys_sent "$r")")")
+        rate=$(field "$e" ops_per_s)
+        pin_raw pin_r pin_rk 0 0 0
+        pin_raw pin_a pin_ak "$rate" 0 0
+        ETCD_TXN_VALUE_BYTES="$REC_BYTES" pin_raw pin_s pin_sk "$rate"
     done
     ALL_CORES=0-$(( $(nproc) - 1 ))
     for p in "${ETCD_PIDS[@]}" "$PID_etcd_a"; do taskset -a -p -c "$ALL_CORES" "$p" > /dev/null; done
