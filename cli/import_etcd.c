@@ -178,7 +178,17 @@ static int import_etcd__flush(struct import_etcd *e, char *why, size_t n)
     ss_grpc_call c;
     memset(&c, 0, sizeof c);
     c.method = SS_ETCD_TXN_METHOD;
-    int rc = ss_etcd_txn_pack(&e->t, &c.request);
+    /* Every commit to the store changes a commit marker under n/: brokers
+     * that confirm their reads by the other brokers' markers (CLUSTER.md,
+     * "How a request runs") must see this one too. No node id holds a
+     * ':', so no broker has this marker. */
+    static const char marker[] = ":import", id[] = "import";
+    ss_bytes mk = {(const uint8_t *)marker, sizeof marker - 1}, mv = {(const uint8_t *)id, sizeof id - 1};
+    int rc = import_etcd__name(e, 'n', mk);
+    if (rc == SS_OK)
+        rc = ss_etcd_txn_put(&e->t, import_etcd__bytes(&e->name), mv);
+    if (rc == SS_OK)
+        rc = ss_etcd_txn_pack(&e->t, &c.request);
     ss_etcd_reply r;
     if (rc == SS_OK && (rc = import_etcd__call(e, &c, why, n)) == SS_OK) {
         if ((rc = ss_etcd_txn_unpack(&c.reply, &r, NULL)) != SS_OK) {

@@ -396,6 +396,10 @@ int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char
     e->tombstone_ms = o->tombstone_ms ? o->tombstone_ms : SS_BACKEND_ETCD_TOMBSTONE_MS;
     e->lease_ttl_s = o->lease_ttl_s ? o->lease_ttl_s : 3;
     e->claim_lost_ms = ss_etcd__mono_ms(); /* none held yet */
+    /* Reads are confirmed by the markers once the watch has shown no
+     * other broker writing for solo_ms. */
+    e->solo_ms = o->solo_ms;
+    e->foreign_ms = ss_etcd__mono_ms();
     e->max_keys = o->max_keys;
     e->max_bytes = o->max_bytes;
     e->base.log = o->log;

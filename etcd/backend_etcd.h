@@ -105,6 +105,10 @@ typedef struct ss_backend_etcd_options {
     uint64_t tombstone_ms;
     unsigned lease_ttl_s;       /* the node id's claim lives this long unrenewed; 0: 3 */
     unsigned status_interval_ms; /* each endpoint's status asked this often; 0: never */
+    /* after this long without a sign of another broker writing, a write
+     * Txn confirms the keys it only read by one compare on the other
+     * brokers' commit markers, not one per key; 0: never */
+    uint64_t solo_ms;
     uint64_t max_keys, max_bytes; /* over the whole store (q/usage); 0: no limit */
     ss_backend_log_fn log; /* levels SS_LOG_* (backend.h); may be NULL */
     void *log_ctx;
@@ -133,12 +137,17 @@ typedef struct ss_backend_etcd_options {
  *   etcd_status_interval_ms 2000 (0: off, or 100 to 3600000): how often
  *                           each endpoint is asked for its status (the
  *                           figures etcd/endpoints/N/...)
+ *   etcd_solo_ms            1000 (0: off, or up to 3600000): after this
+ *                           long without seeing another broker write, a
+ *                           commit confirms what its batch only read by
+ *                           one compare on the other brokers' commit
+ *                           markers rather than one per key
  * node_id, max_keys and max_bytes are the owner's (shared with the
  * engine and every backend). */
 typedef struct ss_backend_etcd_config {
     char *endpoints, *prefix, *ca_file, *cert_file, *key_file, *username, *password;
     uint64_t timeout_ms, unavailable_ms, max_txn_ops, max_request_bytes, tombstone_ms;
-    uint64_t status_interval_ms, sweep_full_ms;
+    uint64_t status_interval_ms, sweep_full_ms, solo_ms;
     const char *node_id;          /* set by the owner (borrowed) */
     uint64_t max_keys, max_bytes; /* set by the owner; 0: no limit */
 } ss_backend_etcd_config;
@@ -176,5 +185,7 @@ ss_backend_etcd_options ss_backend_etcd_options_of(const ss_backend_etcd_config 
 #define SS_BACKEND_ETCD_SWEEP_FULL_MS 3600000u
 /* How often each endpoint is asked for its status, by default. */
 #define SS_BACKEND_ETCD_STATUS_MS 2000u
+/* Quiet from other brokers before reads are confirmed by the markers. */
+#define SS_BACKEND_ETCD_SOLO_MS 1000u
 
 #endif

@@ -138,6 +138,8 @@ void ss_etcd__fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         x->found = kv.found && !ss_etcd__tombstone(ss_etcd__bytes(&x->stored)); /* the reply is freed */
         x->rev = kv.found ? kv.mod_revision : 0;
         x->seen_rev = r.revision;
+        if (x->stale_rev <= x->seen_rev)
+            x->stale_rev = 0; /* the change told while it was read is in what was read */
         x->stored_expiry = kv.found ? rec.expiry_ms : 0;
         x->blob[0] = '\0';
         struct ss_etcd_stub stub;
@@ -221,10 +223,10 @@ static bool ss_etcd__touch(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
         return true;
     /* Per key a compare (etcd counts compares and operations apart; the
      * operations of a change are counted when it is made: ss_etcd__room).
-     * Beside them: the marker's and the counter's compares. */
+     * Beside them: SS_ETCD_OTHER_COMPARES. */
     size_t bytes = 2 * (x->key.len + e->prefix_len) + 64;
     struct ss_etcd_batch *b = &e->open;
-    if (b->ntouched > 0 && (b->ntouched + 1 + 2 > e->max_txn_ops ||
+    if (b->ntouched > 0 && (b->ntouched + 1 + SS_ETCD_OTHER_COMPARES > e->max_txn_ops ||
                             b->bytes + bytes + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)) {
         b->full = true;
         return false;
@@ -388,6 +390,12 @@ void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch *b, bo
         ss_buf_free(&x->next_rec);
         x->change = SS_CHANGE_NONE;
         x->next_lease = 0;
+        /* Changed after what it now holds (told while it could not go):
+         * read again when next wanted. */
+        if (x->stale_rev > x->rev)
+            ss_etcd__entry_free(e, x);
+        else
+            x->stale_rev = 0;
     }
 }
 
@@ -445,7 +453,11 @@ void ss_backend_etcd_prefetch(ss_backend *b, ss_bytes key)
 void ss_etcd__seen_change(struct ss_backend_etcd *e, ss_bytes key, int64_t rev)
 {
     struct ss_etcd_entry *x = ss_etcd__find(e, key, NULL);
-    if (x && x->state == SS_ENTRY_KNOWN && !x->touched && !x->flight && x->rev < rev)
+    if (x == NULL || x->rev >= rev)
+        return;
+    if (x->state == SS_ENTRY_KNOWN && !x->touched && !x->flight)
         ss_etcd__entry_free(e, x);
+    else if (rev > x->stale_rev)
+        x->stale_rev = rev; /* compared if read (commit.c), dropped when it can go */
 }
 

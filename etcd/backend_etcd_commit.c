@@ -41,8 +41,20 @@ static bool ss_etcd__puts(const struct ss_etcd_batch *b)
     return false;
 }
 
-static int ss_etcd__build_entry(struct ss_backend_etcd *e, ss_etcd_txn *t, struct ss_etcd_entry *x)
+/* Can x, which the batch only read, go without a compare of its own in a
+ * Txn that confirms its reads by the markers (ss_etcd__build_solo)? Only
+ * if every change of it up to the watch's revision is known: none was
+ * told while it could not go (stale_rev), and it was known after any
+ * history the watch lost. */
+static bool ss_etcd__read_confirmed(const struct ss_backend_etcd *e, const struct ss_etcd_entry *x)
 {
+    return x->change == SS_CHANGE_NONE && x->stale_rev <= x->rev && x->seen_rev >= e->watch_gap_rev;
+}
+
+static int ss_etcd__build_entry(struct ss_backend_etcd *e, ss_etcd_txn *t, struct ss_etcd_entry *x, bool solo)
+{
+    if (solo && ss_etcd__read_confirmed(e, x))
+        return SS_OK;
     ss_bytes key = ss_etcd__bytes(&x->key);
     int rc = ss_etcd__key(e, &e->scratch, 'k', key);
     if (rc == SS_OK)
@@ -80,16 +92,65 @@ int ss_etcd__marker_key(struct ss_backend_etcd *e, unsigned slot)
     return ss_etcd__named(e, 'm', name);
 }
 
+/* Does this broker confirm a write Txn's reads by the markers now? Only
+ * while no other broker seems to write (each of their commits changes a
+ * marker, and would make such a Txn fail), and while the store is not out
+ * of space: a broker deletes without a marker then (no put goes through),
+ * so only the watch tells of it, which must have caught up since it last
+ * started. */
+static bool ss_etcd__solo(const struct ss_backend_etcd *e, const struct ss_etcd_flight *f)
+{
+    return e->solo_ms > 0 && f->writes && !f->nospace && !e->nospace_said && e->watch_created &&
+           e->watch_rev > 0 && e->watch_rev >= e->watch_caught_rev &&
+           ss_etcd__mono_ms() - e->foreign_ms >= e->solo_ms;
+}
+
+/* The keys a read may rest on changed only through commits, and every
+ * commit of every broker changes its marker (slot 0: n/<node id>, the
+ * others m/<slot>/<node id>). So when no marker of another broker changed
+ * after the watch's revision, neither did any key this broker knows as of
+ * that revision: the watch told it of every change up to there (an entry
+ * it could not drop then is compared, ss_etcd__read_confirmed). One
+ * compare per interval of [m/, n0) between this broker's own markers,
+ * which its other flight may move meanwhile. */
+static int ss_etcd__build_solo(struct ss_backend_etcd *e, ss_etcd_txn *t)
+{
+    ss_bytes none = {NULL, 0};
+    int rc = ss_etcd__key(e, &e->scratch2, 'm', none); /* from m/ */
+    for (unsigned slot = 1; rc == SS_OK && slot <= SS_BACKEND_ETCD_FLIGHTS; slot++) {
+        /* up to this broker's marker of the slot (n/<node id> last) */
+        rc = ss_etcd__marker_key(e, slot % SS_BACKEND_ETCD_FLIGHTS);
+        if (rc == SS_OK)
+            rc = ss_etcd_txn_expect_below(t, ss_etcd__bytes(&e->scratch2), ss_etcd__bytes(&e->scratch),
+                                          e->watch_rev + 1);
+        /* the next interval starts right after it */
+        if (rc == SS_OK && (rc = ss_buf_append(&e->scratch, "", 1)) == SS_OK) {
+            ss_buf spare = e->scratch2;
+            e->scratch2 = e->scratch;
+            e->scratch = spare;
+        }
+    }
+    if (rc == SS_OK && (rc = ss_etcd__key(e, &e->scratch, 'n', none)) == SS_OK) {
+        e->scratch.data[e->scratch.len - 1] = '/' + 1; /* up to n0 */
+        rc = ss_etcd_txn_expect_below(t, ss_etcd__bytes(&e->scratch2), ss_etcd__bytes(&e->scratch),
+                                      e->watch_rev + 1);
+    }
+    return rc;
+}
+
 /* Flight f's batch as a Txn, in op's request. */
 static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_flight *f, struct ss_etcd_op *op)
 {
     const struct ss_etcd_batch *b = &f->b;
     ss_etcd_txn t = {0};
-    int rc = SS_OK;
-    for (size_t i = 0; rc == SS_OK && i < b->ntouched; i++)
-        rc = ss_etcd__build_entry(e, &t, b->touched[i]);
     /* Out of space, etcd takes no put at all: no counter, no marker. */
     f->nospace = e->nospace;
+    bool solo = ss_etcd__solo(e, f);
+    int rc = solo ? ss_etcd__build_solo(e, &t) : SS_OK;
+    for (size_t i = 0; rc == SS_OK && i < b->ntouched; i++)
+        rc = ss_etcd__build_entry(e, &t, b->touched[i], solo);
+    if (rc == SS_OK && solo)
+        e->stats.txns_solo++;
     if (rc == SS_OK && (!f->writes || f->nospace)) {
         /* Compares alone would be answered from the member's own state,
          * which may lag: the marker's Range makes the read linearizable. */
@@ -247,11 +308,18 @@ static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_fl
     if (rc == SS_OK && f->writes && !f->nospace && e->nospace_said && !e->nospace) {
         ss_etcd__log(e, SS_LOG_NOTICE, "etcd takes writes again (its NOSPACE alarm is off)");
         e->nospace_said = e->stats.nospace = false;
+        /* Other brokers deleted without a marker meanwhile: what was
+         * known before is compared again (ss_etcd__read_confirmed). */
+        e->watch_gap_rev = revision;
     }
     if (f->nospace && f->writes && ss_etcd__limited(e))
         e->usage_known = false; /* deletions not counted: count again */
-    if (rc == SS_E_CONFLICT)
+    if (rc == SS_E_CONFLICT) {
         e->stats.conflicts++;
+        /* Someone else wrote: reads are compared one by one for a while
+         * (its run again among them). */
+        e->foreign_ms = ss_etcd__mono_ms();
+    }
 }
 
 void ss_etcd__commit_failed(struct ss_backend_etcd *e, struct ss_etcd_flight *f, int rc)

@@ -137,6 +137,7 @@ void ss_etcd__figures(void *impl, uint64_t now_ms, ss_figure_fn fn, void *ctx)
     ss_figure_u64(fn, ctx, "etcd/reachable", st.reachable);
     ss_figure_u64(fn, ctx, "etcd/txns", st.txns);
     ss_figure_u64(fn, ctx, "etcd/txns_overlapped", st.txns_overlapped);
+    ss_figure_u64(fn, ctx, "etcd/txns_solo", st.txns_solo);
     ss_figure_u64(fn, ctx, "etcd/conflicts", st.conflicts);
     ss_figure_u64(fn, ctx, "etcd/unknown_outcomes", st.unknown_outcomes);
     ss_figure_u64(fn, ctx, "etcd/nospace", st.nospace);

@@ -28,6 +28,7 @@ static const struct ss_option_spec ss_etcd_options[] = {
     {"etcd_tombstone_ms", SS_OPTION_U64, SS_ETCD_OFF(tombstone_ms), 1000, (uint64_t)7 * 24 * 3600 * 1000, NULL},
     {"etcd_status_interval_ms", SS_OPTION_U64, SS_ETCD_OFF(status_interval_ms), 0, 3600000, NULL},
     {"etcd_sweep_full_ms", SS_OPTION_U64, SS_ETCD_OFF(sweep_full_ms), 100, 86400000, NULL},
+    {"etcd_solo_ms", SS_OPTION_U64, SS_ETCD_OFF(solo_ms), 0, 3600000, NULL},
 };
 #define SS_ETCD_OPTIONS (sizeof ss_etcd_options / sizeof ss_etcd_options[0])
 
@@ -41,6 +42,7 @@ void ss_backend_etcd_config_init(ss_backend_etcd_config *c)
     c->tombstone_ms = SS_BACKEND_ETCD_TOMBSTONE_MS;
     c->sweep_full_ms = SS_BACKEND_ETCD_SWEEP_FULL_MS;
     c->status_interval_ms = SS_BACKEND_ETCD_STATUS_MS;
+    c->solo_ms = SS_BACKEND_ETCD_SOLO_MS;
 }
 
 int ss_backend_etcd_config_set(ss_backend_etcd_config *c, const char *name, const char *value, char *why,
@@ -80,12 +82,14 @@ void ss_backend_etcd_config_describe(const ss_backend_etcd_config *c, char *out,
 {
     snprintf(out, len, "backend=etcd etcd_endpoints=%s etcd_prefix=%s etcd_tls=%s etcd_username=%s "
              "etcd_timeout_ms=%llu etcd_unavailable_ms=%llu etcd_max_txn_ops=%llu etcd_max_request_bytes=%llu "
-             "etcd_tombstone_ms=%llu etcd_status_interval_ms=%llu etcd_sweep_full_ms=%llu", c->endpoints ? c->endpoints : "(none)",
+             "etcd_tombstone_ms=%llu etcd_status_interval_ms=%llu etcd_sweep_full_ms=%llu etcd_solo_ms=%llu",
+             c->endpoints ? c->endpoints : "(none)",
              c->prefix ? c->prefix : "statestore/", c->ca_file || c->cert_file ? "files" : "system",
              c->username ? c->username : "(none)", (unsigned long long)c->timeout_ms,
              (unsigned long long)c->unavailable_ms, (unsigned long long)c->max_txn_ops,
              (unsigned long long)c->max_request_bytes, (unsigned long long)c->tombstone_ms,
-             (unsigned long long)c->status_interval_ms, (unsigned long long)c->sweep_full_ms);
+             (unsigned long long)c->status_interval_ms, (unsigned long long)c->sweep_full_ms,
+             (unsigned long long)c->solo_ms);
 }
 
 void ss_backend_etcd_config_free(ss_backend_etcd_config *c)
@@ -112,6 +116,7 @@ ss_backend_etcd_options ss_backend_etcd_options_of(const ss_backend_etcd_config 
                                  .tombstone_ms = c->tombstone_ms,
                                  .status_interval_ms = (unsigned)c->status_interval_ms,
                                  .sweep_full_ms = c->sweep_full_ms,
+                                 .solo_ms = c->solo_ms,
                                  .max_keys = c->max_keys,
                                  .max_bytes = c->max_bytes};
     return o;

@@ -55,11 +55,16 @@
 /* Txns in flight at once at most, on disjoint keys (one while a quota is
  * set: every Txn that changes the store's size then compares q/usage). */
 #define SS_BACKEND_ETCD_FLIGHTS 2
+/* The compares of a Txn beside its keys': the marker's, the claim's, the
+ * counter's, and the intervals between this broker's markers that
+ * confirm its reads (backend_etcd_commit.c: ss_etcd__build_solo). */
+#define SS_ETCD_OTHER_COMPARES (3 + SS_BACKEND_ETCD_FLIGHTS + 1)
 
 /* Figures for the metrics. */
 typedef struct ss_backend_etcd_stats {
     uint64_t txns, conflicts, unknown_outcomes, fetches, cache_entries;
     uint64_t txns_overlapped; /* sent while another was in flight */
+    uint64_t txns_solo;       /* their reads confirmed by the other brokers' markers (below) */
     bool usage_known;          /* with a limit set: keys and bytes below */
     uint64_t keys, bytes;
     bool reachable;
@@ -120,6 +125,8 @@ struct ss_etcd_entry {
     int64_t rev;
     int64_t seen_rev;         /* the store's revision at which it was known to be so: its read's,
                                  or the commit's whose compare on it held */
+    int64_t stale_rev;        /* the watch told of a change at this revision while the entry
+                                 could not go (touched, in a flight, being read): 0 if none */
     ss_buf stored;            /* the whole record, also when etcd holds it in chunks; or the tombstone */
     uint64_t stored_expiry;   /* its deadline, or the tombstone's end (0: none) */
     char blob[SS_ETCD_BLOB_ID_LEN + 1]; /* its chunks' blob id ("": none) */
@@ -268,6 +275,20 @@ struct ss_backend_etcd {
     uint64_t drop_retry_ms;  /* monotonic */
 
     uint64_t incarnation, txn_seq;
+    /* Reads confirmed at once (backend_etcd_commit.c): after solo_ms
+     * (0: never) without a sign of another broker writing (foreign_ms,
+     * monotonic: a change of its through the watch, or a conflict), a
+     * write Txn confirms the keys it only read by one compare, that no
+     * other broker's commit marker changed after the watch's revision,
+     * rather than by one compare per key. Entries known from before
+     * watch_gap_rev (the watch lost history up to it) are compared. */
+    uint64_t solo_ms, foreign_ms;
+    int64_t watch_gap_rev;
+    /* The store's revision when the watch was last (re)started: until
+     * the watch has reached it, reads are compared one by one (a broker
+     * out of space deletes without a marker, and the watch alone tells of
+     * that; backend_etcd_commit.c). */
+    int64_t watch_caught_rev;
     bool unreachable_logged;
 
     /* this broker's claim on its node id */

@@ -236,6 +236,8 @@ static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event 
     bool decoded = !ev->deleted && ss_record_decode(ev->kv.value.data, ev->kv.value.len, &rec, &tail) == SS_OK;
     if (decoded) /* whether anyone is told or not */
         ss_etcd__clock_seen(e, &rec.version);
+    if (decoded && !ss_etcd__own_version(e, &rec.version))
+        e->foreign_ms = ss_etcd__mono_ms(); /* another broker writes (commit.c: solo) */
     /* Every broker knows every deadline (backend_etcd_sweep.c). */
     ss_etcd__deadline_learn(e, key, rev, decoded ? rec.expiry_ms : 0,
                             decoded && ss_etcd__own_version(e, &rec.version));
@@ -337,6 +339,7 @@ static void ss_etcd__watch_message(struct ss_backend_etcd *e, ss_bytes msg)
     }
     if (w.created && !w.canceled) {
         e->watch_created = true;
+        e->watch_caught_rev = w.revision;
         if (e->watch_rev == 0) {
             /* The first watch: changes after this revision come from it. */
             e->watch_rev = w.revision;
@@ -360,6 +363,7 @@ static void ss_etcd__watch_message(struct ss_backend_etcd *e, ss_bytes msg)
                 e->stats.watch_lost_revisions += (uint64_t)lost;
             ss_etcd__deadlines_reread(e); /* deadlines written then are read */
             e->watch_rev = w.compact_revision - 1;
+            e->watch_gap_rev = e->watch_rev; /* what was known before is compared */
         } else {
             /* Refused (a permission, say): said once, tried every second. */
             if (!e->watch_logged)

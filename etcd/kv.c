@@ -10,13 +10,13 @@
 #include "../core/errors.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.pb-c.h"
 
-enum ss_etcd_item_kind { SS_ETCD_EXPECT, SS_ETCD_PUT, SS_ETCD_DELETE, SS_ETCD_GET, SS_ETCD_FAILURE_GET };
+enum ss_etcd_item_kind { SS_ETCD_EXPECT, SS_ETCD_EXPECT_BELOW, SS_ETCD_PUT, SS_ETCD_DELETE, SS_ETCD_GET, SS_ETCD_FAILURE_GET };
 
 /* Offsets into t->bytes: it moves when it grows. */
 struct ss_etcd_txn_item {
     enum ss_etcd_item_kind kind;
     size_t key_off, key_len, value_off, value_len;
-    int64_t rev;   /* SS_ETCD_EXPECT */
+    int64_t rev;   /* SS_ETCD_EXPECT, SS_ETCD_EXPECT_BELOW */
     int64_t lease; /* SS_ETCD_PUT: 0 for none */
 };
 
@@ -233,6 +233,12 @@ int ss_etcd_txn_expect(ss_etcd_txn *t, ss_bytes key, int64_t rev)
     return ss_etcd__add(t, SS_ETCD_EXPECT, key, none, rev);
 }
 
+int ss_etcd_txn_expect_below(ss_etcd_txn *t, ss_bytes key, ss_bytes end, int64_t rev)
+{
+    /* The range's end travels as the item's value. */
+    return ss_etcd__add(t, SS_ETCD_EXPECT_BELOW, key, end, rev);
+}
+
 int ss_etcd_txn_put(ss_etcd_txn *t, ss_bytes key, ss_bytes value)
 {
     return ss_etcd__add(t, SS_ETCD_PUT, key, value, 0);
@@ -312,6 +318,20 @@ int ss_etcd_txn_pack(const ss_etcd_txn *t, ss_buf *out)
                     c->target_union_case = ETCDSERVERPB__COMPARE__TARGET_UNION_MOD_REVISION;
                     c->mod_revision = it->rev;
                 }
+                cmpp[txn.n_compare++] = c;
+                continue;
+            }
+            if (it->kind == SS_ETCD_EXPECT_BELOW) {
+                /* Every key of [key, end) has mod_revision < rev; a range
+                 * without keys holds (etcd compares an empty record). */
+                Etcdserverpb__Compare *c = &cmp[txn.n_compare];
+                etcdserverpb__compare__init(c);
+                c->key = ss_etcd__bin(key);
+                c->range_end = ss_etcd__bin(value);
+                c->result = ETCDSERVERPB__COMPARE__COMPARE_RESULT__LESS;
+                c->target = ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD;
+                c->target_union_case = ETCDSERVERPB__COMPARE__TARGET_UNION_MOD_REVISION;
+                c->mod_revision = it->rev;
                 cmpp[txn.n_compare++] = c;
                 continue;
             }

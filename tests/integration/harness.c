@@ -573,3 +573,18 @@ void cli_words(struct run *r, int port, const char *const *words)
     argv[n] = NULL;
     run_cmd(argv, NULL, 0, r);
 }
+
+long long broker_figure(int port, const char *name)
+{
+    struct run r;
+    cli_words(&r, port, W("stats"));
+    ASSERT_EQ(r.status, 0);
+    long long v = 0;
+    char want[80];
+    snprintf(want, sizeof want, "\n%s ", name);
+    const char *at = r.out ? strstr(r.out, want) : NULL;
+    if (at)
+        v = atoll(at + strlen(want) + strspn(at + strlen(want), " "));
+    run_free(&r);
+    return v;
+}

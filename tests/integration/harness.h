@@ -208,6 +208,9 @@ bool test_quick(void);
 const char *cli_path(void);
 /* Run the tool with -p port and words (W(...): at most 12) to completion. */
 void cli_words(struct run *r, int port, const char *const *words);
+/* The figure name of the broker on port (the tool's stats), 0 if it has
+ * none. */
+long long broker_figure(int port, const char *name);
 /* Run the tool with the given arguments (NULL-terminated, at most 38) to
  * completion, without -p. */
 void cli_tool(struct run *r, ...);

@@ -922,6 +922,7 @@ TEST(cli_import_into_an_etcd_cluster)
                 strstr(r.err, ", prefix imp/ (0 past their deadline left out)") != NULL);
     run_free(&r);
     ASSERT_EQ(etcd_cluster_count_keys(&c, "imp/c/"), 3); /* the large value's chunks of 1 MiB */
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "imp/n/:import"), 1); /* its commit marker */
     /* An import that stops (a bad line) after a large value's chunks were
      * written, before its Txn: the chunks go, nothing refers to them. */
     char bad[450];

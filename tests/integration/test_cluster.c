@@ -1404,25 +1404,6 @@ TEST(cluster_long_keys_written_and_deleted_in_bulk)
     etcd_cluster_stop(&c);
 }
 
-/* A figure of `statestore stats` on port (0 when absent: never moved). */
-static long long stat_figure(int port, const char *name)
-{
-    char p[16];
-    snprintf(p, sizeof p, "%d", port);
-    char *argv[] = {(char *)cli_path(), "-p", p, "stats", NULL};
-    struct run r;
-    run_cmd(argv, NULL, 0, &r);
-    ASSERT_EQ(r.status, 0);
-    long long v = 0;
-    char want[80];
-    snprintf(want, sizeof want, "\n%s ", name);
-    const char *at = r.out ? strstr(r.out, want) : NULL;
-    if (at)
-        v = atoll(at + strlen(want) + strspn(at + strlen(want), " "));
-    run_free(&r);
-    return v;
-}
-
 /* Several Txns in flight at once, on disjoint keys: a flood of writes to
  * distinct keys commits in overlapping Txns, while requests on one key
  * keep their order exactly (each waits for the Txn of the one before):
@@ -1463,8 +1444,8 @@ TEST(cluster_txns_in_flight_on_disjoint_keys)
         if (rounds < 2)
             continue;
         usleep(1300000); /* the next publication of the figures */
-        txns = stat_figure(a.port, "etcd/txns");
-        overlapped = stat_figure(a.port, "etcd/txns_overlapped");
+        txns = broker_figure(a.port, "etcd/txns");
+        overlapped = broker_figure(a.port, "etcd/txns_overlapped");
     }
     /* Under a sanitizer or valgrind the broker's thread is the slow part:
      * a Txn is done before the next batch closes, and none overlap. */

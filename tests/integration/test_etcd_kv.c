@@ -40,6 +40,21 @@ static int64_t get_key(ss_grpc *g, const char *key, ss_etcd_kv *kv, char *value,
     return rev;
 }
 
+/* Send Txn t (freed) through g: whether it succeeded. */
+static bool txn_succeeded(ss_grpc *g, ss_etcd_txn *t)
+{
+    ss_grpc_call c = {.method = SS_ETCD_TXN_METHOD};
+    ASSERT_EQ(ss_etcd_txn_pack(t, &c.request), SS_OK);
+    ASSERT_EQ(ss_grpc_call_wait(g, &c), SS_OK);
+    ss_etcd_reply r;
+    ASSERT_EQ(ss_etcd_txn_unpack(&c.reply, &r, NULL), SS_OK);
+    bool ok = r.succeeded;
+    ss_etcd_reply_free(&r);
+    ss_grpc_call_clear(&c);
+    ss_etcd_txn_free(t);
+    return ok;
+}
+
 /* A Txn: expect key at rev, then put value (or delete when value is
  * NULL). Returns whether it succeeded. */
 static bool cas(ss_grpc *g, const char *key, int64_t rev, const char *value)
@@ -47,16 +62,17 @@ static bool cas(ss_grpc *g, const char *key, int64_t rev, const char *value)
     ss_etcd_txn t = {0};
     ASSERT_EQ(ss_etcd_txn_expect(&t, B(key), rev), SS_OK);
     ASSERT_EQ(value ? ss_etcd_txn_put(&t, B(key), B(value)) : ss_etcd_txn_delete(&t, B(key)), SS_OK);
-    ss_grpc_call c = {.method = SS_ETCD_TXN_METHOD};
-    ASSERT_EQ(ss_etcd_txn_pack(&t, &c.request), SS_OK);
-    ASSERT_EQ(ss_grpc_call_wait(g, &c), SS_OK);
-    ss_etcd_reply r;
-    ASSERT_EQ(ss_etcd_txn_unpack(&c.reply, &r, NULL), SS_OK);
-    bool ok = r.succeeded;
-    ss_etcd_reply_free(&r);
-    ss_grpc_call_clear(&c);
-    ss_etcd_txn_free(&t);
-    return ok;
+    return txn_succeeded(g, &t);
+}
+
+/* A Txn: every key of [from, end) changed before rev, then put
+ * z/probe. Returns whether it succeeded. */
+static bool below(ss_grpc *g, ss_bytes from, const char *end, int64_t rev)
+{
+    ss_etcd_txn t = {0};
+    ASSERT_EQ(ss_etcd_txn_expect_below(&t, from, B(end), rev), SS_OK);
+    ASSERT_EQ(ss_etcd_txn_put(&t, B("z/probe"), B("p")), SS_OK);
+    return txn_succeeded(g, &t);
 }
 
 TEST(etcd_kv_range_and_compare_and_set)
@@ -111,6 +127,25 @@ TEST(etcd_kv_range_and_compare_and_set)
     ASSERT_EQ(kv.value.len, 0);
     ss_etcd_reply_free(&r);
     ss_grpc_call_clear(&rc);
+    /* No key of a range changed after a revision: m/1 and n/2 written at
+     * ra < rb. [m/, n0) holds below rb + 1, not below rb; the
+     * interval that leaves n/2 out holds below ra + 1, one that leaves
+     * nothing out does not; an empty interval always holds. */
+    ASSERT_TRUE(cas(g, "m/1", 0, "a"));
+    ASSERT_TRUE(cas(g, "n/2", 0, "b"));
+    get_key(g, "m/1", &kv, v, sizeof v);
+    int64_t ra = kv.mod_revision;
+    get_key(g, "n/2", &kv, v, sizeof v);
+    int64_t rb = kv.mod_revision;
+    ASSERT_TRUE(ra > 0 && rb > ra);
+    ASSERT_TRUE(below(g, B("m/"), "n0", rb + 1));
+    ASSERT_TRUE(!below(g, B("m/"), "n0", rb));
+    ASSERT_TRUE(below(g, B("m/"), "n/2", ra + 1));
+    ASSERT_TRUE(!below(g, B("m/"), "n/2", ra));
+    ASSERT_TRUE(!below(g, B("m/"), "n/3", ra + 1));
+    ss_bytes after_n2 = {(const uint8_t *)"n/2", 4}; /* with its NUL: the key right after n/2 */
+    ASSERT_TRUE(below(g, after_n2, "n0", 1));
+    ASSERT_TRUE(below(g, B("x/"), "x0", 1));
     ss_grpc_free(g);
     etcd_cluster_stop(&ec);
 }

@@ -2,7 +2,8 @@
 /* test_etcd_watch.c - the etcd backend's change feed (its Watch) against a
  * real 3-member cluster: a stream cut by a stopped member resumes after
  * the last revision seen, and history compacted meanwhile is reported
- * with the revisions lost. */
+ * with the revisions lost; and reads that a commit confirms by the watch
+ * and the other brokers' commit markers. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +41,10 @@ static uint64_t wall_ms(void)
     return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
 }
 
-/* Put a record with value under w/k/<key> through g: the revision it
- * was committed at. */
-static int64_t put_record(ss_grpc *g, const char *key, const char *value)
+/* Put a record with value under <prefix>k/<key> through g, as a broker
+ * named "other" would, with its commit marker <prefix>n/other when marker
+ * is set: the revision it was committed at. */
+static int64_t put_record_in(ss_grpc *g, const char *prefix, const char *key, const char *value, bool marker)
 {
     ss_record rec = {.value = {(const uint8_t *)value, strlen(value)}};
     rec.version.wall = wall_ms();
@@ -52,11 +54,15 @@ static int64_t put_record(ss_grpc *g, const char *key, const char *value)
     size_t n = ss_record_size(&rec, 0, false);
     ASSERT_TRUE(n <= sizeof bytes);
     ss_record_encode(bytes, &rec, NULL, 0, false);
-    char k[64];
-    snprintf(k, sizeof k, "w/k/%s", key);
+    char k[64], m[64];
+    snprintf(k, sizeof k, "%sk/%s", prefix, key);
+    snprintf(m, sizeof m, "%sn/other", prefix);
     ss_etcd_txn t = {0};
     ss_bytes kb = {(const uint8_t *)k, strlen(k)}, vb = {bytes, n};
+    ss_bytes mb = {(const uint8_t *)m, strlen(m)}, id = {(const uint8_t *)"commit", 6};
     ASSERT_EQ(ss_etcd_txn_put(&t, kb, vb), SS_OK);
+    if (marker)
+        ASSERT_EQ(ss_etcd_txn_put(&t, mb, id), SS_OK);
     ss_grpc_call c = {.method = SS_ETCD_TXN_METHOD, .timeout_ms = 5000};
     ASSERT_EQ(ss_etcd_txn_pack(&t, &c.request), SS_OK);
     int rc;
@@ -71,6 +77,11 @@ static int64_t put_record(ss_grpc *g, const char *key, const char *value)
     ss_grpc_call_clear(&c);
     ss_etcd_txn_free(&t);
     return rev;
+}
+
+static int64_t put_record(ss_grpc *g, const char *key, const char *value)
+{
+    return put_record_in(g, "w/", key, value, false);
 }
 
 struct fed {
@@ -223,6 +234,126 @@ TEST(etcd_watch_resumes_and_reports_compacted_history)
     ASSERT_EQ(kill(ec.pid[stopped], SIGCONT), 0);
     ss_grpc_free(g);
     ss_grpc_free(g2);
+    b->ops->destroy(b);
+    etcd_cluster_stop(&ec);
+}
+
+/* Poll b until its watch has seen revision rev. */
+static void watch_until(ss_backend *b, int64_t rev)
+{
+    for (int i = 0; i < 1500 && figure_u64(b, "etcd/watch_revision") < (uint64_t)rev; i++) {
+        b->ops->poll(b->impl, wall_ms());
+        usleep(10000);
+    }
+    ASSERT_TRUE(figure_u64(b, "etcd/watch_revision") >= (uint64_t)rev);
+}
+
+/* Read key in b's open batch, polling while it is fetched: 0 or
+ * SS_E_NOTFOUND, with its record and revision. */
+static int read_known(ss_backend *b, const char *key, ss_record *rec, ss_revision *rev)
+{
+    ss_bytes k = {(const uint8_t *)key, strlen(key)};
+    int rc = SS_E_PENDING;
+    for (int i = 0; i < 1500 && (rc = b->ops->read(b->impl, k, rec, rev)) == SS_E_PENDING; i++) {
+        usleep(10000);
+        b->ops->poll(b->impl, wall_ms());
+    }
+    ASSERT_TRUE(rc == SS_OK || rc == SS_E_NOTFOUND);
+    return rc;
+}
+
+/* Read key in b's open batch and put value there, as this broker. */
+static void read_and_put(ss_backend *b, const char *key, const char *value)
+{
+    ss_record rec;
+    ss_revision rev;
+    read_known(b, key, &rec, &rev);
+    ss_record next = {.value = {(const uint8_t *)value, strlen(value)}};
+    next.version.wall = wall_ms();
+    next.version.node_len = 6;
+    memcpy(next.version.node, "reader", 6);
+    ss_bytes k = {(const uint8_t *)key, strlen(key)};
+    ASSERT_EQ(b->ops->put(b->impl, k, &next, rev), SS_OK);
+}
+
+/* The outcome of b's commit of the open batch, which starts at once
+ * (polling b, which would take in what its watch brought, only after). */
+static int commit_now(ss_backend *b)
+{
+    unsigned id;
+    ASSERT_EQ(b->ops->commit_start(b->impl, wall_ms(), true, &id), SS_OK);
+    ss_commit_outcome o = {.rc = SS_E_IO};
+    bool done = false;
+    for (int i = 0; i < 1500 && !done; i++) {
+        b->ops->poll(b->impl, wall_ms());
+        done = b->ops->commit_collect(b->impl, &o);
+        if (!done)
+            usleep(10000);
+    }
+    ASSERT_TRUE(done);
+    ASSERT_EQ(o.id, id);
+    if (o.rc == SS_OK)
+        b->ops->settled(b->impl, SS_OK);
+    return o.rc;
+}
+
+/* A commit confirms what its batch only read by one compare on the other
+ * brokers' commit markers, as of its watch's revision (solo_ms after the
+ * last change of another broker it saw): a change of a key read that the
+ * watch told while the key waited in the open batch makes the key
+ * compared by itself (the markers show nothing: it came without one),
+ * and another broker's commit that the watch has not told yet fails the
+ * Txn on its marker. Both run again on the key's new value. */
+TEST(etcd_watch_confirms_reads_with_the_markers)
+{
+    struct etcd_cluster ec;
+    etcd_cluster_start(&ec, 1);
+    ss_backend_etcd_options o = {.endpoints = ec.endpoints, .prefix = "s/", .node_id = "reader", .solo_ms = 1};
+    ss_backend *b;
+    char why[200];
+    ASSERT_EQ(ss_backend_etcd_new(&o, &b, why, sizeof why), SS_OK);
+    ASSERT_EQ(b->ops->start(b->impl, why, sizeof why), SS_OK);
+    ss_grpc *g;
+    ss_grpc_options go = {.endpoints = ec.endpoints};
+    ASSERT_EQ(ss_grpc_new(&go, &g, NULL, 0), SS_OK);
+    /* A first commit learns the marker; k is another broker's. */
+    read_and_put(b, "x", "0");
+    ASSERT_EQ(commit_now(b), SS_OK);
+    watch_until(b, put_record_in(g, "s/", "k", "1", true));
+    ss_record rec;
+    ss_revision rev;
+
+    /* 1: k read, then changed, and the watch tells it while k waits. */
+    ASSERT_EQ(read_known(b, "k", &rec, &rev), SS_OK);
+    ASSERT_STR(rec.value.data, rec.value.len, "1");
+    watch_until(b, put_record_in(g, "s/", "k", "2", false));
+    read_and_put(b, "x", "1");
+    usleep(5000); /* past solo_ms since the watch told of another broker */
+    uint64_t solo0 = figure_u64(b, "etcd/txns_solo");
+    ASSERT_EQ(commit_now(b), SS_E_CONFLICT);
+    ASSERT_EQ(figure_u64(b, "etcd/txns_solo"), solo0 + 1);
+    ASSERT_EQ(read_known(b, "k", &rec, &rev), SS_OK);
+    ASSERT_STR(rec.value.data, rec.value.len, "2");
+    read_and_put(b, "x", "2");
+    ASSERT_EQ(commit_now(b), SS_OK); /* compared one by one after a conflict */
+
+    /* 2: k read, then another broker commits a change of it that the
+     * watch has not told when the Txn goes. */
+    usleep(5000);
+    ASSERT_EQ(read_known(b, "k", &rec, &rev), SS_OK);
+    ASSERT_STR(rec.value.data, rec.value.len, "2");
+    read_and_put(b, "x", "3");
+    put_record_in(g, "s/", "k", "3", true);
+    solo0 = figure_u64(b, "etcd/txns_solo");
+    ASSERT_EQ(commit_now(b), SS_E_CONFLICT);
+    ASSERT_EQ(figure_u64(b, "etcd/txns_solo"), solo0 + 1);
+    ASSERT_EQ(read_known(b, "k", &rec, &rev), SS_OK);
+    ASSERT_STR(rec.value.data, rec.value.len, "3");
+    read_and_put(b, "x", "4");
+    ASSERT_EQ(commit_now(b), SS_OK);
+    printf("  a change told while the key waited in the batch, and a commit of another broker not told "
+           "yet: each Txn that confirmed its reads by the markers failed, and the read ran again\n");
+    ss_grpc_free(g);
     b->ops->destroy(b);
     etcd_cluster_stop(&ec);
 }
