@@ -75,6 +75,7 @@ void ss_etcd__watch_step(struct ss_backend_etcd *e)
          * be told from the commit and then again by the watch. */
         e->watch_rev = e->claim_rev;
         e->watch_from = e->claim_rev;
+        e->watch_gap_rev = e->watch_rev; /* changes before it are not told: entries known then are compared */
     }
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_WATCH, SS_ETCD_WATCH_METHOD);
     int rc = op ? ss_etcd__records_range(e) : SS_E_NOMEM;
@@ -344,6 +345,7 @@ static void ss_etcd__watch_message(struct ss_backend_etcd *e, ss_bytes msg)
             /* The first watch: changes after this revision come from it. */
             e->watch_rev = w.revision;
             e->watch_from = w.revision;
+            e->watch_gap_rev = w.revision; /* as above */
         }
         if (e->watch_logged)
             ss_etcd__log(e, SS_LOG_NOTICE, "watching changes again from revision %lld",
