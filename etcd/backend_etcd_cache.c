@@ -129,6 +129,7 @@ void ss_etcd__fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         if (kv.found && (rc = ss_buf_append(&x->stored, kv.value.data, kv.value.len)) == SS_OK &&
             ss_record_decode(x->stored.data, x->stored.len, &rec, &tail) != SS_OK)
             rc = SS_E_CORRUPT;
+        int64_t read_at = r.revision; /* the reply is freed next */
         ss_etcd_reply_free(&r);
         e->cache_bytes += x->stored.cap;
         if (rc != SS_OK) {
@@ -137,7 +138,7 @@ void ss_etcd__fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         }
         x->found = kv.found && !ss_etcd__tombstone(ss_etcd__bytes(&x->stored)); /* the reply is freed */
         x->rev = kv.found ? kv.mod_revision : 0;
-        x->seen_rev = r.revision;
+        x->seen_rev = read_at;
         if (x->stale_rev <= x->seen_rev)
             x->stale_rev = 0; /* the change told while it was read is in what was read */
         x->stored_expiry = kv.found ? rec.expiry_ms : 0;
@@ -145,7 +146,7 @@ void ss_etcd__fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         struct ss_etcd_stub stub;
         if (x->found && ss_etcd__stub(ss_etcd__bytes(&x->stored), &rec, &stub)) {
             /* A stub: its chunks as they were when it was read. */
-            struct ss_etcd_op *op2 = ss_etcd__blob_read(e, SS_OP_BLOB_FETCH, &stub, r.revision);
+            struct ss_etcd_op *op2 = ss_etcd__blob_read(e, SS_OP_BLOB_FETCH, &stub, read_at);
             if (op2 == NULL) {
                 ss_etcd__entry_failed(e, x, SS_E_NOMEM);
                 return;
