@@ -113,6 +113,10 @@ static bool ss_etcd__solo(const struct ss_backend_etcd *e, const struct ss_etcd_
  * it could not drop then is compared, ss_etcd__read_confirmed). One
  * compare per interval of [m/, n0) between this broker's own markers,
  * which its other flight may move meanwhile. */
+/* The slots' markers sort m/1/ .. m/9/, then n/: past ten, m/10/ would
+ * sort before m/2/ and the intervals below would be wrong. */
+_Static_assert(SS_BACKEND_ETCD_FLIGHTS <= 10, "marker intervals assume single-digit slots");
+
 static int ss_etcd__build_solo(struct ss_backend_etcd *e, ss_etcd_txn *t)
 {
     ss_bytes none = {NULL, 0};
@@ -145,7 +149,12 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_flight *f, s
     ss_etcd_txn t = {0};
     /* Out of space, etcd takes no put at all: no counter, no marker. */
     f->nospace = e->nospace;
-    bool solo = ss_etcd__solo(e, f);
+    /* Only a batch with a key it only read gains from the markers' three
+     * compares (and only it may fail on another broker's commit). */
+    bool solo = false;
+    for (size_t i = 0; i < b->ntouched && !solo; i++)
+        solo = ss_etcd__read_confirmed(e, b->touched[i]);
+    solo = solo && ss_etcd__solo(e, f);
     int rc = solo ? ss_etcd__build_solo(e, &t) : SS_OK;
     for (size_t i = 0; rc == SS_OK && i < b->ntouched; i++)
         rc = ss_etcd__build_entry(e, &t, b->touched[i], solo);

@@ -237,11 +237,11 @@ static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event 
     bool decoded = !ev->deleted && ss_record_decode(ev->kv.value.data, ev->kv.value.len, &rec, &tail) == SS_OK;
     if (decoded) /* whether anyone is told or not */
         ss_etcd__clock_seen(e, &rec.version);
-    if (decoded && !ss_etcd__own_version(e, &rec.version))
+    bool own = decoded && ss_etcd__own_version(e, &rec.version);
+    if (decoded && !own)
         e->foreign_ms = ss_etcd__mono_ms(); /* another broker writes (commit.c: solo) */
     /* Every broker knows every deadline (backend_etcd_sweep.c). */
-    ss_etcd__deadline_learn(e, key, rev, decoded ? rec.expiry_ms : 0,
-                            decoded && ss_etcd__own_version(e, &rec.version));
+    ss_etcd__deadline_learn(e, key, rev, decoded ? rec.expiry_ms : 0, own);
     if (!ss_backend_wants(&e->base, key))
         return;
     if (ev->deleted) {

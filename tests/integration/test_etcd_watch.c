@@ -316,17 +316,21 @@ TEST(etcd_watch_confirms_reads_with_the_markers)
     ss_grpc *g;
     ss_grpc_options go = {.endpoints = ec.endpoints};
     ASSERT_EQ(ss_grpc_new(&go, &g, NULL, 0), SS_OK);
-    /* A first commit learns the marker; k is another broker's. */
-    read_and_put(b, "x", "0");
-    ASSERT_EQ(commit_now(b), SS_OK);
-    watch_until(b, put_record_in(g, "s/", "k", "1", true));
+    /* A first commit learns the marker; k is another broker's; y stays
+     * absent, read beside k below so that the batch has a key the markers
+     * confirm. */
     ss_record rec;
     ss_revision rev;
+    read_and_put(b, "x", "0");
+    ASSERT_EQ(read_known(b, "y", &rec, &rev), SS_E_NOTFOUND);
+    ASSERT_EQ(commit_now(b), SS_OK);
+    watch_until(b, put_record_in(g, "s/", "k", "1", true));
 
     /* 1: k read, then changed, and the watch tells it while k waits. */
     ASSERT_EQ(read_known(b, "k", &rec, &rev), SS_OK);
     ASSERT_STR(rec.value.data, rec.value.len, "1");
     watch_until(b, put_record_in(g, "s/", "k", "2", false));
+    ASSERT_EQ(read_known(b, "y", &rec, &rev), SS_E_NOTFOUND);
     read_and_put(b, "x", "1");
     usleep(5000); /* past solo_ms since the watch told of another broker */
     uint64_t solo0 = figure_u64(b, "etcd/txns_solo");
