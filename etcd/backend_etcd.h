@@ -137,7 +137,7 @@ typedef struct ss_backend_etcd_options {
  *   etcd_status_interval_ms 2000 (0: off, or 100 to 3600000): how often
  *                           each endpoint is asked for its status (the
  *                           figures etcd/endpoints/N/...)
- *   etcd_solo_ms            0 (0: off, or up to 3600000): after this
+ *   etcd_solo_ms            1000 (0: off, or up to 3600000): after this
  *                           long without seeing another broker write, a
  *                           commit confirms what its batch only read by
  *                           one compare on the other brokers' commit
@@ -188,6 +188,6 @@ ss_backend_etcd_options ss_backend_etcd_options_of(const ss_backend_etcd_config 
 /* Quiet from other brokers before reads are confirmed by the markers
  * (0: never, by default: another broker out of space deletes without a
  * marker, CLUSTER.md). */
-#define SS_BACKEND_ETCD_SOLO_MS 0u
+#define SS_BACKEND_ETCD_SOLO_MS 1000u
 
 #endif

@@ -92,17 +92,26 @@ int ss_etcd__marker_key(struct ss_backend_etcd *e, unsigned slot)
     return ss_etcd__named(e, 'm', name);
 }
 
+/* The sentinel: a key that is there while every deletion comes with a
+ * commit marker. Out of space, etcd takes no put, so a broker deletes
+ * without a marker then; it deletes the sentinel in the same Txn. */
+static int ss_etcd__sentinel_key(struct ss_backend_etcd *e)
+{
+    return ss_etcd__named(e, 's', "marked");
+}
+
 /* Does this broker confirm a write Txn's reads by the markers now? Only
  * while no other broker seems to write (each of their commits changes a
- * marker, and would make such a Txn fail), and while the store is not out
- * of space: a broker deletes without a marker then (no put goes through),
- * so only the watch tells of it, which must have caught up since it last
- * started. */
+ * marker, and would make such a Txn fail), while it is not out of space
+ * itself, and once its watch has passed its own put of the sentinel: a
+ * deletion without a marker made before that put is told by the watch
+ * alone (one made after it deletes the sentinel, which the Txn compares).
+ * A restarted watch must have caught up too. */
 static bool ss_etcd__solo(const struct ss_backend_etcd *e, const struct ss_etcd_flight *f)
 {
     return e->solo_ms > 0 && f->writes && !f->nospace && !e->nospace_said && e->watch_created &&
-           e->watch_rev > 0 && e->watch_rev >= e->watch_caught_rev &&
-           ss_etcd__mono_ms() - e->foreign_ms >= e->solo_ms;
+           e->watch_rev > 0 && e->watch_rev >= e->watch_caught_rev && e->marked_rev > 0 &&
+           e->watch_rev >= e->marked_rev && ss_etcd__mono_ms() - e->foreign_ms >= e->solo_ms;
 }
 
 /* The keys a read may rest on changed only through commits, and every
@@ -139,6 +148,9 @@ static int ss_etcd__build_solo(struct ss_backend_etcd *e, ss_etcd_txn *t)
         rc = ss_etcd_txn_expect_below(t, ss_etcd__bytes(&e->scratch2), ss_etcd__bytes(&e->scratch),
                                       e->watch_rev + 1);
     }
+    /* and no broker deleted without a marker since the sentinel's put */
+    if (rc == SS_OK && (rc = ss_etcd__sentinel_key(e)) == SS_OK)
+        rc = ss_etcd_txn_expect_present(t, ss_etcd__bytes(&e->scratch));
     return rc;
 }
 
@@ -155,6 +167,7 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_flight *f, s
     for (size_t i = 0; i < b->ntouched && !solo; i++)
         solo = ss_etcd__read_confirmed(e, b->touched[i]);
     solo = solo && ss_etcd__solo(e, f);
+    f->solo = solo;
     int rc = solo ? ss_etcd__build_solo(e, &t) : SS_OK;
     for (size_t i = 0; rc == SS_OK && i < b->ntouched; i++)
         rc = ss_etcd__build_entry(e, &t, b->touched[i], solo);
@@ -168,6 +181,17 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_flight *f, s
     }
     if (rc == SS_OK && !f->nospace)
         rc = ss_etcd__build_usage(e, &f->b, &t);
+    /* The sentinel: put again by a broker that may confirm its reads by
+     * the markers and does not know it to be there; deleted by every
+     * write out of space, whether it took effect or not. */
+    ss_bytes empty = {NULL, 0};
+    f->marks = rc == SS_OK && f->writes && !f->nospace && e->solo_ms > 0 && e->marked_rev == 0;
+    if (f->marks && (rc = ss_etcd__sentinel_key(e)) == SS_OK)
+        rc = ss_etcd_txn_put(&t, ss_etcd__bytes(&e->scratch), empty);
+    if (rc == SS_OK && f->writes && f->nospace && (rc = ss_etcd__sentinel_key(e)) == SS_OK) {
+        rc = ss_etcd_txn_delete(&t, ss_etcd__bytes(&e->scratch));
+        e->marked_rev = 0;
+    }
     /* A write goes through only while this broker's claim on its node id
      * is the one it made: a broker that stalled past its lease, and was
      * replaced by another with the same node id, writes nothing. */
@@ -243,6 +267,7 @@ int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms, unsigned *slot)
         f->b.touched[i]->flight = f;
     }
     f->writes = writes;
+    f->solo = f->marks = false;
     f->rc = SS_OK;
     f->revision = 0;
     if (unclaimed) {
@@ -314,6 +339,10 @@ static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_fl
     f->revision = revision;
     if (rc == SS_OK && f->writes && !f->nospace)
         f->marker_rev = revision;
+    if (rc == SS_OK && f->marks && f->writes)
+        e->marked_rev = revision;
+    if (rc == SS_E_CONFLICT && f->solo)
+        e->marked_rev = 0; /* it may have failed on the sentinel */
     if (rc == SS_OK && f->writes && !f->nospace && e->nospace_said && !e->nospace) {
         ss_etcd__log(e, SS_LOG_NOTICE, "etcd takes writes again (its NOSPACE alarm is off)");
         e->nospace_said = e->stats.nospace = false;

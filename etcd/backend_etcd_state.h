@@ -56,9 +56,10 @@
  * set: every Txn that changes the store's size then compares q/usage). */
 #define SS_BACKEND_ETCD_FLIGHTS 2
 /* The compares of a Txn beside its keys': the marker's, the claim's, the
- * counter's, and the intervals between this broker's markers that
- * confirm its reads (backend_etcd_commit.c: ss_etcd__build_solo). */
-#define SS_ETCD_OTHER_COMPARES (3 + SS_BACKEND_ETCD_FLIGHTS + 1)
+ * counter's, and the intervals between this broker's markers and the
+ * sentinel's that confirm its reads (backend_etcd_commit.c:
+ * ss_etcd__build_solo). */
+#define SS_ETCD_OTHER_COMPARES (3 + SS_BACKEND_ETCD_FLIGHTS + 1 + 1)
 
 /* Figures for the metrics. */
 typedef struct ss_backend_etcd_stats {
@@ -220,6 +221,8 @@ struct ss_etcd_flight {
     bool writes;
     bool nospace; /* built while etcd was out of space: deletions only, no
                      commit marker (etcd refuses every put then) */
+    bool solo;    /* its reads confirmed by the markers (backend_etcd_commit.c) */
+    bool marks;   /* it puts the sentinel s/marked */
     int rc;
     int64_t revision;
     char txn_id[300];
@@ -289,6 +292,12 @@ struct ss_backend_etcd {
      * out of space deletes without a marker, and the watch alone tells of
      * that; backend_etcd_commit.c). */
     int64_t watch_caught_rev;
+    /* The revision of this broker's commit that put the sentinel s/marked
+     * (0: it may be gone). A broker out of space deletes it with whatever
+     * it deletes without a marker, so a Txn that confirms its reads by the
+     * markers also compares that it is there, and goes only once the
+     * watch has passed the sentinel's put (backend_etcd_commit.c). */
+    int64_t marked_rev;
     bool unreachable_logged;
 
     /* this broker's claim on its node id */

@@ -10,7 +10,15 @@
 #include "../core/errors.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.pb-c.h"
 
-enum ss_etcd_item_kind { SS_ETCD_EXPECT, SS_ETCD_EXPECT_BELOW, SS_ETCD_PUT, SS_ETCD_DELETE, SS_ETCD_GET, SS_ETCD_FAILURE_GET };
+enum ss_etcd_item_kind {
+    SS_ETCD_EXPECT,
+    SS_ETCD_EXPECT_BELOW,
+    SS_ETCD_EXPECT_PRESENT,
+    SS_ETCD_PUT,
+    SS_ETCD_DELETE,
+    SS_ETCD_GET,
+    SS_ETCD_FAILURE_GET
+};
 
 /* Offsets into t->bytes: it moves when it grows. */
 struct ss_etcd_txn_item {
@@ -239,6 +247,12 @@ int ss_etcd_txn_expect_below(ss_etcd_txn *t, ss_bytes key, ss_bytes end, int64_t
     return ss_etcd__add(t, SS_ETCD_EXPECT_BELOW, key, end, rev);
 }
 
+int ss_etcd_txn_expect_present(ss_etcd_txn *t, ss_bytes key)
+{
+    ss_bytes none = {NULL, 0};
+    return ss_etcd__add(t, SS_ETCD_EXPECT_PRESENT, key, none, 0);
+}
+
 int ss_etcd_txn_put(ss_etcd_txn *t, ss_bytes key, ss_bytes value)
 {
     return ss_etcd__add(t, SS_ETCD_PUT, key, value, 0);
@@ -332,6 +346,19 @@ int ss_etcd_txn_pack(const ss_etcd_txn *t, ss_buf *out)
                 c->target = ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD;
                 c->target_union_case = ETCDSERVERPB__COMPARE__TARGET_UNION_MOD_REVISION;
                 c->mod_revision = it->rev;
+                cmpp[txn.n_compare++] = c;
+                continue;
+            }
+            if (it->kind == SS_ETCD_EXPECT_PRESENT) {
+                /* create_revision > 0: an absent key compares as an
+                 * empty record, whose create_revision is 0. */
+                Etcdserverpb__Compare *c = &cmp[txn.n_compare];
+                etcdserverpb__compare__init(c);
+                c->key = ss_etcd__bin(key);
+                c->result = ETCDSERVERPB__COMPARE__COMPARE_RESULT__GREATER;
+                c->target = ETCDSERVERPB__COMPARE__COMPARE_TARGET__CREATE;
+                c->target_union_case = ETCDSERVERPB__COMPARE__TARGET_UNION_CREATE_REVISION;
+                c->create_revision = 0;
                 cmpp[txn.n_compare++] = c;
                 continue;
             }

@@ -3,9 +3,10 @@
  *
  * The etcd backend writes with one shape only: a Txn whose compares are
  * each key's revision as the request read it (mod_revision == r, or
- * create_revision == 0 for a key that was absent), or that no key of a
- * range changed after a revision (mod_revision < r over [key, end)), and
- * whose operations are puts and deletes. Reads are Ranges of one key (linearizable unless
+ * create_revision == 0 for a key that was absent), that no key of a
+ * range changed after a revision (mod_revision < r over [key, end)), or
+ * that a key is there (create_revision > 0), and whose operations are
+ * puts and deletes. Reads are Ranges of one key (linearizable unless
  * asked otherwise). Everything here is pure: bytes in, bytes out.
  */
 #ifndef SS_ETCD_KV_H
@@ -81,6 +82,8 @@ int ss_etcd_txn_expect(ss_etcd_txn *t, ss_bytes key, int64_t rev);
 /* Every key in [key, end) was last changed before revision rev (none
  * there holds too). */
 int ss_etcd_txn_expect_below(ss_etcd_txn *t, ss_bytes key, ss_bytes end, int64_t rev);
+/* The key is there (whatever its revisions). */
+int ss_etcd_txn_expect_present(ss_etcd_txn *t, ss_bytes key);
 int ss_etcd_txn_put(ss_etcd_txn *t, ss_bytes key, ss_bytes value);
 /* A put attached to a lease: the key goes when the lease ends. */
 int ss_etcd_txn_put_leased(ss_etcd_txn *t, ss_bytes key, ss_bytes value, int64_t lease);

@@ -75,6 +75,16 @@ static bool below(ss_grpc *g, ss_bytes from, const char *end, int64_t rev)
     return txn_succeeded(g, &t);
 }
 
+/* A Txn: key is there, then put z/probe. Returns whether it
+ * succeeded. */
+static bool present(ss_grpc *g, const char *key)
+{
+    ss_etcd_txn t = {0};
+    ASSERT_EQ(ss_etcd_txn_expect_present(&t, B(key)), SS_OK);
+    ASSERT_EQ(ss_etcd_txn_put(&t, B("z/probe"), B("p")), SS_OK);
+    return txn_succeeded(g, &t);
+}
+
 TEST(etcd_kv_range_and_compare_and_set)
 {
     struct etcd_cluster ec;
@@ -146,6 +156,17 @@ TEST(etcd_kv_range_and_compare_and_set)
     ss_bytes after_n2 = {(const uint8_t *)"n/2", 4}; /* with its NUL: the key right after n/2 */
     ASSERT_TRUE(below(g, after_n2, "n0", 1));
     ASSERT_TRUE(below(g, B("x/"), "x0", 1));
+    /* A key is there: whatever its revisions, and not once deleted (an
+     * empty value counts as there). */
+    ASSERT_TRUE(!present(g, "s/marked"));
+    ASSERT_TRUE(cas(g, "s/marked", 0, ""));
+    ASSERT_TRUE(present(g, "s/marked"));
+    get_key(g, "s/marked", &kv, v, sizeof v);
+    ASSERT_TRUE(cas(g, "s/marked", kv.mod_revision, "again"));
+    ASSERT_TRUE(present(g, "s/marked"));
+    get_key(g, "s/marked", &kv, v, sizeof v);
+    ASSERT_TRUE(cas(g, "s/marked", kv.mod_revision, NULL));
+    ASSERT_TRUE(!present(g, "s/marked"));
     ss_grpc_free(g);
     etcd_cluster_stop(&ec);
 }

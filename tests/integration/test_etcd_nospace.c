@@ -16,6 +16,15 @@
 
 #define QUOTA "-ERR the quota has been exceeded\r\n"
 
+/* Is the sentinel there (CLUSTER.md: reads confirmed by the markers)?
+ * A deletion without a commit marker, as out of space, takes it along. */
+static bool sentinel_there(const struct etcd_cluster *c)
+{
+    char out[4096];
+    ASSERT_EQ(etcd_cluster_ctl(c, out, sizeof out, "get", "full/s/marked", NULL), 0);
+    return strstr(out, "full/s/marked") != NULL;
+}
+
 TEST(cluster_out_of_space_reads_deletions_and_expiry_go_on)
 {
     struct etcd_cluster c;
@@ -42,6 +51,7 @@ TEST(cluster_out_of_space_reads_deletions_and_expiry_go_on)
     m = request(&w, rw, "s", NULL, NULL, W("SET", "short", "s", "PX", "9000"));
     PAYLOAD(m, "+OK\r\n");
     ASSERT_TRUE(client_wait(&o, 2000) != NULL); /* its SET */
+    ASSERT_TRUE(sentinel_there(&c));
 
     /* Fill the cluster with values of 512 KiB until it refuses. */
     static char big[512 * 1024];
@@ -91,6 +101,7 @@ TEST(cluster_out_of_space_reads_deletions_and_expiry_go_on)
     /* Deletions shrink it. */
     m = request(&w, rw, "dd", NULL, NULL, W("DEL", "doomed"));
     PAYLOAD(m, ":1\r\n");
+    ASSERT_TRUE(!sentinel_there(&c));
     m = request(&w, rw, "gd", NULL, NULL, W("GET", "doomed"));
     PAYLOAD(m, "$-1\r\n");
     m = request(&w, rw, "vd", NULL, NULL, W("VDEL", "fill/0", "not its value"));
@@ -143,6 +154,7 @@ TEST(cluster_out_of_space_reads_deletions_and_expiry_go_on)
     }
     ASSERT_TRUE(back);
     ASSERT_TRUE(broker_log_has(&b, "etcd takes writes again"));
+    ASSERT_TRUE(sentinel_there(&c)); /* put again by the first write */
     m = request(&w, rw, "ga", NULL, NULL, W("GET", "again"));
     PAYLOAD(m, "$1\r\na\r\n");
     m = request(&w, rw, "gl", NULL, NULL, W("GET", "live"));

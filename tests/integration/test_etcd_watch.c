@@ -41,6 +41,25 @@ static uint64_t wall_ms(void)
     return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
 }
 
+/* A Txn of ops, as another process sends it; its revision. */
+static int64_t send_txn(ss_grpc *g, ss_etcd_txn *t)
+{
+    ss_grpc_call c = {.method = SS_ETCD_TXN_METHOD, .timeout_ms = 5000};
+    ASSERT_EQ(ss_etcd_txn_pack(t, &c.request), SS_OK);
+    int rc;
+    for (int tries = 0; (rc = ss_grpc_call_wait(g, &c)) != SS_OK && tries < 50; tries++)
+        usleep(100000); /* a new leader is being elected */
+    ASSERT_EQ(rc, SS_OK);
+    ss_etcd_reply r;
+    ASSERT_EQ(ss_etcd_txn_unpack(&c.reply, &r, NULL), SS_OK);
+    ASSERT_TRUE(r.succeeded);
+    int64_t rev = r.revision;
+    ss_etcd_reply_free(&r);
+    ss_grpc_call_clear(&c);
+    ss_etcd_txn_free(t);
+    return rev;
+}
+
 /* Put a record with value under <prefix>k/<key> through g, as a broker
  * named "other" would, with its commit marker <prefix>n/other when marker
  * is set: the revision it was committed at. */
@@ -63,19 +82,36 @@ static int64_t put_record_in(ss_grpc *g, const char *prefix, const char *key, co
     ASSERT_EQ(ss_etcd_txn_put(&t, kb, vb), SS_OK);
     if (marker)
         ASSERT_EQ(ss_etcd_txn_put(&t, mb, id), SS_OK);
-    ss_grpc_call c = {.method = SS_ETCD_TXN_METHOD, .timeout_ms = 5000};
-    ASSERT_EQ(ss_etcd_txn_pack(&t, &c.request), SS_OK);
-    int rc;
-    for (int tries = 0; (rc = ss_grpc_call_wait(g, &c)) != SS_OK && tries < 50; tries++)
-        usleep(100000); /* a new leader is being elected */
-    ASSERT_EQ(rc, SS_OK);
+    return send_txn(g, &t);
+}
+
+/* What a broker out of space sends to delete key under prefix: the
+ * record and the sentinel, no commit marker. */
+static int64_t delete_unmarked(ss_grpc *g, const char *prefix, const char *key)
+{
+    char k[64], s[64];
+    snprintf(k, sizeof k, "%sk/%s", prefix, key);
+    snprintf(s, sizeof s, "%ss/marked", prefix);
+    ss_etcd_txn t = {0};
+    ss_bytes kb = {(const uint8_t *)k, strlen(k)}, sb = {(const uint8_t *)s, strlen(s)};
+    ASSERT_EQ(ss_etcd_txn_delete(&t, kb), SS_OK);
+    ASSERT_EQ(ss_etcd_txn_delete(&t, sb), SS_OK);
+    return send_txn(g, &t);
+}
+
+/* The mod_revision of key in etcd (0: absent). */
+static int64_t key_revision(ss_grpc *g, const char *key)
+{
+    ss_grpc_call c = {.method = SS_ETCD_RANGE_METHOD, .timeout_ms = 5000};
+    ss_bytes kb = {(const uint8_t *)key, strlen(key)};
+    ASSERT_EQ(ss_etcd_range_pack(&c.request, kb, false), SS_OK);
+    ASSERT_EQ(ss_grpc_call_wait(g, &c), SS_OK);
     ss_etcd_reply r;
-    ASSERT_EQ(ss_etcd_txn_unpack(&c.reply, &r, NULL), SS_OK);
-    ASSERT_TRUE(r.succeeded);
-    int64_t rev = r.revision;
+    ss_etcd_kv kv;
+    ASSERT_EQ(ss_etcd_range_unpack(&c.reply, &r, &kv), SS_OK);
+    int64_t rev = kv.found ? kv.mod_revision : 0;
     ss_etcd_reply_free(&r);
     ss_grpc_call_clear(&c);
-    ss_etcd_txn_free(&t);
     return rev;
 }
 
@@ -355,8 +391,40 @@ TEST(etcd_watch_confirms_reads_with_the_markers)
     ASSERT_STR(rec.value.data, rec.value.len, "3");
     read_and_put(b, "x", "4");
     ASSERT_EQ(commit_now(b), SS_OK);
-    printf("  a change told while the key waited in the batch, and a commit of another broker not told "
-           "yet: each Txn that confirmed its reads by the markers failed, and the read ran again\n");
+
+    /* 3: k read, then another broker out of space deletes it: no
+     * marker, but the sentinel goes with it. The failed Txn may have
+     * failed on the sentinel: the next commit puts it again. */
+    int64_t marked = key_revision(g, "s/s/marked");
+    ASSERT_TRUE(marked > 0);
+    watch_until(b, marked);
+    usleep(5000);
+    ASSERT_EQ(read_known(b, "k", &rec, &rev), SS_OK);
+    ASSERT_STR(rec.value.data, rec.value.len, "3");
+    read_and_put(b, "x", "5");
+    delete_unmarked(g, "s/", "k");
+    ASSERT_EQ(key_revision(g, "s/s/marked"), 0);
+    solo0 = figure_u64(b, "etcd/txns_solo");
+    ASSERT_EQ(commit_now(b), SS_E_CONFLICT);
+    ASSERT_EQ(figure_u64(b, "etcd/txns_solo"), solo0 + 1);
+    ASSERT_EQ(read_known(b, "k", &rec, &rev), SS_E_NOTFOUND);
+    read_and_put(b, "x", "6");
+    ASSERT_EQ(commit_now(b), SS_OK);
+    int64_t again = key_revision(g, "s/s/marked");
+    ASSERT_TRUE(again > marked);
+
+    /* 4: confirmed by the markers again once the watch has passed that
+     * put. */
+    watch_until(b, again);
+    usleep(5000);
+    ASSERT_EQ(read_known(b, "k", &rec, &rev), SS_E_NOTFOUND);
+    read_and_put(b, "x", "7");
+    solo0 = figure_u64(b, "etcd/txns_solo");
+    ASSERT_EQ(commit_now(b), SS_OK);
+    ASSERT_EQ(figure_u64(b, "etcd/txns_solo"), solo0 + 1);
+    printf("  a change told while the key waited in the batch, a commit of another broker not told "
+           "yet, and a deletion without a marker (the sentinel's with it): each Txn that confirmed "
+           "its reads by the markers failed, and the read ran again\n");
     ss_grpc_free(g);
     b->ops->destroy(b);
     etcd_cluster_stop(&ec);
