@@ -186,8 +186,7 @@ ss_backend_etcd_options ss_backend_etcd_options_of(const ss_backend_etcd_config 
 /* How often each endpoint is asked for its status, by default. */
 #define SS_BACKEND_ETCD_STATUS_MS 2000u
 /* Quiet from other brokers before reads are confirmed by the markers
- * (0: never, by default: another broker out of space deletes without a
- * marker, CLUSTER.md). */
+ * (CLUSTER.md; 0: never). */
 #define SS_BACKEND_ETCD_SOLO_MS 1000u
 
 #endif

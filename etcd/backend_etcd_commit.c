@@ -100,6 +100,13 @@ static int ss_etcd__sentinel_key(struct ss_backend_etcd *e)
     return ss_etcd__named(e, 's', "marked");
 }
 
+/* The sentinel may be gone: put it again (ss_etcd__build). */
+static void ss_etcd__marked_forget(struct ss_backend_etcd *e)
+{
+    e->marked_rev = 0;
+    e->marked_forgets++;
+}
+
 /* Does this broker confirm a write Txn's reads by the markers now? Only
  * while no other broker seems to write (each of their commits changes a
  * marker, and would make such a Txn fail), while it is not out of space
@@ -148,9 +155,19 @@ static int ss_etcd__build_solo(struct ss_backend_etcd *e, ss_etcd_txn *t)
         rc = ss_etcd_txn_expect_below(t, ss_etcd__bytes(&e->scratch2), ss_etcd__bytes(&e->scratch),
                                       e->watch_rev + 1);
     }
-    /* and no broker deleted without a marker since the sentinel's put */
+    /* and no broker deleted without a marker since the watch's revision:
+     * the sentinel is there, and was not put again after it (by this
+     * broker's other flight, whose marker the intervals leave out: it
+     * may have put it back after such a deletion). */
     if (rc == SS_OK && (rc = ss_etcd__sentinel_key(e)) == SS_OK)
         rc = ss_etcd_txn_expect_present(t, ss_etcd__bytes(&e->scratch));
+    if (rc == SS_OK) {
+        ss_buf_clear(&e->scratch2); /* [s/marked, the key right after it) */
+        if ((rc = ss_buf_append(&e->scratch2, e->scratch.data, e->scratch.len)) == SS_OK &&
+            (rc = ss_buf_append(&e->scratch2, "", 1)) == SS_OK)
+            rc = ss_etcd_txn_expect_below(t, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(&e->scratch2),
+                                          e->watch_rev + 1);
+    }
     return rc;
 }
 
@@ -186,11 +203,12 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_flight *f, s
      * write out of space, whether it took effect or not. */
     ss_bytes empty = {NULL, 0};
     f->marks = rc == SS_OK && f->writes && !f->nospace && e->solo_ms > 0 && e->marked_rev == 0;
+    f->marked_forgets = e->marked_forgets;
     if (f->marks && (rc = ss_etcd__sentinel_key(e)) == SS_OK)
         rc = ss_etcd_txn_put(&t, ss_etcd__bytes(&e->scratch), empty);
     if (rc == SS_OK && f->writes && f->nospace && (rc = ss_etcd__sentinel_key(e)) == SS_OK) {
         rc = ss_etcd_txn_delete(&t, ss_etcd__bytes(&e->scratch));
-        e->marked_rev = 0;
+        ss_etcd__marked_forget(e);
     }
     /* A write goes through only while this broker's claim on its node id
      * is the one it made: a broker that stalled past its lease, and was
@@ -339,10 +357,12 @@ static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_fl
     f->revision = revision;
     if (rc == SS_OK && f->writes && !f->nospace)
         f->marker_rev = revision;
-    if (rc == SS_OK && f->marks && f->writes)
+    /* Its put of the sentinel counts unless the sentinel was forgotten
+     * since it was built (it may have been deleted after the put). */
+    if (rc == SS_OK && f->marks && f->writes && f->marked_forgets == e->marked_forgets)
         e->marked_rev = revision;
     if (rc == SS_E_CONFLICT && f->solo)
-        e->marked_rev = 0; /* it may have failed on the sentinel */
+        ss_etcd__marked_forget(e); /* it may have failed on the sentinel */
     if (rc == SS_OK && f->writes && !f->nospace && e->nospace_said && !e->nospace) {
         ss_etcd__log(e, SS_LOG_NOTICE, "etcd takes writes again (its NOSPACE alarm is off)");
         e->nospace_said = e->stats.nospace = false;

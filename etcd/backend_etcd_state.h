@@ -57,9 +57,10 @@
 #define SS_BACKEND_ETCD_FLIGHTS 2
 /* The compares of a Txn beside its keys': the marker's, the claim's, the
  * counter's, and the intervals between this broker's markers and the
- * sentinel's that confirm its reads (backend_etcd_commit.c:
- * ss_etcd__build_solo). */
-#define SS_ETCD_OTHER_COMPARES (3 + SS_BACKEND_ETCD_FLIGHTS + 1 + 1)
+ * sentinel's two that confirm its reads (backend_etcd_commit.c:
+ * ss_etcd__build_solo; such a Txn leaves one key uncompared at least, so
+ * this holds one to spare). */
+#define SS_ETCD_OTHER_COMPARES (3 + SS_BACKEND_ETCD_FLIGHTS + 1 + 2)
 
 /* Figures for the metrics. */
 typedef struct ss_backend_etcd_stats {
@@ -223,6 +224,7 @@ struct ss_etcd_flight {
                      commit marker (etcd refuses every put then) */
     bool solo;    /* its reads confirmed by the markers (backend_etcd_commit.c) */
     bool marks;   /* it puts the sentinel s/marked */
+    uint64_t marked_forgets; /* the broker's, when it was built */
     int rc;
     int64_t revision;
     char txn_id[300];
@@ -298,6 +300,7 @@ struct ss_backend_etcd {
      * markers also compares that it is there, and goes only once the
      * watch has passed the sentinel's put (backend_etcd_commit.c). */
     int64_t marked_rev;
+    uint64_t marked_forgets; /* times marked_rev went back to 0 */
     bool unreachable_logged;
 
     /* this broker's claim on its node id */

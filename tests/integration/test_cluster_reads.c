@@ -101,3 +101,51 @@ TEST(cluster_reads_confirmed_by_markers_see_another_brokers_write)
     delay_proxy_stop(px);
     etcd_cluster_stop(&ec);
 }
+
+/* etcd's limit on one Txn (--max-txn-ops) near its edge for Txns that
+ * confirm their reads by the markers, with a quota set (so that the
+ * counter is compared too): beside the compares of the keys it writes,
+ * such a Txn carries eight (the marker's, the claim's, the counter's,
+ * three intervals of markers and the sentinel's two), and a batch keeps
+ * room for nine. Every request is answered, none refused by etcd, and
+ * the Txns took that path. */
+TEST(cluster_reads_confirmed_by_markers_at_the_edge_of_the_txn_limit)
+{
+    struct etcd_cluster ec;
+    etcd_cluster_start_with(&ec, 1, "--max-txn-ops=11");
+    struct broker b;
+    broker_on_etcd(&b, "b", ec.endpoints,
+                   "sys_interval 1\nplugin_opt_node_id b\nplugin_opt_etcd_solo_ms 1\n"
+                   "plugin_opt_etcd_max_txn_ops 11\nplugin_opt_max_keys 1000\n");
+    struct client cw, cr;
+    char rw[64], rr[64];
+    client_connect_rr(&cw, b.port, "writer", rw, sizeof rw);
+    client_connect_rr(&cr, b.port, "reader", rr, sizeof rr);
+    ASSERT_REPLY(request(&cw, rw, "r", NULL, NULL, W("SET", "read", "r")), "+OK\r\n");
+    ASSERT_REPLY(request(&cr, rr, "r", NULL, NULL, W("GET", "read")), "$1\r\nr\r\n");
+    usleep(100 * 1000); /* the watch past the sentinel's put */
+    long long solo0 = broker_figure(b.port, "etcd/txns_solo");
+    enum { PAIRS = 50 };
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < PAIRS; i++) {
+            char key[16];
+            snprintf(key, sizeof key, "w%d", i);
+            request_send(&cw, rw, "w", NULL, NULL, W("SET", key, "v"));
+            request_send(&cr, rr, "g", NULL, NULL, W("GET", "read"));
+        }
+        for (int i = 0; i < PAIRS; i++) {
+            ASSERT_REPLY(client_wait(&cw, 10000), "+OK\r\n");
+            ASSERT_REPLY(client_wait(&cr, 10000), "$1\r\nr\r\n");
+        }
+    }
+    usleep(1300 * 1000); /* the next publication of the figures */
+    long long solo = broker_figure(b.port, "etcd/txns_solo") - solo0;
+    printf("  %d SETs and %d GETs with etcd's --max-txn-ops at 11: every one answered, %lld Txns "
+           "confirmed their reads by the markers\n", 4 * PAIRS, 4 * PAIRS, solo);
+    ASSERT_TRUE(solo >= 1);
+    ASSERT_TRUE(!broker_log_has(&b, "refused"));
+    client_close(&cw);
+    client_close(&cr);
+    broker_stop(&b);
+    etcd_cluster_stop(&ec);
+}

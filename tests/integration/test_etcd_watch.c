@@ -99,6 +99,18 @@ static int64_t delete_unmarked(ss_grpc *g, const char *prefix, const char *key)
     return send_txn(g, &t);
 }
 
+/* Put the sentinel under prefix again, as a broker does in one of its
+ * commits (its own marker, which its Txns leave out, is not put here). */
+static int64_t put_sentinel(ss_grpc *g, const char *prefix)
+{
+    char s[64];
+    snprintf(s, sizeof s, "%ss/marked", prefix);
+    ss_etcd_txn t = {0};
+    ss_bytes sb = {(const uint8_t *)s, strlen(s)}, empty = {NULL, 0};
+    ASSERT_EQ(ss_etcd_txn_put(&t, sb, empty), SS_OK);
+    return send_txn(g, &t);
+}
+
 /* The mod_revision of key in etcd (0: absent). */
 static int64_t key_revision(ss_grpc *g, const char *key)
 {
@@ -333,13 +345,25 @@ static int commit_now(ss_backend *b)
     return o.rc;
 }
 
+/* The outcome of b's commit of the open batch, which must confirm its
+ * reads by the markers. */
+static int commit_solo(ss_backend *b)
+{
+    uint64_t solo0 = figure_u64(b, "etcd/txns_solo");
+    int rc = commit_now(b);
+    ASSERT_EQ(figure_u64(b, "etcd/txns_solo"), solo0 + 1);
+    return rc;
+}
+
 /* A commit confirms what its batch only read by one compare on the other
  * brokers' commit markers, as of its watch's revision (solo_ms after the
  * last change of another broker it saw): a change of a key read that the
  * watch told while the key waited in the open batch makes the key
  * compared by itself (the markers show nothing: it came without one),
- * and another broker's commit that the watch has not told yet fails the
- * Txn on its marker. Both run again on the key's new value. */
+ * another broker's commit that the watch has not told yet fails the Txn
+ * on its marker, and a deletion without a marker (out of space) fails it
+ * on the sentinel, gone or put again since the watch's revision. Each
+ * runs again on the key's new value. */
 TEST(etcd_watch_confirms_reads_with_the_markers)
 {
     struct etcd_cluster ec;
@@ -369,9 +393,7 @@ TEST(etcd_watch_confirms_reads_with_the_markers)
     ASSERT_EQ(read_known(b, "y", &rec, &rev), SS_E_NOTFOUND);
     read_and_put(b, "x", "1");
     usleep(5000); /* past solo_ms since the watch told of another broker */
-    uint64_t solo0 = figure_u64(b, "etcd/txns_solo");
-    ASSERT_EQ(commit_now(b), SS_E_CONFLICT);
-    ASSERT_EQ(figure_u64(b, "etcd/txns_solo"), solo0 + 1);
+    ASSERT_EQ(commit_solo(b), SS_E_CONFLICT);
     ASSERT_EQ(read_known(b, "k", &rec, &rev), SS_OK);
     ASSERT_STR(rec.value.data, rec.value.len, "2");
     read_and_put(b, "x", "2");
@@ -384,9 +406,7 @@ TEST(etcd_watch_confirms_reads_with_the_markers)
     ASSERT_STR(rec.value.data, rec.value.len, "2");
     read_and_put(b, "x", "3");
     put_record_in(g, "s/", "k", "3", true);
-    solo0 = figure_u64(b, "etcd/txns_solo");
-    ASSERT_EQ(commit_now(b), SS_E_CONFLICT);
-    ASSERT_EQ(figure_u64(b, "etcd/txns_solo"), solo0 + 1);
+    ASSERT_EQ(commit_solo(b), SS_E_CONFLICT);
     ASSERT_EQ(read_known(b, "k", &rec, &rev), SS_OK);
     ASSERT_STR(rec.value.data, rec.value.len, "3");
     read_and_put(b, "x", "4");
@@ -404,9 +424,7 @@ TEST(etcd_watch_confirms_reads_with_the_markers)
     read_and_put(b, "x", "5");
     delete_unmarked(g, "s/", "k");
     ASSERT_EQ(key_revision(g, "s/s/marked"), 0);
-    solo0 = figure_u64(b, "etcd/txns_solo");
-    ASSERT_EQ(commit_now(b), SS_E_CONFLICT);
-    ASSERT_EQ(figure_u64(b, "etcd/txns_solo"), solo0 + 1);
+    ASSERT_EQ(commit_solo(b), SS_E_CONFLICT);
     ASSERT_EQ(read_known(b, "k", &rec, &rev), SS_E_NOTFOUND);
     read_and_put(b, "x", "6");
     ASSERT_EQ(commit_now(b), SS_OK);
@@ -419,12 +437,26 @@ TEST(etcd_watch_confirms_reads_with_the_markers)
     usleep(5000);
     ASSERT_EQ(read_known(b, "k", &rec, &rev), SS_E_NOTFOUND);
     read_and_put(b, "x", "7");
-    solo0 = figure_u64(b, "etcd/txns_solo");
+    ASSERT_EQ(commit_solo(b), SS_OK);
+
+    /* 5: k read, then deleted without a marker, and the sentinel put
+     * back before the Txn goes (as by this broker's other flight): it is
+     * there, but newer than the watch's revision, and the Txn fails. */
+    watch_until(b, put_record_in(g, "s/", "k", "4", true));
+    usleep(5000);
+    ASSERT_EQ(read_known(b, "k", &rec, &rev), SS_OK);
+    ASSERT_STR(rec.value.data, rec.value.len, "4");
+    read_and_put(b, "x", "8");
+    delete_unmarked(g, "s/", "k");
+    put_sentinel(g, "s/");
+    ASSERT_EQ(commit_solo(b), SS_E_CONFLICT);
+    ASSERT_EQ(read_known(b, "k", &rec, &rev), SS_E_NOTFOUND);
+    read_and_put(b, "x", "9");
     ASSERT_EQ(commit_now(b), SS_OK);
-    ASSERT_EQ(figure_u64(b, "etcd/txns_solo"), solo0 + 1);
     printf("  a change told while the key waited in the batch, a commit of another broker not told "
-           "yet, and a deletion without a marker (the sentinel's with it): each Txn that confirmed "
-           "its reads by the markers failed, and the read ran again\n");
+           "yet, a deletion without a marker (the sentinel's with it), and one hidden by the "
+           "sentinel's put again: each Txn that confirmed its reads by the markers failed, and the "
+           "read ran again\n");
     ss_grpc_free(g);
     b->ops->destroy(b);
     etcd_cluster_stop(&ec);
