@@ -57,7 +57,10 @@ static void copy_start(struct copy *p, int port, const char *name)
 
 /* The last line of the copy's output that starts with prefix, copied
  * (without the prefix) into rest; false if none. */
-static bool copy_last(const struct copy *p, const char *prefix, char *rest, size_t n)
+/* The last whole line of the copy's output that starts with prefix
+ * (without it) into rest; with skip, one that does not start with skip
+ * either. */
+static bool copy_last_but(const struct copy *p, const char *prefix, const char *skip, char *rest, size_t n)
 {
     size_t len;
     char *all = slurp(p->out, &len);
@@ -68,7 +71,7 @@ static bool copy_last(const struct copy *p, const char *prefix, char *rest, size
         if (next == NULL)
             break; /* a line still being written */
         *next++ = '\0';
-        if (strncmp(line, prefix, pl) == 0) {
+        if (strncmp(line, prefix, pl) == 0 && (skip == NULL || strncmp(line, skip, strlen(skip)) != 0)) {
             snprintf(rest, n, "%s", line + pl);
             found = true;
         }
@@ -77,11 +80,18 @@ static bool copy_last(const struct copy *p, const char *prefix, char *rest, size
     return found;
 }
 
-/* The last line of the copy's output ("" if none). */
+static bool copy_last(const struct copy *p, const char *prefix, char *rest, size_t n)
+{
+    return copy_last_but(p, prefix, NULL, rest, n);
+}
+
+/* The copy's state: the last line of its output but the "holder" line
+ * ("" if none). Its main thread prints that line once the campaign has
+ * started, while the client's thread may have printed the state already. */
 static void copy_state(const struct copy *p, char *line, size_t n)
 {
     line[0] = '\0';
-    copy_last(p, "", line, n);
+    copy_last_but(p, "", "holder ", line, n);
 }
 
 /* Wait up to ms for the copy's last line to start with prefix; returns
@@ -97,6 +107,18 @@ static uint64_t copy_wait(const struct copy *p, const char *prefix, unsigned ms)
         usleep(10 * 1000);
     } while (now_ms() < end);
     return 0;
+}
+
+/* The copy's holder id, waiting up to 5 s for its line. */
+static bool copy_holder(const struct copy *p, char *holder, size_t n)
+{
+    uint64_t end = now_ms() + 5000;
+    while (!copy_last(p, "holder ", holder, n)) {
+        if (now_ms() >= end)
+            return false;
+        usleep(10 * 1000);
+    }
+    return true;
 }
 
 static int token_cmp(const char *a, const char *b)
@@ -120,11 +142,11 @@ TEST(client_leader_election_across_processes)
     char holder_a[300], holder_b[300], holder_c[300], tok_a[300], tok_b[300], tok_c[300], line[600];
     copy_start(&a, b.port, "a");
     ASSERT_TRUE(copy_wait(&a, "leading ", 5000) != 0);
-    ASSERT_TRUE(copy_last(&a, "holder ", holder_a, sizeof holder_a));
+    ASSERT_TRUE(copy_holder(&a, holder_a, sizeof holder_a));
     ASSERT_TRUE(copy_last(&a, "leading ", tok_a, sizeof tok_a));
     copy_start(&bb, b.port, "b");
     ASSERT_TRUE(copy_wait(&bb, "following ", 5000) != 0);
-    ASSERT_TRUE(copy_last(&bb, "holder ", holder_b, sizeof holder_b));
+    ASSERT_TRUE(copy_holder(&bb, holder_b, sizeof holder_b));
     ASSERT_TRUE(strcmp(holder_a, holder_b) != 0);
     copy_state(&bb, line, sizeof line);
     ASSERT_MEM(line + 10, strlen(line + 10), holder_a, strlen(holder_a));
@@ -143,7 +165,7 @@ TEST(client_leader_election_across_processes)
 
     copy_start(&c, b.port, "c");
     ASSERT_TRUE(copy_wait(&c, "following ", 5000) != 0);
-    ASSERT_TRUE(copy_last(&c, "holder ", holder_c, sizeof holder_c));
+    ASSERT_TRUE(copy_holder(&c, holder_c, sizeof holder_c));
     copy_state(&c, line, sizeof line);
     ASSERT_MEM(line + 10, strlen(line + 10), holder_b, strlen(holder_b));
 
