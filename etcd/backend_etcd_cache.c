@@ -405,7 +405,10 @@ void ss_etcd__batch_reset(struct ss_etcd_batch *b)
     b->ntouched = 0;
     b->dkeys = b->dbytes = 0;
     b->usage_used = b->commit_usage = false;
-    b->ops = 5; /* the marker's put, the counter's, the sentinel's, the claim's compare, a read-only batch's Range */
+    /* the marker's put, the counter's and the sentinel's; or, out of
+     * space or in a read-only batch, the marker's Range and the
+     * sentinel's deletion; and one to spare */
+    b->ops = 4;
     b->bytes = 0;
     b->full = false;
     ss_feed_clear(&b->pending);

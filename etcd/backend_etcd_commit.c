@@ -359,7 +359,8 @@ static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_fl
         f->marker_rev = revision;
     /* Its put of the sentinel counts unless the sentinel was forgotten
      * since it was built (it may have been deleted after the put). */
-    if (rc == SS_OK && f->marks && f->writes && f->marked_forgets == e->marked_forgets)
+    if (rc == SS_OK && f->marks && f->writes && f->marked_forgets == e->marked_forgets &&
+        revision > e->marked_rev)
         e->marked_rev = revision;
     if (rc == SS_E_CONFLICT && f->solo)
         ss_etcd__marked_forget(e); /* it may have failed on the sentinel */

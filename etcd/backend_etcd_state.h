@@ -55,12 +55,12 @@
 /* Txns in flight at once at most, on disjoint keys (one while a quota is
  * set: every Txn that changes the store's size then compares q/usage). */
 #define SS_BACKEND_ETCD_FLIGHTS 2
-/* The compares of a Txn beside its keys': the marker's, the claim's, the
- * counter's, and the intervals between this broker's markers and the
- * sentinel's two that confirm its reads (backend_etcd_commit.c:
- * ss_etcd__build_solo; such a Txn leaves one key uncompared at least, so
- * this holds one to spare). */
-#define SS_ETCD_OTHER_COMPARES (3 + SS_BACKEND_ETCD_FLIGHTS + 1 + 2)
+/* The compares of a Txn beside its keys': the marker's, the claim's and
+ * the counter's; a Txn that confirms its reads by the markers
+ * (backend_etcd_commit.c: ss_etcd__build_solo) has the intervals between
+ * this broker's markers and the sentinel's two besides, but leaves one
+ * key uncompared at least: the larger of 3 and 8 - 1. */
+#define SS_ETCD_OTHER_COMPARES (3 + (SS_BACKEND_ETCD_FLIGHTS + 1) + 2 - 1)
 
 /* Figures for the metrics. */
 typedef struct ss_backend_etcd_stats {

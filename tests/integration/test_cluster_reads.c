@@ -102,13 +102,13 @@ TEST(cluster_reads_confirmed_by_markers_see_another_brokers_write)
     etcd_cluster_stop(&ec);
 }
 
-/* etcd's limit on one Txn (--max-txn-ops) near its edge for Txns that
+/* etcd's limit on one Txn (--max-txn-ops) at its edge for Txns that
  * confirm their reads by the markers, with a quota set (so that the
  * counter is compared too): beside the compares of the keys it writes,
  * such a Txn carries eight (the marker's, the claim's, the counter's,
- * three intervals of markers and the sentinel's two), and a batch keeps
- * room for nine. Every request is answered, none refused by etcd, and
- * the Txns took that path. */
+ * three intervals of markers and the sentinel's two), so at 11 a batch
+ * of three SETs and a GET fills it exactly. Every request is answered,
+ * none refused by etcd, and the Txns took that path. */
 TEST(cluster_reads_confirmed_by_markers_at_the_edge_of_the_txn_limit)
 {
     struct etcd_cluster ec;
