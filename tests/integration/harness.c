@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -271,10 +272,35 @@ static int stop_with(struct broker *b, int sig)
     return status;
 }
 
+/* Wait up to 2 s for the broker on port to answer an MQTT CONNECT:
+ * Mosquitto 2.0 opens its port before it installs its SIGTERM handler,
+ * and answers only from its loop, after. A SIGTERM in between ends it by
+ * the signal, not by a clean stop. Best effort: a listener that does not
+ * speak plain MQTT is not waited for longer. */
+static void wait_for_loop(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return;
+    struct timeval tv = {.tv_sec = 2};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    static const uint8_t connect_packet[] = {0x10, 13, 0, 4, 'M', 'Q', 'T', 'T', 5, 0x02, 0, 5, 0, 0, 0};
+    uint8_t ack[64];
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        write(fd, connect_packet, sizeof connect_packet) == (ssize_t)sizeof connect_packet)
+        (void)read(fd, ack, sizeof ack);
+    close(fd);
+}
+
 void broker_stop(struct broker *b)
 {
     /* A clean stop exits 0: under the sanitizers a leak or memory error in
      * the plugin would make it exit otherwise. */
+    if (b->pid > 0)
+        wait_for_loop(b->port);
     int status = stop_with(b, SIGTERM);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         if (WIFEXITED(status))
