@@ -100,13 +100,6 @@ static int ss_etcd__sentinel_key(struct ss_backend_etcd *e)
     return ss_etcd__named(e, 's', "marked");
 }
 
-/* The sentinel may be gone: put it again (ss_etcd__build). */
-static void ss_etcd__marked_forget(struct ss_backend_etcd *e)
-{
-    e->marked_rev = 0;
-    e->marked_forgets++;
-}
-
 /* Does this broker confirm a write Txn's reads by the markers now? Only
  * while no other broker seems to write (each of their commits changes a
  * marker, and would make such a Txn fail), while it is not out of space
@@ -203,12 +196,11 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_flight *f, s
      * write out of space, whether it took effect or not. */
     ss_bytes empty = {NULL, 0};
     f->marks = rc == SS_OK && f->writes && !f->nospace && e->solo_ms > 0 && e->marked_rev == 0;
-    f->marked_forgets = e->marked_forgets;
     if (f->marks && (rc = ss_etcd__sentinel_key(e)) == SS_OK)
         rc = ss_etcd_txn_put(&t, ss_etcd__bytes(&e->scratch), empty);
     if (rc == SS_OK && f->writes && f->nospace && (rc = ss_etcd__sentinel_key(e)) == SS_OK) {
         rc = ss_etcd_txn_delete(&t, ss_etcd__bytes(&e->scratch));
-        ss_etcd__marked_forget(e);
+        e->marked_rev = 0;
     }
     /* A write goes through only while this broker's claim on its node id
      * is the one it made: a broker that stalled past its lease, and was
@@ -357,13 +349,13 @@ static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_fl
     f->revision = revision;
     if (rc == SS_OK && f->writes && !f->nospace)
         f->marker_rev = revision;
-    /* Its put of the sentinel counts unless the sentinel was forgotten
-     * since it was built (it may have been deleted after the put). */
-    if (rc == SS_OK && f->marks && f->writes && f->marked_forgets == e->marked_forgets &&
-        revision > e->marked_rev)
+    /* Its put of the sentinel, if any. Should the sentinel have gone
+     * since, a Txn that counts on it fails once on its compares (the
+     * safety is theirs; marked_rev only spares conflicts). */
+    if (rc == SS_OK && f->marks && f->writes && revision > e->marked_rev)
         e->marked_rev = revision;
     if (rc == SS_E_CONFLICT && f->solo)
-        ss_etcd__marked_forget(e); /* it may have failed on the sentinel */
+        e->marked_rev = 0; /* it may have failed on the sentinel */
     if (rc == SS_OK && f->writes && !f->nospace && e->nospace_said && !e->nospace) {
         ss_etcd__log(e, SS_LOG_NOTICE, "etcd takes writes again (its NOSPACE alarm is off)");
         e->nospace_said = e->stats.nospace = false;

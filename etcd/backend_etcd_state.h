@@ -224,7 +224,6 @@ struct ss_etcd_flight {
                      commit marker (etcd refuses every put then) */
     bool solo;    /* its reads confirmed by the markers (backend_etcd_commit.c) */
     bool marks;   /* it puts the sentinel s/marked */
-    uint64_t marked_forgets; /* the broker's, when it was built */
     int rc;
     int64_t revision;
     char txn_id[300];
@@ -300,7 +299,6 @@ struct ss_backend_etcd {
      * markers also compares that it is there, and goes only once the
      * watch has passed the sentinel's put (backend_etcd_commit.c). */
     int64_t marked_rev;
-    uint64_t marked_forgets; /* times marked_rev went back to 0 */
     bool unreachable_logged;
 
     /* this broker's claim on its node id */
