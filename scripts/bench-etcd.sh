@@ -141,7 +141,7 @@ raw_mix() {
 # sweeping. BENCH_PINNED=0 leaves it out.
 PIN_SECS=${BENCH_PINNED_SECONDS:-20}
 REC_BYTES=$(( 200 + 14 + ${#NODE_A} ))
-declare -a pin_p pin_pk pin_r pin_rk pin_a pin_ak pin_s pin_sk pin_ec
+declare -a pin_p=() pin_pk=() pin_r=() pin_rk=() pin_a=() pin_ak=() pin_s=() pin_sk=() pin_ec=()
 # pin_raw KEYS_VAR CPU_VAR KEYS_PER_S [DEL_PERCENT PX_MS]: raw Txns of k
 # keys, half of them put, 2 in flight, on the cores other than etcd's for
 # PIN_SECS (KEYS_PER_S 0: full speed; without DEL_PERCENT and PX_MS, the
@@ -178,8 +178,28 @@ if [ "${BENCH_PINNED:-1}" = 1 ] && [ "$(nproc)" -ge 2 ]; then
     for p in "${ETCD_PIDS[@]}" "$PID_etcd_a"; do taskset -a -p -c "$ALL_CORES" "$p" > /dev/null; done
 fi
 
-declare -A mix_ops mix_p99 mix_raw mix_cpu mix_raw_cpu mix_k
-declare -a mix_lmdb_plain mix_lmdb_both paced_keys paced_cpu
+# Goal 3 without pinning: etcd's CPU per key under the plugin against
+# raw Txns of an application paced to its rate, the broker, the load
+# generator and etcd sharing every core as on one gateway; rounds of
+# PIN_SECS, each round's pair taken together (BENCH_PACED_REPS=0 leaves
+# it out).
+declare -a unp_p=() unp_pk=() unp_ak=() unp_pairs=()
+for i in $(seq "${BENCH_PACED_REPS:-3}"); do
+    t0=$(txns "$PORT_etcd_a"); cpu_start ""
+    e=$(lg -p "$PORT_etcd_a" -c 2 -w 16 -k 20000 -v 200 --prefix m -s 50 -d "$PIN_SECS" --label paced)
+    cpu_end ""
+    unp_p+=("$(field "$e" ops_per_s)"); unp_pk+=("$(per_k "$ETCD_TICKS" "$(field "$e" ops)")")
+    sleep 1.2
+    k=$(keys_per_txn "$(field "$e" ops)" "$(( $(txns "$PORT_etcd_a") - t0 ))")
+    cpu_start ""
+    r=$(ETCD_TXN_KEYS_PER_S="$(field "$e" ops_per_s)" $B/bench/etcd_txn "$ENDPOINTS" "$k" 50 2 "$PIN_SECS" 0 0 | grep '^ETCDTXN')
+    cpu_end ""
+    unp_ak+=("$(per_k "$ETCD_TICKS" "$(keys_sent "$r")")")
+    unp_pairs+=("$(ratio "${unp_pk[-1]}" "${unp_ak[-1]}")")
+done
+
+declare -A mix_ops mix_p99 mix_raw mix_cpu mix_raw_cpu mix_k mix_lmdb mix_two mix_two_p99
+declare -a paced_keys paced_cpu
 for i in $(seq "$MIX_REPS"); do
     for m in $MIXES; do
         t0=$(txns "$PORT_etcd_a")
@@ -206,13 +226,11 @@ for i in $(seq "$MIX_REPS"); do
             paced_keys+=("$(field "$r" keys_per_s)")
             paced_cpu+=("$(per_k "$ETCD_TICKS" "$(keys_sent "$r")")")
         fi
+        # The same mix on the LMDB broker (its own keys, written once first)
+        # shellcheck disable=SC2046
+        l=$(lg -p "$PORT_lmdb" -c 2 -w 16 -k 20000 -v 200 --prefix m $(mix_args "$m") -d "$MIX_SECS" --label "mix-lmdb-$m")
+        mix_lmdb[$m]="${mix_lmdb[$m]:-} $(field "$l" ops_per_s)"
     done
-    # shellcheck disable=SC2046
-    l=$(lg -p "$PORT_lmdb" -c 2 -w 16 -k 20000 -v 200 --prefix m $(mix_args plain) -d "$MIX_SECS" --label mix-lmdb-plain)
-    mix_lmdb_plain+=("$(field "$l" ops_per_s)")
-    # shellcheck disable=SC2046
-    l=$(lg -p "$PORT_lmdb" -c 2 -w 16 -k 20000 -v 200 --prefix m $(mix_args both) -d "$MIX_SECS" --label mix-lmdb-both)
-    mix_lmdb_both+=("$(field "$l" ops_per_s)")
 done
 # Latency, one broker: 1 in flight, alternating which goes first.
 declare -a ll el rl e2a e2b
@@ -247,6 +265,26 @@ for i in $(seq "$REPS"); do
     e2+=("$(awk -v a="$(field "$EA" ops_per_s)" -v b="$(field "$EB" ops_per_s)" 'BEGIN {print a + b}')")
     r2+=("$(field "$rr" keys_per_s)")
 done
+# The mixes on two brokers at once, each with the load of one broker
+# above on 20,000 keys of its own (written once first, through it):
+# what a second broker adds to a cluster serving locks and leases.
+lg -p "$PORT_etcd_a" -c 4 -w 64 -k 20000 -v 200 -n 20000 --sequential --prefix ma --label preload > /dev/null
+lg -p "$PORT_etcd_b" -c 4 -w 64 -k 20000 -v 200 -n 20000 --sequential --prefix mb --label preload > /dev/null
+for i in $(seq "$MIX_REPS"); do
+    for m in $MIXES; do
+        # shellcheck disable=SC2046
+        $B/bench/loadgen -p "$PORT_etcd_b" -c 2 -w 16 -k 20000 -v 200 --prefix mb $(mix_args "$m") -d "$MIX_SECS" \
+            --label "mix2b-$m" | grep '^LOADGEN' > "$WORK/b.out" &
+        lb=$!
+        # shellcheck disable=SC2046
+        EA=$(lg -p "$PORT_etcd_a" -c 2 -w 16 -k 20000 -v 200 --prefix ma $(mix_args "$m") -d "$MIX_SECS" --label "mix2a-$m")
+        wait $lb
+        EB=$(cat "$WORK/b.out")
+        mix_two[$m]="${mix_two[$m]:-} $(awk -v a="$(field "$EA" ops_per_s)" -v b="$(field "$EB" ops_per_s)" 'BEGIN {print a + b}')"
+        q=$(field "$EA" p99_us); qb=$(field "$EB" p99_us); [ "${qb:-0}" -gt "${q:-0}" ] && q=$qb
+        mix_two_p99[$m]="${mix_two_p99[$m]:-} $q"
+    done
+done
 # Latency, two brokers: one client on each at once.
 for i in $(seq "$REPS"); do
     both_brokers etcd2x1 -c 1 -w 1 -s 50 -k 100000 -d "$SECS"
@@ -272,17 +310,20 @@ echo "BENCH etcd_throughput lmdb_ops=$LT etcd_ops=$E1 etcd_vs_lmdb=$(ratio "$E1"
 
 # shellcheck disable=SC2086
 MP=$(median ${mix_ops[plain]}); MQ=$(median ${mix_p99[plain]})
-echo "   locks, leases and deletions, one broker, 2x16 in flight, 20,000 keys, 200-byte values, ${MIX_REPS} x ${MIX_SECS}s (vs the plain mix of the same run, and vs raw etcd Txns of the same operations):"
-echo "     LMDB: plain $(median "${mix_lmdb_plain[@]}") ops/s, PX and DEL $(median "${mix_lmdb_both[@]}") ops/s ($(ratio "$(median "${mix_lmdb_both[@]}")" "$(median "${mix_lmdb_plain[@]}")"))"
+echo "   locks, leases and deletions, 2x16 in flight per broker, 20,000 keys, 200-byte values, ${MIX_REPS} x ${MIX_SECS}s (LMDB; one broker on etcd vs its plain mix of the same run; two brokers at once, each with that load on keys of its own; raw etcd Txns of the same operations):"
+# shellcheck disable=SC2086
+LP=$(median ${mix_lmdb[plain]})
 for m in $MIXES; do
     # shellcheck disable=SC2086
     o=$(median ${mix_ops[$m]}); q=$(median ${mix_p99[$m]}); rw=$(median ${mix_raw[$m]})
     # shellcheck disable=SC2086
     c=$(median ${mix_cpu[$m]}); rc=$(median ${mix_raw_cpu[$m]}); k=$(median ${mix_k[$m]})
-    printf '     etcd %-6s %-30s %6s ops/s (%s), p99 %6s us (%s); raw %6s keys/s in Txns of %s: plugin/raw %s; etcd CPU per 1000 keys %s ms, raw %s ms (%s)\n' \
-        "$m" "($(mix_args "$m"))" "$o" "$(ratio "$o" "$MP")" "$q" "$(ratio "$q" "$MQ")" "$rw" "$k" "$(ratio "$o" "$rw")" \
-        "$c" "$rc" "$(ratio "$c" "$rc")"
-    echo "BENCH etcd_mix mix=$m ops=$o p99_us=$q vs_plain=$(ratio "$o" "$MP") p99_vs_plain=$(ratio "$q" "$MQ") raw_keys=$rw keys_per_txn=$k vs_raw=$(ratio "$o" "$rw") etcd_ms_per_1k=$c raw_etcd_ms_per_1k=$rc cpu_vs_raw=$(ratio "$c" "$rc")"
+    # shellcheck disable=SC2086
+    lm=$(median ${mix_lmdb[$m]}); tw=$(median ${mix_two[$m]}); tq=$(median ${mix_two_p99[$m]})
+    printf '     %-6s %-30s LMDB %6s ops/s (%s of its plain); etcd %6s ops/s (%s), p99 %6s us (%s); two brokers %6s ops/s (%s of one), p99 %6s us; raw %6s keys/s in Txns of %s: plugin/raw %s; etcd CPU per 1000 keys %s ms, raw %s ms (%s)\n' \
+        "$m" "($(mix_args "$m"))" "$lm" "$(ratio "$lm" "$LP")" "$o" "$(ratio "$o" "$MP")" "$q" "$(ratio "$q" "$MQ")" \
+        "$tw" "$(ratio "$tw" "$o")" "$tq" "$rw" "$k" "$(ratio "$o" "$rw")" "$c" "$rc" "$(ratio "$c" "$rc")"
+    echo "BENCH etcd_mix mix=$m lmdb_ops=$lm ops=$o p99_us=$q vs_plain=$(ratio "$o" "$MP") p99_vs_plain=$(ratio "$q" "$MQ") two_brokers_ops=$tw two_brokers_p99_us=$tq raw_keys=$rw keys_per_txn=$k vs_raw=$(ratio "$o" "$rw") etcd_ms_per_1k=$c raw_etcd_ms_per_1k=$rc cpu_vs_raw=$(ratio "$c" "$rc")"
 done
 # shellcheck disable=SC2086
 MC=$(median ${mix_cpu[plain]}); PCK=$(median "${paced_keys[@]}"); PCC=$(median "${paced_cpu[@]}")
@@ -303,6 +344,13 @@ if [ "${#pin_p[@]}" -gt 0 ]; then
     echo "     raw Txns of the plugin's shape paced to its rate ${PS1} keys/s, ${PSK} ms per 1000 keys: plugin / shaped at the same rate $(ratio "$PPK" "$PSK")"
     echo "     runs: plugin ${pin_p[*]} (${pin_pk[*]} ms) / raw ${pin_r[*]} (${pin_rk[*]} ms) / raw, paced ${pin_a[*]} (${pin_ak[*]} ms) / shaped, paced ${pin_s[*]} (${pin_sk[*]} ms)"
     echo "BENCH etcd_pinned plugin_ops=$PP1 raw_keys=$PR1 vs_raw=$(ratio "$PP1" "$PR1") etcd_ms_per_1k=$PPK raw_etcd_ms_per_1k=$PRK paced_etcd_ms_per_1k=$PAK cpu_vs_paced=$(median "${PAIRS[@]}") shaped_paced_etcd_ms_per_1k=$PSK cpu_vs_shaped_paced=$(ratio "$PPK" "$PSK")"
+fi
+
+if [ "${#unp_p[@]}" -gt 0 ]; then
+    echo "   the plain mix unpinned (etcd, the broker and the load generator on every core), ${#unp_p[@]} rounds of ${PIN_SECS}s:"
+    echo "     plugin $(median "${unp_p[@]}") ops/s, etcd CPU per 1000 keys $(median "${unp_pk[@]}") ms; raw Txns paced to its rate $(median "${unp_ak[@]}") ms:"
+    echo "     plugin / raw at the same rate $(median "${unp_pairs[@]}") (rounds ${unp_pairs[*]}; target <= 1.15)"
+    echo "BENCH etcd_unpinned_paced plugin_ops=$(median "${unp_p[@]}") etcd_ms_per_1k=$(median "${unp_pk[@]}") raw_etcd_ms_per_1k=$(median "${unp_ak[@]}") cpu_vs_paced=$(median "${unp_pairs[@]}")"
 fi
 
 LL=$(median "${ll[@]}"); EL=$(median "${el[@]}"); RL=$(median "${rl[@]}")
