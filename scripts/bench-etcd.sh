@@ -141,18 +141,18 @@ raw_mix() {
 # sweeping. BENCH_PINNED=0 leaves it out.
 PIN_SECS=${BENCH_PINNED_SECONDS:-20}
 REC_BYTES=$(( 200 + 14 + ${#NODE_A} ))
-declare -a pin_p=() pin_pk=() pin_r=() pin_rk=() pin_a=() pin_ak=() pin_s=() pin_sk=() pin_ec=()
+declare -a pin_p=() pin_pk=() pin_r=() pin_rk=() pin_a=() pin_ak=() pin_s=() pin_sk=() pin_ec=() pin_o=() pin_ok=()
 # pin_raw KEYS_VAR CPU_VAR KEYS_PER_S [DEL_PERCENT PX_MS]: raw Txns of k
-# keys, half of them put, 2 in flight, on the cores other than etcd's for
-# PIN_SECS (KEYS_PER_S 0: full speed; without DEL_PERCENT and PX_MS, the
-# plugin's shape); appends keys/s and etcd's ms per 1000 keys to the two
-# arrays
+# keys, half of them put, PIN_FLIGHTS in flight (default 2), on the cores
+# other than etcd's for PIN_SECS (KEYS_PER_S 0: full speed; without
+# DEL_PERCENT and PX_MS, the plugin's shape); appends keys/s and etcd's
+# ms per 1000 keys to the two arrays
 pin_raw() {
     local -n keys_out=$1 cpu_out=$2
     local rate=$3; shift 3
     cpu_start ""
     r=$(ETCD_TXN_KEYS_PER_S="$rate" taskset -c "$OTHER_CORES" \
-        $B/bench/etcd_txn "$ENDPOINTS" "$k" 50 2 "$PIN_SECS" "$@" | grep '^ETCDTXN')
+        $B/bench/etcd_txn "$ENDPOINTS" "$k" 50 "${PIN_FLIGHTS:-2}" "$PIN_SECS" "$@" | grep '^ETCDTXN')
     cpu_end ""
     keys_out+=("$(field "$r" keys_per_s)"); cpu_out+=("$(per_k "$ETCD_TICKS" "$(keys_sent "$r")")")
 }
@@ -171,6 +171,10 @@ if [ "${BENCH_PINNED:-1}" = 1 ] && [ "$(nproc)" -ge 2 ]; then
         k=$(keys_per_txn "$(field "$e" ops)" "$(( $(txns "$PORT_etcd_a") - t0 ))")
         rate=$(field "$e" ops_per_s)
         pin_raw pin_r pin_rk 0 0 0
+        # one in flight: the plugin's own pipeline at this load, where
+        # each connection's 16 requests make one batch and the batches
+        # of the two connections take turns (etcd/txns_overlapped: none)
+        PIN_FLIGHTS=1 pin_raw pin_o pin_ok 0 0 0
         pin_raw pin_a pin_ak "$rate" 0 0
         ETCD_TXN_VALUE_BYTES="$REC_BYTES" pin_raw pin_s pin_sk "$rate"
     done
@@ -340,10 +344,12 @@ if [ "${#pin_p[@]}" -gt 0 ]; then
     echo "   the plain mix with etcd on core ${ETCD_CORE} alone, the rest on ${OTHER_CORES} (${#pin_p[@]} rounds of ${PIN_SECS}s, medians):"
     echo "     plugin ${PP1} ops/s (etcd on $(median "${pin_ec[@]}") of its core), etcd CPU per 1000 keys ${PPK} ms"
     echo "     raw Txns at full speed ${PR1} keys/s, ${PRK} ms per 1000 keys: plugin / raw $(ratio "$PP1" "$PR1")"
+    OPAIRS=(); for j in "${!pin_p[@]}"; do OPAIRS+=("$(ratio "${pin_p[$j]}" "${pin_o[$j]}")"); done
+    echo "     raw Txns at full speed, 1 in flight $(median "${pin_o[@]}") keys/s, $(median "${pin_ok[@]}") ms per 1000 keys: plugin / raw $(median "${OPAIRS[@]}") (rounds ${OPAIRS[*]})"
     echo "     raw Txns paced to its rate ${PA1} keys/s, ${PAK} ms per 1000 keys: plugin / raw at the same rate $(median "${PAIRS[@]}") (rounds ${PAIRS[*]}; target <= 1.15)"
     echo "     raw Txns of the plugin's shape paced to its rate ${PS1} keys/s, ${PSK} ms per 1000 keys: plugin / shaped at the same rate $(ratio "$PPK" "$PSK")"
     echo "     runs: plugin ${pin_p[*]} (${pin_pk[*]} ms) / raw ${pin_r[*]} (${pin_rk[*]} ms) / raw, paced ${pin_a[*]} (${pin_ak[*]} ms) / shaped, paced ${pin_s[*]} (${pin_sk[*]} ms)"
-    echo "BENCH etcd_pinned plugin_ops=$PP1 raw_keys=$PR1 vs_raw=$(ratio "$PP1" "$PR1") etcd_ms_per_1k=$PPK raw_etcd_ms_per_1k=$PRK paced_etcd_ms_per_1k=$PAK cpu_vs_paced=$(median "${PAIRS[@]}") shaped_paced_etcd_ms_per_1k=$PSK cpu_vs_shaped_paced=$(ratio "$PPK" "$PSK")"
+    echo "BENCH etcd_pinned plugin_ops=$PP1 raw_keys=$PR1 vs_raw=$(ratio "$PP1" "$PR1") raw1_keys=$(median "${pin_o[@]}") vs_raw1=$(median "${OPAIRS[@]}") etcd_ms_per_1k=$PPK raw_etcd_ms_per_1k=$PRK paced_etcd_ms_per_1k=$PAK cpu_vs_paced=$(median "${PAIRS[@]}") shaped_paced_etcd_ms_per_1k=$PSK cpu_vs_shaped_paced=$(ratio "$PPK" "$PSK")"
 fi
 
 if [ "${#unp_p[@]}" -gt 0 ]; then
