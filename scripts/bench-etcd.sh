@@ -254,12 +254,13 @@ done
 etcd_broker b
 lg -p "$PORT_etcd_b" -c 4 -w 64 -k 100000 -n 100000 --sequential --prefix b --label preload > /dev/null
 # both_brokers LABEL LOADGEN-ARGS...: the same load on broker a and on
-# broker b at once, each on keys of its own; sets EA and EB (summaries)
+# broker b at once, each on keys of its own (prefix PREFIX_ROOT followed
+# by a or b); sets EA and EB (summaries)
 both_brokers() {
     local label=$1; shift
-    $B/bench/loadgen -p "$PORT_etcd_b" "$@" --prefix b --label "${label}b" | grep '^LOADGEN' > "$WORK/b.out" &
+    $B/bench/loadgen -p "$PORT_etcd_b" "$@" --prefix "${PREFIX_ROOT:-}b" --label "${label}b" | grep '^LOADGEN' > "$WORK/b.out" &
     local lb=$!
-    EA=$(lg -p "$PORT_etcd_a" "$@" --prefix a --label "${label}a")
+    EA=$(lg -p "$PORT_etcd_a" "$@" --prefix "${PREFIX_ROOT:-}a" --label "${label}a")
     wait $lb
     EB=$(cat "$WORK/b.out")
 }
@@ -277,13 +278,7 @@ lg -p "$PORT_etcd_b" -c 4 -w 64 -k 20000 -v 200 -n 20000 --sequential --prefix m
 for i in $(seq "$MIX_REPS"); do
     for m in $MIXES; do
         # shellcheck disable=SC2046
-        $B/bench/loadgen -p "$PORT_etcd_b" -c 2 -w 16 -k 20000 -v 200 --prefix mb $(mix_args "$m") -d "$MIX_SECS" \
-            --label "mix2b-$m" | grep '^LOADGEN' > "$WORK/b.out" &
-        lb=$!
-        # shellcheck disable=SC2046
-        EA=$(lg -p "$PORT_etcd_a" -c 2 -w 16 -k 20000 -v 200 --prefix ma $(mix_args "$m") -d "$MIX_SECS" --label "mix2a-$m")
-        wait $lb
-        EB=$(cat "$WORK/b.out")
+        PREFIX_ROOT=m both_brokers "mix2-$m-" -c 2 -w 16 -k 20000 -v 200 $(mix_args "$m") -d "$MIX_SECS"
         mix_two[$m]="${mix_two[$m]:-} $(awk -v a="$(field "$EA" ops_per_s)" -v b="$(field "$EB" ops_per_s)" 'BEGIN {print a + b}')"
         q=$(field "$EA" p99_us); qb=$(field "$EB" p99_us); [ "${qb:-0}" -gt "${q:-0}" ] && q=$qb
         mix_two_p99[$m]="${mix_two_p99[$m]:-} $q"
