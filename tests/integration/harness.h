@@ -31,8 +31,9 @@ struct broker {
 /* True when the brokers of the tests run on etcd (SS_BACKEND=etcd). */
 bool harness_on_etcd(void);
 /* Start mosquitto with the plugin (path from $SS_PLUGIN) and b->extra; the
- * data directory is <tmpdir>/data unless b->data is set. Waits until the
- * port answers; fails the test otherwise. Reuses b->port if set. */
+ * data directory is <tmpdir>/data unless b->data is set. Waits until it
+ * serves (its port answers, its log says it is running); fails the test
+ * otherwise. Reuses b->port if set. */
 void broker_start(struct broker *b);
 /* Start and expect the broker to exit by itself (bad config): returns its
  * exit status; the log is in b->log. */
