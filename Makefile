@@ -111,7 +111,7 @@ CLI_OBJ   := $(patsubst %.c,$(OUT)/%.o,$(wildcard cli/*.c))
 CLI       := $(OUT)/statestore
 
 .PHONY: console test-console bench-console
-.PHONY: all build deps test check valgrind stress mutate bench bench-scan bench-patterns bench-etcd bench-etcd-soak bench-compare fuzz run run-cluster install \
+.PHONY: all build deps test test-build check valgrind stress mutate bench bench-scan bench-patterns bench-etcd bench-etcd-soak bench-compare fuzz run run-cluster install \
         install-files deb test-package clean
 
 all: deps
@@ -245,10 +245,14 @@ TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/lifecycle/run $(OUT)/tests/integr
 # libfaketime cannot run under a broker whose sanitizer runtime is preloaded
 # first (the broker never starts): with SAN, the clock test is left out.
 SAN_SKIP := $(if $(BROKER_PRELOAD),cluster_clock_ahead_reported_and_versions_grow nemesis_broker_clock_jumps)
-test: deps
+
+# What make test runs, built (and its Debian packages installed) without
+# running it: CI builds every variant first, then runs them side by side.
+test-build: deps
 	@scripts/deps.sh iproute2 nftables faketime
 	@scripts/console-deps.sh
 	@$(MAKE) --no-print-directory $(TEST_BINS) console
+test: test-build
 	@SS_TEST_SKIP="$$SS_TEST_SKIP $(SAN_SKIP)" \
 	    SS_BROKER_PRELOAD="$(BROKER_PRELOAD)" TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp" \
 	    SS_ETCD_PASS=$(ETCD_PASS) SS_CONSOLE_PASS=$(CONSOLE_PASS) scripts/run-tests.sh $(OUT) $(CURDIR)/$(PLUGIN)

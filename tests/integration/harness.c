@@ -34,7 +34,22 @@ uint64_t now_ms(void)
  * (32768-60999): a port the kernel hands out there may become the local
  * port of some outgoing connection (etcd members dial each other) before
  * the server that was meant to listen on it binds it. A port is free when
- * it can be bound now; none is handed out twice by one process. */
+ * it can be bound now; none is handed out twice by one process. Runs of
+ * the tests side by side (CI) give each its own part of that range,
+ * SS_PORT_RANGE=LOW-HIGH: a port one run found free and has not bound yet,
+ * or freed between a broker's stop and its restart, is never the other's. */
+static void port_range(int *low, int *high)
+{
+    *low = 20000;
+    *high = 31999;
+    const char *r = getenv("SS_PORT_RANGE");
+    int l, h;
+    if (r != NULL && sscanf(r, "%d-%d", &l, &h) == 2 && l >= 1024 && h <= 32767 && h - l >= 99) {
+        *low = l;
+        *high = h;
+    }
+}
+
 int free_port(void)
 {
     static int given[256];
@@ -42,8 +57,10 @@ int free_port(void)
     static unsigned seed;
     if (seed == 0)
         seed = (unsigned)getpid() ^ (unsigned)now_ms();
+    int low, high;
+    port_range(&low, &high);
     for (int tries = 0; tries < 10000; tries++) {
-        int p = 20000 + (int)(rand_r(&seed) % 12000);
+        int p = low + (int)(rand_r(&seed) % (unsigned)(high - low + 1));
         bool used = false;
         for (int i = 0; i < ngiven; i++)
             used = used || given[i] == p;
