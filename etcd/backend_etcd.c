@@ -464,6 +464,10 @@ void ss_backend_etcd_free(ss_backend *b)
     while (e->ops) {
         struct ss_etcd_op *op = e->ops;
         ss_etcd__unlink_op(e, op);
+        /* A fetch under way at the stop: its entry, freed below, must not
+         * reach the call through its back pointer. */
+        if (op->entry)
+            op->entry->op = NULL;
         ss_etcd__op_free(op);
     }
     while (e->first)
