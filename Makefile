@@ -246,8 +246,9 @@ TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/lifecycle/run $(OUT)/tests/integr
 # first (the broker never starts): with SAN, the clock test is left out.
 SAN_SKIP := $(if $(BROKER_PRELOAD),cluster_clock_ahead_reported_and_versions_grow nemesis_broker_clock_jumps)
 
-# What make test runs, built (and its Debian packages installed) without
-# running it: CI builds every variant first, then runs them side by side.
+# What make test runs, built (and the Debian packages it needs installed)
+# without running it: CI builds each variant first, then runs them side
+# by side.
 test-build: deps
 	@scripts/deps.sh iproute2 nftables faketime
 	@scripts/console-deps.sh

@@ -216,7 +216,8 @@ static bool broker_serves(const struct broker *b)
     return port_open(b->port) && broker_log_has(b, " running\n");
 }
 
-/* Start the broker and wait (up to 30 s) until it serves or it exits. Returns -1 if it is running, else its exit status. */
+/* Start the broker and wait (up to 30 s) until it serves or it exits.
+ * Returns -1 if it is running, else its exit status. */
 static int start_and_wait(struct broker *b)
 {
     write_conf(b);
