@@ -133,7 +133,7 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
     if (in_txn + around > e->max_request_bytes)
         return SS_E_QUOTA; /* no Txn could carry it: the key is too long */
     size_t bytes;
-    size_t ops = ss_etcd__room(e, x, in_txn, &bytes);
+    size_t ops = ss_etcd__room(e, x, in_txn, chunked, &bytes);
     if (ops == 0)
         return SS_E_CONFLICT; /* the next batch */
     /* Room first (what next_rec holds stays), then the charge, which
@@ -152,6 +152,7 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
     x->next_lease = 0; /* a put without one takes the key off a tombstone's */
     x->next_blob[0] = '\0';
     x->uploaded = 0;
+    x->upload_lease = 0;
     if (chunked)
         ss_etcd__blob_new(e, x->next_blob);
     e->open.bytes += bytes;
@@ -179,7 +180,7 @@ int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on)
         return rc;
     }
     size_t bytes;
-    size_t ops = ss_etcd__room(e, x, ss_etcd__tombstone_size(e, change), &bytes);
+    size_t ops = ss_etcd__room(e, x, ss_etcd__tombstone_size(e, change), false, &bytes);
     if (ops == 0)
         return SS_E_CONFLICT; /* the next batch */
     /* The tombstone (next_rec holds nothing of the batch's: room saw to
@@ -205,7 +206,7 @@ int ss_etcd__del(void *impl, const ss_change *change, ss_revision decided_on)
 int ss_etcd__purge(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
 {
     size_t bytes;
-    size_t ops = ss_etcd__room(e, x, 0, &bytes);
+    size_t ops = ss_etcd__room(e, x, 0, false, &bytes);
     if (ops == 0)
         return SS_E_CONFLICT;
     e->open.ops += ops;

@@ -18,9 +18,8 @@
  * deleted them, so a reader never sees half of one value and half of
  * another.
  *
- * Chunks of a Txn that did not commit are deleted. A broker that dies
- * between its chunks and its Txn leaves them behind, under its instance
- * (CLUSTER.md says how to find them).
+ * Writing the chunks, and deleting those of a Txn that did not commit,
+ * is backend_etcd_upload.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,11 +131,6 @@ int ss_backend_etcd_chunk_key(ss_buf *out, const char *prefix, const char *blob,
     return ss_backend_etcd_layout_key(out, prefix, 'c', k);
 }
 
-static int ss_etcd__chunk_key(struct ss_backend_etcd *e, ss_buf *out, const char *blob, uint32_t i)
-{
-    return ss_backend_etcd_chunk_key(out, e->prefix, blob, i);
-}
-
 int ss_backend_etcd_blob_range(ss_buf *start, ss_buf *end, const char *prefix, const char *blob)
 {
     char name[SS_ETCD_BLOB_ID_LEN + 2];
@@ -207,161 +201,4 @@ int ss_etcd__blob_value(const ss_buf *reply, const struct ss_etcd_stub *stub, ss
         rc = SS_E_CORRUPT;
     ss_etcd_reply_free(&r);
     return rc;
-}
-
-static void ss_etcd__drop_later(struct ss_backend_etcd *e, const char *blob);
-
-/* ---- writing chunks before the commit ---------------------------------- */
-
-/* A call of kind that sends t, which it frees (NULL: rc was a failure,
- * or out of memory). */
-static struct ss_etcd_op *ss_etcd__txn_call(struct ss_backend_etcd *e, enum ss_op_kind kind, ss_etcd_txn *t, int rc)
-{
-    struct ss_etcd_op *op = rc == SS_OK ? ss_etcd__op_new(e, kind, SS_ETCD_TXN_METHOD) : NULL;
-    if (op && ss_etcd_txn_pack(t, &op->call.request) != SS_OK) {
-        ss_etcd__op_free(op);
-        op = NULL;
-    }
-    ss_etcd_txn_free(t);
-    return op;
-}
-
-/* The entry of flight f whose value goes in chunks and still has one to
- * write, from the one the upload is at. */
-static struct ss_etcd_entry *ss_etcd__uploading(struct ss_backend_etcd *e, struct ss_etcd_flight *f,
-                                                ss_bytes *value)
-{
-    for (; f->upload_at < f->b.ntouched; f->upload_at++) {
-        struct ss_etcd_entry *x = f->b.touched[f->upload_at];
-        if (x->change != SS_CHANGE_PUT || x->next_blob[0] == '\0')
-            continue;
-        ss_record rec;
-        ss_bytes tail;
-        if (ss_record_decode(x->next_rec.data, x->next_rec.len, &rec, &tail) != SS_OK)
-            continue; /* cannot be: encoded here */
-        if ((uint64_t)x->uploaded * ss_etcd__chunk_bytes(e) < rec.value.len) {
-            *value = rec.value;
-            return x;
-        }
-    }
-    return NULL;
-}
-
-bool ss_etcd__uploads(const struct ss_etcd_batch *b)
-{
-    for (size_t i = 0; i < b->ntouched; i++)
-        if (b->touched[i]->change == SS_CHANGE_PUT && b->touched[i]->next_blob[0] != '\0')
-            return true;
-    return false;
-}
-
-void ss_etcd__upload_next(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
-{
-    f->upload_retry_ms = 0;
-    ss_bytes value;
-    struct ss_etcd_entry *x = ss_etcd__uploading(e, f, &value);
-    if (x == NULL) {
-        ss_etcd__commit_send(e, f); /* every chunk is there: the Txn */
-        return;
-    }
-    size_t cb = ss_etcd__chunk_bytes(e);
-    size_t off = x->uploaded * cb;
-    ss_bytes chunk = {value.data + off, value.len - off < cb ? value.len - off : cb};
-    ss_etcd_txn t = {0};
-    int rc = ss_etcd__chunk_key(e, &e->scratch, x->next_blob, (uint32_t)x->uploaded);
-    if (rc == SS_OK)
-        rc = ss_etcd_txn_put(&t, ss_etcd__bytes(&e->scratch), chunk);
-    struct ss_etcd_op *op = ss_etcd__txn_call(e, SS_OP_UPLOAD, &t, rc);
-    if (op == NULL) {
-        f->upload_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS; /* out of memory: later */
-        return;
-    }
-    op->flight = f;
-    ss_etcd__submit(e, op);
-}
-
-void ss_etcd__upload_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
-{
-    struct ss_etcd_flight *f = op->flight;
-    ss_grpc_call *c = &op->call;
-    if (f->state != SS_COMMIT_UPLOADING)
-        return;
-    if (c->rc == SS_OK) {
-        f->b.touched[f->upload_at]->uploaded++;
-        e->stats.chunks_written++;
-        ss_etcd__upload_next(e, f);
-        return;
-    }
-    if (ss_etcd__out_of_space(e, c)) {
-        /* Nothing of the batch was stored (its Txn was not sent): it runs
-         * again, where the large value is refused and the rest goes on. */
-        ss_etcd__commit_failed(e, f, SS_E_CONFLICT);
-        return;
-    }
-    if (ss_etcd__refused(c) && !(c->rc == SS_E_SERVER && c->status == SS_ETCD_UNAUTHENTICATED)) {
-        ss_etcd__log(e, SS_LOG_ERR, "etcd refused a chunk of a large value: %s", ss_etcd__why(c));
-        ss_etcd__commit_failed(e, f, c->status == 8 ? SS_E_QUOTA : SS_E_IO);
-        return;
-    }
-    /* A put of a key nobody else writes: sent again, it does no harm. */
-    if (ss_etcd__mono_ms() - f->upload_started_ms >= e->unavailable_ms) {
-        ss_etcd__log(e, SS_LOG_WARNING, "etcd did not take the chunks of a large value for %u ms "
-                     "(%s): its batch is answered \"the store is unavailable\"",
-                     e->unavailable_ms, ss_etcd__why(c));
-        ss_etcd__commit_failed(e, f, SS_E_UNAVAILABLE);
-        return;
-    }
-    f->upload_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
-}
-
-void ss_etcd__blob_drop(struct ss_backend_etcd *e, const char *blob)
-{
-    ss_etcd_txn t = {0};
-    struct ss_etcd_op *op = ss_etcd__txn_call(e, SS_OP_BLOB_DROP, &t, ss_etcd__blob_delete(e, &t, blob));
-    if (op == NULL) {
-        ss_etcd__drop_later(e, blob);
-        return;
-    }
-    memcpy(op->blob, blob, sizeof op->blob);
-    ss_etcd__submit(e, op);
-}
-
-/* Try the deletion of blob's chunks again later. */
-static void ss_etcd__drop_later(struct ss_backend_etcd *e, const char *blob)
-{
-    if (ss_buf_append(&e->drops, blob, SS_ETCD_BLOB_ID_LEN) != SS_OK) {
-        ss_etcd__log(e, SS_LOG_WARNING, "out of memory: the chunks c/%s/ of a value that was not "
-                     "stored are left behind", blob);
-        return;
-    }
-    if (e->drop_retry_ms == 0)
-        e->drop_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
-}
-
-void ss_etcd__blob_dropped(struct ss_backend_etcd *e, struct ss_etcd_op *op)
-{
-    if (op->call.rc == SS_OK)
-        return;
-    if (ss_etcd__refused(&op->call) && !(op->call.rc == SS_E_SERVER && op->call.status == SS_ETCD_UNAUTHENTICATED)) {
-        ss_etcd__log(e, SS_LOG_WARNING, "etcd refused to delete the chunks c/%s/ of a value that was "
-                     "not stored (%s): they are left behind (see CLUSTER.md)", op->blob, ss_etcd__why(&op->call));
-        return;
-    }
-    ss_etcd__drop_later(e, op->blob); /* the cluster did not answer: again, until it does */
-}
-
-void ss_etcd__drop_step(struct ss_backend_etcd *e)
-{
-    if (e->drops.len == 0 || ss_etcd__mono_ms() < e->drop_retry_ms)
-        return;
-    ss_buf ids = e->drops;
-    e->drops = (ss_buf)SS_BUF_INIT;
-    e->drop_retry_ms = 0;
-    for (size_t off = 0; off + SS_ETCD_BLOB_ID_LEN <= ids.len; off += SS_ETCD_BLOB_ID_LEN) {
-        char blob[SS_ETCD_BLOB_ID_LEN + 1];
-        memcpy(blob, ids.data + off, SS_ETCD_BLOB_ID_LEN);
-        blob[SS_ETCD_BLOB_ID_LEN] = '\0';
-        ss_etcd__blob_drop(e, blob);
-    }
-    ss_buf_free(&ids);
 }

@@ -37,17 +37,4 @@ struct ss_etcd_op *ss_etcd__blob_read(struct ss_backend_etcd *e, enum ss_op_kind
  * missing or of the wrong length), SS_E_PROTOCOL, SS_E_NOMEM. */
 int ss_etcd__blob_value(const ss_buf *reply, const struct ss_etcd_stub *stub, ss_buf *out);
 
-/* Has the open batch values that go in chunks? Write them, one call at
- * a time; then the Txn goes (commit_send). */
-bool ss_etcd__uploads(const struct ss_etcd_batch *b);
-void ss_etcd__upload_next(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
-void ss_etcd__upload_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-
-/* Delete the chunks of a value that was not stored (best effort). */
-void ss_etcd__blob_drop(struct ss_backend_etcd *e, const char *blob);
-void ss_etcd__blob_dropped(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-
-/* Deletions that failed, again after a pause. */
-void ss_etcd__drop_step(struct ss_backend_etcd *e);
-
 #endif

@@ -15,6 +15,7 @@
 #include "backend_etcd_calls.h"
 #include "backend_etcd_sweep.h"
 #include "backend_etcd_tombstone.h"
+#include "backend_etcd_upload.h"
 
 /* ---- the cache --------------------------------------------------------- */
 
@@ -264,16 +265,21 @@ size_t ss_backend_etcd_key_overhead(size_t key_len, size_t prefix_len)
     return 3 * ss_etcd__naming_bytes(key_len, prefix_len) + SS_ETCD_REQUEST_SLACK;
 }
 
-/* The operations of x's change (a put or delete of the record, and the
- * deletion of the chunks of a value it replaces) and the bytes they add
- * beside payload, the record's: *bytes.
+/* The operations of x's change (a put or delete of the record, the
+ * deletion of the chunks of a value it replaces, and for a value put in
+ * chunks the deletion of their guard, which it also compares) and the
+ * bytes they add beside payload, the record's: *bytes.
  * The operations, or 0: the batch is full, the change waits for the
  * next. */
-size_t ss_etcd__room(struct ss_backend_etcd *e, const struct ss_etcd_entry *x, size_t payload,
-                            size_t *bytes)
+size_t ss_etcd__room(struct ss_backend_etcd *e, const struct ss_etcd_entry *x, size_t payload, bool chunked,
+                     size_t *bytes)
 {
     size_t ops = x->found && x->blob[0] != '\0' ? 2 : 1;
     *bytes = payload + (ops - 1) * ss_etcd__index_op_bytes(e, x);
+    if (chunked) {
+        ops++;
+        *bytes += 2 * ss_etcd__naming_bytes(SS_ETCD_BLOB_ID_LEN, e->prefix_len);
+    }
     /* A second change of a key waits for the next batch: a Txn writes a
      * key once, and each change must be a revision of its own for every
      * broker's watch to report it (one broker notifies every change).
@@ -340,19 +346,28 @@ int ss_etcd__get(struct ss_backend_etcd *e, ss_bytes key, ss_record *rec, ss_rev
  * hold may be stale). */
 void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch *b, bool committed, int64_t rev)
 {
+    int64_t revoked = 0; /* a batch's chunked values share their guards' lease */
     for (size_t i = 0; i < b->ntouched; i++) {
         struct ss_etcd_entry *x = b->touched[i];
         x->touched = false;
         x->flight = NULL;
         if (!committed) {
             /* Chunks written for a value that was not stored (also when
-             * none was confirmed: a put that timed out may have been
-             * applied all the same). */
-            if (x->change == SS_CHANGE_PUT && x->next_blob[0] != '\0')
-                ss_etcd__blob_drop(e, x->next_blob);
+             * none was confirmed: a put that timed out may be applied all
+             * the same, which the guard's revocation first rules out). */
+            if (x->change == SS_CHANGE_PUT && x->next_blob[0] != '\0' && x->upload_lease != 0)
+                ss_etcd__blob_release(e, x->next_blob, x->upload_lease);
             ss_etcd__entry_free(e, x);
             continue;
         }
+        /* Stored: its guard went with the commit; its lease is not kept
+         * for nothing (a late first chunk fails on the record's revision
+         * all the same: backend_etcd_upload.c). */
+        if (x->upload_lease != 0 && x->upload_lease != revoked) {
+            ss_etcd__blob_release(e, "", x->upload_lease);
+            revoked = x->upload_lease;
+        }
+        x->upload_lease = 0;
         if (x->change == SS_CHANGE_PUT || x->change == SS_CHANGE_DEL) {
             /* The record, or the tombstone, is what etcd holds. */
             e->cache_bytes -= x->stored.cap;

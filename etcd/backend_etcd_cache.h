@@ -31,7 +31,7 @@ struct ss_etcd_entry *ss_etcd__find(struct ss_backend_etcd *e, ss_bytes key, uin
 void ss_etcd__entry_free(struct ss_backend_etcd *e, struct ss_etcd_entry *x);
 void ss_etcd__fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__blob_fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-size_t ss_etcd__room(struct ss_backend_etcd *e, const struct ss_etcd_entry *x, size_t payload,
+size_t ss_etcd__room(struct ss_backend_etcd *e, const struct ss_etcd_entry *x, size_t payload, bool chunked,
                      size_t *bytes);
 void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch *b, bool committed, int64_t rev);
 void ss_etcd__batch_free(struct ss_etcd_batch *b);

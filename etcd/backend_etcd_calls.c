@@ -19,6 +19,7 @@
 #include "backend_etcd_session.h"
 #include "backend_etcd_sweep.h"
 #include "backend_etcd_tombstone.h"
+#include "backend_etcd_upload.h"
 #include "backend_etcd_watch.h"
 #include "backend_etcd_probe.h"
 
@@ -184,6 +185,12 @@ void ss_backend_etcd_poll(ss_backend *b, uint64_t now_ms)
             break;
         case SS_OP_UPLOAD:
             ss_etcd__upload_done(e, op);
+            break;
+        case SS_OP_UPLOAD_LEASE:
+            ss_etcd__upload_lease_granted(e, op);
+            break;
+        case SS_OP_BLOB_REVOKE:
+            ss_etcd__blob_revoked(e, op);
             break;
         case SS_OP_BLOB_DROP:
             ss_etcd__blob_dropped(e, op);

@@ -16,6 +16,7 @@
 #include "backend_etcd_quota.h"
 #include "backend_etcd_session.h"
 #include "backend_etcd_tombstone.h"
+#include "backend_etcd_upload.h"
 
 /* ---- commits ----------------------------------------------------------- */
 
@@ -67,7 +68,8 @@ static int ss_etcd__build_entry(struct ss_backend_etcd *e, ss_etcd_txn *t, struc
      * knows every deadline (backend_etcd_sweep.c). */
     bool purge = x->change == SS_CHANGE_PURGE;
     const ss_buf *rec = &x->next_rec;
-    if (x->change == SS_CHANGE_PUT && x->next_blob[0] != '\0') { /* its chunks are written */
+    bool chunked = x->change == SS_CHANGE_PUT && x->next_blob[0] != '\0';
+    if (chunked) { /* its chunks are written */
         rc = ss_etcd__stub_make(&x->next_rec, x->next_blob, ss_etcd__chunk_bytes(e), &e->stub);
         rec = &e->stub;
     }
@@ -80,6 +82,10 @@ static int ss_etcd__build_entry(struct ss_backend_etcd *e, ss_etcd_txn *t, struc
     /* The chunks of the value it replaces go with it. */
     if (rc == SS_OK && x->found && x->blob[0] != '\0')
         rc = ss_etcd__blob_delete(e, t, x->blob);
+    /* Its chunks' guard (backend_etcd_upload.c): still there, so every
+     * chunk is; gone with the commit. */
+    if (rc == SS_OK && chunked)
+        rc = ss_etcd__guard_commit(e, t, x->next_blob);
     return rc;
 }
 
@@ -302,10 +308,7 @@ int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms, unsigned *slot)
         }
     if (ss_etcd__uploads(&f->b)) {
         /* Large values first, in chunks; the Txn follows. */
-        f->state = SS_COMMIT_UPLOADING;
-        f->upload_at = 0;
-        f->upload_started_ms = ss_etcd__mono_ms();
-        ss_etcd__upload_next(e, f);
+        ss_etcd__upload_start(e, f);
         return SS_OK;
     }
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_TXN, SS_ETCD_TXN_METHOD);

@@ -141,6 +141,8 @@ struct ss_etcd_entry {
     int64_t next_lease;       /* DEL: the tombstone's lease (0: none, it ends at next_expiry) */
     char next_blob[SS_ETCD_BLOB_ID_LEN + 1]; /* next_rec goes in chunks under it */
     size_t uploaded;                          /* chunks of it written */
+    int64_t upload_lease; /* the lease of next_blob's guard u/<blob id>, once its first chunk was sent
+                             (0: nothing of it was sent) */
     /* fetching */
     struct ss_etcd_op *op;
     uint64_t first_try_ms, retry_at_ms;
@@ -151,7 +153,7 @@ enum ss_op_kind { SS_OP_FETCH, SS_OP_TXN, SS_OP_FENCE, SS_OP_MARKER, SS_OP_GRANT
                   SS_OP_KEEPALIVE, SS_OP_REVOKE, SS_OP_AUTH, SS_OP_USAGE, SS_OP_USAGE_SCAN,
                   SS_OP_USAGE_INIT, SS_OP_SCAN, SS_OP_WATCH, SS_OP_REMOVED, SS_OP_UPLOAD, SS_OP_BLOB_DROP,
                   SS_OP_BLOB_FETCH, SS_OP_BLOB_HELD, SS_OP_BLOB_SCAN, SS_OP_PAGE, SS_OP_TOKEN_KEY,
-                  SS_OP_SETTLE_READ, SS_OP_TLEASE, SS_OP_DEADLINES };
+                  SS_OP_SETTLE_READ, SS_OP_TLEASE, SS_OP_DEADLINES, SS_OP_UPLOAD_LEASE, SS_OP_BLOB_REVOKE };
 
 /* What a stub says of a value stored in chunks (backend_etcd_blob.c). */
 struct ss_etcd_stub {
@@ -167,7 +169,8 @@ struct ss_etcd_op {
     struct ss_etcd_entry *entry; /* SS_OP_FETCH; NULL once the entry is gone */
     uint64_t ticket;             /* SS_OP_REMOVED: the held change it is for */
     struct ss_etcd_flight *flight; /* a commit's calls: whose */
-    char blob[SS_ETCD_BLOB_ID_LEN + 1]; /* SS_OP_BLOB_DROP: the chunks it deletes */
+    char blob[SS_ETCD_BLOB_ID_LEN + 1]; /* SS_OP_BLOB_DROP, _REVOKE: the chunks it deletes ("": none) */
+    int64_t lease;                      /* SS_OP_BLOB_REVOKE: the guard's lease it ends */
     struct ss_etcd_op *prev, *next; /* calls under way */
 };
 
@@ -232,6 +235,7 @@ struct ss_etcd_flight {
                             so a read of the marker settles it */
     size_t upload_at;        /* the touched entry being written */
     uint64_t upload_started_ms, upload_retry_ms; /* monotonic */
+    int64_t upload_lease;    /* the lease of its guards (0: not granted yet) */
     /* the slot's commit marker */
     bool marker_known, marker_asked;
     int64_t marker_rev;
@@ -275,7 +279,7 @@ struct ss_backend_etcd {
     /* chunks of large values, written before the Txn */
     uint64_t blob_seq;
     ss_buf stub;
-    ss_buf drops;            /* blob ids whose deletion is tried again */
+    ss_buf drops;            /* struct ss_etcd_drop: deletions tried again */
     uint64_t drop_retry_ms;  /* monotonic */
 
     uint64_t incarnation, txn_seq;

@@ -2,7 +2,8 @@
 /* delay_proxy.c - a TCP proxy that delays what it forwards
  * (delay_proxy.h). One thread polls the listening socket and every
  * connection pair; each direction keeps a queue of chunks, each with the
- * time it may leave (never before the chunk ahead of it). */
+ * time it may leave (never before the chunk ahead of it). A tap reads the
+ * client's bytes as HTTP/2 and keeps the gRPC messages it sends. */
 #include "delay_proxy.h"
 
 #include <arpa/inet.h>
@@ -23,6 +24,31 @@
 
 #define PROXY_PAIRS 32
 #define PROXY_CHUNK 16384
+#define TAP_STREAMS 16
+#define TAP_KEPT 64
+#define H2_PREFACE_LEN 24
+#define H2_DATA 0
+#define H2_FLAG_PADDED 0x8
+
+/* A request stream's DATA so far (its gRPC messages, framed). */
+struct tap_stream {
+    uint32_t id; /* 0: free */
+    uint8_t *data;
+    size_t len, cap;
+};
+
+/* The tap's reading of one connection's client-to-server bytes. */
+struct tap {
+    size_t preface_left;
+    uint8_t head[9];
+    size_t head_len;
+    size_t left;       /* payload bytes of the current frame still to come */
+    bool data_frame;   /* the current frame is DATA */
+    size_t pad;        /* its padding, at the payload's end */
+    bool pad_known;    /* the pad length byte was read (or there is none) */
+    uint32_t stream;
+    struct tap_stream s[TAP_STREAMS];
+};
 
 struct chunk {
     struct chunk *next;
@@ -42,6 +68,12 @@ struct flow {
 struct pair {
     bool used;
     struct flow f[2]; /* client to server, server to client */
+    struct tap tap;
+};
+
+struct tapped {
+    uint8_t *data;
+    size_t len;
 };
 
 struct delay_proxy {
@@ -53,6 +85,9 @@ struct delay_proxy {
     bool stop;               /* under mu */
     unsigned seed;
     struct pair pairs[PROXY_PAIRS];
+    size_t tap_min;            /* under mu; 0: no tap */
+    struct tapped kept[TAP_KEPT]; /* under mu */
+    size_t nkept;
 };
 
 static void flow_free(struct flow *f)
@@ -70,7 +105,114 @@ static void pair_close(struct pair *p)
     close(p->f[0].to);
     flow_free(&p->f[0]);
     flow_free(&p->f[1]);
+    for (int i = 0; i < TAP_STREAMS; i++)
+        free(p->tap.s[i].data);
     p->used = false;
+}
+
+/* ---- the tap ------------------------------------------------------------- */
+
+static struct tap_stream *tap_stream(struct tap *t, uint32_t id)
+{
+    struct tap_stream *free_one = NULL;
+    for (int i = 0; i < TAP_STREAMS; i++) {
+        if (t->s[i].id == id)
+            return &t->s[i];
+        if (t->s[i].id == 0 && free_one == NULL)
+            free_one = &t->s[i];
+    }
+    if (free_one) {
+        free_one->id = id;
+        free_one->len = 0;
+    }
+    return free_one; /* NULL: too many streams at once, not kept */
+}
+
+/* Keep the complete messages at the start of stream s's bytes. */
+static void tap_messages(struct delay_proxy *x, struct tap_stream *s)
+{
+    size_t off = 0;
+    while (s->len - off >= 5) {
+        size_t n = (size_t)s->data[off + 1] << 24 | (size_t)s->data[off + 2] << 16 |
+                   (size_t)s->data[off + 3] << 8 | s->data[off + 4];
+        if (s->len - off - 5 < n)
+            break;
+        pthread_mutex_lock(&x->mu);
+        if (x->tap_min && n >= x->tap_min && x->nkept < TAP_KEPT) {
+            uint8_t *copy = malloc(n);
+            ASSERT_TRUE(copy != NULL);
+            memcpy(copy, s->data + off + 5, n);
+            x->kept[x->nkept++] = (struct tapped){copy, n};
+        }
+        pthread_mutex_unlock(&x->mu);
+        off += 5 + n;
+    }
+    memmove(s->data, s->data + off, s->len - off);
+    s->len -= off;
+    if (s->len == 0)
+        s->id = 0; /* nothing pending: the slot is free for another stream */
+}
+
+/* The payload bytes p[0..n) of a DATA frame on the tap's current stream. */
+static void tap_data(struct delay_proxy *x, struct tap *t, const uint8_t *p, size_t n)
+{
+    struct tap_stream *s = tap_stream(t, t->stream);
+    if (s == NULL)
+        return;
+    if (s->len + n > s->cap) {
+        size_t cap = (s->len + n) * 2;
+        uint8_t *d = realloc(s->data, cap);
+        ASSERT_TRUE(d != NULL);
+        s->data = d;
+        s->cap = cap;
+    }
+    memcpy(s->data + s->len, p, n);
+    s->len += n;
+    tap_messages(x, s);
+}
+
+/* Read data[0..len), the next bytes the client sent, as HTTP/2. */
+static void tap_feed(struct delay_proxy *x, struct tap *t, const uint8_t *data, size_t len)
+{
+    while (len > 0) {
+        if (t->preface_left > 0) {
+            size_t k = len < t->preface_left ? len : t->preface_left;
+            t->preface_left -= k;
+            data += k;
+            len -= k;
+        } else if (t->left == 0 && t->head_len < 9) {
+            t->head[t->head_len++] = *data++;
+            len--;
+            if (t->head_len == 9) {
+                t->left = (size_t)t->head[0] << 16 | (size_t)t->head[1] << 8 | t->head[2];
+                t->data_frame = t->head[3] == H2_DATA;
+                t->pad = 0;
+                t->pad_known = !(t->data_frame && (t->head[4] & H2_FLAG_PADDED));
+                t->stream = ((uint32_t)t->head[5] << 24 | (uint32_t)t->head[6] << 16 |
+                             (uint32_t)t->head[7] << 8 | t->head[8]) & 0x7fffffffu;
+                if (t->left == 0)
+                    t->head_len = 0;
+            }
+        } else {
+            if (!t->pad_known) {
+                t->pad = *data++;
+                len--;
+                t->left--;
+                t->pad_known = true;
+                continue;
+            }
+            size_t k = len < t->left ? len : t->left;
+            size_t body = t->left > t->pad ? t->left - t->pad : 0; /* payload before the padding */
+            size_t use = k < body ? k : body;
+            if (t->data_frame && use > 0)
+                tap_data(x, t, data, use);
+            t->left -= k;
+            data += k;
+            len -= k;
+            if (t->left == 0)
+                t->head_len = 0;
+        }
+    }
 }
 
 static void proxy_accept(struct delay_proxy *x)
@@ -91,7 +233,8 @@ static void proxy_accept(struct delay_proxy *x)
     for (int i = 0; i < PROXY_PAIRS; i++) {
         if (!x->pairs[i].used) {
             x->pairs[i] = (struct pair){.used = true,
-                                        .f = {{.from = c, .to = s}, {.from = s, .to = c}}};
+                                        .f = {{.from = c, .to = s}, {.from = s, .to = c}},
+                                        .tap = {.preface_left = H2_PREFACE_LEN}};
             return;
         }
     }
@@ -99,8 +242,9 @@ static void proxy_accept(struct delay_proxy *x)
     close(s);
 }
 
-/* Read what `from` has into a new chunk; false when the flow ended. */
-static bool flow_read(struct delay_proxy *x, struct flow *f, uint64_t now)
+/* Read what `from` has into a new chunk; false when the flow ended. The
+ * client's bytes go through tap too (NULL for the server's). */
+static bool flow_read(struct delay_proxy *x, struct flow *f, struct tap *tap, uint64_t now)
 {
     struct chunk *c = malloc(sizeof *c + PROXY_CHUNK);
     if (c == NULL)
@@ -113,6 +257,8 @@ static bool flow_read(struct delay_proxy *x, struct flow *f, uint64_t now)
         f->eof = true;
         return true;
     }
+    if (tap)
+        tap_feed(x, tap, c->data, (size_t)n);
     pthread_mutex_lock(&x->mu);
     int delay = x->delay_ms, jitter = x->jitter_ms;
     pthread_mutex_unlock(&x->mu);
@@ -181,7 +327,7 @@ static void *proxy_run(void *arg)
         for (int j = 1; j < n; j++) {
             struct pair *p = &x->pairs[map[j] / 2];
             if (p->used && (pf[j].revents & (POLLIN | POLLHUP | POLLERR)))
-                flow_read(x, &p->f[map[j] % 2], now);
+                flow_read(x, &p->f[map[j] % 2], map[j] % 2 == 0 ? &p->tap : NULL, now);
         }
         for (int i = 0; i < PROXY_PAIRS; i++) {
             struct pair *p = &x->pairs[i];
@@ -226,6 +372,27 @@ void delay_proxy_set(struct delay_proxy *x, int delay_ms, int jitter_ms)
     pthread_mutex_unlock(&x->mu);
 }
 
+void delay_proxy_tap(struct delay_proxy *x, size_t min_len)
+{
+    pthread_mutex_lock(&x->mu);
+    x->tap_min = min_len;
+    pthread_mutex_unlock(&x->mu);
+}
+
+size_t delay_proxy_tapped(struct delay_proxy *x, size_t i, uint8_t **msg)
+{
+    pthread_mutex_lock(&x->mu);
+    size_t n = i < x->nkept ? x->kept[i].len : 0;
+    *msg = NULL;
+    if (n) {
+        *msg = malloc(n);
+        ASSERT_TRUE(*msg != NULL);
+        memcpy(*msg, x->kept[i].data, n);
+    }
+    pthread_mutex_unlock(&x->mu);
+    return n;
+}
+
 void delay_proxy_stop(struct delay_proxy *x)
 {
     pthread_mutex_lock(&x->mu);
@@ -233,6 +400,8 @@ void delay_proxy_stop(struct delay_proxy *x)
     pthread_mutex_unlock(&x->mu);
     pthread_join(x->thread, NULL);
     close(x->listen_fd);
+    for (size_t i = 0; i < x->nkept; i++)
+        free(x->kept[i].data);
     pthread_mutex_destroy(&x->mu);
     free(x);
 }

@@ -7,6 +7,9 @@
 #ifndef SS_DELAY_PROXY_H
 #define SS_DELAY_PROXY_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 struct delay_proxy;
 
 /* Listen on listen_addr:listen_port and forward each connection to
@@ -15,6 +18,13 @@ struct delay_proxy *delay_proxy_start(const char *listen_addr, int listen_port, 
 /* From now on, hold each chunk for delay_ms +- jitter_ms (0, 0: forward
  * at once). */
 void delay_proxy_set(struct delay_proxy *p, int delay_ms, int jitter_ms);
+/* From now on, keep a copy of every gRPC message of at least min_len
+ * bytes that a client sends (its HTTP/2 DATA, without the gRPC framing;
+ * 64 at most), for a test to deliver again (0: keep none). */
+void delay_proxy_tap(struct delay_proxy *p, size_t min_len);
+/* A copy of the i-th message kept, in *msg (the caller frees it); its
+ * length, 0 if there is no such message. */
+size_t delay_proxy_tapped(struct delay_proxy *p, size_t i, uint8_t **msg);
 /* Stop the thread and close every connection. */
 void delay_proxy_stop(struct delay_proxy *p);
 

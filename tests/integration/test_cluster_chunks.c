@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
+/* test_cluster_chunks.c - values larger than one etcd request, stored in
+ * chunks (backend_etcd_blob.c, backend_etcd_upload.c): written and read
+ * through two brokers, under races and quorum loss, with keys near the
+ * longest, and with the puts of chunks applied late. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../core/errors.h"
+#include "../../core/json.h"
+#include "../../etcd/grpc.h"
+#include "../../etcd/kv.h"
+#include "../test.h"
+#include "cluster_util.h"
+#include "delay_proxy.h"
+#include "etcd_cluster.h"
+#include "harness.h"
+
+/* "cmd key tail..." for each of n keys, sent at once on c: every answer
+ * must be want. */
+static void pipelined(struct client *c, const char *r, char **keys, int n, const char *cmd, const char *const *tail,
+                      const char *want)
+{
+    for (int i = 0; i < n; i++) {
+        char corr[16];
+        snprintf(corr, sizeof corr, "%s%d", cmd, i);
+        const char *argv[6] = {cmd, keys[i]};
+        for (int j = 0; j < 3 && tail[j] != NULL; j++)
+            argv[2 + j] = tail[j];
+        request_send(c, r, corr, NULL, NULL, argv);
+    }
+    for (int i = 0; i < n; i++) {
+        struct msg *m = client_wait(c, 20000);
+        ASSERT_TRUE(m != NULL);
+        ASSERT_MEM(m->payload, (size_t)m->len, want, strlen(want));
+    }
+}
+
+/* Values larger than one etcd request (1.5 MiB by default) are stored in
+ * chunks: written, read and notified whole through either broker; their
+ * chunks go when the value is replaced, deleted or expires; KEYS shows
+ * the length and EXPORT the whole value. */
+TEST(cluster_large_values_in_chunks)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    struct broker a, b;
+    cluster_broker(&a, &c, "large-a", NULL);
+    cluster_broker(&b, &c, "large-b", NULL);
+    struct client ca, cb, ob;
+    char ra[64], rb[64], rob[64];
+    client_connect_rr(&ca, a.port, "writer-a", ra, sizeof ra);
+    client_connect_rr(&cb, b.port, "writer-b", rb, sizeof rb);
+    client_connect_rr(&ob, b.port, "observer", rob, sizeof rob);
+    ASSERT_REPLY(request(&ob, rob, "n", NULL, NULL, W("KEYNOTIFY", "big")), "+OK\r\n");
+    /* 5 MiB: 4 chunks of a little under 1.5 MiB. */
+    size_t n1 = (size_t)5 << 20, n2 = n1 + 12345;
+    char *v1 = patterned(n1, 0), *v2 = patterned(n2, 5);
+    struct msg *m = request(&ca, ra, "1", NULL, NULL, W("SET", "big", v1));
+    ASSERT_TRUE(payload_is(m, "+OK\r\n"));
+    char ts1[80], ts2[80];
+    snprintf(ts1, sizeof ts1, "%s", msg_user(m, "__ts"));
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/c/"), 4);
+    /* Their guard went with the commit (backend_etcd_upload.c). */
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/u/"), 0);
+    assert_get(&cb, rb, "big", v1);
+    assert_set_note(&ob, v1, ts1);
+    /* Replaced through the other broker: the old chunks go with the old
+     * value, and the first broker reads the new one. */
+    m = request(&cb, rb, "2", NULL, NULL, W("SET", "big", v2));
+    ASSERT_TRUE(payload_is(m, "+OK\r\n"));
+    snprintf(ts2, sizeof ts2, "%s", msg_user(m, "__ts"));
+    assert_set_note(&ob, v2, ts2);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/c/"), 4);
+    assert_get(&ca, ra, "big", v2);
+    /* KEYS gives its length; EXPORT its whole value. */
+    ASSERT_REPLY(request(&ca, ra, "s", NULL, NULL, W("SET", "small", "v")), "+OK\r\n");
+    char port[16];
+    snprintf(port, sizeof port, "%d", a.port);
+    char *keys_argv[] = {(char *)cli_path(), "-p", port, "keys", NULL};
+    struct run r;
+    run_cmd(keys_argv, NULL, 0, &r);
+    ASSERT_EQ(r.status, 0);
+    char want[160];
+    snprintf(want, sizeof want, "big  size=%zu  version=%s", n2, ts2);
+    ASSERT_TRUE(r.out && strstr(r.out, want) != NULL);
+    run_free(&r);
+    char *export_argv[] = {(char *)cli_path(), "-p", port, "export", NULL};
+    run_cmd(export_argv, NULL, 0, &r);
+    ASSERT_EQ(r.status, 0);
+    ss_buf b64 = SS_BUF_INIT;
+    ASSERT_EQ(ss_buf_append_str(&b64, "\"value_base64\":\""), 0);
+    ASSERT_EQ(ss_json_base64(&b64, (const uint8_t *)v2, n2), 0);
+    ASSERT_EQ(ss_buf_append_str(&b64, "\""), 0);
+    ASSERT_EQ(ss_buf_append(&b64, "", 1), 0);
+    ASSERT_TRUE(r.out && strstr(r.out, (const char *)b64.data) != NULL);
+    ASSERT_TRUE(strstr(r.out, "{\"key\":\"small\"") != NULL);
+    ss_buf_free(&b64);
+    run_free(&r);
+    /* A small value in its place: no chunk is left. */
+    ASSERT_REPLY(request(&ca, ra, "3", NULL, NULL, W("SET", "big", "tiny")), "+OK\r\n");
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/c/"), 0);
+    assert_get(&cb, rb, "big", "tiny");
+    /* Large again with a deadline: the expiry takes the chunks; a DEL
+     * of a large value too. The deadline leaves room for the count
+     * before it: a 5 MiB SET under a sanitizer can take most of 300 ms. */
+    ASSERT_REPLY(request(&cb, rb, "4", NULL, NULL, W("SET", "big", v1, "PX", "2000")), "+OK\r\n");
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/c/"), 4);
+    await_keys(&c, "race/c/", 0);
+    ASSERT_REPLY(request(&ca, ra, "5", NULL, NULL, W("GET", "big")), "$-1\r\n");
+    ASSERT_REPLY(request(&ca, ra, "6", NULL, NULL, W("SET", "big", v2)), "+OK\r\n");
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/c/"), 4);
+    ASSERT_REPLY(request(&cb, rb, "7", NULL, NULL, W("DEL", "big")), ":1\r\n");
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/c/"), 0);
+    printf("  values of %zu and %zu bytes stored as 4 chunks each, read, notified and exported whole; "
+           "their chunks went with a replacement, an expiry and a DEL\n", n1, n2);
+    free(v1);
+    free(v2);
+    three_clients_two_brokers_down(&ca, &cb, &ob, &a, &b, &c);
+}
+
+/* Large values written by two brokers at once, and while the cluster
+ * loses its quorum: every answer is true (what was acknowledged is what
+ * both brokers read; what was refused as unavailable changed nothing),
+ * and only the chunks of the value stored remain. */
+TEST(cluster_large_values_under_races_and_quorum_loss)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    const char *opts = "plugin_opt_etcd_timeout_ms 500\nplugin_opt_etcd_unavailable_ms 1500\n";
+    struct broker a, b;
+    cluster_broker(&a, &c, "chunks-a", opts);
+    cluster_broker(&b, &c, "chunks-b", opts);
+    struct client ca, cb;
+    char ra[64], rb[64];
+    client_connect_rr(&ca, a.port, "writer-a", ra, sizeof ra);
+    client_connect_rr(&cb, b.port, "writer-b", rb, sizeof rb);
+    size_t n = (size_t)4 << 20;
+    char *v[4];
+    for (unsigned i = 0; i < 4; i++)
+        v[i] = patterned(n + i, i);
+    /* Both at once: both stored, one after the other; the later is
+     * what both brokers read, and its chunks alone remain. */
+    char x[64], y[64];
+    for (int round = 0; round < 3; round++) {
+        race(&ca, ra, NULL, W("SET", "k", v[0]), &cb, rb, NULL, W("SET", "k", v[1]), x, y, sizeof x);
+        ASSERT_STR(x, strlen(x), "+OK\r\n");
+        ASSERT_STR(y, strlen(y), "+OK\r\n");
+        char *ga = get_value(&ca, ra, "k"), *gb = get_value(&cb, rb, "k");
+        ASSERT_TRUE(ga != NULL && gb != NULL && strcmp(ga, gb) == 0);
+        ASSERT_TRUE(strcmp(ga, v[0]) == 0 || strcmp(ga, v[1]) == 0);
+        free(ga);
+        free(gb);
+        await_keys(&c, "race/c/", 3);
+        await_keys(&c, "race/u/", 0);
+    }
+    /* The quorum lost while a large value is on its way. */
+    int ok = 0, refused = 0;
+    for (int round = 0; round < 4; round++) {
+        char *before = get_value(&cb, rb, "k");
+        ASSERT_TRUE(before != NULL);
+        const char *next = v[2 + round % 2];
+        request_send(&ca, ra, "q", NULL, NULL, W("SET", "k", next));
+        usleep((useconds_t)(10 + 20 * round) * 1000);
+        int leader = etcd_cluster_leader(&c);
+        ASSERT_TRUE(leader >= 0);
+        etcd_member_sigstop(&c, (leader + 1) % 3);
+        etcd_member_sigstop(&c, (leader + 2) % 3);
+        /* While its chunks are written, the SET is answered unavailable
+         * after 1.5 s; once its Txn is sent, its outcome is unknown until
+         * the quorum is back, and the answer waits for that. */
+        struct msg *m = client_wait(&ca, 5000);
+        bool waited = m == NULL;
+        kill(c.pid[(leader + 1) % 3], SIGCONT);
+        kill(c.pid[(leader + 2) % 3], SIGCONT);
+        if (waited)
+            m = client_wait(&ca, 15000);
+        ASSERT_TRUE(m != NULL);
+        bool stored = payload_is(m, "+OK\r\n");
+        ASSERT_TRUE(stored || payload_is(m, UNAVAILABLE));
+        char *after = NULL;
+        for (int i = 0; i < 100 && after == NULL; i++) {
+            struct msg *g = request(&cb, rb, "g", NULL, NULL, W("GET", "k"));
+            ASSERT_TRUE(g != NULL);
+            if (!payload_is(g, UNAVAILABLE))
+                after = get_value(&cb, rb, "k");
+            else
+                usleep(100 * 1000);
+        }
+        ASSERT_TRUE(after != NULL);
+        ASSERT_TRUE(strcmp(after, stored ? next : before) == 0);
+        ok += stored;
+        refused += !stored;
+        await_keys(&c, "race/c/", 3);
+        await_keys(&c, "race/u/", 0);
+        free(before);
+        free(after);
+    }
+    etcd_cluster_assert_same_history(&c);
+    printf("  3 races of two 4 MiB values: both stored, the later read everywhere; 4 quorum losses during a "
+           "large SET: %d stored, %d answered unavailable, each as told; only the stored value's chunks "
+           "remained\n", ok, refused);
+    for (int i = 0; i < 4; i++)
+        free(v[i]);
+    client_close(&ca);
+    client_close(&cb);
+    broker_stop(&a);
+    broker_stop(&b);
+    etcd_cluster_stop(&c);
+}
+
+/* Keys near the longest allowed (32000 bytes by default), written with
+ * a deadline, deleted and expired 40 at a time: every Txn stays within
+ * etcd's request limit (each compare, put and tombstone names the key
+ * again, and a batch counts them), so every request succeeds and the
+ * sweep removes the expired keys and the tombstones. */
+TEST(cluster_long_keys_written_and_deleted_in_bulk)
+{
+    struct etcd_cluster c;
+    struct broker a;
+    struct client ca;
+    char ra[64];
+    /* Tombstones stay 3 s: long enough to be counted before the sweep
+     * takes them, even on a slow machine (under ThreadSanitizer 1 s was
+     * not). */
+    cluster_with_a_client(&c, &a, "long-keys", "plugin_opt_etcd_tombstone_ms 3000\n", &ca, ra);
+    enum { N = 40, LEN = 30000 };
+    char *keys[N];
+    for (int i = 0; i < N; i++) {
+        keys[i] = patterned(LEN, 0);
+        char tag[16];
+        snprintf(tag, sizeof tag, "%03d", i);
+        memcpy(keys[i], tag, 3);
+    }
+    pipelined(&ca, ra, keys, N, "SET", W("v", "PX", "600000"), "+OK\r\n");
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/k/"), N);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/x/"), 0); /* no expiry index */
+    pipelined(&ca, ra, keys, N, "DEL", W(NULL), ":1\r\n");
+    pipelined(&ca, ra, keys, N, "GET", W(NULL), "$-1\r\n");
+    /* The tombstones, then nothing, once they are due (3 s). */
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/k/"), N);
+    await_keys(&c, "race/k/", 0);
+    /* Expired by the sweep: tombstones in their place, then nothing. */
+    pipelined(&ca, ra, keys, N, "SET", W("w", "PX", "300"), "+OK\r\n");
+    usleep(400 * 1000);
+    pipelined(&ca, ra, keys, N, "GET", W(NULL), "$-1\r\n");
+    await_keys(&c, "race/k/", 0);
+    ASSERT_REPLY(request(&ca, ra, "s", NULL, NULL, W("SET", keys[0], "again")), "+OK\r\n");
+    assert_get(&ca, ra, keys[0], "again");
+    printf("  %d keys of %d bytes set with a deadline, deleted, and set to expire, each batch at once: "
+           "every answer as on one broker; the tombstones and expired keys swept\n", N, LEN);
+    for (int i = 0; i < N; i++)
+        free(keys[i]);
+    client_close(&ca);
+    broker_stop(&a);
+    etcd_cluster_stop(&c);
+}
+
+/* Deliver the requests the tap kept, from the from-th on, to etcd again,
+ * as the Txns they were: *applied counts those etcd applied (their
+ * compares held; the others failed on them, or were refused whole). */
+static void deliver_again(struct delay_proxy *px, const char *endpoints, size_t from, int *kept, int *applied)
+{
+    ss_grpc *g;
+    ss_grpc_options o = {.endpoints = endpoints};
+    ASSERT_EQ(ss_grpc_new(&o, &g, NULL, 0), SS_OK);
+    *kept = *applied = 0;
+    uint8_t *msg;
+    size_t len;
+    for (size_t i = from; (len = delay_proxy_tapped(px, i, &msg)) > 0; i++) {
+        ss_grpc_call c = {.method = SS_ETCD_TXN_METHOD, .timeout_ms = 5000};
+        ASSERT_EQ(ss_buf_append(&c.request, msg, len), SS_OK);
+        free(msg);
+        ss_grpc_call_wait(g, &c);
+        ss_etcd_reply r;
+        if (c.rc == SS_OK && ss_etcd_txn_unpack(&c.reply, &r, NULL) == SS_OK) {
+            *applied += r.succeeded;
+            ss_etcd_reply_free(&r);
+        } else {
+            /* Refused whole: a put on a lease that is gone. */
+            ASSERT_EQ(c.rc, SS_E_SERVER);
+            ASSERT_TRUE(strstr(c.message, "lease not found") != NULL);
+        }
+        ss_grpc_call_clear(&c);
+        (*kept)++;
+    }
+    ss_grpc_free(g);
+}
+
+/* Broker A reaches etcd through a proxy that keeps a copy of each large
+ * request it forwards: the puts of chunks. Those copies are delivered
+ * again, late, as etcd may apply a put that timed out (a member that was
+ * frozen with it in its socket handles it when it runs again):
+ *   - after the value was stored, then replaced (its chunks deleted);
+ *   - after a SET whose Txn failed on another broker's write meanwhile,
+ *     so that its chunks were deleted and it ran again with new ones.
+ * No chunk may come back, nor a guard: the store holds the chunks of the
+ * value it holds, and nothing else. */
+TEST(cluster_chunks_put_late_leave_nothing_behind)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 1);
+    int via = free_port();
+    struct delay_proxy *px = delay_proxy_start("127.0.0.1", via, "127.0.0.1", c.client_port[0]);
+    char tapped[64];
+    snprintf(tapped, sizeof tapped, "http://127.0.0.1:%d", via);
+    struct broker a, b;
+    broker_on_etcd(&a, "a", tapped, "plugin_opt_node_id a\nplugin_opt_etcd_prefix late/\n");
+    broker_on_etcd(&b, "b", c.endpoints, "plugin_opt_node_id b\nplugin_opt_etcd_prefix late/\n");
+    struct client ca, cb;
+    char ra[64], rb[64];
+    client_connect_rr(&ca, a.port, "writer-a", ra, sizeof ra);
+    client_connect_rr(&cb, b.port, "writer-b", rb, sizeof rb);
+    size_t n = (size_t)4 << 20;
+    char *v[4];
+    for (unsigned i = 0; i < 4; i++)
+        v[i] = patterned(n + i, i);
+    /* Stored, then replaced. */
+    delay_proxy_tap(px, 512 * 1024);
+    ASSERT_REPLY(request(&ca, ra, "1", NULL, NULL, W("SET", "k", v[0])), "+OK\r\n");
+    delay_proxy_tap(px, 0);
+    ASSERT_REPLY(request(&ca, ra, "2", NULL, NULL, W("SET", "k", v[1])), "+OK\r\n");
+    await_keys(&c, "late/c/", 3);
+    int kept, applied;
+    deliver_again(px, c.endpoints, 0, &kept, &applied);
+    ASSERT_EQ(kept, 3);
+    assert_get(&cb, rb, "k", v[1]);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "late/c/"), 3);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "late/u/"), 0);
+    ASSERT_EQ(applied, 0);
+    /* Not stored: A's link is slowed (150 ms each way), and B's SET lands
+     * once A's first chunk is there, while A writes the others; A's Txn
+     * fails on it, and A's SET runs again with chunks of a new blob. */
+    delay_proxy_set(px, 150, 0);
+    delay_proxy_tap(px, 512 * 1024);
+    request_send(&ca, ra, "3", NULL, NULL, W("SET", "k", v[2]));
+    await_keys(&c, "late/c/", 4);
+    ASSERT_REPLY(request(&cb, rb, "4", NULL, NULL, W("SET", "k", v[3])), "+OK\r\n");
+    ASSERT_REPLY(client_wait(&ca, 20000), "+OK\r\n");
+    await_keys(&c, "late/c/", 3);
+    assert_get(&cb, rb, "k", v[2]);
+    delay_proxy_tap(px, 0);
+    deliver_again(px, c.endpoints, 3, &kept, &applied);
+    ASSERT_EQ(kept, 6); /* two blobs: the one not stored, and the one stored */
+    assert_get(&cb, rb, "k", v[2]);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "late/c/"), 3);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "late/u/"), 0);
+    ASSERT_EQ(applied, 0);
+    printf("  the chunks' puts of a value stored then replaced (3), and of a SET run again after a "
+           "conflict (6), delivered again: none applied, no chunk came back, no guard left\n");
+    delay_proxy_stop(px);
+    for (unsigned i = 0; i < 4; i++)
+        free(v[i]);
+    client_close(&ca);
+    client_close(&cb);
+    broker_stop(&a);
+    broker_stop(&b);
+    etcd_cluster_stop(&c);
+}
