@@ -279,7 +279,7 @@ static void ss_etcd__chunks_delete(struct ss_backend_etcd *e, const char *blob)
         ss_etcd__drop_later(e, blob, 0);
         return;
     }
-    memcpy(op->blob, blob, sizeof op->blob);
+    snprintf(op->blob, sizeof op->blob, "%s", blob);
     ss_etcd__submit(e, op);
 }
 
@@ -299,7 +299,7 @@ void ss_etcd__blob_release(struct ss_backend_etcd *e, const char *blob, int64_t 
         ss_etcd__drop_later(e, blob, lease);
         return;
     }
-    memcpy(op->blob, blob, sizeof op->blob);
+    snprintf(op->blob, sizeof op->blob, "%s", blob);
     op->lease = lease;
     ss_etcd__submit(e, op);
 }

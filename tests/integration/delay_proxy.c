@@ -82,6 +82,7 @@ struct delay_proxy {
     int listen_fd;
     struct sockaddr_in to;
     int delay_ms, jitter_ms; /* under mu */
+    bool hold;               /* under mu: what clients send waits */
     bool stop;               /* under mu */
     unsigned seed;
     struct pair pairs[PROXY_PAIRS];
@@ -279,9 +280,11 @@ static bool flow_read(struct delay_proxy *x, struct flow *f, struct tap *tap, ui
     return true;
 }
 
-/* Write the chunks that are due; false when `to` failed. */
-static bool flow_write(struct flow *f, uint64_t now)
+/* Write the chunks that are due, unless held; false when `to` failed. */
+static bool flow_write(struct flow *f, uint64_t now, bool hold)
 {
+    if (hold)
+        return true;
     while (f->head && f->head->due_ms <= now) {
         struct chunk *c = f->head;
         ssize_t n = send(f->to, c->data + c->sent, c->len - c->sent, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -329,11 +332,14 @@ static void *proxy_run(void *arg)
             if (p->used && (pf[j].revents & (POLLIN | POLLHUP | POLLERR)))
                 flow_read(x, &p->f[map[j] % 2], map[j] % 2 == 0 ? &p->tap : NULL, now);
         }
+        pthread_mutex_lock(&x->mu);
+        bool hold = x->hold;
+        pthread_mutex_unlock(&x->mu);
         for (int i = 0; i < PROXY_PAIRS; i++) {
             struct pair *p = &x->pairs[i];
             if (!p->used)
                 continue;
-            bool ok = flow_write(&p->f[0], now) && flow_write(&p->f[1], now);
+            bool ok = flow_write(&p->f[0], now, hold) && flow_write(&p->f[1], now, false);
             bool done = p->f[0].eof && p->f[1].eof && !p->f[0].head && !p->f[1].head;
             if (!ok || done)
                 pair_close(p);
@@ -369,6 +375,13 @@ void delay_proxy_set(struct delay_proxy *x, int delay_ms, int jitter_ms)
     pthread_mutex_lock(&x->mu);
     x->delay_ms = delay_ms;
     x->jitter_ms = jitter_ms;
+    pthread_mutex_unlock(&x->mu);
+}
+
+void delay_proxy_hold(struct delay_proxy *x, bool hold)
+{
+    pthread_mutex_lock(&x->mu);
+    x->hold = hold;
     pthread_mutex_unlock(&x->mu);
 }
 

@@ -7,6 +7,7 @@
 #ifndef SS_DELAY_PROXY_H
 #define SS_DELAY_PROXY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,9 @@ struct delay_proxy *delay_proxy_start(const char *listen_addr, int listen_port, 
 /* From now on, hold each chunk for delay_ms +- jitter_ms (0, 0: forward
  * at once). */
 void delay_proxy_set(struct delay_proxy *p, int delay_ms, int jitter_ms);
+/* Hold what clients send (nothing more reaches the server) until
+ * released; then it goes, in order. */
+void delay_proxy_hold(struct delay_proxy *p, bool hold);
 /* From now on, keep a copy of every gRPC message of at least min_len
  * bytes that a client sends (its HTTP/2 DATA, without the gRPC framing;
  * 64 at most), for a test to deliver again (0: keep none). */

@@ -331,26 +331,28 @@ TEST(cluster_chunks_put_late_leave_nothing_behind)
     ASSERT_EQ(etcd_cluster_count_keys(&c, "late/c/"), 3);
     ASSERT_EQ(etcd_cluster_count_keys(&c, "late/u/"), 0);
     ASSERT_EQ(applied, 0);
-    /* Not stored: A's link is slowed (150 ms each way), and B's SET lands
-     * once A's first chunk is there, while A writes the others; A's Txn
-     * fails on it, and A's SET runs again with chunks of a new blob. */
-    delay_proxy_set(px, 150, 0);
+    /* Not stored: what A sends etcd is held while B's SET lands, so A's
+     * SET, decided before it, fails on it (on its first chunk, or at its
+     * Txn) once released, and runs again with chunks of a new blob. */
     delay_proxy_tap(px, 512 * 1024);
+    delay_proxy_hold(px, true);
     request_send(&ca, ra, "3", NULL, NULL, W("SET", "k", v[2]));
-    await_keys(&c, "late/c/", 4);
+    usleep(300 * 1000);
     ASSERT_REPLY(request(&cb, rb, "4", NULL, NULL, W("SET", "k", v[3])), "+OK\r\n");
+    delay_proxy_hold(px, false);
     ASSERT_REPLY(client_wait(&ca, 20000), "+OK\r\n");
     await_keys(&c, "late/c/", 3);
     assert_get(&cb, rb, "k", v[2]);
     delay_proxy_tap(px, 0);
     deliver_again(px, c.endpoints, 3, &kept, &applied);
-    ASSERT_EQ(kept, 6); /* two blobs: the one not stored, and the one stored */
+    /* the stored blob's 3, and 1 to 3 of the one not stored */
+    ASSERT_TRUE(kept >= 4 && kept <= 6);
     assert_get(&cb, rb, "k", v[2]);
     ASSERT_EQ(etcd_cluster_count_keys(&c, "late/c/"), 3);
     ASSERT_EQ(etcd_cluster_count_keys(&c, "late/u/"), 0);
     ASSERT_EQ(applied, 0);
     printf("  the chunks' puts of a value stored then replaced (3), and of a SET run again after a "
-           "conflict (6), delivered again: none applied, no chunk came back, no guard left\n");
+           "conflict (%d), delivered again: none applied, no chunk came back, no guard left\n", kept);
     delay_proxy_stop(px);
     for (unsigned i = 0; i < 4; i++)
         free(v[i]);
