@@ -25,6 +25,7 @@
 #include "backend_etcd_session.h"
 #include "backend_etcd_sweep.h"
 #include "backend_etcd_tombstone.h"
+#include "backend_etcd_upload.h"
 #include "backend_etcd_watch.h"
 
 /* ---- small helpers ----------------------------------------------------- */
@@ -147,11 +148,13 @@ static int ss_etcd__put(void *impl, ss_bytes key, const ss_record *rec, ss_revis
     ss_record_encode(x->next_rec.data, rec, NULL, 0, false);
     x->next_rec.len = size;
     e->open.ops += ops;
+    e->open.guards += chunked;
     x->change = SS_CHANGE_PUT;
     x->next_expiry = rec->expiry_ms;
     x->next_lease = 0; /* a put without one takes the key off a tombstone's */
     x->next_blob[0] = '\0';
     x->uploaded = 0;
+    x->guarded = false;
     x->upload_lease = 0;
     if (chunked)
         ss_etcd__blob_new(e, x->next_blob);
@@ -462,6 +465,7 @@ void ss_backend_etcd_free(ss_backend *b)
     }
     ss_grpc_free(e->grpc); /* no call runs past here */
     ss_etcd__probes_free(e);
+    ss_etcd__drops_left(e);
     while (e->ops) {
         struct ss_etcd_op *op = e->ops;
         ss_etcd__unlink_op(e, op);

@@ -228,7 +228,7 @@ static bool ss_etcd__touch(struct ss_backend_etcd *e, struct ss_etcd_entry *x)
      * Beside them: SS_ETCD_OTHER_COMPARES. */
     size_t bytes = 2 * (x->key.len + e->prefix_len) + 64;
     struct ss_etcd_batch *b = &e->open;
-    if (b->ntouched > 0 && (b->ntouched + 1 + SS_ETCD_OTHER_COMPARES > e->max_txn_ops ||
+    if (b->ntouched > 0 && (b->ntouched + b->guards + 1 + SS_ETCD_OTHER_COMPARES > e->max_txn_ops ||
                             b->bytes + bytes + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)) {
         b->full = true;
         return false;
@@ -280,12 +280,15 @@ size_t ss_etcd__room(struct ss_backend_etcd *e, const struct ss_etcd_entry *x, s
         ops++;
         *bytes += 2 * ss_etcd__naming_bytes(SS_ETCD_BLOB_ID_LEN, e->prefix_len);
     }
+    /* A chunked value's guard is compared too (etcd counts compares
+     * against the same limit). */
+    bool compares_full = chunked && e->open.ntouched + e->open.guards + 1 + SS_ETCD_OTHER_COMPARES > e->max_txn_ops;
     /* A second change of a key waits for the next batch: a Txn writes a
      * key once, and each change must be a revision of its own for every
      * broker's watch to report it (one broker notifies every change).
      * The first key of a batch always fits: ss_etcd__put refuses a key
      * too long for a Txn of its own. */
-    if (x->change != SS_CHANGE_NONE || e->open.ops + ops > e->max_txn_ops ||
+    if (x->change != SS_CHANGE_NONE || e->open.ops + ops > e->max_txn_ops || compares_full ||
         (e->open.ntouched > 1 && e->open.bytes + *bytes + SS_ETCD_REQUEST_SLACK > e->max_request_bytes)) {
         e->open.full = true;
         return 0;
@@ -400,6 +403,7 @@ void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch *b, bo
             x->seen_rev = rev;
         x->next_blob[0] = '\0';
         x->uploaded = 0;
+        x->guarded = false;
         /* What next_rec holds now is the record replaced (after the swap
          * above), which the cache's count no longer covers: freed, or a
          * key deleted after a large value would keep it uncounted. */
@@ -424,6 +428,7 @@ void ss_etcd__batch_reset(struct ss_etcd_batch *b)
      * space or in a read-only batch, the marker's Range and the
      * sentinel's deletion; and one to spare */
     b->ops = 4;
+    b->guards = 0;
     b->bytes = 0;
     b->full = false;
     ss_feed_clear(&b->pending);

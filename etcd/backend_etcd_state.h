@@ -140,6 +140,7 @@ struct ss_etcd_entry {
     uint64_t next_expiry;
     int64_t next_lease;       /* DEL: the tombstone's lease (0: none, it ends at next_expiry) */
     char next_blob[SS_ETCD_BLOB_ID_LEN + 1]; /* next_rec goes in chunks under it */
+    bool guarded;                             /* its guard written (backend_etcd_upload.c) */
     size_t uploaded;                          /* chunks of it written */
     int64_t upload_lease; /* the lease of next_blob's guard u/<blob id>, once its first chunk was sent
                              (0: nothing of it was sent) */
@@ -209,6 +210,7 @@ struct ss_etcd_batch {
     struct ss_etcd_entry **touched;
     size_t ntouched, touched_cap;
     size_t bytes, ops;
+    size_t guards;   /* the compares on the guards of its chunked values, beside one per key */
     bool full;
     ss_feed pending; /* its changes */
     /* quotas: a decision rested on q/usage; the change to it */
@@ -281,6 +283,7 @@ struct ss_backend_etcd {
     ss_buf stub;
     ss_buf drops;            /* struct ss_etcd_drop: deletions tried again */
     uint64_t drop_retry_ms;  /* monotonic */
+    unsigned upload_ttl_scale; /* the guards' lease is this many times its length (0: once) */
 
     uint64_t incarnation, txn_seq;
     /* Reads confirmed at once (backend_etcd_commit.c): after solo_ms

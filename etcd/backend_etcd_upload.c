@@ -12,23 +12,25 @@
  *
  * So an upload first asks etcd for a lease of its own, and every chunk is
  * written under a guard key, u/<blob id>:
- *   - the first chunk's Txn puts the guard, on that lease, with the chunk,
- *     if the record is still at the revision the batch decided on (the
- *     commit compares that too);
- *   - each later chunk's Txn goes only while the guard is there;
+ *   - a Txn of its own puts the guard, on that lease, if the flight's
+ *     commit marker and the record are still at the revisions the commit
+ *     will compare;
+ *   - each chunk's Txn goes only while the guard is there;
  *   - the commit's Txn compares that the guard is there and deletes it.
- * After a commit, no chunk can be written again: the record changed, so
- * the first chunk's Txn fails, and the others find no guard. A value that
- * was not stored goes by revoking the lease first. That takes the guard
- * with it, and the first chunk's Txn can no longer take effect either
- * (its lease is gone, and etcd applies none of a Txn then). From then on
- * no chunk of that blob can be written, so the deletion of its chunks
- * that follows is the last word. After a commit the lease is revoked as
- * well, not to keep it for nothing.
+ * After a commit, no chunk can be written again: the marker changed for
+ * good (every commit of the flight changes it), so the guard's Txn
+ * fails, and the chunks find no guard. A value that was not stored goes
+ * by revoking the lease first. That takes the guard with it, and the
+ * guard's Txn can no longer take effect either (its lease is gone, and
+ * etcd applies none of a Txn then). From then on no chunk of that blob
+ * can be written, so the deletion of its chunks that follows is the last
+ * word. After a commit the lease is revoked as well, not to keep it for
+ * nothing.
  *
  * The lease lasts a minute, and a second more per MiB to write: should
  * an upload outlast it, the guard is gone, the chunk's Txn or the commit
- * fails on it, and the batch runs again with a new blob and a new lease.
+ * fails on it, and the batch runs again with a new blob and a lease
+ * twice as long as before (and so on, up to 64 times).
  * A broker that dies between its chunks and its Txn leaves the chunks
  * behind (the guard goes with the lease): CLUSTER.md says how to find
  * them.
@@ -46,9 +48,11 @@
 #include "backend_etcd_commit.h"
 #include "backend_etcd_upload.h"
 
-/* The guards' lease: a minute, and a second per MiB of chunked records. */
+/* The guards' lease: a minute, and a second per MiB of chunked records;
+ * times upload_ttl_scale, which doubles each time one ended too soon. */
 #define SS_ETCD_UPLOAD_TTL_S 60
 #define SS_ETCD_UPLOAD_BYTES_PER_S (1u << 20)
+#define SS_ETCD_UPLOAD_TTL_SCALE_MAX 64
 
 /* A deletion tried again later: the blob's chunks ("" for none) once
  * lease (0 for none) is revoked. */
@@ -126,7 +130,8 @@ static void ss_etcd__upload_grant(struct ss_backend_etcd *e, struct ss_etcd_flig
         if (x->change == SS_CHANGE_PUT && x->next_blob[0] != '\0')
             bytes += x->next_rec.len;
     }
-    int64_t ttl = SS_ETCD_UPLOAD_TTL_S + (int64_t)(bytes / SS_ETCD_UPLOAD_BYTES_PER_S);
+    unsigned scale = e->upload_ttl_scale ? e->upload_ttl_scale : 1;
+    int64_t ttl = (SS_ETCD_UPLOAD_TTL_S + (int64_t)(bytes / SS_ETCD_UPLOAD_BYTES_PER_S)) * scale;
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_UPLOAD_LEASE, SS_ETCD_LEASE_GRANT_METHOD);
     if (op && ss_etcd_lease_grant_pack(&op->call.request, ttl) != SS_OK) {
         ss_etcd__op_free(op);
@@ -153,24 +158,29 @@ void ss_etcd__upload_next(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
         ss_etcd__commit_send(e, f); /* every chunk is there: the Txn */
         return;
     }
-    size_t cb = ss_etcd__chunk_bytes(e);
-    size_t off = x->uploaded * cb;
-    ss_bytes chunk = {value.data + off, value.len - off < cb ? value.len - off : cb};
     ss_etcd_txn t = {0};
-    ss_bytes empty = {NULL, 0};
     int rc = SS_OK;
-    if (x->uploaded == 0 && (rc = ss_etcd__key(e, &e->scratch, 'k', ss_etcd__bytes(&x->key))) == SS_OK)
-        rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), x->rev);
-    if (rc == SS_OK)
-        rc = ss_etcd__guard_key(e, x->next_blob);
-    if (rc == SS_OK && x->uploaded == 0)
-        rc = ss_etcd_txn_put_leased(&t, ss_etcd__bytes(&e->scratch), empty, f->upload_lease);
-    else if (rc == SS_OK)
-        rc = ss_etcd_txn_expect_present(&t, ss_etcd__bytes(&e->scratch));
-    if (rc == SS_OK)
-        rc = ss_backend_etcd_chunk_key(&e->scratch, e->prefix, x->next_blob, (uint32_t)x->uploaded);
-    if (rc == SS_OK)
-        rc = ss_etcd_txn_put(&t, ss_etcd__bytes(&e->scratch), chunk);
+    if (!x->guarded) {
+        /* The guard, while the flight's marker and the record are as its
+         * commit will compare them. */
+        ss_bytes empty = {NULL, 0};
+        if ((rc = ss_etcd__marker_key(e, f->slot)) == SS_OK)
+            rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), f->marker_rev);
+        if (rc == SS_OK && (rc = ss_etcd__key(e, &e->scratch, 'k', ss_etcd__bytes(&x->key))) == SS_OK)
+            rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), x->rev);
+        if (rc == SS_OK && (rc = ss_etcd__guard_key(e, x->next_blob)) == SS_OK)
+            rc = ss_etcd_txn_put_leased(&t, ss_etcd__bytes(&e->scratch), empty, f->upload_lease);
+    } else {
+        size_t cb = ss_etcd__chunk_bytes(e);
+        size_t off = x->uploaded * cb;
+        ss_bytes chunk = {value.data + off, value.len - off < cb ? value.len - off : cb};
+        if ((rc = ss_etcd__guard_key(e, x->next_blob)) == SS_OK)
+            rc = ss_etcd_txn_expect_present(&t, ss_etcd__bytes(&e->scratch));
+        if (rc == SS_OK)
+            rc = ss_backend_etcd_chunk_key(&e->scratch, e->prefix, x->next_blob, (uint32_t)x->uploaded);
+        if (rc == SS_OK)
+            rc = ss_etcd_txn_put(&t, ss_etcd__bytes(&e->scratch), chunk);
+    }
     struct ss_etcd_op *op = ss_etcd__txn_call(e, SS_OP_UPLOAD, &t, rc);
     if (op == NULL) {
         f->upload_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS; /* out of memory: later */
@@ -180,6 +190,17 @@ void ss_etcd__upload_next(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
     x->upload_lease = f->upload_lease;
     op->flight = f;
     ss_etcd__submit(e, op);
+}
+
+/* The guards' lease of an upload ended before the upload did: the next
+ * lease is twice as long. */
+static void ss_etcd__upload_lease_ended(struct ss_backend_etcd *e)
+{
+    unsigned scale = e->upload_ttl_scale ? e->upload_ttl_scale : 1;
+    if (scale < SS_ETCD_UPLOAD_TTL_SCALE_MAX)
+        e->upload_ttl_scale = scale * 2;
+    ss_etcd__log(e, SS_LOG_WARNING, "the lease of a large value's chunks ended before they were written: "
+                 "its batch runs again, under a lease %u times as long", e->upload_ttl_scale ? e->upload_ttl_scale : 1);
 }
 
 /* A call of flight f's upload failed (c): the batch ends, or the call is
@@ -194,8 +215,7 @@ static void ss_etcd__upload_failed(struct ss_backend_etcd *e, struct ss_etcd_fli
     }
     if (c->rc == SS_E_SERVER && c->status == SS_ETCD_NOT_FOUND && strstr(c->message, "lease not found")) {
         /* The guards' lease ended before the upload did: again, anew. */
-        ss_etcd__log(e, SS_LOG_WARNING, "the lease of a large value's chunks ended before they were "
-                     "written: its batch runs again");
+        ss_etcd__upload_lease_ended(e);
         ss_etcd__commit_failed(e, f, SS_E_CONFLICT);
         return;
     }
@@ -240,18 +260,22 @@ void ss_etcd__upload_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     if (c->rc == SS_OK && ss_etcd_txn_unpack(&c->reply, &r, NULL) == SS_OK) {
         bool held = r.succeeded;
         ss_etcd_reply_free(&r);
+        struct ss_etcd_entry *x = f->b.touched[f->upload_at];
         if (!held) {
-            /* The first chunk: the record changed (another broker wrote
-             * it), and the commit would fail on it. A later one: the
-             * guard is gone, its lease ended. */
-            if (f->b.touched[f->upload_at]->uploaded > 0)
-                ss_etcd__log(e, SS_LOG_WARNING, "the lease of a large value's chunks ended before "
-                             "they were written: its batch runs again");
+            /* The guard's Txn: the record changed (another broker wrote
+             * it), and the commit would fail on it. A chunk's: the guard
+             * is gone, its lease ended. */
+            if (x->guarded)
+                ss_etcd__upload_lease_ended(e);
             ss_etcd__commit_failed(e, f, SS_E_CONFLICT);
             return;
         }
-        f->b.touched[f->upload_at]->uploaded++;
-        e->stats.chunks_written++;
+        if (!x->guarded) {
+            x->guarded = true;
+        } else {
+            x->uploaded++;
+            e->stats.chunks_written++;
+        }
         ss_etcd__upload_next(e, f);
         return;
     }
@@ -315,9 +339,12 @@ void ss_etcd__blob_revoked(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         return;
     }
     if (ss_etcd__refused(c) && !(c->rc == SS_E_SERVER && c->status == SS_ETCD_UNAUTHENTICATED)) {
+        /* The chunks go all the same; only a put of one applied late,
+         * before the lease ends, could bring it back. */
         ss_etcd__log(e, SS_LOG_WARNING, "etcd refused to revoke the lease of a large value's chunks "
-                     "(%s): they are left behind if that value was not stored (see CLUSTER.md)",
-                     ss_etcd__why(c));
+                     "(%s): it ends in its time", ss_etcd__why(c));
+        if (op->blob[0] != '\0')
+            ss_etcd__chunks_delete(e, op->blob);
         return;
     }
     ss_etcd__drop_later(e, op->blob, op->lease); /* the cluster did not answer: again, until it does */
@@ -348,6 +375,22 @@ void ss_etcd__blob_dropped(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         return;
     }
     ss_etcd__drop_later(e, op->blob, 0); /* the cluster did not answer: again, until it does */
+}
+
+void ss_etcd__drops_left(struct ss_backend_etcd *e)
+{
+    for (const struct ss_etcd_op *op = e->ops; op; op = op->next)
+        if ((op->kind == SS_OP_BLOB_REVOKE || op->kind == SS_OP_BLOB_DROP) && op->blob[0] != '\0')
+            ss_etcd__log(e, SS_LOG_WARNING, "stopped before the chunks c/%s/ of a value that was not "
+                         "stored were deleted: they are left behind (see CLUSTER.md)", op->blob);
+    for (size_t off = 0; off + sizeof(struct ss_etcd_drop) <= e->drops.len; off += sizeof(struct ss_etcd_drop)) {
+        struct ss_etcd_drop d;
+        memcpy(&d, e->drops.data + off, sizeof d);
+        if (d.blob[0] != '\0')
+            ss_etcd__log(e, SS_LOG_WARNING, "stopped before the chunks c/%.*s/ of a value that was not "
+                         "stored were deleted: they are left behind (see CLUSTER.md)",
+                         (int)sizeof d.blob, d.blob);
+    }
 }
 
 void ss_etcd__drop_step(struct ss_backend_etcd *e)

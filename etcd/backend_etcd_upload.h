@@ -30,5 +30,7 @@ void ss_etcd__blob_dropped(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
 /* Deletions that failed, again after a pause. */
 void ss_etcd__drop_step(struct ss_backend_etcd *e);
+/* At the stop: log the chunks whose deletion is still to come. */
+void ss_etcd__drops_left(struct ss_backend_etcd *e);
 
 #endif

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -28,6 +29,9 @@
 #define TAP_KEPT 64
 #define H2_PREFACE_LEN 24
 #define H2_DATA 0
+#define H2_HEADERS 1
+#define H2_RST_STREAM 3
+#define H2_FLAG_END_STREAM 0x1
 #define H2_FLAG_PADDED 0x8
 
 /* A request stream's DATA so far (its gRPC messages, framed). */
@@ -43,6 +47,7 @@ struct tap {
     uint8_t head[9];
     size_t head_len;
     size_t left;       /* payload bytes of the current frame still to come */
+    uint8_t type, flags; /* the current frame's */
     bool data_frame;   /* the current frame is DATA */
     size_t pad;        /* its padding, at the payload's end */
     bool pad_known;    /* the pad length byte was read (or there is none) */
@@ -86,7 +91,8 @@ struct delay_proxy {
     bool stop;               /* under mu */
     unsigned seed;
     struct pair pairs[PROXY_PAIRS];
-    size_t tap_min;            /* under mu; 0: no tap */
+    size_t tap_min;            /* under mu; 0: none kept by length */
+    char tap_needle[64];       /* under mu; "": none kept by content */
     struct tapped kept[TAP_KEPT]; /* under mu */
     size_t nkept;
 };
@@ -113,7 +119,9 @@ static void pair_close(struct pair *p)
 
 /* ---- the tap ------------------------------------------------------------- */
 
-static struct tap_stream *tap_stream(struct tap *t, uint32_t id)
+/* Stream id's slot; a new one if open (at its HEADERS), else NULL when it
+ * has none (more than TAP_STREAMS at once: that stream is not kept). */
+static struct tap_stream *tap_stream(struct tap *t, uint32_t id, bool open)
 {
     struct tap_stream *free_one = NULL;
     for (int i = 0; i < TAP_STREAMS; i++) {
@@ -122,11 +130,31 @@ static struct tap_stream *tap_stream(struct tap *t, uint32_t id)
         if (t->s[i].id == 0 && free_one == NULL)
             free_one = &t->s[i];
     }
-    if (free_one) {
-        free_one->id = id;
-        free_one->len = 0;
+    if (!open || free_one == NULL)
+        return NULL;
+    free_one->id = id;
+    free_one->len = 0;
+    return free_one;
+}
+
+/* The frame just read ended stream id (END_STREAM, RST_STREAM): its slot
+ * is free. */
+static void tap_stream_end(struct tap *t, uint32_t id)
+{
+    struct tap_stream *s = tap_stream(t, id, false);
+    if (s) {
+        s->id = 0;
+        s->len = 0;
     }
-    return free_one; /* NULL: too many streams at once, not kept */
+}
+
+/* Does p[0..n) hold needle[0..nl)? */
+static bool holds(const uint8_t *p, size_t n, const char *needle, size_t nl)
+{
+    for (size_t i = 0; i + nl <= n; i++)
+        if (memcmp(p + i, needle, nl) == 0)
+            return true;
+    return false;
 }
 
 /* Keep the complete messages at the start of stream s's bytes. */
@@ -138,11 +166,14 @@ static void tap_messages(struct delay_proxy *x, struct tap_stream *s)
                    (size_t)s->data[off + 3] << 8 | s->data[off + 4];
         if (s->len - off - 5 < n)
             break;
+        const uint8_t *msg = s->data + off + 5;
         pthread_mutex_lock(&x->mu);
-        if (x->tap_min && n >= x->tap_min && x->nkept < TAP_KEPT) {
+        size_t nl = strlen(x->tap_needle);
+        bool keep = (x->tap_min && n >= x->tap_min) || (nl && holds(msg, n, x->tap_needle, nl));
+        if (keep && x->nkept < TAP_KEPT) {
             uint8_t *copy = malloc(n);
             ASSERT_TRUE(copy != NULL);
-            memcpy(copy, s->data + off + 5, n);
+            memcpy(copy, msg, n);
             x->kept[x->nkept++] = (struct tapped){copy, n};
         }
         pthread_mutex_unlock(&x->mu);
@@ -150,14 +181,12 @@ static void tap_messages(struct delay_proxy *x, struct tap_stream *s)
     }
     memmove(s->data, s->data + off, s->len - off);
     s->len -= off;
-    if (s->len == 0)
-        s->id = 0; /* nothing pending: the slot is free for another stream */
 }
 
 /* The payload bytes p[0..n) of a DATA frame on the tap's current stream. */
 static void tap_data(struct delay_proxy *x, struct tap *t, const uint8_t *p, size_t n)
 {
-    struct tap_stream *s = tap_stream(t, t->stream);
+    struct tap_stream *s = tap_stream(t, t->stream, false);
     if (s == NULL)
         return;
     if (s->len + n > s->cap) {
@@ -170,6 +199,14 @@ static void tap_data(struct delay_proxy *x, struct tap *t, const uint8_t *p, siz
     memcpy(s->data + s->len, p, n);
     s->len += n;
     tap_messages(x, s);
+}
+
+/* The current frame was read whole. */
+static void tap_frame_end(struct tap *t)
+{
+    if ((t->type == H2_DATA && (t->flags & H2_FLAG_END_STREAM)) || t->type == H2_RST_STREAM)
+        tap_stream_end(t, t->stream);
+    t->head_len = 0;
 }
 
 /* Read data[0..len), the next bytes the client sent, as HTTP/2. */
@@ -186,13 +223,17 @@ static void tap_feed(struct delay_proxy *x, struct tap *t, const uint8_t *data, 
             len--;
             if (t->head_len == 9) {
                 t->left = (size_t)t->head[0] << 16 | (size_t)t->head[1] << 8 | t->head[2];
+                t->type = t->head[3];
+                t->flags = t->head[4];
                 t->data_frame = t->head[3] == H2_DATA;
                 t->pad = 0;
                 t->pad_known = !(t->data_frame && (t->head[4] & H2_FLAG_PADDED));
                 t->stream = ((uint32_t)t->head[5] << 24 | (uint32_t)t->head[6] << 16 |
                              (uint32_t)t->head[7] << 8 | t->head[8]) & 0x7fffffffu;
+                if (t->type == H2_HEADERS && !(t->flags & H2_FLAG_END_STREAM))
+                    tap_stream(t, t->stream, true); /* a request begins */
                 if (t->left == 0)
-                    t->head_len = 0;
+                    tap_frame_end(t);
             }
         } else {
             if (!t->pad_known) {
@@ -211,7 +252,7 @@ static void tap_feed(struct delay_proxy *x, struct tap *t, const uint8_t *data, 
             data += k;
             len -= k;
             if (t->left == 0)
-                t->head_len = 0;
+                tap_frame_end(t);
         }
     }
 }
@@ -385,10 +426,11 @@ void delay_proxy_hold(struct delay_proxy *x, bool hold)
     pthread_mutex_unlock(&x->mu);
 }
 
-void delay_proxy_tap(struct delay_proxy *x, size_t min_len)
+void delay_proxy_tap(struct delay_proxy *x, size_t min_len, const char *needle)
 {
     pthread_mutex_lock(&x->mu);
     x->tap_min = min_len;
+    snprintf(x->tap_needle, sizeof x->tap_needle, "%s", needle ? needle : "");
     pthread_mutex_unlock(&x->mu);
 }
 

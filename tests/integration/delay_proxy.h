@@ -22,10 +22,11 @@ void delay_proxy_set(struct delay_proxy *p, int delay_ms, int jitter_ms);
 /* Hold what clients send (nothing more reaches the server) until
  * released; then it goes, in order. */
 void delay_proxy_hold(struct delay_proxy *p, bool hold);
-/* From now on, keep a copy of every gRPC message of at least min_len
- * bytes that a client sends (its HTTP/2 DATA, without the gRPC framing;
- * 64 at most), for a test to deliver again (0: keep none). */
-void delay_proxy_tap(struct delay_proxy *p, size_t min_len);
+/* From now on, keep a copy of every gRPC message a client sends (its
+ * HTTP/2 DATA, without the gRPC framing; 64 at most) of at least min_len
+ * bytes (0: none by length) or holding the bytes of needle (NULL: none
+ * by content), for a test to deliver again. */
+void delay_proxy_tap(struct delay_proxy *p, size_t min_len, const char *needle);
 /* A copy of the i-th message kept, in *msg (the caller frees it); its
  * length, 0 if there is no such message. */
 size_t delay_proxy_tapped(struct delay_proxy *p, size_t i, uint8_t **msg);

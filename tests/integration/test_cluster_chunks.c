@@ -115,8 +115,20 @@ TEST(cluster_large_values_in_chunks)
     ASSERT_EQ(etcd_cluster_count_keys(&c, "race/c/"), 4);
     ASSERT_REPLY(request(&cb, rb, "7", NULL, NULL, W("DEL", "big")), ":1\r\n");
     ASSERT_EQ(etcd_cluster_count_keys(&c, "race/c/"), 0);
+    /* A key near the longest allowed (32000 bytes), its value in chunks:
+     * the requests that write them name the key only where they must
+     * (the guard's), so each chunk still fits its request. */
+    char *long_key = patterned(31000, 7);
+    ASSERT_REPLY(request(&ca, ra, "8", NULL, NULL, W("SET", long_key, v1)), "+OK\r\n");
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/c/"), 4);
+    assert_get(&cb, rb, long_key, v1);
+    ASSERT_REPLY(request(&cb, rb, "9", NULL, NULL, W("DEL", long_key)), ":1\r\n");
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/c/"), 0);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "race/u/"), 0);
+    free(long_key);
     printf("  values of %zu and %zu bytes stored as 4 chunks each, read, notified and exported whole; "
-           "their chunks went with a replacement, an expiry and a DEL\n", n1, n2);
+           "their chunks went with a replacement, an expiry and a DEL; the same under a key of 31000 "
+           "bytes\n", n1, n2);
     free(v1);
     free(v2);
     three_clients_two_brokers_down(&ca, &cb, &ob, &a, &b, &c);
@@ -259,6 +271,11 @@ TEST(cluster_long_keys_written_and_deleted_in_bulk)
     etcd_cluster_stop(&c);
 }
 
+/* The proxy keeps chunks' puts (by their length) and every request that
+ * names a guard (the guard's own, the commit's). */
+#define TAP_CHUNK (512 * 1024)
+#define TAP_GUARDS "late/u/"
+
 /* Deliver the requests the tap kept, from the from-th on, to etcd again,
  * as the Txns they were: *applied counts those etcd applied (their
  * compares held; the others failed on them, or were refused whole). */
@@ -290,13 +307,52 @@ static void deliver_again(struct delay_proxy *px, const char *endpoints, size_t 
     ss_grpc_free(g);
 }
 
-/* Broker A reaches etcd through a proxy that keeps a copy of each large
- * request it forwards: the puts of chunks. Those copies are delivered
- * again, late, as etcd may apply a put that timed out (a member that was
- * frozen with it in its socket handles it when it runs again):
+/* Deliver the requests kept from the from-th on again (the tap off),
+ * then check that none was applied and that the store is as it was: k
+ * holds value, in 3 chunks, and no guard is left. Returns how many were
+ * delivered. */
+static int deliver_again_and_check(struct delay_proxy *px, const struct etcd_cluster *c, struct client *cl,
+                                   const char *r, size_t from, const char *value)
+{
+    int kept, applied;
+    delay_proxy_tap(px, 0, NULL);
+    deliver_again(px, c->endpoints, from, &kept, &applied);
+    assert_get(cl, r, "k", value);
+    ASSERT_EQ(etcd_cluster_count_keys(c, "late/c/"), 3);
+    ASSERT_EQ(etcd_cluster_count_keys(c, "late/u/"), 0);
+    ASSERT_EQ(applied, 0);
+    return kept;
+}
+
+/* Wait (10 s at most) until the tap has kept a chunk's put (a message
+ * of 512 KiB or more) from its from-th message on. */
+static void await_tapped_chunk(struct delay_proxy *px, size_t from)
+{
+    for (int k = 0; k < 10000; k++) {
+        uint8_t *msg;
+        size_t len;
+        for (size_t i = from; (len = delay_proxy_tapped(px, i, &msg)) > 0; i++) {
+            free(msg);
+            if (len >= TAP_CHUNK)
+                return;
+        }
+        usleep(1000);
+    }
+    ASSERT_TRUE(!"no chunk's put in 10 s");
+}
+
+/* Broker A reaches etcd through a proxy that keeps a copy of the
+ * requests it forwards for large values: the puts of chunks, and those
+ * that name a guard (its put, the commit). Those copies are delivered
+ * again, late, as etcd may apply a request that timed out (a member that
+ * was frozen with it in its socket handles it when it runs again):
  *   - after the value was stored, then replaced (its chunks deleted);
  *   - after a SET whose Txn failed on another broker's write meanwhile,
- *     so that its chunks were deleted and it ran again with new ones.
+ *     so that its chunks were deleted and it ran again with new ones;
+ *   - after a SET answered "unavailable" while its chunks were written
+ *     (what A sent was held past etcd_unavailable_ms), the record and
+ *     the commit marker unchanged: the lease's revocation alone stops
+ *     a late guard or chunk.
  * No chunk may come back, nor a guard: the store holds the chunks of the
  * value it holds, and nothing else. */
 TEST(cluster_chunks_put_late_leave_nothing_behind)
@@ -308,53 +364,59 @@ TEST(cluster_chunks_put_late_leave_nothing_behind)
     char tapped[64];
     snprintf(tapped, sizeof tapped, "http://127.0.0.1:%d", via);
     struct broker a, b;
-    broker_on_etcd(&a, "a", tapped, "plugin_opt_node_id a\nplugin_opt_etcd_prefix late/\n");
+    broker_on_etcd(&a, "a", tapped,
+                   "plugin_opt_node_id a\nplugin_opt_etcd_prefix late/\n"
+                   "plugin_opt_etcd_timeout_ms 1000\nplugin_opt_etcd_unavailable_ms 3000\n");
     broker_on_etcd(&b, "b", c.endpoints, "plugin_opt_node_id b\nplugin_opt_etcd_prefix late/\n");
     struct client ca, cb;
     char ra[64], rb[64];
     client_connect_rr(&ca, a.port, "writer-a", ra, sizeof ra);
     client_connect_rr(&cb, b.port, "writer-b", rb, sizeof rb);
     size_t n = (size_t)4 << 20;
-    char *v[4];
-    for (unsigned i = 0; i < 4; i++)
+    char *v[5];
+    for (unsigned i = 0; i < 5; i++)
         v[i] = patterned(n + i, i);
     /* Stored, then replaced. */
-    delay_proxy_tap(px, 512 * 1024);
+    delay_proxy_tap(px, TAP_CHUNK, TAP_GUARDS);
     ASSERT_REPLY(request(&ca, ra, "1", NULL, NULL, W("SET", "k", v[0])), "+OK\r\n");
-    delay_proxy_tap(px, 0);
+    delay_proxy_tap(px, 0, NULL);
     ASSERT_REPLY(request(&ca, ra, "2", NULL, NULL, W("SET", "k", v[1])), "+OK\r\n");
     await_keys(&c, "late/c/", 3);
-    int kept, applied;
-    deliver_again(px, c.endpoints, 0, &kept, &applied);
-    ASSERT_EQ(kept, 3);
-    assert_get(&cb, rb, "k", v[1]);
-    ASSERT_EQ(etcd_cluster_count_keys(&c, "late/c/"), 3);
-    ASSERT_EQ(etcd_cluster_count_keys(&c, "late/u/"), 0);
-    ASSERT_EQ(applied, 0);
-    /* Not stored: what A sends etcd is held while B's SET lands, so A's
-     * SET, decided before it, fails on it (on its first chunk, or at its
-     * Txn) once released, and runs again with chunks of a new blob. */
-    delay_proxy_tap(px, 512 * 1024);
-    delay_proxy_hold(px, true);
+    int after_replacement = deliver_again_and_check(px, &c, &cb, rb, 0, v[1]);
+    ASSERT_TRUE(after_replacement >= 3);
+    size_t seen = (size_t)after_replacement;
+    /* Not stored: once A's first chunk is on its way, what A sends etcd
+     * is held while B's SET lands; released, A writes its other chunks
+     * (the guard is there), its Txn fails on B's write, and A's SET runs
+     * again with chunks of a new blob. */
+    delay_proxy_tap(px, TAP_CHUNK, TAP_GUARDS);
     request_send(&ca, ra, "3", NULL, NULL, W("SET", "k", v[2]));
-    usleep(300 * 1000);
+    await_tapped_chunk(px, seen);
+    delay_proxy_hold(px, true);
     ASSERT_REPLY(request(&cb, rb, "4", NULL, NULL, W("SET", "k", v[3])), "+OK\r\n");
     delay_proxy_hold(px, false);
     ASSERT_REPLY(client_wait(&ca, 20000), "+OK\r\n");
     await_keys(&c, "late/c/", 3);
-    assert_get(&cb, rb, "k", v[2]);
-    delay_proxy_tap(px, 0);
-    deliver_again(px, c.endpoints, 3, &kept, &applied);
-    /* the stored blob's 3, and 1 to 3 of the one not stored */
-    ASSERT_TRUE(kept >= 4 && kept <= 6);
-    assert_get(&cb, rb, "k", v[2]);
-    ASSERT_EQ(etcd_cluster_count_keys(&c, "late/c/"), 3);
-    ASSERT_EQ(etcd_cluster_count_keys(&c, "late/u/"), 0);
-    ASSERT_EQ(applied, 0);
-    printf("  the chunks' puts of a value stored then replaced (3), and of a SET run again after a "
-           "conflict (%d), delivered again: none applied, no chunk came back, no guard left\n", kept);
+    int after_conflict = deliver_again_and_check(px, &c, &cb, rb, seen, v[2]);
+    /* the stored blob's 3 chunks, and 1 to 3 of the one not stored */
+    ASSERT_TRUE(after_conflict >= 4);
+    /* Unavailable: held from A's first chunk on, until A gives up. */
+    seen += (size_t)after_conflict;
+    delay_proxy_tap(px, TAP_CHUNK, TAP_GUARDS);
+    request_send(&ca, ra, "5", NULL, NULL, W("SET", "k", v[4]));
+    await_tapped_chunk(px, seen);
+    delay_proxy_hold(px, true);
+    ASSERT_REPLY(client_wait(&ca, 20000), UNAVAILABLE);
+    delay_proxy_hold(px, false);
+    await_keys(&c, "late/c/", 3);
+    await_keys(&c, "late/u/", 0);
+    int after_unavailable = deliver_again_and_check(px, &c, &cb, rb, seen, v[2]);
+    ASSERT_TRUE(after_unavailable >= 1);
+    printf("  requests for chunks delivered again, late: %d of a value stored then replaced, %d of a SET "
+           "run again after a conflict, %d of a SET answered unavailable: none applied, no chunk came "
+           "back, no guard left\n", after_replacement, after_conflict, after_unavailable);
     delay_proxy_stop(px);
-    for (unsigned i = 0; i < 4; i++)
+    for (unsigned i = 0; i < 5; i++)
         free(v[i]);
     client_close(&ca);
     client_close(&cb);
