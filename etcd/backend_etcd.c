@@ -423,6 +423,7 @@ int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char
         ss_etcd__batch_reset(&e->flights[i].b);
     }
     e->deadlines_read_needed = true; /* once the watch has a start */
+    e->upload_ttl_scale = 1;
     if (getrandom(&e->incarnation, sizeof e->incarnation, 0) != (ssize_t)sizeof e->incarnation)
         e->incarnation = (uint64_t)time(NULL);
     snprintf(e->claim_value, sizeof e->claim_value, "pid %ld, instance %016llx", (long)getpid(),

@@ -364,7 +364,7 @@ void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch *b, bo
             continue;
         }
         /* Stored: its guard went with the commit; its lease is not kept
-         * for nothing (a late first chunk fails on the record's revision
+         * for nothing (a late put of the guard fails on the commit marker
          * all the same: backend_etcd_upload.c). */
         if (x->upload_lease != 0 && x->upload_lease != revoked) {
             ss_etcd__blob_release(e, "", x->upload_lease);

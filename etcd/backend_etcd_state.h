@@ -283,7 +283,7 @@ struct ss_backend_etcd {
     ss_buf stub;
     ss_buf drops;            /* struct ss_etcd_drop: deletions tried again */
     uint64_t drop_retry_ms;  /* monotonic */
-    unsigned upload_ttl_scale; /* the guards' lease is this many times its length (0: once) */
+    unsigned upload_ttl_scale; /* the guards' lease is this many times its length */
 
     uint64_t incarnation, txn_seq;
     /* Reads confirmed at once (backend_etcd_commit.c): after solo_ms

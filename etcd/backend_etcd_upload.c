@@ -63,7 +63,8 @@ struct ss_etcd_drop {
 
 static void ss_etcd__drop_later(struct ss_backend_etcd *e, const char *blob, int64_t lease);
 
-int ss_etcd__guard_key(struct ss_backend_etcd *e, const char *blob)
+/* e->scratch = blob's guard key, u/<blob id>. */
+static int ss_etcd__guard_key(struct ss_backend_etcd *e, const char *blob)
 {
     return ss_etcd__named(e, 'u', blob);
 }
@@ -130,8 +131,7 @@ static void ss_etcd__upload_grant(struct ss_backend_etcd *e, struct ss_etcd_flig
         if (x->change == SS_CHANGE_PUT && x->next_blob[0] != '\0')
             bytes += x->next_rec.len;
     }
-    unsigned scale = e->upload_ttl_scale ? e->upload_ttl_scale : 1;
-    int64_t ttl = (SS_ETCD_UPLOAD_TTL_S + (int64_t)(bytes / SS_ETCD_UPLOAD_BYTES_PER_S)) * scale;
+    int64_t ttl = (SS_ETCD_UPLOAD_TTL_S + (int64_t)(bytes / SS_ETCD_UPLOAD_BYTES_PER_S)) * e->upload_ttl_scale;
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_UPLOAD_LEASE, SS_ETCD_LEASE_GRANT_METHOD);
     if (op && ss_etcd_lease_grant_pack(&op->call.request, ttl) != SS_OK) {
         ss_etcd__op_free(op);
@@ -196,11 +196,10 @@ void ss_etcd__upload_next(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
  * lease is twice as long. */
 static void ss_etcd__upload_lease_ended(struct ss_backend_etcd *e)
 {
-    unsigned scale = e->upload_ttl_scale ? e->upload_ttl_scale : 1;
-    if (scale < SS_ETCD_UPLOAD_TTL_SCALE_MAX)
-        e->upload_ttl_scale = scale * 2;
+    if (e->upload_ttl_scale < SS_ETCD_UPLOAD_TTL_SCALE_MAX)
+        e->upload_ttl_scale *= 2;
     ss_etcd__log(e, SS_LOG_WARNING, "the lease of a large value's chunks ended before they were written: "
-                 "its batch runs again, under a lease %u times as long", e->upload_ttl_scale ? e->upload_ttl_scale : 1);
+                 "its batch runs again, under a lease %u times as long", e->upload_ttl_scale);
 }
 
 /* A call of flight f's upload failed (c): the batch ends, or the call is

@@ -16,8 +16,6 @@ void ss_etcd__upload_next(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
 void ss_etcd__upload_lease_granted(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__upload_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
-/* e->scratch = blob's guard key, u/<blob id>. */
-int ss_etcd__guard_key(struct ss_backend_etcd *e, const char *blob);
 /* Into the commit's Txn t: blob's guard is still there, and goes. */
 int ss_etcd__guard_commit(struct ss_backend_etcd *e, ss_etcd_txn *t, const char *blob);
 
