@@ -209,10 +209,10 @@ static char *const *watch_argv(int port, bool json)
     return argv;
 }
 
-/* Wait until file holds at least `lines` lines (or 5 s); returns it. */
-static char *wait_lines(const char *path, int lines)
+/* Wait until file holds at least `lines` lines (or `ms`); returns it. */
+static char *wait_lines(const char *path, int lines, int ms)
 {
-    for (int i = 0; i < 500; i++) {
+    for (int i = 0; i < ms / 10; i++) {
         char *s = slurp(path, NULL);
         int n = 0;
         for (char *p = s; *p; p++)
@@ -223,6 +223,32 @@ static char *wait_lines(const char *path, int lines)
         usleep(10000);
     }
     return slurp(path, NULL);
+}
+
+/* Set `key` to "probe" until the watch writing to `out` shows it (it has
+ * registered by then; a fixed sleep is too short under the sanitizers),
+ * and return how many lines the probes left in `out`. */
+static int probe_watch(int port, const char *out, const char *key)
+{
+    char want[300];
+    snprintf(want, sizeof want, "SET %s probe", key);
+    bool seen = false;
+    for (int i = 0; i < 50 && !seen; i++) {
+        struct run r;
+        cli(&r, port, NULL, 0, "set", key, "probe", NULL);
+        run_free(&r);
+        char *s = wait_lines(out, 1, 500);
+        seen = strstr(s, want) != NULL;
+        free(s);
+    }
+    ASSERT_TRUE(seen);
+    usleep(200 * 1000);
+    char *s = slurp(out, NULL);
+    int lines = 0;
+    for (char *p = s; *p; p++)
+        lines += *p == '\n';
+    free(s);
+    return lines;
 }
 
 /* Drop the version (first word) of every line. */
@@ -250,21 +276,30 @@ TEST(cli_watch_set_delete_expiry_and_restart)
     snprintf(out, sizeof out, "%s/watch.out", test_tmpdir());
     snprintf(err, sizeof err, "%s/watch.err", test_tmpdir());
     pid_t w = spawn_cmd(watch_argv(b.port, false), out, err);
-    usleep(500 * 1000);
+    int probes = probe_watch(b.port, out, "w1");
     struct run r;
+    char *s;
+    /* w1 is deleted before "w 2" is set, so that the order of the four
+     * changes does not hang on how soon "w 2" expires (its 100 ms can end
+     * before the next command has started, on a slow machine). */
     cli(&r, b.port, NULL, 0, "set", "w1", "hello world", NULL);
-    run_free(&r);
-    cli(&r, b.port, "x\ny", 3, "set", "w 2", "-", "--px", "100", NULL);
     run_free(&r);
     cli(&r, b.port, NULL, 0, "del", "w1", NULL);
     run_free(&r);
+    cli(&r, b.port, "x\ny", 3, "set", "w 2", "-", "--px", "100", NULL);
+    run_free(&r);
     cli(&r, b.port, NULL, 0, "set", "other", "1", NULL);
     run_free(&r);
-    char *s = wait_lines(out, 4);
+    s = wait_lines(out, probes + 4, 5000);
     /* Each line starts with the version "<ms>:<n>:StateStore ". */
     ASSERT_TRUE(strstr(s, ":StateStore SET w1 hello\\x20world\n") != NULL);
     strip_versions(s);
-    ASSERT_STR(s, strlen(s), "SET w1 hello\\x20world\nSET w\\x202 x\\x0ay\nDELETE w1\nDELETE w\\x202\n");
+    char *rest = s;
+    for (int i = 0; i < probes; i++) {
+        ASSERT_TRUE(strncmp(rest, "SET w1 probe\n", 13) == 0);
+        rest += 13;
+    }
+    ASSERT_STR(rest, strlen(rest), "SET w1 hello\\x20world\nDELETE w1\nSET w\\x202 x\\x0ay\nDELETE w\\x202\n");
     free(s);
     /* The broker restarts: watch reconnects, says so, and goes on. */
     broker_stop(&b);
@@ -283,7 +318,7 @@ TEST(cli_watch_set_delete_expiry_and_restart)
     for (int i = 0; i < 50; i++) {
         cli(&r, b.port, NULL, 0, "set", "w1", "again", NULL);
         run_free(&r);
-        s = wait_lines(out, 5);
+        s = wait_lines(out, probes + 5, 500);
         bool got = strstr(s, "SET w1 again") != NULL;
         free(s);
         if (got)
@@ -299,10 +334,18 @@ TEST(cli_watch_set_delete_expiry_and_restart)
 
     /* JSON lines. */
     pid_t j = spawn_cmd(watch_argv(b.port, true), out, err);
-    usleep(500 * 1000);
-    cli(&r, b.port, NULL, 0, "set", "w1", "j", NULL);
-    run_free(&r);
-    s = wait_lines(out, 1);
+    /* Set until the watch shows it (registered by then); every line is
+     * the same but for its version. */
+    for (int i = 0; i < 50; i++) {
+        cli(&r, b.port, NULL, 0, "set", "w1", "j", NULL);
+        run_free(&r);
+        s = wait_lines(out, 1, 500);
+        bool got = s[0] != '\0';
+        free(s);
+        if (got)
+            break;
+    }
+    s = slurp(out, NULL);
     static const char head[] = "{\"key\":\"w1\",\"operation\":\"SET\",\"value\":\"j\","
                                "\"value_base64\":\"ag==\",\"version\":\"";
     ASSERT_MEM(s, sizeof head - 1, head, sizeof head - 1);
@@ -327,20 +370,9 @@ TEST(cli_watch_pattern)
     char *argv[] = {(char *)cli_path(), "-p", portbuf, "watch", "sensor/1", "--pattern", "sensor/*",
                     "--pattern=*/t", NULL};
     pid_t w = spawn_cmd(argv, out, err);
-    /* Registered once a change of sensor/0 shows. */
+    int probes = probe_watch(b.port, out, "sensor/0");
     struct run r;
-    char *s = NULL;
-    for (int i = 0; i < 50 && s == NULL; i++) {
-        cli(&r, b.port, NULL, 0, "set", "sensor/0", "probe", NULL);
-        run_free(&r);
-        s = wait_lines(out, 1);
-        if (strstr(s, "SET sensor/0 probe") == NULL) {
-            free(s);
-            s = NULL;
-        }
-    }
-    ASSERT_TRUE(s != NULL);
-    free(s);
+    char *s;
     const char *const sets[][2] = {{"sensor/1", "a"}, {"room/t", "b"}, {"room/x", "no"}, {"sensor/t", "c"}};
     for (int i = 0; i < 4; i++) {
         cli(&r, b.port, NULL, 0, "set", sets[i][0], sets[i][1], NULL);
@@ -348,15 +380,17 @@ TEST(cli_watch_pattern)
     }
     cli(&r, b.port, NULL, 0, "del", "sensor/1", NULL);
     run_free(&r);
-    s = wait_lines(out, 6);
+    s = wait_lines(out, probes + 4, 5000);
     usleep(200 * 1000);
     free(s);
     s = slurp(out, NULL);
     strip_versions(s);
-    /* As many probes as it took, then each change once. */
+    /* The probes, then each change once. */
     char *rest = s;
-    while (strncmp(rest, "SET sensor/0 probe\n", 19) == 0)
+    for (int i = 0; i < probes; i++) {
+        ASSERT_TRUE(strncmp(rest, "SET sensor/0 probe\n", 19) == 0);
         rest += 19;
+    }
     ASSERT_STR(rest, strlen(rest), "SET sensor/1 a\nSET room/t b\nSET sensor/t c\nDELETE sensor/1\n");
     free(s);
     /* The broker restarts: the patterns are registered again. */
@@ -825,7 +859,7 @@ static void export_sample(bool soon, struct run *exp, char *file, size_t file_le
         {"set", "plain", "1", NULL},
         {"set", "ttl", "two words", "--px", "600000", NULL},
         {"set", "fenced", "3", "--fencing-token", "1700000000000:1:x", NULL},
-        {"set", "soon", "gone", "--px", "300", NULL},
+        {"set", "soon", "gone", "--px", "1500", NULL},
     };
     for (size_t i = 0; i < sizeof sets / sizeof sets[0] - (soon ? 0 : 1); i++) {
         cli(&r, b.port, NULL, 0, sets[i][0], sets[i][1], sets[i][2], sets[i][3], sets[i][4], sets[i][5], NULL);
@@ -854,7 +888,9 @@ TEST(cli_export_import_round_trip)
     ASSERT_TRUE(strstr(exp1.out, "{\"key\":\"bin\\u0001key\",\"key_base64\":\"YmluAWtleQ==\","
                                  "\"value_base64\":\"dgD/\",\"version\":\"") != NULL);
     ASSERT_TRUE(strstr(exp1.out, "\"fencing_token\":\"1700000000000:1:x\",\"expires_at_ms\":null}\n") != NULL);
-    usleep(400000); /* "soon" is past its deadline now */
+    /* "soon" is past its deadline now. Its 1.5 s outlasts the two commands
+     * between its SET and the export even under the sanitizers. */
+    usleep(1600 * 1000);
     snprintf(dir, sizeof dir, "%s/imported", test_tmpdir());
     cli(&r, 0, NULL, 0, "import", file, dir, NULL);
     ASSERT_EQ(r.status, 0);
