@@ -475,7 +475,16 @@ TEST(cli_lock_two_contenders)
     char hold[] = "sleep 3";
     char *a3[] = {(char *)cli_path(), "-p", port, "lock", "L", "--ttl", "600", "--", "sh", "-c", hold, NULL};
     pid_t p3 = spawn_cmd(a3, out1, err1);
-    usleep(500 * 1000);
+    /* Held once L exists (a fixed sleep can end before the holder, under
+     * the sanitizers, has taken it). */
+    for (int i = 0; i < 100; i++) {
+        cli(&r, b.port, NULL, 0, "get", "L", NULL);
+        int got = r.status;
+        run_free(&r);
+        if (got == 0)
+            break;
+        usleep(50 * 1000);
+    }
     cli(&r, b.port, NULL, 0, "--json", "lock", "L", "--wait", "300", "--", "true", NULL);
     ASSERT_EQ(r.status, 2);
     OUT(r, "{\"lock\":\"L\",\"acquired\":false}\n");
