@@ -424,3 +424,62 @@ TEST(cluster_chunks_put_late_leave_nothing_behind)
     broker_stop(&b);
     etcd_cluster_stop(&c);
 }
+
+/* etcd limits a Txn's compares as it limits its operations
+ * (--max-txn-ops), and a value in chunks adds a compare: its guard. A
+ * broker alone on its prefix (its reads confirmed by the markers, which
+ * brings the most compares beside the keys'), with a quota (one more: the
+ * usage counter's), against an etcd of --max-txn-ops=16: a read, seven
+ * SETs and a SET in chunks reach the open batch at once, while the Txn
+ * before them is held on its way. Counted without the guard, the nine
+ * keys would go in one Txn of 17 compares, which etcd refuses whole; the
+ * large SET waits for the next Txn instead, and every request succeeds. */
+TEST(cluster_chunks_guard_counts_among_a_txns_compares)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start_with(&c, 1, "--max-txn-ops=16");
+    int via = free_port();
+    struct delay_proxy *px = delay_proxy_start("127.0.0.1", via, "127.0.0.1", c.client_port[0]);
+    char held[64];
+    snprintf(held, sizeof held, "http://127.0.0.1:%d", via);
+    struct broker a;
+    broker_on_etcd(&a, "a", held,
+                   "plugin_opt_node_id a\nplugin_opt_etcd_prefix cmp/\nplugin_opt_etcd_max_txn_ops 16\n"
+                   "plugin_opt_max_keys 100000\n");
+    struct client ca;
+    char ra[64];
+    client_connect_rr(&ca, a.port, "writer", ra, sizeof ra);
+    /* Every key known to the broker first: no read of etcd is needed
+     * while the link is held. */
+    static const char *const keys[] = {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "big", "blk"};
+    for (int i = 0; i < 10; i++)
+        ASSERT_REPLY(request(&ca, ra, "w", NULL, NULL, W("SET", keys[i], "before")), "+OK\r\n");
+    usleep(1200 * 1000); /* past etcd_solo_ms: alone on the prefix */
+    size_t n = (size_t)2 << 20;
+    char *v = patterned(n, 7);
+    delay_proxy_hold(px, true);
+    request_send(&ca, ra, "blk", NULL, NULL, W("SET", "blk", "held"));
+    usleep(200 * 1000); /* its Txn is on its way, held */
+    request_send(&ca, ra, "get", NULL, NULL, W("GET", "r0"));
+    for (int i = 1; i < 8; i++)
+        request_send(&ca, ra, keys[i], NULL, NULL, W("SET", keys[i], "after"));
+    request_send(&ca, ra, "big", NULL, NULL, W("SET", "big", v));
+    usleep(300 * 1000); /* all of them in the open batch */
+    delay_proxy_hold(px, false);
+    for (int i = 0; i < 10; i++) {
+        struct msg *m = client_wait(&ca, 20000);
+        ASSERT_TRUE(m != NULL);
+        if (m->corr_len == 3 && memcmp(m->corr, "get", 3) == 0)
+            PAYLOAD(m, "$6\r\nbefore\r\n");
+        else
+            PAYLOAD(m, "+OK\r\n");
+    }
+    assert_get(&ca, ra, "big", v);
+    assert_get(&ca, ra, "r7", "after");
+    assert_get(&ca, ra, "blk", "held");
+    free(v);
+    delay_proxy_stop(px);
+    client_close(&ca);
+    broker_stop(&a);
+    etcd_cluster_stop(&c);
+}
