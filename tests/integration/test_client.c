@@ -234,6 +234,10 @@ TEST(client_close_while_calls_wait)
 {
     struct broker plain = {.no_plugin = true};
     broker_start(&plain);
+    /* Sees each call's request: the call is inside by then. */
+    struct client mon;
+    client_connect(&mon, plain.port, "monitor", false);
+    client_subscribe(&mon, REQ_TOPIC);
     enum { WAITERS = 8 };
     for (int round = 0; round < 10; round++) {
         ss_client_options o = {.host = "127.0.0.1", .port = plain.port, .timeout_ms = 10000};
@@ -245,7 +249,10 @@ TEST(client_close_while_calls_wait)
             b[i] = (struct blocked_call){.c = c, .rc = 1};
             ASSERT_EQ(pthread_create(&t[i], NULL, blocked_get, &b[i]), 0);
         }
-        usleep(50000); /* well inside the calls: none may start once close has begun */
+        /* Every call inside (none may start once close has begun): all
+         * their requests have reached the broker. A fixed sleep could end
+         * before a thread started, on a loaded machine. */
+        ASSERT_EQ(client_drain_count(&mon, WAITERS, 10000), WAITERS);
         uint64_t t0 = now_ms();
         ss_client_close(c);
         for (int i = 0; i < WAITERS; i++) {
@@ -254,6 +261,7 @@ TEST(client_close_while_calls_wait)
             ASSERT_TRUE(b[i].returned_ms - t0 < 5000);
         }
     }
+    client_close(&mon);
     broker_stop(&plain);
 }
 
