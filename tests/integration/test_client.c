@@ -338,15 +338,18 @@ static void *contender(void *p)
 
 TEST(client_leases)
 {
+    /* A lease of 1 s: long enough for a broker under valgrind to answer
+     * every renewal in time, short enough to be outlived below. */
+    enum { TTL = 1000 };
     struct broker b = {0};
     broker_start(&b);
     ss_client *a = lib_connect(b.port, "lease-a");
     ss_client *o = lib_connect(b.port, "lease-o");
     bool got;
     char t1[SS_LEASE_TOKEN_MAX], t2[SS_LEASE_TOKEN_MAX];
-    ASSERT_EQ(ss_lease_acquire(a, "lock", "a", 300, &got, t1), SS_OK);
+    ASSERT_EQ(ss_lease_acquire(a, "lock", "a", TTL, &got, t1), SS_OK);
     ASSERT_TRUE(got);
-    ASSERT_EQ(ss_lease_acquire(o, "lock", "o", 300, &got, t2), SS_OK);
+    ASSERT_EQ(ss_lease_acquire(o, "lock", "o", TTL, &got, t2), SS_OK);
     ASSERT_TRUE(!got);
     ss_client_result r;
     ASSERT_EQ(ss_lease_holder(o, "lock", &r), SS_OK);
@@ -354,12 +357,12 @@ TEST(client_leases)
     ss_client_result_free(&r);
     /* The keeper renews past the ttl, with growing tokens. */
     ss_lease_keeper *k;
-    ASSERT_EQ(ss_lease_keep(a, "lock", "a", 300, &k), SS_OK);
-    usleep(800 * 1000);
+    ASSERT_EQ(ss_lease_keep(a, "lock", "a", TTL, &k), SS_OK);
+    usleep(2 * TTL * 1000);
     ASSERT_TRUE(!ss_lease_keeper_lost(k));
     ss_lease_keeper_token(k, t2);
     ASSERT_TRUE(strcmp(t2, t1) > 0);
-    ASSERT_EQ(ss_lease_acquire(o, "lock", "o", 300, &got, NULL), SS_OK);
+    ASSERT_EQ(ss_lease_acquire(o, "lock", "o", TTL, &got, NULL), SS_OK);
     ASSERT_TRUE(!got);
     ss_lease_keeper_stop(k);
     /* Writes with the newest token pass; the first token is now too old. */
@@ -379,7 +382,7 @@ TEST(client_leases)
     struct waiter_arg wa = {.port = b.port, .rc = -999};
     pthread_t th;
     pthread_create(&th, NULL, contender, &wa);
-    usleep(400 * 1000);
+    usleep(1000 * 1000); /* it has asked, been refused and registered for the DELETE */
     ASSERT_EQ(wa.rc, -999); /* still waiting */
     uint64_t released_at = now_ms();
     ASSERT_EQ(ss_lease_release(a, "lock", "a", &released), SS_OK);

@@ -83,12 +83,14 @@ TEST(client_calls_in_flight_fail_when_the_connection_drops)
     broker_stop(&b);
     ASSERT_EQ(pthread_join(t, NULL), 0);
     ASSERT_EQ(bl.rc, SS_E_CONNECTION);
-    ASSERT_TRUE(bl.at - cut < 1000);
+    /* At once, not after the 10 s timeout: the bound leaves room for a
+     * broker under valgrind closing its sockets late. */
+    ASSERT_TRUE(bl.at - cut < 3000);
     for (int i = 0; i < 100 && done_calls(&d) == 0; i++)
         usleep(10000);
     ASSERT_EQ(done_calls(&d), 1);
     ASSERT_EQ(d.status, SS_E_CONNECTION);
-    ASSERT_TRUE(d.at - cut < 1000);
+    ASSERT_TRUE(d.at - cut < 3000);
     uint64_t t0 = now_ms();
     ASSERT_EQ(ss_client_get(c, "k", 1, NULL), SS_E_CONNECTION);
     ASSERT_TRUE(now_ms() - t0 < 100);
