@@ -48,12 +48,17 @@ static void kill9_rounds(const char *extra)
             snprintf(id, sizeof id, "w%d-%d", round, i);
             client_connect_rr(&cs[i], b.port, id, resp[i], sizeof resp[i]);
         }
-        /* Keep 8 writes in flight per client for ~300 ms, then kill -9
-         * in the middle of it. */
+        /* Keep 8 writes in flight per client for ~300 ms, and until 50
+         * are acknowledged (a broker under valgrind checkpointing every
+         * 5 ms acknowledges few in 300 ms), then kill -9 in the middle of
+         * it. */
         char inflight[WRITERS][8][32];
         memset(inflight, 0, sizeof inflight);
-        uint64_t end = now_ms() + 200 + (uint64_t)(rand() % 200);
-        while (now_ms() < end && nacked < MAX_ACKED - 100) {
+        uint64_t start = now_ms();
+        uint64_t end = start + 200 + (uint64_t)(rand() % 200);
+        int round_start = nacked;
+        while ((now_ms() < end || nacked - round_start < 50) && now_ms() < start + 20000 &&
+               nacked < MAX_ACKED - 100) {
             for (int i = 0; i < WRITERS; i++) {
                 for (int s = 0; s < 8; s++) {
                     if (inflight[i][s][0] == '\0') {
