@@ -167,6 +167,13 @@ struct msg *request(struct client *c, const char *resp, const char *corr, const 
 /* The same, without waiting for the answer. */
 void request_send(struct client *c, const char *resp, const char *corr, const char *ts,
                   const char *ft, const char *const *words);
+/* SET "<prefix><i, digits digits>" to "v" for i in [from, from + n), 200
+ * in flight at a time (no wait between requests); each answers +OK. */
+void set_keys_pipelined(struct client *c, const char *resp, const char *prefix, int digits, int from, int n);
+/* The next n messages on c (30 s at most for each) are answers of
+ * exactly want: for requests sent without waiting. Unlike
+ * client_drain_count, no quiet time after them. */
+void await_answers(struct client *c, int n, const char *want);
 /* statestore's administrative requests (docs/OPERATIONS.md): publish
  * words to ADMIN_TOPIC with response topic resp and correlation data corr;
  * admin_call waits for the answer (20 s) and checks its correlation data. */

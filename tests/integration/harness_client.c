@@ -359,6 +359,30 @@ struct msg *request(struct client *c, const char *resp, const char *corr, const 
     return client_wait(c, 5000);
 }
 
+void set_keys_pipelined(struct client *c, const char *resp, const char *prefix, int digits, int from, int n)
+{
+    enum { WINDOW = 200 };
+    char key[96];
+    for (int done = 0; done < n;) {
+        int batch = n - done < WINDOW ? n - done : WINDOW;
+        for (int i = 0; i < batch; i++) {
+            snprintf(key, sizeof key, "%s%0*d", prefix, digits, from + done + i);
+            request_send(c, resp, "s", NULL, NULL, W("SET", key, "v"));
+        }
+        await_answers(c, batch, "+OK\r\n");
+        done += batch;
+    }
+}
+
+void await_answers(struct client *c, int n, const char *want)
+{
+    for (int i = 0; i < n; i++) {
+        struct msg *m = client_wait(c, 30000);
+        ASSERT_TRUE(m != NULL);
+        ASSERT_MEM(m->payload, (size_t)m->len, want, strlen(want));
+    }
+}
+
 /* A figure of the broker on port under $SYS/broker/statestore/, once one
  * satisfying want came (10 s at most); false if none did. */
 bool sys_figure_until(int port, const char *name, bool (*want)(const char *v), char *out, size_t n)
