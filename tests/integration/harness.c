@@ -575,19 +575,39 @@ const char *cli_path(void)
     return p;
 }
 
-void cli_tool(struct run *r, ...)
+/* Run the tool: "-p PORT" unless port is 0, then the arguments of ap. */
+static void cli_run_v(struct run *r, int port, const void *in, size_t inlen, va_list ap)
 {
-    char *argv[40];
+    char *argv[64];
+    char portbuf[16];
     int n = 0;
     argv[n++] = (char *)cli_path();
+    if (port) {
+        argv[n++] = "-p";
+        snprintf(portbuf, sizeof portbuf, "%d", port);
+        argv[n++] = portbuf;
+    }
+    char *a;
+    while ((a = va_arg(ap, char *)) != NULL && n < 63)
+        argv[n++] = a;
+    argv[n] = NULL;
+    run_cmd(argv, in, inlen, r);
+}
+
+void cli_tool(struct run *r, ...)
+{
     va_list ap;
     va_start(ap, r);
-    char *a;
-    while ((a = va_arg(ap, char *)) != NULL && n < 39)
-        argv[n++] = a;
+    cli_run_v(r, 0, NULL, 0, ap);
     va_end(ap);
-    argv[n] = NULL;
-    run_cmd(argv, NULL, 0, r);
+}
+
+void cli_run(struct run *r, int port, const void *in, size_t inlen, ...)
+{
+    va_list ap;
+    va_start(ap, inlen);
+    cli_run_v(r, port, in, inlen, ap);
+    va_end(ap);
 }
 
 void write_text(const char *path, const char *text)

@@ -219,9 +219,15 @@ void cli_words(struct run *r, int port, const char *const *words);
 /* The figure name of the broker on port (the tool's stats), 0 if it has
  * none. */
 long long broker_figure(int port, const char *name);
-/* Run the tool with the given arguments (NULL-terminated, at most 38) to
+/* Run the tool with the given arguments (NULL-terminated, at most 60) to
  * completion, without -p. */
 void cli_tool(struct run *r, ...);
+/* Run the tool with "-p PORT" (none if port is 0), in (inlen bytes) as
+ * its stdin, and the given arguments (NULL-terminated, at most 60). */
+void cli_run(struct run *r, int port, const void *in, size_t inlen, ...);
+/* What a run wrote: stdout exactly, or stderr containing text. */
+#define OUT_IS(r, lit) ASSERT_MEM((r).out, (r).out_len, lit, sizeof(lit) - 1)
+#define ERR_HAS(r, text) ASSERT_TRUE(strstr((r).err, text) != NULL)
 /* Write text into a new file (replaced); fails the test if it cannot. */
 void write_text(const char *path, const char *text);
 /* A test CA (ca.crt, ca.key) in dir, and server.crt/server.key for the

@@ -19,10 +19,8 @@
 #include "../test.h"
 #include "harness.h"
 
-#define OUT_IS(r, lit) ASSERT_MEM((r).out, (r).out_len, lit, sizeof(lit) - 1)
 #define ERR_IS(r, lit) ASSERT_MEM((r).err, strlen((r).err), lit, sizeof(lit) - 1)
 #define ERR_STARTS(r, lit) ASSERT_MEM((r).err, sizeof(lit) - 1, lit, sizeof(lit) - 1)
-#define ERR_HAS(r, text) ASSERT_TRUE(strstr((r).err, text) != NULL)
 
 /* A usage error: exit 64, nothing on stdout, exactly this on stderr. */
 #define USAGE_IS(r, lit)                                                                \

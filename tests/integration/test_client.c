@@ -618,3 +618,50 @@ TEST(client_wire_format_and_error_mapping)
     client_close(&f.srv);
     broker_stop(&b);
 }
+
+/* The example program of docs/CLIENT.md: the document shows exactly the
+ * file that is compiled, and the program does what the document says. */
+TEST(client_documented_example_runs)
+{
+    size_t doc_len, src_len;
+    char *doc = slurp("docs/CLIENT.md", &doc_len);
+    char *src = slurp("examples/client_example.c", &src_len);
+    ASSERT_TRUE(src_len > 100);
+    ASSERT_TRUE(strstr(doc, src) != NULL);
+    free(doc);
+    free(src);
+    const char *exe = getenv("SS_EXAMPLE");
+    ASSERT_TRUE(exe != NULL);
+    struct broker b = {0};
+    broker_start(&b);
+    char port[16];
+    snprintf(port, sizeof port, "%d", b.port);
+    char *argv[] = {(char *)exe, "127.0.0.1", port, NULL};
+    struct run r;
+    run_cmd(argv, NULL, 0, &r);
+    ASSERT_EQ(r.status, 0);
+    /* Notifications arrive on the network thread: their lines may come
+     * before or after the answers' lines. */
+    static const char *lines[] = {"notified: greeting set\n", "set: applied\n", "get: hello\n",
+                                  "increment: success\n", "del: 1\n", "notified: greeting deleted\n"};
+    size_t total = 0;
+    for (int i = 0; i < 6; i++) {
+        if (strstr(r.out, lines[i]) == NULL)
+            test_fail_mem(__FILE__, __LINE__, "example output", r.out, r.out_len, lines[i],
+                          strlen(lines[i]));
+        total += strlen(lines[i]);
+    }
+    ASSERT_EQ(r.out_len, total);
+    ASSERT_TRUE(strstr(r.out, "set: applied\nget: hello\n") != NULL ||
+                strstr(r.out, "set: applied\nnotified: greeting set\nget: hello\n") != NULL);
+    run_free(&r);
+    run_cmd(argv, NULL, 0, &r);
+    run_free(&r);
+    /* The counter went up once per run. */
+    struct run g;
+    char *gargv[] = {(char *)cli_path(), "-p", port, "get", "counter", NULL};
+    run_cmd(gargv, NULL, 0, &g);
+    ASSERT_STR(g.out, g.out_len, "2");
+    run_free(&g);
+    broker_stop(&b);
+}

@@ -1,61 +1,22 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
-/* test_store.c - the LMDB store: records, long keys, expiry index,
- * quotas, batches and persistence. */
-#include <pthread.h>
+/* test_store.c - the LMDB store's records: round trip, large values, the
+ * expiry index, long keys (SipHash, chains of colliding keys, a put after
+ * a get). Quotas are in test_store_quotas.c, commits and what they keep
+ * in test_store_commits.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../../core/errors.h"
 #include "../../core/siphash.h"
 #include "../../core/store.h"
 #include "../test.h"
-
-static ss_store *open_store(ss_store_options *o)
-{
-    ss_store *s = NULL;
-    o->path = test_tmpdir();
-    ASSERT_EQ(ss_store_open(o, &s), SS_OK);
-    return s;
-}
+#include "store_fixture.h"
 
 static ss_store *open_default(void)
 {
     ss_store_options o = ss_store_options_default();
     return open_store(&o);
-}
-
-static ss_bytes B(const char *s)
-{
-    ss_bytes b = {(const uint8_t *)s, strlen(s)};
-    return b;
-}
-
-static ss_record rec_of(ss_bytes value, uint64_t wall, uint32_t counter)
-{
-    ss_record r;
-    memset(&r, 0, sizeof r);
-    r.value = value;
-    r.version.wall = wall;
-    r.version.counter = counter;
-    r.version.node_len = 10;
-    memcpy(r.version.node, "StateStore", 10);
-    return r;
-}
-
-static void put(ss_store *s, ss_bytes key, const ss_record *r)
-{
-    ASSERT_EQ(ss_store_put(s, key, r), SS_OK);
-}
-
-static void assert_clock(const ss_store *s, uint64_t want_wall, uint32_t want_counter)
-{
-    uint64_t wall;
-    uint32_t counter;
-    ss_store_get_clock(s, &wall, &counter);
-    ASSERT_EQ(wall, want_wall);
-    ASSERT_EQ(counter, want_counter);
 }
 
 /* Key i of a family sharing a long common prefix: n bytes in all. */
@@ -177,49 +138,6 @@ TEST(store_record_round_trip)
     ASSERT_EQ(ss_store_get(s, key, &got), SS_E_BUSY);
     ASSERT_EQ(ss_store_begin(s), SS_OK);
     ASSERT_EQ(ss_store_begin(s), SS_E_BUSY);
-    ss_store_close(s);
-}
-
-TEST(store_persistence)
-{
-    ss_store_options o = ss_store_options_default();
-    ss_store *s = open_store(&o);
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    ss_record a = rec_of(B("alpha"), 1000, 1);
-    a.has_ft = true;
-    a.ft = a.version;
-    a.expiry_ms = 99999;
-    ss_record b = rec_of(B("beta"), 1000, 2);
-    put(s, B("a"), &a);
-    put(s, B("b"), &b);
-    ASSERT_EQ(ss_store_set_clock(s, 1000, 2), SS_OK);
-    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
-    /* An aborted batch leaves nothing. */
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    ss_record c = rec_of(B("gamma"), 1000, 3);
-    put(s, B("c"), &c);
-    ASSERT_EQ(ss_store_del(s, B("a")), SS_OK);
-    ss_store_set_clock(s, 1000, 3);
-    ss_store_abort(s);
-    uint64_t bytes = ss_store_byte_count(s);
-    ss_store_close(s);
-
-    s = open_store(&o);
-    ASSERT_EQ(ss_store_key_count(s), 2);
-    ASSERT_EQ(ss_store_byte_count(s), bytes);
-    assert_clock(s, 1000, 2);
-    ASSERT_EQ(ss_store_next_expiry(s), 99999);
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    ss_record got;
-    ASSERT_EQ(ss_store_get(s, B("a"), &got), SS_OK);
-    ASSERT_STR(got.value.data, got.value.len, "alpha");
-    ASSERT_EQ(got.version.counter, 1);
-    ASSERT_TRUE(got.has_ft);
-    ASSERT_EQ(ss_hlc_compare(&got.ft, &a.version), 0);
-    ASSERT_EQ(got.expiry_ms, 99999);
-    ASSERT_EQ(ss_store_get(s, B("b"), &got), SS_OK);
-    ASSERT_STR(got.value.data, got.value.len, "beta");
-    ASSERT_EQ(ss_store_get(s, B("c"), &got), SS_E_NOTFOUND);
     ss_store_close(s);
 }
 
@@ -378,170 +296,6 @@ TEST(store_expiry_index_order)
     ss_store_close(s);
 }
 
-TEST(store_quota_keys)
-{
-    ss_store_options o = ss_store_options_default();
-    o.max_keys = 3;
-    ss_store *s = open_store(&o);
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    ss_record r = rec_of(B("v"), 1, 0);
-    put(s, B("k1"), &r);
-    put(s, B("k2"), &r);
-    put(s, B("k3"), &r);
-    ASSERT_EQ(ss_store_put(s, B("k4"), &r), SS_E_QUOTA);
-    ss_record got;
-    ASSERT_EQ(ss_store_get(s, B("k4"), &got), SS_E_NOTFOUND);
-    put(s, B("k3"), &r); /* replacing is not a new key */
-    ASSERT_EQ(ss_store_del(s, B("k1")), SS_OK);
-    put(s, B("k4"), &r);
-    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
-    ASSERT_EQ(ss_store_key_count(s), 3);
-    ss_store_close(s);
-}
-
-TEST(store_quota_bytes)
-{
-    ss_store_options o = ss_store_options_default();
-    o.max_bytes = 10000;
-    ss_store *s = open_store(&o);
-    static uint8_t big[4000];
-    memset(big, 'x', sizeof big);
-    ss_bytes bigv = {big, sizeof big};
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    ss_record r = rec_of(bigv, 1, 0);
-    put(s, B("a"), &r); /* 4065 charged */
-    put(s, B("b"), &r); /* 8130 */
-    uint64_t before = ss_store_byte_count(s);
-    ASSERT_EQ(before, 2 * (1 + 4000 + SS_STORE_RECORD_CHARGE));
-    ASSERT_EQ(ss_store_put(s, B("c"), &r), SS_E_QUOTA);
-    ASSERT_EQ(ss_store_byte_count(s), before);
-    ASSERT_EQ(ss_store_key_count(s), 2);
-    ss_record got;
-    ASSERT_EQ(ss_store_get(s, B("c"), &got), SS_E_NOTFOUND);
-    /* A smaller value fits; growing an existing key over the limit does not. */
-    ss_record small = rec_of(B("s"), 2, 0);
-    put(s, B("c"), &small);
-    ss_bytes bigger = {big, 2000};
-    ss_record grow = rec_of(bigger, 3, 0);
-    ASSERT_EQ(ss_store_put(s, B("c"), &grow), SS_E_QUOTA);
-    ASSERT_EQ(ss_store_get(s, B("c"), &got), SS_OK);
-    ASSERT_STR(got.value.data, got.value.len, "s");
-    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
-    ss_store_close(s);
-
-    /* Lowering the quota below the data: shrinking writes still work. */
-    o.max_bytes = 100;
-    s = open_store(&o);
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    put(s, B("a"), &small);
-    ASSERT_EQ(ss_store_del(s, B("b")), SS_OK);
-    ASSERT_EQ(ss_store_put(s, B("new"), &small), SS_E_QUOTA);
-    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
-    ss_store_close(s);
-}
-
-/* If the LMDB map itself fills up, the whole batch is undone and the store
- * stays usable: nothing half-applied, no poisoned transaction. */
-TEST(store_map_full_rolls_back_batch)
-{
-    ss_store_options o = ss_store_options_default();
-    o.map_size = 1 << 20; /* 1 MiB map, far below the byte quota */
-    o.max_bytes = (uint64_t)1 << 30;
-    ss_store *s = open_store(&o);
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    ss_record keep = rec_of(B("kept"), 1, 0);
-    put(s, B("keep"), &keep);
-    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
-
-    static uint8_t val[3000];
-    memset(val, 'v', sizeof val);
-    ss_bytes v = {val, sizeof val};
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    int rc = SS_OK, n = 0;
-    while (rc == SS_OK && n < 10000) {
-        char key[32];
-        snprintf(key, sizeof key, "key%05d", n++);
-        ss_record r = rec_of(v, 2, (uint32_t)n);
-        rc = ss_store_put(s, B(key), &r);
-    }
-    ASSERT_EQ(rc, SS_E_QUOTA);
-    ASSERT_TRUE(n > 10);
-    /* The failed batch refuses further work and its commit fails. */
-    ss_record got;
-    ASSERT_EQ(ss_store_get(s, B("keep"), &got), SS_E_QUOTA);
-    ASSERT_EQ(ss_store_commit(s, 0), SS_E_QUOTA);
-    ASSERT_EQ(ss_store_key_count(s), 1);
-    /* The store goes on. */
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    ASSERT_EQ(ss_store_get(s, B("key00000"), &got), SS_E_NOTFOUND);
-    ASSERT_EQ(ss_store_get(s, B("keep"), &got), SS_OK);
-    ss_record after = rec_of(B("after"), 3, 0);
-    put(s, B("after"), &after);
-    ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
-    ss_store_close(s);
-
-    s = open_store(&o);
-    ASSERT_EQ(ss_store_key_count(s), 2);
-    ASSERT_EQ(ss_store_byte_count(s), 2 * SS_STORE_RECORD_CHARGE + 4 + 4 + 5 + 5);
-    ss_store_close(s);
-}
-
-/* A checkpoint whose LMDB commit finds the map full (the commit itself
- * needs pages: the databases' roots, the free list) is the quota error,
- * as a write to a full map is, and says so. One value a page larger each
- * time, on a fresh store of a 256-page map: the batch goes into the
- * journal, then an idle checkpoint tries to put it into the file. Going a
- * page at a time, one size leaves room for the checkpoint's own records
- * but not for the commit. */
-TEST(store_checkpoint_on_a_full_map_is_the_quota_error)
-{
-    size_t page = (size_t)sysconf(_SC_PAGESIZE); /* LMDB's page */
-    size_t map = 256 * page;
-    uint8_t *val = malloc(map);
-    ASSERT_TRUE(val != NULL);
-    memset(val, 'm', map);
-    char what[256];
-    snprintf(what, sizeof what,
-             "checkpoint (writing the journal's changes into the data file): "
-             "the LMDB map is full (map_size %zu bytes)",
-             map);
-    int seen = 0;
-    for (size_t pages = 192; pages < 256; pages++) {
-        char dir[4200];
-        snprintf(dir, sizeof dir, "%s/%zu", test_tmpdir(), pages);
-        ss_store_options o = ss_store_options_default();
-        o.path = dir;
-        o.sync = SS_SYNC_PERIODIC;
-        o.checkpoint_interval_ms = 3600000;
-        o.map_size = map;
-        o.max_bytes = (uint64_t)1 << 30;
-        ss_store *s = NULL;
-        ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
-        ss_record r = rec_of((ss_bytes){val, pages * page}, 1, 0);
-        ASSERT_EQ(ss_store_begin(s), SS_OK);
-        int rc = ss_store_put(s, B("k"), &r);
-        if (rc == SS_OK)
-            rc = ss_store_commit(s, 10);
-        if (rc != SS_OK) { /* the batch itself no longer fits */
-            ASSERT_EQ(rc, SS_E_QUOTA);
-            ss_store_close(s);
-            break;
-        }
-        ASSERT_EQ(ss_store_begin(s), SS_OK);
-        rc = ss_store_commit(s, 7200000); /* idle, two hours on: a checkpoint */
-        if (strcmp(ss_store_cause(s), what) == 0) {
-            ASSERT_EQ(rc, SS_E_QUOTA);
-            ASSERT_TRUE(ss_store_checkpoint_failing(s, NULL));
-            seen++;
-        } else if (rc != SS_OK) {
-            ASSERT_EQ(rc, SS_E_QUOTA); /* its own records did not fit */
-        }
-        ss_store_close(s);
-    }
-    ASSERT_TRUE(seen >= 1);
-    free(val);
-}
-
 TEST(store_large_values)
 {
     ss_store *s = open_default();
@@ -561,30 +315,6 @@ TEST(store_large_values)
     ss_store_abort(s);
     free(big);
     ss_store_close(s);
-}
-
-TEST(store_periodic_sync_and_bad_options)
-{
-    ss_store_options o = ss_store_options_default();
-    o.sync = SS_SYNC_PERIODIC;
-    o.sync_interval_ms = 50;
-    ss_store *s = open_store(&o);
-    ASSERT_EQ(ss_store_options_get(s)->sync_interval_ms, 50);
-    for (int i = 0; i < 5; i++) {
-        ASSERT_EQ(ss_store_begin(s), SS_OK);
-        ss_record r = rec_of(B("v"), 1, (uint32_t)i);
-        put(s, B("k"), &r);
-        ASSERT_EQ(ss_store_commit(s, (uint64_t)i * 20), SS_OK);
-    }
-    ASSERT_EQ(ss_store_flush(s, 1000), SS_OK);
-    ss_store_close(s);
-
-    ss_store_options bad = ss_store_options_default();
-    ss_store *t = NULL;
-    ASSERT_EQ(ss_store_open(&bad, &t), SS_E_INVAL); /* no path */
-    bad.path = "/proc/definitely/not/here";
-    ASSERT_EQ(ss_store_open(&bad, &t), SS_E_IO);
-    ASSERT_TRUE(t == NULL);
 }
 
 /* A put right after a get reuses the location the get found: check it with
@@ -629,126 +359,4 @@ TEST(store_put_after_get_reuses_location)
     ASSERT_EQ(ss_store_key_count(s), 3);
     ASSERT_EQ(ss_store_commit(s, 0), SS_OK);
     ss_store_close(s);
-}
-
-static void *commit_thread(void *arg)
-{
-    static int rc;
-    rc = ss_store_commit_run(arg);
-    return &rc;
-}
-
-/* Group commit: a batch prepared on one thread and written on another;
- * the store refuses every use in between, and a failure rolls back. */
-TEST(store_commit_on_another_thread)
-{
-    ss_store_options o = ss_store_options_default();
-    o.sync = SS_SYNC_ALWAYS;
-    ss_store *s = open_store(&o);
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    ASSERT_TRUE(!ss_store_batch_dirty(s));
-    ss_record r;
-    ASSERT_EQ(ss_store_get(s, B("k"), &r), SS_E_NOTFOUND);
-    ASSERT_TRUE(!ss_store_batch_dirty(s)); /* a read costs no sync */
-    ss_record a = rec_of(B("value"), 2000, 1);
-    put(s, B("k"), &a);
-    ASSERT_EQ(ss_store_set_clock(s, 2000, 1), SS_OK);
-    ASSERT_TRUE(ss_store_batch_dirty(s));
-    uint64_t bytes = ss_store_byte_count(s);
-    ASSERT_EQ(ss_store_commit_prepare(s, 0, false), SS_OK);
-    ASSERT_TRUE(!ss_store_in_batch(s));
-    ASSERT_EQ(ss_store_begin(s), SS_E_BUSY);
-    ASSERT_EQ(ss_store_get(s, B("k"), &r), SS_E_BUSY);
-    ASSERT_EQ(ss_store_put(s, B("x"), &a), SS_E_BUSY);
-    ASSERT_EQ(ss_store_commit_prepare(s, 0, false), SS_E_BUSY);
-    ASSERT_EQ(ss_store_key_count(s), 1);
-    ASSERT_EQ(ss_store_byte_count(s), bytes);
-    pthread_t t;
-    ASSERT_EQ(pthread_create(&t, NULL, commit_thread, s), 0);
-    void *res;
-    pthread_join(t, &res);
-    ASSERT_EQ(*(int *)res, SS_OK);
-    ASSERT_EQ(ss_store_commit_finish(s, *(int *)res, 0), SS_OK);
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    ASSERT_EQ(ss_store_get(s, B("k"), &r), SS_OK);
-    ASSERT_MEM(r.value.data, r.value.len, "value", 5);
-    /* A commit that failed leaves the counts and clock of the last one. */
-    ss_record b = rec_of(B("longer value"), 2000, 2);
-    put(s, B("k2"), &b);
-    ASSERT_EQ(ss_store_set_clock(s, 2000, 2), SS_OK);
-    ASSERT_EQ(ss_store_commit_prepare(s, 0, false), SS_OK);
-    ss_store_abort(s); /* no effect while committing */
-    ASSERT_EQ(ss_store_commit_run(s), SS_OK);
-    ASSERT_EQ(ss_store_commit_finish(s, SS_E_IO, 0), SS_E_IO);
-    ASSERT_EQ(ss_store_byte_count(s), bytes);
-    assert_clock(s, 2000, 1);
-    ss_store_close(s);
-}
-
-static void *sync_thread(void *arg)
-{
-    static int rc;
-    rc = ss_store_sync_run(arg);
-    return &rc;
-}
-
-static void commit_one(ss_store *s, uint32_t n, uint64_t now)
-{
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    ss_record r = rec_of(B("v"), 1, n);
-    put(s, B("k"), &r);
-    ASSERT_EQ(ss_store_commit(s, now), SS_OK);
-}
-
-/* The periodic sync run by the owner, on another thread, while the store
- * goes on committing: due only when something was committed and the
- * interval has passed; a failed sync is due again. */
-TEST(store_external_periodic_sync)
-{
-    ss_store_options o = ss_store_options_default();
-    o.sync = SS_SYNC_PERIODIC;
-    o.sync_interval_ms = 50;
-    o.external_sync = true;
-    o.checkpoint_interval_ms = 1000000; /* a checkpoint would sync everything */
-    ss_store *s = open_store(&o);
-    ASSERT_TRUE(!ss_store_sync_start(s, 1000)); /* nothing committed */
-    commit_one(s, 1, 1000);
-    ASSERT_TRUE(ss_store_sync_start(s, 1000));
-    pthread_t t;
-    ASSERT_EQ(pthread_create(&t, NULL, sync_thread, s), 0);
-    commit_one(s, 2, 1010); /* while the sync runs */
-    void *res;
-    pthread_join(t, &res);
-    ASSERT_EQ(*(int *)res, SS_OK);
-    ss_store_sync_done(s, SS_OK);
-    ASSERT_TRUE(!ss_store_sync_start(s, 1040)); /* the interval has not passed */
-    ASSERT_TRUE(ss_store_sync_start(s, 1050));  /* the commit during the sync */
-    ss_store_sync_done(s, SS_E_IO);
-    ASSERT_TRUE(!ss_store_sync_start(s, 1060));
-    ASSERT_TRUE(ss_store_sync_start(s, 1100)); /* syncs go on */
-    ASSERT_EQ(ss_store_sync_run(s), SS_OK);
-    ss_store_sync_done(s, SS_OK);
-    ASSERT_TRUE(!ss_store_sync_start(s, 1100)); /* not again in the same millisecond */
-    /* ...but after a failure only a checkpoint covers the earlier writes
-     * (test_journal.c: store_failed_fsync_needs_a_checkpoint). */
-    ASSERT_TRUE(!ss_store_all_synced(s));
-    ASSERT_TRUE(ss_store_checkpoint_due(s, 1100));
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
-    ASSERT_EQ(ss_store_commit(s, 1100), SS_OK);
-    ASSERT_TRUE(ss_store_all_synced(s));
-    ASSERT_TRUE(!ss_store_sync_start(s, 5000)); /* everything is synced */
-    ss_store_close(s);
-}
-
-/* One process per data directory; the lock goes with the store. */
-TEST(store_directory_lock)
-{
-    ss_store_options o = ss_store_options_default();
-    ss_store *s = open_store(&o);
-    ss_store *second = NULL;
-    ASSERT_EQ(ss_store_open(&o, &second), SS_E_BUSY);
-    ASSERT_TRUE(second == NULL);
-    ss_store_close(s);
-    ASSERT_EQ(ss_store_open(&o, &second), SS_OK);
-    ss_store_close(second);
 }

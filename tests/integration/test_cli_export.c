@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
+/* test_cli_export.c - statestore export and import: every record as a
+ * JSON line and back, with versions, tokens and deadlines, into a new data
+ * directory or into an etcd cluster. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "etcd_cluster.h"
+#include "harness.h"
+
+/* export writes every record as a JSON line; import puts them into a new
+ * data directory with their versions, tokens and deadlines, leaving out
+ * those past their deadline; a broker on it serves the same records and
+ * issues versions above them. */
+/* A broker (on LMDB) with a plain record, one with a deadline in 10
+ * minutes, a fenced one, a binary key and value, and with soon one whose
+ * deadline is 1.5 s away; their export into *exp and into file
+ * (test_tmpdir()/export.jsonl). */
+static void export_sample(bool soon, struct run *exp, char *file, size_t file_len)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct run r;
+    /* Larger than one etcd request: on etcd it goes in chunks. (First,
+     * and last in key order: it takes a while under the sanitizers, and
+     * "soon" must still be there when the export reads it.) */
+    size_t large_len = (size_t)3 << 20;
+    char *large = malloc(large_len);
+    ASSERT_TRUE(large != NULL);
+    for (size_t i = 0; i < large_len; i++)
+        large[i] = (char)(i * 31 + i / 4096);
+    cli_run(&r, b.port, large, large_len, "set", "zlarge", "-", NULL);
+    free(large);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    const char *sets[][6] = {
+        {"set", "plain", "1", NULL},
+        {"set", "ttl", "two words", "--px", "600000", NULL},
+        {"set", "fenced", "3", "--fencing-token", "1700000000000:1:x", NULL},
+        {"set", "soon", "gone", "--px", "1500", NULL},
+    };
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0] - (soon ? 0 : 1); i++) {
+        cli_run(&r, b.port, NULL, 0, sets[i][0], sets[i][1], sets[i][2], sets[i][3], sets[i][4], sets[i][5], NULL);
+        ASSERT_EQ(r.status, 0);
+        run_free(&r);
+    }
+    cli_run(&r, b.port, "v\0\xff", 3, "set", "bin\x01key", "-", NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    cli_run(exp, b.port, NULL, 0, "export", NULL);
+    ASSERT_EQ(exp->status, 0);
+    broker_stop(&b);
+    snprintf(file, file_len, "%s/export.jsonl", test_tmpdir());
+    FILE *f = fopen(file, "w");
+    ASSERT_TRUE(f != NULL);
+    fwrite(exp->out, 1, exp->out_len, f);
+    fclose(f);
+}
+
+TEST(cli_export_import_round_trip)
+{
+    struct run r, exp1;
+    char file[400], dir[400];
+    export_sample(true, &exp1, file, sizeof file);
+    ASSERT_TRUE(strstr(exp1.err, "6 records exported") != NULL);
+    ASSERT_TRUE(strstr(exp1.out, "{\"key\":\"bin\\u0001key\",\"key_base64\":\"YmluAWtleQ==\","
+                                 "\"value_base64\":\"dgD/\",\"version\":\"") != NULL);
+    ASSERT_TRUE(strstr(exp1.out, "\"fencing_token\":\"1700000000000:1:x\",\"expires_at_ms\":null}\n") != NULL);
+    /* "soon" is past its deadline now. Its 1.5 s outlasts the two commands
+     * between its SET and the export even under the sanitizers. */
+    usleep(1600 * 1000);
+    snprintf(dir, sizeof dir, "%s/imported", test_tmpdir());
+    cli_run(&r, 0, NULL, 0, "import", file, dir, NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(strstr(r.err, "5 records imported") != NULL && strstr(r.err, "(1 past their deadline left out)"));
+    run_free(&r);
+    cli_run(&r, 0, NULL, 0, "import", file, dir, NULL); /* not empty now */
+    ASSERT_EQ(r.status, 64);
+    run_free(&r);
+
+    struct broker b2 = {0};
+    snprintf(b2.data, sizeof b2.data, "%s", dir);
+    broker_start(&b2);
+    struct run exp2;
+    cli_run(&exp2, b2.port, NULL, 0, "export", NULL);
+    ASSERT_EQ(exp2.status, 0);
+    /* The same lines, without the one that expired. */
+    char *soon = strstr(exp1.out, "{\"key\":\"soon\"");
+    ASSERT_TRUE(soon != NULL);
+    char *soon_end = strchr(soon, '\n') + 1;
+    size_t before = (size_t)(soon - exp1.out), after = exp1.out_len - (size_t)(soon_end - exp1.out);
+    ASSERT_EQ(exp2.out_len, before + after);
+    ASSERT_TRUE(memcmp(exp2.out, exp1.out, before) == 0 && memcmp(exp2.out + before, soon_end, after) == 0);
+    /* New versions come after every imported one. */
+    struct client c;
+    char resp[256];
+    client_connect_rr(&c, b2.port, "after", resp, sizeof resp);
+    struct msg *m = request(&c, resp, "n", "1:0:oldclock", NULL, W("SET", "new", "v"));
+    PAYLOAD(m, "+OK\r\n");
+    const char *v = msg_user(m, "__ts");
+    const char *newest = strstr(exp1.out, "\"version\":\"");
+    for (const char *p = newest; p; p = strstr(p + 1, "\"version\":\""))
+        if (strncmp(p + 11, newest + 11, 13) > 0)
+            newest = p;
+    ASSERT_TRUE(v != NULL && strncmp(v, newest + 11, 13) > 0);
+    client_close(&c);
+    broker_stop(&b2);
+    run_free(&exp1);
+    run_free(&exp2);
+
+    /* A line that is not a record: refused with its number. */
+    FILE *f = fopen(file, "w");
+    fputs("{\"key_base64\":\"YQ==\",\"value_base64\":\"MQ==\",\"version\":\"1:0:n\"}\n{\"key_base64\":7}\n", f);
+    fclose(f);
+    snprintf(dir, sizeof dir, "%s/bad", test_tmpdir());
+    cli_run(&r, 0, NULL, 0, "import", file, dir, NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_TRUE(strstr(r.err, "export.jsonl line 2: key_base64, value_base64 and version are required") != NULL);
+    run_free(&r);
+}
+
+/* import --etcd puts an export into a store on an etcd cluster under a
+ * prefix that holds nothing yet; a broker on that prefix exports the same
+ * lines; a second import into it is refused, and so is --etcd with DIR. */
+TEST(cli_import_into_an_etcd_cluster)
+{
+    struct run r, exp1;
+    char file[400];
+    export_sample(false, &exp1, file, sizeof file);
+
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    cli_run(&r, 0, NULL, 0, "import", file, "--etcd", c.endpoints, "--etcd-prefix", "imp/", NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(strstr(r.err, "5 records imported into http://127.0.0.1:") != NULL &&
+                strstr(r.err, ", prefix imp/ (0 past their deadline left out)") != NULL);
+    run_free(&r);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "imp/c/"), 3); /* the large value's chunks of 1 MiB */
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "imp/n/:import"), 1); /* its commit marker */
+    /* An import that stops (a bad line) after a large value's chunks were
+     * written, before its Txn: the chunks go, nothing refers to them. */
+    char bad[450];
+    snprintf(bad, sizeof bad, "%s.bad", file);
+    FILE *f = fopen(bad, "w");
+    ASSERT_TRUE(f != NULL);
+    const char *zl = strstr(exp1.out, "{\"key\":\"zlarge\"");
+    ASSERT_TRUE(zl != NULL);
+    fwrite(zl, 1, strcspn(zl, "\n") + 1, f);
+    fputs("{\"key\": not json\n", f);
+    fclose(f);
+    cli_run(&r, 0, NULL, 0, "import", bad, "--etcd", c.endpoints, "--etcd-prefix", "imp2/", NULL);
+    ASSERT_TRUE(r.status != 0);
+    run_free(&r);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "imp2/"), 0);
+    cli_run(&r, 0, NULL, 0, "import", file, "--etcd", c.endpoints, "--etcd-prefix", "imp/", NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_TRUE(strstr(r.err, "the prefix imp/ already holds keys") != NULL);
+    run_free(&r);
+    cli_run(&r, 0, NULL, 0, "import", file, "somedir", "--etcd", c.endpoints, NULL);
+    ASSERT_EQ(r.status, 64);
+    run_free(&r);
+
+    struct broker e = {0};
+    snprintf(e.extra, sizeof e.extra,
+             "plugin_opt_backend etcd\nplugin_opt_etcd_endpoints %s\nplugin_opt_etcd_prefix imp/\n", c.endpoints);
+    broker_start(&e);
+    struct run exp2;
+    cli_run(&exp2, e.port, NULL, 0, "export", NULL);
+    ASSERT_EQ(exp2.status, 0);
+    ASSERT_MEM(exp2.out, exp2.out_len, exp1.out, exp1.out_len);
+    run_free(&exp1);
+    run_free(&exp2);
+    broker_stop(&e);
+    etcd_cluster_stop(&c);
+}

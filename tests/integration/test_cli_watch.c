@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
+/* test_cli_watch.c - statestore watch and statestore lock against the real
+ * broker: the changes of a key or a pattern printed in order, across
+ * expiry and a broker's restart, and two contenders for one lock. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "harness.h"
+
+static char *const *watch_argv(int port, bool json)
+{
+    static char portbuf[16];
+    static char *argv[10];
+    snprintf(portbuf, sizeof portbuf, "%d", port);
+    int n = 0;
+    argv[n++] = (char *)cli_path();
+    argv[n++] = "-p";
+    argv[n++] = portbuf;
+    if (json)
+        argv[n++] = "--json";
+    argv[n++] = "watch";
+    argv[n++] = "w1";
+    argv[n++] = "w 2";
+    argv[n] = NULL;
+    return argv;
+}
+
+/* Wait until file holds at least `lines` lines (or `ms`); returns it. */
+static char *wait_lines(const char *path, int lines, int ms)
+{
+    for (int i = 0; i < ms / 10; i++) {
+        char *s = slurp(path, NULL);
+        int n = 0;
+        for (char *p = s; *p; p++)
+            n += *p == '\n';
+        if (n >= lines)
+            return s;
+        free(s);
+        usleep(10000);
+    }
+    return slurp(path, NULL);
+}
+
+/* Set `key` to "probe" until the watch writing to `out` shows it (it has
+ * registered by then; a fixed sleep is too short under the sanitizers),
+ * and return how many lines the probes left in `out`. */
+static int probe_watch(int port, const char *out, const char *key)
+{
+    char want[300];
+    snprintf(want, sizeof want, "SET %s probe", key);
+    bool seen = false;
+    for (int i = 0; i < 50 && !seen; i++) {
+        struct run r;
+        cli_run(&r, port, NULL, 0, "set", key, "probe", NULL);
+        run_free(&r);
+        char *s = wait_lines(out, 1, 500);
+        seen = strstr(s, want) != NULL;
+        free(s);
+    }
+    ASSERT_TRUE(seen);
+    usleep(200 * 1000);
+    char *s = slurp(out, NULL);
+    int lines = 0;
+    for (char *p = s; *p; p++)
+        lines += *p == '\n';
+    free(s);
+    return lines;
+}
+
+/* Drop the version (first word) of every line. */
+static void strip_versions(char *s)
+{
+    char *w = s;
+    for (char *line = s; *line;) {
+        char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line + 1) : strlen(line);
+        char *sp = memchr(line, ' ', len);
+        char *from = sp ? sp + 1 : line;
+        size_t n = len - (size_t)(from - line);
+        memmove(w, from, n);
+        w += n;
+        line += len;
+    }
+    *w = '\0';
+}
+
+TEST(cli_watch_set_delete_expiry_and_restart)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    char out[600], err[600];
+    snprintf(out, sizeof out, "%s/watch.out", test_tmpdir());
+    snprintf(err, sizeof err, "%s/watch.err", test_tmpdir());
+    pid_t w = spawn_cmd(watch_argv(b.port, false), out, err);
+    int probes = probe_watch(b.port, out, "w1");
+    struct run r;
+    char *s;
+    /* w1 is deleted before "w 2" is set, so that the order of the four
+     * changes does not hang on how soon "w 2" expires (its 100 ms can end
+     * before the next command has started, on a slow machine). */
+    cli_run(&r, b.port, NULL, 0, "set", "w1", "hello world", NULL);
+    run_free(&r);
+    cli_run(&r, b.port, NULL, 0, "del", "w1", NULL);
+    run_free(&r);
+    cli_run(&r, b.port, "x\ny", 3, "set", "w 2", "-", "--px", "100", NULL);
+    run_free(&r);
+    cli_run(&r, b.port, NULL, 0, "set", "other", "1", NULL);
+    run_free(&r);
+    s = wait_lines(out, probes + 4, 5000);
+    /* Each line starts with the version "<ms>:<n>:StateStore ". */
+    ASSERT_TRUE(strstr(s, ":StateStore SET w1 hello\\x20world\n") != NULL);
+    strip_versions(s);
+    char *rest = s;
+    for (int i = 0; i < probes; i++) {
+        ASSERT_TRUE(strncmp(rest, "SET w1 probe\n", 13) == 0);
+        rest += 13;
+    }
+    ASSERT_STR(rest, strlen(rest), "SET w1 hello\\x20world\nDELETE w1\nSET w\\x202 x\\x0ay\nDELETE w\\x202\n");
+    free(s);
+    /* The broker restarts: watch reconnects, says so, and goes on. */
+    broker_stop(&b);
+    broker_start(&b);
+    char *e = NULL;
+    for (int i = 0; i < 1500; i++) {
+        e = slurp(err, NULL);
+        if (strstr(e, "notifications may have been missed"))
+            break;
+        free(e);
+        e = NULL;
+        usleep(10000);
+    }
+    ASSERT_TRUE(e != NULL);
+    free(e);
+    for (int i = 0; i < 50; i++) {
+        cli_run(&r, b.port, NULL, 0, "set", "w1", "again", NULL);
+        run_free(&r);
+        s = wait_lines(out, probes + 5, 500);
+        bool got = strstr(s, "SET w1 again") != NULL;
+        free(s);
+        if (got)
+            break;
+    }
+    s = slurp(out, NULL);
+    ASSERT_TRUE(strstr(s, "SET w1 again\n") != NULL);
+    free(s);
+    kill(w, SIGINT);
+    int status;
+    waitpid(w, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    /* JSON lines. */
+    pid_t j = spawn_cmd(watch_argv(b.port, true), out, err);
+    /* Set until the watch shows it (registered by then); every line is
+     * the same but for its version. */
+    for (int i = 0; i < 50; i++) {
+        cli_run(&r, b.port, NULL, 0, "set", "w1", "j", NULL);
+        run_free(&r);
+        s = wait_lines(out, 1, 500);
+        bool got = s[0] != '\0';
+        free(s);
+        if (got)
+            break;
+    }
+    s = slurp(out, NULL);
+    static const char head[] = "{\"key\":\"w1\",\"operation\":\"SET\",\"value\":\"j\","
+                               "\"value_base64\":\"ag==\",\"version\":\"";
+    ASSERT_MEM(s, sizeof head - 1, head, sizeof head - 1);
+    free(s);
+    kill(j, SIGTERM);
+    waitpid(j, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    broker_stop(&b);
+}
+
+/* watch --pattern: every key a pattern matches, once per change (a KEY
+ * that a pattern matches too is told once), again after a broker restart;
+ * a refused pattern and --pattern elsewhere are errors. */
+TEST(cli_watch_pattern)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    char out[600], err[600], portbuf[16];
+    snprintf(out, sizeof out, "%s/watch.out", test_tmpdir());
+    snprintf(err, sizeof err, "%s/watch.err", test_tmpdir());
+    snprintf(portbuf, sizeof portbuf, "%d", b.port);
+    char *argv[] = {(char *)cli_path(), "-p", portbuf, "watch", "sensor/1", "--pattern", "sensor/*",
+                    "--pattern=*/t", NULL};
+    pid_t w = spawn_cmd(argv, out, err);
+    int probes = probe_watch(b.port, out, "sensor/0");
+    struct run r;
+    char *s;
+    const char *const sets[][2] = {{"sensor/1", "a"}, {"room/t", "b"}, {"room/x", "no"}, {"sensor/t", "c"}};
+    for (int i = 0; i < 4; i++) {
+        cli_run(&r, b.port, NULL, 0, "set", sets[i][0], sets[i][1], NULL);
+        run_free(&r);
+    }
+    cli_run(&r, b.port, NULL, 0, "del", "sensor/1", NULL);
+    run_free(&r);
+    s = wait_lines(out, probes + 4, 5000);
+    usleep(200 * 1000);
+    free(s);
+    s = slurp(out, NULL);
+    strip_versions(s);
+    /* The probes, then each change once. */
+    char *rest = s;
+    for (int i = 0; i < probes; i++) {
+        ASSERT_TRUE(strncmp(rest, "SET sensor/0 probe\n", 19) == 0);
+        rest += 19;
+    }
+    ASSERT_STR(rest, strlen(rest), "SET sensor/1 a\nSET room/t b\nSET sensor/t c\nDELETE sensor/1\n");
+    free(s);
+    /* The broker restarts: the patterns are registered again. */
+    broker_stop(&b);
+    broker_start(&b);
+    bool got = false;
+    for (int i = 0; i < 100 && !got; i++) {
+        cli_run(&r, b.port, NULL, 0, "set", "hall/t", "again", NULL);
+        run_free(&r);
+        usleep(50 * 1000);
+        s = slurp(out, NULL);
+        got = strstr(s, "SET hall/t again\n") != NULL;
+        free(s);
+    }
+    ASSERT_TRUE(got);
+    kill(w, SIGINT);
+    int status;
+    waitpid(w, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* Refusals. */
+    cli_run(&r, b.port, NULL, 0, "watch", "--pattern", "a[b", NULL);
+    ASSERT_EQ(r.status, 3);
+    ASSERT_STR(r.err, strlen(r.err), "statestore: watch: invalid pattern: a '[' is not closed\n");
+    run_free(&r);
+    cli_run(&r, b.port, NULL, 0, "watch", NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_TRUE(strstr(r.err, "watch: give a KEY or --pattern PATTERN") != NULL);
+    run_free(&r);
+    cli_run(&r, b.port, NULL, 0, "get", "k", "--pattern", "x", NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_TRUE(strstr(r.err, "--pattern is an option of watch") != NULL);
+    run_free(&r);
+    broker_stop(&b);
+}
+
+/* Two contenders appending "in"/"out" to one file: never both inside. */
+TEST(cli_lock_two_contenders)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    char log[600], script[1400], port[16];
+    snprintf(log, sizeof log, "%s/critical.log", test_tmpdir());
+    snprintf(port, sizeof port, "%d", b.port);
+    snprintf(script, sizeof script,
+             "echo \"$1 in $STATESTORE_LOCK_TOKEN\" >> %s; sleep 0.4; echo \"$1 out\" >> %s", log, log);
+    char out1[600], err1[600], out2[600], err2[600];
+    snprintf(out1, sizeof out1, "%s/l1.out", test_tmpdir());
+    snprintf(err1, sizeof err1, "%s/l1.err", test_tmpdir());
+    snprintf(out2, sizeof out2, "%s/l2.out", test_tmpdir());
+    snprintf(err2, sizeof err2, "%s/l2.err", test_tmpdir());
+    char *a1[] = {(char *)cli_path(), "-p", port, "lock", "L", "--ttl", "1000", "--", "sh", "-c", script, "sh", "A", NULL};
+    char *a2[] = {(char *)cli_path(), "-p", port, "lock", "L", "--ttl", "1000", "--", "sh", "-c", script, "sh", "B", NULL};
+    pid_t p1 = spawn_cmd(a1, out1, err1);
+    pid_t p2 = spawn_cmd(a2, out2, err2);
+    int s1, s2;
+    waitpid(p1, &s1, 0);
+    waitpid(p2, &s2, 0);
+    ASSERT_TRUE(WIFEXITED(s1) && WEXITSTATUS(s1) == 0);
+    ASSERT_TRUE(WIFEXITED(s2) && WEXITSTATUS(s2) == 0);
+    char *s = slurp(log, NULL);
+    /* "X in TOKEN\nX out\nY in TOKEN\nY out\n" */
+    char x = s[0], y = x == 'A' ? 'B' : 'A';
+    char want_tail[64];
+    snprintf(want_tail, sizeof want_tail, "%c out\n%c in ", x, y);
+    ASSERT_TRUE(strstr(s, want_tail) != NULL);
+    ASSERT_TRUE(strstr(s, ":StateStore\n") != NULL);
+    free(s);
+    /* The command's exit status is passed on; --wait gives up (exit 2). */
+    struct run r;
+    cli_run(&r, b.port, NULL, 0, "lock", "L", "--", "sh", "-c", "exit 7", NULL);
+    ASSERT_EQ(r.status, 7);
+    run_free(&r);
+    /* --holder names the holder (the lock key's value); --json reports. */
+    char inner[700];
+    snprintf(inner, sizeof inner, "%s -p %s get L", cli_path(), port);
+    cli_run(&r, b.port, NULL, 0, "--json", "lock", "L", "--holder", "me-123", "--", "sh", "-c", inner, NULL);
+    ASSERT_EQ(r.status, 0);
+    static const char head[] = "me-123{\"lock\":\"L\",\"holder\":\"me-123\",\"token\":\"";
+    ASSERT_MEM(r.out, sizeof head - 1, head, sizeof head - 1);
+    ASSERT_TRUE(strstr(r.out, "\",\"lost\":false,\"exit_status\":0}\n") != NULL);
+    run_free(&r);
+    char hold[] = "sleep 3";
+    char *a3[] = {(char *)cli_path(), "-p", port, "lock", "L", "--ttl", "600", "--", "sh", "-c", hold, NULL};
+    pid_t p3 = spawn_cmd(a3, out1, err1);
+    /* Held once L exists (a fixed sleep can end before the holder, under
+     * the sanitizers, has taken it). */
+    for (int i = 0; i < 100; i++) {
+        cli_run(&r, b.port, NULL, 0, "get", "L", NULL);
+        int got = r.status;
+        run_free(&r);
+        if (got == 0)
+            break;
+        usleep(50 * 1000);
+    }
+    cli_run(&r, b.port, NULL, 0, "--json", "lock", "L", "--wait", "300", "--", "true", NULL);
+    ASSERT_EQ(r.status, 2);
+    OUT_IS(r, "{\"lock\":\"L\",\"acquired\":false}\n");
+    run_free(&r);
+    /* The holder is killed: its lease expires and the next one gets in. */
+    kill(p3, SIGKILL);
+    waitpid(p3, &s1, 0);
+    uint64_t t0 = now_ms();
+    cli_run(&r, b.port, NULL, 0, "lock", "L", "--wait", "5000", "--", "true", NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(now_ms() - t0 < 2000);
+    run_free(&r);
+    broker_stop(&b);
+}
