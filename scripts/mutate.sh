@@ -16,20 +16,24 @@
 # apart, not in the score.
 #
 #   MUTATE_FILES   files to mutate (default: the core's rules, codec,
-#                  clock, resend cache, journal and commit path)
+#                  clock, resend cache, journal and commit path, SCAN's
+#                  pages and tokens, its patterns, and the key ACL)
 #   MUTATE_SAMPLE  mutants per file, drawn at random (0: all of them;
 #                  there are 1,500 to 3,300 per file, some seconds each)
 #   MUTATE_SEED    the draw's seed (default 1)
 #   MUTATE_TESTS   the integration tests run on mutants the unit tests
 #                  do not kill
 set -u
-files=${MUTATE_FILES:-"core/engine.c core/codec.c core/hlc.c core/dedup.c core/journal.c core/store_lmdb_commit.c"}
+files=${MUTATE_FILES:-"core/engine.c core/codec.c core/hlc.c core/dedup.c core/journal.c core/store_lmdb_commit.c
+    core/scan.c core/pattern.c core/acl.c"}
 sample=${MUTATE_SAMPLE:-0}
 seed=${MUTATE_SEED:-1}
 tests=${MUTATE_TESTS:-"plugin_commands_byte_exact plugin_conditions_compare_every_byte_and_the_length
     plugin_notifications_exact plugin_resent_request_answered_once plugin_restart_keeps_values_versions_tokens_expiries
     plugin_kill9_keeps_every_acknowledged_write plugin_fsync_always_answers_promptly_and_durably
-    powerloss_fsync_always_answers_after_the_journal_sync reliability_linearizable_histories"}
+    powerloss_fsync_always_answers_after_the_journal_sync reliability_linearizable_histories
+    scan_wire_format_and_errors scan_page_bytes_bounds_every_page watch_pattern_only_readable_keys
+    security_key_authorization_and_reload"}
 top=$(pwd)
 work=$top/build/mutate
 venv=$work/venv

@@ -113,3 +113,52 @@ TEST(acl_parse_errors_name_the_line)
     ASSERT_TRUE(!ss_acl_allows(a, "c", "u", SS_ACCESS_READ, K("k")));
     ss_acl_free(a);
 }
+
+/* A key pattern is the rest of the line with only spaces and tabs around
+ * it taken off (and a CRLF file's '\r'): keys are bytes, and a pattern may
+ * begin or end with any other byte, a control character too. */
+TEST(acl_pattern_keeps_every_byte_but_the_blanks_around_it)
+{
+    static const char rules[] = "any read \t\x01k*\n"
+                                "any write \x0b" "v\x1f \t\r\n";
+    ss_acl *a;
+    char err[128];
+    ASSERT_EQ(ss_acl_parse(rules, sizeof rules - 1, &a, err, sizeof err), SS_OK);
+    ASSERT_EQ(ss_acl_rule_count(a), 2);
+    ASSERT_TRUE(ss_acl_allows(a, "c", NULL, SS_ACCESS_READ, K("\x01k1")));
+    ASSERT_TRUE(!ss_acl_allows(a, "c", NULL, SS_ACCESS_READ, K("k1")));
+    ASSERT_TRUE(ss_acl_allows(a, "c", NULL, SS_ACCESS_WRITE, K("\x0bv\x1f")));
+    ASSERT_TRUE(!ss_acl_allows(a, "c", NULL, SS_ACCESS_WRITE, K("v\x1f")));
+    ASSERT_TRUE(!ss_acl_allows(a, "c", NULL, SS_ACCESS_WRITE, K("\x0bv")));
+    ss_acl_free(a);
+}
+
+/* What needs every key at once (BACKUP) is allowed only by a rule whose
+ * pattern is stars alone, for the access asked, whose principals match:
+ * "*?", "a*", or "%c*" allow many keys, not every key. */
+TEST(acl_every_key_only_for_a_pattern_of_stars)
+{
+    static const char rules[] = "user root read *\n"
+                                "user ops readwrite ***\n"
+                                "user w write *\n"
+                                "user q read *?\n"
+                                "user p read a*\n"
+                                "user s read %c*\n"
+                                "user both client gw read *\n";
+    ss_acl *a;
+    char err[128];
+    ASSERT_EQ(ss_acl_parse(rules, sizeof rules - 1, &a, err, sizeof err), SS_OK);
+    ASSERT_TRUE(ss_acl_allows_every_key(a, "c", "root", SS_ACCESS_READ));
+    ASSERT_TRUE(ss_acl_allows_every_key(a, "c", "ops", SS_ACCESS_READ));
+    ASSERT_TRUE(ss_acl_allows_every_key(a, "c", "ops", SS_ACCESS_WRITE));
+    ASSERT_TRUE(!ss_acl_allows_every_key(a, "c", "root", SS_ACCESS_WRITE));
+    ASSERT_TRUE(ss_acl_allows_every_key(a, "c", "w", SS_ACCESS_WRITE));
+    ASSERT_TRUE(!ss_acl_allows_every_key(a, "c", "w", SS_ACCESS_READ));
+    ASSERT_TRUE(!ss_acl_allows_every_key(a, "c", "q", SS_ACCESS_READ));
+    ASSERT_TRUE(!ss_acl_allows_every_key(a, "c", "p", SS_ACCESS_READ));
+    ASSERT_TRUE(!ss_acl_allows_every_key(a, "*", "s", SS_ACCESS_READ));
+    ASSERT_TRUE(ss_acl_allows_every_key(a, "gw", "both", SS_ACCESS_READ));
+    ASSERT_TRUE(!ss_acl_allows_every_key(a, "other", "both", SS_ACCESS_READ));
+    ASSERT_TRUE(!ss_acl_allows_every_key(a, "c", NULL, SS_ACCESS_READ));
+    ss_acl_free(a);
+}

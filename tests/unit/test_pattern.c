@@ -2,6 +2,7 @@
 /* test_pattern.c - SCAN's patterns: the glob crate's dialect, byte exact.
  * Each case's answer is the crate's (glob 0.3, Pattern::new and
  * Pattern::matches); tests/interop/globdiff checks many more at random. */
+#include <stdio.h>
 #include <string.h>
 
 #include "../../core/errors.h"
@@ -166,4 +167,58 @@ TEST(pattern_no_backtracking)
     ASSERT_EQ(m("*a*a*a*a*a*a*a*a*a*a*a*b", key), 0);
     key[sizeof key - 2] = 'b';
     ASSERT_EQ(m("*a*a*a*a*a*a*a*a*a*a*a*b", key), 1);
+}
+
+/* The matcher against the plainest reading of '*' and '?': every pattern
+ * of up to four characters among a, /, * and ? (but those with "**",
+ * which have rules of their own, above) against every key of up to six
+ * characters among a, b and /. The short ones matter most: a pattern of
+ * one or two tokens keeps its whole state in a few bytes, and a key that
+ * matched a few characters before its end must not match at its end. */
+static bool naive(const char *p, const char *k)
+{
+    if (*p == '\0')
+        return *k == '\0';
+    if (*p == '*')
+        return naive(p + 1, k) || (*k != '\0' && naive(p, k + 1));
+    if (*k == '\0')
+        return false;
+    return (*p == '?' || *p == *k) && naive(p + 1, k + 1);
+}
+
+/* The string of n characters of alphabet whose digits (base strlen) are
+ * those of i; returns false when i is past the last one. */
+static bool nth_word(const char *alphabet, size_t n, size_t i, char *out)
+{
+    size_t base = strlen(alphabet);
+    for (size_t j = 0; j < n; j++, i /= base)
+        out[j] = alphabet[i % base];
+    out[n] = '\0';
+    return i == 0;
+}
+
+TEST(pattern_agrees_with_a_naive_matcher)
+{
+    char pat[5], key[7];
+    size_t compared = 0;
+    for (size_t pn = 1; pn <= 4; pn++)
+        for (size_t pi = 0; nth_word("a/*?", pn, pi, pat); pi++) {
+            if (strstr(pat, "**") != NULL)
+                continue;
+            ss_pattern *p;
+            ASSERT_EQ(ss_pattern_compile((const uint8_t *)pat, pn, &p), SS_OK);
+            for (size_t kn = 0; kn <= 6; kn++)
+                for (size_t ki = 0; nth_word("ab/", kn, ki, key); ki++) {
+                    bool got = ss_pattern_match(p, (const uint8_t *)key, kn);
+                    if (got != naive(pat, key)) {
+                        char what[64];
+                        snprintf(what, sizeof what, "pattern \"%s\", key \"%s\": %s", pat, key,
+                                 got ? "matched" : "did not match");
+                        test_fail(__FILE__, __LINE__, what);
+                    }
+                    compared++;
+                }
+            ss_pattern_free(p);
+        }
+    ASSERT_EQ(compared, 292 * 1093); /* 292 patterns, 1093 keys */
 }

@@ -10,6 +10,7 @@
 #include "../../core/errors.h"
 #include "../../core/pattern.h"
 #include "../../core/scan.h"
+#include "../../core/siphash.h"
 #include "../test.h"
 
 #define T0 1700000000000ull
@@ -292,4 +293,64 @@ TEST(scan_answers_fit_the_bound)
     ss_buf_free(&keys);
     sx_close(&f);
     ss_buf_free(&f.resp);
+}
+
+/* The token, built here from PROTOCOL.md 9.4's layout rather than by
+ * ss_scan_token_encode: 0x01, the tag (SipHash-2-4 of "T", the format,
+ * the pattern's length as 4 bytes big-endian, the pattern and the
+ * position), then the position XORed with the keystream (SipHash-2-4 of
+ * "K", the tag and the 8-byte block's number as 4 bytes big-endian).
+ * Tokens outlive the broker that made them: another broker on the same
+ * etcd prefix, or the next release after an upgrade, must take them, so
+ * the layout is fixed to the byte. A pattern longer than 255 bytes needs
+ * all four bytes of its length. */
+static void token_by_layout(const uint8_t key[16], ss_bytes pattern, ss_bytes pos, ss_buf *out)
+{
+    uint8_t head[6] = {'T', 1, (uint8_t)(pattern.len >> 24), (uint8_t)(pattern.len >> 16),
+                       (uint8_t)(pattern.len >> 8), (uint8_t)pattern.len};
+    ss_bytes parts[] = {{head, sizeof head}, pattern, pos};
+    uint64_t tag = ss_siphash_parts(key, parts, 3);
+    uint8_t t[9] = {1};
+    for (int i = 0; i < 8; i++)
+        t[1 + i] = (uint8_t)(tag >> (56 - 8 * i));
+    ASSERT_EQ(ss_buf_append(out, t, sizeof t), SS_OK);
+    for (size_t at = 0; at < pos.len; at += 8) {
+        uint8_t block[13] = {'K'};
+        memcpy(block + 1, t + 1, 8);
+        block[12] = (uint8_t)(at / 8); /* fewer than 256 blocks here */
+        uint64_t pad = ss_siphash(key, block, sizeof block);
+        for (size_t i = 0; i < 8 && at + i < pos.len; i++) {
+            uint8_t c = (uint8_t)(pos.data[at + i] ^ (uint8_t)(pad >> (56 - 8 * i)));
+            ASSERT_EQ(ss_buf_append(out, &c, 1), SS_OK);
+        }
+    }
+}
+
+TEST(scan_token_layout_as_documented)
+{
+    uint8_t key[16];
+    for (int i = 0; i < 16; i++)
+        key[i] = (uint8_t)(0xa0 + i);
+    char long_pattern[301];
+    memset(long_pattern, 'p', 300);
+    long_pattern[299] = '*';
+    long_pattern[300] = '\0';
+    const char *patterns[] = {"k*", long_pattern};
+    const char *positions[] = {"k0", "a position of twenty-nine b."};
+    for (int p = 0; p < 2; p++)
+        for (int c = 0; c < 2; c++) {
+            ss_bytes pattern = B(patterns[p]), pos = B(positions[c]);
+            ss_buf want = SS_BUF_INIT, got = SS_BUF_INIT, back = SS_BUF_INIT;
+            token_by_layout(key, pattern, pos, &want);
+            ASSERT_EQ(ss_scan_token_encode(key, pattern, pos, &got), SS_OK);
+            ASSERT_MEM(got.data, got.len, want.data, want.len);
+            ss_bytes t = {want.data, want.len};
+            ASSERT_EQ(ss_scan_token_decode(key, pattern, t, &back), SS_OK);
+            ASSERT_MEM(back.data, back.len, pos.data, pos.len);
+            /* The other pattern's token is not this one's. */
+            ASSERT_EQ(ss_scan_token_decode(key, B(patterns[1 - p]), t, &back), SS_E_TOKEN_INVALID);
+            ss_buf_free(&want);
+            ss_buf_free(&got);
+            ss_buf_free(&back);
+        }
 }
