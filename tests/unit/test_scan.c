@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../../core/backend_lmdb.h"
+#include "../../core/bigendian.h"
 #include "../../core/codec.h"
 #include "../../core/engine.h"
 #include "../../core/errors.h"
@@ -306,21 +307,19 @@ TEST(scan_answers_fit_the_bound)
  * all four bytes of its length. */
 static void token_by_layout(const uint8_t key[16], ss_bytes pattern, ss_bytes pos, ss_buf *out)
 {
-    uint8_t head[6] = {'T', 1, (uint8_t)(pattern.len >> 24), (uint8_t)(pattern.len >> 16),
-                       (uint8_t)(pattern.len >> 8), (uint8_t)pattern.len};
+    uint8_t head[6] = {'T', 1};
+    ss_put_be(head + 2, pattern.len, 4);
     ss_bytes parts[] = {{head, sizeof head}, pattern, pos};
-    uint64_t tag = ss_siphash_parts(key, parts, 3);
     uint8_t t[9] = {1};
-    for (int i = 0; i < 8; i++)
-        t[1 + i] = (uint8_t)(tag >> (56 - 8 * i));
+    ss_put_be(t + 1, ss_siphash_parts(key, parts, 3), 8);
     ASSERT_EQ(ss_buf_append(out, t, sizeof t), SS_OK);
     for (size_t at = 0; at < pos.len; at += 8) {
-        uint8_t block[13] = {'K'};
+        uint8_t block[13] = {'K'}, pad[8];
         memcpy(block + 1, t + 1, 8);
-        block[12] = (uint8_t)(at / 8); /* fewer than 256 blocks here */
-        uint64_t pad = ss_siphash(key, block, sizeof block);
+        ss_put_be(block + 9, at / 8, 4);
+        ss_put_be(pad, ss_siphash(key, block, sizeof block), 8);
         for (size_t i = 0; i < 8 && at + i < pos.len; i++) {
-            uint8_t c = (uint8_t)(pos.data[at + i] ^ (uint8_t)(pad >> (56 - 8 * i)));
+            uint8_t c = pos.data[at + i] ^ pad[i];
             ASSERT_EQ(ss_buf_append(out, &c, 1), SS_OK);
         }
     }
@@ -336,7 +335,7 @@ TEST(scan_token_layout_as_documented)
     long_pattern[299] = '*';
     long_pattern[300] = '\0';
     const char *patterns[] = {"k*", long_pattern};
-    const char *positions[] = {"k0", "a position of twenty-nine b."};
+    const char *positions[] = {"k0", "a position of twenty-eight b"};
     for (int p = 0; p < 2; p++)
         for (int c = 0; c < 2; c++) {
             ss_bytes pattern = B(patterns[p]), pos = B(positions[c]);
