@@ -2,6 +2,8 @@
 /* hex.c - bytes as hexadecimal text (hex.h). */
 #include "hex.h"
 
+#include <string.h>
+
 #include "errors.h"
 
 int ss_hex_append(ss_buf *b, const uint8_t *p, size_t n, bool upper)
@@ -42,4 +44,45 @@ int ss_hex_decode(ss_buf *out, const char *text, size_t n)
         out->data[out->len++] = (uint8_t)(hi << 4 | lo);
     }
     return rc;
+}
+
+/* The text of one byte in a log line (hex.h), into one; its length. */
+static size_t ss_hex__loggable_byte(uint8_t c, char one[4])
+{
+    static const char digits[] = "0123456789abcdef";
+    if (c == '\\') {
+        one[0] = one[1] = '\\';
+        return 2;
+    }
+    if (c >= 0x20 && c < 0x7f) {
+        one[0] = (char)c;
+        return 1;
+    }
+    one[0] = '\\';
+    one[1] = 'x';
+    one[2] = digits[c >> 4];
+    one[3] = digits[c & 15];
+    return 4;
+}
+
+void ss_hex_loggable(const uint8_t *p, size_t n, char *out, size_t cap)
+{
+    char one[4];
+    size_t total = 0;
+    for (size_t i = 0; i < n && total < cap; i++)
+        total += ss_hex__loggable_byte(p[i], one);
+    /* All of it, or what fits beside "..." and the NUL. */
+    size_t room = total < cap ? cap - 1 : cap - 4, o = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = ss_hex__loggable_byte(p[i], one);
+        if (o + len > room)
+            break;
+        memcpy(out + o, one, len);
+        o += len;
+    }
+    if (total >= cap) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
 }

@@ -18,5 +18,12 @@ int ss_hex_append(ss_buf *b, const uint8_t *p, size_t n, bool upper);
 int ss_hex_decode(ss_buf *out, const char *text, size_t n);
 /* The value of one hex digit (either case), or -1. */
 int ss_hex_digit(char c);
+/* Bytes p (n of them) as a log line may show them, into out (cap bytes,
+ * at least 8; always NUL-terminated): printable ASCII as itself, a
+ * backslash doubled, any other byte as a backslash, 'x' and two hex
+ * digits; cut after a whole byte with "..." when it does not fit. A key
+ * is any bytes (a terminal's escapes, a newline that would forge a log
+ * line): never shown as is. */
+void ss_hex_loggable(const uint8_t *p, size_t n, char *out, size_t cap);
 
 #endif

@@ -2,11 +2,13 @@
 /* backend_etcd_cache.c - the cache of records between the engine and etcd
  * (backend_etcd_state.h describes it): entries, their fetches, what a
  * Txn has room for, and how a batch's entries leave it. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/errors.h"
+#include "../core/hex.h"
 #include "../core/record.h"
 #include "backend_etcd_state.h"
 #include "backend_etcd_base.h"
@@ -112,6 +114,30 @@ static void ss_etcd__entry_failed(struct ss_backend_etcd *e, struct ss_etcd_entr
     e->failed++;
 }
 
+#define SS_ETCD_UNREADABLE_LOG_MS 10000
+
+/* x's record cannot be read (written by hand under k/): its requests
+ * answer "storage error" until it is deleted or replaced in etcd. Said in
+ * the log at most every 10 s, with how many more were found since, so
+ * that a busy key does not flood it. */
+static void ss_etcd__unreadable(struct ss_backend_etcd *e, const struct ss_etcd_entry *x)
+{
+    uint64_t now = ss_etcd__mono_ms();
+    if (e->unreadable_logged_ms != 0 && now - e->unreadable_logged_ms < SS_ETCD_UNREADABLE_LOG_MS) {
+        e->unreadable_unlogged++;
+        return;
+    }
+    char key[100], more[80] = "";
+    ss_hex_loggable(x->key.data, x->key.len, key, sizeof key);
+    if (e->unreadable_unlogged)
+        snprintf(more, sizeof more, " (and %" PRIu64 " such reads since the last of these lines)",
+                 e->unreadable_unlogged);
+    ss_etcd__log(e, SS_LOG_ERR, "%sk/%s holds no record of the state store: its requests answer \"storage "
+                 "error\" until it is deleted in etcd%s", e->prefix, key, more);
+    e->unreadable_logged_ms = now;
+    e->unreadable_unlogged = 0;
+}
+
 /* A fetch came back. */
 void ss_etcd__fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
@@ -134,6 +160,8 @@ void ss_etcd__fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         ss_etcd_reply_free(&r);
         e->cache_bytes += x->stored.cap;
         if (rc != SS_OK) {
+            if (rc == SS_E_CORRUPT)
+                ss_etcd__unreadable(e, x);
             ss_etcd__entry_failed(e, x, rc);
             return;
         }

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../core/errors.h"
+#include "../core/hex.h"
 #include "../core/record.h"
 #include "backend_etcd_state.h"
 #include "backend_etcd_base.h"
@@ -109,16 +110,43 @@ void ss_etcd__usage_settled(struct ss_backend_etcd *e, struct ss_etcd_batch *b, 
     b->dkeys = b->dbytes = 0;
 }
 
-/* "<keys> <bytes>" */
+/* A counter that is not "<keys> <bytes>" (put there by hand, or by a
+ * broker that counts differently): it is only a count of the records,
+ * so the records are counted again and the count replaces it, at that
+ * revision only. Until then writes wait, as for a counter not read yet. */
+static void ss_etcd__usage_unreadable(struct ss_backend_etcd *e, ss_bytes v, int64_t rev)
+{
+    char text[40];
+    ss_hex_loggable(v.data, v.len, text, sizeof text);
+    ss_etcd__log(e, SS_LOG_ERR, "%sq/usage holds \"%s\", not \"<keys> <bytes>\": counting the store again "
+                 "to replace it", e->prefix, text);
+    e->usage_bad_rev = rev;
+}
+
+/* A count of the counter's text: 1 to 20 digits, no sign, within 64
+ * bits; *p moves past it. */
+static bool ss_etcd__usage_number(const char **p, const char *end, uint64_t *out)
+{
+    const char *s = *p;
+    uint64_t v = 0;
+    while (*p < end && **p >= '0' && **p <= '9' && *p - s < 20) {
+        unsigned d = (unsigned)(**p - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return false;
+        v = v * 10 + d;
+        (*p)++;
+    }
+    *out = v;
+    return *p > s && (*p == end || **p < '0' || **p > '9');
+}
+
+/* "<keys> <bytes>", exactly: what ss_etcd__build_usage writes. */
 static bool ss_etcd__usage_parse(struct ss_backend_etcd *e, ss_bytes v, int64_t rev)
 {
-    char text[48];
-    if (v.len == 0 || v.len >= sizeof text)
-        return false;
-    memcpy(text, v.data, v.len);
-    text[v.len] = '\0';
-    unsigned long long k, b;
-    if (sscanf(text, "%llu %llu", &k, &b) != 2)
+    const char *p = (const char *)v.data, *end = p + v.len;
+    uint64_t k, b;
+    if (!ss_etcd__usage_number(&p, end, &k) || p == end || *p++ != ' ' || !ss_etcd__usage_number(&p, end, &b) ||
+        p != end || k > INT64_MAX || b > INT64_MAX)
         return false;
     e->usage_keys = k;
     e->usage_bytes = b;
@@ -181,8 +209,8 @@ static void ss_etcd__usage_counted(struct ss_backend_etcd *e, const ss_grpc_call
     ss_bytes value = {(const uint8_t *)text, (size_t)len};
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_USAGE_INIT, SS_ETCD_TXN_METHOD);
     int rc = op ? ss_etcd__named(e, 'q', "usage") : SS_E_NOMEM;
-    if (rc == SS_OK) /* unless another broker created it meanwhile */
-        rc = ss_etcd_cas_pack(&op->call.request, ss_etcd__bytes(&e->scratch), 0, value, 0);
+    if (rc == SS_OK) /* unless another broker created (or replaced) it meanwhile */
+        rc = ss_etcd_cas_pack(&op->call.request, ss_etcd__bytes(&e->scratch), e->usage_bad_rev, value, 0);
     if (rc != SS_OK) {
         if (op)
             ss_etcd__op_free(op);
@@ -207,11 +235,18 @@ void ss_etcd__usage_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     bool ok = false;
     if (op->kind == SS_OP_USAGE && c->rc == SS_OK && ss_etcd_range_unpack(&c->reply, &r, &kv) == SS_OK) {
         if (!kv.found) { /* no counter yet: count */
+            e->usage_bad_rev = 0;
             ss_etcd_reply_free(&r);
             ss_etcd__send(e, SS_OP_USAGE_SCAN, SS_ETCD_RANGE_METHOD, ss_etcd__pack_scan);
             return;
         }
         ok = ss_etcd__usage_parse(e, kv.value, kv.mod_revision);
+        if (!ok) { /* count again, and replace what is there */
+            ss_etcd__usage_unreadable(e, kv.value, kv.mod_revision);
+            ss_etcd_reply_free(&r);
+            ss_etcd__send(e, SS_OP_USAGE_SCAN, SS_ETCD_RANGE_METHOD, ss_etcd__pack_scan);
+            return;
+        }
         ss_etcd_reply_free(&r);
     } else if (op->kind == SS_OP_USAGE_INIT && c->rc == SS_OK && ss_etcd_txn_unpack(&c->reply, &r, &kv) == SS_OK) {
         if (r.succeeded) { /* created: read it back */
@@ -220,8 +255,12 @@ void ss_etcd__usage_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
             return;
         }
         ok = kv.found && ss_etcd__usage_parse(e, kv.value, kv.mod_revision);
+        if (kv.found && !ok) /* another unreadable one: the next try replaces it */
+            ss_etcd__usage_unreadable(e, kv.value, kv.mod_revision);
         ss_etcd_reply_free(&r);
     }
+    if (ok)
+        e->usage_bad_rev = 0;
     e->usage_asked = false;
     if (!ok)
         e->usage_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;

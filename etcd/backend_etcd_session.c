@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "../core/errors.h"
+#include "../core/hex.h"
 #include "backend_etcd_state.h"
 #include "backend_etcd_base.h"
 #include "backend_etcd_calls.h"
@@ -80,8 +81,8 @@ static int ss_etcd__claim_result(const ss_grpc_call *c, char *holder, size_t n, 
         return SS_E_PROTOCOL;
     int rc = r.succeeded ? SS_OK : SS_E_BUSY;
     *rev = r.revision;
-    if (!r.succeeded)
-        snprintf(holder, n, "%.*s", kv.found ? (int)kv.value.len : 0, kv.found ? (const char *)kv.value.data : "");
+    if (!r.succeeded) /* for a log line: whatever bytes are there, shown safely */
+        ss_hex_loggable(kv.value.data, kv.found ? kv.value.len : 0, holder, n);
     ss_etcd_reply_free(&r);
     return rc;
 }

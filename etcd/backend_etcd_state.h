@@ -350,6 +350,13 @@ struct ss_backend_etcd {
     bool usage_known, usage_asked;
     int64_t usage_rev;
     uint64_t usage_keys, usage_bytes, usage_retry_ms;
+    /* the revision of a counter that is not "<keys> <bytes>" (put there
+     * by hand): counted again and replaced (0: none) */
+    int64_t usage_bad_rev;
+
+    /* records under k/ that are not records (put there by hand): when
+     * the last was logged (monotonic), and how many since then were not */
+    uint64_t unreadable_logged_ms, unreadable_unlogged;
 
     /* a page of records for an administrative request */
     enum { SS_SCAN_IDLE, SS_SCAN_RUNNING, SS_SCAN_DONE } scan;

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* Every test, one line each: X(name) runs TEST(name). */
+X(hex_both_ways)
+X(hex_loggable_escapes_and_cuts)
 X(codec_protocol_requests)
 X(codec_binary_safe)
 X(codec_request_syntax_errors)

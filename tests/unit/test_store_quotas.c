@@ -100,10 +100,14 @@ TEST(store_map_full_rolls_back_batch)
     }
     ASSERT_EQ(rc, SS_E_QUOTA);
     ASSERT_TRUE(n > 10);
+    /* The owner's log says what failed: the first failure, kept. */
+    static const char cause[] = "a write to the open transaction: the LMDB map is full (map_size 1048576 bytes)";
+    ASSERT_STR(ss_store_cause(s), strlen(ss_store_cause(s)), cause);
     /* The failed batch refuses further work and its commit fails. */
     ss_record got;
     ASSERT_EQ(ss_store_get(s, B("keep"), &got), SS_E_QUOTA);
     ASSERT_EQ(ss_store_commit(s, 0), SS_E_QUOTA);
+    ASSERT_STR(ss_store_cause(s), strlen(ss_store_cause(s)), cause);
     ASSERT_EQ(ss_store_key_count(s), 1);
     /* The store goes on. */
     ASSERT_EQ(ss_store_begin(s), SS_OK);
