@@ -484,8 +484,8 @@ void ss_backend_etcd_free(ss_backend *b)
         ss_etcd__batch_free(&e->flights[i].b);
     ss_feed_free(&e->settled);
     ss_etcd_deadlines_free(&e->deadlines);
-    ss_buf_free(&e->deadlines_after);
-    ss_buf_free(&e->deadlines_end);
+    ss_etcd_walk_free(&e->deadlines_walk);
+    ss_etcd_walk_free(&e->usage_walk);
     ss_etcd__watch_free(e);
     ss_feed_free(&e->base.feed);
     ss_buf_free(&e->scratch);

@@ -160,6 +160,7 @@ void ss_etcd__figures(void *impl, uint64_t now_ms, ss_figure_fn fn, void *ctx)
     ss_figure_u64(fn, ctx, "etcd/deadline_ranges", st.deadline_ranges);
     ss_figure_u64(fn, ctx, "etcd/deadline_keys_counted", st.deadline_keys_counted);
     ss_figure_u64(fn, ctx, "etcd/deadlines_missed", st.deadlines_missed);
+    ss_figure_u64(fn, ctx, "etcd/usage_ranges", st.usage_ranges);
     ss_figure_u64(fn, ctx, "etcd/tombstone_leases", st.tombstone_leases);
     ss_figure_u64(fn, ctx, "etcd/tombstones_leased", st.tombstones_leased);
     ss_figure_u64(fn, ctx, "etcd/lease_refusals", st.lease_refusals);

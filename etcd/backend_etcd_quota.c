@@ -9,8 +9,10 @@
  * other (a batch that lost the race runs again). Without a limit the key
  * is neither read nor written (docs/CLUSTER.md).
  *
- * The first broker that needs the counter and finds none counts the
- * records (a Range over k/) and creates it, if still absent.
+ * The first broker that needs the counter and finds none (or one it
+ * cannot read) counts the records, in pages all read at one revision
+ * (backend_etcd_walk.h: never the whole store in one reply), and creates
+ * it, if still absent (or replaces the one it could not read).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -161,7 +163,9 @@ static int ss_etcd__pack_usage(struct ss_backend_etcd *e, ss_buf *out)
     return rc == SS_OK ? ss_etcd_range_pack(out, ss_etcd__bytes(&e->scratch), false) : rc;
 }
 
-static int ss_etcd__pack_scan(struct ss_backend_etcd *e, ss_buf *out)
+/* The count's next page: every page at the revision of the first, so that
+ * the pages add up to the store as it was at one moment. */
+static int ss_etcd__pack_count_page(struct ss_backend_etcd *e, ss_buf *out)
 {
     ss_bytes none = {NULL, 0};
     int rc = ss_etcd__key(e, &e->scratch, 'k', none);
@@ -169,7 +173,31 @@ static int ss_etcd__pack_scan(struct ss_backend_etcd *e, ss_buf *out)
         rc = ss_etcd__records_end(e, &e->scratch2);
     if (rc != SS_OK)
         return rc;
-    return ss_etcd_range_all_pack(out, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(&e->scratch2), 0);
+    return ss_etcd_walk_pack(&e->usage_walk, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(&e->scratch2),
+                             e->max_request_bytes, e->usage_count_rev, out);
+}
+
+/* No counter (or an unreadable one): count the records, page by page. */
+static void ss_etcd__usage_count(struct ss_backend_etcd *e)
+{
+    ss_etcd_walk_restart(&e->usage_walk);
+    e->usage_count_rev = 0;
+    e->usage_count_keys = e->usage_count_bytes = 0;
+    ss_etcd__send(e, SS_OP_USAGE_SCAN, SS_ETCD_RANGE_METHOD, ss_etcd__pack_count_page);
+}
+
+/* The count or the counter could not be had: try again later (a count
+ * from its start), and say why once. */
+static void ss_etcd__usage_later(struct ss_backend_etcd *e, const ss_grpc_call *c, uint64_t pause_ms)
+{
+    e->usage_asked = false;
+    e->usage_retry_ms = ss_etcd__mono_ms() + pause_ms;
+    if (c != NULL && !e->usage_failed_logged) {
+        ss_etcd__log(e, SS_LOG_ERR, "the store's usage (for max_keys or max_store_bytes) could not be read or "
+                     "counted (%s): writes wait for it; trying again every %llu ms", ss_etcd__why(c),
+                     (unsigned long long)pause_ms);
+        e->usage_failed_logged = true;
+    }
 }
 
 void ss_etcd__usage_step(struct ss_backend_etcd *e)
@@ -180,30 +208,46 @@ void ss_etcd__usage_step(struct ss_backend_etcd *e)
     ss_etcd__send(e, SS_OP_USAGE, SS_ETCD_RANGE_METHOD, ss_etcd__pack_usage);
 }
 
-/* The records counted: create the counter unless someone did meanwhile. */
+/* A page of the count came back: add it up; after the last page, create
+ * the counter unless someone did meanwhile. */
 static void ss_etcd__usage_counted(struct ss_backend_etcd *e, const ss_grpc_call *c)
 {
     ss_etcd_reply r;
     size_t n;
     if (c->rc != SS_OK || ss_etcd_range_unpack_all(&c->reply, &r, &n) != SS_OK) {
-        e->usage_asked = false;
-        e->usage_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+        ss_etcd__usage_later(e, c, SS_ETCD_MARKER_RETRY_MS); /* a count is costly: not every 100 ms */
         return;
     }
-    uint64_t bytes = 0, keys = 0;
+    e->stats.usage_ranges++;
+    if (e->usage_count_rev == 0)
+        e->usage_count_rev = r.revision;
+    ss_bytes first = {NULL, 0}, last = {NULL, 0};
     for (size_t i = 0; i < n; i++) {
         ss_etcd_kv kv;
         ss_bytes key;
         ss_record rec;
         ss_bytes tail;
         ss_etcd_range_kv(&r, i, &kv, &key);
-        size_t klen = key.len - strlen(e->prefix) - 2;
+        if (i == 0)
+            first = key;
+        last = key;
+        size_t klen = key.len - e->prefix_len - 2;
         if (ss_record_decode(kv.value.data, kv.value.len, &rec, &tail) == SS_OK && !ss_etcd__tombstone(kv.value)) {
-            keys++;
-            bytes += klen + ss_etcd__value_len(kv.value, &rec) + SS_ETCD_KEY_CHARGE;
+            e->usage_count_keys++;
+            e->usage_count_bytes += klen + ss_etcd__value_len(kv.value, &rec) + SS_ETCD_KEY_CHARGE;
         }
     }
+    bool more = ss_etcd_walk_next(&e->usage_walk, first, last, n, r.count > (int64_t)n && n > 0);
     ss_etcd_reply_free(&r);
+    if (more && ss_etcd_walk_lost(&e->usage_walk)) {
+        ss_etcd__usage_later(e, NULL, SS_ETCD_RETRY_MS); /* out of memory: the count again, later */
+        return;
+    }
+    if (more) {
+        ss_etcd__send(e, SS_OP_USAGE_SCAN, SS_ETCD_RANGE_METHOD, ss_etcd__pack_count_page);
+        return;
+    }
+    uint64_t keys = e->usage_count_keys, bytes = e->usage_count_bytes;
     char text[48];
     int len = snprintf(text, sizeof text, "%" PRIu64 " %" PRIu64, keys, bytes);
     ss_bytes value = {(const uint8_t *)text, (size_t)len};
@@ -214,8 +258,7 @@ static void ss_etcd__usage_counted(struct ss_backend_etcd *e, const ss_grpc_call
     if (rc != SS_OK) {
         if (op)
             ss_etcd__op_free(op);
-        e->usage_asked = false;
-        e->usage_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+        ss_etcd__usage_later(e, NULL, SS_ETCD_RETRY_MS);
         return;
     }
     ss_etcd__log(e, SS_LOG_NOTICE, "the store's usage counted: %" PRIu64 " keys, %" PRIu64 " bytes", keys,
@@ -237,14 +280,14 @@ void ss_etcd__usage_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         if (!kv.found) { /* no counter yet: count */
             e->usage_bad_rev = 0;
             ss_etcd_reply_free(&r);
-            ss_etcd__send(e, SS_OP_USAGE_SCAN, SS_ETCD_RANGE_METHOD, ss_etcd__pack_scan);
+            ss_etcd__usage_count(e);
             return;
         }
         ok = ss_etcd__usage_parse(e, kv.value, kv.mod_revision);
         if (!ok) { /* count again, and replace what is there */
             ss_etcd__usage_unreadable(e, kv.value, kv.mod_revision);
             ss_etcd_reply_free(&r);
-            ss_etcd__send(e, SS_OP_USAGE_SCAN, SS_ETCD_RANGE_METHOD, ss_etcd__pack_scan);
+            ss_etcd__usage_count(e);
             return;
         }
         ss_etcd_reply_free(&r);
@@ -259,9 +302,11 @@ void ss_etcd__usage_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
             ss_etcd__usage_unreadable(e, kv.value, kv.mod_revision);
         ss_etcd_reply_free(&r);
     }
-    if (ok)
+    if (ok) {
         e->usage_bad_rev = 0;
-    e->usage_asked = false;
-    if (!ok)
-        e->usage_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+        e->usage_failed_logged = false;
+        e->usage_asked = false;
+    } else {
+        ss_etcd__usage_later(e, c->rc != SS_OK ? c : NULL, SS_ETCD_RETRY_MS);
+    }
 }

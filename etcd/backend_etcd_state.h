@@ -48,6 +48,7 @@
 #include "../core/table.h"
 #include "backend_etcd.h"
 #include "backend_etcd_span.h"
+#include "backend_etcd_walk.h"
 #include "deadlines.h"
 #include "grpc.h"
 #include "kv.h"
@@ -81,6 +82,7 @@ typedef struct ss_backend_etcd_stats {
     /* their Ranges, and the keys etcd counted for them (its work: it
      * counts every key of a Range's interval, past the limit) */
     uint64_t deadline_ranges, deadline_keys_counted;
+    uint64_t usage_ranges; /* pages read to count the store's usage */
     uint64_t deadlines_missed; /* deadlines not kept for want of memory (read again) */
     uint64_t tombstone_leases, tombstones_leased; /* leases granted for tombstones; tombstones put on one */
     uint64_t lease_refusals;                      /* commits refused for such a lease gone */
@@ -95,12 +97,6 @@ typedef struct ss_backend_etcd_stats {
 /* After a commit, a cache larger than this is emptied of clean entries. */
 #define SS_ETCD_CACHE_ENTRIES (1u << 20)
 #define SS_ETCD_CACHE_BYTES ((uint64_t)64 << 20)
-/* Records per Range when every record's deadline is read
- * (backend_etcd_sweep.c): at most this many, and at most as many as fit
- * SS_ETCD_DEADLINE_PAGE_BYTES if each were as large as etcd's request
- * limit allows (42 with the default 1.5 MiB). */
-#define SS_ETCD_DEADLINE_PAGE 128
-#define SS_ETCD_DEADLINE_PAGE_BYTES ((size_t)64 << 20)
 /* Pauses before trying a call again. */
 #define SS_ETCD_RETRY_MS 100u
 #define SS_ETCD_MARKER_RETRY_MS 1000u
@@ -326,10 +322,7 @@ struct ss_backend_etcd {
     ss_etcd_deadlines deadlines;
     bool deadlines_read_needed, deadlines_read_asked;
     bool deadlines_restart;          /* the next page is the first */
-    ss_buf deadlines_after;          /* the next page's first key (empty: from the start) */
-    ss_etcd_span deadlines_span;     /* how far the next page's Range reaches */
-    ss_buf deadlines_end;            /* where the page asked ends (empty: the last record) */
-    size_t deadlines_limit;          /* the records the page asked may hold */
+    struct ss_etcd_walk deadlines_walk; /* where the read is (backend_etcd_walk.h) */
     uint64_t deadlines_retry_ms;     /* monotonic */
     uint64_t deadlines_read_done_ms; /* monotonic: the last read ended (0: none yet) */
     uint64_t now_ms;      /* wall clock at the last poll */
@@ -353,6 +346,12 @@ struct ss_backend_etcd {
     /* the revision of a counter that is not "<keys> <bytes>" (put there
      * by hand): counted again and replaced (0: none) */
     int64_t usage_bad_rev;
+    /* a count of the records under way: where it is, the revision its
+     * pages are read at (0: before the first), what it found so far */
+    struct ss_etcd_walk usage_walk;
+    int64_t usage_count_rev;
+    uint64_t usage_count_keys, usage_count_bytes;
+    bool usage_failed_logged; /* since the counter was last read */
 
     /* records under k/ that are not records (put there by hand): when
      * the last was logged (monotonic), and how many since then were not */

@@ -64,45 +64,18 @@ bool ss_etcd__own_version(const struct ss_backend_etcd *e, const ss_hlc *v)
 
 /* ---- reading every record ------------------------------------------------ */
 
-/* etcd counts every key of a Range's interval, past its limit
- * (backend_etcd_span.h): a page read up to the last record would cost as
- * much as the rest of the store, and the whole read n^2 / (2 x page) key
- * visits (220,000 records: over 500 million, minutes of etcd's CPU at
- * every start and every etcd_sweep_full_ms). So each page after the
- * first is read over an interval expected to hold a little more than a
- * page, learnt from the page before, as SCAN's pages are. */
-
-/* a < b, as etcd orders keys. */
-static bool ss_etcd__key_before(ss_bytes a, ss_bytes b)
-{
-    size_t n = a.len < b.len ? a.len : b.len;
-    int c = n ? memcmp(a.data, b.data, n) : 0;
-    return c < 0 || (c == 0 && a.len < b.len);
-}
-
+/* In pages (backend_etcd_walk.h), each at the latest revision: what
+ * changes during the read, the watch reports. */
 static int ss_etcd__pack_deadline_page(struct ss_backend_etcd *e, ss_buf *out)
 {
     ss_bytes none = {NULL, 0};
     int rc = ss_etcd__records_end(e, &e->scratch2);
+    if (rc == SS_OK)
+        rc = ss_etcd__key(e, &e->scratch, 'k', none);
     if (rc != SS_OK)
         return rc;
-    const ss_buf *from = e->deadlines_after.len ? &e->deadlines_after : NULL;
-    if (from == NULL && (rc = ss_etcd__key(e, &e->scratch, 'k', none)) != SS_OK)
-        return rc;
-    ss_bytes start = ss_etcd__bytes(from ? from : &e->scratch), end = ss_etcd__bytes(&e->scratch2);
-    /* Bounded by the span when that ends before the last record. */
-    bool nomem = false;
-    if (ss_etcd_span_end(start, e->deadlines_span, &e->deadlines_end, &nomem) &&
-        ss_etcd__key_before(ss_etcd__bytes(&e->deadlines_end), end))
-        end = ss_etcd__bytes(&e->deadlines_end);
-    else if (nomem)
-        return SS_E_NOMEM;
-    else
-        ss_buf_clear(&e->deadlines_end);
-    size_t page = SS_ETCD_DEADLINE_PAGE_BYTES / e->max_request_bytes;
-    page = page < 1 ? 1 : page > SS_ETCD_DEADLINE_PAGE ? SS_ETCD_DEADLINE_PAGE : page;
-    e->deadlines_limit = page;
-    return ss_etcd_range_all_pack(out, start, end, (int64_t)page);
+    return ss_etcd_walk_pack(&e->deadlines_walk, ss_etcd__bytes(&e->scratch), ss_etcd__bytes(&e->scratch2),
+                             e->max_request_bytes, 0, out);
 }
 
 void ss_etcd__deadlines_step(struct ss_backend_etcd *e)
@@ -116,9 +89,7 @@ void ss_etcd__deadlines_step(struct ss_backend_etcd *e)
         mono < e->deadlines_retry_ms)
         return;
     if (e->deadlines_restart) {
-        /* The first page: to the end, as nothing tells the keys' density. */
-        ss_buf_clear(&e->deadlines_after);
-        e->deadlines_span = (ss_etcd_span){0, 0};
+        ss_etcd_walk_restart(&e->deadlines_walk);
         e->deadlines_restart = false;
     }
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_DEADLINES, SS_ETCD_RANGE_METHOD);
@@ -130,33 +101,6 @@ void ss_etcd__deadlines_step(struct ss_backend_etcd *e)
     }
     e->deadlines_read_asked = true;
     ss_etcd__submit(e, op);
-}
-
-/* Where the page after this one starts (deadlines_after), and its span:
- * right after the last key when the page was full (more keys in its
- * interval), at its bound when it ended there. False when this was the
- * last page; SS_E_NOMEM leaves deadlines_after empty. */
-static bool ss_etcd__deadlines_next(struct ss_backend_etcd *e, ss_bytes first, ss_bytes last, size_t n, bool full)
-{
-    static const uint8_t zero = 0;
-    if (full) {
-        /* From where this page started; one key alone tells nothing. */
-        bool after = e->deadlines_after.len > 0;
-        ss_bytes from = after ? ss_etcd__bytes(&e->deadlines_after) : first;
-        e->deadlines_span = after || n > 1 ? ss_etcd_span_of_page(from, last) : (ss_etcd_span){0, 0};
-        ss_buf_clear(&e->deadlines_after);
-        if (ss_buf_append(&e->deadlines_after, last.data, last.len) != SS_OK ||
-            ss_buf_append(&e->deadlines_after, &zero, 1) != SS_OK)
-            ss_buf_clear(&e->deadlines_after);
-        return true;
-    }
-    if (e->deadlines_end.len == 0)
-        return false; /* read to the last record */
-    e->deadlines_span = ss_etcd_span_after_bound(e->deadlines_span, n, e->deadlines_limit);
-    ss_buf_clear(&e->deadlines_after);
-    if (ss_buf_append(&e->deadlines_after, e->deadlines_end.data, e->deadlines_end.len) != SS_OK)
-        ss_buf_clear(&e->deadlines_after);
-    return true;
 }
 
 void ss_etcd__deadlines_page(struct ss_backend_etcd *e, struct ss_etcd_op *op)
@@ -187,8 +131,8 @@ void ss_etcd__deadlines_page(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     bool full = r.count > (int64_t)n && n > 0;
     if (e->deadlines_restart) {
         /* Asked for again meanwhile: from the start (the next step). */
-    } else if (ss_etcd__deadlines_next(e, first, last, n, full)) {
-        if (e->deadlines_after.len == 0) {
+    } else if (ss_etcd_walk_next(&e->deadlines_walk, first, last, n, full)) {
+        if (ss_etcd_walk_lost(&e->deadlines_walk)) {
             ss_etcd__deadlines_reread(e); /* out of memory: from the start again, later */
             e->deadlines_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
         }

@@ -153,3 +153,47 @@ TEST(cluster_values_put_by_hand_under_the_prefix)
     broker_stop(&b);
     etcd_cluster_stop(&c);
 }
+
+static bool at_least_4(const char *v)
+{
+    return strtoll(v, NULL, 10) >= 4;
+}
+
+/* The usage counter deleted by hand under a store of 300 records: the
+ * next write finds it gone, and the broker counts the records again in
+ * pages (128 records each with 64 KiB requests), all at the revision of
+ * the first, never the whole store in one reply; the count is exact. */
+TEST(cluster_usage_counted_again_in_pages)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 1);
+    struct broker b;
+    cluster_broker(&b, &c, "counter",
+                   "plugin_opt_max_keys 100000\nplugin_opt_etcd_max_request_bytes 65536\nsys_interval 1\n");
+    struct client cl;
+    char r[64];
+    client_connect_rr(&cl, b.port, "writer", r, sizeof r);
+    set_keys_pipelined(&cl, r, "key", 3, 0, 300); /* "key000" ... "key299" = "v" */
+    char value[256];
+    ctl_value(&c, "race/q/usage", value, sizeof value);
+    ASSERT_STR(value, strlen(value), "300 21300\n"); /* 300 x (6 + 1 + 64) */
+    ctl(&c, "del", "race/q/usage", NULL);
+    /* A value of 1000 bytes, so that the count is not that of the keys. */
+    char big[1001];
+    memset(big, 'b', 1000);
+    big[1000] = '\0';
+    ASSERT_REPLY(request(&cl, r, "1", NULL, NULL, W("SET", "key300", big)), "+OK\r\n");
+    ctl_value(&c, "race/q/usage", value, sizeof value);
+    ASSERT_STR(value, strlen(value), "301 22370\n"); /* and 6 + 1000 + 64 */
+    ASSERT_TRUE(broker_log_has(&b, "statestore: the store's usage counted: 300 keys, 21300 bytes\n"));
+    /* Pages of at most 128 records: the first count's (none), and at
+     * least 3 for 300 records (the walk also reads the empty intervals
+     * past the last record, each a few times larger than the one
+     * before, until it reaches the end of k/). */
+    char pages[32];
+    ASSERT_TRUE(sys_figure_until(b.port, "etcd/usage_ranges", at_least_4, pages, sizeof pages));
+    printf("  300 records counted again; %s pages read for the two counts\n", pages);
+    client_close(&cl);
+    broker_stop(&b);
+    etcd_cluster_stop(&c);
+}
