@@ -58,16 +58,19 @@ TEST(cluster_values_put_by_hand_under_the_prefix)
     ctl(&c, "put", "race/k/bad\x1b[2J\n", "not a record");
     ctl(&c, "put", "race/k/empty", "");
     ASSERT_EQ(client_drain(&ob, 500), 0);
+    uint64_t t0 = now_ms();
     ASSERT_REPLY(request(&cl, r, "2", NULL, NULL, W("GET", bad)), STORAGE_ERROR);
     ASSERT_REPLY(request(&cl, r, "3", NULL, NULL, W("SET", bad, "x")), STORAGE_ERROR);
     ASSERT_REPLY(request(&cl, r, "4", NULL, NULL, W("DEL", bad)), STORAGE_ERROR);
     ASSERT_REPLY(request(&cl, r, "5", NULL, NULL, W("GET", "empty")), STORAGE_ERROR);
     ASSERT_REPLY(request(&cl, r, "6", NULL, NULL, W("VDEL", "empty", "v")), STORAGE_ERROR);
     /* The log names the first key, its bytes escaped; the next within
-     * 10 s is only counted. */
+     * 10 s is only counted (one line per 10 s begun since, on a slow
+     * run). */
     ASSERT_TRUE(broker_log_has(&b, "statestore: race/k/bad\\x1b[2J\\x0a holds no record of the state store: "
                                    "its requests answer \"storage error\" until it is deleted in etcd\n"));
-    ASSERT_EQ(broker_log_count(&b, "holds no record of the state store"), 1);
+    int lines = broker_log_count(&b, "holds no record of the state store");
+    ASSERT_TRUE(lines >= 1 && (uint64_t)lines <= 1 + (now_ms() - t0) / 10000);
     /* SCAN lists the records only; the other key works. */
     ASSERT_REPLY(request(&cl, r, "7", NULL, NULL, W("SCAN", "*")), "*1\r\n*1\r\n$2\r\nok\r\n");
     ASSERT_REPLY(request(&cl, r, "8", NULL, NULL, W("GET", "ok")), "$1\r\nv\r\n");
