@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/command.h"
 #include "../core/errors.h"
 #include "../core/hex.h"
 #include "../core/record.h"
@@ -125,30 +126,15 @@ static void ss_etcd__usage_unreadable(struct ss_backend_etcd *e, ss_bytes v, int
     e->usage_bad_rev = rev;
 }
 
-/* A count of the counter's text: 1 to 20 digits, no sign, within 64
- * bits; *p moves past it. */
-static bool ss_etcd__usage_number(const char **p, const char *end, uint64_t *out)
-{
-    const char *s = *p;
-    uint64_t v = 0;
-    while (*p < end && **p >= '0' && **p <= '9' && *p - s < 20) {
-        unsigned d = (unsigned)(**p - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return false;
-        v = v * 10 + d;
-        (*p)++;
-    }
-    *out = v;
-    return *p > s && (*p == end || **p < '0' || **p > '9');
-}
-
-/* "<keys> <bytes>", exactly: what ss_etcd__build_usage writes. */
+/* "<keys> <bytes>", exactly: what ss_etcd__build_usage writes (two
+ * unsigned decimals within 63 bits, one space between). */
 static bool ss_etcd__usage_parse(struct ss_backend_etcd *e, ss_bytes v, int64_t rev)
 {
-    const char *p = (const char *)v.data, *end = p + v.len;
+    const uint8_t *space = v.len ? memchr(v.data, ' ', v.len) : NULL;
     uint64_t k, b;
-    if (!ss_etcd__usage_number(&p, end, &k) || p == end || *p++ != ' ' || !ss_etcd__usage_number(&p, end, &b) ||
-        p != end || k > INT64_MAX || b > INT64_MAX)
+    if (space == NULL ||
+        ss_parse_u64(v.data, (size_t)(space - v.data), INT64_MAX, &k) != SS_OK ||
+        ss_parse_u64(space + 1, v.len - (size_t)(space - v.data) - 1, INT64_MAX, &b) != SS_OK)
         return false;
     e->usage_keys = k;
     e->usage_bytes = b;
