@@ -53,7 +53,7 @@ git ls-files -z | xargs -0 cp -p --parents -t "$tree" || exit 1
 ln -s "$top/build/gen" "$tree/build/gen"
 ln -s "$top/build/etcd" "$tree/build/etcd"
 
-corpora="request engine journal record"
+corpora=$(ls fuzz/corpus)
 build() {
     (cd "$tree" && timeout 600 make -s -j2 $out/tests/unit/run $out/tests/lifecycle/run $out/tests/integration/run $out/statestore.so \
         $out/statestore $out/examples/client_example $(for c in $corpora; do echo $out/fuzz/replay_$c; done) \
