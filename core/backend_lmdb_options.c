@@ -54,10 +54,10 @@ bool ss_backend_lmdb_config_knows(const char *name)
 void ss_backend_lmdb_config_describe(const ss_backend_lmdb_config *c, char *out, size_t len)
 {
     snprintf(out, len, "backend=lmdb data_dir=%s fsync=%s fsync_interval_ms=%llu checkpoint_interval_ms=%llu "
-             "journal_max_bytes=%llu compact_on_start=%s", c->data_dir,
+             "journal_max_bytes=%llu map_size=%llu compact_on_start=%s", c->data_dir,
              ss_lmdb_sync_words[c->sync == SS_SYNC_ALWAYS ? 0 : 1], (unsigned long long)c->sync_interval_ms,
              (unsigned long long)c->checkpoint_interval_ms, (unsigned long long)c->journal_max_bytes,
-             c->compact_on_start ? "true" : "false");
+             (unsigned long long)ss_store_map_size(c->map_size, c->max_bytes), c->compact_on_start ? "true" : "false");
 }
 
 void ss_backend_lmdb_config_free(ss_backend_lmdb_config *c)

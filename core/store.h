@@ -77,6 +77,11 @@ typedef struct ss_store_options {
 /* Options with every field at its default (path NULL). */
 ss_store_options ss_store_options_default(void);
 
+/* The LMDB map size a store opened with map_size and max_bytes uses:
+ * map_size when set, else 4 * max_bytes + 64 MiB (max_bytes 0: the
+ * default), at most SIZE_MAX. */
+uint64_t ss_store_map_size(uint64_t map_size, uint64_t max_bytes);
+
 /* Open or create the store in o->path. On success *out is owned by the
  * caller and freed by ss_store_close. Errors: SS_E_INVAL (bad options),
  * SS_E_IO (directory or LMDB failure; the system's reason in errno, or 0), SS_E_CORRUPT

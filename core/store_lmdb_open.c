@@ -328,6 +328,24 @@ static int ss_lmdb__setup(ss_store *s)
     return SS_OK;
 }
 
+uint64_t ss_store_map_size(uint64_t map_size, uint64_t max_bytes)
+{
+    if (max_bytes == 0)
+        max_bytes = SS_STORE_MAX_BYTES_DEFAULT;
+    if (map_size == 0) {
+        /* Pages hold more than the charged bytes (B-tree fill, page
+         * rounding of large values, index entries, and the pages a
+         * checkpoint replaces): leave ample room so the map never fills
+         * before the quota does. Only address space: the file grows as it
+         * is used. */
+        if (max_bytes > (UINT64_MAX - ((uint64_t)64 << 20)) / 4)
+            map_size = UINT64_MAX / 2;
+        else
+            map_size = 4 * max_bytes + ((uint64_t)64 << 20);
+    }
+    return map_size > SIZE_MAX ? SIZE_MAX : map_size;
+}
+
 int ss_store_open(const ss_store_options *o, ss_store **out)
 {
     if (o == NULL || o->path == NULL || o->path[0] == '\0' || o->long_key_hash_bits > 64)
@@ -340,19 +358,7 @@ int ss_store_open(const ss_store_options *o, ss_store **out)
     s->opt = *o;
     if (s->opt.max_bytes == 0)
         s->opt.max_bytes = SS_STORE_MAX_BYTES_DEFAULT;
-    if (s->opt.map_size == 0) {
-        /* Pages hold more than the charged bytes (B-tree fill, page
-         * rounding of large values, index entries, and the pages a
-         * checkpoint replaces): leave ample room so the map never fills
-         * before the quota does. Only address space: the file grows as it
-         * is used. */
-        if (s->opt.max_bytes > (UINT64_MAX - ((uint64_t)64 << 20)) / 4)
-            s->opt.map_size = UINT64_MAX / 2;
-        else
-            s->opt.map_size = 4 * s->opt.max_bytes + ((uint64_t)64 << 20);
-    }
-    if (s->opt.map_size > SIZE_MAX)
-        s->opt.map_size = SIZE_MAX;
+    s->opt.map_size = ss_store_map_size(s->opt.map_size, s->opt.max_bytes);
     if (s->opt.sync_interval_ms == 0)
         s->opt.sync_interval_ms = 1000;
     if (s->opt.checkpoint_interval_ms == 0)
