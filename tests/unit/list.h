@@ -2,6 +2,9 @@
 /* Every test, one line each: X(name) runs TEST(name). */
 X(hex_both_ways)
 X(hex_loggable_escapes_and_cuts)
+X(option_numbers_at_their_bounds)
+X(option_strings_paths_booleans_and_words)
+X(option_names_known_and_unknown)
 X(codec_protocol_requests)
 X(codec_binary_safe)
 X(codec_request_syntax_errors)
