@@ -107,10 +107,11 @@ static const struct ss_cmd_spec ss_cmd_table[] = {
     {"GET", SS_CMD_GET, 2, 2, NULL, {false, false, false, false, true}, SS_E_KEY_EMPTY},
     {"DEL", SS_CMD_DEL, 2, 2, NULL, {true, true, false, true, true}, SS_E_KEY_EMPTY},
     {"VDEL", SS_CMD_VDEL, 3, 3, ss_command__parse_vdel, {true, true, false, true, true}, SS_E_KEY_EMPTY},
-    /* Remembered: a resent KEYNOTIFY STOP must not turn "+OK" into ":0".
-     * Not held: a registration lives in the broker's memory, not in the
-     * store, so it took effect when it ran whatever becomes of the commit;
-     * an error answer would be untrue. */
+    /* Remembered: a resent KEYNOTIFY STOP must not turn "+OK" into ":0"
+     * (one that registers runs again: ss_command_remembered). Not held: a
+     * registration lives in the broker's memory, not in the store, so it
+     * took effect when it ran whatever becomes of the commit; an error
+     * answer would be untrue. */
     {"KEYNOTIFY", SS_CMD_KEYNOTIFY, 2, 3, ss_command__parse_keynotify, {false, false, false, true, false},
      SS_E_KEY_EMPTY},
     /* SCAN PATTERN [TOKEN]: a read of keys it authorizes one by one; a
@@ -128,6 +129,13 @@ const ss_command_traits *ss_command_traits_of(int type)
         if ((int)ss_cmd_table[i].type == type)
             return &ss_cmd_table[i].traits;
     return &ss_cmd_unparsed;
+}
+
+bool ss_command_remembered(int type, const ss_command *c)
+{
+    if (type == SS_CMD_KEYNOTIFY && !c->stop)
+        return false;
+    return ss_command_traits_of(type)->remembered;
 }
 
 int ss_command_parse(const ss_request *req, ss_command *cmd)

@@ -56,6 +56,15 @@ typedef struct ss_command_traits {
  * (nothing needed, its error answer remembered). Static, never NULL. */
 const ss_command_traits *ss_command_traits_of(int type);
 
+/* Whether a resend of a request gets its first answer: its verb's
+ * remembered trait, but a KEYNOTIFY that registers runs again. MQTT
+ * resends a request only after a reconnect, and the disconnect dropped
+ * the client's registrations: the first answer would leave the client
+ * believing it observes a key it is told nothing of, and registering
+ * again is harmless. type as for ss_command_traits_of; c, the parsed
+ * request, is read only for a KEYNOTIFY. */
+bool ss_command_remembered(int type, const ss_command *c);
+
 /* Check req and fill *cmd. Returns 0, or the protocol error to answer:
  * SS_E_UNKNOWN_COMMAND, SS_E_ARITY, SS_E_KEY_EMPTY (SCAN: SS_E_PATTERN_EMPTY;
  * its pattern is in key) or SS_E_SYNTAX (unknown

@@ -207,7 +207,7 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
      * it skips the cache, half of a typical load. */
     ss_engine_parse(p->engine, &x);
     const ss_command_traits *traits = ss_command_traits_of(x.command);
-    bool cached = traits->remembered;
+    bool cached = ss_command_remembered(x.command, &x.cmd);
     *held = traits->held;
     uint64_t id = cached ? ss_batch__request_id(p, client, corr, in, r) : 0;
     ss_dedup_answer prior;

@@ -119,6 +119,58 @@ TEST(plugin_takeover_drops_registrations)
     broker_stop(&b);
 }
 
+/* MQTT resends a request only after a reconnect, and the disconnect
+ * dropped the client's registrations: a resent KEYNOTIFY registers again
+ * (answered as at first), or the client would believe it observes a key
+ * it is told nothing of. A resent STOP keeps its first answer. */
+TEST(plugin_keynotify_resent_after_a_reconnect_registers_again)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct client w, s;
+    char wr[64], sr[64];
+    client_connect_rr(&w, b.port, "watcher", wr, sizeof wr);
+    client_connect_rr(&s, b.port, "setter", sr, sizeof sr);
+    /* A resend is the same request: the same properties, __ts too. */
+    char ts[64];
+    snprintf(ts, sizeof ts, "%llu:0:watcher", (unsigned long long)now_ms());
+    struct msg *m = request(&w, wr, "kn", ts, NULL, W("KEYNOTIFY", "k\x01y"));
+    PAYLOAD(m, "+OK\r\n");
+    client_close(&w);
+    client_connect_rr(&w, b.port, "watcher", wr, sizeof wr);
+    m = request(&w, wr, "kn", ts, NULL, W("KEYNOTIFY", "k\x01y"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&s, sr, "s1", NULL, NULL, W("SET", "k\x01y", "v"));
+    PAYLOAD(m, "+OK\r\n");
+    m = client_wait(&w, 2000);
+    ASSERT_TRUE(m != NULL);
+    ASSERT_STR(m->topic, strlen(m->topic), WATCHER_TOPIC("6B0179"));
+    PAYLOAD(m, "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\nv\r\n");
+    /* Resent on one connection: one registration, one notification. */
+    m = request(&w, wr, "kn", ts, NULL, W("KEYNOTIFY", "k\x01y"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&s, sr, "s2", NULL, NULL, W("SET", "k\x01y", "w"));
+    PAYLOAD(m, "+OK\r\n");
+    ASSERT_EQ(client_drain(&w, 300), 1);
+    PAYLOAD(&w.last, "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\nw\r\n");
+    /* STOP resent after a reconnect: "+OK" again, not ":0" (a STOP of
+     * nothing, as a new one answers). */
+    m = request(&w, wr, "st", ts, NULL, W("KEYNOTIFY", "k\x01y", "STOP"));
+    PAYLOAD(m, "+OK\r\n");
+    client_close(&w);
+    client_connect_rr(&w, b.port, "watcher", wr, sizeof wr);
+    m = request(&w, wr, "st", ts, NULL, W("KEYNOTIFY", "k\x01y", "STOP"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&w, wr, "st2", ts, NULL, W("KEYNOTIFY", "k\x01y", "STOP"));
+    PAYLOAD(m, ":0\r\n");
+    m = request(&s, sr, "s3", NULL, NULL, W("SET", "k\x01y", "x"));
+    PAYLOAD(m, "+OK\r\n");
+    ASSERT_EQ(client_drain(&w, 300), 0);
+    client_close(&w);
+    client_close(&s);
+    broker_stop(&b);
+}
+
 TEST(plugin_expiry_notifies_promptly)
 {
     struct broker b = {0};

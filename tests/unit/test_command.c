@@ -136,5 +136,14 @@ TEST(command_traits)
         ASSERT_EQ(t->fenced, want[i].fenced);
         ASSERT_EQ(t->needs_ts, want[i].needs_ts);
         ASSERT_EQ(t->remembered, want[i].remembered);
+        ss_command none = {0};
+        if (want[i].type != SS_CMD_KEYNOTIFY)
+            ASSERT_EQ(ss_command_remembered(want[i].type, &none), want[i].remembered);
     }
+    /* A KEYNOTIFY that registers runs again when resent; a STOP keeps its
+     * first answer. */
+    ss_command kn = {.type = SS_CMD_KEYNOTIFY};
+    ASSERT_TRUE(!ss_command_remembered(SS_CMD_KEYNOTIFY, &kn));
+    kn.stop = true;
+    ASSERT_TRUE(ss_command_remembered(SS_CMD_KEYNOTIFY, &kn));
 }
