@@ -85,8 +85,8 @@ void ss_admin_free(struct ss_admin *a)
     free(a);
 }
 
-void ss_admin_reply(struct ss_plugin *p, const char *response_topic, const uint8_t *corr, uint16_t corr_len,
-                    const uint8_t *text, size_t len)
+void ss_admin_reply(struct ss_plugin *p, const char *client_id, const char *response_topic, const uint8_t *corr,
+                    uint16_t corr_len, const uint8_t *text, size_t len)
 {
     mosquitto_property *props = NULL;
     int rc = mosquitto_property_add_string(&props, MQTT_PROP_CONTENT_TYPE, "application/octet-stream");
@@ -100,7 +100,8 @@ void ss_admin_reply(struct ss_plugin *p, const char *response_topic, const uint8
         return;
     }
     memcpy(payload, text, len);
-    rc = mosquitto_broker_publish(NULL, response_topic, (int)len, payload, 1, false, props);
+    rc = mosquitto_broker_publish(p->opt.topic_protection ? client_id : NULL, response_topic, (int)len, payload, 1,
+                                  false, props);
     if (rc != MOSQ_ERR_SUCCESS)
         ss_log(p, MOSQ_LOG_WARNING, "could not publish to %s: %s", response_topic, mosquitto_strerror(rc));
 }
@@ -108,7 +109,7 @@ void ss_admin_reply(struct ss_plugin *p, const char *response_topic, const uint8
 /* Publish the answer (a->answer) to the request's response topic. */
 static void ss_admin__answer(struct ss_plugin *p, const struct ss_admin_req *r, ss_buf *text)
 {
-    ss_admin_reply(p, r->response_topic, r->corr, r->corr_len, text->data, text->len);
+    ss_admin_reply(p, r->client_id, r->response_topic, r->corr, r->corr_len, text->data, text->len);
 }
 
 /* One entry for key and rec: "key HEXKEY SIZE VERSION TTL_MS|- FT|-\n"
@@ -308,7 +309,8 @@ static const char *ss_admin__backup(struct ss_plugin *p, const struct ss_admin_r
         return "usage: BACKUP NAME";
     if (p->acl && !ss_acl_allows_every_key(p->acl, r->client_id, r->username, SS_ACCESS_READ))
         return ss_strerror(SS_E_NOT_AUTHORIZED);
-    const char *error = ss_backup_start(p, q->argv[1].data, q->argv[1].len, r->response_topic, r->corr, r->corr_len);
+    const char *error =
+        ss_backup_start(p, q->argv[1].data, q->argv[1].len, r->client_id, r->response_topic, r->corr, r->corr_len);
     if (error == NULL)
         ss_buf_clear(&p->admin->answer); /* nothing now: the backup answers */
     return error;
@@ -407,7 +409,8 @@ int ss_admin_on_message(struct ss_plugin *p, struct mosquitto_evt_message *ed)
         char text[256];
         size_t n = ss_notify_on_watch(p, client_id ? client_id : "", mosquitto_client_username(ed->client), &words,
                                       text, sizeof text);
-        ss_admin_reply(p, r.response_topic, r.corr, r.corr_len, (const uint8_t *)text, n);
+        ss_admin_reply(p, client_id ? client_id : "", r.response_topic, r.corr, r.corr_len, (const uint8_t *)text,
+                       n);
         ss_admin__req_free(&r);
         return MOSQ_ERR_SUCCESS;
     }
@@ -429,7 +432,8 @@ int ss_admin_on_message(struct ss_plugin *p, struct mosquitto_evt_message *ed)
     if (failed || r.payload == NULL || a->len == a->cap) {
         const char *why = failed || r.payload == NULL ? "error out of memory\n"
                                                       : "error busy: too many administrative requests\n";
-        ss_admin_reply(p, r.response_topic, r.corr, r.corr_len, (const uint8_t *)why, strlen(why));
+        ss_admin_reply(p, client_id ? client_id : "", r.response_topic, r.corr, r.corr_len, (const uint8_t *)why,
+                       strlen(why));
         ss_admin__req_free(&r);
         return MOSQ_ERR_ACL_DENIED;
     }

@@ -36,8 +36,10 @@ int ss_admin_on_message(struct ss_plugin *p, struct mosquitto_evt_message *ed);
 /* Between batches (no batch open, no commit running): answer what is
  * queued. */
 void ss_admin_serve(struct ss_plugin *p);
-/* Publish an administrative answer (len bytes) to response_topic with corr. */
-void ss_admin_reply(struct ss_plugin *p, const char *response_topic, const uint8_t *corr, uint16_t corr_len,
-                    const uint8_t *text, size_t len);
+/* Publish an administrative answer (len bytes) to client_id's
+ * response_topic with corr: into that client's session alone, as every
+ * answer (batch.c), unless topic protection is off. */
+void ss_admin_reply(struct ss_plugin *p, const char *client_id, const char *response_topic, const uint8_t *corr,
+                    uint16_t corr_len, const uint8_t *text, size_t len);
 
 #endif

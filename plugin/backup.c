@@ -15,6 +15,7 @@ struct ss_backup {
     bool running;
     char *path;
     char *name;
+    char *client_id; /* who asked: the answer goes to its session */
     char *response_topic;
     uint8_t *corr;
     uint16_t corr_len;
@@ -35,9 +36,10 @@ static void ss_backup__clear(struct ss_backup *b)
 {
     free(b->path);
     free(b->name);
+    free(b->client_id);
     free(b->response_topic);
     free(b->corr);
-    b->path = b->name = b->response_topic = NULL;
+    b->path = b->name = b->client_id = b->response_topic = NULL;
     b->corr = NULL;
     b->corr_len = 0;
     b->running = false;
@@ -65,7 +67,8 @@ static bool ss_backup__name_ok(const uint8_t *n, size_t len)
     return true;
 }
 
-const char *ss_backup_start(struct ss_plugin *p, const uint8_t *name, size_t len, const char *response_topic,
+const char *ss_backup_start(struct ss_plugin *p, const uint8_t *name, size_t len, const char *client_id,
+                            const char *response_topic,
                             const uint8_t *corr, uint16_t corr_len)
 {
     struct ss_backup *b = p->backup;
@@ -90,6 +93,7 @@ const char *ss_backup_start(struct ss_plugin *p, const uint8_t *name, size_t len
         return b->why;
     b->path = strdup(path);
     b->name = strndup((const char *)name, len);
+    b->client_id = strdup(client_id);
     b->response_topic = strdup(response_topic);
     b->corr = corr_len ? malloc(corr_len) : NULL;
     if (corr_len && b->corr)
@@ -105,8 +109,9 @@ const char *ss_backup_start(struct ss_plugin *p, const uint8_t *name, size_t len
 
 static void ss_backup__answer(struct ss_plugin *p, struct ss_backup *b, const char *text)
 {
-    if (b->response_topic)
-        ss_admin_reply(p, b->response_topic, b->corr, b->corr_len, (const uint8_t *)text, strlen(text));
+    if (b->response_topic && b->client_id)
+        ss_admin_reply(p, b->client_id, b->response_topic, b->corr, b->corr_len, (const uint8_t *)text,
+                       strlen(text));
 }
 
 void ss_backup_step(struct ss_plugin *p)

@@ -23,11 +23,11 @@ struct ss_backup;
 int ss_backup_new(struct ss_backup **out);
 /* Waits for a copy under way. NULL: no-op. */
 void ss_backup_free(struct ss_backup *b);
-/* Start a backup into NAME (a plain file name) for the client, answered
+/* Start a backup into NAME (a plain file name) for client_id, answered
  * later on response_topic with corr. NULL when started, else the reason
  * to answer now. */
-const char *ss_backup_start(struct ss_plugin *p, const uint8_t *name, size_t len, const char *response_topic,
-                            const uint8_t *corr, uint16_t corr_len);
+const char *ss_backup_start(struct ss_plugin *p, const uint8_t *name, size_t len, const char *client_id,
+                            const char *response_topic, const uint8_t *corr, uint16_t corr_len);
 /* Between batches: start the copy when the data file is current; answer
  * when it is done. */
 void ss_backup_step(struct ss_plugin *p);

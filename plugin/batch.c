@@ -81,25 +81,36 @@ static ss_bytes ss_batch__str(const char *s)
 
 /* ---- answers ----------------------------------------------------------- */
 
-/* Queue an answer waiting for commit (0: none; final: it waits but holds
- * whatever becomes of the commit, outbox.h): the request's response topic
- * and correlation data are handed over to it, not copied. */
-static void ss_batch__push(struct ss_batch *b, struct ss_request_props *r, uint8_t *payload, size_t len,
-                           mosquitto_property *props, uint64_t commit, bool final)
+/* Queue an answer to client_id's request, waiting for commit (0: none;
+ * final: it waits but holds whatever becomes of the commit, outbox.h):
+ * the request's response topic and correlation data are handed over to
+ * it, not copied. With topic protection (the default) it goes into the
+ * requester's session alone: nobody else subscribed to its response topic
+ * hears it, and no request makes the plugin publish where its client may
+ * not (a plugin's publication passes no ACL check). */
+static void ss_batch__push(struct ss_batch *b, const char *client_id, struct ss_request_props *r,
+                           uint8_t *payload, size_t len, mosquitto_property *props, uint64_t commit, bool final)
 {
+    char *to = NULL;
+    if (b->p->opt.topic_protection && (to = strdup(client_id)) == NULL) {
+        free(payload);
+        mosquitto_property_free_all(&props);
+        ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: an answer was dropped");
+        return;
+    }
     char *topic = r->response_topic;
     uint8_t *corr = r->corr;
     uint16_t corr_len = r->corr_len;
     r->response_topic = NULL;
     r->corr = NULL;
     r->corr_len = 0;
-    if (ss_outbox_push(&b->outbox, NULL, topic, payload, len, props, corr, corr_len, commit, final) !=
+    if (ss_outbox_push(&b->outbox, to, true, topic, payload, len, props, corr, corr_len, commit, final) !=
         MOSQ_ERR_SUCCESS)
         ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: an answer was dropped");
 }
 
-static void ss_batch__answer(struct ss_batch *b, struct ss_request_props *r, const ss_bytes *payload,
-                             const char *version, uint64_t commit, bool final)
+static void ss_batch__answer(struct ss_batch *b, const char *client_id, struct ss_request_props *r,
+                             const ss_bytes *payload, const char *version, uint64_t commit, bool final)
 {
     mosquitto_property *props = ss_response_props(r->corr, r->corr_len, "200", version);
     uint8_t *copy = malloc(payload->len);
@@ -110,10 +121,10 @@ static void ss_batch__answer(struct ss_batch *b, struct ss_request_props *r, con
         return;
     }
     memcpy(copy, payload->data, payload->len);
-    ss_batch__push(b, r, copy, payload->len, props, commit, final);
+    ss_batch__push(b, client_id, r, copy, payload->len, props, commit, final);
 }
 
-void ss_batch_refuse(struct ss_batch *b, struct ss_request_props *r, const char *stat,
+void ss_batch_refuse(struct ss_batch *b, const char *client_id, struct ss_request_props *r, const char *stat,
                      const char *const *extra)
 {
     mosquitto_property *props = ss_response_props(r->corr, r->corr_len, stat, NULL);
@@ -133,14 +144,14 @@ void ss_batch_refuse(struct ss_batch *b, struct ss_request_props *r, const char 
         free(payload);
         return;
     }
-    ss_batch__push(b, r, payload, strlen(text), props, 0, false);
+    ss_batch__push(b, client_id, r, payload, strlen(text), props, 0, false);
 }
 
 void ss_batch_notify(struct ss_batch *b, char *client_id, char *topic, uint8_t *payload, size_t len,
                      mosquitto_property *props)
 {
     /* From the change feed: committed already, it waits for nothing. */
-    if (ss_outbox_push(&b->outbox, client_id, topic, payload, len, props, NULL, 0, 0, false) !=
+    if (ss_outbox_push(&b->outbox, client_id, false, topic, payload, len, props, NULL, 0, 0, false) !=
         MOSQ_ERR_SUCCESS) {
         b->p->metrics.notifications_dropped++;
         ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: a notification was dropped");
@@ -221,7 +232,7 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
          * its answer is final whatever becomes of this batch (a failed
          * commit must not tell the client that a durable write failed).
          * Remembered in the open batch: it shares that batch's fate. */
-        ss_batch__answer(b, r, &prior.payload, prior.version.len ? version : NULL,
+        ss_batch__answer(b, client_id, r, &prior.payload, prior.version.len ? version : NULL,
                          ss_batch__remembered_in(b, prior.seq), prior.final);
         return true;
     }
@@ -260,7 +271,7 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
         ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request will not be recognised if resent");
     /* An answer that does not depend on the commit still waits for it, so
      * that a client's answers keep the order of its requests. */
-    ss_batch__answer(b, r, &answer, x.has_version ? version : NULL, b->seq, !*held);
+    ss_batch__answer(b, client_id, r, &answer, x.has_version ? version : NULL, b->seq, !*held);
     /* The answer was copied. A GET of a huge value grew the buffer to the
      * value's size (rounded up): give that memory back, so that one big
      * read does not keep the broker large for good. */
@@ -432,18 +443,18 @@ static void ss_batch__log_failure(struct ss_batch *b, uint64_t seq, const ss_com
 }
 
 /* Publish what waits for nothing any more: the answers of the open batch
- * and of those in flight stay. */
+ * and of those in flight stay, and so do those of any batch after the
+ * oldest in flight (one with nothing to commit, or whose commit ended
+ * first), so that a client's answers keep the order of its requests. */
 static void ss_batch__flush(struct ss_batch *b)
 {
     if (b->outbox.len == 0)
         return;
-    uint64_t held[SS_BATCH_FLIGHTS_MAX + 1];
-    size_t n = 0;
-    held[n++] = b->seq;
+    uint64_t from = b->seq;
     for (size_t i = 0; i < b->nflights; i++)
-        if (b->flights[i].used)
-            held[n++] = b->flights[i].seq;
-    ss_outbox_flush_except(&b->outbox, b->p, held, n);
+        if (b->flights[i].used && b->flights[i].seq < from)
+            from = b->flights[i].seq;
+    ss_outbox_flush_from(&b->outbox, b->p, from);
 }
 
 /* A batch's commit ended as o says (its resend cache entries after mark
@@ -570,7 +581,7 @@ void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, str
             ss_buf err = SS_BUF_INIT;
             if (ss_codec_put_error(&err, SS_E_UNAVAILABLE) == SS_OK) {
                 ss_bytes answer = {err.data, err.len};
-                ss_batch__answer(b, r, &answer, NULL, 0, false);
+                ss_batch__answer(b, from->client_id, r, &answer, NULL, 0, false);
             }
             ss_buf_free(&err);
             ss_request_props_free(r);

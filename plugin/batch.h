@@ -66,10 +66,11 @@ void ss_batch_free(struct ss_batch *b);
  * holds. A request resent within the resend window gets its first answer. */
 void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, struct ss_request_props *r);
 
-/* Answer with a status other than 200 (400, 505) and run nothing. extra:
- * user property name/value pairs, NULL-terminated; "__stMsg" is also the
- * payload. Takes the response topic and correlation data of r. */
-void ss_batch_refuse(struct ss_batch *b, struct ss_request_props *r, const char *stat,
+/* Answer client_id's request with a status other than 200 (400, 505) and
+ * run nothing. extra: user property name/value pairs, NULL-terminated;
+ * "__stMsg" is also the payload. Takes the response topic and
+ * correlation data of r. */
+void ss_batch_refuse(struct ss_batch *b, const char *client_id, struct ss_request_props *r, const char *stat,
                      const char *const *extra);
 
 /* A notification of a committed change (from the backend's change feed),

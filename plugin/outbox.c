@@ -47,10 +47,11 @@ static void ss_outbox__msg_free(struct ss_outmsg *m)
     memset(m, 0, sizeof *m);
 }
 
-int ss_outbox_push(struct ss_outbox *ob, char *clientid, char *topic, uint8_t *payload, size_t len,
+int ss_outbox_push(struct ss_outbox *ob, char *clientid, bool answer, char *topic, uint8_t *payload, size_t len,
                    mosquitto_property *props, uint8_t *corr, uint16_t corr_len, uint64_t commit, bool final)
 {
     struct ss_outmsg m = {.clientid = clientid,
+                          .answer = answer,
                           .topic = topic,
                           .payload = payload,
                           .payload_len = len,
@@ -67,7 +68,7 @@ int ss_outbox_push(struct ss_outbox *ob, char *clientid, char *topic, uint8_t *p
             ob->cap = cap;
         }
     }
-    if (topic == NULL || ob->len == ob->cap) {
+    if (topic == NULL || (clientid == NULL && !answer) || ob->len == ob->cap) {
         ss_outbox__msg_free(&m);
         return MOSQ_ERR_NOMEM;
     }
@@ -89,7 +90,7 @@ void ss_outbox_fail(struct ss_outbox *ob, uint64_t commit, int err)
     for (size_t i = 0; i < ob->len; i++) {
         struct ss_outmsg *m = &ob->msgs[i];
         bool failed = commit != 0 && m->commit == commit && !m->final;
-        if (failed && m->clientid == NULL) {
+        if (failed && m->answer) {
             ss_buf b = SS_BUF_INIT;
             mosquitto_property *props = ss_response_props(m->corr, m->corr_len, "200", NULL);
             if (props && ss_codec_put_error(&b, ss_err_is_wire(err) ? err : SS_E_IO) == SS_OK) {
@@ -127,24 +128,21 @@ void ss_outbox_drop(struct ss_outbox *ob, uint64_t commit)
 
 void ss_outbox_flush(struct ss_outbox *ob, struct ss_plugin *p)
 {
-    ss_outbox_flush_except(ob, p, NULL, 0);
+    ss_outbox_flush_from(ob, p, UINT64_MAX);
 }
 
-void ss_outbox_flush_except(struct ss_outbox *ob, struct ss_plugin *p, const uint64_t *held, size_t nheld)
+void ss_outbox_flush_from(struct ss_outbox *ob, struct ss_plugin *p, uint64_t from)
 {
     size_t kept = 0;
     for (size_t i = 0; i < ob->len; i++) {
         struct ss_outmsg *m = &ob->msgs[i];
-        bool wait = false;
-        for (size_t j = 0; j < nheld && m->commit; j++)
-            wait = wait || m->commit == held[j];
-        if (wait) {
+        if (m->commit != 0 && m->commit >= from) {
             ob->msgs[kept++] = *m;
             continue;
         }
         /* A client that disconnected since lost its registrations (keys
          * and patterns), and nothing is queued for an absent client. */
-        if (m->clientid) {
+        if (!m->answer) {
             ss_bytes id = {(const uint8_t *)m->clientid, strlen(m->clientid)};
             if (ss_watch_client_count(p->watch, id) == 0 && ss_pwatch_client_count(p->pwatch, id) == 0) {
                 p->metrics.notifications_dropped++;
@@ -154,9 +152,9 @@ void ss_outbox_flush_except(struct ss_outbox *ob, struct ss_plugin *p, const uin
         }
         int rc = mosquitto_broker_publish(m->clientid, m->topic, (int)m->payload_len, m->payload, 1,
                                           false, m->props);
-        if (m->clientid && rc == MOSQ_ERR_SUCCESS)
+        if (!m->answer && rc == MOSQ_ERR_SUCCESS)
             p->metrics.notifications_sent++;
-        else if (m->clientid)
+        else if (!m->answer)
             p->metrics.notifications_dropped++;
         if (rc == MOSQ_ERR_SUCCESS) {
             m->payload = NULL; /* now the broker's */

@@ -17,7 +17,12 @@ struct ss_plugin;
 
 /* A message waiting for a commit. */
 struct ss_outmsg {
-    char *clientid; /* NULL: a response, routed to subscribers; else a notification for this client */
+    /* The client whose session it goes into, straight (no subscription
+     * needed, nobody else receives it): an answer's requester, a
+     * notification's observer. NULL (an answer with topic protection
+     * off): routed to the topic's subscribers like any publication. */
+    char *clientid;
+    bool answer; /* an answer (else a notification) */
     char *topic;
     uint8_t *payload;
     size_t payload_len;
@@ -37,9 +42,10 @@ struct ss_outbox {
 };
 
 /* Queue a message; takes ownership of clientid, topic, payload, props and
- * corr, all heap memory (freed on failure too; a NULL topic is a failure).
- * final: see struct ss_outmsg. 0 or MOSQ_ERR_NOMEM. */
-int ss_outbox_push(struct ss_outbox *ob, char *clientid, char *topic, uint8_t *payload, size_t len,
+ * corr, all heap memory (freed on failure too; a NULL topic, or a NULL
+ * clientid for a notification, is a failure). answer, final: see struct
+ * ss_outmsg. 0 or MOSQ_ERR_NOMEM. */
+int ss_outbox_push(struct ss_outbox *ob, char *clientid, bool answer, char *topic, uint8_t *payload, size_t len,
                    mosquitto_property *props, uint8_t *corr, uint16_t corr_len, uint64_t commit, bool final);
 /* Messages waiting for the commit of batch number commit. */
 size_t ss_outbox_count(const struct ss_outbox *ob, uint64_t commit);
@@ -54,9 +60,11 @@ void ss_outbox_drop(struct ss_outbox *ob, uint64_t commit);
 /* Publish everything and empty the outbox (notifications only to clients
  * that still have registrations in p's watch table). */
 void ss_outbox_flush(struct ss_outbox *ob, struct ss_plugin *p);
-/* The same, except the messages that wait for one of the nheld batches
- * in held (their commits have not ended): those stay, in order. */
-void ss_outbox_flush_except(struct ss_outbox *ob, struct ss_plugin *p, const uint64_t *held, size_t nheld);
+/* The same, except the messages of batches numbered from on (the open
+ * batch, and those whose commit, or an earlier batch's, has not ended):
+ * those stay, in order, so that a batch's answers never overtake an
+ * earlier one's. Messages that wait for no batch (commit 0) go. */
+void ss_outbox_flush_from(struct ss_outbox *ob, struct ss_plugin *p, uint64_t from);
 void ss_outbox_free(struct ss_outbox *ob);
 /* Response properties: correlation data, __stat, content type, __protVer,
  * and __ts when version is non-NULL. NULL on allocation failure. */

@@ -107,17 +107,17 @@ int ss_on_message(int event, void *event_data, void *userdata)
     } else if (ed->qos == 0) {
         static const char *const extra[] = {"__stMsg", "QoS 1 is required for state store requests",
                                             NULL};
-        ss_batch_refuse(p->batch, &r, "400", extra);
+        ss_batch_refuse(p->batch, client_id, &r, "400", extra);
         ret = MOSQ_ERR_ACL_DENIED;
     } else if (!r.has_corr) {
         static const char *const extra[] = {"__propName", "Correlation Data", "__stMsg",
                                             "Correlation Data is missing", NULL};
-        ss_batch_refuse(p->batch, &r, "400", extra);
+        ss_batch_refuse(p->batch, client_id, &r, "400", extra);
         ret = MOSQ_ERR_ACL_DENIED;
     } else if (r.prot_ver && strncmp(r.prot_ver, "1.", 2) != 0 && strcmp(r.prot_ver, "1") != 0) {
         const char *const extra[] = {"__supProtMajVer", "1", "__requestProtVer", r.prot_ver,
                                      "__stMsg", "unsupported protocol version", NULL};
-        ss_batch_refuse(p->batch, &r, "505", extra);
+        ss_batch_refuse(p->batch, client_id, &r, "505", extra);
         ret = MOSQ_ERR_ACL_DENIED;
     } else {
         struct ss_request_from from = {ed->payload, (size_t)ed->payloadlen, client_id,

@@ -91,16 +91,10 @@ TEST(plugin_unusable_response_topic_not_executed)
         ASSERT_TRUE(!c.disconnected);
         expect_absent(b.port, key);
     }
-    /* No answer went anywhere: the "#" subscriber saw only the checker's
-     * traffic (its requests and answers). */
-    int seen = 0;
+    /* No answer went anywhere: the "#" subscriber saw nothing (requests
+     * are private, and the checker's answers went to the checker alone). */
+    ASSERT_EQ(client_drain(&c, 100), 0);
     struct msg *m;
-    while ((m = client_wait(&c, 100)) != NULL) {
-        ASSERT_TRUE(strcmp(m->topic, REQ_TOPIC) == 0 || strcmp(m->topic, RESP) == 0);
-        if (strcmp(m->topic, RESP) == 0)
-            seen++;
-    }
-    ASSERT_EQ(seen, nbad);
     /* At the limit the answer goes out. */
     send_set(&c, "deep", deep, "x", 1, NULL, NULL);
     ASSERT_EQ(client_wait_puback(&c, 2000), 0);

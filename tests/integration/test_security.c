@@ -86,6 +86,51 @@ TEST(security_topic_protection_with_acl_file)
     broker_stop(&b);
 }
 
+/* An answer goes into the requesting client's own session, on its
+ * response topic: whoever else subscribes to that topic hears nothing,
+ * and a request cannot make the plugin publish where its client may not
+ * (the plugin's publications pass no ACL check). */
+TEST(security_answers_go_only_to_the_requester)
+{
+    char acl[600];
+    snprintf(acl, sizeof acl, "%s/broker.acl", test_tmpdir());
+    FILE *f = fopen(acl, "w");
+    ASSERT_TRUE(f != NULL);
+    fputs("topic readwrite clients/#\n"
+          "topic write " REQ_TOPIC "\n"
+          "topic read devices/door/command\n", f);
+    fclose(f);
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "acl_file %s\n", acl);
+    broker_start(&b);
+    struct client spy, door, victim, mallory;
+    client_connect(&spy, b.port, "spy", false);
+    client_subscribe(&spy, "clients/victim/resp");
+    client_connect(&door, b.port, "door", false);
+    client_subscribe(&door, "devices/door/command");
+    char rv[64];
+    client_connect_rr(&victim, b.port, "victim", rv, sizeof rv);
+    struct msg *m = request(&victim, rv, "1", NULL, NULL, W("SET", "k", "secret"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&victim, rv, "2", NULL, NULL, W("GET", "k"));
+    PAYLOAD(m, "$6\r\nsecret\r\n");
+    ASSERT_EQ(client_drain(&spy, 300), 0);
+    /* A response topic its client may not publish to: the answer reaches
+     * the requester alone, which need not even subscribe to it. */
+    client_connect(&mallory, b.port, "mallory", false);
+    ASSERT_TRUE(client_publish(&mallory, "devices/door/command", "open", 4, 1, false, NULL) == MOSQ_ERR_SUCCESS);
+    m = request(&mallory, "devices/door/command", "3", NULL, NULL, W("GET", "k"));
+    ASSERT_TRUE(m != NULL);
+    ASSERT_STR(m->topic, strlen(m->topic), "devices/door/command");
+    PAYLOAD(m, "$6\r\nsecret\r\n");
+    ASSERT_EQ(client_drain(&door, 300), 0);
+    client_close(&spy);
+    client_close(&door);
+    client_close(&victim);
+    client_close(&mallory);
+    broker_stop(&b);
+}
+
 TEST(security_topic_protection_can_be_turned_off)
 {
     struct broker b = {0};
@@ -102,6 +147,14 @@ TEST(security_topic_protection_can_be_turned_off)
     while ((m = client_wait(&spy, 300)) != NULL)
         requests += strcmp(m->topic, REQ_TOPIC) == 0;
     ASSERT_EQ(requests, 1);
+    /* ...and answers are ordinary publications to their response topic,
+     * which anyone subscribed to it receives. */
+    m = request(&c, r, "2", NULL, NULL, W("GET", "k"));
+    PAYLOAD(m, "$-1\r\n");
+    int answers = 0;
+    while ((m = client_wait(&spy, 300)) != NULL)
+        answers += strcmp(m->topic, r) == 0;
+    ASSERT_EQ(answers, 1);
     client_close(&spy);
     client_close(&c);
     broker_stop(&b);

@@ -139,7 +139,9 @@ void lc_expect_answer(size_t i, const char *client, const char *corr, const char
     const struct lc_msg *m = lc_msg(i);
     char topic[128];
     snprintf(topic, sizeof topic, "resp/%s", client);
-    ASSERT_TRUE(m->clientid == NULL);
+    /* Into the requester's session alone (topic protection, the default). */
+    ASSERT_TRUE(m->clientid != NULL);
+    ASSERT_MEM(m->clientid, strlen(m->clientid), client, strlen(client));
     ASSERT_MEM(m->topic, strlen(m->topic), topic, strlen(topic));
     ASSERT_MEM(m->corr.data, m->corr.len, corr, strlen(corr));
     ASSERT_MEM(m->payload.data, m->payload.len, payload, strlen(payload));

@@ -19,7 +19,7 @@
 
 /* A message the plugin published. */
 struct lc_msg {
-    char *clientid; /* NULL: an answer, published to subscribers */
+    char *clientid; /* the session it goes into (NULL: routed to subscribers) */
     char *topic;
     ss_buf payload;
     ss_buf corr;    /* correlation data */

@@ -3,6 +3,7 @@
 X(answers_wait_for_their_commit)
 X(one_flight_queues_requests_behind_its_commit)
 X(a_failed_commit_fails_exactly_its_own_answers)
+X(a_later_batch_never_answers_before_an_earlier_one)
 X(an_unknown_outcome_is_answered_unavailable)
 X(a_full_queue_is_refused_when_the_backend_never_blocks)
 X(a_full_queue_waits_when_the_backend_blocks)

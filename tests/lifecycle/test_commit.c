@@ -90,7 +90,7 @@ TEST(a_failed_commit_fails_exactly_its_own_answers)
     struct ss_request_props r = {.response_topic = strdup("resp/c"), .corr = (uint8_t *)strdup("3"),
                                  .corr_len = 1, .has_corr = true};
     const char *const extra[] = {"__stMsg", "unsupported protocol version", NULL};
-    ss_batch_refuse(f.p->batch, &r, "505", extra);
+    ss_batch_refuse(f.p->batch, "c", &r, "505", extra);
     ss_request_props_free(&r);
     ASSERT_TRUE(ss_mem_release_commit(f.be, 1));
     lc_tick(&f);
@@ -99,6 +99,7 @@ TEST(a_failed_commit_fails_exactly_its_own_answers)
     ASSERT_STR(lc_msg(0)->ts, strlen(lc_msg(0)->ts), ""); /* an error carries no version */
     const struct lc_msg *refusal = lc_msg(1);
     ASSERT_MEM(refusal->topic, strlen(refusal->topic), "resp/c", 6);
+    ASSERT_TRUE(refusal->clientid != NULL && strcmp(refusal->clientid, "c") == 0);
     ASSERT_BUF(refusal->corr, "3");
     ASSERT_BUF(refusal->payload, "unsupported protocol version");
     ASSERT_STR(refusal->stat, strlen(refusal->stat), "505");
@@ -111,6 +112,33 @@ TEST(a_failed_commit_fails_exactly_its_own_answers)
     lc_expect_answer(2, "c", "2", "+OK\r\n");
     ASSERT_TRUE(ss_mem_value(f.be, "a") == NULL);
     ASSERT_STR(ss_mem_value(f.be, "b"), 1, "2");
+    lc_close(&f);
+}
+
+/* A client's answers keep the order of its requests: a batch whose
+ * commit ends first, or that has nothing to commit, waits for the
+ * batches before it. */
+TEST(a_later_batch_never_answers_before_an_earlier_one)
+{
+    struct lc f;
+    lc_open(&f, &lc_shared);
+    ss_mem_hold_commits(f.be, true);
+    lc_send(&f, "c", "1", "SET a 1");
+    lc_tick(&f);
+    lc_send(&f, "c", "2", "SET b 2");
+    lc_tick(&f);
+    lc_send(&f, "c", "3", "KEYNOTIFY a");
+    lc_tick(&f);
+    ASSERT_EQ(ss_mem_commits(f.be), 2);
+    ASSERT_TRUE(ss_mem_release_commit(f.be, 2));
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 0);
+    ASSERT_TRUE(ss_mem_release_commit(f.be, 1));
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 3);
+    lc_expect_answer(0, "c", "1", "+OK\r\n");
+    lc_expect_answer(1, "c", "2", "+OK\r\n");
+    lc_expect_answer(2, "c", "3", "+OK\r\n");
     lc_close(&f);
 }
 
