@@ -87,6 +87,12 @@ static int ss_broker_conf__is_conf(const struct dirent *e)
 
 static void ss_broker_conf__read(struct ss_broker_conf *bc, const char *path, uint64_t *limit, int depth);
 
+static void ss_broker_conf__unreadable(struct ss_broker_conf *bc, const char *path)
+{
+    if (bc->unreadable++ == 0)
+        snprintf(bc->unreadable_path, sizeof bc->unreadable_path, "%s", path);
+}
+
 /* The *.conf files of dir, in alphabetical order. */
 static void ss_broker_conf__read_dir(struct ss_broker_conf *bc, const char *dir, uint64_t *limit, int depth)
 {
@@ -100,6 +106,8 @@ static void ss_broker_conf__read_dir(struct ss_broker_conf *bc, const char *dir,
     }
     if (n >= 0)
         free(list);
+    else
+        ss_broker_conf__unreadable(bc, dir);
 }
 
 /* "listener PORT [address]": the port, or 0. */
@@ -117,8 +125,10 @@ static void ss_broker_conf__read(struct ss_broker_conf *bc, const char *path, ui
     if (depth > SS_INCLUDE_DEPTH_MAX)
         return;
     FILE *f = fopen(path, "r");
-    if (f == NULL)
+    if (f == NULL) {
+        ss_broker_conf__unreadable(bc, path);
         return;
+    }
     char line[4096];
     uint16_t listener = 0; /* the listener the lines are about now */
     while (fgets(line, sizeof line, f)) {

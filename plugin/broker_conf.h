@@ -12,6 +12,11 @@ struct ss_broker_conf {
     uint64_t sys_interval;       /* seconds between $SYS updates; 10 when unset, 0: none */
     bool has_acl_file;
     int other_plugins; /* plugin / auth_plugin lines naming another library */
+    /* Files or include_dir directories that could not be read (the broker
+     * reads its configuration as root, the plugin after it dropped its
+     * privileges): what they say is unknown. The first one's path. */
+    int unreadable;
+    char unreadable_path[256];
     /* the ports of the listeners with "protocol websockets" */
     uint16_t ws_ports[8];
     int ws_nports;

@@ -130,9 +130,7 @@ static int ss_plugin__open(struct ss_plugin *p)
     uint64_t limit = bc.message_size_limit;
     p->sys_interval_s = bc.sys_interval;
     p->opt.max_value_bytes = limit > SS_NOTIFY_OVERHEAD ? limit - SS_NOTIFY_OVERHEAD : 1;
-    p->defer_other_topics = p->opt.other_topics == SS_OTHER_TOPICS_DEFER ||
-                            (p->opt.other_topics == SS_OTHER_TOPICS_AUTO &&
-                             (bc.has_acl_file || bc.other_plugins > 0));
+    ss_other_topics_decide(p, &bc, true);
     if (p->opt.acl_file && (rc = ss_acl_reload(p)) != SS_OK)
         return rc;
     if ((rc = ss_wswake_start(&p->wswake, bc.ws_ports, bc.ws_nports, (unsigned)p->opt.websockets_wake_ms)) !=
@@ -208,9 +206,6 @@ int mosquitto_plugin_init(mosquitto_plugin_id_t *identifier, void **userdata,
         }
     }
     ss_options_log(&p->opt, ss_plugin__key_count(p));
-    if (p->opt.topic_protection)
-        ss_log(p, MOSQ_LOG_NOTICE, "topic protection on; other topics are %s",
-               p->defer_other_topics ? "left to the acl_file and other plugins" : "allowed");
     *userdata = p;
     return MOSQ_ERR_SUCCESS;
 }

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "../core/errors.h"
+#include "broker_conf.h"
 #include "plugin.h"
 #include "protect.h"
 
@@ -173,10 +174,38 @@ int ss_acl_reload(struct ss_plugin *p)
     return SS_OK;
 }
 
+void ss_other_topics_decide(struct ss_plugin *p, const struct ss_broker_conf *bc, bool at_start)
+{
+    bool was = p->defer_other_topics;
+    bool unknown = p->opt.other_topics == SS_OTHER_TOPICS_AUTO && bc->unreadable > 0;
+    /* A file that cannot be read might hold an acl_file line: allowing
+     * would override it, so the guess is to defer (when nothing else
+     * decides, other topics are then denied, which shows). */
+    p->defer_other_topics = p->opt.other_topics == SS_OTHER_TOPICS_DEFER ||
+                            (p->opt.other_topics == SS_OTHER_TOPICS_AUTO &&
+                             (bc->has_acl_file || bc->other_plugins > 0 || bc->unreadable > 0));
+    if (!p->opt.topic_protection)
+        return; /* no ACL check of the plugin's: the broker decides alone */
+    if (unknown)
+        ss_log(p, MOSQ_LOG_WARNING, "cannot read the broker's configuration file %s%s: other topics are left to "
+               "the acl_file and other plugins, which deny them when there are none; set "
+               "plugin_opt_other_topics allow or defer to say which", bc->unreadable_path,
+               bc->unreadable > 1 ? " (and others)" : "");
+    if (at_start || was != p->defer_other_topics)
+        ss_log(p, MOSQ_LOG_NOTICE, "topic protection on; other topics are %s",
+               p->defer_other_topics ? "left to the acl_file and other plugins" : "allowed");
+}
+
 int ss_on_reload(int event, void *event_data, void *userdata)
 {
     (void)event;
     (void)event_data;
-    ss_acl_reload(userdata);
+    struct ss_plugin *p = userdata;
+    ss_acl_reload(p);
+    /* The broker read its configuration again: an acl_file may have come
+     * or gone. */
+    struct ss_broker_conf bc;
+    ss_read_broker_conf(&bc);
+    ss_other_topics_decide(p, &bc, false);
     return MOSQ_ERR_SUCCESS;
 }

@@ -18,5 +18,10 @@ int ss_on_reload(int event, void *event_data, void *userdata);
 bool ss_authorize(void *ctx, void *caller, enum ss_access access, ss_bytes key);
 /* Load opt.acl_file into p->acl (replacing it only on success). */
 int ss_acl_reload(struct ss_plugin *p);
+/* Decide from bc (the broker's configuration, read at start and on each
+ * reload) whether other topics are deferred, and log the choice when it
+ * is made or changes. */
+struct ss_broker_conf;
+void ss_other_topics_decide(struct ss_plugin *p, const struct ss_broker_conf *bc, bool at_start);
 
 #endif

@@ -118,7 +118,7 @@ static const char *harness_etcd_lines(const struct broker *b, char *out, size_t 
 
 static void write_conf(struct broker *b)
 {
-    const char *plugin = getenv("SS_PLUGIN");
+    const char *plugin = b->plugin[0] ? b->plugin : getenv("SS_PLUGIN");
     if (plugin == NULL)
         test_fail(__FILE__, __LINE__, "SS_PLUGIN is not set");
     if (b->port == 0)
@@ -137,10 +137,13 @@ static void write_conf(struct broker *b)
         harness_etcd_lines(b, etcd, sizeof etcd);
     FILE *f = fopen(b->conf, "w");
     ASSERT_TRUE(f != NULL);
+    char user[48] = "";
+    if (getuid() == 0)
+        snprintf(user, sizeof user, "user %s\n", b->user[0] ? b->user : "root");
     fprintf(f,
             "%slistener %d 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n"
             "log_type all\n%s%s\n%s%s\n%s%s",
-            getuid() == 0 ? "user root\n" : "", b->port, b->no_plugin ? "#" : "plugin ", plugin,
+            user, b->port, b->no_plugin ? "#" : "plugin ", plugin,
             b->no_plugin ? "#" : "plugin_opt_data_dir ", b->data, etcd, b->extra);
     fclose(f);
 }

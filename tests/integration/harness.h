@@ -26,6 +26,8 @@ struct broker {
     bool no_plugin;   /* a plain mosquitto */
     char name[32];    /* several brokers in one test: NAME.conf, NAME.log */
     char preload[512]; /* a library to preload into the broker, after any sanitizer's */
+    char user[32];     /* run as root: the user it drops to ("root", staying, when empty) */
+    char plugin[512];  /* the plugin's path ($SS_PLUGIN when empty) */
 };
 
 /* True when the brokers of the tests run on etcd (SS_BACKEND=etcd). */

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_security.c - topic protection and key authorization through a
  * real broker, with and without the broker's own acl_file. */
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../test.h"
@@ -34,7 +37,7 @@ static void check_protection(struct broker *b, bool expect_other_ok)
     }
     ASSERT_EQ(requests, 0);
     ASSERT_EQ(other, expect_other_ok ? 1 : 0);
-    (void)answers; /* response topics are ordinary topics: the broker's ACL decides */
+    ASSERT_EQ(answers, 0); /* an answer goes to its requester alone */
     /* Spoofed notification. */
     char spoof[256];
     snprintf(spoof, sizeof spoof, "%s/7573657231/command/notify/6B", NOTIFY);
@@ -128,6 +131,84 @@ TEST(security_answers_go_only_to_the_requester)
     client_close(&door);
     client_close(&victim);
     client_close(&mallory);
+    broker_stop(&b);
+}
+
+/* The plugin learns whether the broker has an acl_file by reading the
+ * broker's configuration; Mosquitto reads it as root, then drops its
+ * privileges before it loads the plugin. A file the plugin cannot read
+ * might name an acl_file: other topics are deferred to it, never allowed
+ * over it, and the log says so. (Run as root, as the partition tests.) */
+TEST(security_other_topics_deferred_when_the_broker_config_cannot_be_read)
+{
+    ASSERT_EQ(getuid(), 0);
+    struct passwd *pw = getpwnam("mosquitto");
+    ASSERT_TRUE(pw != NULL);
+    const char *dir = test_tmpdir();
+    /* The broker, once it is the mosquitto user, reads the plugin, the
+     * acl_file and its data directory here. */
+    ASSERT_EQ(chown(dir, pw->pw_uid, pw->pw_gid), 0);
+    ASSERT_EQ(chmod(dir, 0755), 0);
+    struct broker b = {0};
+    snprintf(b.plugin, sizeof b.plugin, "%s/statestore.so", dir);
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", getenv("SS_PLUGIN"), b.plugin);
+    ASSERT_EQ(system(cmd), 0);
+    char acl[600], confd[600], secret[700];
+    snprintf(acl, sizeof acl, "%s/broker.acl", dir);
+    write_text(acl, "topic readwrite statestore/#\ntopic readwrite clients/#\n");
+    snprintf(confd, sizeof confd, "%s/conf.d", dir);
+    ASSERT_EQ(mkdir(confd, 0755), 0);
+    snprintf(secret, sizeof secret, "%s/secret.conf", confd);
+    char line[700];
+    snprintf(line, sizeof line, "acl_file %s\n", acl);
+    write_text(secret, line);
+    ASSERT_EQ(chmod(secret, 0600), 0); /* root's alone, as for a bridge's password */
+    snprintf(b.user, sizeof b.user, "mosquitto");
+    snprintf(b.extra, sizeof b.extra, "include_dir %s\n", confd);
+    broker_start(&b);
+    /* app/data is not in the acl_file: denied, not allowed by the plugin. */
+    check_protection(&b, false);
+    char want[1000];
+    snprintf(want, sizeof want, "cannot read the broker's configuration file %s: other topics are left to the "
+             "acl_file and other plugins, which deny them when there are none; set plugin_opt_other_topics "
+             "allow or defer to say which", secret);
+    ASSERT_TRUE(broker_log_has(&b, want));
+    ASSERT_TRUE(broker_log_has(&b, "other topics are left to the acl_file"));
+    broker_stop(&b);
+    /* Readable: the acl_file is found, and nothing is said. */
+    ASSERT_EQ(chmod(secret, 0644), 0);
+    broker_start(&b);
+    check_protection(&b, false);
+    ASSERT_TRUE(!broker_log_has(&b, "cannot read the broker's configuration"));
+    ASSERT_TRUE(broker_log_has(&b, "other topics are left to the acl_file"));
+    broker_stop(&b);
+}
+
+/* An acl_file added to the broker's configuration and loaded on SIGHUP
+ * decides other topics from then on: the plugin reads the configuration
+ * again on a reload. */
+TEST(security_other_topics_follow_an_acl_file_added_on_reload)
+{
+    char acl[600], confd[600], extra[700];
+    snprintf(acl, sizeof acl, "%s/broker.acl", test_tmpdir());
+    write_text(acl, "topic readwrite statestore/#\ntopic readwrite clients/#\n");
+    snprintf(confd, sizeof confd, "%s/conf.d", test_tmpdir());
+    ASSERT_EQ(mkdir(confd, 0755), 0);
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "include_dir %s\n", confd);
+    broker_start(&b);
+    check_protection(&b, true);
+    ASSERT_TRUE(broker_log_has(&b, "other topics are allowed"));
+    snprintf(extra, sizeof extra, "%s/acl.conf", confd);
+    char line[700];
+    snprintf(line, sizeof line, "acl_file %s\n", acl);
+    write_text(extra, line);
+    ASSERT_EQ(kill(b.pid, SIGHUP), 0);
+    for (int i = 0; i < 100 && !broker_log_has(&b, "other topics are left to the acl_file"); i++)
+        usleep(20 * 1000);
+    ASSERT_TRUE(broker_log_has(&b, "other topics are left to the acl_file"));
+    check_protection(&b, false);
     broker_stop(&b);
 }
 
