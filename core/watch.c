@@ -21,6 +21,7 @@ struct ss_wname { /* a client or a key */
     ss_table_node node;
     struct ss_wentry *first;
     size_t count;
+    char *user; /* a client's username (ss_watch_set_user), or NULL */
     size_t len;
     uint8_t bytes[];
 };
@@ -72,7 +73,7 @@ static struct ss_wname *ss_watch__name_get(ss_table *t, ss_bytes b)
     struct ss_wname *x = ss_watch__name_find(t, b, h);
     if (x)
         return x;
-    x = calloc(1, sizeof *x + b.len);
+    x = calloc(1, sizeof *x + b.len + 1); /* NUL-terminated, for ss_watch_fn */
     if (x == NULL)
         return NULL;
     x->len = b.len;
@@ -86,6 +87,7 @@ static void ss_watch__name_release(ss_table *t, struct ss_wname *x)
 {
     if (x->first == NULL) {
         ss_table_remove(t, &x->node);
+        free(x->user);
         free(x);
     }
 }
@@ -186,6 +188,28 @@ int ss_watch_remove(ss_watch *w, ss_bytes client, ss_bytes key)
     return 1;
 }
 
+int ss_watch_set_user(ss_watch *w, ss_bytes client, const char *username)
+{
+    struct ss_wname *c = ss_watch__name_find(&w->clients, client, ss_table_hash(&w->clients, client.data, client.len));
+    if (c == NULL)
+        return SS_E_INVAL;
+    char *copy = NULL;
+    if (username && (copy = strdup(username)) == NULL) {
+        free(c->user);
+        c->user = NULL;
+        return SS_E_NOMEM;
+    }
+    free(c->user);
+    c->user = copy;
+    return SS_OK;
+}
+
+const char *ss_watch_user(const ss_watch *w, ss_bytes client)
+{
+    struct ss_wname *c = ss_watch__name_find(&w->clients, client, ss_table_hash(&w->clients, client.data, client.len));
+    return c ? c->user : NULL;
+}
+
 void ss_watch_each_of_client(const ss_watch *w, ss_bytes client, ss_watch_fn fn, void *ctx)
 {
     uint64_t ch = ss_table_hash(&w->clients, client.data, client.len);
@@ -245,12 +269,15 @@ size_t ss_watch_client_count(const ss_watch *w, ss_bytes client)
     return c ? c->count : 0;
 }
 
-static void ss_watch__free_names(ss_table *t)
+/* Free every node of t: entries, or names (what they hold too). */
+static void ss_watch__free_nodes(ss_table *t, bool names)
 {
     for (size_t i = 0; t->buckets && i <= t->mask; i++) {
         ss_table_node *n = t->buckets[i];
         while (n) {
             ss_table_node *next = n->next;
+            if (names)
+                free(((struct ss_wname *)n)->user);
             free(n);
             n = next;
         }
@@ -262,8 +289,8 @@ void ss_watch_free(ss_watch *w)
 {
     if (w == NULL)
         return;
-    ss_watch__free_names(&w->entries);
-    ss_watch__free_names(&w->clients);
-    ss_watch__free_names(&w->keys);
+    ss_watch__free_nodes(&w->entries, false);
+    ss_watch__free_nodes(&w->clients, true);
+    ss_watch__free_nodes(&w->keys, true);
     free(w);
 }

@@ -23,11 +23,18 @@ void ss_watch_free(ss_watch *w);
 int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key);
 /* Unregister. 1 when it was registered, 0 when not. */
 int ss_watch_remove(ss_watch *w, ss_bytes client, ss_bytes key);
+/* Keep username (NULL: none) with client's registrations, which must
+ * exist: whose rules a notification to it is checked against, when the
+ * rules can change while it observes. 0 or SS_E_NOMEM (then none is kept). */
+int ss_watch_set_user(ss_watch *w, ss_bytes client, const char *username);
+/* The username kept with client's registrations, or NULL. */
+const char *ss_watch_user(const ss_watch *w, ss_bytes client);
 /* Drop every registration of client (it disconnected). Returns how many. */
 size_t ss_watch_drop_client(ss_watch *w, ss_bytes client);
 
 /* A client (ss_watch_each) or a key (ss_watch_each_of_client), valid
- * during the call; fn must not change w. */
+ * during the call, its data NUL-terminated (a client id is a C string
+ * then); fn must not change w. */
 typedef void (*ss_watch_fn)(void *ctx, ss_bytes name);
 
 /* Call fn for every key client is registered for. */

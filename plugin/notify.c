@@ -86,11 +86,23 @@ static void ss_notify__pattern(void *ctx, ss_bytes client, const char *username)
     ss_notify__one(ctx, client);
 }
 
+/* A client registered for the changed key (KEYNOTIFY): told only while
+ * it may read the key (the key ACL may have been reloaded since). */
+static void ss_notify__registered(void *ctx, ss_bytes client)
+{
+    struct ss_notify_fanout *f = ctx;
+    struct ss_plugin *p = f->p;
+    if (p->acl && !ss_acl_allows(p->acl, (const char *)client.data, ss_watch_user(p->watch, client),
+                                 SS_ACCESS_READ, f->ev->key))
+        return;
+    ss_notify__one(ctx, client);
+}
+
 void ss_notify_change(void *ctx, const ss_change *c)
 {
     /* Most writes have no watcher: the version is formatted only for one. */
     struct ss_notify_fanout f = {.p = ctx, .ev = c, .version = ""};
-    ss_watch_each(f.p->watch, c->key, ss_notify__one, &f);
+    ss_watch_each(f.p->watch, c->key, ss_notify__registered, &f);
     ss_pwatch_each(f.p->pwatch, c->key, ss_notify__pattern, &f);
 }
 
@@ -127,7 +139,16 @@ int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)
     rc = ss_watch_add(p->watch, client, key);
     if (rc == SS_E_QUOTA)
         ss_log(p, MOSQ_LOG_WARNING, "client %s reached its KEYNOTIFY limit", id);
-    return rc < 0 ? rc : 1;
+    if (rc < 0)
+        return rc;
+    /* Its username, against which each notification is checked: the key
+     * ACL may be reloaded while it observes. */
+    if (ss_watch_set_user(p->watch, client, who->username) != SS_OK) {
+        if (rc == 1)
+            ss_watch_remove(p->watch, client, key);
+        return SS_E_NOMEM;
+    }
+    return 1;
 }
 
 size_t ss_notify_on_watch(struct ss_plugin *p, const char *client_id, const char *username, const ss_request *q,

@@ -257,6 +257,53 @@ static void connect_user(struct client *c, int port, const char *id, const char 
     client_subscribe(c, resp);
 }
 
+/* A KEYNOTIFY registration is told of a change only while its client may
+ * read the key: rules reloaded to deny it stop its notifications, rules
+ * that allow it again resume them (by its username, kept with it). */
+TEST(security_keynotify_follows_the_rules_reloaded)
+{
+    char acl[600];
+    snprintf(acl, sizeof acl, "%s/keys.acl", test_tmpdir());
+    write_file(acl, "user alice readwrite *\nuser bob read watched/*\n");
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "plugin_opt_acl_file %s\n", acl);
+    broker_start(&b);
+    struct client alice, bob;
+    char ra[64], rb[64];
+    connect_user(&alice, b.port, "alice-dev", "alice", ra, sizeof ra);
+    connect_user(&bob, b.port, "bob-dev", "bob", rb, sizeof rb);
+    struct msg *m = request(&bob, rb, "1", NULL, NULL, W("KEYNOTIFY", "watched/k"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&alice, ra, "2", NULL, NULL, W("SET", "watched/k", "1"));
+    PAYLOAD(m, "+OK\r\n");
+    m = client_wait(&bob, 2000);
+    ASSERT_TRUE(m != NULL);
+    PAYLOAD(m, "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\n1\r\n");
+    write_file(acl, "user alice readwrite *\n");
+    kill(b.pid, SIGHUP);
+    for (int i = 0; i < 200 && !broker_log_has(&b, "1 rules"); i++)
+        usleep(10 * 1000);
+    ASSERT_TRUE(broker_log_has(&b, "1 rules"));
+    m = request(&alice, ra, "3", NULL, NULL, W("SET", "watched/k", "2"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&alice, ra, "4", NULL, NULL, W("DEL", "watched/k"));
+    PAYLOAD(m, ":1\r\n");
+    ASSERT_EQ(client_drain(&bob, 300), 0);
+    write_file(acl, "user alice readwrite *\nuser bob read watched/*\n");
+    kill(b.pid, SIGHUP);
+    for (int i = 0; i < 200 && broker_log_count(&b, "2 rules") < 2; i++)
+        usleep(10 * 1000);
+    ASSERT_EQ(broker_log_count(&b, "2 rules"), 2);
+    m = request(&alice, ra, "5", NULL, NULL, W("SET", "watched/k", "3"));
+    PAYLOAD(m, "+OK\r\n");
+    m = client_wait(&bob, 2000);
+    ASSERT_TRUE(m != NULL);
+    PAYLOAD(m, "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\n3\r\n");
+    client_close(&alice);
+    client_close(&bob);
+    broker_stop(&b);
+}
+
 TEST(security_key_authorization_and_reload)
 {
     char acl[600];

@@ -203,3 +203,43 @@ TEST(dedup_bounded_and_forget)
     ASSERT_EQ(ss_dedup_find(d, B("cl"), B("big"), 7, 1000, &got), 0);
     ss_dedup_free(d);
 }
+
+/* A client's username is kept with its registrations while it has any,
+ * and each client name handed to ss_watch_each is a C string. */
+static void check_terminated(void *ctx, ss_bytes client)
+{
+    *(int *)ctx += client.data[client.len] == '\0';
+}
+
+TEST(watch_keeps_a_username_with_a_clients_registrations)
+{
+    ss_watch *w;
+    ASSERT_EQ(ss_watch_new(0, 0, &w), SS_OK);
+    ASSERT_EQ(ss_watch_set_user(w, B("c1"), "bob"), SS_E_INVAL); /* no registration */
+    ASSERT_EQ(ss_watch_add(w, B("c1"), B("k")), 1);
+    ASSERT_TRUE(ss_watch_user(w, B("c1")) == NULL);
+    ASSERT_EQ(ss_watch_set_user(w, B("c1"), "bob"), SS_OK);
+    ASSERT_EQ(ss_watch_add(w, B("c2"), B("k")), 1);
+    ASSERT_EQ(ss_watch_add(w, B("c1"), B("j")), 1);
+    ASSERT_STR(ss_watch_user(w, B("c1")), strlen(ss_watch_user(w, B("c1"))), "bob");
+    ASSERT_TRUE(ss_watch_user(w, B("c2")) == NULL);
+    ASSERT_TRUE(ss_watch_user(w, B("c3")) == NULL);
+    ASSERT_EQ(ss_watch_set_user(w, B("c1"), "carol"), SS_OK);
+    ASSERT_STR(ss_watch_user(w, B("c1")), strlen(ss_watch_user(w, B("c1"))), "carol");
+    int terminated = 0;
+    ss_watch_each(w, B("k"), check_terminated, &terminated);
+    ASSERT_EQ(terminated, 2);
+    /* Gone with the client's last registration; a new one starts without. */
+    ASSERT_EQ(ss_watch_remove(w, B("c1"), B("k")), 1);
+    ASSERT_STR(ss_watch_user(w, B("c1")), strlen(ss_watch_user(w, B("c1"))), "carol");
+    ASSERT_EQ(ss_watch_remove(w, B("c1"), B("j")), 1);
+    ASSERT_TRUE(ss_watch_user(w, B("c1")) == NULL);
+    ASSERT_EQ(ss_watch_add(w, B("c1"), B("k")), 1);
+    ASSERT_TRUE(ss_watch_user(w, B("c1")) == NULL);
+    ASSERT_EQ(ss_watch_set_user(w, B("c1"), NULL), SS_OK);
+    ASSERT_EQ(ss_watch_set_user(w, B("c2"), "dave"), SS_OK);
+    ASSERT_EQ(ss_watch_drop_client(w, B("c2")), 1);
+    ASSERT_TRUE(ss_watch_user(w, B("c2")) == NULL);
+    ASSERT_EQ(ss_watch_set_user(w, B("c1"), "erin"), SS_OK);
+    ss_watch_free(w); /* frees what it kept: valgrind and LeakSanitizer see */
+}
