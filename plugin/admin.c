@@ -10,6 +10,7 @@
 #include "../core/errors.h"
 #include "../core/hex.h"
 #include "../core/protocol.h"
+#include "../core/scan.h"
 #include "backup.h"
 #include "notify.h"
 #include "outbox.h"
@@ -181,15 +182,56 @@ static bool ss_admin__visit(void *ctx, ss_bytes key, const ss_record *rec)
     return pg->rc == SS_OK && ++pg->got < pg->want && budget;
 }
 
+/* The cursor a KEYS or EXPORT answer gives to go on from, as SCAN's
+ * tokens are (core/scan.h): the key to start after, sealed under the
+ * store's token key and bound to the pattern. Plain, it would name a key
+ * the client may not read (the last one a page looked at), and a cursor
+ * of the client's choosing would let it probe for such names. Hex of the
+ * token into out; 0 or an error. */
+static int ss_admin__cursor_seal(ss_backend *be, ss_bytes pattern, ss_bytes next, ss_buf *out)
+{
+    uint8_t tkey[16];
+    ss_buf token = SS_BUF_INIT;
+    int rc = be->ops->token_key(be->impl, tkey);
+    if (rc == SS_OK)
+        rc = ss_scan_token_encode(tkey, pattern, next, &token);
+    if (rc == SS_OK)
+        rc = ss_hex_append(out, token.data, token.len, false);
+    ss_buf_free(&token);
+    return rc;
+}
+
+/* A cursor (hex text) back into the key to start after (into *after). */
+static int ss_admin__cursor_open(ss_backend *be, ss_bytes pattern, ss_bytes hex, ss_buf *after)
+{
+    uint8_t tkey[16];
+    ss_buf token = SS_BUF_INIT;
+    int rc = ss_hex_decode(&token, (const char *)hex.data, hex.len);
+    if (rc == SS_OK)
+        rc = be->ops->token_key(be->impl, tkey);
+    if (rc == SS_OK)
+        rc = ss_scan_token_decode(tkey, pattern, (ss_bytes){token.data, token.len}, after);
+    ss_buf_free(&token);
+    return rc == SS_E_SYNTAX ? SS_E_TOKEN_INVALID : rc;
+}
+
 /* KEYS (or EXPORT, values too) PATTERN CURSOR COUNT into a->answer. */
 static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req *r, const ss_request *q,
                                   uint64_t now_ms, bool values)
 {
     struct ss_admin *a = p->admin;
     uint64_t count = SS_ADMIN_PAGE_DEFAULT;
-    if (q->argc != 4 || ss_hex_decode(&a->cursor, (const char *)q->argv[2].data, q->argv[2].len) != SS_OK)
-        return values ? "usage: EXPORT PATTERN CURSOR COUNT (CURSOR: hex, empty to start)"
-                      : "usage: KEYS PATTERN CURSOR COUNT (CURSOR: hex, empty to start)";
+    if (q->argc != 4)
+        return values ? "usage: EXPORT PATTERN CURSOR COUNT (CURSOR: from the last answer, empty to start)"
+                      : "usage: KEYS PATTERN CURSOR COUNT (CURSOR: from the last answer, empty to start)";
+    ss_buf_clear(&a->cursor);
+    if (q->argv[2].len) {
+        int crc = ss_admin__cursor_open(p->backend, q->argv[1], q->argv[2], &a->cursor);
+        if (crc == SS_E_TOKEN_INVALID)
+            return "CURSOR is not one that an answer for this PATTERN gave";
+        if (crc != SS_OK)
+            return ss_strerror(crc);
+    }
     if (q->argv[3].len && ss_parse_u64(q->argv[3].data, q->argv[3].len, SS_ADMIN_PAGE_MAX, &count) != SS_OK)
         return "COUNT must be a number from 1 to 1000";
     if (count == 0)
@@ -237,7 +279,8 @@ static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req
     a->answer = (ss_buf)SS_BUF_INIT;
     rc = ss_buf_append_str(&a->answer, "cursor ");
     if (rc == SS_OK)
-        rc = next.len ? ss_hex_append(&a->answer, next.data, next.len, false) : ss_buf_append_str(&a->answer, "-");
+        rc = next.len ? ss_admin__cursor_seal(p->backend, q->argv[1], (ss_bytes){next.data, next.len}, &a->answer)
+                      : ss_buf_append_str(&a->answer, "-");
     if (rc == SS_OK)
         rc = ss_buf_append_str(&a->answer, "\n");
     if (rc == SS_OK)

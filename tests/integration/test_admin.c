@@ -127,12 +127,26 @@ TEST(admin_keys_pages_patterns_and_inspect)
     m = admin_call(&c, resp, "b", W("KEYS", "zzz*", "", "1"));
     ASSERT_EQ(key_lines(m, cursor, sizeof cursor, page, sizeof page), 0);
     ASSERT_TRUE(strcmp(cursor, "-") != 0 && strlen(cursor) > 0);
+    /* The cursor is sealed, as SCAN's tokens are: it does not show the
+     * key it goes on from (k0009, 6b30303039, the tenth examined), and
+     * only this store's cursors for this pattern are taken. */
+    ASSERT_TRUE(strstr(cursor, "6b3030") == NULL);
+    static char next[1200];
+    m = admin_call(&c, resp, "b2", W("KEYS", "zzz*", cursor, "1"));
+    ASSERT_EQ(key_lines(m, next, sizeof next, page, sizeof page), 0);
+    m = admin_call(&c, resp, "b3", W("KEYS", "zzz?", cursor, "1"));
+    PAYLOAD(m, "error CURSOR is not one that an answer for this PATTERN gave\n");
+    cursor[5] = cursor[5] == '0' ? '1' : '0';
+    m = admin_call(&c, resp, "b4", W("KEYS", "zzz*", cursor, "1"));
+    PAYLOAD(m, "error CURSOR is not one that an answer for this PATTERN gave\n");
 
     /* Refusals. */
     m = admin_call(&c, resp, "r1", W("KEYS"));
-    PAYLOAD(m, "error usage: KEYS PATTERN CURSOR COUNT (CURSOR: hex, empty to start)\n");
+    PAYLOAD(m, "error usage: KEYS PATTERN CURSOR COUNT (CURSOR: from the last answer, empty to start)\n");
     m = admin_call(&c, resp, "r2", W("KEYS", "*", "xyz", "10"));
-    PAYLOAD(m, "error usage: KEYS PATTERN CURSOR COUNT (CURSOR: hex, empty to start)\n");
+    PAYLOAD(m, "error CURSOR is not one that an answer for this PATTERN gave\n");
+    m = admin_call(&c, resp, "r7", W("KEYS", "*", "6b30303030", "10")); /* hex of k0000, as a cursor */
+    PAYLOAD(m, "error CURSOR is not one that an answer for this PATTERN gave\n");
     m = admin_call(&c, resp, "r3", W("KEYS", "*", "", "0"));
     PAYLOAD(m, "error COUNT must be a number from 1 to 1000\n");
     m = admin_call(&c, resp, "r4", W("KEYS", "*", "", "1001"));
@@ -177,6 +191,18 @@ TEST(admin_respects_the_key_acl_and_topic_protection)
     PAYLOAD(m, "error not authorized\n");
     m = admin_call(&w, rw, "k", W("KEYS", "*", "", "100"));
     ASSERT_EQ(key_lines(m, cursor, sizeof cursor, page, sizeof page), 2);
+    /* A page of keys the reader may not read: no key line, and a cursor
+     * that names none of them (736563 is "sec"). */
+    for (int i = 0; i < 12; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "sec%02d", i);
+        ASSERT_REPLY(request(&w, rw, "s", NULL, NULL, W("SET", key, "x")), "+OK\r\n");
+    }
+    static char sealed[1200];
+    m = admin_call(&r, rr, "k2", W("KEYS", "s*", "", "1"));
+    ASSERT_EQ(key_lines(m, sealed, sizeof sealed, page, sizeof page), 0);
+    ASSERT_TRUE(strcmp(sealed, "-") != 0);
+    ASSERT_TRUE(strstr(sealed, "736563") == NULL);
     /* BACKUP needs a rule for every key ("*"): "?" or "%c" (with a client
      * id of "*") match the key "*" but are not every key. */
     m = admin_call(&r, rr, "b1", W("BACKUP", "x"));
