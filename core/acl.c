@@ -155,6 +155,14 @@ int ss_acl_parse(const char *text, size_t len, ss_acl **out, char *err, size_t e
             s++;
         if (s == n || line[s] == '#')
             continue;
+        /* Names and patterns are C strings: a NUL would cut one short,
+         * and a pattern cut short matches more than was written. */
+        if (memchr(line, '\0', n)) {
+            if (err)
+                snprintf(err, errlen, "line %zu: a NUL byte", lineno);
+            ss_acl_free(a);
+            return SS_E_SYNTAX;
+        }
         if (a->n == a->cap) {
             size_t cap = a->cap ? a->cap * 2 : 16;
             struct ss_acl_rule *r = realloc(a->rules, cap * sizeof *r);
@@ -215,26 +223,35 @@ static bool ss_acl__in(char *const *names, size_t n, const char *who)
     return true;
 }
 
-/* The pattern with %c / %u replaced by the escaped id / username. */
+/* The pattern with %c / %u replaced by the id / username, escaped so as
+ * to match literally; an escaped character (\%) is copied as it is.
+ * False when the rule cannot apply: no such name; a name with a '/' in
+ * it, which would reach into another client's keys (the id "a/b", by a
+ * rule for devices/%c/ and a star, would own keys of "a"); or no memory. */
 static bool ss_acl__expand(const char *pat, const char *id, const char *user, ss_buf *out)
 {
     ss_buf_clear(out);
-    for (const char *p = pat; *p; p++) {
-        if (p[0] == '%' && (p[1] == 'c' || p[1] == 'u')) {
+    int rc = SS_OK;
+    for (const char *p = pat; *p && rc == SS_OK; p++) {
+        if (p[0] == '\\' && p[1]) {
+            rc = ss_buf_append(out, p, 2);
+            p++;
+        } else if (p[0] == '%' && (p[1] == 'c' || p[1] == 'u')) {
             const char *v = p[1] == 'c' ? id : user;
-            if (v == NULL)
+            if (v == NULL || strchr(v, '/'))
                 return false;
-            for (const char *q = v; *q; q++) {
+            for (const char *q = v; *q && rc == SS_OK; q++) {
                 if (*q == '*' || *q == '?' || *q == '\\')
-                    ss_buf_append(out, "\\", 1);
-                ss_buf_append(out, q, 1);
+                    rc = ss_buf_append(out, "\\", 1);
+                if (rc == SS_OK)
+                    rc = ss_buf_append(out, q, 1);
             }
             p++;
         } else {
-            ss_buf_append(out, p, 1);
+            rc = ss_buf_append(out, p, 1);
         }
     }
-    return true;
+    return rc == SS_OK;
 }
 
 bool ss_acl_allows_every_key(const ss_acl *a, const char *client_id, const char *username,

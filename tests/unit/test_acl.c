@@ -82,6 +82,21 @@ TEST(acl_rules)
     ASSERT_TRUE(!ss_acl_allows(a, "z", NULL, SS_ACCESS_READ, K("users/")));
     ASSERT_TRUE(!ss_acl_allows(a, "z", NULL, SS_ACCESS_READ, K("users/%u")));
     ASSERT_TRUE(ss_acl_allows(a, "z", NULL, SS_ACCESS_READ, K("public/with space")));
+    /* A name with a '/' never takes a substituting rule: "c1/x" would
+     * own keys of "c1" (clients/c1/x/...), "u1/x" read users/u1/x. */
+    ASSERT_TRUE(!ss_acl_allows(a, "c1/x", NULL, SS_ACCESS_WRITE, K("clients/c1/x/state")));
+    ASSERT_TRUE(!ss_acl_allows(a, "c1/x", NULL, SS_ACCESS_WRITE, K("clients/c1/x/")));
+    ASSERT_TRUE(!ss_acl_allows(a, "z", "u1/x", SS_ACCESS_READ, K("users/u1/x")));
+    ASSERT_TRUE(ss_acl_allows(a, "c1/x", "u1", SS_ACCESS_READ, K("users/u1"))); /* its username's rule */
+    ss_acl_free(a);
+    /* An escaped "%" is a literal one: "\%c" is the key "%c", whatever the
+     * client's id (one starting with a star too). */
+    static const char esc[] = "any read a\\%c\n";
+    ASSERT_EQ(ss_acl_parse(esc, sizeof esc - 1, &a, err, sizeof err), SS_OK);
+    ASSERT_TRUE(ss_acl_allows(a, "c1", NULL, SS_ACCESS_READ, K("a%c")));
+    ASSERT_TRUE(!ss_acl_allows(a, "c1", NULL, SS_ACCESS_READ, K("a\\c1")));
+    ASSERT_TRUE(!ss_acl_allows(a, "*", NULL, SS_ACCESS_READ, K("a\\anything")));
+    ASSERT_TRUE(ss_acl_allows(a, "*", NULL, SS_ACCESS_READ, K("a%c")));
     ss_acl_free(a);
 }
 
@@ -103,6 +118,17 @@ TEST(acl_parse_errors_name_the_line)
         char err[128] = "";
         ASSERT_EQ(ss_acl_parse(bad[i].text, strlen(bad[i].text), &a, err, sizeof err), SS_E_SYNTAX);
         ASSERT_MEM(err, strlen(err), bad[i].err, strlen(bad[i].err));
+        ASSERT_TRUE(a == NULL);
+    }
+    /* A NUL byte would cut a pattern short ("*" of "* /x"): refused, in a
+     * pattern or a name. */
+    static const char nul[][24] = {"any read *\0/x\n", "user al\0ice read x\n"};
+    static const size_t nul_len[] = {14, 19};
+    for (size_t i = 0; i < 2; i++) {
+        ss_acl *a = NULL;
+        char err[128] = "";
+        ASSERT_EQ(ss_acl_parse(nul[i], nul_len[i], &a, err, sizeof err), SS_E_SYNTAX);
+        ASSERT_STR(err, strlen(err), "line 1: a NUL byte");
         ASSERT_TRUE(a == NULL);
     }
     ss_acl *a;
