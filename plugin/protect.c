@@ -110,6 +110,17 @@ static bool ss_protect__foreign_notify_filter(const char *filter, const char *cl
     }
 }
 
+/* The filter a subscription stands for: a shared one
+ * ($share/GROUP/FILTER) is checked as FILTER, which it matches. */
+static const char *ss_protect__unshared(const char *filter)
+{
+    static const char share[] = "$share/";
+    if (strncmp(filter, share, sizeof share - 1) != 0)
+        return filter;
+    const char *slash = strchr(filter + sizeof share - 1, '/');
+    return slash ? slash + 1 : filter;
+}
+
 int ss_on_acl_check(int event, void *event_data, void *userdata)
 {
     (void)event;
@@ -131,7 +142,7 @@ int ss_on_acl_check(int event, void *event_data, void *userdata)
         }
         break;
     case MOSQ_ACL_SUBSCRIBE:
-        if (ss_protect__foreign_notify_filter(topic, id ? id : "")) {
+        if (ss_protect__foreign_notify_filter(ss_protect__unshared(topic), id ? id : "")) {
             ss_log(p, MOSQ_LOG_WARNING, "client %s may not subscribe to %s", id ? id : "?", topic);
             return MOSQ_ERR_ACL_DENIED;
         }

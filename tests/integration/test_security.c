@@ -51,6 +51,14 @@ static void check_protection(struct broker *b, bool expect_other_ok)
     ASSERT_EQ(client_subscribe_rc(&c, other_filter), MQTT_RC_NOT_AUTHORIZED);
     ASSERT_EQ(client_subscribe_rc(&spy, own), MQTT_RC_NOT_AUTHORIZED);
     ASSERT_EQ(client_subscribe_rc(&spy, NOTIFY), MQTT_RC_NOT_AUTHORIZED);
+    /* Shared subscriptions are checked as the filters they stand for. */
+    char shared[300];
+    snprintf(shared, sizeof shared, "$share/g/%s", other_filter);
+    ASSERT_EQ(client_subscribe_rc(&c, shared), MQTT_RC_NOT_AUTHORIZED);
+    snprintf(shared, sizeof shared, "$share/g/%s", own);
+    ASSERT_EQ(client_subscribe_rc(&spy, shared), MQTT_RC_NOT_AUTHORIZED);
+    snprintf(shared, sizeof shared, "$share/g/%s", own);
+    ASSERT_TRUE(client_subscribe_rc(&c, shared) < 0x80);
     client_close(&spy);
     client_close(&c);
 }
