@@ -194,11 +194,8 @@ int ss_watch_set_user(ss_watch *w, ss_bytes client, const char *username)
     if (c == NULL)
         return SS_E_INVAL;
     char *copy = NULL;
-    if (username && (copy = strdup(username)) == NULL) {
-        free(c->user);
-        c->user = NULL;
-        return SS_E_NOMEM;
-    }
+    if (username && (copy = strdup(username)) == NULL)
+        return SS_E_NOMEM; /* the one kept stays */
     free(c->user);
     c->user = copy;
     return SS_OK;

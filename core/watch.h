@@ -24,8 +24,9 @@ int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key);
 /* Unregister. 1 when it was registered, 0 when not. */
 int ss_watch_remove(ss_watch *w, ss_bytes client, ss_bytes key);
 /* Keep username (NULL: none) with client's registrations, which must
- * exist: whose rules a notification to it is checked against, when the
- * rules can change while it observes. 0 or SS_E_NOMEM (then none is kept). */
+ * exist (else SS_E_INVAL): whose rules a notification to it is checked
+ * against, when the rules can change while it observes. 0 or SS_E_NOMEM
+ * (then the one kept before stays). */
 int ss_watch_set_user(ss_watch *w, ss_bytes client, const char *username);
 /* The username kept with client's registrations, or NULL. */
 const char *ss_watch_user(const ss_watch *w, ss_bytes client);

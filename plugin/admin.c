@@ -224,8 +224,10 @@ static const char *ss_admin__keys(struct ss_plugin *p, const struct ss_admin_req
     if (q->argc != 4)
         return values ? "usage: EXPORT PATTERN CURSOR COUNT (CURSOR: from the last answer, empty to start)"
                       : "usage: KEYS PATTERN CURSOR COUNT (CURSOR: from the last answer, empty to start)";
-    ss_buf_clear(&a->cursor);
-    if (q->argv[2].len) {
+    /* (A page that waited for its read goes on from where it began.) */
+    if (!a->reading)
+        ss_buf_clear(&a->cursor);
+    if (!a->reading && q->argv[2].len) {
         int crc = ss_admin__cursor_open(p->backend, q->argv[1], q->argv[2], &a->cursor);
         if (crc == SS_E_TOKEN_INVALID)
             return "CURSOR is not one that an answer for this PATTERN gave";

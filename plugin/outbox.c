@@ -136,7 +136,9 @@ void ss_outbox_flush_from(struct ss_outbox *ob, struct ss_plugin *p, uint64_t fr
     size_t kept = 0;
     for (size_t i = 0; i < ob->len; i++) {
         struct ss_outmsg *m = &ob->msgs[i];
-        if (m->commit != 0 && m->commit >= from) {
+        /* A notification never overtakes an answer held before it: the
+         * writer hears of its write before its observers do. */
+        if ((m->commit != 0 && m->commit >= from) || (kept && !m->answer)) {
             ob->msgs[kept++] = *m;
             continue;
         }

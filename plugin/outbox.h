@@ -61,9 +61,11 @@ void ss_outbox_drop(struct ss_outbox *ob, uint64_t commit);
  * that still have registrations in p's watch table). */
 void ss_outbox_flush(struct ss_outbox *ob, struct ss_plugin *p);
 /* The same, except the messages of batches numbered from on (the open
- * batch, and those whose commit, or an earlier batch's, has not ended):
- * those stay, in order, so that a batch's answers never overtake an
- * earlier one's. Messages that wait for no batch (commit 0) go. */
+ * batch, and those whose commit, or an earlier batch's, has not ended),
+ * and the notifications queued after one of those: they stay, in order,
+ * so that a batch's answers never overtake an earlier one's, nor
+ * notifications the answers they follow. Answers that wait for no batch
+ * (commit 0: refusals) go. */
 void ss_outbox_flush_from(struct ss_outbox *ob, struct ss_plugin *p, uint64_t from);
 void ss_outbox_free(struct ss_outbox *ob);
 /* Response properties: correlation data, __stat, content type, __protVer,

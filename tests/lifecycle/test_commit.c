@@ -122,6 +122,10 @@ TEST(a_later_batch_never_answers_before_an_earlier_one)
 {
     struct lc f;
     lc_open(&f, &lc_shared);
+    lc_send(&f, "w", "0", "KEYNOTIFY b");
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 1);
+    lc_expect_answer(0, "w", "0", "+OK\r\n");
     ss_mem_hold_commits(f.be, true);
     lc_send(&f, "c", "1", "SET a 1");
     lc_tick(&f);
@@ -130,15 +134,18 @@ TEST(a_later_batch_never_answers_before_an_earlier_one)
     lc_send(&f, "c", "3", "KEYNOTIFY a");
     lc_tick(&f);
     ASSERT_EQ(ss_mem_commits(f.be), 2);
+    /* The second commit ends first: its answer waits, and so does the
+     * notification of its write, which follows its answer. */
     ASSERT_TRUE(ss_mem_release_commit(f.be, 2));
     lc_tick(&f);
-    ASSERT_EQ(lc_published(), 0);
+    ASSERT_EQ(lc_published(), 1);
     ASSERT_TRUE(ss_mem_release_commit(f.be, 1));
     lc_tick(&f);
-    ASSERT_EQ(lc_published(), 3);
-    lc_expect_answer(0, "c", "1", "+OK\r\n");
-    lc_expect_answer(1, "c", "2", "+OK\r\n");
-    lc_expect_answer(2, "c", "3", "+OK\r\n");
+    ASSERT_EQ(lc_published(), 5);
+    lc_expect_answer(1, "c", "1", "+OK\r\n");
+    lc_expect_answer(2, "c", "2", "+OK\r\n");
+    lc_expect_answer(3, "c", "3", "+OK\r\n");
+    lc_expect_notify(4, "w", "b", "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\n2\r\n");
     lc_close(&f);
 }
 
