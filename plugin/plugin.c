@@ -131,6 +131,11 @@ static int ss_plugin__open(struct ss_plugin *p)
     p->sys_interval_s = bc.sys_interval;
     p->opt.max_value_bytes = limit > SS_NOTIFY_OVERHEAD ? limit - SS_NOTIFY_OVERHEAD : 1;
     ss_other_topics_decide(p, &bc, true);
+    /* The broker puts a listener's mount_point before every topic its
+     * clients use: their requests never reach the store's topic. */
+    if (bc.mount_points > 0)
+        ss_log(p, MOSQ_LOG_WARNING, "the broker's configuration has a mount_point: the state store does not "
+               "serve the clients of such a listener (their requests' topic gets its prefix)");
     if (p->opt.acl_file && (rc = ss_acl_reload(p)) != SS_OK)
         return rc;
     if ((rc = ss_wswake_start(&p->wswake, bc.ws_ports, bc.ws_nports, (unsigned)p->opt.websockets_wake_ms)) !=

@@ -192,3 +192,27 @@ TEST(plugin_retained_request_not_kept)
     client_close(&s);
     broker_stop(&b);
 }
+
+/* A listener with a mount_point: the broker prefixes its clients' topics,
+ * so their requests never reach the store's topic. The plugin says so at
+ * start; the clients of the other listeners are served as ever. */
+TEST(plugin_mount_point_listener_is_not_served_and_said_so)
+{
+    struct broker b = {0};
+    int mounted = free_port();
+    snprintf(b.extra, sizeof b.extra, "listener %d 127.0.0.1\nmount_point m/\n", mounted);
+    broker_start(&b);
+    ASSERT_TRUE(broker_log_has(&b, "the broker's configuration has a mount_point: the state store does not serve "
+                                   "the clients of such a listener"));
+    struct client c, d;
+    client_connect(&c, mounted, "mounted", false);
+    client_subscribe(&c, "clients/mounted/resp");
+    send_set(&c, "k", "clients/mounted/resp", "x", 1, NULL, NULL);
+    ASSERT_TRUE(client_wait(&c, 500) == NULL);
+    char rd[64];
+    client_connect_rr(&d, b.port, "plain", rd, sizeof rd);
+    ASSERT_REPLY(request(&d, rd, "1", NULL, NULL, W("GET", "k")), "$-1\r\n");
+    client_close(&c);
+    client_close(&d);
+    broker_stop(&b);
+}
