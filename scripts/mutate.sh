@@ -5,7 +5,7 @@
 # built in a copy of the tree (build/mutate/tree: the working files are
 # never touched) and is killed when the unit tests, the lifecycle tests,
 # the fuzz corpora's replay, or then a fast subset of the integration tests fail; one that
-# survives them all is given to the unit tests under valgrind, which kills
+# survives them all is given to the unit and lifecycle tests under valgrind, which kills
 # it if it reads uninitialised memory or leaks (a mutant whose effect is
 # undefined behaviour shows no other way). A mutant that does not build is
 # left out.
@@ -72,8 +72,10 @@ run_tests() {
         SS_EXAMPLE=$tree/$out/examples/client_example timeout 900 $out/tests/integration/run $tests \
         >/dev/null 2>&1) || return 1
     if [ "$valgrind" = 1 ]; then
-        (cd "$tree" && timeout 900 valgrind -q --leak-check=full --errors-for-leak-kinds=definite \
-            --error-exitcode=9 $out/tests/unit/run >/dev/null 2>&1) || return 1
+        for suite in unit lifecycle; do
+            (cd "$tree" && timeout 900 valgrind -q --leak-check=full --errors-for-leak-kinds=definite \
+                --error-exitcode=9 $out/tests/$suite/run >/dev/null 2>&1) || return 1
+        done
     fi
     return 0
 }

@@ -21,6 +21,14 @@ struct opt_owner {
 
 static const char *const opt_modes[] = {"always", "periodic", "never", NULL};
 static const char *const opt_pair[] = {"yes", "no", NULL};
+/* Longer in all than the refusal's list can hold (200 bytes). */
+static const char *const opt_long[] = {
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+    "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc",
+    "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd",
+    "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee",
+    NULL};
 
 #define OPT_OFF(f) offsetof(struct opt_owner, f)
 static const struct ss_option_spec opt_table[] = {
@@ -31,6 +39,7 @@ static const struct ss_option_spec opt_table[] = {
     {"on", SS_OPTION_BOOL, OPT_OFF(on), 0, 0, NULL},
     {"mode", SS_OPTION_WORD, OPT_OFF(mode), 0, 0, opt_modes},
     {"pair", SS_OPTION_WORD, OPT_OFF(pair), 0, 0, opt_pair},
+    {"long", SS_OPTION_WORD, OPT_OFF(pair), 0, 0, opt_long},
 };
 #define OPT_N (sizeof opt_table / sizeof opt_table[0])
 
@@ -112,6 +121,15 @@ TEST(option_strings_paths_booleans_and_words)
     memset(small, '#', sizeof small);
     ASSERT_EQ(ss_option_set(opt_table, OPT_N, &o, "mode", "x", small, sizeof small), SS_E_INVAL);
     ASSERT_MEM(small, sizeof small, "must be \"al\0", sizeof small);
+
+    /* A list longer than its room is cut, the words after it left out. */
+    char wide[300];
+    memset(wide, '#', sizeof wide);
+    ASSERT_EQ(ss_option_set(opt_table, OPT_N, &o, "long", "x", wide, sizeof wide), SS_E_INVAL);
+    ASSERT_STR(wide, strlen(wide),
+               "must be \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", \"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\", \"cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc\", \"dddddd");
+    SET_OK(&o, "long", "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee");
+    ASSERT_EQ(o.pair, 4);
 
     ss_option_free(opt_table, OPT_N, &o);
     ASSERT_TRUE(o.name == NULL && o.dir == NULL);
