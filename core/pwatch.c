@@ -281,10 +281,12 @@ struct ss_pwatch_walk {
     void *ctx;
 };
 
-/* A client of a matching pattern (a ss_watch_fn): told unless told
- * already in this walk. */
-static void ss_pwatch__tell(void *ctx, ss_bytes client)
+/* A client of a matching pattern (a ss_watch_client_fn; the pattern's
+ * registrations keep no username, its client record does): told unless
+ * told already in this walk. */
+static void ss_pwatch__tell(void *ctx, ss_bytes client, const char *unused)
 {
+    (void)unused;
     struct ss_pwatch_walk *k = ctx;
     struct ss_pwclient *c = ss_pwatch__client(k->w, client);
     if (c == NULL || c->stamp == k->stamp)

@@ -73,7 +73,7 @@ static struct ss_wname *ss_watch__name_get(ss_table *t, ss_bytes b)
     struct ss_wname *x = ss_watch__name_find(t, b, h);
     if (x)
         return x;
-    x = calloc(1, sizeof *x + b.len + 1); /* NUL-terminated, for ss_watch_fn */
+    x = calloc(1, sizeof *x + b.len + 1); /* NUL-terminated, for ss_watch_client_fn */
     if (x == NULL)
         return NULL;
     x->len = b.len;
@@ -201,12 +201,6 @@ int ss_watch_set_user(ss_watch *w, ss_bytes client, const char *username)
     return SS_OK;
 }
 
-const char *ss_watch_user(const ss_watch *w, ss_bytes client)
-{
-    struct ss_wname *c = ss_watch__name_find(&w->clients, client, ss_table_hash(&w->clients, client.data, client.len));
-    return c ? c->user : NULL;
-}
-
 void ss_watch_each_of_client(const ss_watch *w, ss_bytes client, ss_watch_fn fn, void *ctx)
 {
     uint64_t ch = ss_table_hash(&w->clients, client.data, client.len);
@@ -232,7 +226,7 @@ size_t ss_watch_drop_client(ss_watch *w, ss_bytes client)
     return n;
 }
 
-void ss_watch_each(const ss_watch *w, ss_bytes key, ss_watch_fn fn, void *ctx)
+void ss_watch_each(const ss_watch *w, ss_bytes key, ss_watch_client_fn fn, void *ctx)
 {
     if (w->total == 0)
         return; /* the common case: no need to hash the key */
@@ -241,7 +235,7 @@ void ss_watch_each(const ss_watch *w, ss_bytes key, ss_watch_fn fn, void *ctx)
         return;
     for (struct ss_wentry *e = k->first; e; e = e->knext) {
         ss_bytes id = {e->client->bytes, e->client->len};
-        fn(ctx, id);
+        fn(ctx, id, e->client->user);
     }
 }
 

@@ -25,24 +25,25 @@ int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key);
 int ss_watch_remove(ss_watch *w, ss_bytes client, ss_bytes key);
 /* Keep username (NULL: none) with client's registrations, which must
  * exist (else SS_E_INVAL): whose rules a notification to it is checked
- * against, when the rules can change while it observes. 0 or SS_E_NOMEM
- * (then the one kept before stays). */
+ * against, when the rules can change while it observes (ss_watch_each
+ * hands it over). 0 or SS_E_NOMEM (then the one kept before stays). */
 int ss_watch_set_user(ss_watch *w, ss_bytes client, const char *username);
-/* The username kept with client's registrations, or NULL. */
-const char *ss_watch_user(const ss_watch *w, ss_bytes client);
 /* Drop every registration of client (it disconnected). Returns how many. */
 size_t ss_watch_drop_client(ss_watch *w, ss_bytes client);
 
-/* A client (ss_watch_each) or a key (ss_watch_each_of_client), valid
- * during the call, its data NUL-terminated (a client id is a C string
- * then); fn must not change w. */
+/* A key of a client (ss_watch_each_of_client), valid during the call;
+ * fn must not change w. */
 typedef void (*ss_watch_fn)(void *ctx, ss_bytes name);
+/* A client registered for a key (ss_watch_each), its id NUL-terminated (a
+ * C string then), with the username kept with its registrations (NULL:
+ * none); both valid during the call, and fn must not change w. */
+typedef void (*ss_watch_client_fn)(void *ctx, ss_bytes client, const char *username);
 
 /* Call fn for every key client is registered for. */
 void ss_watch_each_of_client(const ss_watch *w, ss_bytes client, ss_watch_fn fn, void *ctx);
 
 /* Call fn for every client registered for key. */
-void ss_watch_each(const ss_watch *w, ss_bytes key, ss_watch_fn fn, void *ctx);
+void ss_watch_each(const ss_watch *w, ss_bytes key, ss_watch_client_fn fn, void *ctx);
 
 /* Is client registered for key? */
 bool ss_watch_has(const ss_watch *w, ss_bytes client, ss_bytes key);

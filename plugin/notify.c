@@ -88,12 +88,11 @@ static void ss_notify__pattern(void *ctx, ss_bytes client, const char *username)
 
 /* A client registered for the changed key (KEYNOTIFY): told only while
  * it may read the key (the key ACL may have been reloaded since). */
-static void ss_notify__registered(void *ctx, ss_bytes client)
+static void ss_notify__registered(void *ctx, ss_bytes client, const char *username)
 {
     struct ss_notify_fanout *f = ctx;
     struct ss_plugin *p = f->p;
-    if (p->acl && !ss_acl_allows(p->acl, (const char *)client.data, ss_watch_user(p->watch, client),
-                                 SS_ACCESS_READ, f->ev->key))
+    if (p->acl && !ss_acl_allows(p->acl, (const char *)client.data, username, SS_ACCESS_READ, f->ev->key))
         return;
     ss_notify__one(ctx, client);
 }
@@ -106,9 +105,10 @@ void ss_notify_change(void *ctx, const ss_change *c)
     ss_pwatch_each(f.p->pwatch, c->key, ss_notify__pattern, &f);
 }
 
-static void ss_notify__any(void *ctx, ss_bytes client)
+static void ss_notify__any(void *ctx, ss_bytes client, const char *username)
 {
     (void)client;
+    (void)username;
     *(bool *)ctx = true;
 }
 

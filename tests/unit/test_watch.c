@@ -14,8 +14,9 @@ static ss_bytes B(const char *s)
     return b;
 }
 
-static void collect(void *ctx, ss_bytes client)
+static void collect(void *ctx, ss_bytes client, const char *username)
 {
+    (void)username;
     char *out = ctx;
     size_t n = strlen(out);
     snprintf(out + n, 256 - n, "%.*s;", (int)client.len, (const char *)client.data);
@@ -205,11 +206,21 @@ TEST(dedup_bounded_and_forget)
 }
 
 /* A client's username is kept with its registrations while it has any,
- * and each client name handed to ss_watch_each is a C string. */
-static void check_terminated(void *ctx, ss_bytes client)
+ * and ss_watch_each hands it over with the client's id, a C string. */
+static void collect_users(void *ctx, ss_bytes client, const char *username)
 {
-    *(int *)ctx += client.data[client.len] == '\0';
+    char *out = ctx;
+    size_t n = strlen(out);
+    snprintf(out + n, 256 - n, "%s%s=%s;", client.data[client.len] == '\0' ? "" : "!", (const char *)client.data,
+             username ? username : "-");
 }
+
+#define USERS(w, key, want)                                 \
+    do {                                                    \
+        char out_[256] = "";                                \
+        ss_watch_each((w), B(key), collect_users, out_);    \
+        ASSERT_STR(out_, strlen(out_), want);               \
+    } while (0)
 
 TEST(watch_keeps_a_username_with_a_clients_registrations)
 {
@@ -217,29 +228,25 @@ TEST(watch_keeps_a_username_with_a_clients_registrations)
     ASSERT_EQ(ss_watch_new(0, 0, &w), SS_OK);
     ASSERT_EQ(ss_watch_set_user(w, B("c1"), "bob"), SS_E_INVAL); /* no registration */
     ASSERT_EQ(ss_watch_add(w, B("c1"), B("k")), 1);
-    ASSERT_TRUE(ss_watch_user(w, B("c1")) == NULL);
+    USERS(w, "k", "c1=-;");
     ASSERT_EQ(ss_watch_set_user(w, B("c1"), "bob"), SS_OK);
     ASSERT_EQ(ss_watch_add(w, B("c2"), B("k")), 1);
     ASSERT_EQ(ss_watch_add(w, B("c1"), B("j")), 1);
-    ASSERT_STR(ss_watch_user(w, B("c1")), strlen(ss_watch_user(w, B("c1"))), "bob");
-    ASSERT_TRUE(ss_watch_user(w, B("c2")) == NULL);
-    ASSERT_TRUE(ss_watch_user(w, B("c3")) == NULL);
+    USERS(w, "k", "c2=-;c1=bob;");
+    USERS(w, "j", "c1=bob;");
     ASSERT_EQ(ss_watch_set_user(w, B("c1"), "carol"), SS_OK);
-    ASSERT_STR(ss_watch_user(w, B("c1")), strlen(ss_watch_user(w, B("c1"))), "carol");
-    int terminated = 0;
-    ss_watch_each(w, B("k"), check_terminated, &terminated);
-    ASSERT_EQ(terminated, 2);
+    USERS(w, "j", "c1=carol;");
     /* Gone with the client's last registration; a new one starts without. */
     ASSERT_EQ(ss_watch_remove(w, B("c1"), B("k")), 1);
-    ASSERT_STR(ss_watch_user(w, B("c1")), strlen(ss_watch_user(w, B("c1"))), "carol");
+    USERS(w, "j", "c1=carol;");
     ASSERT_EQ(ss_watch_remove(w, B("c1"), B("j")), 1);
-    ASSERT_TRUE(ss_watch_user(w, B("c1")) == NULL);
     ASSERT_EQ(ss_watch_add(w, B("c1"), B("k")), 1);
-    ASSERT_TRUE(ss_watch_user(w, B("c1")) == NULL);
+    USERS(w, "k", "c1=-;c2=-;");
     ASSERT_EQ(ss_watch_set_user(w, B("c1"), NULL), SS_OK);
     ASSERT_EQ(ss_watch_set_user(w, B("c2"), "dave"), SS_OK);
     ASSERT_EQ(ss_watch_drop_client(w, B("c2")), 1);
-    ASSERT_TRUE(ss_watch_user(w, B("c2")) == NULL);
+    ASSERT_EQ(ss_watch_add(w, B("c2"), B("k")), 1);
+    USERS(w, "k", "c2=-;c1=-;");
     ASSERT_EQ(ss_watch_set_user(w, B("c1"), "erin"), SS_OK);
     ss_watch_free(w); /* frees what it kept: valgrind and LeakSanitizer see */
 }
