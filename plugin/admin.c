@@ -101,8 +101,7 @@ void ss_admin_reply(struct ss_plugin *p, const char *client_id, const char *resp
         return;
     }
     memcpy(payload, text, len);
-    rc = mosquitto_broker_publish(p->opt.topic_protection ? client_id : NULL, response_topic, (int)len, payload, 1,
-                                  false, props);
+    rc = mosquitto_broker_publish(ss_answer_to(p, client_id), response_topic, (int)len, payload, 1, false, props);
     if (rc != MOSQ_ERR_SUCCESS)
         ss_log(p, MOSQ_LOG_WARNING, "could not publish to %s: %s", response_topic, mosquitto_strerror(rc));
 }

@@ -37,8 +37,7 @@ int ss_admin_on_message(struct ss_plugin *p, struct mosquitto_evt_message *ed);
  * queued. */
 void ss_admin_serve(struct ss_plugin *p);
 /* Publish an administrative answer (len bytes) to client_id's
- * response_topic with corr: into that client's session alone, as every
- * answer (batch.c), unless topic protection is off. */
+ * response_topic with corr, into the session ss_answer_to says. */
 void ss_admin_reply(struct ss_plugin *p, const char *client_id, const char *response_topic, const uint8_t *corr,
                     uint16_t corr_len, const uint8_t *text, size_t len);
 

@@ -81,18 +81,16 @@ static ss_bytes ss_batch__str(const char *s)
 
 /* ---- answers ----------------------------------------------------------- */
 
-/* Queue an answer to client_id's request, waiting for commit (0: none;
- * final: it waits but holds whatever becomes of the commit, outbox.h):
- * the request's response topic and correlation data are handed over to
- * it, not copied. With topic protection (the default) it goes into the
- * requester's session alone: nobody else subscribed to its response topic
- * hears it, and no request makes the plugin publish where its client may
- * not (a plugin's publication passes no ACL check). */
+/* Queue an answer to client_id's request (for the session ss_answer_to
+ * says), waiting for commit (0: none; final: it waits but holds whatever
+ * becomes of the commit, outbox.h): the request's response topic and
+ * correlation data are handed over to it, not copied. */
 static void ss_batch__push(struct ss_batch *b, const char *client_id, struct ss_request_props *r,
                            uint8_t *payload, size_t len, mosquitto_property *props, uint64_t commit, bool final)
 {
+    const char *session = ss_answer_to(b->p, client_id);
     char *to = NULL;
-    if (b->p->opt.topic_protection && (to = strdup(client_id)) == NULL) {
+    if (session && (to = strdup(session)) == NULL) {
         free(payload);
         mosquitto_property_free_all(&props);
         ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: an answer was dropped");

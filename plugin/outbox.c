@@ -37,6 +37,11 @@ mosquitto_property *ss_response_props(const uint8_t *corr, uint16_t corr_len, co
     return props;
 }
 
+const char *ss_answer_to(const struct ss_plugin *p, const char *client_id)
+{
+    return p->opt.topic_protection ? client_id : NULL;
+}
+
 static void ss_outbox__msg_free(struct ss_outmsg *m)
 {
     free(m->clientid);

@@ -68,6 +68,12 @@ void ss_outbox_flush(struct ss_outbox *ob, struct ss_plugin *p);
  * (commit 0: refusals) go. */
 void ss_outbox_flush_from(struct ss_outbox *ob, struct ss_plugin *p, uint64_t from);
 void ss_outbox_free(struct ss_outbox *ob);
+/* The session an answer to client_id's request goes into: that client's
+ * with topic protection (the default), so that nobody else subscribed to
+ * its response topic hears it and no request makes the plugin publish
+ * where its client may not (a plugin's publication passes no ACL check);
+ * NULL with it off: routed to the topic's subscribers. */
+const char *ss_answer_to(const struct ss_plugin *p, const char *client_id);
 /* Response properties: correlation data, __stat, content type, __protVer,
  * and __ts when version is non-NULL. NULL on allocation failure. */
 mosquitto_property *ss_response_props(const uint8_t *corr, uint16_t corr_len, const char *stat,
