@@ -128,7 +128,9 @@ static struct ss_dentry *ss_dedup__cut(ss_dedup *d, size_t size)
 }
 
 /* An entry leaves its block. Entries leave from either end of the time
- * order, so an emptied block is the oldest or the newest one. */
+ * order, and a failed batch's from the middle (its final answers stay,
+ * and with several flights so do a later flight's): an emptied block may
+ * be anywhere on the chain. */
 static void ss_dedup__release(ss_dedup *d, struct ss_dentry *e)
 {
     struct ss_dblock *b = e->block;
@@ -148,8 +150,9 @@ static void ss_dedup__release(ss_dedup *d, struct ss_dentry *e)
         struct ss_dblock *p = d->oldest;
         while (p->next != b)
             p = p->next;
-        p->next = NULL;
-        d->newest = p;
+        p->next = b->next;
+        if (d->newest == b)
+            d->newest = p;
     }
     if (d->spare == NULL)
         d->spare = b;

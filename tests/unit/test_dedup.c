@@ -217,6 +217,60 @@ TEST(dedup_forgets_whole_blocks_then_expires_the_rest)
     ss_dedup_free(d);
 }
 
+/* A failed batch whose last answer is final (a KEYNOTIFY STOP) empties
+ * the blocks it filled but for the newest, which keeps that answer: the
+ * emptied blocks lie in the middle of the chain. They must leave it
+ * without cutting the newer block off, so that expiring everything later
+ * frees every block (the newer one's release walked off the chain's end
+ * and crashed). */
+static void put_final(ss_dedup *d, const char *client, const char *corr, uint64_t now_ms,
+                      const char *payload)
+{
+    ss_dedup_answer a = {.payload = B(payload), .final = true};
+    uint64_t id = ss_dedup_id(d, B(client), B(corr), NULL, 0);
+    ASSERT_EQ(ss_dedup_put(d, B(client), B(corr), id, now_ms, &a), SS_OK);
+}
+
+TEST(dedup_forgets_blocks_in_the_middle_behind_a_final_answer)
+{
+    ss_dedup_limits lim = {.window_ms = 1000, .max_entries = 1000, .max_bytes = 1 << 20};
+    ss_dedup *d;
+    ASSERT_EQ(ss_dedup_new(&lim, &d), SS_OK);
+    put(d, "client", "before", 0, "+OK\r\n", "1:0:n"); /* committed: kept */
+    uint64_t mark = ss_dedup_mark(d);
+    char corr[16], payload[1001];
+    /* 120 entries of about 1.1 KiB fill the first block and a second one
+     * and start a third. */
+    for (int i = 0; i < 120; i++) {
+        snprintf(corr, sizeof corr, "c%d", i);
+        memset(payload, 'a' + i % 26, sizeof payload - 1);
+        payload[sizeof payload - 1] = '\0';
+        put(d, "client", corr, 1, payload, "2:0:n");
+    }
+    put_final(d, "client", "stop", 2, ":1\r\n");
+    ss_dedup_forget_since(d, mark);
+    ASSERT_EQ(ss_dedup_count(d), 2);
+    ASSERT_TRUE(found(d, "client", "before", 3, "+OK\r\n", "1:0:n"));
+    ASSERT_TRUE(found(d, "client", "stop", 3, ":1\r\n", ""));
+    ASSERT_TRUE(!found(d, "client", "c0", 3, "", ""));
+    /* New entries go after the final one, in its block or newer ones. */
+    for (int i = 0; i < 120; i++) {
+        snprintf(corr, sizeof corr, "n%d", i);
+        memset(payload, 'A' + i % 26, sizeof payload - 1);
+        put(d, "client", corr, 4, payload, "3:0:n");
+    }
+    ASSERT_EQ(ss_dedup_count(d), 122);
+    ss_dedup_expire(d, 1002); /* times 0 to 2: the first and the final one */
+    ASSERT_EQ(ss_dedup_count(d), 120);
+    ASSERT_TRUE(found(d, "client", "n119", 1002, payload, "3:0:n"));
+    ss_dedup_expire(d, 2000);
+    ASSERT_EQ(ss_dedup_count(d), 0);
+    ASSERT_EQ(ss_dedup_bytes(d), 0);
+    put(d, "client", "again", 3000, "+OK\r\n", "4:0:n");
+    ASSERT_TRUE(found(d, "client", "again", 3000, "+OK\r\n", "4:0:n"));
+    ss_dedup_free(d);
+}
+
 /* The room of an entry that expires before a newer one of its block is
  * not given again: only the newest entry's room is (a forgotten one's).
  * New entries of the same size as the expired one would otherwise be cut
