@@ -204,11 +204,12 @@ $(OUT)/tests/stress/run: $(OUT)/tests/stress/main.o $(STRESS_OBJ) $(LIBETCD) $(L
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
 
 # The unit tests also cover the client library's pure part (client/answer.c),
-# the etcd backend's map of deadlines (etcd/deadlines.c) and the signal
-# that wakes the broker's thread (plugin/waker.c).
+# the etcd backend's map of deadlines (etcd/deadlines.c) and its reading of
+# replies (etcd/kv.c), and the signal that wakes the broker's thread
+# (plugin/waker.c).
 $(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(OUT)/tests/private_fs.o $(OUT)/client/answer.o \
-                       $(OUT)/etcd/deadlines.o $(OUT)/plugin/waker.o $(LIBCORE)
-	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL) -lpthread
+                       $(OUT)/etcd/deadlines.o $(OUT)/plugin/waker.o $(LIBETCD) $(LIBCORE)
+	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
 # The lifecycle tests: the plugin's objects without its broker entry points
 # (plugin.c) on the in-memory backend of tests/lifecycle, which also
 # provides the broker functions they call; libmosquitto for properties.
@@ -229,12 +230,16 @@ $(POWERLOSS): tests/powerloss/shim.c tests/powerloss/powerloss.h
 	$(CC) $(filter-out $(SANFLAGS) -fvisibility=hidden,$(CFLAGS_ALL)) -shared -o $@ $< -ldl -lpthread
 
 # libFuzzer targets: requests and commands, the engine, and the on-disk
-# decoders (journal replay, stored records), SCAN's pattern and token. Each also builds without
+# decoders (journal replay, stored records), SCAN's pattern and token, and
+# the client library's reading of answers. Each also builds without
 # libFuzzer as a corpus replayer, which make test runs.
-FUZZ_TARGETS := request engine journal record scan
+FUZZ_TARGETS := request engine journal record scan answer
+# Sources a target needs beyond the core.
+FUZZ_EXTRA_answer := client/answer.c
 # Each fuzz target also builds without libFuzzer as a corpus replayer.
 $(OUT)/fuzz/replay_%: $(OUT)/fuzz/fuzz_%.o $(OUT)/fuzz/replay.o $(LIBCORE)
-	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
+	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $(filter-out $(LIBCORE),$^) $(LIBCORE) $(LDLIBS_ALL)
+$(OUT)/fuzz/replay_answer: $(OUT)/client/answer.o
 
 TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/lifecycle/run $(OUT)/tests/integration/run \
             $(FUZZ_TARGETS:%=$(OUT)/fuzz/replay_%) $(PLUGIN) $(CLI) $(EXAMPLES) $(SHLIB) $(POWERLOSS)
@@ -398,7 +403,8 @@ FUZZ_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -O1 -g -fsanitize=fuzzer,address,undefi
               $(shell pkg-config --cflags lmdb 2>/dev/null)
 build/fuzz/fuzz_%: fuzz/fuzz_%.c $(CORE_SRC) $(wildcard core/*.h)
 	@mkdir -p build/fuzz
-	clang $(FUZZ_CFLAGS) -o $@ $< $(CORE_SRC) $(LDLIBS_ALL)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_EXTRA_$*) $(CORE_SRC) $(LDLIBS_ALL)
+build/fuzz/fuzz_answer: $(FUZZ_EXTRA_answer) client/answer.h client/client.h
 
 fuzz: deps
 	@scripts/deps.sh clang libclang-rt-14-dev

@@ -146,10 +146,20 @@ int ss_etcd_txn_unpack(const ss_buf *reply, ss_etcd_reply *r, ss_etcd_kv *kv)
     r->msg = m;
     r->revision = m->header ? m->header->revision : 0;
     r->succeeded = m->succeeded;
-    /* The failure branch's one Range, if it had one. */
-    if (kv && !m->succeeded && m->n_responses == 1 && m->responses[0]->response_range &&
-        m->responses[0]->response_range->n_kvs == 1)
-        ss_etcd__kv(m->responses[0]->response_range->kvs[0], kv);
+    /* The failure branch's one Range, if it had one. A response is a
+     * oneof (a union in protobuf-c): anything but a Range there is not
+     * what was asked, and reading it as one would follow another
+     * member's fields as pointers. */
+    if (kv && !m->succeeded && m->n_responses == 1) {
+        const Etcdserverpb__ResponseOp *op = m->responses[0];
+        if (op->response_case != ETCDSERVERPB__RESPONSE_OP__RESPONSE_RESPONSE_RANGE ||
+            op->response_range == NULL || op->response_range->n_kvs > 1) {
+            ss_etcd_reply_free(r);
+            return SS_E_PROTOCOL;
+        }
+        if (op->response_range->n_kvs == 1)
+            ss_etcd__kv(op->response_range->kvs[0], kv);
+    }
     return SS_OK;
 }
 
