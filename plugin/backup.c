@@ -95,7 +95,7 @@ const char *ss_backup_start(struct ss_plugin *p, const uint8_t *name, size_t len
     b->name = strndup((const char *)name, len);
     b->client_id = strdup(client_id);
     b->response_topic = strdup(response_topic);
-    b->corr = corr_len ? malloc(corr_len) : NULL;
+    b->corr = corr ? malloc(corr_len ? corr_len : 1) : NULL; /* present, perhaps empty */
     if (corr_len && b->corr)
         memcpy(b->corr, corr, corr_len);
     b->corr_len = corr_len;

@@ -33,7 +33,7 @@ struct ss_batch;
  * structures (heap strings, NULL when absent). */
 struct ss_request_props {
     char *response_topic;
-    void *corr;
+    void *corr; /* NULL when absent; present but empty: not NULL, corr_len 0 */
     uint16_t corr_len;
     bool has_corr;
     char *ts, *ft, *prot_ver;

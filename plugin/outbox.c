@@ -20,7 +20,7 @@ mosquitto_property *ss_response_props(const uint8_t *corr, uint16_t corr_len, co
 {
     mosquitto_property *props = NULL;
     int rc = MOSQ_ERR_SUCCESS;
-    if (corr_len > 0)
+    if (corr) /* present, perhaps empty: echoed as it came (MQTT tells empty from absent) */
         rc = mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, corr, corr_len);
     if (rc == MOSQ_ERR_SUCCESS)
         rc = mosquitto_property_add_string(&props, MQTT_PROP_CONTENT_TYPE, "application/octet-stream");

@@ -74,8 +74,9 @@ void ss_outbox_free(struct ss_outbox *ob);
  * where its client may not (a plugin's publication passes no ACL check);
  * NULL with it off: routed to the topic's subscribers. */
 const char *ss_answer_to(const struct ss_plugin *p, const char *client_id);
-/* Response properties: correlation data, __stat, content type, __protVer,
- * and __ts when version is non-NULL. NULL on allocation failure. */
+/* Response properties: correlation data (when corr is not NULL, even if
+ * empty), __stat, content type, __protVer, and __ts when version is
+ * non-NULL. NULL on allocation failure. */
 mosquitto_property *ss_response_props(const uint8_t *corr, uint16_t corr_len, const char *stat,
                                       const char *version);
 

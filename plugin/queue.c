@@ -89,10 +89,10 @@ bool ss_request_props_dup(const struct ss_request_props *r, struct ss_request_pr
     out->ft = ss_queue__strdup_or_null(r->ft, &failed);
     out->prot_ver = ss_queue__strdup_or_null(r->prot_ver, &failed);
     out->has_corr = r->has_corr;
-    if (r->corr_len) {
-        if ((out->corr = malloc(r->corr_len)) == NULL)
+    if (r->corr) { /* present, perhaps empty: never NULL then */
+        if ((out->corr = malloc(r->corr_len ? r->corr_len : 1)) == NULL)
             failed = true;
-        else
+        else if (r->corr_len)
             memcpy(out->corr, r->corr, r->corr_len);
         out->corr_len = r->corr_len;
     }

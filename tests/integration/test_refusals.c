@@ -143,6 +143,16 @@ TEST(plugin_qos0_missing_correlation_and_version)
     ASSERT_TRUE(m != NULL);
     USER(m, "__stat", "200");
     ASSERT_STR(m->payload, (size_t)m->len, "+OK\r\n");
+
+    /* Empty correlation data is correlation data: the request runs and
+     * its answer carries it back, empty (MQTT tells empty from absent). */
+    send_set(&c, "emptycorr", "clients/odd/resp", "", 1, NULL, NULL);
+    m = client_wait(&c, 2000);
+    ASSERT_TRUE(m != NULL);
+    USER(m, "__stat", "200");
+    ASSERT_STR(m->payload, (size_t)m->len, "+OK\r\n");
+    ASSERT_TRUE(m->corr != NULL);
+    ASSERT_EQ(m->corr_len, 0);
     client_close(&c);
     expect_absent(b.port, "q0");
     expect_absent(b.port, "nocorr");
