@@ -136,13 +136,19 @@ static void ss_pwatch__client_release(ss_pwatch *w, struct ss_pwclient *c)
 /* The literal bytes at the end of a pattern: those after its last '*',
  * '?', '[' or ']' (a ']' may close a class: stop there too). Every key it
  * matches ends with them: the dialect has no escapes, and a character
- * outside a class is itself. */
+ * outside a class is itself. But for a '/' right after "**": the two
+ * together may match nothing at all (the pattern "**" "/b" matches "b"),
+ * so such a '/' is left out. */
 static ss_bytes ss_pwatch__suffix(ss_bytes text)
 {
     size_t n = 0;
     while (n < text.len && !strchr("*?[]", text.data[text.len - 1 - n]))
         n++;
     ss_bytes b = {text.data + text.len - n, n};
+    if (n && b.data[0] == '/' && text.len - n >= 2 && memcmp(b.data - 2, "**", 2) == 0) {
+        b.data++;
+        b.len--;
+    }
     return b;
 }
 

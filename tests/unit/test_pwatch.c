@@ -166,3 +166,26 @@ TEST(pwatch_suffix_index)
     ASSERT_EQ(ss_pwatch_pattern_count(w), 3);
     ss_pwatch_free(w);
 }
+
+/* A leading "**" and its '/' may match nothing: the pattern "**" "/pw"
+ * matches the key "pw" itself, which does not end with the "/pw" after
+ * the last wildcard. The suffix index must not leave such a key untold. */
+TEST(pwatch_leading_double_star_matches_the_bare_tail)
+{
+    ss_pwatch *w;
+    ASSERT_EQ(ss_pwatch_new(0, 0, &w), SS_OK);
+    ASSERT_EQ(ss_pwatch_add(w, B("a"), NULL, B("**/pw")), 1);
+    ASSERT_EQ(ss_pwatch_add(w, B("b"), NULL, B("**/**/b/c")), 1);
+    ASSERT_EQ(ss_pwatch_add(w, B("c"), NULL, B("*/**/q")), 1);
+    ASSERT_TOLD(w, "pw", "a(-);");
+    ASSERT_TOLD(w, "x/pw", "a(-);");
+    ASSERT_TOLD(w, "x/y/pw", "a(-);");
+    ASSERT_TOLD(w, "xpw", "");
+    ASSERT_TOLD(w, "b/c", "b(-);");
+    ASSERT_TOLD(w, "a/b/c", "b(-);");
+    ASSERT_TOLD(w, "ab/c", "");
+    ASSERT_TOLD(w, "/q", "c(-);"); /* "*" matches nothing, the '/' stays */
+    ASSERT_TOLD(w, "q", "");
+    ASSERT_TOLD(w, "r/s/q", "c(-);");
+    ss_pwatch_free(w);
+}
