@@ -43,6 +43,7 @@ struct cli {
     int npatterns;
     const char *etcd_endpoints, *etcd_prefix; /* import into an etcd cluster */
     char *url_text;     /* owned: the host, user and password of -L */
+    bool user_in_url, pass_in_url; /* conn.username, conn.password point into url_text */
     char *options_text; /* owned: the options file, which options point into */
     const char *where;  /* "FILE:LINE" while reading the options file */
     bool repl;          /* at the interactive prompt: answers as redis-cli's */

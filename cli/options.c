@@ -210,8 +210,8 @@ static int apply(struct cli *cl, const char *spelled, int id, const char *v, boo
         cl->conn.port = (int)n;
         break;
     case OPT_ID: cl->conn.client_id = v; break;
-    case OPT_USER: cl->conn.username = v; break;
-    case OPT_PASS: cl->conn.password = v; break;
+    case OPT_USER: cl->conn.username = v; cl->user_in_url = false; break;
+    case OPT_PASS: cl->conn.password = v; cl->pass_in_url = false; break;
     case OPT_URL: return cli_url_apply(cl, spelled, v) != 0 ? SS_EXIT_USAGE : -1;
     case OPT_FILE: cl->file = v; break;
     case OPT_CAFILE: cl->conn.cafile = v; break;

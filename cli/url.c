@@ -144,6 +144,12 @@ int cli_url_apply(struct cli *cl, const char *spelled, const char *url)
         usage_error(cl, "%s: the port is a number from 1 to 65535, not \"%.*s\"", spelled, (int)plen, port);
         goto fail;
     }
+    /* A URL without a user keeps -u and -P, but not the user and password
+     * of an earlier -L, whose text goes now. */
+    if (cl->user_in_url && !user)
+        cl->conn.username = NULL;
+    if (cl->pass_in_url && !user)
+        cl->conn.password = NULL;
     free(cl->url_text);
     cl->url_text = buf;
     cl->conn.host = host;
@@ -152,6 +158,7 @@ int cli_url_apply(struct cli *cl, const char *spelled, const char *url)
     if (user) {
         cl->conn.username = user;
         cl->conn.password = pass;
+        cl->user_in_url = cl->pass_in_url = true;
     }
     return 0;
 fail:

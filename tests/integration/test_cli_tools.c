@@ -68,6 +68,18 @@ TEST(cli_url_option)
     cli_tool(&r, "-L", url, "-p", port, "get", "k", NULL);
     ASSERT_EQ(r.status, 0);
     run_free(&r);
+    /* A second -L without a user drops the first one's user and password
+     * (whose text is gone with it), and keeps -u and -P. */
+    char bare[100];
+    snprintf(bare, sizeof bare, "mqtt://127.0.0.1:%d", b.port);
+    cli_tool(&r, "-L", url, "-L", bare, "get", "k", NULL);
+    ASSERT_EQ(r.status, 4);
+    ERR_HAS(r, ": the broker refused the connection: Not authorized\n");
+    run_free(&r);
+    cli_tool(&r, "-u", "us@er", "-P", "p:ss w%rd", "-L", bare, "get", "k", NULL);
+    ASSERT_EQ(r.status, 0);
+    OUT_IS(r, "v");
+    run_free(&r);
     /* An IPv6 address in brackets (the broker listens on 127.0.0.1 only:
      * the connection to ::1 is what shows it was parsed). */
     snprintf(url, sizeof url, "mqtt://[::1]:%d", b.port);
