@@ -426,6 +426,13 @@ int cmd_import(struct cli *cl, ss_client *c)
             why = "version is not a timestamp (ms:counter:node)";
         if (why == NULL && l.has_ft && ss_hlc_parse(l.ft.data, l.ft.len, &rec.ft) != SS_OK)
             why = "fencing_token is not a timestamp (ms:counter:node)";
+        /* The store's clock starts above the newest version: one far ahead
+         * would put every later version as far ahead, and every fencing
+         * token made from them would be refused as too far in the future. */
+        if (why == NULL &&
+            (ss_hlc_too_far_ahead(&rec.version, now) || (l.has_ft && ss_hlc_too_far_ahead(&rec.ft, now))))
+            why = "a version or fencing token more than 60 s ahead of this machine's clock (is its clock or "
+                  "the exporting broker's wrong?)";
         if (why) {
             out_error("import: %s line %ld: %s", file, lineno, why);
             exit_code = SS_EXIT_USAGE;
@@ -449,6 +456,11 @@ int cmd_import(struct cli *cl, ss_client *c)
             newest = rec.version;
         any = true;
         imported++;
+    }
+    if (exit_code == SS_EXIT_OK && ferror(in)) {
+        /* getline ends the same way at the end and on a read error. */
+        out_error("import: %s: %s", file, strerror(errno));
+        exit_code = SS_EXIT_USAGE;
     }
     if (exit_code == SS_EXIT_OK && (rc = sink_finish(&sink, any, &newest)) != SS_OK) {
         out_error("import: writing %s: %s (%s)", dest, ss_strerror(rc), sink.why);

@@ -127,10 +127,13 @@ ss_hlc ss_clock_next(ss_clock *c, uint64_t now_ms, const ss_hlc *a, const ss_hlc
         ss_hlc__merge(&wall, &next, a->wall, (uint64_t)a->counter + 1);
     if (b)
         ss_hlc__merge(&wall, &next, b->wall, (uint64_t)b->counter + 1);
-    if (next > SS_HLC_COUNTER_MAX) {
+    if (next > SS_HLC_COUNTER_MAX && wall < UINT64_MAX) {
         /* The counter is exhausted for this millisecond: move to the next one. */
         wall++;
         next = 0;
+    } else if (next > SS_HLC_COUNTER_MAX) {
+        /* At the end of time: stay there rather than wrap to 0 (see hlc.h). */
+        next = SS_HLC_COUNTER_MAX;
     }
     c->wall = wall;
     c->counter = (uint32_t)next;

@@ -67,7 +67,12 @@ bool ss_hlc_too_far_ahead(const ss_hlc *h, uint64_t now_ms);
 
 /* Issue a new stamp by the HLC receive rule, merging the physical time now_ms
  * and the optional stamps a and b (NULL to omit): the result is strictly
- * greater than each of them and than every stamp issued before. */
+ * greater than each of them and than every stamp issued before. Except at
+ * the end of time, which no clock reaches but a stored stamp could (a
+ * damaged or forged data file; requests and imports more than
+ * SS_HLC_MAX_SKEW_MS ahead are refused): with the wall clock at UINT64_MAX
+ * and its counter exhausted, the stamp stays (UINT64_MAX,
+ * SS_HLC_COUNTER_MAX) and never wraps back to 0. */
 ss_hlc ss_clock_next(ss_clock *c, uint64_t now_ms, const ss_hlc *a, const ss_hlc *b);
 
 /* Issue a version: like ss_clock_next (strictly greater than a, b and every

@@ -120,6 +120,49 @@ TEST(cli_export_import_round_trip)
     ASSERT_EQ(r.status, 64);
     ASSERT_TRUE(strstr(r.err, "export.jsonl line 2: key_base64, value_base64 and version are required") != NULL);
     run_free(&r);
+    ASSERT_TRUE(access(dir, F_OK) != 0); /* made, then removed */
+
+    /* A version or token far ahead of the clock would put every version
+     * issued afterwards as far ahead (fencing with them refused), or at
+     * the end of time: refused with its line. 59 s ahead is taken. */
+    char far[32], soon_ok[32], line[300];
+    snprintf(far, sizeof far, "%llu", (unsigned long long)(now_ms() + 365ull * 24 * 3600 * 1000));
+    snprintf(soon_ok, sizeof soon_ok, "%llu", (unsigned long long)(now_ms() + 59000));
+    for (int i = 0; i < 3; i++) {
+        const char *version = i == 0 ? far : i == 1 ? "1" : "18446744073709551615";
+        const char *counter = i == 2 ? "4294967295" : "0";
+        f = fopen(file, "w");
+        fputs("{\"key_base64\":\"Yg==\",\"value_base64\":\"MQ==\",\"version\":\"1:0:n\"}\n", f);
+        if (i == 1)
+            snprintf(line, sizeof line, "{\"key_base64\":\"YQ==\",\"value_base64\":\"MQ==\",\"version\":\"1:0:n\","
+                                        "\"fencing_token\":\"%s:0:n\"}\n", far);
+        else
+            snprintf(line, sizeof line, "{\"key_base64\":\"YQ==\",\"value_base64\":\"MQ==\",\"version\":\"%s:%s:n\"}\n",
+                     version, counter);
+        fputs(line, f);
+        fclose(f);
+        cli_run(&r, 0, NULL, 0, "import", file, dir, NULL);
+        ASSERT_EQ(r.status, 64);
+        ASSERT_TRUE(strstr(r.err, "export.jsonl line 2: a version or fencing token more than 60 s ahead of this "
+                                  "machine's clock") != NULL);
+        run_free(&r);
+        ASSERT_TRUE(access(dir, F_OK) != 0);
+    }
+    f = fopen(file, "w");
+    fprintf(f, "{\"key_base64\":\"YQ==\",\"value_base64\":\"MQ==\",\"version\":\"%s:0:n\"}\n", soon_ok);
+    fclose(f);
+    cli_run(&r, 0, NULL, 0, "import", file, dir, NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+
+    /* A file that cannot be read to its end (a directory) is not an
+     * empty import. */
+    snprintf(dir, sizeof dir, "%s/fromdir", test_tmpdir());
+    cli_run(&r, 0, NULL, 0, "import", test_tmpdir(), dir, NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_TRUE(strstr(r.err, "Is a directory") != NULL);
+    run_free(&r);
+    ASSERT_TRUE(access(dir, F_OK) != 0);
 }
 
 /* import --etcd puts an export into a store on an etcd cluster under a

@@ -183,6 +183,15 @@ TEST(hlc_clock_counter_limit)
     /* restore never lowers */
     ss_clock_restore(&c, 5, 5);
     ASSERT_EQ(c.wall, 2001);
+    /* At the end of time the clock stays there: it never wraps to 0. */
+    ss_clock_restore(&c, UINT64_MAX, SS_HLC_COUNTER_MAX - 1);
+    v = ss_clock_next(&c, 1000, NULL, NULL);
+    ASSERT_TRUE(v.wall == UINT64_MAX && v.counter == SS_HLC_COUNTER_MAX);
+    v = ss_clock_next(&c, 1000, NULL, NULL);
+    ASSERT_TRUE(v.wall == UINT64_MAX && v.counter == SS_HLC_COUNTER_MAX);
+    ts = hlc("18446744073709551615:4294967295:x");
+    v = ss_clock_issue(&c, 1000, &ts, NULL);
+    ASSERT_TRUE(v.wall == UINT64_MAX && v.counter == SS_HLC_COUNTER_MAX);
 }
 
 TEST(hlc_clock_issue)
