@@ -238,7 +238,7 @@ static void ss_etcd__load_clock(void *impl, uint64_t *wall, uint32_t *counter)
 void ss_etcd__abort(void *impl)
 {
     struct ss_backend_etcd *e = impl;
-    ss_etcd__entries_end(e, &e->open, false, 0);
+    ss_etcd__entries_end(e, &e->open, false, false, 0);
     ss_etcd__batch_reset(&e->open);
     ss_etcd__tidy(e);
 }

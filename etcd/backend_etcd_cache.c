@@ -374,8 +374,9 @@ int ss_etcd__get(struct ss_backend_etcd *e, ss_bytes key, ss_record *rec, ss_rev
 
 /* The entries of batch b leave it: committed (their changes are what
  * etcd holds, at revision rev) or not (they leave the cache: what they
- * hold may be stale). */
-void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch *b, bool committed, int64_t rev)
+ * hold may be stale); unknown: perhaps committed. */
+void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch *b, bool committed, bool unknown,
+                          int64_t rev)
 {
     int64_t revoked = 0; /* a batch's chunked values share their guards' lease */
     for (size_t i = 0; i < b->ntouched; i++) {
@@ -386,8 +387,20 @@ void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch *b, bo
             /* Chunks written for a value that was not stored (also when
              * none was confirmed: a put that timed out may be applied all
              * the same, which the guard's revocation first rules out). */
-            if (x->change == SS_CHANGE_PUT && x->next_blob[0] != '\0' && x->upload_lease != 0)
+            if (x->change == SS_CHANGE_PUT && x->next_blob[0] != '\0' && x->upload_lease != 0 && !unknown)
                 ss_etcd__blob_release(e, x->next_blob, x->upload_lease);
+            /* Perhaps stored: its stub may name these chunks. The guard's
+             * lease goes (the chunks have no lease of their own), the
+             * chunks stay. */
+            if (x->change == SS_CHANGE_PUT && x->next_blob[0] != '\0' && x->upload_lease != 0 && unknown) {
+                ss_etcd__log(e, SS_LOG_WARNING, "the chunks c/%s/ of a value whose commit has an unknown "
+                             "outcome are kept: the value may be stored (if not, they are left behind: "
+                             "see CLUSTER.md)", x->next_blob);
+                if (x->upload_lease != revoked) {
+                    ss_etcd__blob_release(e, "", x->upload_lease);
+                    revoked = x->upload_lease;
+                }
+            }
             ss_etcd__entry_free(e, x);
             continue;
         }
@@ -485,9 +498,10 @@ void ss_etcd__tidy(struct ss_backend_etcd *e)
     }
 }
 
-void ss_etcd__end_flight(struct ss_backend_etcd *e, struct ss_etcd_flight *f, bool committed, int64_t rev)
+void ss_etcd__end_flight(struct ss_backend_etcd *e, struct ss_etcd_flight *f, bool committed, bool unknown,
+                         int64_t rev)
 {
-    ss_etcd__entries_end(e, &f->b, committed, rev);
+    ss_etcd__entries_end(e, &f->b, committed, unknown, rev);
     ss_etcd__batch_reset(&f->b);
     ss_etcd__tidy(e);
 }

@@ -15,8 +15,10 @@ int ss_etcd__get(struct ss_backend_etcd *e, ss_bytes key, ss_record *rec, ss_rev
 
 /* Flight f's batch ended: committed (its changes are what etcd holds,
  * at revision rev) or not (its entries leave the cache: what they hold
- * may be stale). */
-void ss_etcd__end_flight(struct ss_backend_etcd *e, struct ss_etcd_flight *f, bool committed, int64_t rev);
+ * may be stale). unknown: not known to be committed, but it may have
+ * been (the chunks of its large values stay). */
+void ss_etcd__end_flight(struct ss_backend_etcd *e, struct ss_etcd_flight *f, bool committed, bool unknown,
+                         int64_t rev);
 
 /* Empty batch b (its entries already dealt with). */
 void ss_etcd__batch_reset(struct ss_etcd_batch *b);
@@ -33,7 +35,8 @@ void ss_etcd__fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__blob_fetched(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 size_t ss_etcd__room(struct ss_backend_etcd *e, const struct ss_etcd_entry *x, size_t payload, bool chunked,
                      size_t *bytes);
-void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch *b, bool committed, int64_t rev);
+void ss_etcd__entries_end(struct ss_backend_etcd *e, struct ss_etcd_batch *b, bool committed, bool unknown,
+                          int64_t rev);
 void ss_etcd__batch_free(struct ss_etcd_batch *b);
 
 #endif

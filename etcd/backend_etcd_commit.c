@@ -283,13 +283,13 @@ int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms, unsigned *slot)
         f->b.touched[i]->flight = f;
     }
     f->writes = writes;
-    f->solo = f->marks = false;
+    f->solo = f->marks = f->unknown = false;
     f->rc = SS_OK;
     f->revision = 0;
     if (unclaimed) {
         /* Nothing of it was sent: its requests are answered unavailable. */
         ss_feed_clear(&f->b.pending);
-        ss_etcd__end_flight(e, f, false, 0);
+        ss_etcd__end_flight(e, f, false, false, 0);
         return SS_E_UNAVAILABLE;
     }
     *slot = f->slot;
@@ -317,7 +317,7 @@ int ss_backend_etcd_commit_start(ss_backend *b, uint64_t now_ms, unsigned *slot)
         if (op)
             ss_etcd__op_free(op);
         ss_feed_clear(&f->b.pending);
-        ss_etcd__end_flight(e, f, false, 0);
+        ss_etcd__end_flight(e, f, false, false, 0);
         return rc;
     }
     op->flight = f;
@@ -484,6 +484,7 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         ss_etcd__log(e, SS_LOG_WARNING, "the outcome of a commit made while etcd is out of space "
                      "is unknown (%s): its requests are answered 'unavailable' and may have taken "
                      "effect", ss_etcd__why(c));
+        f->unknown = true;
         ss_etcd__commit_outcome(e, f, SS_E_UNAVAILABLE, 0);
         return;
     }
@@ -582,6 +583,7 @@ void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     ss_etcd__log(e, SS_LOG_ERR, "the commit marker of node id %s was changed by another process "
                  "(two brokers must not share a node id): the outcome of a commit stays unknown, "
                  "its requests are answered 'unavailable' and may have taken effect", e->node_id);
+    f->unknown = true;
     ss_etcd__commit_outcome(e, f, SS_E_UNAVAILABLE, 0);
 }
 
@@ -603,8 +605,9 @@ bool ss_backend_etcd_commit_done(ss_backend *b, unsigned slot, int *rc)
     if (*rc != SS_OK)
         ss_feed_clear(&e->settled);
     /* Committed: its entries hold what etcd holds. If not, nothing of it
-     * is in etcd: its entries leave the cache. */
-    ss_etcd__end_flight(e, f, *rc == SS_OK, f->revision);
+     * is in etcd, or (its outcome unknown) perhaps it is: its entries
+     * leave the cache either way. */
+    ss_etcd__end_flight(e, f, *rc == SS_OK, *rc != SS_OK && f->unknown, f->revision);
     return true;
 }
 

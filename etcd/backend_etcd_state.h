@@ -225,6 +225,8 @@ struct ss_etcd_flight {
                      commit marker (etcd refuses every put then) */
     bool solo;    /* its reads confirmed by the markers (backend_etcd_commit.c) */
     bool marks;   /* it puts the sentinel s/marked */
+    bool unknown; /* its Txn went out and may have applied: its outcome
+                     stays unknown (answered unavailable) */
     int rc;
     int64_t revision;
     char txn_id[300];
