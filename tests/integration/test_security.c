@@ -422,6 +422,8 @@ TEST(security_dotnet_notify_subscription)
         "/+/command/notify/k",
         "/+/command/invoke/+",
         "/737079/command/notify/#", /* HEX("spy"): its own */
+        "//command/notify/+",        /* no client id is empty (the broker names those without) */
+        "/+/command/notify/",        /* nor is any key */
     };
     for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
         snprintf(f, sizeof f, "%s%s", NOTIFY, accepted[i]);
@@ -443,5 +445,7 @@ TEST(security_dotnet_notify_subscription)
     ASSERT_EQ(foreign, 0);
     client_close(&net);
     client_close(&spy);
+    /* Its configuration was read whole: no warning that it could not be. */
+    ASSERT_TRUE(!broker_log_has(&b, "cannot read the broker's configuration file"));
     broker_stop(&b);
 }
