@@ -40,6 +40,7 @@ struct ss_backend_lmdb {
     unsigned next_id; /* of the next commit */
     bool ckpt;        /* the commit under way is a checkpoint */
     bool was_failing, was_lost; /* before it: checkpoints failing, a sync lost */
+    bool wrote;       /* the commit under way writes something */
     uint64_t commit_t0;
     bool outcome_ready; /* a finished commit not collected yet */
     ss_commit_outcome outcome;

@@ -86,6 +86,10 @@ static void ss_lmdb__finished(struct ss_backend_lmdb *l, int rc, uint64_t us)
      * went into the journal and may have succeeded all the same. */
     uint64_t retry;
     bool ckpt_failed = l->ckpt && ss_store_checkpoint_failing(l->store, &retry);
+    /* The first failure may come with a batch of reads (nothing kept it
+     * from one): it wrote nothing, lost nothing, and its answers stand. */
+    if (ckpt_failed && rc != SS_OK && !l->wrote)
+        rc = SS_OK;
     if (l->was_failing && l->ckpt && !ckpt_failed)
         ss_backend_log(&l->base, SS_LOG_NOTICE, "checkpoint succeeded again: the journal is in the data file");
     if (l->was_lost && l->ckpt && !ckpt_failed)
@@ -171,6 +175,7 @@ int ss_backend_lmdb__commit_start(void *impl, uint64_t now_ms, bool holds_answer
      * carries the next try: its failure must not turn the answers of
      * reads and journaled writes into errors. */
     bool may_checkpoint = idle && (!holds_answers || !ss_store_checkpoint_failing(l->store, NULL));
+    l->wrote = ss_store_batch_dirty(l->store);
     int rc = ss_store_commit_prepare(l->store, now_ms, may_checkpoint);
     if (rc != SS_OK)
         return rc;

@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../core/backend_lmdb.h"
 #include "../../core/errors.h"
+#include "../../core/latency.h"
 #include "../../core/store.h"
 #include "../test.h"
 #include "journal_batches.h"
@@ -339,5 +341,44 @@ TEST(store_batches_follow_one_whose_checkpoint_failed)
     ss_store *s = NULL;
     ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
     assert_keys(s, 0, 2, 4);
+    ss_store_close(s);
+}
+
+/* The first checkpoint that fails may be carried by a batch of reads (no
+ * checkpoint has failed yet, so nothing keeps it from a batch with
+ * answers): it wrote nothing, so nothing of it is lost, and its answers
+ * stand. Only the log says that the checkpoint failed. */
+TEST(lmdb_failed_checkpoint_keeps_the_answers_of_a_batch_of_reads)
+{
+    ss_store_options o = journaled();
+    o.checkpoint_interval_ms = 100;
+    o.fail_checkpoint_at = 1;
+    o.fail_checkpoints = 1;
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ss_record small = rec_of("v", 1, 0);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_put(s, B("a"), &small), SS_OK);
+    ASSERT_EQ(ss_store_commit(s, 10), SS_OK);
+    ss_backend *be;
+    ASSERT_EQ(ss_backend_lmdb_new(s, &be), SS_OK);
+    uint64_t now = ss_wall_ms() + 1000; /* past the interval */
+    ss_record rec;
+    ss_revision rev;
+    ASSERT_EQ(be->ops->read(be->impl, B("a"), &rec, &rev), SS_OK);
+    unsigned id;
+    ASSERT_EQ(be->ops->commit_start(be->impl, now, true, &id), SS_OK);
+    ss_commit_outcome out;
+    ASSERT_TRUE(be->ops->commit_collect(be->impl, &out));
+    ASSERT_EQ(out.id, id);
+    ASSERT_EQ(out.rc, SS_OK);
+    ASSERT_TRUE(out.logged);
+    ASSERT_TRUE(ss_store_checkpoint_failing(s, NULL));
+    /* The store goes on: a write, and the next checkpoint succeeds. */
+    ASSERT_EQ(be->ops->put(be->impl, B("b"), &small, rev), SS_OK);
+    ASSERT_EQ(be->ops->commit_start(be->impl, now + 10000, false, &id), SS_OK);
+    ASSERT_TRUE(be->ops->commit_collect(be->impl, &out));
+    ASSERT_EQ(out.rc, SS_OK);
+    ss_backend_lmdb_free(be);
     ss_store_close(s);
 }
