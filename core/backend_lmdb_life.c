@@ -117,6 +117,11 @@ static void ss_lmdb__finished(struct ss_backend_lmdb *l, int rc, uint64_t us)
     l->outcome.us = us;
     l->outcome_ready = true;
     l->journal_bytes = ss_store_journal_bytes(l->store);
+    /* Right after a checkpoint, before the next batch opens, the data
+     * file holds everything: the moment a backup waits for. Under a
+     * steady load there is no other (poll comes while a batch is open). */
+    if (l->ckpt && rc == SS_OK)
+        ss_backend_lmdb__backup_step(l);
 }
 
 /* The periodic fsync of the journal, when due and the worker is idle. */
