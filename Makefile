@@ -203,11 +203,11 @@ $(OUT)/tests/stress/main.o: tests/main.c
 $(OUT)/tests/stress/run: $(OUT)/tests/stress/main.o $(STRESS_OBJ) $(LIBETCD) $(LIBCORE)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(MOSQ_LIBS) $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
 
-# The unit tests also cover the client library's pure part (client/answer.c),
-# the etcd backend's map of deadlines (etcd/deadlines.c) and its reading of
-# replies (etcd/kv.c), and the signal that wakes the broker's thread
-# (plugin/waker.c).
-$(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(OUT)/tests/private_fs.o $(OUT)/client/answer.o \
+# The unit tests also cover the client library's pure parts (client/answer.c,
+# client/refusals.c), the etcd backend's map of deadlines (etcd/deadlines.c)
+# and its reading of replies (etcd/kv.c), and the signal that wakes the
+# broker's thread (plugin/waker.c).
+$(OUT)/tests/unit/run: $(OUT)/tests/unit/main.o $(UNIT_OBJ) $(OUT)/tests/private_fs.o $(OUT)/client/answer.o $(OUT)/client/refusals.o \
                        $(OUT)/etcd/deadlines.o $(OUT)/plugin/waker.o $(LIBETCD) $(LIBCORE)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(ETCD_LIBS) $(LDLIBS_ALL) -lpthread
 # The lifecycle tests: the plugin's objects without its broker entry points

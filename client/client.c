@@ -249,9 +249,7 @@ static void ss_client__cb_publish(struct mosquitto *m, void *ud, int mid, int re
         *pp = found->next;
     } else {
         /* Its call has not learnt its packet id yet (ss_client__send). */
-        c->early_mid[c->early_next] = mid;
-        c->early_reason[c->early_next] = reason;
-        c->early_next = (c->early_next + 1) % SS_EARLY_REFUSALS;
+        ss_early_note(&c->early, mid, reason);
     }
     pthread_mutex_unlock(&c->mu);
     if (found)

@@ -30,6 +30,7 @@
 #include "../core/table.h"
 #include "answer.h"
 #include "client.h"
+#include "refusals.h"
 
 #define SS_CORR_LEN 16
 /* Reconnection: the first delay, doubled after each failure up to the
@@ -51,7 +52,6 @@ struct ss_pending {
 
 /* PUBACKs that refused a PUBLISH whose call had not learnt its packet id
  * yet (the broker answered before mosquitto_publish_v5 returned). */
-#define SS_EARLY_REFUSALS 8
 
 /* A key registered with KEYNOTIFY, to register again after a reconnect:
  * on a list (for that) and in a table (to find it in O(1)). */
@@ -110,8 +110,7 @@ struct ss_client {
     uint64_t notifications;
     int waiters; /* threads inside a blocking call: close waits for them */
     uint32_t max_packet; /* the broker's Maximum Packet Size (CONNACK); 0: none said */
-    int early_mid[SS_EARLY_REFUSALS], early_reason[SS_EARLY_REFUSALS];
-    unsigned early_next;
+    struct ss_early_refusals early; /* refusals before their call knew its packet id */
     ss_log_cb log_cb; /* libmosquitto's log lines, when asked for */
     void *log_ud;
 };

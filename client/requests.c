@@ -109,11 +109,13 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
         rc = mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__ts", ts);
     if (rc == MOSQ_ERR_SUCCESS && fencing_token)
         rc = mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__ft", fencing_token);
+    uint64_t begun = 0;
     if (rc == MOSQ_ERR_SUCCESS) {
         p->next = c->pending;
         c->pending = p;
         if (p->deadline_ms < c->reap_at)
             c->reap_at = p->deadline_ms;
+        begun = ss_early_begin(&c->early);
     }
     pthread_mutex_unlock(&c->mu);
     int mid = 0;
@@ -132,12 +134,9 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
             pp = &(*pp)->next;
         if (*pp == p) {
             p->mid = mid;
-            for (unsigned i = 0; i < SS_EARLY_REFUSALS; i++)
-                if (c->early_mid[i] == mid && mid != 0) {
-                    refused = c->early_reason[i];
-                    c->early_mid[i] = 0;
-                    *pp = p->next;
-                }
+            refused = ss_early_take(&c->early, mid, begun);
+            if (refused)
+                *pp = p->next;
         }
         pthread_mutex_unlock(&c->mu);
         if (refused)
