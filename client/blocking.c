@@ -28,6 +28,22 @@ static void ss_client__wake(void *ud, const ss_client_result *r)
     pthread_mutex_unlock(&w->c->mu);
 }
 
+/* A thread enters a blocking call: counted before it sends anything, so
+ * that a close waits for it to have left the client altogether (it may
+ * still be inside libmosquitto's publish when the close fails its call).
+ * SS_E_CONNECTION when the client is closing. */
+static int ss_client__enter(ss_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    bool closing = c->closing;
+    if (!closing)
+        c->waiters++;
+    pthread_mutex_unlock(&c->mu);
+    return closing ? SS_E_CONNECTION : SS_OK;
+}
+
+/* Wait for the answer of a call that was sent (rc 0), or take its
+ * failure; then leave (ss_client__enter). */
 static int ss_client__wait(ss_client *c, struct ss_waiter *w, int rc)
 {
     if (rc != SS_OK) {
@@ -35,17 +51,15 @@ static int ss_client__wait(ss_client *c, struct ss_waiter *w, int rc)
         /* Not sent: larger than the broker's Maximum Packet Size. */
         if (rc == SS_E_REFUSED)
             w->out->error_text = ss_client__refusal_text(c, ss_strerror(rc), MQTT_RC_PACKET_TOO_LARGE);
-        return rc;
     }
     pthread_mutex_lock(&c->mu);
-    c->waiters++;
-    while (!w->done)
+    while (rc == SS_OK && !w->done)
         pthread_cond_wait(&c->cv, &c->mu);
     c->waiters--;
     if (c->waiters == 0)
         pthread_cond_broadcast(&c->cv); /* a close may be waiting for us */
     pthread_mutex_unlock(&c->mu);
-    return w->out->status;
+    return rc == SS_OK ? w->out->status : rc;
 }
 
 #define SS_BLOCKING(c, r, call)                                                         \
@@ -56,9 +70,11 @@ static int ss_client__wait(ss_client *c, struct ss_waiter *w, int rc)
         struct ss_waiter w_ = {(c), false, out_};                                       \
         /* Refused before anything is sent: on the thread that delivers         \
          * answers, the wait would never end. */                                        \
-        int rc_ = ss_client__in_callback_thread(c)                                      \
-                      ? ss_client__wait((c), &w_, SS_E_IN_CALLBACK)                     \
-                      : ss_client__wait((c), &w_, (call));                              \
+        int rc_ = ss_client__in_callback_thread(c) ? SS_E_IN_CALLBACK : ss_client__enter(c); \
+        if (rc_ == SS_OK)                                                               \
+            rc_ = ss_client__wait((c), &w_, (call));                                    \
+        else                                                                            \
+            out_->status = rc_;                                                         \
         if (out_ == &tmp_)                                                              \
             ss_client_result_free(&tmp_);                                               \
         return rc_;                                                                     \

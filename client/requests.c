@@ -154,13 +154,17 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
         if (mine)
             *pp = p->next;
         pthread_mutex_unlock(&c->mu);
-        if (mine)
-            free(p);
+        /* Completed meanwhile (a close, a lost connection): whoever took
+         * it called, or calls, its callback; so this call succeeded in
+         * handing it over, and a blocking caller waits for that. */
+        if (!mine)
+            return SS_OK;
+        free(p);
         /* Larger than the Maximum Packet Size the broker gave in its
          * CONNACK: libmosquitto does not send it. */
         if (rc == MOSQ_ERR_OVERSIZE_PACKET)
-            return mine ? SS_E_REFUSED : SS_OK;
-        return rc == MOSQ_ERR_NOMEM ? SS_E_NOMEM : mine ? SS_E_CONNECTION : SS_OK;
+            return SS_E_REFUSED;
+        return rc == MOSQ_ERR_NOMEM ? SS_E_NOMEM : SS_E_CONNECTION;
     }
     return SS_OK;
 }
