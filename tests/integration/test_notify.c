@@ -54,6 +54,40 @@ TEST(plugin_notifications_exact)
     broker_stop(&b);
 }
 
+/* A notification topic of exactly MQTT's 65,535 bytes is used; a key
+ * whose topic would be longer cannot be observed (the quota answer).
+ * The topic: 59 bytes of prefix and GUID with its '/', HEX of a 100-byte
+ * client id, "/command/notify/", HEX of the key. */
+TEST(plugin_keynotify_topic_at_mqtts_limit)
+{
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "plugin_opt_max_key_length 32700\n");
+    broker_start(&b);
+    char id[101], wr[160];
+    memset(id, 'c', 100);
+    id[100] = '\0';
+    struct client w;
+    client_connect_rr(&w, b.port, id, wr, sizeof wr);
+    enum { FITS = (65535 - 59 - 200 - 16) / 2 }; /* 32630 */
+    static char key[FITS + 2];
+    memset(key, 'k', FITS + 1);
+    key[FITS + 1] = '\0';
+    struct msg *m = request(&w, wr, "n2", NULL, NULL, W("KEYNOTIFY", key)); /* one byte more */
+    PAYLOAD(m, "-ERR the quota has been exceeded\r\n");
+    key[FITS] = '\0';
+    m = request(&w, wr, "n1", NULL, NULL, W("KEYNOTIFY", key));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&w, wr, "s1", NULL, NULL, W("SET", key, "v"));
+    PAYLOAD(m, "+OK\r\n");
+    m = client_wait(&w, 2000);
+    ASSERT_TRUE(m != NULL);
+    ASSERT_EQ(strlen(m->topic), 65535);
+    ASSERT_TRUE(strncmp(m->topic + 65535 - 4, "6B6B", 4) == 0);
+    PAYLOAD(m, "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\nv\r\n");
+    client_close(&w);
+    broker_stop(&b);
+}
+
 TEST(plugin_notifications_observers_own_changes_and_disconnect)
 {
     struct broker b = {0};
