@@ -54,6 +54,7 @@ struct ss_pwgroup {
     ss_table_node node;
     int index; /* SS_PW_PREFIX or SS_PW_SUFFIX */
     struct ss_pwpat *first;
+    uint64_t weight; /* its patterns' matching steps per key character */
     size_t len;
     uint8_t prefix[]; /* or suffix */
 };
@@ -63,6 +64,8 @@ struct ss_pwatch {
     ss_table clients, pats, groups[2];
     size_t lens[2][SS_PWATCH_INDEX_MAX + 1];
     uint64_t stamp, tried;
+    uint64_t max_work; /* 0: no limit */
+    size_t max_key_len;
 };
 
 int ss_pwatch_new(size_t max_per_client, size_t max_total, ss_pwatch **out)
@@ -201,6 +204,7 @@ static int ss_pwatch__pat_get(ss_pwatch *w, ss_bytes text, struct ss_pwpat **out
     p->len = text.len;
     memcpy(p->text, text.data, text.len);
     p->group = g;
+    g->weight += ss_pattern_cost(pat, 0);
     p->gnext = g->first;
     if (g->first)
         g->first->gprev = p;
@@ -222,6 +226,7 @@ static void ss_pwatch__pat_release(ss_pwatch *w, struct ss_pwpat *p)
     if (p->gnext)
         p->gnext->gprev = p->gprev;
     ss_table_remove(&w->pats, &p->node);
+    g->weight -= ss_pattern_cost(p->pat, 0);
     ss_pattern_free(p->pat);
     free(p);
     if (g->first == NULL) {
@@ -231,12 +236,44 @@ static void ss_pwatch__pat_release(ss_pwatch *w, struct ss_pwpat *p)
     }
 }
 
+void ss_pwatch_set_work_limit(ss_pwatch *w, uint64_t max_work, size_t max_key_len)
+{
+    w->max_work = max_work;
+    w->max_key_len = max_key_len;
+}
+
+uint64_t ss_pwatch_work_bound(const ss_pwatch *w, size_t max_key_len)
+{
+    /* A key finds at most one group of each index and length: the
+     * heaviest of each, summed, is the most a change can try. */
+    uint64_t heaviest[2][SS_PWATCH_INDEX_MAX + 1] = {{0}};
+    for (int t = 0; t < 2; t++) {
+        const ss_table *groups = &w->groups[t];
+        for (size_t i = 0; groups->buckets && i <= groups->mask; i++)
+            for (const ss_table_node *n = groups->buckets[i]; n; n = n->next) {
+                const struct ss_pwgroup *g = (const struct ss_pwgroup *)n;
+                if (g->weight > heaviest[t][g->len])
+                    heaviest[t][g->len] = g->weight;
+            }
+    }
+    uint64_t per_char = 0;
+    for (int t = 0; t < 2; t++)
+        for (size_t n = 0; n <= SS_PWATCH_INDEX_MAX; n++)
+            per_char += heaviest[t][n];
+    return per_char * ((uint64_t)max_key_len + 1);
+}
+
 int ss_pwatch_add(ss_pwatch *w, ss_bytes client, const char *username, ss_bytes pattern)
 {
     struct ss_pwpat *p;
     int rc = ss_pwatch__pat_get(w, pattern, &p);
     if (rc != SS_OK)
         return rc;
+    /* A new pattern: within the work limit, or gone again. */
+    if (p->refs == 0 && w->max_work && ss_pwatch_work_bound(w, w->max_key_len) > w->max_work) {
+        ss_pwatch__pat_release(w, p);
+        return SS_E_LIMIT;
+    }
     struct ss_pwclient *c = ss_pwatch__client_get(w, client, username);
     rc = c ? ss_watch_add(w->regs, client, pattern) : SS_E_NOMEM;
     if (rc == 1)

@@ -163,6 +163,12 @@ size_t ss_notify_on_watch(struct ss_plugin *p, const char *client_id, const char
     int rc = ss_pwatch_add(p->pwatch, client, username, q->argv[1]);
     if (rc >= 0)
         return (size_t)snprintf(text, cap, "ok\n");
+    if (rc == SS_E_LIMIT) {
+        ss_log(p, MOSQ_LOG_WARNING, "client %s: a pattern watch refused: with it, matching one change "
+               "could take more than max_pattern_watch_work steps", client_id);
+        return (size_t)snprintf(text, cap, "error matching this pattern could make a change cost more than "
+                                           "max_pattern_watch_work\n");
+    }
     if (rc != SS_E_QUOTA)
         return (size_t)snprintf(text, cap, "error %s\n", ss_strerror(rc));
     bool mine = p->opt.max_pattern_watches_per_client &&

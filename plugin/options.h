@@ -24,6 +24,7 @@ struct ss_plugin_options {
     uint64_t max_registrations;
     uint64_t max_pattern_watches_per_client; /* WATCH PATTERN on the administrative topic */
     uint64_t max_pattern_watches;
+    uint64_t max_pattern_watch_work; /* matching steps one change may cost them (core/pwatch.h) */
     uint64_t dedup_window_ms;
     uint64_t dedup_max_entries;
     uint64_t dedup_max_bytes;

@@ -162,6 +162,7 @@ static int ss_plugin__open(struct ss_plugin *p)
     if ((rc = ss_pwatch_new(p->opt.max_pattern_watches_per_client, p->opt.max_pattern_watches, &p->pwatch)) !=
         SS_OK)
         return rc;
+    ss_pwatch_set_work_limit(p->pwatch, p->opt.max_pattern_watch_work, (size_t)p->opt.max_key_length);
     ss_dedup_limits dl = {p->opt.dedup_window_ms, (size_t)p->opt.dedup_max_entries,
                           (size_t)p->opt.dedup_max_bytes};
     if ((rc = ss_dedup_new(&dl, &p->dedup)) != SS_OK)

@@ -190,3 +190,62 @@ TEST(watch_pattern_disconnect_and_limits)
     client_close(&s);
     broker_stop(&b);
 }
+
+/* The matching work one change may cost the pattern watches is bounded
+ * (max_pattern_watch_work, 20 million steps by default, for keys of up to
+ * max_key_length): a pattern of 1,024 wildcards is refused at once (with
+ * a key of 32,000 bytes it took 0.15 s a change, and 100 of them
+ * seconds); patterns of 200 wildcards that every key would try fit three
+ * times, not four; a pattern in a group of its own is not held back by
+ * them; 0 lifts the limit. */
+TEST(watch_pattern_work_is_bounded)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct client a, s;
+    char ra[64], rs[64];
+    client_connect_rr(&a, b.port, "pa", ra, sizeof ra);
+    client_connect_rr(&s, b.port, "setter", rs, sizeof rs);
+    static const char refusal[] = "error matching this pattern could make a change cost more than "
+                                  "max_pattern_watch_work\n";
+    char heavy[1025];
+    for (int k = 0; k < 510; k++)
+        memcpy(heavy + 2 * k, "*?", 2);
+    memcpy(heavy + 1020, "[ab]", 4);
+    heavy[1024] = '\0';
+    ASSERT_REPLY(admin_call(&a, ra, "h", W("WATCH", heavy)), refusal);
+    ASSERT_TRUE(broker_log_has(&b, "client pa: a pattern watch refused"));
+    char pat[210];
+    for (int i = 0; i < 4; i++) {
+        for (int k = 0; k < 100 - i; k++)
+            memcpy(pat + 2 * k, "*?", 2);
+        pat[2 * (100 - i)] = '\0';
+        char corr[8];
+        snprintf(corr, sizeof corr, "w%d", i);
+        struct msg *m = admin_call(&a, ra, corr, W("WATCH", pat));
+        if (i < 3)
+            ASSERT_REPLY(m, "ok\n");
+        else
+            ASSERT_REPLY(m, refusal);
+    }
+    ASSERT_REPLY(admin_call(&a, ra, "p", W("WATCH", "devices/*/temp")), "ok\n");
+    /* The watches accepted work: a key of 150 characters matches the
+     * three (told once), and one under devices/ the fourth. */
+    char key[151];
+    memset(key, 'a', 150);
+    key[150] = '\0';
+    ASSERT_REPLY(request(&s, rs, "s1", NULL, NULL, W("SET", key, "v")), "+OK\r\n");
+    ASSERT_REPLY(request(&s, rs, "s2", NULL, NULL, W("SET", "devices/7/temp", "21")), "+OK\r\n");
+    ASSERT_EQ(client_drain(&a, 500), 2);
+    client_close(&a);
+    client_close(&s);
+    broker_stop(&b);
+
+    struct broker u = {0};
+    snprintf(u.extra, sizeof u.extra, "plugin_opt_max_pattern_watch_work 0\n");
+    broker_start(&u);
+    client_connect_rr(&a, u.port, "pa", ra, sizeof ra);
+    ASSERT_REPLY(admin_call(&a, ra, "h", W("WATCH", heavy)), "ok\n");
+    client_close(&a);
+    broker_stop(&u);
+}

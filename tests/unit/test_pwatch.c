@@ -189,3 +189,67 @@ TEST(pwatch_leading_double_star_matches_the_bare_tail)
     ASSERT_TOLD(w, "r/s/q", "c(-);");
     ss_pwatch_free(w);
 }
+
+/* The work one change may cost is bounded: the heaviest group a key can
+ * find at each indexed length, summed, times the longest key. Patterns
+ * full of wildcards in one group reach it and the next is refused;
+ * patterns spread over groups a key cannot find together (distinct
+ * prefixes of one length) cost a change only the heaviest of them. */
+TEST(pwatch_work_of_a_change_is_bounded)
+{
+    ss_pwatch *w;
+    ASSERT_EQ(ss_pwatch_new(0, 0, &w), SS_OK);
+    /* 20 million steps for a key of 32,000 bytes: 624 steps a character. */
+    ss_pwatch_set_work_limit(w, 20000000, 32000);
+    /* "*?" 100 times and a letter: 201 tokens, 202 steps a character, a
+     * suffix of one byte. */
+    char pat[256];
+    for (int i = 0; i < 10; i++) {
+        for (int k = 0; k < 100; k++)
+            memcpy(pat + 2 * k, "*?", 2);
+        snprintf(pat + 200, sizeof pat - 200, "%c", 'a' + i);
+        ASSERT_EQ(ss_pwatch_add(w, B("c"), NULL, B(pat)), 1);
+    }
+    /* Suffixes "a" to "j" are of one length, and a key ends with one of
+     * them at most: only the heaviest counts, so all ten fit. */
+    ASSERT_EQ(ss_pwatch_work_bound(w, 32000), 202ull * 32001);
+    /* In the group every key finds ("*?" 100 times: 201 steps; 99 times:
+     * 199; 98 times: 197), two fit beside those (202 + 201 + 199 = 602),
+     * the third would make it 799, past 624: refused, and not kept. */
+    for (int i = 0; i < 3; i++) {
+        for (int k = 0; k < 100 - i; k++)
+            memcpy(pat + 2 * k, "*?", 2);
+        pat[2 * (100 - i)] = '\0';
+        ASSERT_EQ(ss_pwatch_add(w, B("c"), NULL, B(pat)), i < 2 ? 1 : SS_E_LIMIT);
+    }
+    ASSERT_EQ(ss_pwatch_count(w), 12);
+    ASSERT_EQ(ss_pwatch_pattern_count(w), 12);
+    ASSERT_EQ(ss_pwatch_work_bound(w, 32000), 602ull * 32001);
+    /* A text registered already adds no work: another client may have it. */
+    for (int k = 0; k < 100; k++)
+        memcpy(pat + 2 * k, "*?", 2);
+    pat[200] = '\0';
+    ASSERT_EQ(ss_pwatch_add(w, B("d"), NULL, B(pat)), 1);
+    ASSERT_EQ(ss_pwatch_count(w), 13);
+    ASSERT_EQ(ss_pwatch_pattern_count(w), 12);
+    /* A thousand patterns with distinct prefixes of one length: a key
+     * finds one of them at most, so they fit together. */
+    for (int i = 0; i < 1000; i++) {
+        snprintf(pat, sizeof pat, "dev/%04d/**", i);
+        ASSERT_EQ(ss_pwatch_add(w, B("e"), NULL, B(pat)), 1);
+    }
+    /* Dropping a client's patterns gives their work back (but for the
+     * one the other client keeps). */
+    ASSERT_EQ(ss_pwatch_drop_client(w, B("c")), 12);
+    uint64_t left = ss_pwatch_work_bound(w, 32000);
+    ASSERT_TRUE(left > 201ull * 32001 && left < 230ull * 32001); /* and the heaviest dev pattern's */
+    /* No limit: anything goes. */
+    ss_pwatch_set_work_limit(w, 0, 32000);
+    for (int i = 0; i < 5; i++) {
+        for (int k = 0; k < 100; k++)
+            memcpy(pat + 2 * k, "?*", 2);
+        snprintf(pat + 200, sizeof pat - 200, "?%d?", i);
+        ASSERT_EQ(ss_pwatch_add(w, B("f"), NULL, B(pat)), 1);
+    }
+    ss_pwatch_free(w);
+}
