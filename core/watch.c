@@ -35,6 +35,7 @@ struct ss_wentry {
 struct ss_watch {
     ss_table clients, keys, entries;
     size_t max_per_client, max_total, total;
+    size_t max_bytes, bytes; /* of the keys, counted per registration */
 };
 
 int ss_watch_new(size_t max_per_client, size_t max_total, ss_watch **out)
@@ -55,6 +56,11 @@ int ss_watch_new(size_t max_per_client, size_t max_total, ss_watch **out)
     w->max_total = max_total;
     *out = w;
     return SS_OK;
+}
+
+void ss_watch_set_max_bytes(ss_watch *w, size_t max_bytes)
+{
+    w->max_bytes = max_bytes;
 }
 
 static struct ss_wname *ss_watch__name_find(const ss_table *t, ss_bytes b, uint64_t h)
@@ -124,7 +130,8 @@ int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key)
     int rc = SS_OK;
     struct ss_wentry *e = NULL;
     if ((w->max_per_client && c->count >= w->max_per_client) ||
-        (w->max_total && w->total >= w->max_total))
+        (w->max_total && w->total >= w->max_total) ||
+        (w->max_bytes && (key.len > w->max_bytes || w->bytes > w->max_bytes - key.len)))
         rc = SS_E_QUOTA;
     else if ((e = calloc(1, sizeof *e)) == NULL)
         rc = SS_E_NOMEM;
@@ -147,6 +154,7 @@ int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key)
     k->count++;
     ss_table_insert(&w->entries, &e->node, ss_watch__entry_hash(w, c, k));
     w->total++;
+    w->bytes += key.len;
     return 1;
 }
 
@@ -169,6 +177,7 @@ static void ss_watch__entry_unlink(ss_watch *w, struct ss_wentry *e)
     k->count--;
     ss_table_remove(&w->entries, &e->node);
     w->total--;
+    w->bytes -= k->len;
     free(e);
     ss_watch__name_release(&w->keys, k);
 }

@@ -3,7 +3,9 @@
  *
  * In memory only, per (client id, exact key). Client ids and keys are
  * byte runs, copied in. Bounded: at most max_per_client registrations per
- * client and max_total in all. */
+ * client and max_total in all, and (ss_watch_set_max_bytes) at most so
+ * many bytes of keys, each registration counting its key's: keys may be
+ * long, so a count alone bounds no memory. */
 #ifndef SS_WATCH_H
 #define SS_WATCH_H
 
@@ -17,6 +19,8 @@ typedef struct ss_watch ss_watch;
 /* 0 means no limit. Errors: SS_E_NOMEM, SS_E_IO (no randomness). */
 int ss_watch_new(size_t max_per_client, size_t max_total, ss_watch **out);
 void ss_watch_free(ss_watch *w);
+/* At most max_bytes of keys over all registrations (0: no limit). */
+void ss_watch_set_max_bytes(ss_watch *w, size_t max_bytes);
 
 /* Register client for key. 1 when added, 0 when it was already registered,
  * SS_E_QUOTA when a limit is reached, SS_E_NOMEM. */

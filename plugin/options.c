@@ -27,6 +27,7 @@ static const struct ss_option_spec ss_opt_table[] = {
     {"max_key_length", SS_OPTION_U64, SS_OFF(max_key_length), 1, 32700, NULL},
     {"max_registrations_per_client", SS_OPTION_U64, SS_OFF(max_registrations_per_client), 0, 100000000, NULL},
     {"max_registrations", SS_OPTION_U64, SS_OFF(max_registrations), 0, 1000000000, NULL},
+    {"max_registration_bytes", SS_OPTION_U64, SS_OFF(max_registration_bytes), 0, (uint64_t)1 << 40, NULL},
     {"max_pattern_watches_per_client", SS_OPTION_U64, SS_OFF(max_pattern_watches_per_client), 0, 1000000, NULL},
     {"max_pattern_watches", SS_OPTION_U64, SS_OFF(max_pattern_watches), 0, 100000000, NULL},
     {"max_pattern_watch_work", SS_OPTION_U64, SS_OFF(max_pattern_watch_work), 0, UINT64_MAX / 2, NULL},
@@ -114,6 +115,7 @@ int ss_options_parse(struct ss_plugin_options *o, struct mosquitto_opt *opts, in
     o->max_key_length = 32000;
     o->max_registrations_per_client = 1000;
     o->max_registrations = 1000000;
+    o->max_registration_bytes = (uint64_t)64 << 20;
     o->max_pattern_watches_per_client = 100;
     o->max_pattern_watches = 10000;
     o->max_pattern_watch_work = 20000000;
@@ -169,7 +171,8 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
         MOSQ_LOG_NOTICE,
         "statestore: %s keys=%llu node_id=%s "
         "max_keys=%llu max_store_bytes=%llu max_key_length=%llu "
-        "max_registrations_per_client=%llu max_registrations=%llu max_pattern_watches_per_client=%llu "
+        "max_registrations_per_client=%llu max_registrations=%llu max_registration_bytes=%llu "
+        "max_pattern_watches_per_client=%llu "
         "max_pattern_watches=%llu max_pattern_watch_work=%llu dedup_window_ms=%llu "
         "dedup_max_entries=%llu dedup_max_bytes=%llu max_queued_bytes=%llu websockets_wake_ms=%llu scan_page_bytes=%llu log_level=%s "
         "max_value_bytes=%llu "
@@ -177,7 +180,8 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
         where, (unsigned long long)keys, o->node_id, (unsigned long long)o->max_keys,
         (unsigned long long)o->max_store_bytes,
         (unsigned long long)o->max_key_length, (unsigned long long)o->max_registrations_per_client,
-        (unsigned long long)o->max_registrations, (unsigned long long)o->max_pattern_watches_per_client,
+        (unsigned long long)o->max_registrations, (unsigned long long)o->max_registration_bytes,
+        (unsigned long long)o->max_pattern_watches_per_client,
         (unsigned long long)o->max_pattern_watches, (unsigned long long)o->max_pattern_watch_work,
         (unsigned long long)o->dedup_window_ms,
         (unsigned long long)o->dedup_max_entries, (unsigned long long)o->dedup_max_bytes,

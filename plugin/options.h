@@ -22,6 +22,7 @@ struct ss_plugin_options {
     uint64_t max_key_length;
     uint64_t max_registrations_per_client;
     uint64_t max_registrations;
+    uint64_t max_registration_bytes; /* of the registered keys, each registration counting its key */
     uint64_t max_pattern_watches_per_client; /* WATCH PATTERN on the administrative topic */
     uint64_t max_pattern_watches;
     uint64_t max_pattern_watch_work; /* matching steps one change may cost them (core/pwatch.h) */

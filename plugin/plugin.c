@@ -159,6 +159,7 @@ static int ss_plugin__open(struct ss_plugin *p)
     if ((rc = ss_watch_new(p->opt.max_registrations_per_client, p->opt.max_registrations, &p->watch)) !=
         SS_OK)
         return rc;
+    ss_watch_set_max_bytes(p->watch, (size_t)p->opt.max_registration_bytes);
     if ((rc = ss_pwatch_new(p->opt.max_pattern_watches_per_client, p->opt.max_pattern_watches, &p->pwatch)) !=
         SS_OK)
         return rc;

@@ -361,4 +361,29 @@ TEST(reliability_per_client_limits)
     client_close(&c);
     client_close(&d);
     broker_stop(&b);
+
+    /* Keys may be long: the bytes of the registered keys are bounded too
+     * (max_registration_bytes); the greedy client's go back when it
+     * leaves. */
+    struct broker e = {0};
+    snprintf(e.extra, sizeof e.extra, "plugin_opt_max_registration_bytes 100000\n");
+    broker_start(&e);
+    client_connect_rr(&c, e.port, "greedy", r, sizeof r);
+    static char key[30001];
+    for (int i = 0; i < 4; i++) {
+        memset(key, 'a' + i, 30000);
+        m = request(&c, r, "x", NULL, NULL, W("KEYNOTIFY", key));
+        if (i < 3)
+            PAYLOAD(m, "+OK\r\n");
+        else
+            PAYLOAD(m, "-ERR the quota has been exceeded\r\n");
+    }
+    client_connect_rr(&d, e.port, "modest", rd, sizeof rd);
+    m = request(&d, rd, "x", NULL, NULL, W("KEYNOTIFY", key)); /* 90,000 + 30,000 */
+    PAYLOAD(m, "-ERR the quota has been exceeded\r\n");
+    client_close(&c);
+    m = request(&d, rd, "y", NULL, NULL, W("KEYNOTIFY", key));
+    PAYLOAD(m, "+OK\r\n");
+    client_close(&d);
+    broker_stop(&e);
 }

@@ -75,6 +75,30 @@ TEST(watch_many_and_total_limit)
     ss_watch_free(w); /* frees the rest: valgrind checks it */
 }
 
+/* Keys may be long: the bytes of the registered keys are bounded too,
+ * each registration counting its key's, and a removal or a disconnect
+ * gives them back. */
+TEST(watch_bytes_limit)
+{
+    ss_watch *w;
+    ASSERT_EQ(ss_watch_new(0, 0, &w), SS_OK);
+    ss_watch_set_max_bytes(w, 100);
+    ASSERT_EQ(ss_watch_add(w, B("a"), B("0123456789012345678901234567890123456789")), 1); /* 40 */
+    ASSERT_EQ(ss_watch_add(w, B("b"), B("0123456789012345678901234567890123456789")), 1); /* 80: counted again */
+    ASSERT_EQ(ss_watch_add(w, B("a"), B("012345678901234567890")), SS_E_QUOTA);        /* 101 */
+    ASSERT_EQ(ss_watch_add(w, B("a"), B("01234567890123456789")), 1);                 /* 100 */
+    ASSERT_EQ(ss_watch_add(w, B("c"), B("x")), SS_E_QUOTA);
+    ASSERT_EQ(ss_watch_client_count(w, B("c")), 0);
+    ASSERT_EQ(ss_watch_add(w, B("a"), B("01234567890123456789")), 0); /* registered already */
+    ASSERT_EQ(ss_watch_remove(w, B("a"), B("01234567890123456789")), 1);
+    ASSERT_EQ(ss_watch_add(w, B("c"), B("x")), 1);
+    ASSERT_EQ(ss_watch_drop_client(w, B("b")), 1);
+    ASSERT_EQ(ss_watch_add(w, B("c"), B("0123456789012345678901234567890123456789")), 1); /* 81 */
+    ss_watch_set_max_bytes(w, 0);
+    ASSERT_EQ(ss_watch_add(w, B("c"), B("0123456789012345678901234567890123456789-")), 1);
+    ss_watch_free(w);
+}
+
 TEST(dedup_first_answer_within_window)
 {
     ss_dedup_limits lim = {10000, 100, 1 << 20};
