@@ -366,8 +366,12 @@ static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_fl
          * known before is compared again (ss_etcd__read_confirmed). */
         e->watch_gap_rev = revision;
     }
-    if (f->nospace && f->writes && ss_etcd__limited(e))
-        e->usage_known = false; /* deletions not counted: count again */
+    if (f->nospace && f->writes && ss_etcd__limited(e)) {
+        /* Deletions not charged to the counter: the records are counted
+         * again, and the count replaces it. */
+        e->usage_known = false;
+        e->usage_recount = true;
+    }
     if (rc == SS_E_CONFLICT) {
         e->stats.conflicts++;
         /* Someone else wrote: reads are compared one by one for a while

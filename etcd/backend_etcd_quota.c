@@ -188,6 +188,12 @@ static void ss_etcd__usage_later(struct ss_backend_etcd *e, const ss_grpc_call *
 
 void ss_etcd__usage_step(struct ss_backend_etcd *e)
 {
+    /* While etcd is out of space (as this broker saw it last) the counter
+     * is used as it is, too high by the deletions made meanwhile: only
+     * growth is refused, and no put, a count's replacement neither, is
+     * taken then. Once it takes writes again, the count replaces it. */
+    if (e->usage_recount && !e->nospace_said && e->usage_known && !ss_backend_etcd_committing(&e->base))
+        e->usage_known = false;
     if (!ss_etcd__limited(e) || e->usage_known || e->usage_asked || ss_etcd__mono_ms() < e->usage_retry_ms)
         return;
     e->usage_asked = true;
@@ -269,6 +275,14 @@ void ss_etcd__usage_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
             ss_etcd__usage_count(e);
             return;
         }
+        if (e->usage_recount && !e->nospace_said) { /* too high: count, and replace it at this revision */
+            ss_etcd__log(e, SS_LOG_NOTICE, "counting the store's usage again: deletions made while etcd was "
+                         "out of space were not charged to %sq/usage", e->prefix);
+            e->usage_bad_rev = kv.mod_revision;
+            ss_etcd_reply_free(&r);
+            ss_etcd__usage_count(e);
+            return;
+        }
         ok = ss_etcd__usage_parse(e, kv.value, kv.mod_revision);
         if (!ok) { /* count again, and replace what is there */
             ss_etcd__usage_unreadable(e, kv.value, kv.mod_revision);
@@ -279,12 +293,16 @@ void ss_etcd__usage_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         ss_etcd_reply_free(&r);
     } else if (op->kind == SS_OP_USAGE_INIT && c->rc == SS_OK && ss_etcd_txn_unpack(&c->reply, &r, &kv) == SS_OK) {
         if (r.succeeded) { /* created: read it back */
+            e->usage_recount = false;
             ss_etcd_reply_free(&r);
             ss_etcd__send(e, SS_OP_USAGE, SS_ETCD_RANGE_METHOD, ss_etcd__pack_usage);
             return;
         }
-        ok = kv.found && ss_etcd__usage_parse(e, kv.value, kv.mod_revision);
-        if (kv.found && !ok) /* another unreadable one: the next try replaces it */
+        /* Another broker wrote the counter meanwhile: taken as it is,
+         * unless it is to be replaced by a count (then counted again). */
+        bool replace = e->usage_recount && !e->nospace_said;
+        ok = kv.found && !replace && ss_etcd__usage_parse(e, kv.value, kv.mod_revision);
+        if (kv.found && !ok && !replace) /* another unreadable one: the next try replaces it */
             ss_etcd__usage_unreadable(e, kv.value, kv.mod_revision);
         ss_etcd_reply_free(&r);
     }

@@ -346,8 +346,10 @@ struct ss_backend_etcd {
     int64_t usage_rev;
     uint64_t usage_keys, usage_bytes, usage_retry_ms;
     /* the revision of a counter that is not "<keys> <bytes>" (put there
-     * by hand): counted again and replaced (0: none) */
+     * by hand), or that deletions made while etcd was out of space left
+     * too high: counted again and replaced (0: none) */
     int64_t usage_bad_rev;
+    bool usage_recount; /* such deletions were made: the counter read next is replaced by a count */
     /* a count of the records under way: where it is, the revision its
      * pages are read at (0: before the first), what it found so far */
     struct ss_etcd_walk usage_walk;

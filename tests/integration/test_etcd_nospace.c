@@ -4,7 +4,8 @@
  * put). A full store must still be read, shrunk and expired: reads
  * answer, deletions succeed, expiries are notified, writes that store
  * anything are answered "quota exceeded", $SYS and the log say why, and
- * writes come back once an operator frees space. */
+ * writes come back once an operator frees space, with the usage counter
+ * of max_keys counted again. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,7 @@ TEST(cluster_out_of_space_reads_deletions_and_expiry_go_on)
     snprintf(b.data, sizeof b.data, "%s/data-full", test_tmpdir());
     snprintf(b.extra, sizeof b.extra,
              "plugin_opt_backend etcd\nplugin_opt_etcd_endpoints %s\nplugin_opt_etcd_prefix full/\n"
-             "plugin_opt_node_id full\nsys_interval 1\n", c.endpoints);
+             "plugin_opt_node_id full\nsys_interval 1\nplugin_opt_max_keys 1000\n", c.endpoints);
     broker_start(&b);
     struct client w, o;
     char rw[64], ro[64];
@@ -159,6 +160,15 @@ TEST(cluster_out_of_space_reads_deletions_and_expiry_go_on)
     PAYLOAD(m, "$1\r\na\r\n");
     m = request(&w, rw, "gl", NULL, NULL, W("GET", "live"));
     PAYLOAD(m, "$1\r\nv\r\n");
+    /* The usage counter (max_keys is set) was not charged for the
+     * deletions made while out of space: counted again, it holds what is
+     * there, "live", "fill/0" and "again": 3 keys, and each key's and
+     * value's bytes and 64. */
+    ASSERT_TRUE(broker_log_has(&b, "counting the store's usage again"));
+    ASSERT_EQ(etcd_cluster_ctl(&c, out, sizeof out, "get", "full/q/usage", "--print-value-only", NULL), 0);
+    char want[64];
+    snprintf(want, sizeof want, "3 %zu\n", (4 + 1 + 64) + (6 + (sizeof big - 1) + 64) + (5 + 1 + 64));
+    ASSERT_MEM(out, strlen(out), want, strlen(want));
     client_close(&w);
     client_close(&o);
     broker_stop(&b);
