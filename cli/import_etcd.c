@@ -98,7 +98,7 @@ int import_etcd_open(const struct cli *cl, struct import_etcd **out, char *why, 
     /* etcd's own user and password (-u, -P), when given. */
     if (rc == SS_OK && cl->conn.username) {
         c.method = SS_ETCD_AUTHENTICATE_METHOD;
-        char token[256];
+        char token[SS_GRPC_TOKEN_MAX];
         rc = ss_etcd_authenticate_pack(&c.request, cl->conn.username, cl->conn.password ? cl->conn.password : "");
         if (rc == SS_OK && (rc = import_etcd__call(e, &c, why, n)) == SS_OK &&
             ((rc = ss_etcd_authenticate_unpack(&c.reply, token, sizeof token)) != SS_OK ||

@@ -125,7 +125,7 @@ static void ss_probe__answered(struct ss_backend_etcd *e, struct ss_etcd_probe *
     pr->busy = false;
     pr->checked = true;
     if (pr->authing) {
-        char token[256];
+        char token[SS_GRPC_TOKEN_MAX];
         if (c->rc == SS_OK && ss_etcd_authenticate_unpack(&c->reply, token, sizeof token) == SS_OK &&
             ss_grpc_set_token(pr->grpc, token) == SS_OK) {
             pr->logged_in = true;

@@ -243,7 +243,7 @@ static int ss_etcd__pack_auth(struct ss_backend_etcd *e, ss_buf *out)
 /* A login's reply: the token for every later call. */
 int ss_etcd__logged_in(struct ss_backend_etcd *e, const ss_grpc_call *c)
 {
-    char token[256];
+    char token[SS_GRPC_TOKEN_MAX];
     if (c->rc != SS_OK)
         return c->rc;
     int rc = ss_etcd_authenticate_unpack(&c->reply, token, sizeof token);

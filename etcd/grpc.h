@@ -116,6 +116,11 @@ void ss_grpc_cancel(ss_grpc *g, ss_grpc_call *c);
 /* Free what a call holds (not the call itself). */
 void ss_grpc_call_clear(ss_grpc_call *c);
 
+/* The longest authentication token kept, its NUL included: etcd's simple
+ * tokens are some 20 bytes, its JWTs (--auth-token jwt, RS256) several
+ * hundred. */
+#define SS_GRPC_TOKEN_MAX 4096u
+
 /* etcd's authentication token, sent as metadata with every later call
  * ("" for none). 0, or SS_E_INVAL when it is too long. */
 int ss_grpc_set_token(ss_grpc *g, const char *token);

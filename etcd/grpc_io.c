@@ -355,7 +355,7 @@ static int ss_grpc__start(ss_grpc *g, ss_grpc_call *c)
     char token[sizeof g->token];
     pthread_mutex_lock(&g->mu);
     ss_buf_clear(&c->inbox); /* the owner takes a stream's messages under mu */
-    memcpy(token, g->token, sizeof token);
+    memcpy(token, g->token, strlen(g->token) + 1);
     pthread_mutex_unlock(&g->mu);
 #define SS_NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
     nghttp2_nv hdrs[] = {SS_NV(":method", "POST"),         SS_NV(":scheme", e->tls ? "https" : "http"),

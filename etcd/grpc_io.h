@@ -35,7 +35,7 @@ struct ss_grpc {
     bool stop;                          /* under mu */
     ss_grpc_call *submitted, *sub_tail; /* under mu */
     ss_grpc_call *done, *done_tail;     /* under mu */
-    char token[256];                    /* under mu: etcd's auth token, "" for none */
+    char token[SS_GRPC_TOKEN_MAX];      /* under mu: etcd's auth token, "" for none */
     /* I/O thread only */
     size_t connected_to; /* the endpoint of the connection */
     struct nghttp2_session *session;

@@ -503,7 +503,9 @@ int ss_etcd_authenticate_unpack(const ss_buf *reply, char *token, size_t token_l
         etcdserverpb__authenticate_response__unpack(NULL, reply->len, reply->data);
     if (m == NULL)
         return SS_E_PROTOCOL;
-    int rc = m->token && strlen(m->token) < token_len ? SS_OK : SS_E_INVAL;
+    /* No token: refused. One too long to keep is not the password's fault:
+     * a limit of this client. */
+    int rc = m->token == NULL ? SS_E_INVAL : strlen(m->token) < token_len ? SS_OK : SS_E_LIMIT;
     if (rc == SS_OK)
         snprintf(token, token_len, "%s", m->token);
     protobuf_c_message_free_unpacked(&m->base, NULL);

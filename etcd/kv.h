@@ -129,8 +129,8 @@ typedef struct ss_etcd_status {
 int ss_etcd_status_read(const ss_buf *reply, ss_etcd_status *out);
 
 /* Authenticate as name with password; the reply's token into token
- * (token_len bytes with its NUL). 0, SS_E_NOMEM, SS_E_PROTOCOL, or
- * SS_E_INVAL for a token that does not fit. */
+ * (token_len bytes with its NUL). 0, SS_E_NOMEM, SS_E_PROTOCOL, SS_E_INVAL
+ * for a reply without a token, or SS_E_LIMIT for one that does not fit. */
 int ss_etcd_authenticate_pack(ss_buf *out, const char *name, const char *password);
 int ss_etcd_authenticate_unpack(const ss_buf *reply, char *token, size_t token_len);
 

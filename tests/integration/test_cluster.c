@@ -499,6 +499,41 @@ TEST(cluster_etcd_user_and_password)
     etcd_cluster_stop(&c);
 }
 
+/* etcd's JWT tokens (--auth-token jwt, RS256: the setup etcd documents
+ * for production) are several hundred bytes long, where its simple tokens
+ * are some 20: the plugin logs in with them, and serves. */
+TEST(cluster_etcd_jwt_tokens)
+{
+    const char *d = test_tmpdir();
+    char cmd[1200], arg[1000];
+    snprintf(cmd, sizeof cmd,
+             "openssl genrsa -out %s/jwt.key 2048 >%s/openssl.log 2>&1 && "
+             "openssl rsa -in %s/jwt.key -pubout -out %s/jwt.pub >>%s/openssl.log 2>&1",
+             d, d, d, d, d);
+    ASSERT_EQ(system(cmd), 0);
+    snprintf(arg, sizeof arg, "--auth-token=jwt,pub-key=%s/jwt.pub,priv-key=%s/jwt.key,sign-method=RS256", d, d);
+    struct etcd_cluster c;
+    etcd_cluster_start_with(&c, 1, arg);
+    etcdctl(&c, W("user", "add", "root", "--new-user-password=rootpw", "--interactive=false"));
+    etcdctl(&c, W("role", "add", "store"));
+    etcdctl(&c, W("role", "grant-permission", "--prefix=true", "store", "readwrite", "race/"));
+    etcdctl(&c, W("user", "add", "store", "--new-user-password=storepw", "--interactive=false"));
+    etcdctl(&c, W("user", "grant-role", "store", "store"));
+    etcdctl(&c, W("auth", "enable"));
+    struct broker b;
+    cluster_broker(&b, &c, "jwt", "plugin_opt_etcd_username store\nplugin_opt_etcd_password storepw\n");
+    struct client cl;
+    char r[64];
+    client_connect_rr(&cl, b.port, "c", r, sizeof r);
+    struct msg *m = request(&cl, r, "1", NULL, NULL, W("SET", "k", "v"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&cl, r, "2", NULL, NULL, W("GET", "k"));
+    PAYLOAD(m, "$1\r\nv\r\n");
+    client_close(&cl);
+    broker_stop(&b);
+    etcd_cluster_stop(&c);
+}
+
 /* max_keys and max_store_bytes hold for the whole store, whichever broker
  * writes: the counter is created by counting what is there, every write
  * is charged in the Txn that makes it, and deletes give room back. */
