@@ -381,13 +381,14 @@ int ss_client_attach(struct mosquitto *mosq, const char *client_id, unsigned tim
     return rc;
 }
 
-void ss_client__callbacks_set(ss_client *c)
+void ss_client__callbacks_set(ss_client *c, struct mosquitto *m)
 {
-    mosquitto_connect_v5_callback_set(c->m, ss_client__cb_connect);
-    mosquitto_subscribe_v5_callback_set(c->m, ss_client__cb_subscribe);
-    mosquitto_disconnect_v5_callback_set(c->m, ss_client__cb_disconnect);
-    mosquitto_message_v5_callback_set(c->m, ss_client__cb_message);
-    mosquitto_publish_v5_callback_set(c->m, ss_client__cb_publish);
+    (void)c;
+    mosquitto_connect_v5_callback_set(m, ss_client__cb_connect);
+    mosquitto_subscribe_v5_callback_set(m, ss_client__cb_subscribe);
+    mosquitto_disconnect_v5_callback_set(m, ss_client__cb_disconnect);
+    mosquitto_message_v5_callback_set(m, ss_client__cb_message);
+    mosquitto_publish_v5_callback_set(m, ss_client__cb_publish);
 }
 
 void ss_client_close(ss_client *c)
@@ -423,6 +424,7 @@ void ss_client_close(ss_client *c)
     ss_table_free(&c->watched_index);
     if (c->own && c->m)
         mosquitto_destroy(c->m);
+    ss_client__conf_free(&c->conf);
     free(c->id);
     free(c->resp_topic);
     free(c->notify_prefix);

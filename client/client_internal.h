@@ -62,9 +62,19 @@ struct ss_watched {
     uint8_t key[];
 };
 
+/* What a client's own handle is made with, kept for the new handle of
+ * each reconnection (connect.c). Strings owned; NULL when not given. */
+struct ss_client_conf {
+    char *host, *username, *password, *cafile, *capath, *certfile, *keyfile, *tls_version;
+    int port, keepalive;
+    bool tls, insecure;
+};
+
 struct ss_client {
-    struct mosquitto *m;
+    struct mosquitto *m; /* under mu when it may be replaced (own, not attached) */
     bool own; /* we created m and run its thread */
+    struct ss_client_conf conf;
+    int publishing; /* threads inside a publish on m: a new m waits for them to leave the old */
     char *id;
     char *resp_topic;
     char *notify_prefix;
@@ -142,8 +152,12 @@ unsigned ss_client__backoff_step(ss_client *c);
 void ss_client__schedule_reconnect(ss_client *c);
 /* A client on m (ours when own), not connected; set m's callbacks to
  * the client's. */
+/* Connect again on a new handle (connect.c); 0, or a failure (the old
+ * handle stays, to try again after the backoff). */
+int ss_client__reconnect(ss_client *c, bool blocking);
+void ss_client__conf_free(struct ss_client_conf *f);
 int ss_client__new(struct mosquitto *m, bool own, const char *id, unsigned timeout_ms, ss_client **out);
-void ss_client__callbacks_set(ss_client *c);
+void ss_client__callbacks_set(ss_client *c, struct mosquitto *m);
 /* The text of the broker's refusal with an MQTT 5 reason code (PUBACK or
  * DISCONNECT): "the broker refused the request (packet too large: its
  * limit is N bytes)". Malloc'ed; NULL when out of memory. */

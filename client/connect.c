@@ -12,6 +12,7 @@
 #include <mosquitto.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -81,67 +82,137 @@ static void ss_client__cb_log(struct mosquitto *m, void *ud, int level, const ch
     c->log_cb(c->log_ud, level, line);
 }
 
+
+/* A copy of s into *out (NULL stays NULL); false when out of memory. */
+static bool ss_client__keep(char **out, const char *s)
+{
+    *out = s ? strdup(s) : NULL;
+    return s == NULL || *out != NULL;
+}
+
+void ss_client__conf_free(struct ss_client_conf *f)
+{
+    char **strings[] = {&f->host, &f->username, &f->password, &f->cafile,
+                        &f->capath, &f->certfile, &f->keyfile, &f->tls_version};
+    for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
+        free(*strings[i]);
+        *strings[i] = NULL;
+    }
+}
+
+/* Keep the options a handle is made with (d: defaults applied). */
+static int ss_client__conf_keep(struct ss_client_conf *f, const ss_client_options *d)
+{
+    bool ok = ss_client__keep(&f->host, d->host) && ss_client__keep(&f->username, d->username) &&
+              ss_client__keep(&f->password, d->password) && ss_client__keep(&f->cafile, d->cafile) &&
+              ss_client__keep(&f->capath, d->capath) && ss_client__keep(&f->certfile, d->certfile) &&
+              ss_client__keep(&f->keyfile, d->keyfile) && ss_client__keep(&f->tls_version, d->tls_version);
+    f->port = d->port;
+    f->keepalive = d->keepalive;
+    f->tls = d->cafile || d->capath || d->tls;
+    f->insecure = d->insecure;
+    if (!ok)
+        ss_client__conf_free(f);
+    return ok ? SS_OK : SS_E_NOMEM;
+}
+
 /* The TLS settings beyond the files: the system's authorities when no
  * cafile/capath is given, the host name check, the protocol version. */
-static int ss_client__tls_extras(struct mosquitto *m, const ss_client_options *d)
+static int ss_client__tls_extras(struct mosquitto *m, const struct ss_client_conf *f)
 {
     int mrc = MOSQ_ERR_SUCCESS;
-    if (!d->cafile && !d->capath)
+    if (!f->cafile && !f->capath)
         mrc = mosquitto_int_option(m, MOSQ_OPT_TLS_USE_OS_CERTS, 1);
-    if (mrc == MOSQ_ERR_SUCCESS && d->tls_version)
-        mrc = mosquitto_tls_opts_set(m, 1, d->tls_version, NULL);
-    if (mrc == MOSQ_ERR_SUCCESS && d->insecure)
+    if (mrc == MOSQ_ERR_SUCCESS && f->tls_version)
+        mrc = mosquitto_tls_opts_set(m, 1, f->tls_version, NULL);
+    if (mrc == MOSQ_ERR_SUCCESS && f->insecure)
         mrc = mosquitto_tls_insecure_set(m, true);
     return mrc;
 }
 
-/* A client on a new mosquitto handle: MQTT 5, callbacks, credentials and
- * TLS set, not connected yet. */
+/* A new mosquitto handle for c, made as c's configuration says: MQTT 5,
+ * callbacks, credentials and TLS set, not connected yet. */
+static int ss_client__handle(ss_client *c, struct mosquitto **out, char *why, size_t why_len)
+{
+    const struct ss_client_conf *f = &c->conf;
+    struct mosquitto *m = mosquitto_new(c->id, true, c);
+    if (m == NULL)
+        return ss_client__explain(why, why_len, SS_E_NOMEM, "out of memory");
+    mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5);
+    mosquitto_int_option(m, MOSQ_OPT_TCP_NODELAY, 1);
+    ss_client__callbacks_set(c, m);
+    if (c->log_cb)
+        mosquitto_log_callback_set(m, ss_client__cb_log);
+    int mrc = MOSQ_ERR_SUCCESS, rc = SS_OK;
+    if (f->username && (mrc = mosquitto_username_pw_set(m, f->username, f->password)) != MOSQ_ERR_SUCCESS)
+        rc = ss_client__explain_mosq(why, why_len, mrc, 0, f->host);
+    if (rc == SS_OK && (f->cafile || f->capath || f->certfile) &&
+        (mrc = mosquitto_tls_set(m, f->cafile, f->capath, f->certfile, f->keyfile, NULL)) != MOSQ_ERR_SUCCESS)
+        rc = ss_client__explain(why, why_len, SS_E_INVAL, "cannot use the TLS files (missing or unreadable): %s",
+                                mosquitto_strerror(mrc));
+    if (rc == SS_OK && f->tls && (mrc = ss_client__tls_extras(m, f)) != MOSQ_ERR_SUCCESS)
+        rc = ss_client__explain(why, why_len, SS_E_INVAL, "cannot use the TLS options: %s", mosquitto_strerror(mrc));
+    if (rc != SS_OK) {
+        mosquitto_destroy(m);
+        return rc;
+    }
+    *out = m;
+    return SS_OK;
+}
+
+/* A client on a new mosquitto handle, not connected yet. */
 static int ss_client__prepare(const ss_client_options *d, ss_client **out, char *why, size_t why_len)
 {
     mosquitto_lib_init();
-    struct mosquitto *m = mosquitto_new(d->client_id, true, NULL);
-    if (m == NULL)
-        return ss_client__explain(why, why_len, SS_E_NOMEM, "out of memory");
     ss_client *c;
-    int rc = ss_client__new(m, true, d->client_id, d->timeout_ms, &c);
-    if (rc != SS_OK) {
-        mosquitto_destroy(m);
+    int rc = ss_client__new(NULL, true, d->client_id, d->timeout_ms, &c);
+    if (rc != SS_OK)
         return ss_client__explain(why, why_len, rc, "%s", ss_strerror(rc));
-    }
-    mosquitto_user_data_set(m, c);
-    mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5);
-    mosquitto_int_option(m, MOSQ_OPT_TCP_NODELAY, 1);
-    ss_client__callbacks_set(c);
     if (d->log_cb) {
         c->log_cb = d->log_cb;
         c->log_ud = d->log_ud;
-        mosquitto_log_callback_set(m, ss_client__cb_log);
     }
-    int mrc = MOSQ_ERR_SUCCESS;
-    if (d->username)
-        mrc = mosquitto_username_pw_set(m, d->username, d->password);
-    if (mrc != MOSQ_ERR_SUCCESS) {
+    if ((rc = ss_client__conf_keep(&c->conf, d)) != SS_OK) {
         ss_client_close(c);
-        return ss_client__explain_mosq(why, why_len, mrc, 0, d->host);
+        return ss_client__explain(why, why_len, rc, "%s", ss_strerror(rc));
     }
-    if (d->cafile || d->capath || d->certfile) {
-        mrc = mosquitto_tls_set(m, d->cafile, d->capath, d->certfile, d->keyfile, NULL);
-        if (mrc != MOSQ_ERR_SUCCESS) {
-            ss_client_close(c);
-            return ss_client__explain(why, why_len, SS_E_INVAL,
-                                      "cannot use the TLS files (missing or unreadable): %s",
-                                      mosquitto_strerror(mrc));
-        }
-    }
-    bool tls = d->cafile || d->capath || d->tls;
-    if (tls && (mrc = ss_client__tls_extras(m, d)) != MOSQ_ERR_SUCCESS) {
+    if ((rc = ss_client__handle(c, &c->m, why, why_len)) != SS_OK) {
         ss_client_close(c);
-        return ss_client__explain(why, why_len, SS_E_INVAL, "cannot use the TLS options: %s",
-                                  mosquitto_strerror(mrc));
+        return rc;
     }
     *out = c;
     return SS_OK;
+}
+
+/* Connect again on a new handle, never on the old one: libmosquitto sends
+ * a handle's unacknowledged PUBLISHes again after a reconnection, and a
+ * request whose call failed (SS_E_CONNECTION, SS_E_TIMEOUT) would then run
+ * after all, perhaps long after (docs/CLIENT.md). The old handle goes
+ * once no thread is inside a publish on it. */
+int ss_client__reconnect(ss_client *c, bool blocking)
+{
+    struct mosquitto *m;
+    int rc = ss_client__handle(c, &m, NULL, 0);
+    if (rc != SS_OK)
+        return rc;
+    const struct ss_client_conf *f = &c->conf;
+    int mrc;
+    if (blocking) {
+        mosquitto_threaded_set(m, true);
+        mrc = mosquitto_connect_bind_v5(m, f->host, f->port, f->keepalive, NULL, NULL);
+    } else {
+        mrc = mosquitto_connect_bind_async(m, f->host, f->port, f->keepalive, NULL);
+    }
+    pthread_mutex_lock(&c->mu);
+    bool swap = mrc == MOSQ_ERR_SUCCESS && !c->closing;
+    struct mosquitto *old = swap ? c->m : m;
+    if (swap)
+        c->m = m;
+    while (swap && c->publishing > 0)
+        pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+    mosquitto_destroy(old);
+    return swap ? SS_OK : SS_E_CONNECTION;
 }
 
 /* One blocking attempt; *final is set when trying again cannot help (the

@@ -92,7 +92,7 @@ int ss_client_process(ss_client *c, bool readable, bool writable)
     if (closing)
         return SS_OK;
     if (due) {
-        if (mosquitto_reconnect_async(m) != MOSQ_ERR_SUCCESS)
+        if (ss_client__reconnect(c, false) != SS_OK) /* on a new handle: see connect.c */
             ss_client__schedule_reconnect(c);
     } else if (at == 0 && mosquitto_socket(m) < 0) {
         /* The connection is gone: try again after the backoff. */

@@ -131,7 +131,7 @@ static void *ss_client__net_main(void *arg)
          * reconnection failed: try again after the backoff. */
         if (!ss_client__backoff(c))
             break;
-        mosquitto_reconnect(c->m);
+        ss_client__reconnect(c, true);
     }
     return NULL;
 }
@@ -174,10 +174,13 @@ void ss_client__threads_stop(ss_client *c)
     c->closing = true;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&c->mu);
+    struct mosquitto *m = c->m; /* after closing is set, no new one replaces it */
+    pthread_mutex_unlock(&c->mu);
     if (c->evloop)
-        mosquitto_disconnect(c->m); /* written at once: no thread of ours */
+        mosquitto_disconnect(m); /* written at once: no thread of ours */
     if (c->net_running) {
-        mosquitto_disconnect(c->m); /* also wakes the loop */
+        mosquitto_disconnect(m); /* also wakes the loop */
         pthread_join(c->net, NULL);
         c->net_running = false;
     }

@@ -116,12 +116,19 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
         if (p->deadline_ms < c->reap_at)
             c->reap_at = p->deadline_ms;
         begun = ss_early_begin(&c->early);
+        c->publishing++; /* the handle stays until this publish is done (connect.c) */
     }
+    struct mosquitto *m = c->m;
     pthread_mutex_unlock(&c->mu);
     int mid = 0;
-    if (rc == MOSQ_ERR_SUCCESS)
-        rc = mosquitto_publish_v5(c->m, &mid, kind == SS_ANSWER_ADMIN ? SS_ADMIN_TOPIC : SS_REQUEST_TOPIC,
+    if (rc == MOSQ_ERR_SUCCESS) {
+        rc = mosquitto_publish_v5(m, &mid, kind == SS_ANSWER_ADMIN ? SS_ADMIN_TOPIC : SS_REQUEST_TOPIC,
                                   (int)payload.len, payload.data, 1, false, props);
+        pthread_mutex_lock(&c->mu);
+        if (--c->publishing == 0)
+            pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+    }
     mosquitto_property_free_all(&props);
     ss_buf_free(&payload);
     if (rc == MOSQ_ERR_SUCCESS) {

@@ -19,6 +19,7 @@
 #include "../../client/client.h"
 #include "../../core/errors.h"
 #include "../test.h"
+#include "delay_proxy.h"
 #include "harness.h"
 
 struct done_box {
@@ -96,6 +97,54 @@ TEST(client_calls_in_flight_fail_when_the_connection_drops)
     ASSERT_TRUE(now_ms() - t0 < 100);
     ss_client_close(c);
     ASSERT_EQ(done_calls(&d), 1); /* once, not again at close */
+}
+
+/* A request whose call failed is never sent again: the client reaches
+ * the broker through a proxy that holds what it sends; a SET goes out and
+ * is held (no PUBACK); the proxy goes, and the call fails with
+ * SS_E_CONNECTION. When the client has reconnected (through a new proxy on
+ * the same port), libmosquitto would send the unacknowledged SET again on
+ * the same handle, and it would run after its call had failed: the
+ * client reconnects on a new handle instead, and the key stays absent. */
+TEST(client_failed_call_is_not_sent_again_after_a_reconnect)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    int via = free_port();
+    struct delay_proxy *px = delay_proxy_start("127.0.0.1", via, "127.0.0.1", b.port);
+    ss_client_options o = {.host = "127.0.0.1", .port = via, .client_id = "resender", .timeout_ms = 5000};
+    ss_client *c;
+    ASSERT_EQ(ss_client_connect(&o, &c), SS_OK);
+    ss_client_set_reconnect_backoff(c, 100, 200);
+    delay_proxy_hold(px, true);
+    struct done_box d = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    ASSERT_EQ(ss_client_set_async(c, "late", 4, "v", 1, NULL, done_cb, &d), SS_OK);
+    usleep(200 * 1000); /* sent, and held */
+    delay_proxy_stop(px);
+    for (int i = 0; i < 300 && done_calls(&d) == 0; i++)
+        usleep(10000);
+    ASSERT_EQ(done_calls(&d), 1);
+    ASSERT_EQ(d.status, SS_E_CONNECTION);
+    px = delay_proxy_start("127.0.0.1", via, "127.0.0.1", b.port);
+    /* Reconnected: a call goes through again. */
+    int rc = SS_E_CONNECTION;
+    for (int i = 0; i < 100 && rc != SS_OK; i++) {
+        rc = ss_client_set(c, "after", 5, "w", 1, NULL, NULL);
+        if (rc != SS_OK)
+            usleep(50000);
+    }
+    ASSERT_EQ(rc, SS_OK);
+    usleep(300 * 1000); /* time for a resend to arrive, were there one */
+    ss_client_result r;
+    ASSERT_EQ(ss_client_get(c, "late", 4, &r), SS_OK);
+    ASSERT_TRUE(!r.found);
+    ss_client_result_free(&r);
+    ASSERT_EQ(ss_client_get(c, "after", 5, &r), SS_OK);
+    ASSERT_TRUE(r.found);
+    ss_client_result_free(&r);
+    ss_client_close(c);
+    delay_proxy_stop(px);
+    broker_stop(&b);
 }
 
 /* What a callback saw when it made blocking calls. */
