@@ -248,8 +248,10 @@ TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/lifecycle/run $(OUT)/tests/integr
 # (tests/integration/netns.h): iproute2 and nftables; the clock test runs
 # a broker under Debian's libfaketime.
 # libfaketime cannot run under a broker whose sanitizer runtime is preloaded
-# first (the broker never starts): with SAN, the clock test is left out.
-SAN_SKIP := $(if $(BROKER_PRELOAD),cluster_clock_ahead_reported_and_versions_grow nemesis_broker_clock_jumps)
+# first (the broker never starts), nor under a sanitizer build of the
+# command line: with SAN, the clock tests are left out.
+SAN_SKIP := $(if $(BROKER_PRELOAD),cluster_clock_ahead_reported_and_versions_grow nemesis_broker_clock_jumps \
+              cli_lock_holds_through_a_wall_clock_step)
 
 # What make test runs, built (and the Debian packages it needs installed)
 # without running it: CI builds each variant first, then runs them side

@@ -22,11 +22,33 @@
 #include "../core/protocol.h"
 #include "../core/table.h"
 
+/* Deadlines, pauses and a lease's time run on the monotonic clock: a
+ * step of the wall clock (NTP, an operator) must neither keep a holder
+ * believing in a lease it lost nor time out every call at once. The wall
+ * clock is for versions (HLC stamps) only. */
 uint64_t ss_client__now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t ss_client__wall_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int ss_client__cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t a;
+    if (pthread_condattr_init(&a) != 0)
+        return SS_E_NOMEM;
+    int rc = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 && pthread_cond_init(cv, &a) == 0 ? SS_OK
+                                                                                                 : SS_E_NOMEM;
+    pthread_condattr_destroy(&a);
+    return rc;
 }
 
 const char *ss_client_id(const ss_client *c)
@@ -52,7 +74,7 @@ void ss_client_set_connection_cb(ss_client *c, ss_connection_cb cb, void *ud)
 
 void ss_client__abstime(struct timespec *ts, unsigned ms)
 {
-    clock_gettime(CLOCK_REALTIME, ts);
+    clock_gettime(CLOCK_MONOTONIC, ts);
     ts->tv_sec += ms / 1000;
     ts->tv_nsec += (long)(ms % 1000) * 1000000L;
     if (ts->tv_nsec >= 1000000000L) {
@@ -360,8 +382,11 @@ int ss_client__new(struct mosquitto *m, bool own, const char *id, unsigned timeo
         ss_client_close(c);
         return SS_E_NOMEM;
     }
+    if (ss_client__cond_init(&c->cv) != SS_OK) {
+        ss_client_close(c);
+        return SS_E_NOMEM;
+    }
     pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->cv, NULL);
     c->ready = true;
     *out = c;
     return SS_OK;

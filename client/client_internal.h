@@ -131,7 +131,12 @@ struct ss_client {
 #pragma GCC visibility push(hidden)
 
 /* Wall clock in ms; an absolute CLOCK_REALTIME time ms from now. */
+/* The monotonic clock, in ms (deadlines, pauses, leases); the wall clock
+ * (versions only); a condition variable that waits on the monotonic
+ * clock, as every wait's time from ss_client__abstime is. */
 uint64_t ss_client__now_ms(void);
+uint64_t ss_client__wall_ms(void);
+int ss_client__cond_init(pthread_cond_t *cv);
 void ss_client__abstime(struct timespec *ts, unsigned ms);
 /* Remember the calling thread as the one that delivers answers. */
 void ss_client__delivering(ss_client *c);

@@ -57,7 +57,7 @@ static void ss_client__merge_ts(ss_client *c, const char *ts)
     ss_hlc h;
     if (ts == NULL || ss_hlc_parse((const uint8_t *)ts, strlen(ts), &h) != SS_OK)
         return;
-    uint64_t now = ss_client__now_ms();
+    uint64_t now = ss_client__wall_ms();
     if (ss_hlc_too_far_ahead(&h, now))
         return; /* never let a wild stamp drag our clock away */
     pthread_mutex_lock(&c->mu);

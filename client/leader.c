@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "../core/errors.h"
+#include "client_internal.h"
 
 #define SS_LEADER_LEASE_DEFAULT_MS 10000u
 /* The longest the participant's thread waits before looking whether it
@@ -42,11 +43,10 @@ struct ss_leader {
     ss_leader_state state;
 };
 
+/* The monotonic clock (client.c says why). */
 static uint64_t ss_leader__ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return ss_client__now_ms();
 }
 
 /* The keeper's lost callback, on the keeper's thread: wake ours. */

@@ -9,12 +9,12 @@
 #include <time.h>
 
 #include "../core/errors.h"
+#include "client_internal.h"
 
+/* The monotonic clock (client.c says why). */
 static uint64_t ss_lease__ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return ss_client__now_ms();
 }
 
 int ss_lease_acquire(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
@@ -247,7 +247,13 @@ int ss_lease_keep_notify(ss_client *c, const char *name, const char *holder, uin
     k->lost_ud = ud;
     memcpy(k->token, token, sizeof token);
     pthread_mutex_init(&k->mu, NULL);
-    pthread_cond_init(&k->cv, NULL);
+    if (ss_client__cond_init(&k->cv) != SS_OK) {
+        pthread_mutex_destroy(&k->mu);
+        free(k->name);
+        free(k->holder);
+        free(k);
+        return SS_E_NOMEM;
+    }
     if (k->name == NULL || k->holder == NULL ||
         pthread_create(&k->thread, NULL, ss_lease__keeper_main, k) != 0) {
         ss_lease__keeper_unref(k);

@@ -51,7 +51,8 @@ int ss_lease_holder(ss_client *c, const char *name, ss_client_result *r);
  * is refused (someone else holds it) or when the last successful renewal
  * plus ttl_ms has passed without another, connected or not (the time is
  * counted from the renewal's sending, so the holder's view ends before
- * the server's). Once lost, the keeper stops renewing for good; acquire
+ * the server's; on the monotonic clock, so that a step of the wall clock
+ * changes nothing). Once lost, the keeper stops renewing for good; acquire
  * again to lead again. The flag is only a hint that comes late by up to
  * the network's delay: what makes writes safe is the fencing token sent
  * with each of them, which the server refuses once a newer holder wrote. */

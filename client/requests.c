@@ -85,7 +85,7 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
         return SS_E_CONNECTION;
     }
     char ts[SS_HLC_TEXT_MAX + 1];
-    ss_hlc now = ss_clock_next(&c->clock, ss_client__now_ms(), NULL, NULL);
+    ss_hlc now = ss_clock_next(&c->clock, ss_client__wall_ms(), NULL, NULL);
     ts[ss_hlc_format(&now, ts)] = '\0';
     if (timeout_ms == 0)
         timeout_ms = c->timeout_ms;

@@ -247,6 +247,70 @@ TEST(cli_watch_pattern)
     broker_stop(&b);
 }
 
+/* The lease's time is the monotonic clock's: a lock holder whose wall
+ * clock steps back a minute (NTP, an operator) while COMMAND runs goes on
+ * renewing, so nobody else takes the lease meanwhile, and COMMAND ends
+ * on its own. (On the wall clock, the keeper waited a minute for its next
+ * renewal while believing it still held the lease, which another client
+ * took after the TTL.) Debian's libfaketime moves the holder's wall clock
+ * only, by what a file says. */
+TEST(cli_lock_holds_through_a_wall_clock_step)
+{
+    static const char lib[] = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+    ASSERT_TRUE(access(lib, R_OK) == 0); /* make test installs faketime */
+    struct broker b = {0};
+    broker_start(&b);
+    char clock[600], out[600], err[600], port[16];
+    snprintf(clock, sizeof clock, "%s/clock", test_tmpdir());
+    snprintf(out, sizeof out, "%s/lock.out", test_tmpdir());
+    snprintf(err, sizeof err, "%s/lock.err", test_tmpdir());
+    snprintf(port, sizeof port, "%d", b.port);
+    FILE *f = fopen(clock, "w");
+    fputs("+0\n", f);
+    fclose(f);
+    setenv("LD_PRELOAD", lib, 1);
+    setenv("FAKETIME_TIMESTAMP_FILE", clock, 1);
+    setenv("FAKETIME_NO_CACHE", "1", 1);
+    setenv("FAKETIME_DONT_FAKE_MONOTONIC", "1", 1);
+    char *argv[] = {(char *)cli_path(), "-p", port, "lock", "L", "--ttl", "1500", "--holder", "stepper",
+                    "--", "sleep", "4", NULL};
+    pid_t pid = spawn_cmd(argv, out, err);
+    unsetenv("LD_PRELOAD");
+    unsetenv("FAKETIME_TIMESTAMP_FILE");
+    unsetenv("FAKETIME_NO_CACHE");
+    unsetenv("FAKETIME_DONT_FAKE_MONOTONIC");
+    struct client c;
+    char r[64];
+    client_connect_rr(&c, b.port, "other", r, sizeof r);
+    bool held = false;
+    for (int i = 0; i < 100 && !held; i++) {
+        struct msg *m = request(&c, r, "g", NULL, NULL, W("GET", "L"));
+        held = m->len == 13 && memcmp(m->payload, "$7\r\nstepper\r\n", 13) == 0;
+        if (!held)
+            usleep(20000);
+    }
+    ASSERT_TRUE(held);
+    f = fopen(clock, "w");
+    fputs("-60s\n", f);
+    fclose(f);
+    /* 3 s, twice the lease's time: it is renewed all along. */
+    uint64_t end = now_ms() + 3000;
+    int tries = 0;
+    while (now_ms() < end) {
+        char corr[16];
+        snprintf(corr, sizeof corr, "t%d", tries++);
+        struct msg *m = request(&c, r, corr, NULL, NULL, W("SET", "L", "other", "NX", "PX", "1500"));
+        ASSERT_REPLY(m, ":-1\r\n");
+        usleep(100 * 1000);
+    }
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ASSERT_REPLY(request(&c, r, "after", NULL, NULL, W("GET", "L")), "$-1\r\n"); /* released */
+    client_close(&c);
+    broker_stop(&b);
+}
+
 /* Two contenders appending "in"/"out" to one file: never both inside. */
 TEST(cli_lock_two_contenders)
 {
