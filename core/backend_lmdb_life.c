@@ -52,6 +52,10 @@ int ss_backend_lmdb__start(void *impl, char *why, size_t why_len)
     l->worker.wake = ss_lmdb__wake;
     l->worker.wake_ctx = l;
     l->worker_ready = true;
+    bool damage;
+    const char *discarded = ss_store_discarded(l->store, &damage);
+    if (discarded[0] != '\0')
+        ss_backend_log(&l->base, damage ? SS_LOG_ERR : SS_LOG_WARNING, "%s", discarded);
     if (ss_store_checkpoint_failing(l->store, NULL))
         ss_backend_log(&l->base, SS_LOG_WARNING,
                        "the journal's changes could not go into the data file at start (%s); serving "

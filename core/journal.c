@@ -187,3 +187,19 @@ int ss_journal_replay(int fd, uint64_t limit, const uint8_t key[16], uint64_t af
     *end = off;
     return rc;
 }
+
+bool ss_journal_frames_follow(const uint8_t *buf, size_t n, const uint8_t key[16], uint64_t after_seq)
+{
+    for (size_t o = 0; n >= SS_JFRAME_HEADER && o <= n - SS_JFRAME_HEADER; o++) {
+        const uint8_t *h = buf + o;
+        uint64_t seq = ss_get_be(h + 4, 8);
+        if (seq <= after_seq || seq - after_seq > ((uint64_t)1 << 20))
+            continue; /* the cheap test first: most offsets fail it */
+        size_t len = (size_t)ss_get_be(h, 4);
+        if (len > n - o - SS_JFRAME_HEADER)
+            continue;
+        if (ss_journal__check(key, h, h + SS_JFRAME_HEADER, len) == ss_get_be(h + 12, 8))
+            return true;
+    }
+    return false;
+}

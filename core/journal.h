@@ -58,4 +58,9 @@ typedef int (*ss_jop_fn)(void *ctx, const struct ss_jop *op);
 int ss_journal_replay(int fd, uint64_t limit, const uint8_t key[16], uint64_t after_seq,
                       ss_jop_fn apply, void *ctx, uint64_t *end, uint64_t *last_seq);
 
+/* Whether a whole frame whose check holds, numbered after after_seq (by at
+ * most 2^20), starts at one of the offsets of buf: frames there came after
+ * a damaged one (a torn tail from a crash has none). */
+bool ss_journal_frames_follow(const uint8_t *buf, size_t n, const uint8_t key[16], uint64_t after_seq);
+
 #endif

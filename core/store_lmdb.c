@@ -478,6 +478,12 @@ const char *ss_store_cause(const ss_store *s)
     return s->cause;
 }
 
+const char *ss_store_discarded(const ss_store *s, bool *damage)
+{
+    *damage = s->discarded_damage;
+    return s->discarded;
+}
+
 int ss_store_compaction_result(const ss_store *s)
 {
     return s->compact_rc;

@@ -113,6 +113,8 @@ struct ss_store {
     bool grows;               /* the prepared batch adds charged bytes */
     char cause[192];          /* what the last failure was, and why */
     int compact_rc;           /* the compaction at open: 0, or why it failed */
+    char discarded[512];      /* what the open's replay left out of the journal ("": nothing) */
+    bool discarded_damage;    /* and whole frames followed the one it stopped at */
     uint8_t hash_key[16];
     uint64_t hash_mask;
     uint64_t keys, bytes;     /* as of the open transaction */

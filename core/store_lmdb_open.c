@@ -159,6 +159,79 @@ static int ss_lmdb__sync_dir(const ss_store *s)
     return rc;
 }
 
+/* At most so much of what the replay left out is looked at for frames. */
+#define SS_LMDB_DISCARD_SCAN ((size_t)64 << 20)
+
+/* What the replay left out of the journal (bytes after its last good
+ * frame that are not all zeros): a frame not written whole (a power loss,
+ * a crash in its write), or, when whole frames follow it, damage. Before
+ * the open empties the journal, they are copied to journal.discarded (a
+ * copy made before is replaced) and described for the owner's log. A
+ * failure here loses nothing the store holds: it is said, and the open
+ * goes on. */
+static void ss_lmdb__keep_discarded(ss_store *s)
+{
+    s->discarded[0] = '\0';
+    s->discarded_damage = false;
+    struct stat st;
+    if (fstat(s->jfd, &st) != 0 || (uint64_t)st.st_size <= s->jend)
+        return;
+    uint64_t total = (uint64_t)st.st_size - s->jend;
+    size_t n = total > SS_LMDB_DISCARD_SCAN ? SS_LMDB_DISCARD_SCAN : (size_t)total;
+    uint8_t *buf = malloc(n);
+    size_t got = 0;
+    while (buf && got < n) {
+        ssize_t r = pread(s->jfd, buf + got, n - got, (off_t)(s->jend + got));
+        if (r <= 0 && !(r < 0 && errno == EINTR))
+            break;
+        if (r > 0)
+            got += (size_t)r;
+    }
+    bool zeros = buf != NULL && got == n && total == n;
+    for (size_t i = 0; zeros && i < n; i++)
+        zeros = buf[i] == 0;
+    if (zeros) { /* room taken ahead, never written */
+        free(buf);
+        return;
+    }
+    s->discarded_damage = buf != NULL && ss_journal_frames_follow(buf, got, s->hash_key, s->jseq);
+    char *path = ss_lmdb__path(s, "journal.discarded");
+    int fd = path ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+    bool kept = fd >= 0 && buf != NULL;
+    for (uint64_t off = 0; kept && off < total;) { /* the first n bytes are in buf; the rest read again */
+        size_t chunk = total - off < n ? (size_t)(total - off) : n;
+        if (off > 0) {
+            ssize_t r = pread(s->jfd, buf, chunk, (off_t)(s->jend + off));
+            if (r <= 0) {
+                kept = false;
+                break;
+            }
+            chunk = (size_t)r;
+        }
+        for (size_t w = 0; kept && w < chunk;) {
+            ssize_t r = write(fd, buf + w, chunk - w);
+            if (r < 0 && errno == EINTR)
+                continue;
+            kept = r > 0;
+            w += r > 0 ? (size_t)r : 0;
+        }
+        off += chunk;
+    }
+    kept = kept && fsync(fd) == 0;
+    if (fd >= 0)
+        close(fd);
+    kept = kept && ss_lmdb__sync_dir(s) == 0;
+    snprintf(s->discarded, sizeof s->discarded,
+             "the journal's replay stopped after frame %llu, at byte %llu of %llu: %s; the %llu bytes after it %s",
+             (unsigned long long)s->jseq, (unsigned long long)s->jend, (unsigned long long)st.st_size,
+             s->discarded_damage ? "whole frames follow it, so the frame there is damaged, and the writes of the "
+                                   "frames after it are not in the store"
+                                 : "a frame not written whole (a power loss, or a crash during its write)",
+             (unsigned long long)total, kept ? "are kept in journal.discarded" : "could not be kept (journal.discarded)");
+    free(path);
+    free(buf);
+}
+
 static int ss_lmdb__open_in_dir(const ss_store *s, const char *file, bool *existed)
 {
     char *name = ss_lmdb__path(s, file);
@@ -293,6 +366,7 @@ static int ss_lmdb__setup(ss_store *s)
         rc = ss_lmdb__reload(s, UINT64_MAX);
     if (rc != SS_OK)
         return rc;
+    ss_lmdb__keep_discarded(s);
     /* Start from an empty journal: what the replay found is checkpointed,
      * and a torn tail goes. */
     if (s->jseq != s->ckpt_seq && ss_lmdb__checkpoint_now(s) != SS_OK) {

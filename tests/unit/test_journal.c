@@ -296,13 +296,45 @@ TEST(store_journal_torn_or_damaged_tail)
     ASSERT_EQ(journal_size(), 0);
     assert_keys(s, 0, 9, 12);
     ASSERT_EQ(ss_store_byte_count(s), (long long)charge_of(0, 9));
+    /* The torn frame's bytes are kept aside and described: a frame not
+     * written whole, nothing after it. */
+    bool damage = true;
+    const char *said = ss_store_discarded(s, &damage);
+    ASSERT_TRUE(!damage);
+    char want[200];
+    snprintf(want, sizeof want, "the journal's replay stopped after frame 9, at byte %lld of %lld: a frame not "
+                                "written whole", (long long)(9 * frame), (long long)(size - 3));
+    ASSERT_TRUE(strncmp(said, want, strlen(want)) == 0);
+    snprintf(want, sizeof want, "the %lld bytes after it are kept in journal.discarded", (long long)(frame - 3));
+    ASSERT_TRUE(strstr(said, want) != NULL);
+    char kept[4200];
+    snprintf(kept, sizeof kept, "%s/journal.discarded", test_tmpdir());
+    struct stat st;
+    ASSERT_EQ(stat(kept, &st), 0);
+    ASSERT_EQ(st.st_size, frame - 3);
     ss_store_close(s);
 
     /* The same store again: the journal is numbered on from the last good
      * frame. k9 and k10 are written anew; frame 4 of those gets damaged. */
     crash_after_batches(9, 19);
     damage_journal(4 * frame + SS_JFRAME_HEADER + 2, 0);
+    off_t before_open = journal_size();
     ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
     assert_keys(s, 0, 13, 20);
+    /* Whole frames follow the damaged one: said, and all of them kept. */
+    said = ss_store_discarded(s, &damage);
+    ASSERT_TRUE(damage);
+    ASSERT_TRUE(strstr(said, "whole frames follow it, so the frame there is damaged") != NULL);
+    unsigned long long last = 0, at = 0, of = 0;
+    ASSERT_EQ(sscanf(said, "the journal's replay stopped after frame %llu, at byte %llu of %llu", &last, &at, &of), 3);
+    ASSERT_EQ(last, 13); /* k9 to k12 after the 9 frames before */
+    ASSERT_EQ(of, (unsigned long long)before_open);
+    ASSERT_EQ(stat(kept, &st), 0);
+    ASSERT_EQ((unsigned long long)st.st_size, of - at);
+    ss_store_close(s);
+    /* A clean open after a clean close: nothing left out. */
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ASSERT_EQ(ss_store_discarded(s, &damage)[0], '\0');
+    ASSERT_TRUE(!damage);
     ss_store_close(s);
 }
