@@ -299,11 +299,20 @@ int cmd_watch(struct cli *cl, ss_client *c)
         bool again = reconnected;
         reconnected = false;
         pthread_mutex_unlock(&out_mu);
-        if (again && cl->npatterns)
-            watch_patterns(cl, c, false);
+        if (again && cl->npatterns && (rc = watch_patterns(cl, c, false)) != SS_EXIT_OK) {
+            /* Lost again meanwhile: at the next tick. Refused (a limit
+             * reached meanwhile, the rules changed): a watch that no
+             * longer watches must not go on as if it did. */
+            if (rc != SS_EXIT_CONNECTION)
+                break;
+            pthread_mutex_lock(&out_mu);
+            reconnected = true;
+            pthread_mutex_unlock(&out_mu);
+            rc = SS_EXIT_OK;
+        }
     }
     for (int i = 0; i < cl->nargs; i++)
         ss_client_keynotify(c, cl->args[i], strlen(cl->args[i]), true, NULL);
     watch_patterns(cl, c, true);
-    return SS_EXIT_OK;
+    return rc;
 }

@@ -54,6 +54,13 @@ int cmd_lock(struct cli *cl, ss_client *c)
         report_failure(cl, "lock", st, NULL);
         return exit_for(st);
     }
+    if (ss_lease_keeper_lost(keeper)) {
+        /* Its first renewal was refused (someone else holds it now), or
+         * the lease ran out before: COMMAND never runs without it. */
+        ss_lease_keeper_stop(keeper);
+        out_error("lock: the lease on %s was lost before %s started", name, cl->rest[0]);
+        return SS_EXIT_CONDITION;
+    }
     setenv("STATESTORE_LOCK_TOKEN", token, 1);
     fflush(NULL);
     pid_t pid = fork();

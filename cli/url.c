@@ -62,6 +62,12 @@ int cli_url_apply(struct cli *cl, const char *spelled, const char *url)
      * (a '@' of a password is written %40, but be lenient). */
     size_t alen = strcspn(p, "/");
     const char *path = p + alen;
+    if (path[0] == '/' && path[1] != '\0' && strchr(path, '@') != NULL) {
+        /* A '/' in the user name or password: what follows it is theirs,
+         * and is never repeated. */
+        usage_error(cl, "%s: a \"/\" in the user name or password is written %%2F", spelled);
+        return -1;
+    }
     if (path[0] == '/' && path[1] != '\0') {
         usage_error(cl, "%s: nothing may follow HOST:PORT but \"/\" (no topic), not \"%s\"", spelled, path);
         return -1;

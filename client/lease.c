@@ -20,6 +20,10 @@ static uint64_t ss_lease__ms(void)
 int ss_lease_acquire(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
                      bool *acquired, char token[SS_LEASE_TOKEN_MAX])
 {
+    if (ttl_ms == 0) { /* no PX: a lease that never ends is no lease */
+        *acquired = false;
+        return SS_E_INVAL;
+    }
     ss_set_options o = {.condition = SS_SET_NEX, .px_ms = ttl_ms};
     ss_client_result r;
     int rc = ss_client_set(c, name, strlen(name), holder, strlen(holder), &o, &r);

@@ -20,7 +20,8 @@
 #define SS_LEASE_TOKEN_MAX 300
 
 /* Try once. 0 with *acquired true and token filled (the fencing token), or
- * *acquired false when someone else holds it. Renewing = acquiring again. */
+ * *acquired false when someone else holds it; SS_E_INVAL for a ttl_ms of
+ * 0 (here and in every call below). Renewing = acquiring again. */
 int ss_lease_acquire(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
                      bool *acquired, char token[SS_LEASE_TOKEN_MAX]);
 

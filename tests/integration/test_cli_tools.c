@@ -114,6 +114,7 @@ TEST(cli_url_option)
         {"mqtt://u%zz@h", "statestore: -L: the user name holds a bad %-escape \"%zz\" (%HH, not %00)\n"},
         {"mqtt://u:top%2@h", "statestore: -L: the password holds a bad %-escape \"%2\" (%HH, not %00)\n"},
         {"mqtt://u:%00@h", "statestore: -L: the password holds a bad %-escape \"%00\" (%HH, not %00)\n"},
+        {"mqtt://u:se/cret@h", "statestore: -L: a \"/\" in the user name or password is written %2F\n"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cli_tool(&r, "-L", bad[i].url, "get", "k", NULL);

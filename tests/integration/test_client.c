@@ -345,8 +345,13 @@ TEST(client_leases)
     broker_start(&b);
     ss_client *a = lib_connect(b.port, "lease-a");
     ss_client *o = lib_connect(b.port, "lease-o");
-    bool got;
+    bool got = true;
     char t1[SS_LEASE_TOKEN_MAX], t2[SS_LEASE_TOKEN_MAX];
+    /* A lease of no time is refused before anything is sent (without PX
+     * it would never end; waiting for one spun). */
+    ASSERT_EQ(ss_lease_acquire(a, "lock", "a", 0, &got, t1), SS_E_INVAL);
+    ASSERT_TRUE(!got);
+    ASSERT_EQ(ss_lease_acquire_wait(a, "lock", "a", 0, 100, t1), SS_E_INVAL);
     ASSERT_EQ(ss_lease_acquire(a, "lock", "a", TTL, &got, t1), SS_OK);
     ASSERT_TRUE(got);
     ASSERT_EQ(ss_lease_acquire(o, "lock", "o", TTL, &got, t2), SS_OK);
