@@ -95,6 +95,9 @@ struct delay_proxy {
     char tap_needle[64];       /* under mu; "": none kept by content */
     struct tapped kept[TAP_KEPT]; /* under mu */
     size_t nkept;
+    char mute_needles[2][64]; /* under mu: the mute_nth client message holding both mutes the servers */
+    int mute_nth;             /* under mu: counts down */
+    bool muted;               /* under mu: what servers send is dropped */
 };
 
 static void flow_free(struct flow *f)
@@ -170,6 +173,9 @@ static void tap_messages(struct delay_proxy *x, struct tap_stream *s)
         pthread_mutex_lock(&x->mu);
         size_t nl = strlen(x->tap_needle);
         bool keep = (x->tap_min && n >= x->tap_min) || (nl && holds(msg, n, x->tap_needle, nl));
+        if (x->mute_needles[0][0] && holds(msg, n, x->mute_needles[0], strlen(x->mute_needles[0])) &&
+            holds(msg, n, x->mute_needles[1], strlen(x->mute_needles[1])) && --x->mute_nth == 0)
+            x->muted = true;
         if (keep && x->nkept < TAP_KEPT) {
             uint8_t *copy = malloc(n);
             ASSERT_TRUE(copy != NULL);
@@ -303,7 +309,12 @@ static bool flow_read(struct delay_proxy *x, struct flow *f, struct tap *tap, ui
         tap_feed(x, tap, c->data, (size_t)n);
     pthread_mutex_lock(&x->mu);
     int delay = x->delay_ms, jitter = x->jitter_ms;
+    bool drop = tap == NULL && x->muted;
     pthread_mutex_unlock(&x->mu);
+    if (drop) { /* a server's bytes while muted: lost */
+        free(c);
+        return true;
+    }
     int64_t d = delay + (jitter ? (int)(rand_r(&x->seed) % (unsigned)(2 * jitter + 1)) - jitter : 0);
     uint64_t due = now + (uint64_t)(d > 0 ? d : 0);
     if (due < f->last_due)
@@ -431,6 +442,16 @@ void delay_proxy_tap(struct delay_proxy *x, size_t min_len, const char *needle)
     pthread_mutex_lock(&x->mu);
     x->tap_min = min_len;
     snprintf(x->tap_needle, sizeof x->tap_needle, "%s", needle ? needle : "");
+    pthread_mutex_unlock(&x->mu);
+}
+
+void delay_proxy_mute_after(struct delay_proxy *x, const char *needle1, const char *needle2, int nth)
+{
+    pthread_mutex_lock(&x->mu);
+    x->mute_nth = nth;
+    snprintf(x->mute_needles[0], sizeof x->mute_needles[0], "%s", needle1 ? needle1 : "");
+    snprintf(x->mute_needles[1], sizeof x->mute_needles[1], "%s", needle2 ? needle2 : "");
+    x->muted = false;
     pthread_mutex_unlock(&x->mu);
 }
 

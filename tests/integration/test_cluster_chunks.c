@@ -483,3 +483,68 @@ TEST(cluster_chunks_guard_counts_among_a_txns_compares)
     broker_stop(&a);
     etcd_cluster_stop(&c);
 }
+
+/* A large value's commit whose outcome stays unknown keeps its chunks.
+ * Broker A's commit of a value in chunks reaches etcd and applies, and
+ * its answer is lost (a proxy drops all A hears from then on, then holds
+ * all it sends); A's claim on its node id lapses, and another broker started with the same node id
+ * (a mistake CLUSTER.md warns of) takes it and commits, which changes the
+ * commit marker. When A hears again, the marker says nothing of its lost
+ * commit: the SET is answered "unavailable" (it may have taken effect).
+ * It did: the value is stored, and its chunks must still be there (they
+ * were deleted as those of a value not stored, and every read of the key
+ * failed). */
+TEST(cluster_chunks_kept_when_the_outcome_stays_unknown)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 1);
+    int via = free_port();
+    struct delay_proxy *px = delay_proxy_start("127.0.0.1", via, "127.0.0.1", c.client_port[0]);
+    char tapped[64];
+    snprintf(tapped, sizeof tapped, "http://127.0.0.1:%d", via);
+    struct broker a, a2;
+    broker_on_etcd(&a, "a", tapped,
+                   "plugin_opt_node_id a\nplugin_opt_etcd_prefix lost/\n"
+                   "plugin_opt_etcd_timeout_ms 1000\nplugin_opt_etcd_unavailable_ms 60000\n");
+    struct client ca, c2;
+    char ra[64], r2[64];
+    client_connect_rr(&ca, a.port, "writer-a", ra, sizeof ra);
+    ASSERT_REPLY(request(&ca, ra, "0", NULL, NULL, W("SET", "small", "v")), "+OK\r\n");
+    size_t n = (size_t)4 << 20;
+    char *v = patterned(n, 7);
+    /* The guard's Txn, then the commit's, name the record and the marker
+     * (n/<node id>): the second is the commit. */
+    delay_proxy_mute_after(px, "lost/k/big", "lost/n/a", 2);
+    request_send(&ca, ra, "1", NULL, NULL, W("SET", "big", v));
+    await_keys(&c, "lost/k/big", 1);
+    /* Nothing of A reaches etcd either: its claim lapses (3 s), and the
+     * other broker can take the node id. */
+    delay_proxy_hold(px, true);
+    usleep(4500 * 1000);
+    broker_on_etcd(&a2, "a2", c.endpoints, "plugin_opt_node_id a\nplugin_opt_etcd_prefix lost/\n");
+    client_connect_rr(&c2, a2.port, "writer-a2", r2, sizeof r2);
+    request_send(&c2, r2, "2", NULL, NULL, W("SET", "other", "w"));
+    ASSERT_REPLY(client_wait(&c2, 30000), "+OK\r\n"); /* once A's claim lapsed */
+    delay_proxy_mute_after(px, NULL, NULL, 0);
+    delay_proxy_hold(px, false);
+    ASSERT_REPLY(client_wait(&ca, 30000), UNAVAILABLE);
+    ASSERT_TRUE(broker_log_has(&a, "was changed by another process"));
+    ASSERT_TRUE(broker_log_has(&a, "of a value whose commit has an unknown outcome are kept"));
+    /* Time for a deletion of the chunks (the lease's revocation, then
+     * theirs) to be done, were there one: they stay. */
+    usleep(1500 * 1000);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "lost/c/"), 3);
+    struct msg *m = request(&c2, r2, "3", NULL, NULL, W("GET", "big"));
+    ASSERT_TRUE(m != NULL);
+    char head[32];
+    int hl = snprintf(head, sizeof head, "$%zu\r\n", n);
+    ASSERT_EQ(m->len, hl + (int)n + 2);
+    ASSERT_TRUE(memcmp(m->payload, head, (size_t)hl) == 0 && memcmp(m->payload + hl, v, n) == 0);
+    free(v);
+    client_close(&ca);
+    client_close(&c2);
+    broker_stop(&a);
+    broker_stop(&a2);
+    delay_proxy_stop(px);
+    etcd_cluster_stop(&c);
+}
