@@ -57,8 +57,13 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
                     const char *fencing_token, unsigned timeout_ms, ss_result_cb cb, void *ud)
 {
     if (fencing_token) {
+        /* A version, and a string MQTT carries: a node id that is not
+         * UTF-8 (or holds a control character) makes the broker drop the
+         * connection, and every call in flight on it with this one. */
         ss_hlc check;
-        if (ss_hlc_parse((const uint8_t *)fencing_token, strlen(fencing_token), &check) != SS_OK)
+        size_t n = strlen(fencing_token);
+        if (ss_hlc_parse((const uint8_t *)fencing_token, n, &check) != SS_OK ||
+            mosquitto_validate_utf8(fencing_token, (int)n) != MOSQ_ERR_SUCCESS)
             return SS_E_FT_MALFORMED;
     }
     struct ss_pending *p = calloc(1, sizeof *p);
@@ -110,6 +115,7 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
     if (rc == MOSQ_ERR_SUCCESS && fencing_token)
         rc = mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "__ft", fencing_token);
     uint64_t begun = 0;
+    bool queued = rc == MOSQ_ERR_SUCCESS; /* p is among the pending calls */
     if (rc == MOSQ_ERR_SUCCESS) {
         p->next = c->pending;
         c->pending = p;
@@ -152,14 +158,17 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
         return SS_OK;
     }
     if (rc != MOSQ_ERR_SUCCESS) {
-        /* Take it back if nobody completed it meanwhile. */
+        /* Take it back if nobody completed it meanwhile (never queued: a
+         * property could not be made, and it is ours). */
+        bool mine = !queued;
         pthread_mutex_lock(&c->mu);
         struct ss_pending **pp = &c->pending;
-        while (*pp && *pp != p)
+        while (queued && *pp && *pp != p)
             pp = &(*pp)->next;
-        bool mine = *pp == p;
-        if (mine)
+        if (queued && *pp == p) {
             *pp = p->next;
+            mine = true;
+        }
         pthread_mutex_unlock(&c->mu);
         /* Completed meanwhile (a close, a lost connection): whoever took
          * it called, or calls, its callback; so this call succeeded in

@@ -122,6 +122,14 @@ TEST(client_blocking_calls)
     ASSERT_EQ(ss_client_del(c, "res", 3, "garbage", &r), SS_E_FT_MALFORMED); /* refused locally */
     ASSERT_EQ(r.status, SS_E_FT_MALFORMED);
     ss_client_result_free(&r);
+    /* A version whose node id is not UTF-8 (or holds a control character)
+     * too: sent, it would make the broker drop the connection. */
+    ASSERT_EQ(ss_client_del(c, "res", 3, "1:0:\xff", &r), SS_E_FT_MALFORMED);
+    ss_client_result_free(&r);
+    ASSERT_EQ(ss_client_del(c, "res", 3, "1:0:a\x01", &r), SS_E_FT_MALFORMED);
+    ss_client_result_free(&r);
+    ASSERT_EQ(ss_client_del(c, "res", 3, "1:0:x", &r), SS_E_FT_LOWER); /* still connected */
+    ss_client_result_free(&r);
     ASSERT_EQ(ss_client_set(c, "", 0, "x", 1, NULL, &r), SS_E_KEY_EMPTY);
     ss_client_result_free(&r);
     usleep(300 * 1000);

@@ -220,7 +220,7 @@ TEST(watch_pattern_work_is_bounded)
         for (int k = 0; k < 100 - i; k++)
             memcpy(pat + 2 * k, "*?", 2);
         pat[2 * (100 - i)] = '\0';
-        char corr[8];
+        char corr[16];
         snprintf(corr, sizeof corr, "w%d", i);
         struct msg *m = admin_call(&a, ra, corr, W("WATCH", pat));
         if (i < 3)
