@@ -55,7 +55,8 @@ int ss_backend_lmdb__start(void *impl, char *why, size_t why_len)
     bool damage;
     const char *discarded = ss_store_discarded(l->store, &damage);
     if (discarded[0] != '\0')
-        ss_backend_log(&l->base, damage ? SS_LOG_ERR : SS_LOG_WARNING, "%s", discarded);
+        ss_backend_log(&l->base, SS_LOG_WARNING, "%s%s", discarded,
+                       damage ? ": look at the disk if the broker had not lost power" : "");
     if (ss_store_checkpoint_failing(l->store, NULL))
         ss_backend_log(&l->base, SS_LOG_WARNING,
                        "the journal's changes could not go into the data file at start (%s); serving "

@@ -242,8 +242,8 @@ bool ss_store_checkpoint_failing(const ss_store *s, uint64_t *retry_ms);
 /* What the open's replay of the journal left out, for the owner's log ("":
  * nothing): bytes after its last good frame, kept in journal.discarded in
  * the data directory before the journal was emptied. *damage: whole
- * frames followed the one it stopped at (damage, not a torn tail: what
- * they held is not in the store). */
+ * frames followed the one it stopped at (written out of order before a
+ * power loss, or a damaged disk: what they held is not in the store). */
 const char *ss_store_discarded(const ss_store *s, bool *damage);
 /* After an open with options.compact: 0 if the data file was compacted
  * (ss_store_cause then gives the sizes), else why not (SS_E_IO: the old

@@ -224,8 +224,9 @@ static void ss_lmdb__keep_discarded(ss_store *s)
     snprintf(s->discarded, sizeof s->discarded,
              "the journal's replay stopped after frame %llu, at byte %llu of %llu: %s; the %llu bytes after it %s",
              (unsigned long long)s->jseq, (unsigned long long)s->jend, (unsigned long long)st.st_size,
-             s->discarded_damage ? "whole frames follow it, so the frame there is damaged, and the writes of the "
-                                   "frames after it are not in the store"
+             s->discarded_damage ? "whole frames follow it (the disk took later frames before it, as a power "
+                                   "loss with fsync periodic can leave, or it damaged that one), and the "
+                                   "writes of those frames are not in the store"
                                  : "a frame not written whole (a power loss, or a crash during its write)",
              (unsigned long long)total, kept ? "are kept in journal.discarded" : "could not be kept (journal.discarded)");
     free(path);

@@ -348,6 +348,8 @@ int ss_backend_etcd_ping(ss_backend *b, char *what, size_t what_len)
         if (rc != SS_OK && c.rc == SS_E_SERVER && c.status == 3) { /* INVALID_ARGUMENT: a wrong name or password */
             snprintf(what, what_len, "etcd did not accept user %s: %s", e->username, ss_etcd__why(&c));
             rc = SS_E_INVAL;
+        } else if (rc == SS_E_LIMIT) {
+            snprintf(what, what_len, "%s: %s", ss_grpc_endpoint(e->grpc), SS_ETCD_TOKEN_TOO_LONG);
         } else if (rc != SS_OK) {
             snprintf(what, what_len, "%s: %s", ss_grpc_endpoint(e->grpc), ss_etcd__why(&c));
         } else {

@@ -183,6 +183,18 @@ int ss_etcd__blob_value(const ss_buf *reply, const struct ss_etcd_stub *stub, ss
         return SS_E_PROTOCOL;
     int rc = n == stub->chunks ? SS_OK : SS_E_CORRUPT;
     ss_buf_clear(out);
+    /* The chunks' bytes, counted before anything is reserved: a stub (put
+     * there by hand, say) may claim any length, which must not become an
+     * allocation, nor an out-of-memory that answers nothing. */
+    uint64_t total = 0;
+    for (size_t i = 0; rc == SS_OK && i < n; i++) {
+        ss_etcd_kv kv;
+        ss_bytes key;
+        ss_etcd_range_kv(&r, i, &kv, &key);
+        total += kv.value.len;
+    }
+    if (rc == SS_OK && total != stub->len)
+        rc = SS_E_CORRUPT;
     if (rc == SS_OK && stub->len)
         rc = ss_buf_reserve(out, (size_t)stub->len);
     for (size_t i = 0; rc == SS_OK && i < n; i++) {

@@ -371,6 +371,7 @@ static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_fl
          * again, and the count replaces it. */
         e->usage_known = false;
         e->usage_recount = true;
+        e->usage_recounts = 0;
     }
     if (rc == SS_E_CONFLICT) {
         e->stats.conflicts++;

@@ -36,6 +36,10 @@ int ss_etcd__start(void *impl, char *why, size_t why_len)
         snprintf(why, why_len, "plugin_opt_etcd_username, plugin_opt_etcd_password: %s", what);
         return rc;
     }
+    if (rc == SS_E_LIMIT) { /* a token too long to keep: trying again cannot help */
+        snprintf(why, why_len, "%s", what);
+        return rc;
+    }
     if (rc != SS_OK) {
         ss_etcd__log(e, SS_LOG_ERR, "etcd does not answer (%s): requests wait for it and are answered "
                      "\"the store is unavailable\" after %u ms; trying again", what, e->unavailable_ms);

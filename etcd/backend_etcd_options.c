@@ -9,6 +9,7 @@
 #include "../core/errors.h"
 #include "../core/option.h"
 #include "backend_etcd.h"
+#include "backend_etcd_state.h"
 
 #define SS_ETCD_OFF(field) offsetof(ss_backend_etcd_config, field)
 
@@ -22,7 +23,9 @@ static const struct ss_option_spec ss_etcd_options[] = {
     {"etcd_password", SS_OPTION_STRING, SS_ETCD_OFF(password), 0, 0, NULL},
     {"etcd_timeout_ms", SS_OPTION_U64, SS_ETCD_OFF(timeout_ms), 50, 600000, NULL},
     {"etcd_unavailable_ms", SS_OPTION_U64, SS_ETCD_OFF(unavailable_ms), 1, 3600000, NULL},
-    {"etcd_max_txn_ops", SS_OPTION_U64, SS_ETCD_OFF(max_txn_ops), 8, 1000000, NULL},
+    /* 9 at least: a value in chunks, alone in its Txn, takes its key's
+     * compare, its guard's and the others every Txn has. */
+    {"etcd_max_txn_ops", SS_OPTION_U64, SS_ETCD_OFF(max_txn_ops), SS_ETCD_OTHER_COMPARES + 2, 1000000, NULL},
     {"etcd_max_request_bytes", SS_OPTION_U64, SS_ETCD_OFF(max_request_bytes), (uint64_t)64 << 10,
      (uint64_t)1 << 31, NULL},
     {"etcd_tombstone_ms", SS_OPTION_U64, SS_ETCD_OFF(tombstone_ms), 1000, (uint64_t)7 * 24 * 3600 * 1000, NULL},

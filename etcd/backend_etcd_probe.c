@@ -126,15 +126,15 @@ static void ss_probe__answered(struct ss_backend_etcd *e, struct ss_etcd_probe *
     pr->checked = true;
     if (pr->authing) {
         char token[SS_GRPC_TOKEN_MAX];
-        if (c->rc == SS_OK && ss_etcd_authenticate_unpack(&c->reply, token, sizeof token) == SS_OK &&
-            ss_grpc_set_token(pr->grpc, token) == SS_OK) {
+        int rc = c->rc == SS_OK ? ss_etcd_authenticate_unpack(&c->reply, token, sizeof token) : c->rc;
+        if (rc == SS_OK && ss_grpc_set_token(pr->grpc, token) == SS_OK) {
             pr->logged_in = true;
             ss_probe__send(e, pr); /* the status itself, at once */
             return;
         }
         pr->healthy = false;
         pr->checked = true;
-        snprintf(pr->error, sizeof pr->error, "logging in: %s", ss_etcd__why(c));
+        snprintf(pr->error, sizeof pr->error, "logging in: %s", rc == SS_E_LIMIT ? SS_ETCD_TOKEN_TOO_LONG : ss_etcd__why(c));
         /* Each try costs etcd a password hash: not at every interval. */
         pr->next_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
         return;

@@ -32,6 +32,9 @@
 #include "backend_etcd_tombstone.h"
 
 #define SS_ETCD_KEY_CHARGE 64u
+/* Counts of the store that may lose the race with other brokers' writes,
+ * one after the other, before the counter is taken as it is. */
+#define SS_ETCD_RECOUNT_TRIES 3u
 
 bool ss_etcd__limited(const struct ss_backend_etcd *e)
 {
@@ -299,8 +302,17 @@ void ss_etcd__usage_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
             return;
         }
         /* Another broker wrote the counter meanwhile: taken as it is,
-         * unless it is to be replaced by a count (then counted again). */
+         * unless it is to be replaced by a count (then counted again; but
+         * not for ever: while other brokers keep changing the counter, a
+         * count may never land, and meanwhile this broker's writes that
+         * grow the store wait). */
         bool replace = e->usage_recount && !e->nospace_said;
+        if (replace && kv.found && ++e->usage_recounts >= SS_ETCD_RECOUNT_TRIES) {
+            ss_etcd__log(e, SS_LOG_WARNING, "the store's usage could not be counted again while other brokers "
+                         "changed it (%u tries): %sq/usage stays too high by the deletions made while etcd was "
+                         "out of space; delete it to have it counted anew", SS_ETCD_RECOUNT_TRIES, e->prefix);
+            e->usage_recount = replace = false;
+        }
         ok = kv.found && !replace && ss_etcd__usage_parse(e, kv.value, kv.mod_revision);
         if (kv.found && !ok && !replace) /* another unreadable one: the next try replaces it */
             ss_etcd__usage_unreadable(e, kv.value, kv.mod_revision);

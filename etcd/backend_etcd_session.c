@@ -253,12 +253,16 @@ int ss_etcd__logged_in(struct ss_backend_etcd *e, const ss_grpc_call *c)
 void ss_etcd__auth_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
     e->auth_asked = false;
-    if (ss_etcd__logged_in(e, &op->call) == SS_OK) {
+    int rc = ss_etcd__logged_in(e, &op->call);
+    if (rc == SS_OK) {
         e->auth_needed = false;
         e->auth_refused_logged = false;
         return;
     }
-    if (!e->auth_refused_logged)
+    if (!e->auth_refused_logged && rc == SS_E_LIMIT)
+        ss_etcd__log(e, SS_LOG_ERR, "logging in as %s: %s; trying again every %u ms", e->username,
+                     SS_ETCD_TOKEN_TOO_LONG, SS_ETCD_MARKER_RETRY_MS);
+    else if (!e->auth_refused_logged)
         ss_etcd__log(e, SS_LOG_ERR, "etcd did not accept user %s: %s; trying again every %u ms",
                      e->username, ss_etcd__why(&op->call), SS_ETCD_MARKER_RETRY_MS);
     e->auth_refused_logged = true;

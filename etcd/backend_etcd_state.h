@@ -350,6 +350,7 @@ struct ss_backend_etcd {
      * too high: counted again and replaced (0: none) */
     int64_t usage_bad_rev;
     bool usage_recount; /* such deletions were made: the counter read next is replaced by a count */
+    unsigned usage_recounts; /* counts of it that lost the race with other brokers' writes */
     /* a count of the records under way: where it is, the revision its
      * pages are read at (0: before the first), what it found so far */
     struct ss_etcd_walk usage_walk;

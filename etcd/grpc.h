@@ -120,6 +120,7 @@ void ss_grpc_call_clear(ss_grpc_call *c);
  * tokens are some 20 bytes, its JWTs (--auth-token jwt, RS256) several
  * hundred. */
 #define SS_GRPC_TOKEN_MAX 4096u
+#define SS_ETCD_TOKEN_TOO_LONG "etcd's authentication token is longer than 4095 bytes, the most this broker keeps"
 
 /* etcd's authentication token, sent as metadata with every later call
  * ("" for none). 0, or SS_E_INVAL when it is too long. */
