@@ -453,6 +453,10 @@ TEST(plugin_bad_options_stop_the_broker)
     broker_refuses("max-keys", "plugin_opt_max_keys lots\n", "plugin_opt_max_keys");
     broker_refuses("relative", "plugin_opt_data_dir statestore-data\n",
                    "plugin_opt_data_dir: invalid value \"statestore-data\": must be an absolute path");
+    /* 9 at least: a value in chunks alone in its Txn needs them. */
+    broker_refuses("txn-ops", "plugin_opt_backend etcd\nplugin_opt_etcd_endpoints http://127.0.0.1:1\n"
+                              "plugin_opt_etcd_max_txn_ops 8\n",
+                   "plugin_opt_etcd_max_txn_ops: invalid value \"8\"");
     /* Good options are logged at startup. */
     struct broker e = {0};
     snprintf(e.extra, sizeof e.extra,
