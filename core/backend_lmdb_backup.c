@@ -66,7 +66,9 @@ static void *ss_lmdb__backup_main(void *arg)
     uint64_t bytes = 0;
     snprintf(tmp, sizeof tmp, "%s.partial", b->path);
     snprintf(dir, sizeof dir, "%s", b->path);
-    int fd = strlen(b->path) >= sizeof dir ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    /* A file of its own: never one that is there (another backup), nor
+     * one a symbolic link there names. */
+    int fd = strlen(b->path) >= sizeof dir ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         rc = SS_E_IO;
         err = strlen(b->path) >= sizeof dir ? ENAMETOOLONG : errno;

@@ -89,6 +89,12 @@ const char *ss_backup_start(struct ss_plugin *p, const uint8_t *name, size_t len
     snprintf(path, sizeof path, "%s/%.*s", p->opt.backup_dir, (int)len, (const char *)name);
     if (stat(path, &st) == 0)
         return "a backup of that name exists: choose another name or remove it";
+    /* Nor over what would be its copy under way (NAME.partial), which may
+     * be a backup of its own. */
+    char partial[4200];
+    snprintf(partial, sizeof partial, "%s.partial", path);
+    if (lstat(partial, &st) == 0)
+        return "a file NAME.partial exists, where the copy is made: choose another name or remove it";
     if (be->ops->backup_start(be->impl, path, b->why, sizeof b->why) != SS_OK)
         return b->why;
     b->path = strdup(path);

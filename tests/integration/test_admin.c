@@ -385,6 +385,18 @@ TEST(admin_backup_refusals)
     ASSERT_TRUE(m->len > 11 && strncmp((const char *)m->payload, "backup one ", 11) == 0);
     m = admin_call(&c, rc, "6", W("BACKUP", "one"));
     PAYLOAD(m, "error a backup of that name exists: choose another name or remove it\n");
+    /* A backup named "nightly.partial" is not the copy under way of one
+     * named "nightly": the second is refused, and the first stays whole. */
+    m = admin_call(&c, rc, "7", W("BACKUP", "nightly.partial"));
+    ASSERT_TRUE(m->len > 23 && strncmp((const char *)m->payload, "backup nightly.partial ", 23) == 0);
+    char partial[500];
+    snprintf(partial, sizeof partial, "%s/nightly.partial", bk);
+    struct stat before, after;
+    ASSERT_EQ(stat(partial, &before), 0);
+    m = admin_call(&c, rc, "8", W("BACKUP", "nightly"));
+    PAYLOAD(m, "error a file NAME.partial exists, where the copy is made: choose another name or remove it\n");
+    ASSERT_EQ(stat(partial, &after), 0);
+    ASSERT_EQ(after.st_size, before.st_size);
     client_close(&c);
     broker_stop(&b2);
 
