@@ -62,11 +62,11 @@ async function waitFor(what, check, child) {
     throw new Error(`${what} did not start within ${STARTUP_MS} ms`);
 }
 
-function stopChild(child) {
+function stopChild(child, signal = 'SIGTERM') {
     return new Promise((res) => {
         if (child.exitCode !== null || child.signalCode !== null) return res();
         child.once('exit', () => res());
-        process.kill(child.pid, 'SIGTERM');
+        process.kill(child.pid, signal);
     });
 }
 
@@ -126,6 +126,15 @@ export async function startBroker(opts = {}) {
         // The same broker (ports, data) stopped, then started again.
         async restart() {
             await stopChild(child);
+            child = await start();
+        },
+        // Frozen (SIGSTOP): it answers nothing, and keeps its connections.
+        pause() {
+            process.kill(child.pid, 'SIGSTOP');
+        },
+        // Killed (SIGKILL: it may be frozen), then started again.
+        async restartKilled() {
+            await stopChild(child, 'SIGKILL');
             child = await start();
         },
         async stop() {

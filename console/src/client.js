@@ -3,10 +3,18 @@
 // that sends state store requests and administrative requests, matches
 // their answers by correlation data, and hands notifications and $SYS
 // figures to whoever listens. It knows nothing of the page.
+//
+// Each connection is a new MQTT.js client: MQTT.js sends a client's
+// unacknowledged QoS 1 PUBLISHes again when it reconnects, even with a
+// clean start, so a request the page was told had failed (no answer, the
+// connection lost) would run later after all, perhaps over a newer value.
+// When a connection is lost, its requests fail ("outcome unknown") and
+// the client goes; a new one connects RETRY_MS later.
 import mqtt from './mqtt.esm.js';
 import * as P from './proto.js';
 
 const TIMEOUT_MS = 10000;
+const RETRY_MS = 2000;
 const SYS_FILTER = '$SYS/broker/statestore/#';
 const SYS_PREFIX = '$SYS/broker/statestore/';
 
@@ -22,6 +30,7 @@ export class StoreClient extends EventTarget {
     constructor() {
         super();
         this.mqtt = null;
+        this.retry = null; // the timer of the next connection
         this.clientId = 'console-' + P.hex(randomId(6)).toLowerCase();
         this.clock = new P.HlcClock(this.clientId);
         this.pending = new Map(); // hex(correlation data) -> {resolve, reject, timer}
@@ -34,11 +43,16 @@ export class StoreClient extends EventTarget {
     /** Connect to url (ws: or wss:); username and password may be empty. */
     connect(url, username, password) {
         this.close();
+        this.open(url, username, password, false);
+    }
+
+    // One connection, on a client of its own (see the top of this file).
+    open(url, username, password, again) {
         const options = {
             protocolVersion: 5,
             clientId: this.clientId,
             clean: true,
-            reconnectPeriod: 2000,
+            reconnectPeriod: 0, // a new client instead
             connectTimeout: 5000,
             keepalive: 30,
         };
@@ -46,7 +60,21 @@ export class StoreClient extends EventTarget {
         if (password) options.password = password;
         const c = mqtt.connect(url, options);
         this.mqtt = c;
-        this.status('connecting', `connecting to ${url}`);
+        if (again) this.status('reconnecting', `reconnecting to ${url}…`);
+        else this.status('connecting', `connecting to ${url}`);
+        let lost = false;
+        const gone = () => {
+            if (lost || this.mqtt !== c) return;
+            lost = true;
+            this.fail('the connection was lost: the outcome is unknown');
+            c.end(true);
+            this.mqtt = null;
+            this.status('offline', 'connection lost; reconnecting');
+            this.retry = setTimeout(() => {
+                this.retry = null;
+                this.open(url, username, password, true);
+            }, RETRY_MS);
+        };
         c.on('connect', () => {
             // Answers, then the figures: each subscription may be refused
             // by the broker's ACL without the other being lost.
@@ -59,20 +87,28 @@ export class StoreClient extends EventTarget {
                 this.dispatchEvent(new CustomEvent('sysaccess', { detail: { allowed: !refused } }));
             });
         });
-        c.on('reconnect', () => this.status('reconnecting', `reconnecting to ${url}…`));
-        c.on('offline', () => this.status('offline', 'connection lost; reconnecting'));
+        c.on('close', gone);
+        c.on('offline', gone);
         c.on('error', (err) => this.status('error', err.message));
         c.on('message', (topic, payload, packet) => this.onMessage(topic, payload, packet));
     }
 
-    close() {
+    // Every request waiting for its answer fails with text.
+    fail(text) {
         for (const [, p] of this.pending) {
             clearTimeout(p.timer);
-            p.reject(new Error('disconnected'));
+            p.reject(new Error(text));
         }
         this.pending.clear();
-        if (this.mqtt) this.mqtt.end(true);
-        this.mqtt = null;
+    }
+
+    close() {
+        if (this.retry) clearTimeout(this.retry);
+        this.retry = null;
+        this.fail('disconnected');
+        const c = this.mqtt;
+        this.mqtt = null; // before end: its close is not a loss
+        if (c) c.end(true);
     }
 
     get connected() {
@@ -127,7 +163,9 @@ export class StoreClient extends EventTarget {
         return new Promise((resolve, reject) => {
             const timer = setTimeout(() => {
                 this.pending.delete(id);
-                reject(new Error('no answer within 10 s'));
+                // Unanswered, it may still run while this connection lasts
+                // (never after: see the top of this file).
+                reject(new Error('no answer within 10 s: the outcome is unknown'));
             }, TIMEOUT_MS);
             this.pending.set(id, { resolve, reject, timer });
             const properties = { responseTopic, correlationData: corr };

@@ -37,9 +37,9 @@ function prettyJson(bytes) {
     }
 }
 
-/** A key as a person reads it: text when it is, else 0x and hex. */
+/** A key as a person reads it, no two alike (proto.js: label). */
 export function keyLabel(key) {
-    return P.preview(key, 4096);
+    return P.label(key, 4096);
 }
 
 function describe(reply, what) {
@@ -180,23 +180,35 @@ export class KeysView {
         el.dataset.complete = String(this.token === null);
     }
 
-    /** Show one key: its value (GET) and metadata (INSPECT). */
-    async open(key) {
+    /**
+     * Show one key: its value (GET) and metadata (INSPECT). refresh: the
+     * key shown changed; the edit form, which the user may be filling in,
+     * stays as it is.
+     */
+    async open(key, refresh = false) {
         // What was shown of another key goes first: nothing stale stays
-        // beside this key's name.
+        // beside this key's name; and the answers of a key opened before
+        // it, should they come last, are dropped.
+        const opening = (this.opening = (this.opening || 0) + 1);
         this.current = null;
         $('detail-key').textContent = keyLabel(key);
         for (const id of ['meta-size', 'meta-version', 'meta-ttl', 'meta-ft']) $(id).textContent = '–';
         $('value').textContent = '';
         $('value').dataset.mode = '';
         $('detail-error').textContent = '';
-        $('edit-key').value = keyLabel(key);
-        $('edit-hex').checked = false;
+        if (!refresh) {
+            // The form acts on the key's bytes, not on its label, for as
+            // long as the label in the field is left as it was shown.
+            $('edit-key').value = keyLabel(key);
+            this.formKey = { bytes: key, shown: $('edit-key').value };
+            $('edit-hex').checked = false;
+        }
         try {
             const [get, inspect] = await Promise.all([
                 this.client.request(['GET', key]),
                 this.client.admin(['INSPECT', key]),
             ]);
+            if (opening !== this.opening) return;
             const r = get.reply;
             const cur = { key, value: null, version: get.version, deadline: null, ft: null, size: null };
             if (r.type === 'error') $('detail-error').textContent = r.text;
@@ -215,14 +227,16 @@ export class KeysView {
             if (cur.value !== null) {
                 const mode = looksBinary(cur.value) ? 'hex' : prettyJson(cur.value) !== null ? 'json' : 'text';
                 this.show(mode);
-                $('edit-value').value = mode === 'hex' ? P.hex(cur.value) : P.textOf(cur.value);
-                $('edit-hex').checked = mode === 'hex';
+                if (!refresh) {
+                    $('edit-value').value = mode === 'hex' ? P.hex(cur.value) : P.textOf(cur.value);
+                    $('edit-hex').checked = mode === 'hex';
+                }
             } else {
                 $('value').textContent = r.type === 'null' ? '(absent)' : '';
                 $('value').dataset.mode = '';
             }
         } catch (err) {
-            $('detail-error').textContent = err.message;
+            if (opening === this.opening) $('detail-error').textContent = err.message;
         }
     }
 
@@ -269,19 +283,24 @@ export class KeysView {
         if (!this.index.has(h)) return;
         this.changed.set(h, Date.now());
         this.list.schedule();
-        if (this.current && P.hex(this.current.key) === h) this.open(this.current.key);
+        if (this.current && P.hex(this.current.key) === h) this.open(this.current.key, true);
     }
 
-    // The edit form's key and value as bytes (the value from hex when asked).
+    // The edit form's key and value as bytes (the value from hex when
+    // asked). The key is the opened key's own bytes while its label is
+    // left in the field as shown (a label is not the key: \x escapes, a
+    // key cut at 4096 bytes); else the text typed, as UTF-8.
     editArgs() {
-        const key = $('edit-key').value;
+        const text = $('edit-key').value;
+        const f = this.formKey;
+        const key = f && text === f.shown ? f.bytes : P.bytesOf(text);
         let value = P.bytesOf($('edit-value').value);
         if ($('edit-hex').checked) {
             value = P.unhex($('edit-value').value.replace(/\s+/g, ''));
             if (value === null) throw new Error('the value is not hex');
         }
-        if (key === '') throw new Error('a key is needed');
-        return { key, value, ft: $('edit-ft').value.trim() || undefined };
+        if (key.length === 0) throw new Error('a key is needed');
+        return { key, label: keyLabel(key), value, ft: $('edit-ft').value.trim() || undefined };
     }
 
     result(r) {
@@ -304,7 +323,7 @@ export class KeysView {
                     x.type === 'ok' ? `OK: version ${version}` : x.type === 'int' && x.value === -1 ? `not set: the ${cond} condition was not met` : `answer ${x.type}`,
                 ),
             );
-            if (reply.type === 'ok') this.open(P.bytesOf(key));
+            if (reply.type === 'ok') this.open(key);
         } catch (err) {
             this.result({ ok: false, text: err.message });
         }
@@ -318,7 +337,7 @@ export class KeysView {
             this.result({ ok: false, text: err.message });
             return;
         }
-        const what = byValue ? `Delete "${a.key}" if its value is the one in the form?` : `Delete "${a.key}"?`;
+        const what = byValue ? `Delete "${a.label}" if its value is the one in the form?` : `Delete "${a.label}"?`;
         if (!(await this.ctx.confirm(what))) {
             this.result({ ok: false, text: 'not deleted' });
             return;
@@ -328,7 +347,7 @@ export class KeysView {
             const { reply } = await this.client.request(args, { ft: a.ft });
             const texts = { 1: 'deleted', 0: 'absent: nothing deleted', '-1': 'not deleted: the value differs' };
             this.result(describe(reply, (x) => texts[x.value] ?? `answer ${x.type}`));
-            if (reply.type === 'int' && reply.value === 1) this.open(P.bytesOf(a.key));
+            if (reply.type === 'int' && reply.value === 1) this.open(a.key);
         } catch (err) {
             this.result({ ok: false, text: err.message });
         }

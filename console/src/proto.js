@@ -312,10 +312,48 @@ export function parseKeyLine(line) {
     };
 }
 
-/** Bytes as a readable preview: text when UTF-8 without controls, else hex. */
+// Characters a page shows as nothing, as a space, or that move the text
+// around them: controls (C0, DEL, C1), the soft hyphen, zero-width
+// characters, direction marks, embeddings, overrides and isolates, line
+// and paragraph separators, the byte order mark, interlinear annotation
+// marks and tags. Shown as they are, two different keys could look alike,
+// or a key like another ("x\u202Etxt.exe" as "xexe.txt").
+const UNSEEN = /[\u0000-\u001f\u007f-\u009f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]|\udb40[\udc00-\udc7f]/;
+
+/** Bytes as a readable preview (values): text when UTF-8 with nothing unseen, else hex. */
 export function preview(bytes, max) {
     const b = bytes.length > max ? bytes.subarray(0, max) : bytes;
     const more = bytes.length > max ? '…' : '';
-    if (isUtf8(b) && !/[\u0000-\u0008\u000e-\u001f\u007f]/.test(textOf(b))) return textOf(b) + more;
+    if (isUtf8(b) && !UNSEEN.test(textOf(b))) return textOf(b) + more;
     return '0x' + hex(b) + more;
+}
+
+/**
+ * A key as a person reads it, and no two keys alike (as the command line
+ * shows them): its text, each byte of what is unseen (above) or not UTF-8
+ * as \xHH, a backslash as \\; cut at max bytes with "…".
+ */
+export function label(bytes, max) {
+    const b = bytes.length > max ? bytes.subarray(0, max) : bytes;
+    let out = '';
+    for (let i = 0; i < b.length; ) {
+        const n = utf8Length(b, i);
+        const ch = n ? textOf(b.subarray(i, i + n)) : null;
+        if (ch !== null && !UNSEEN.test(ch)) {
+            out += ch === '\\' ? '\\\\' : ch;
+            i += n;
+            continue;
+        }
+        for (let k = 0; k < (n || 1); k++) out += '\\x' + hex(b.subarray(i + k, i + k + 1));
+        i += n || 1;
+    }
+    return out + (bytes.length > max ? '…' : '');
+}
+
+// Bytes of the well-formed UTF-8 character at b[i], or 0.
+function utf8Length(b, i) {
+    const c = b[i];
+    const n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (n === 0 || i + n > b.length) return 0;
+    return isUtf8(b.subarray(i, i + n)) ? n : 0;
 }

@@ -276,9 +276,28 @@ test('administrative key lines', () => {
     assert.equal(P.parseKeyLine('key 00 x 1:0:N - -'), null);
 });
 
+test('key labels: no two keys alike, nothing unseen', () => {
+    assert.equal(P.label(text('sensors/1'), 4096), 'sensors/1');
+    // Controls, a byte that is not UTF-8, a backslash: escaped, so the
+    // key \x01abc and the key "0x01616263" differ, and neither reads as the other.
+    assert.equal(P.label(Uint8Array.from([1, 0x61, 0x62, 0x63]), 4096), '\\x01abc');
+    assert.equal(P.label(text('0x01616263'), 4096), '0x01616263');
+    assert.equal(P.label(Uint8Array.from([0x61, 0x0a, 0x62]), 4096), 'a\\x0Ab');
+    assert.equal(P.label(Uint8Array.from([0x61, 0x09, 0x62]), 4096), 'a\\x09b');
+    assert.equal(P.label(Uint8Array.from([0x61, 0x5c, 0x62]), 4096), 'a\\\\b');
+    assert.equal(P.label(Uint8Array.from([0x61, 0xff]), 4096), 'a\\xFF');
+    // A right-to-left override (U+202E, 3 bytes) and a zero-width space:
+    // each byte shown.
+    assert.equal(P.label(text('x\u202Etxt.exe'), 4096), 'x\\xE2\\x80\\xAEtxt.exe');
+    assert.equal(P.label(text('a\u200Bb'), 4096), 'a\\xE2\\x80\\x8Bb');
+    assert.equal(P.label(text('é'), 4096), 'é');
+    assert.equal(P.label(text('abcdef'), 3), 'abc…');
+});
+
 test('previews: text when it reads as text, else hex', () => {
     assert.equal(P.preview(text('hello'), 10), 'hello');
     assert.equal(P.preview(text('hello world'), 5), 'hello…');
     assert.equal(P.preview(Uint8Array.from([0, 1, 0xff]), 10), '0x0001FF');
     assert.equal(P.preview(Uint8Array.from([0xc3, 0x28]), 10), '0xC328');
+    assert.equal(P.preview(text('a\u202Eb'), 10), '0x61E280AE62'); /* unseen: hex */
 });
