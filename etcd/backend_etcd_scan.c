@@ -445,15 +445,33 @@ static int ss_etcd__token_key_pack(struct ss_backend_etcd *e, ss_buf *out)
     return rc == SS_OK ? ss_etcd_cas_pack(out, ss_etcd__bytes(&e->scratch), 0, value, 0) : rc;
 }
 
-/* The Txn's answer: the key it made, or the one that was there. */
-static bool ss_etcd__token_key_take(struct ss_backend_etcd *e, const ss_grpc_call *c)
+/* A plain read of s/scan-token-key: what a broker uses while etcd takes
+ * no put (out of space: it refuses a Txn that holds one, even when its
+ * compare fails and it would only have read). */
+static int ss_etcd__token_key_read_pack(struct ss_backend_etcd *e, ss_buf *out)
+{
+    int rc = ss_etcd__named(e, 's', "scan-token-key");
+    return rc == SS_OK ? ss_etcd_range_pack(out, ss_etcd__bytes(&e->scratch), false) : rc;
+}
+
+/* The answer of the Txn (the key it made, or the one that was there) or
+ * of the read (the one there, if any: else *absent). */
+static bool ss_etcd__token_key_take(struct ss_backend_etcd *e, const ss_grpc_call *c, bool *absent)
 {
     ss_etcd_reply r;
     ss_etcd_kv kv;
-    if (c->rc != SS_OK || ss_etcd_txn_unpack(&c->reply, &r, &kv) != SS_OK)
+    bool by_read = strcmp(c->method, SS_ETCD_RANGE_METHOD) == 0;
+    *absent = false;
+    if (c->rc != SS_OK ||
+        (by_read ? ss_etcd_range_unpack(&c->reply, &r, &kv) : ss_etcd_txn_unpack(&c->reply, &r, &kv)) != SS_OK)
         return false;
+    if (by_read && !kv.found) {
+        *absent = true;
+        ss_etcd_reply_free(&r);
+        return false;
+    }
     bool ok = false;
-    if (r.succeeded) { /* made by this Txn */
+    if (!by_read && r.succeeded) { /* made by this Txn */
         memcpy(e->token_key, e->token_fresh, sizeof e->token_key);
         ok = true;
     } else if (kv.found && kv.value.len == sizeof e->token_key) {
@@ -472,13 +490,18 @@ static bool ss_etcd__token_key_take(struct ss_backend_etcd *e, const ss_grpc_cal
 
 void ss_etcd__token_key_load(struct ss_backend_etcd *e)
 {
-    ss_grpc_call c;
-    memset(&c, 0, sizeof c);
-    c.method = SS_ETCD_TXN_METHOD;
-    c.timeout_ms = e->call_timeout_ms;
-    if (ss_etcd__token_key_pack(e, &c.request) == SS_OK && ss_grpc_call_wait(e->grpc, &c) == SS_OK)
-        ss_etcd__token_key_take(e, &c);
-    ss_grpc_call_clear(&c);
+    /* The Txn, then (refused: out of space, say) a read. */
+    for (int by_read = 0; by_read < 2 && !e->token_known; by_read++) {
+        ss_grpc_call c;
+        memset(&c, 0, sizeof c);
+        c.method = by_read ? SS_ETCD_RANGE_METHOD : SS_ETCD_TXN_METHOD;
+        c.timeout_ms = e->call_timeout_ms;
+        bool absent;
+        int rc = by_read ? ss_etcd__token_key_read_pack(e, &c.request) : ss_etcd__token_key_pack(e, &c.request);
+        if (rc == SS_OK && ss_grpc_call_wait(e->grpc, &c) == SS_OK)
+            ss_etcd__token_key_take(e, &c, &absent);
+        ss_grpc_call_clear(&c);
+    }
 }
 
 void ss_etcd__token_key_step(struct ss_backend_etcd *e)
@@ -486,14 +509,22 @@ void ss_etcd__token_key_step(struct ss_backend_etcd *e)
     if (e->token_known || e->token_asked || ss_etcd__mono_ms() < e->token_retry_ms)
         return;
     e->token_asked = true;
-    ss_etcd__send(e, SS_OP_TOKEN_KEY, SS_ETCD_TXN_METHOD, ss_etcd__token_key_pack);
+    if (e->token_by_read)
+        ss_etcd__send(e, SS_OP_TOKEN_KEY, SS_ETCD_RANGE_METHOD, ss_etcd__token_key_read_pack);
+    else
+        ss_etcd__send(e, SS_OP_TOKEN_KEY, SS_ETCD_TXN_METHOD, ss_etcd__token_key_pack);
 }
 
 void ss_etcd__token_key_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
     e->token_asked = false;
-    if (!ss_etcd__token_key_take(e, &op->call))
-        e->token_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
+    bool absent;
+    if (ss_etcd__token_key_take(e, &op->call, &absent))
+        return;
+    /* The Txn failed: a read next (etcd takes no put while out of space);
+     * the read found none: the Txn, to make it. */
+    e->token_by_read = e->token_by_read ? !absent : true;
+    e->token_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
 }
 
 int ss_etcd__token_key(void *impl, uint8_t out[16])

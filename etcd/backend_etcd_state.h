@@ -414,6 +414,7 @@ struct ss_backend_etcd {
     /* the key of SCAN's continuation tokens: 16 random bytes kept at
      * s/scan-token-key, made by the first broker that needs it */
     bool token_known, token_asked, token_bad_logged;
+    bool token_by_read; /* the next try reads it (the Txn failed: etcd out of space, say) */
     uint8_t token_key[16], token_fresh[16];
     uint64_t token_retry_ms; /* monotonic */
 

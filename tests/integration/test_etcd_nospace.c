@@ -131,6 +131,25 @@ TEST(cluster_out_of_space_reads_deletions_and_expiry_go_on)
     ASSERT_EQ(strtol(f + 14, NULL, 10), 1);
     run_free(&r);
 
+    /* A broker started while etcd is full learns SCAN's token key all the
+     * same (by a read: etcd refuses a Txn that holds a put even when it
+     * would only read), and lists. (It cannot claim its node id, a put,
+     * so it writes nothing until there is room: CLUSTER.md.) */
+    struct broker late = {0};
+    snprintf(late.name, sizeof late.name, "late");
+    snprintf(late.data, sizeof late.data, "%s/data-late", test_tmpdir());
+    snprintf(late.extra, sizeof late.extra,
+             "plugin_opt_backend etcd\nplugin_opt_etcd_endpoints %s\nplugin_opt_etcd_prefix full/\n"
+             "plugin_opt_node_id late\nplugin_opt_max_keys 1000\n", c.endpoints);
+    broker_start(&late);
+    struct client l;
+    char rl[64];
+    client_connect_rr(&l, late.port, "lister", rl, sizeof rl);
+    m = request(&l, rl, "sc", NULL, NULL, W("SCAN", "liv*"));
+    PAYLOAD(m, "*1\r\n*1\r\n$4\r\nlive\r\n");
+    client_close(&l);
+    broker_stop(&late);
+
     /* An operator frees space: the filler deleted (through the store, as
      * deletions are allowed), compaction, defragmentation, and the alarm
      * disarmed. Writes come back (tried again every few seconds). */
