@@ -86,6 +86,41 @@ static ss_etcd_span ss_etcd__cursor_span(ss_bytes cursor)
     return s;
 }
 
+/* The most bytes a page's Range should bring back, and what a record is
+ * taken to weigh before any page was read. */
+#define SS_ETCD_PAGE_BYTES ((size_t)64 << 20)
+#define SS_ETCD_RECORD_BYTES_FIRST 1024u
+
+/* How many of want records a page's Range reads, for its reply to stay
+ * within SS_ETCD_PAGE_BYTES as records weigh lately (one at least). */
+static size_t ss_etcd__records_for(const struct ss_backend_etcd *e, size_t want)
+{
+    size_t per = e->record_bytes ? e->record_bytes : SS_ETCD_RECORD_BYTES_FIRST;
+    size_t fit = SS_ETCD_PAGE_BYTES / per;
+    if (fit == 0)
+        fit = 1;
+    return want < fit ? want : fit;
+}
+
+/* A Range of n records replied reply_len bytes: what a record weighs, up
+ * at once, down by halves (a page of large records is not forgotten at
+ * the next page of small ones). */
+static void ss_etcd__records_seen(struct ss_backend_etcd *e, size_t reply_len, size_t n)
+{
+    if (n == 0)
+        return;
+    size_t avg = reply_len / n < 64 ? 64 : reply_len / n;
+    size_t was = e->record_bytes ? e->record_bytes : SS_ETCD_RECORD_BYTES_FIRST;
+    e->record_bytes = avg > was ? avg : (was + avg) / 2;
+}
+
+/* A Range of a page failed (its reply too large, say): records are taken
+ * to be as large as they can be until pages say otherwise. */
+static void ss_etcd__records_worst(struct ss_backend_etcd *e)
+{
+    e->record_bytes = e->max_request_bytes ? e->max_request_bytes : ((size_t)3 << 19);
+}
+
 /* Read the administrative page from scan_after over scan_span. */
 static int ss_etcd__scan_send(struct ss_backend_etcd *e)
 {
@@ -142,7 +177,7 @@ int ss_backend_etcd_scan_start(ss_backend *b, ss_bytes from, bool inclusive, siz
     ss_buf_clear(&e->scan_after);
     if (ss_buf_append(&e->scan_after, key.data, key.len) != SS_OK)
         return SS_E_NOMEM;
-    e->scan_limit = limit;
+    e->scan_limit = ss_etcd__records_for(e, limit); /* fewer, and a cursor, when records are large */
     e->scan_values = values;
     e->scan_inclusive = inclusive;
     e->scan_tries = 0;
@@ -163,6 +198,8 @@ void ss_etcd__scan_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
     e->scan = SS_SCAN_DONE;
     e->scan_rc = ss_etcd__take_reply(op, &e->scan_reply);
+    if (e->scan_rc != SS_OK)
+        ss_etcd__records_worst(e); /* the next try reads fewer */
 }
 
 /* Record i of a page: its key (without the prefix's plen bytes) and
@@ -242,6 +279,7 @@ bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key
     bool bounded = e->scan_end.len != 0;
     if (e->scan_fresh) { /* the Range's reply, looked at the first time */
         e->scan_fresh = false;
+        ss_etcd__records_seen(e, e->scan_reply.len, n);
         e->page_reads++;
         e->page_counted += r.count > 0 ? (uint64_t)r.count : 0;
         /* An administrative page looks at up to ten records per key it
@@ -350,7 +388,7 @@ static int ss_etcd__page_send(struct ss_backend_etcd *e)
         return SS_E_NOMEM;
     }
     ss_bytes end = ss_etcd__bytes(&e->page_end);
-    int rc = ss_etcd__range_to(e, op, key, false, end.len ? &end : NULL, e->page_limit);
+    int rc = ss_etcd__range_to(e, op, key, false, end.len ? &end : NULL, e->page_range);
     if (rc != SS_OK) {
         ss_etcd__op_free(op);
         return rc;
@@ -375,6 +413,8 @@ int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_sc
         if (ss_buf_append(&e->page_after, after.data, after.len) != SS_OK)
             return SS_E_NOMEM;
         e->page_limit = max_examined;
+        e->page_range = ss_etcd__records_for(e, max_examined);
+        e->page_shrunk = false;
         e->page_tries = 0;
         e->page_span = ss_etcd__cursor_span(after); /* the first page: to the end */
         return ss_etcd__page_send(e);
@@ -384,16 +424,25 @@ int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_sc
     int rc = e->page_rc;
     ss_etcd_reply r;
     size_t n = 0;
+    if (rc != SS_OK && !e->page_shrunk && e->page_range > 1) {
+        /* Perhaps too large a reply: once again, with records taken to
+         * be as large as they can be. */
+        ss_etcd__records_worst(e);
+        e->page_shrunk = true;
+        e->page_range = ss_etcd__records_for(e, max_examined);
+        return ss_etcd__page_send(e);
+    }
     if (rc != SS_OK)
         return rc;
     if (ss_etcd_range_unpack_all(&e->page_reply, &r, &n) != SS_OK)
         return SS_E_PROTOCOL;
+    ss_etcd__records_seen(e, e->page_reply.len, n);
     e->page_reads++;
     e->page_counted += r.count > 0 ? (uint64_t)r.count : 0;
     size_t plen = strlen(e->prefix) + 2;
     ss_bytes key = after.len ? ss_etcd__cursor_key(after) : after;
     bool bounded = e->page_end.len != 0;
-    if (bounded && n < max_examined / 4) {
+    if (bounded && n < e->page_range / 4) {
         ss_etcd_reply_free(&r);
         e->page_span = ss_etcd__retry_span(e->page_span, ++e->page_tries);
         return ss_etcd__page_send(e);
@@ -420,11 +469,11 @@ int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_sc
     }
     /* More may follow when the page was full, the walk stopped early, or
      * the Range ended at its bound. */
-    if (rc == SS_OK && (stopped || n == max_examined) && last.data)
+    if (rc == SS_OK && (stopped || n == e->page_range) && last.data)
         rc = ss_etcd__cursor_put(next, last, ss_etcd__span_upto(&r, last_i, key, plen));
     else if (rc == SS_OK && bounded)
         rc = ss_etcd__cursor_put(next, ss_etcd__bytes(&e->page_end),
-                                 ss_etcd_span_after_bound(e->page_span, n, max_examined));
+                                 ss_etcd_span_after_bound(e->page_span, n, e->page_range));
     ss_etcd_reply_free(&r);
     if (e->page_reply.cap > ((size_t)1 << 20))
         ss_buf_free(&e->page_reply);

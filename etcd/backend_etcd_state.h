@@ -380,7 +380,13 @@ struct ss_backend_etcd {
     /* a page of keys for SCAN (the storage interface's scan) */
     enum { SS_PAGE_IDLE, SS_PAGE_RUNNING, SS_PAGE_DONE } page;
     ss_buf page_after; /* the cursor it is read after */
-    size_t page_limit;
+    size_t page_limit;      /* the records asked for */
+    size_t page_range;      /* the records its Range reads: fewer when records are large */
+    bool page_shrunk;       /* its Range failed once, and was read again with fewer */
+    /* A record's bytes in a Range's reply, as pages found them lately:
+     * the Ranges of pages read no more records than SS_ETCD_PAGE_BYTES
+     * hold (values come with them: a record kept whole may be 1.5 MiB). */
+    size_t record_bytes;
     ss_etcd_span page_span; /* how far its Range reaches (backend_etcd_span.h) */
     ss_buf page_end;        /* the last key it may reach (empty: no bound) */
     int page_tries;         /* Ranges read for it: a sparse one is read again */
