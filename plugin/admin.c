@@ -339,7 +339,10 @@ static const char *ss_admin__inspect(struct ss_plugin *p, const struct ss_admin_
     if (q->argc != 2 || q->argv[1].len == 0)
         return "usage: INSPECT KEY";
     ss_bytes key = q->argv[1];
-    if (!ss_admin__may_read(p, r, key))
+    /* Asked once, before its page is read: a refusal on a later pass (the
+     * rules reloaded meanwhile) would leave the page under way for the
+     * next request to take as its own. */
+    if (!p->admin->reading && !ss_admin__may_read(p, r, key))
         return ss_strerror(SS_E_NOT_AUTHORIZED);
     return ss_admin__inspect_page(p, key, now_ms);
 }

@@ -83,10 +83,25 @@ export class LiveView {
     }
 
     // After a reconnection: the broker forgot them with the old connection.
-    // The count of renewals is on the list, for people and tests to see.
+    // One it refuses now (a limit, rules reloaded) is no longer watched:
+    // its chip goes, and the refusal is said. The count of renewals is on
+    // the list, for people and tests to see.
     async again() {
-        for (const key of this.keys.values()) await this.client.request(['KEYNOTIFY', key]).catch(() => {});
-        for (const p of this.patterns) await this.client.admin(['WATCH', p]).catch(() => {});
+        for (const [h, key] of [...this.keys]) {
+            const { reply } = await this.client.request(['KEYNOTIFY', key]).catch(() => ({ reply: null }));
+            if (reply && reply.type === 'error') {
+                this.keys.delete(h);
+                this.ctx.say(`no longer observing ${keyLabel(key)}: ${reply.text}`, true);
+            }
+        }
+        for (const p of [...this.patterns]) {
+            const answer = (await this.client.admin(['WATCH', p]).catch(() => 'ok')).trim();
+            if (answer !== 'ok') {
+                this.patterns.delete(p);
+                this.ctx.say(`no longer watching ${p}: ${answer.replace(/^error /, '')}`, true);
+            }
+        }
+        this.chips();
         this.renewals = (this.renewals || 0) + 1;
         $('watches').dataset.renewals = String(this.renewals);
     }

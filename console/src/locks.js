@@ -36,6 +36,7 @@ export class LocksView {
         try {
             const found = [];
             let cursor = '';
+            let complete = false;
             for (let page = 0; page < MAX_PAGES; page++) {
                 const text = await this.client.admin(['KEYS', '*', cursor, String(PAGE)]);
                 if (text.startsWith('error ')) {
@@ -48,7 +49,10 @@ export class LocksView {
                     if (k && k.ttlMs !== null) found.push({ ...k, deadline: Date.now() + k.ttlMs, holder: null });
                 }
                 const c = lines[0].startsWith('cursor ') ? lines[0].slice(7) : '-';
-                if (c === '-') break;
+                if (c === '-') {
+                    complete = true;
+                    break;
+                }
                 cursor = c;
             }
             for (const lock of found.slice(0, MAX_HOLDERS)) {
@@ -56,7 +60,10 @@ export class LocksView {
                 lock.holder = reply.type === 'bulk' ? P.preview(reply.value, 80) : reply.type === 'error' ? reply.text : '(gone)';
             }
             this.locks = found;
-            $('locks-count').textContent = `${found.length} keys with a deadline`;
+            // What was not looked at is said, not passed over.
+            const parts = [complete ? `${found.length} keys with a deadline` : `at least ${found.length} keys with a deadline (the listing stopped after ${MAX_PAGES * PAGE} keys)`];
+            if (found.length > MAX_HOLDERS) parts.push(`holders read for the first ${MAX_HOLDERS}`);
+            $('locks-count').textContent = parts.join('; ');
             this.render();
         } catch (err) {
             $('locks-count').textContent = err.message;
