@@ -382,8 +382,18 @@ TEST(reliability_per_client_limits)
     m = request(&d, rd, "x", NULL, NULL, W("KEYNOTIFY", key)); /* 90,000 + 30,000 */
     PAYLOAD(m, "-ERR the quota has been exceeded\r\n");
     client_close(&c);
-    m = request(&d, rd, "y", NULL, NULL, W("KEYNOTIFY", key));
-    PAYLOAD(m, "+OK\r\n");
+    /* The broker drops the greedy client's registrations when it sees it
+     * go, which may come after this client's next request (valgrind). */
+    bool room = false;
+    for (int i = 0; i < 100 && !room; i++) {
+        m = request(&d, rd, "y", NULL, NULL, W("KEYNOTIFY", key));
+        room = m->len == 5 && memcmp(m->payload, "+OK\r\n", 5) == 0;
+        if (!room) {
+            PAYLOAD(m, "-ERR the quota has been exceeded\r\n");
+            usleep(50 * 1000);
+        }
+    }
+    ASSERT_TRUE(room);
     client_close(&d);
     broker_stop(&e);
 }
