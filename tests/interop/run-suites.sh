@@ -117,6 +117,14 @@ run_rust() {
         >"$out" 2>&1
     ran=$(grep -c -E '^test .* \.\.\. (ok|FAILED)' "$out")
     passed=$(grep -c -E '^test .* \.\.\. ok' "$out")
+    # A test's log line may come between its name and its "ok", which the
+    # lines above then miss: libtest's own summary counts them all.
+    summary=$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p' "$out" |
+        awk '{ p += $1; f += $2 } END { if (NR) print p, f }')
+    if [ -n "$summary" ]; then
+        passed=${summary% *}
+        ran=$((passed + ${summary#* }))
+    fi
     failed=$((ran - passed))
     # "test NAME ... ok <0.015s>": ok but quicker than min_ms.
     fast=$(sed -n 's/^test \([^ ]*\) \.\.\. ok <\([0-9.]*\)s>$/\1 \2/p' "$out" |
