@@ -43,12 +43,6 @@ struct ss_leader {
     ss_leader_state state;
 };
 
-/* The monotonic clock (client.c says why). */
-static uint64_t ss_leader__ms(void)
-{
-    return ss_client__now_ms();
-}
-
 /* The keeper's lost callback, on the keeper's thread: wake ours. */
 static void ss_leader__lost(void *ud)
 {
@@ -145,9 +139,9 @@ static void ss_leader__lead(ss_leader *l)
 static void ss_leader__follow(ss_leader *l, uint64_t seen)
 {
     uint64_t pace = l->lease_ms / 3 ? l->lease_ms / 3 : 1;
-    uint64_t until = ss_leader__ms() + pace;
+    uint64_t until = ss_client__now_ms() + pace;
     while (!ss_leader__stopping(l)) {
-        uint64_t now = ss_leader__ms();
+        uint64_t now = ss_client__now_ms();
         if (now >= until)
             return;
         uint64_t nap = until - now < SS_LEADER_SLICE_MS ? until - now : SS_LEADER_SLICE_MS;

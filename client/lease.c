@@ -11,12 +11,6 @@
 #include "../core/errors.h"
 #include "client_internal.h"
 
-/* The monotonic clock (client.c says why). */
-static uint64_t ss_lease__ms(void)
-{
-    return ss_client__now_ms();
-}
-
 int ss_lease_acquire(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
                      bool *acquired, char token[SS_LEASE_TOKEN_MAX])
 {
@@ -45,13 +39,13 @@ int ss_lease_acquire_wait(ss_client *c, const char *name, const char *holder, ui
     rc = ss_client_keynotify(c, name, strlen(name), false, NULL);
     if (rc != SS_OK)
         return rc;
-    uint64_t deadline = ss_lease__ms() + wait_ms;
+    uint64_t deadline = ss_client__now_ms() + wait_ms;
     for (;;) {
         uint64_t seen = ss_client_notification_count(c);
         rc = ss_lease_acquire(c, name, holder, ttl_ms, &acquired, token);
         if (rc != SS_OK || acquired)
             break;
-        uint64_t now = ss_lease__ms();
+        uint64_t now = ss_client__now_ms();
         if (now >= deadline) {
             rc = SS_E_TIMEOUT;
             break;
@@ -166,7 +160,7 @@ static void ss_lease__take_answer(ss_lease_keeper *k, uint64_t sent_at)
     } else if (ss_lease__refused(k->answer_rc, k->answer_applied)) {
         k->lost = true;
     } else {
-        k->next_renewal = ss_lease__ms() + ss_lease__retry_ms(k->ttl_ms);
+        k->next_renewal = ss_client__now_ms() + ss_lease__retry_ms(k->ttl_ms);
     }
 }
 
@@ -178,7 +172,7 @@ static void *ss_lease__keeper_main(void *arg)
     while (!k->stop && !k->lost) {
         if (k->answered)
             ss_lease__take_answer(k, sent_at);
-        uint64_t now = ss_lease__ms();
+        uint64_t now = ss_client__now_ms();
         if (!k->lost && now >= k->held_until)
             k->lost = true;
         if (k->lost)
@@ -223,7 +217,7 @@ int ss_lease_keep_notify(ss_client *c, const char *name, const char *holder, uin
         return SS_E_INVAL;
     /* Renew once before returning, so that the keeper starts with a
      * token (and a time the lease is known to be held until). */
-    uint64_t sent_at = ss_lease__ms();
+    uint64_t sent_at = ss_client__now_ms();
     bool held = false;
     char token[SS_LEASE_TOKEN_MAX] = "";
     ss_client_result r;
@@ -277,7 +271,7 @@ bool ss_lease_keeper_lost(ss_lease_keeper *k)
 {
     pthread_mutex_lock(&k->mu);
     /* By the clock too: the keeper's thread may not have woken yet. */
-    bool lost = k->lost || ss_lease__ms() >= k->held_until;
+    bool lost = k->lost || ss_client__now_ms() >= k->held_until;
     pthread_mutex_unlock(&k->mu);
     return lost;
 }

@@ -52,6 +52,14 @@ char *ss_client__refusal_text(ss_client *c, const char *what, int reason)
     return text;
 }
 
+/* A publish on c->m is done (under mu): a new handle may replace the old
+ * once none is under way (connect.c). */
+static void ss_client__published(ss_client *c)
+{
+    if (--c->publishing == 0)
+        pthread_cond_broadcast(&c->cv);
+}
+
 /* Publish one request; on success the pending entry is queued. */
 int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const ss_bytes *argv,
                     const char *fencing_token, unsigned timeout_ms, ss_result_cb cb, void *ud)
@@ -127,14 +135,11 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
     struct mosquitto *m = c->m;
     pthread_mutex_unlock(&c->mu);
     int mid = 0;
-    if (rc == MOSQ_ERR_SUCCESS) {
+    if (rc == MOSQ_ERR_SUCCESS)
         rc = mosquitto_publish_v5(m, &mid, kind == SS_ANSWER_ADMIN ? SS_ADMIN_TOPIC : SS_REQUEST_TOPIC,
                                   (int)payload.len, payload.data, 1, false, props);
-        pthread_mutex_lock(&c->mu);
-        if (--c->publishing == 0)
-            pthread_cond_broadcast(&c->cv);
-        pthread_mutex_unlock(&c->mu);
-    }
+    /* Each way below takes the lock once more, and says under it that
+     * this publish is done (no lock of its own on every request). */
     mosquitto_property_free_all(&props);
     ss_buf_free(&payload);
     if (rc == MOSQ_ERR_SUCCESS) {
@@ -142,6 +147,7 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
          * before this was set is waiting among the early refusals. */
         int refused = 0;
         pthread_mutex_lock(&c->mu);
+        ss_client__published(c);
         struct ss_pending **pp = &c->pending;
         while (*pp && *pp != p)
             pp = &(*pp)->next;
@@ -162,6 +168,8 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
          * property could not be made, and it is ours). */
         bool mine = !queued;
         pthread_mutex_lock(&c->mu);
+        if (queued)
+            ss_client__published(c);
         struct ss_pending **pp = &c->pending;
         while (queued && *pp && *pp != p)
             pp = &(*pp)->next;
