@@ -457,6 +457,18 @@ static void etcdctl(const struct etcd_cluster *c, const char *const *words)
     run_free(&r);
 }
 
+/* etcd's authentication on, with a user "store" (password "storepw")
+ * whose role may read and write the prefix race/ only. */
+static void store_user_and_auth(const struct etcd_cluster *c)
+{
+    etcdctl(c, W("user", "add", "root", "--new-user-password=rootpw", "--interactive=false"));
+    etcdctl(c, W("role", "add", "store"));
+    etcdctl(c, W("role", "grant-permission", "--prefix=true", "store", "readwrite", "race/"));
+    etcdctl(c, W("user", "add", "store", "--new-user-password=storepw", "--interactive=false"));
+    etcdctl(c, W("user", "grant-role", "store", "store"));
+    etcdctl(c, W("auth", "enable"));
+}
+
 /* With etcd's authentication on, the plugin logs in with
  * etcd_username/etcd_password (a user whose role may read and write only
  * the store's prefix) and serves; a wrong password stops the broker at
@@ -465,12 +477,7 @@ TEST(cluster_etcd_user_and_password)
 {
     struct etcd_cluster c;
     etcd_cluster_start(&c, 3);
-    etcdctl(&c, W("user", "add", "root", "--new-user-password=rootpw", "--interactive=false"));
-    etcdctl(&c, W("role", "add", "store"));
-    etcdctl(&c, W("role", "grant-permission", "--prefix=true", "store", "readwrite", "race/"));
-    etcdctl(&c, W("user", "add", "store", "--new-user-password=storepw", "--interactive=false"));
-    etcdctl(&c, W("user", "grant-role", "store", "store"));
-    etcdctl(&c, W("auth", "enable"));
+    store_user_and_auth(&c);
     struct broker b;
     cluster_broker(&b, &c, "auth", "plugin_opt_etcd_username store\nplugin_opt_etcd_password storepw\n");
     struct client cl;
@@ -514,12 +521,7 @@ TEST(cluster_etcd_jwt_tokens)
     snprintf(arg, sizeof arg, "--auth-token=jwt,pub-key=%s/jwt.pub,priv-key=%s/jwt.key,sign-method=RS256", d, d);
     struct etcd_cluster c;
     etcd_cluster_start_with(&c, 1, arg);
-    etcdctl(&c, W("user", "add", "root", "--new-user-password=rootpw", "--interactive=false"));
-    etcdctl(&c, W("role", "add", "store"));
-    etcdctl(&c, W("role", "grant-permission", "--prefix=true", "store", "readwrite", "race/"));
-    etcdctl(&c, W("user", "add", "store", "--new-user-password=storepw", "--interactive=false"));
-    etcdctl(&c, W("user", "grant-role", "store", "store"));
-    etcdctl(&c, W("auth", "enable"));
+    store_user_and_auth(&c);
     struct broker b;
     cluster_broker(&b, &c, "jwt", "plugin_opt_etcd_username store\nplugin_opt_etcd_password storepw\n");
     struct client cl;
