@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../client/client.h"
 #include "../core/backend.h"
@@ -90,6 +91,7 @@ void usage_error(const struct cli *cl, const char *fmt, ...) __attribute__((form
 void out_json_string(const uint8_t *p, size_t n);       /* "..." with escapes */
 void out_base64(const uint8_t *p, size_t n);             /* bare base64 */
 void out_escaped(const uint8_t *p, size_t n);            /* \xHH for anything not printable */
+void out_escaped_to(FILE *f, const uint8_t *p, size_t n); /* the same, to f */
 /* The same with spaces as they are, and a newline: a line of its own. */
 void out_line(const uint8_t *p, size_t n);
 /* "..." as redis-cli shows a value: \" \\ \n \r \t and \xHH escaped. */

@@ -199,13 +199,23 @@ int cmd_vdel(struct cli *cl, ss_client *c)
 
 /* ---- watch ------------------------------------------------------------ */
 
-static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
+/* What the network thread tells the main thread of `watch`, under mu: it
+ * prints notifications and connection events, and records a reconnect
+ * (the patterns are registered again from the main thread, since a
+ * blocking call may not run on the network thread) and the status of a
+ * key's re-registration that the broker refused. */
+struct watch_state {
+    const struct cli *cl;
+    pthread_mutex_t mu;
+    bool reconnected;
+    int refused; /* SS_OK, or the status of a refused re-registration */
+};
 
 static void on_notify(void *ud, const ss_notification *n)
 {
-    const struct cli *cl = ud;
-    pthread_mutex_lock(&out_mu);
-    if (cl->json) {
+    struct watch_state *ws = ud;
+    pthread_mutex_lock(&ws->mu);
+    if (ws->cl->json) {
         printf("{\"key\":");
         out_json_string(n->key, n->key_len);
         printf(",\"operation\":\"%s\"", n->deleted ? "DELETE" : "SET");
@@ -229,29 +239,44 @@ static void on_notify(void *ud, const ss_notification *n)
         putchar('\n');
     }
     fflush(stdout);
-    pthread_mutex_unlock(&out_mu);
+    pthread_mutex_unlock(&ws->mu);
 }
-
-/* Set by the network thread when a connection is back: the patterns are
- * registered again from the main thread (a blocking call may not run on
- * the network thread). Guarded by out_mu. */
-static bool reconnected;
 
 static void on_connection(void *ud, bool connected, bool gap)
 {
-    const struct cli *cl = ud;
-    pthread_mutex_lock(&out_mu);
-    reconnected = reconnected || connected;
+    struct watch_state *ws = ud;
+    pthread_mutex_lock(&ws->mu);
+    ws->reconnected = ws->reconnected || connected;
     if (!connected) {
         out_error("connection lost; reconnecting");
     } else if (gap) {
         out_error("reconnected; notifications may have been missed while away");
-        if (cl->json) {
+        if (ws->cl->json) {
             printf("{\"event\":\"gap\"}\n");
             fflush(stdout);
         }
     }
-    pthread_mutex_unlock(&out_mu);
+    pthread_mutex_unlock(&ws->mu);
+}
+
+/* A key's KEYNOTIFY failed again after a reconnect. Refused by the broker
+ * (a limit reached meanwhile): `watch` ends, as for a pattern, rather than
+ * go on watching less. Lost again: the next reconnect tries it again. */
+static void on_rewatch(void *ud, const void *key, size_t key_len, const ss_client_result *r)
+{
+    struct watch_state *ws = ud;
+    if (r->status == SS_E_CONNECTION || r->status == SS_E_TIMEOUT)
+        return;
+    pthread_mutex_lock(&ws->mu);
+    if (ws->refused == SS_OK) {
+        ws->refused = r->status;
+        fputs("statestore: watch: the broker refused to register ", stderr);
+        out_escaped_to(stderr, key, key_len);
+        fputs(" again after the reconnect\n", stderr);
+        report_failure(ws->cl, "watch", r->status, r);
+        fflush(stdout);
+    }
+    pthread_mutex_unlock(&ws->mu);
 }
 
 /* WATCH (or WATCH ... STOP) every --pattern on the administrative topic. */
@@ -268,6 +293,35 @@ static int watch_patterns(struct cli *cl, ss_client *c, bool stop)
     return SS_EXIT_OK;
 }
 
+/* Until SIGINT or SIGTERM, or a registration refused after a reconnect:
+ * the patterns are registered again after each reconnect (the client
+ * library registers the keys again itself). */
+static int watch_until_stopped(struct cli *cl, ss_client *c, struct watch_state *ws, sigset_t *stop)
+{
+    const struct timespec tick = {0, 200 * 1000 * 1000};
+    while (sigtimedwait(stop, NULL, &tick) < 0) {
+        pthread_mutex_lock(&ws->mu);
+        bool again = ws->reconnected;
+        ws->reconnected = false;
+        int refused = ws->refused;
+        pthread_mutex_unlock(&ws->mu);
+        if (refused != SS_OK)
+            return exit_for(refused);
+        int rc;
+        if (again && cl->npatterns && (rc = watch_patterns(cl, c, false)) != SS_EXIT_OK) {
+            /* Lost again meanwhile: at the next tick. Refused (a limit
+             * reached meanwhile, the rules changed): a watch that no
+             * longer watches must not go on as if it did. */
+            if (rc != SS_EXIT_CONNECTION)
+                return rc;
+            pthread_mutex_lock(&ws->mu);
+            ws->reconnected = true;
+            pthread_mutex_unlock(&ws->mu);
+        }
+    }
+    return SS_EXIT_OK;
+}
+
 int cmd_watch(struct cli *cl, ss_client *c)
 {
     /* SIGINT/SIGTERM are taken synchronously below, in this thread. */
@@ -276,43 +330,33 @@ int cmd_watch(struct cli *cl, ss_client *c)
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
-    ss_client_set_notify_cb(c, on_notify, cl);
-    ss_client_set_connection_cb(c, on_connection, cl);
-    for (int i = 0; i < cl->nargs; i++) {
+    struct watch_state ws = {.cl = cl, .refused = SS_OK};
+    pthread_mutex_init(&ws.mu, NULL);
+    ss_client_set_notify_cb(c, on_notify, &ws);
+    ss_client_set_connection_cb(c, on_connection, &ws);
+    ss_client_set_rewatch_cb(c, on_rewatch, &ws);
+    int rc = SS_EXIT_OK;
+    for (int i = 0; i < cl->nargs && rc == SS_EXIT_OK; i++) {
         ss_client_result r;
         int st = ss_client_keynotify(c, cl->args[i], strlen(cl->args[i]), false, &r);
         if (st != SS_OK) {
             report_failure(cl, "watch", st, &r);
-            ss_client_result_free(&r);
-            return exit_for(st);
+            rc = exit_for(st);
         }
         ss_client_result_free(&r);
     }
-    int rc = watch_patterns(cl, c, false);
-    if (rc != SS_EXIT_OK)
-        return rc;
-    /* Until SIGINT or SIGTERM; a reconnect lost the patterns (the client
-     * library registers the keys again itself). */
-    const struct timespec tick = {0, 200 * 1000 * 1000};
-    while (sigtimedwait(&stop, NULL, &tick) < 0) {
-        pthread_mutex_lock(&out_mu);
-        bool again = reconnected;
-        reconnected = false;
-        pthread_mutex_unlock(&out_mu);
-        if (again && cl->npatterns && (rc = watch_patterns(cl, c, false)) != SS_EXIT_OK) {
-            /* Lost again meanwhile: at the next tick. Refused (a limit
-             * reached meanwhile, the rules changed): a watch that no
-             * longer watches must not go on as if it did. */
-            if (rc != SS_EXIT_CONNECTION)
-                break;
-            pthread_mutex_lock(&out_mu);
-            reconnected = true;
-            pthread_mutex_unlock(&out_mu);
-            rc = SS_EXIT_OK;
-        }
+    if (rc == SS_EXIT_OK)
+        rc = watch_patterns(cl, c, false);
+    if (rc == SS_EXIT_OK) {
+        rc = watch_until_stopped(cl, c, &ws, &stop);
+        for (int i = 0; i < cl->nargs; i++)
+            ss_client_keynotify(c, cl->args[i], strlen(cl->args[i]), true, NULL);
+        watch_patterns(cl, c, true);
     }
-    for (int i = 0; i < cl->nargs; i++)
-        ss_client_keynotify(c, cl->args[i], strlen(cl->args[i]), true, NULL);
-    watch_patterns(cl, c, true);
+    /* No callback may use ws once this returns. */
+    ss_client_set_notify_cb(c, NULL, NULL);
+    ss_client_set_connection_cb(c, NULL, NULL);
+    ss_client_set_rewatch_cb(c, NULL, NULL);
+    pthread_mutex_destroy(&ws.mu);
     return rc;
 }

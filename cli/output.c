@@ -44,7 +44,7 @@ static bool in_ranges(const uint32_t (*r)[2], size_t n, uint32_t cp)
  * are), so that the bytes can be read back from the text and no two keys
  * print alike. Spaces (' ' and Unicode's) stay when space is true (a
  * line of its own); else they are escaped too (a field of a line). */
-static void out_text(const uint8_t *p, size_t n, bool space)
+static void out_text(FILE *f, const uint8_t *p, size_t n, bool space)
 {
     for (size_t i = 0; i < n;) {
         uint32_t cp;
@@ -55,24 +55,29 @@ static void out_text(const uint8_t *p, size_t n, bool space)
         if (len == 0)
             len = 1; /* not UTF-8: this byte alone */
         if (cp == '\\' && shown)
-            fputs("\\\\", stdout);
+            fputs("\\\\", f);
         else if (shown)
-            fwrite(p + i, 1, len, stdout);
+            fwrite(p + i, 1, len, f);
         else
             for (size_t k = 0; k < len; k++)
-                printf("\\x%02x", p[i + k]);
+                fprintf(f, "\\x%02x", p[i + k]);
         i += len;
     }
 }
 
 void out_escaped(const uint8_t *p, size_t n)
 {
-    out_text(p, n, false);
+    out_text(stdout, p, n, false);
+}
+
+void out_escaped_to(FILE *f, const uint8_t *p, size_t n)
+{
+    out_text(f, p, n, false);
 }
 
 void out_line(const uint8_t *p, size_t n)
 {
-    out_text(p, n, true);
+    out_text(stdout, p, n, true);
     putchar('\n');
 }
 
@@ -90,7 +95,7 @@ void out_quoted(const uint8_t *p, size_t n)
             i++;
         } else {
             /* Anything else as out_line shows it: \xHH for what does not show. */
-            out_text(p + i, len ? len : 1, true);
+            out_text(stdout, p + i, len ? len : 1, true);
             i += len ? len : 1;
         }
     }

@@ -72,6 +72,14 @@ void ss_client_set_connection_cb(ss_client *c, ss_connection_cb cb, void *ud)
     pthread_mutex_unlock(&c->mu);
 }
 
+void ss_client_set_rewatch_cb(ss_client *c, ss_rewatch_cb cb, void *ud)
+{
+    pthread_mutex_lock(&c->mu);
+    c->rewatch_cb = cb;
+    c->rewatch_ud = ud;
+    pthread_mutex_unlock(&c->mu);
+}
+
 void ss_client__abstime(struct timespec *ts, unsigned ms)
 {
     clock_gettime(CLOCK_MONOTONIC, ts);
@@ -136,6 +144,57 @@ void ss_client_handle_connect(ss_client *c)
         ss_client__on_subscribed(c);
 }
 
+struct ss_rewatch {
+    ss_client *c;
+    struct ss_watched *w;
+};
+
+static void ss_client__tell_rewatch(ss_client *c, const struct ss_watched *w, const ss_client_result *r)
+{
+    pthread_mutex_lock(&c->mu);
+    ss_rewatch_cb cb = c->closing ? NULL : c->rewatch_cb; /* closing: nothing to tell */
+    void *ud = c->rewatch_ud;
+    pthread_mutex_unlock(&c->mu);
+    if (cb)
+        cb(ud, w->key, w->len, r);
+}
+
+static void ss_client__rewatched(void *ud, const ss_client_result *r)
+{
+    struct ss_rewatch *rw = ud;
+    ss_client *c = rw->c;
+    if (r->status != SS_OK) {
+        /* Refused by the server: watching on would be a silent lie. Lost
+         * or timed out: the next reconnect registers it again. */
+        if (ss_client__refused(r->status))
+            ss_client__track(c, rw->w->key, rw->w->len, true);
+        ss_client__tell_rewatch(c, rw->w, r);
+    }
+    free(rw->w);
+    free(rw);
+}
+
+/* Register one watched key again; w (a copy) is freed here or by the
+ * answer's callback. A call that cannot start is reported like a lost
+ * connection: the next reconnect tries it again. */
+static void ss_client__rewatch(ss_client *c, struct ss_watched *w)
+{
+    struct ss_rewatch *rw = malloc(sizeof *rw);
+    int rc = SS_E_NOMEM;
+    if (rw) {
+        rw->c = c;
+        rw->w = w;
+        ss_bytes argv[2] = {ss_client__w("KEYNOTIFY"), ss_client__b(w->key, w->len)};
+        rc = ss_client__send(c, SS_ANSWER_KEYNOTIFY, 2, argv, NULL, 0, ss_client__rewatched, rw);
+        if (rc == SS_OK)
+            return;
+        free(rw);
+    }
+    ss_client_result r = {.status = rc};
+    ss_client__tell_rewatch(c, w, &r);
+    free(w);
+}
+
 /* The response topic is subscribed: requests may go out. After a
  * reconnect, register the notifications again (the server dropped them). */
 static void ss_client__on_subscribed(ss_client *c)
@@ -159,11 +218,8 @@ static void ss_client__on_subscribed(ss_client *c)
     }
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
-    for (size_t j = 0; j < i; j++) {
-        ss_bytes argv[2] = {ss_client__w("KEYNOTIFY"), ss_client__b(copy[j]->key, copy[j]->len)};
-        ss_client__send(c, SS_ANSWER_KEYNOTIFY, 2, argv, NULL, 0, NULL, NULL);
-        free(copy[j]);
-    }
+    for (size_t j = 0; j < i; j++)
+        ss_client__rewatch(c, copy[j]);
     free(copy);
     ss_client__report(c, true, again);
 }

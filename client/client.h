@@ -116,6 +116,14 @@ typedef void (*ss_notify_cb)(void *ud, const ss_notification *n);
  * reporting connected = true with gap = true: notifications may have been
  * missed while it was away. */
 typedef void (*ss_connection_cb)(void *ud, bool connected, bool gap);
+/* A KEYNOTIFY that the client registered again after a reconnect failed;
+ * r->status (and r->error_text) say why, key is borrowed for the call.
+ * An answer of the server (a limit reached meanwhile, rules changed) is
+ * final: the key is no longer watched, nor registered at the next
+ * reconnect. SS_E_CONNECTION or SS_E_TIMEOUT leave it watched and
+ * registered again at the next reconnect, but notifications may be
+ * missing until then. Runs where answers are delivered. */
+typedef void (*ss_rewatch_cb)(void *ud, const void *key, size_t key_len, const ss_client_result *r);
 /* Completion of an asynchronous call; r is valid during the call only. A
  * call that fails to start returns its error and never calls back. */
 typedef void (*ss_result_cb)(void *ud, const ss_client_result *r);
@@ -164,6 +172,7 @@ void ss_client_set_reconnect_backoff(ss_client *c, unsigned first_ms, unsigned m
 
 void ss_client_set_notify_cb(ss_client *c, ss_notify_cb cb, void *ud);
 void ss_client_set_connection_cb(ss_client *c, ss_connection_cb cb, void *ud);
+void ss_client_set_rewatch_cb(ss_client *c, ss_rewatch_cb cb, void *ud);
 
 /* An administrative request of statestore's own (not the protocol's:
  * docs/OPERATIONS.md): argc words, argv[i] of lens[i] bytes, such as

@@ -93,6 +93,8 @@ struct ss_client {
     void *notify_ud;
     ss_connection_cb conn_cb;
     void *conn_ud;
+    ss_rewatch_cb rewatch_cb;
+    void *rewatch_ud;
     ss_message_cb message_cb;
     void *message_ud;
     int message_calls;        /* message callbacks under way */
@@ -182,6 +184,12 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
  * blocking calls do: r (may be NULL) is filled as theirs is. */
 int ss_client__call(ss_client *c, enum ss_answer_kind kind, size_t argc, const ss_bytes *argv,
                     ss_client_result *r);
+/* Remember (stop false) or forget a key that a reconnect registers again:
+ * true when the set changed. */
+bool ss_client__track(ss_client *c, const void *key, size_t key_len, bool stop);
+/* True when status is an answer of the server (the request was refused),
+ * not a local failure whose outcome is unknown. */
+bool ss_client__refused(int status);
 /* Borrowed slices of bytes and of a C string. */
 ss_bytes ss_client__b(const void *p, size_t n);
 ss_bytes ss_client__w(const char *s);

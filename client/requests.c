@@ -204,9 +204,11 @@ ss_bytes ss_client__w(const char *s)
     return ss_client__b(s, strlen(s));
 }
 
-/* Remember or forget a key to re-register after a reconnect. */
-static void ss_client__track(ss_client *c, const void *key, size_t key_len, bool stop)
+/* Remember or forget a key to re-register after a reconnect: true when
+ * this changed the set. */
+bool ss_client__track(ss_client *c, const void *key, size_t key_len, bool stop)
 {
+    bool changed = false;
     pthread_mutex_lock(&c->mu);
     uint64_t h = ss_table_hash(&c->watched_index, key, key_len);
     struct ss_watched *found = NULL;
@@ -222,6 +224,7 @@ static void ss_client__track(ss_client *c, const void *key, size_t key_len, bool
             pp = &(*pp)->next;
         *pp = found->next;
         free(found);
+        changed = true;
     } else if (!stop && !found) {
         struct ss_watched *w = malloc(sizeof *w + key_len);
         if (w) {
@@ -230,9 +233,60 @@ static void ss_client__track(ss_client *c, const void *key, size_t key_len, bool
             w->next = c->watched;
             c->watched = w;
             ss_table_insert(&c->watched_index, &w->node, h);
+            changed = true;
         }
     }
     pthread_mutex_unlock(&c->mu);
+    return changed;
+}
+
+bool ss_client__refused(int status)
+{
+    return status == SS_E_SERVER || status == SS_E_STATUS || ss_err_is_wire(status);
+}
+
+/* A KEYNOTIFY of a key not watched before: the key is remembered before
+ * the request goes out (its answer may come before the send returns) and
+ * forgotten if the server refuses it, so that a reconnect never registers
+ * what the application was told it could not watch. */
+struct ss_watch_call {
+    ss_client *c;
+    ss_result_cb cb;
+    void *ud;
+    size_t len;
+    uint8_t key[];
+};
+
+static void ss_client__watch_answered(void *ud, const ss_client_result *r)
+{
+    struct ss_watch_call *w = ud;
+    if (ss_client__refused(r->status))
+        ss_client__track(w->c, w->key, w->len, true);
+    if (w->cb)
+        w->cb(w->ud, r);
+    free(w);
+}
+
+static int ss_client__watch_send(ss_client *c, size_t argc, const ss_bytes *argv, unsigned timeout_ms,
+                                 ss_result_cb cb, void *ud)
+{
+    const ss_bytes *key = &argv[1];
+    struct ss_watch_call *w = malloc(sizeof *w + key->len);
+    if (w == NULL)
+        return SS_E_NOMEM;
+    if (!ss_client__track(c, key->data, key->len, false)) {
+        /* Watched already (or no memory to remember it): as before. */
+        free(w);
+        return ss_client__send(c, SS_ANSWER_KEYNOTIFY, argc, argv, NULL, timeout_ms, cb, ud);
+    }
+    *w = (struct ss_watch_call){c, cb, ud, key->len};
+    memcpy(w->key, key->data, key->len);
+    int rc = ss_client__send(c, SS_ANSWER_KEYNOTIFY, argc, argv, NULL, timeout_ms, ss_client__watch_answered, w);
+    if (rc != SS_OK) {
+        ss_client__track(c, w->key, w->len, true);
+        free(w);
+    }
+    return rc;
 }
 
 int ss_client_call_async(ss_client *c, const ss_client_request *q, ss_result_cb cb, void *ud)
@@ -288,9 +342,11 @@ int ss_client_call_async(ss_client *c, const ss_client_request *q, ss_result_cb 
     default:
         return SS_E_INVAL;
     }
+    if (q->op == SS_REQ_KEYNOTIFY)
+        return ss_client__watch_send(c, argc, argv, q->timeout_ms, cb, ud);
     int rc = ss_client__send(c, kind, argc, argv, ft, q->timeout_ms, cb, ud);
-    if (rc == SS_OK && kind == SS_ANSWER_KEYNOTIFY)
-        ss_client__track(c, q->key, q->key_len, q->op == SS_REQ_KEYNOTIFY_STOP);
+    if (rc == SS_OK && q->op == SS_REQ_KEYNOTIFY_STOP)
+        ss_client__track(c, q->key, q->key_len, true);
     return rc;
 }
 

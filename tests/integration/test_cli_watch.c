@@ -247,6 +247,52 @@ TEST(cli_watch_pattern)
     broker_stop(&b);
 }
 
+/* A key whose registration the broker refuses after a reconnect (a limit
+ * lowered meanwhile) ends the watch with the refusal, naming the key:
+ * going on would watch less than asked without a word. */
+TEST(cli_watch_ends_when_a_key_is_refused_after_a_reconnect)
+{
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "plugin_opt_max_registrations_per_client 2\n");
+    broker_start(&b);
+    char out[600], err[600], portbuf[16];
+    snprintf(out, sizeof out, "%s/watch.out", test_tmpdir());
+    snprintf(err, sizeof err, "%s/watch.err", test_tmpdir());
+    snprintf(portbuf, sizeof portbuf, "%d", b.port);
+    char *argv[] = {(char *)cli_path(), "-p", portbuf, "watch", "k1", "k2", NULL};
+    pid_t w = spawn_cmd(argv, out, err);
+    probe_watch(b.port, out, "k2");
+    broker_stop(&b);
+    snprintf(b.extra, sizeof b.extra, "plugin_opt_max_registrations_per_client 1\n");
+    broker_start(&b);
+    int status = 0;
+    pid_t done = 0;
+    for (int i = 0; i < 1500 && done == 0; i++) {
+        done = waitpid(w, &status, WNOHANG);
+        if (done == 0)
+            usleep(10000);
+    }
+    if (done == 0) {
+        kill(w, SIGKILL);
+        waitpid(w, &status, 0);
+    }
+    ASSERT_EQ(done, w);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 3);
+    char *e = slurp(err, NULL);
+    const char *tail = "statestore: watch: the quota has been exceeded (a limit of the server: key or value "
+                       "length, number of keys, store size or disk space; the broker's log names which)\n";
+    bool named = strstr(e, "statestore: watch: the broker refused to register k1 again after the reconnect\n") ||
+                 strstr(e, "statestore: watch: the broker refused to register k2 again after the reconnect\n");
+    bool ends = strlen(e) > strlen(tail) && strcmp(e + strlen(e) - strlen(tail), tail) == 0;
+    if (!named || !ends)
+        fprintf(stderr, "  stderr: %s\n", e);
+    free(e);
+    ASSERT_TRUE(named);
+    ASSERT_TRUE(ends);
+    broker_stop(&b);
+}
+
 /* The lease's time is the monotonic clock's: a lock holder whose wall
  * clock steps back a minute (NTP, an operator) while COMMAND runs goes on
  * renewing, so nobody else takes the lease meanwhile, and COMMAND ends
