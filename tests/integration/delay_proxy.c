@@ -95,8 +95,9 @@ struct delay_proxy {
     char tap_needle[64];       /* under mu; "": none kept by content */
     struct tapped kept[TAP_KEPT]; /* under mu */
     size_t nkept;
-    char mute_needles[2][64]; /* under mu: the mute_nth client message holding both mutes the servers */
-    int mute_nth;             /* under mu: counts down */
+    char mute_needles[2][64]; /* under mu: a client message holding both mutes the servers... */
+    char mute_after[64];      /* under mu: ...once one holding this went ("": at once) */
+    bool mute_armed;          /* under mu: it went */
     bool muted;               /* under mu: what servers send is dropped */
 };
 
@@ -173,9 +174,12 @@ static void tap_messages(struct delay_proxy *x, struct tap_stream *s)
         pthread_mutex_lock(&x->mu);
         size_t nl = strlen(x->tap_needle);
         bool keep = (x->tap_min && n >= x->tap_min) || (nl && holds(msg, n, x->tap_needle, nl));
-        if (x->mute_needles[0][0] && holds(msg, n, x->mute_needles[0], strlen(x->mute_needles[0])) &&
-            holds(msg, n, x->mute_needles[1], strlen(x->mute_needles[1])) && --x->mute_nth == 0)
+        if (x->mute_needles[0][0] && x->mute_armed &&
+            holds(msg, n, x->mute_needles[0], strlen(x->mute_needles[0])) &&
+            holds(msg, n, x->mute_needles[1], strlen(x->mute_needles[1])))
             x->muted = true;
+        if (x->mute_needles[0][0] && !x->mute_armed && holds(msg, n, x->mute_after, strlen(x->mute_after)))
+            x->mute_armed = true;
         if (keep && x->nkept < TAP_KEPT) {
             uint8_t *copy = malloc(n);
             ASSERT_TRUE(copy != NULL);
@@ -445,10 +449,11 @@ void delay_proxy_tap(struct delay_proxy *x, size_t min_len, const char *needle)
     pthread_mutex_unlock(&x->mu);
 }
 
-void delay_proxy_mute_after(struct delay_proxy *x, const char *needle1, const char *needle2, int nth)
+void delay_proxy_mute_after(struct delay_proxy *x, const char *after, const char *needle1, const char *needle2)
 {
     pthread_mutex_lock(&x->mu);
-    x->mute_nth = nth;
+    snprintf(x->mute_after, sizeof x->mute_after, "%s", after ? after : "");
+    x->mute_armed = after == NULL;
     snprintf(x->mute_needles[0], sizeof x->mute_needles[0], "%s", needle1 ? needle1 : "");
     snprintf(x->mute_needles[1], sizeof x->mute_needles[1], "%s", needle2 ? needle2 : "");
     x->muted = false;

@@ -30,11 +30,12 @@ void delay_proxy_tap(struct delay_proxy *p, size_t min_len, const char *needle);
 /* A copy of the i-th message kept, in *msg (the caller frees it); its
  * length, 0 if there is no such message. */
 size_t delay_proxy_tapped(struct delay_proxy *p, size_t i, uint8_t **msg);
-/* From the nth gRPC message a client sends that holds both needle1 and
- * needle2 on (it is forwarded), everything the servers send is dropped:
- * that message's answer, and every later one, is lost, the connections
- * staying open. NULL, NULL: nothing is dropped any more. */
-void delay_proxy_mute_after(struct delay_proxy *p, const char *needle1, const char *needle2, int nth);
+/* From the first gRPC message a client sends that holds both needle1 and
+ * needle2, after one that held the bytes of after (NULL: from now on),
+ * everything the servers send is dropped (the message is forwarded):
+ * its answer, and every later one, is lost, the connections staying
+ * open. NULL, NULL, NULL: nothing is dropped any more. */
+void delay_proxy_mute_after(struct delay_proxy *p, const char *after, const char *needle1, const char *needle2);
 /* Stop the thread and close every connection. */
 void delay_proxy_stop(struct delay_proxy *p);
 
