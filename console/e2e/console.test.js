@@ -291,6 +291,34 @@ describe('the console on LMDB', () => {
         assert.equal(await page.$$eval('#stream td:text-is("app/live/b")', (r) => r.length), 0);
     });
 
+    test('a burst of 1,500 notifications leaves the newest 1,000 rows, in order', async () => {
+        await showTab(page, 'live');
+        await page.click('#clear');
+        await page.fill('#watch-input', 'app/burst/*');
+        await page.click('#watch-form button');
+        await page.waitForSelector('#watches li:has-text("pattern app/burst/*")');
+        let lines = '';
+        for (let i = 0; i < 1500; i++) lines += `set app/burst/${String(i).padStart(4, '0')} v${i}\n`;
+        const t0 = Date.now();
+        const r = await admin(b, [], lines);
+        assert.equal(r.code, 0, r.stderr);
+        await page.waitForSelector('#stream td:text-is("app/burst/1499")', { timeout: 10000 });
+        console.log(`# console: 1,500 SETs from one CLI session shown in the live view after ${Date.now() - t0} ms`);
+        const keys = await page.$$eval('#stream tr td:nth-child(3)', (t) => t.map((x) => x.textContent));
+        const want = [];
+        for (let i = 1499; i >= 500; i--) want.push(`app/burst/${String(i).padStart(4, '0')}`);
+        assert.deepEqual(keys, want);
+        assert.equal(await page.textContent('#stream-count'), '1000 events');
+        // The filter draws again from the events kept.
+        await page.fill('#filter', 'app/burst/05');
+        assert.equal(await page.$$eval('#stream tr', (t) => t.length), 100);
+        await page.fill('#filter', '');
+        await page.click('#watches li:has-text("pattern app/burst/*") button');
+        await page.waitForFunction(() => !/pattern app\/burst/.test(document.querySelector('#watches').textContent));
+        await page.click('#clear');
+        assert.deepEqual(page.errors, []);
+    });
+
     test("the dashboard's charts update", async () => {
         await showTab(page, 'dash');
         // sys_interval 1: a sample a second.

@@ -17,7 +17,10 @@ export class LiveView {
         this.client = ctx.client;
         this.keys = new Map(); // hex(key) -> key bytes
         this.patterns = new Set();
-        this.events = []; // newest last
+        this.events = []; // newest last, each with its seq
+        this.seq = 0;
+        this.fresh = []; // events not yet shown (at most MAX_ROWS: more means redraw all)
+        this.drawing = false; // a frame is asked for
         this.paused = false;
         this.held = 0; // events that arrived while paused
         $('observe-form').addEventListener('submit', (e) => {
@@ -124,13 +127,43 @@ export class LiveView {
         for (const p of this.patterns) chip(`pattern ${p}`, 'pattern', p);
     }
 
+    // Notifications may come by the thousand a second: rows are added to
+    // the top once a frame, and those whose events fell off the end go,
+    // rather than the table being drawn again for each one.
     add(n) {
+        n.seq = ++this.seq;
         this.events.push(n);
         if (this.events.length > MAX_ROWS) this.events.splice(0, this.events.length - MAX_ROWS);
         if (this.paused) {
             this.held++;
             this.count();
-        } else this.render();
+            return;
+        }
+        if (this.fresh.length <= MAX_ROWS) this.fresh.push(n);
+        if (!this.drawing) {
+            this.drawing = true;
+            requestAnimationFrame(() => this.flush());
+        }
+    }
+
+    flush() {
+        this.drawing = false;
+        const fresh = this.fresh;
+        this.fresh = [];
+        if (this.paused || fresh.length === 0) return;
+        if (fresh.length > MAX_ROWS) return this.render();
+        const filter = $('filter').value;
+        const rows = document.createDocumentFragment();
+        for (let i = fresh.length - 1; i >= 0; i--) {
+            if (fresh[i].seq < this.events[0].seq) break; // fell off already
+            const tr = this.row(fresh[i], filter);
+            if (tr) rows.append(tr);
+        }
+        const body = $('stream');
+        body.prepend(rows);
+        const oldest = this.events[0].seq;
+        while (body.lastElementChild && Number(body.lastElementChild.dataset.seq) < oldest) body.lastElementChild.remove();
+        this.count();
     }
 
     pause(on) {
@@ -148,26 +181,35 @@ export class LiveView {
         $('stream-count').textContent = `${this.events.length} events${held}`;
     }
 
-    render() {
-        const filter = $('filter').value;
-        const body = $('stream');
-        body.textContent = '';
-        for (let i = this.events.length - 1; i >= 0; i--) {
-            const n = this.events[i];
-            const key = keyLabel(n.key);
-            if (filter && !key.includes(filter)) continue;
-            const tr = document.createElement('tr');
-            tr.className = `ev-${n.kind}`;
-            const time = new Date(n.at).toISOString().slice(11, 23);
-            const value = n.value ? P.preview(n.value, PREVIEW_BYTES) : '';
-            for (const text of [time, n.kind, key, n.version || '', value]) {
-                const td = document.createElement('td');
-                td.textContent = text;
-                td.title = text;
-                tr.append(td);
-            }
-            body.append(tr);
+    // The row of event n, or null when filter leaves it out.
+    row(n, filter) {
+        const key = keyLabel(n.key);
+        if (filter && !key.includes(filter)) return null;
+        const tr = document.createElement('tr');
+        tr.className = `ev-${n.kind}`;
+        tr.dataset.seq = String(n.seq);
+        const time = new Date(n.at).toISOString().slice(11, 23);
+        const value = n.value ? P.preview(n.value, PREVIEW_BYTES) : '';
+        for (const text of [time, n.kind, key, n.version || '', value]) {
+            const td = document.createElement('td');
+            td.textContent = text;
+            td.title = text;
+            tr.append(td);
         }
+        return tr;
+    }
+
+    // Everything again: the filter changed, the stream was cleared or
+    // resumed, or more came in a frame than the table holds.
+    render() {
+        this.fresh = [];
+        const filter = $('filter').value;
+        const rows = document.createDocumentFragment();
+        for (let i = this.events.length - 1; i >= 0; i--) {
+            const tr = this.row(this.events[i], filter);
+            if (tr) rows.append(tr);
+        }
+        $('stream').replaceChildren(rows);
         this.count();
     }
 }
