@@ -94,11 +94,27 @@ static size_t ss_scan__answer_size(size_t n, size_t keys_bytes, size_t cursor_le
     return 4 + 1 + ss_u64_format(n, digits) + 2 + keys_bytes + ss_scan__bulk_size(SS_SCAN_TOKEN_HEAD + cursor_len);
 }
 
+size_t ss_scan_longest_key(size_t max_answer)
+{
+    size_t n = max_answer / 2;
+    while (n > 0 && ss_scan__answer_size(1, ss_scan__bulk_size(n), n + SS_SCAN_CURSOR_EXTRA) > max_answer)
+        n--;
+    return n;
+}
+
 static bool ss_scan__visit(void *ctx, ss_bytes key, ss_bytes cursor, const ss_record *rec)
 {
     struct ss_scan_walk *w = ctx;
     const ss_scan_request *q = w->q;
     bool expired = rec->expiry_ms && rec->expiry_ms <= q->now_ms;
+    /* Matching costs up to (tokens + 1) x (key length + 1) steps: a key
+     * that would take the page past its budget starts the next page,
+     * unless it is the page's first (a page always moves on). */
+    uint64_t cost = expired ? 0 : ss_pattern_cost(w->pat, key.len);
+    if (w->cursor.len && w->work + cost > SS_SCAN_WORK) {
+        w->stopped = true;
+        return false;
+    }
     bool listed = !expired && ss_pattern_match(w->pat, key.data, key.len) &&
                   (q->may_read == NULL || q->may_read(q->may_read_ctx, q->caller, key));
     size_t entry = listed ? ss_scan__bulk_size(key.len) : 0;
@@ -117,7 +133,7 @@ static bool ss_scan__visit(void *ctx, ss_bytes key, ss_bytes cursor, const ss_re
     ss_buf_clear(&w->cursor);
     if ((w->rc = ss_buf_append(&w->cursor, cursor.data, cursor.len)) != SS_OK)
         return false;
-    w->work += ss_pattern_cost(w->pat, key.len);
+    w->work += cost;
     if (w->work >= SS_SCAN_WORK) {
         w->stopped = true;
         return false;

@@ -40,6 +40,9 @@
 #define SS_SCAN_TOKEN_VERSION 1u
 /* Version byte and tag. */
 #define SS_SCAN_TOKEN_HEAD 9u
+/* A backend's SCAN cursor is at most its key's length and this many bytes
+ * (etcd: the key, a span and a mark; LMDB: the key, or 490 bytes). */
+#define SS_SCAN_CURSOR_EXTRA 13u
 
 typedef bool (*ss_scan_may_read_fn)(void *ctx, void *caller, ss_bytes key);
 
@@ -54,6 +57,11 @@ typedef struct ss_scan_request {
     void *may_read_ctx;
     void *caller;
 } ss_scan_request;
+
+/* The longest key a page of its own can list in an answer of at most
+ * max_answer bytes, its token naming it: a longer key could be stored but
+ * never listed, and every listing would stop at it. */
+size_t ss_scan_longest_key(size_t max_answer);
 
 /* Run one page and append its answer to response. 0; a wire error (the
  * pattern's, SS_E_TOKEN_INVALID); SS_E_PENDING (the backend is reading

@@ -11,6 +11,7 @@
 
 #include "../core/errors.h"
 #include "../core/record.h"
+#include "../core/scan.h"
 #include "backend_etcd_state.h"
 #include "backend_etcd_base.h"
 #include "backend_etcd_blob.h"
@@ -52,6 +53,7 @@ static ss_etcd_span ss_etcd__span_upto(const ss_etcd_reply *r, size_t i, ss_byte
  * taken for a cursor with a span, at worst listing some keys again). */
 #define SS_ETCD_CURSOR_MARK 0xff
 #define SS_ETCD_CURSOR_TAIL (SS_ETCD_SPAN_BYTES + 1)
+_Static_assert(SS_ETCD_CURSOR_TAIL <= SS_SCAN_CURSOR_EXTRA, "a cursor must fit what SCAN's pages allow for");
 
 static bool ss_etcd__cursor_has_span(ss_bytes cursor)
 {

@@ -12,6 +12,7 @@
 
 #include "../backends/open.h"
 #include "../core/errors.h"
+#include "../core/scan.h"
 #include "admin.h"
 #include "backup.h"
 #include "batch.h"
@@ -130,6 +131,14 @@ static int ss_plugin__open(struct ss_plugin *p)
     uint64_t limit = bc.message_size_limit;
     p->sys_interval_s = bc.sys_interval;
     p->opt.max_value_bytes = limit > SS_NOTIFY_OVERHEAD ? limit - SS_NOTIFY_OVERHEAD : 1;
+    /* A key SCAN could never list would stop every listing at it. */
+    size_t listable = ss_scan_longest_key((size_t)p->opt.max_value_bytes);
+    if (listable < p->opt.max_key_length) {
+        ss_log(p, MOSQ_LOG_WARNING, "max_key_length lowered from %llu to %zu bytes: a longer key would not fit "
+               "in a SCAN answer under the broker's message_size_limit (%llu)",
+               (unsigned long long)p->opt.max_key_length, listable, (unsigned long long)limit);
+        p->opt.max_key_length = listable ? listable : 1;
+    }
     ss_other_topics_decide(p, &bc, true);
     /* The broker puts a listener's mount_point before every topic its
      * clients use: their requests never reach the store's topic. */

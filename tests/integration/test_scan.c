@@ -422,6 +422,46 @@ TEST(scan_page_bytes_bounds_every_page)
     broker_refuses("tiny-pages", "plugin_opt_scan_page_bytes 100\n", "plugin_opt_scan_page_bytes");
 }
 
+/* Under a lowered message_size_limit the broker takes no key that a page
+ * of its own could not list with the token naming it (on etcd the token
+ * holds the key again): max_key_length is lowered, with a warning. The
+ * longest key it takes is listed, and the listing goes past it. */
+TEST(scan_lists_the_longest_key_the_store_takes)
+{
+    struct broker b;
+    broker_named(&b, "small-messages");
+    snprintf(b.extra, sizeof b.extra, "message_size_limit 60000\n");
+    broker_start(&b);
+    char *log = slurp(b.log, NULL);
+    const char *said = strstr(log, "max_key_length lowered from 32000 to ");
+    ASSERT_TRUE(said != NULL);
+    size_t n = (size_t)strtoul(said + strlen("max_key_length lowered from 32000 to "), NULL, 10);
+    free(log);
+    ASSERT_TRUE(n > 29000 && n < 30000);
+    struct client c;
+    char r[64];
+    client_connect_rr(&c, b.port, "scanner", r, sizeof r);
+    char *key = malloc(n + 2);
+    ASSERT_TRUE(key != NULL);
+    memset(key, 'K', n + 1);
+    key[n + 1] = '\0';
+    ASSERT_REPLY(request(&c, r, "long", NULL, NULL, W("SET", key, "v")), "-ERR the quota has been exceeded\r\n");
+    key[n] = '\0';
+    ASSERT_REPLY(request(&c, r, "most", NULL, NULL, W("SET", key, "v")), "+OK\r\n");
+    ASSERT_REPLY(request(&c, r, "after", NULL, NULL, W("SET", "KL", "v")), "+OK\r\n");
+    ss_buf keys = SS_BUF_INIT, want = SS_BUF_INIT;
+    int pages = 0;
+    scan_all(&c, r, "K*", &keys, &pages);
+    ASSERT_EQ(ss_buf_append(&want, key, n), 0);
+    ASSERT_EQ(ss_buf_append(&want, "\nKL\n", 4), 0);
+    ASSERT_MEM(keys.data, keys.len, want.data, want.len);
+    free(key);
+    ss_buf_free(&keys);
+    ss_buf_free(&want);
+    client_close(&c);
+    broker_stop(&b);
+}
+
 /* SET each key of the list, pipelined (keys of any length). */
 #define SCAN_KEY_CAP 320
 static void set_list(struct client *c, const char *resp, char (*keys)[SCAN_KEY_CAP], int n)

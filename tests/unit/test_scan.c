@@ -296,6 +296,42 @@ TEST(scan_answers_fit_the_bound)
     ss_buf_free(&f.resp);
 }
 
+/* A page spends at most SS_SCAN_WORK matching steps: a key whose match
+ * would take it past them starts the next page (here one of 5,000 bytes
+ * against 1,024 tokens, 5 million steps, after one of 600 bytes: both
+ * would fit in the page's answer), unless it is the page's first. */
+TEST(scan_page_work_checked_before_a_key)
+{
+    struct sx f = {.now = T0};
+    sx_open(&f, 0);
+    static char small[601], big[5001], pattern[1025];
+    memset(small, 'a', 600);
+    memset(big, 'a', 5000);
+    for (int i = 0; i < 512; i++)
+        memcpy(pattern + 2 * i, "*a", 2);
+    sx_set(&f, small, NULL);
+    sx_set(&f, big, NULL);
+    ss_pattern *pat;
+    ASSERT_EQ(ss_pattern_compile((const uint8_t *)pattern, 1024, &pat), SS_OK);
+    ASSERT_TRUE(ss_pattern_cost(pat, 600) < SS_SCAN_WORK);
+    ASSERT_TRUE(ss_pattern_cost(pat, 600) + ss_pattern_cost(pat, 5000) > SS_SCAN_WORK);
+    ss_pattern_free(pat);
+    ss_buf token = SS_BUF_INIT, keys = SS_BUF_INIT;
+    size_t n = 0;
+    sx_page(&f, pattern, &token, &keys, &n);
+    ASSERT_EQ(n, 1);
+    ASSERT_TRUE(token.len > 0);
+    sx_page(&f, pattern, &token, &keys, &n);
+    ASSERT_EQ(n, 2);
+    while (token.len)
+        sx_page(&f, pattern, &token, &keys, &n);
+    ASSERT_EQ(n, 2);
+    ss_buf_free(&token);
+    ss_buf_free(&keys);
+    sx_close(&f);
+    ss_buf_free(&f.resp);
+}
+
 /* The token, built here from PROTOCOL.md 9.4's layout rather than by
  * ss_scan_token_encode: 0x01, the tag (SipHash-2-4 of "T", the format,
  * the pattern's length as 4 bytes big-endian, the pattern and the
