@@ -146,6 +146,11 @@ int ss_backends_check(struct ss_backends_config *c, const struct ss_backends_sha
     return SS_OK;
 }
 
+uint64_t ss_backends_max_bytes(const struct ss_backends_config *c)
+{
+    return c->kind == SS_BACKENDS_ETCD ? c->etcd.max_bytes : c->lmdb.max_bytes;
+}
+
 void ss_backends_describe(const struct ss_backends_config *c, char *out, size_t len)
 {
     if (c->kind == SS_BACKENDS_ETCD)

@@ -39,6 +39,9 @@ int ss_backends_option(struct ss_backends_config *c, const char *name, const cha
 int ss_backends_check(struct ss_backends_config *c, const struct ss_backends_shared *shared, char *why,
                       size_t why_len);
 /* "backend=... <its options>" for the start-up line. */
+/* The store's byte limit in force once checked: the option, or LMDB's
+ * default when it was left out (on etcd: 0, no limit). */
+uint64_t ss_backends_max_bytes(const struct ss_backends_config *c);
 void ss_backends_describe(const struct ss_backends_config *c, char *out, size_t len);
 
 /* Create the backend c describes, its log hook set to log/log_ctx

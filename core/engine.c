@@ -251,6 +251,12 @@ static int ss_engine__stamp(ss_bytes prop, uint64_t now_ms, int future_err, ss_h
         return SS_E_TS_MALFORMED;
     if (ss_hlc_too_far_ahead(out, now_ms))
         return future_err;
+    /* A __ts exactly SS_HLC_MAX_SKEW_MS ahead whose counter is exhausted
+     * has no successor within the skew: the version a SET issues past it
+     * would be one millisecond further ahead than a version may be. */
+    if (future_err == SS_E_TS_FUTURE && out->wall > now_ms && out->wall - now_ms == SS_HLC_MAX_SKEW_MS &&
+        out->counter >= SS_HLC_COUNTER_MAX)
+        return future_err;
     *p = out;
     return SS_OK;
 }

@@ -178,7 +178,7 @@ void ss_options_log(const struct ss_plugin_options *o, uint64_t keys)
         "max_value_bytes=%llu "
         "acl_file=%s topic_protection=%s other_topics=%s backup_dir=%s",
         where, (unsigned long long)keys, o->node_id, (unsigned long long)o->max_keys,
-        (unsigned long long)o->max_store_bytes,
+        (unsigned long long)ss_backends_max_bytes(o->backend),
         (unsigned long long)o->max_key_length, (unsigned long long)o->max_registrations_per_client,
         (unsigned long long)o->max_registrations, (unsigned long long)o->max_registration_bytes,
         (unsigned long long)o->max_pattern_watches_per_client,

@@ -398,6 +398,9 @@ TEST(scan_page_bytes_bounds_every_page)
     snprintf(b.extra, sizeof b.extra, "plugin_opt_scan_page_bytes 1024\n");
     broker_start(&b);
     ASSERT_TRUE(broker_log_has(&b, "scan_page_bytes=1024"));
+    /* The line gives the limits in force: the store's bytes too, when
+     * left out (LMDB's default; none on etcd). */
+    ASSERT_TRUE(broker_log_has(&b, harness_on_etcd() ? "max_store_bytes=0 " : "max_store_bytes=1073741824 "));
     struct client c;
     char r[64];
     client_connect_rr(&c, b.port, "scanner", r, sizeof r);

@@ -3,6 +3,7 @@
  * error text, the limits on keys, values and requests, the quotas, a
  * commit that fails, authorization. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../core/errors.h"
@@ -82,6 +83,27 @@ TEST(engine_every_error_text)
     EVENTS(&f, "SET a=v @1700000000002:0:StateStore\n"); /* the clock resumed */
     run(&f, NULL, NULL, "GET", "b", NULL);
     RESP(&f, "$-1\r\n");
+    fx_free(&f);
+}
+
+/* At the edge of the skew with the counter exhausted, the next version
+ * would be 60001 ms ahead: refused too. Below it, accepted, and the
+ * version stays within 60 s. */
+TEST(engine_ts_at_the_skew_edge)
+{
+    struct fx f;
+    fx_init(&f);
+    char edge[64];
+    snprintf(edge, sizeof edge, "%llu:2147483647:c", (unsigned long long)(f.now + 60000));
+    run(&f, edge, NULL, "SET", "edge", "v", NULL);
+    ASSERT_EQ(f.status, SS_E_TS_FUTURE);
+    snprintf(edge, sizeof edge, "%llu:4294967295:c", (unsigned long long)(f.now + 60000));
+    run(&f, edge, NULL, "SET", "edge", "v", NULL);
+    ASSERT_EQ(f.status, SS_E_TS_FUTURE);
+    snprintf(edge, sizeof edge, "%llu:2147483646:c", (unsigned long long)(f.now + 60000));
+    run(&f, edge, NULL, "SET", "edge", "v", NULL);
+    RESP(&f, "+OK\r\n");
+    ASSERT_TRUE(strtoull(f.version, NULL, 10) <= f.now + 60000);
     fx_free(&f);
 }
 
