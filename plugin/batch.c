@@ -618,6 +618,9 @@ void ss_batch_tick(struct ss_batch *b, uint64_t now)
     int n = ss_engine_expire(p->engine, now, SS_SWEEP_PER_TICK);
     if (n < 0)
         ss_log(p, MOSQ_LOG_ERR, "expiry sweep failed: %s", ss_strerror(n));
+    /* An idle broker turns every 100 ms: be woken at the next deadline,
+     * so that its DELETE is not up to a turn late. */
+    ss_waker_at(&p->waker, be->ops->next_expiry(be->impl), now);
     unsigned id = 0;
     int rc = be->ops->commit_start(be->impl, now, b->outbox.len != 0, &id);
     if (rc == SS_OK) {

@@ -3,11 +3,17 @@
 #include "waker.h"
 
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../core/errors.h"
 
 #define SS_WAKER_REPEAT_NS 200000L
+
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid /* glibc < 2.41 names no field for it */
+#endif
 
 static void ss_waker__handler(int sig)
 {
@@ -49,6 +55,13 @@ int ss_waker_start(struct ss_waker *w, bool repeat)
     if (sigaction(SS_WAKE_SIGNAL, &sa, &w->old_action) != 0)
         return SS_E_NOMEM;
     w->started = true;
+    /* The deadline timer signals this (the broker's) thread only. */
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = SS_WAKE_SIGNAL;
+    sev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+    w->has_timer = timer_create(CLOCK_REALTIME, &sev, &w->timer) == 0;
     if (!repeat)
         return SS_OK;
     pthread_condattr_t ca;
@@ -91,6 +104,26 @@ void ss_waker_poke(void *waker)
     pthread_mutex_unlock(&w->mu);
 }
 
+void ss_waker_at(struct ss_waker *w, uint64_t at_ms, uint64_t now_ms)
+{
+    if (!w->has_timer || at_ms == 0 || at_ms == UINT64_MAX || at_ms <= now_ms || at_ms == w->armed_ms)
+        return;
+    struct itimerspec its;
+    memset(&its, 0, sizeof its);
+    its.it_value.tv_sec = (time_t)(at_ms / 1000u);
+    its.it_value.tv_nsec = (long)(at_ms % 1000u) * 1000000L;
+    if (timer_settime(w->timer, TIMER_ABSTIME, &its, NULL) == 0)
+        w->armed_ms = at_ms;
+}
+
+static void ss_waker__timer_off(struct ss_waker *w)
+{
+    if (w->has_timer) {
+        timer_delete(w->timer);
+        w->has_timer = false;
+    }
+}
+
 void ss_waker_seen(struct ss_waker *w)
 {
     if (!w->live)
@@ -102,7 +135,10 @@ void ss_waker_seen(struct ss_waker *w)
 
 void ss_waker_quiet(struct ss_waker *w)
 {
-    if (w == NULL || !w->live)
+    if (w == NULL)
+        return;
+    ss_waker__timer_off(w);
+    if (!w->live)
         return;
     pthread_mutex_lock(&w->mu);
     w->stop = true;
@@ -114,6 +150,7 @@ void ss_waker_stop(struct ss_waker *w)
 {
     if (w == NULL || !w->started)
         return;
+    ss_waker__timer_off(w);
     if (w->live) {
         pthread_mutex_lock(&w->mu);
         w->stop = true;

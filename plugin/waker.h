@@ -38,6 +38,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
 
 /* The signal that wakes the broker's thread. */
 #define SS_WAKE_SIGNAL SIGURG
@@ -50,7 +52,17 @@ struct ss_waker {
     bool live;        /* the repeating thread runs */
     bool started;
     struct sigaction old_action;
+    timer_t timer;     /* signals the broker's thread at a deadline (ss_waker_at) */
+    bool has_timer;
+    uint64_t armed_ms; /* the wall-clock ms the timer is set for, 0: none */
 };
+
+/* Wake the broker's thread when the wall clock (CLOCK_REALTIME, in ms,
+ * as ss_wall_ms) reaches at_ms: an idle broker turns only every 100 ms,
+ * and an expiry must not wait for the next turn. One deadline at a time
+ * (a later call replaces it); 0, UINT64_MAX or a time already passed
+ * changes nothing. Broker thread only. */
+void ss_waker_at(struct ss_waker *w, uint64_t at_ms, uint64_t now_ms);
 
 /* Install the wake signal's handler; the broker is the calling thread.
  * repeat: start the thread that repeats the signal until seen. 0 or
