@@ -218,7 +218,9 @@ static void on_notify(void *ud, const ss_notification *n)
     if (ws->cl->json) {
         printf("{\"key\":");
         out_json_string(n->key, n->key_len);
-        printf(",\"operation\":\"%s\"", n->deleted ? "DELETE" : "SET");
+        printf(",\"key_base64\":\"");
+        out_base64(n->key, n->key_len);
+        printf("\",\"operation\":\"%s\"", n->deleted ? "DELETE" : "SET");
         if (!n->deleted) {
             printf(",\"value\":");
             out_json_string(n->value, n->value_len);

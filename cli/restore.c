@@ -7,10 +7,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <lmdb.h>
 
 #include "cli.h"
 
@@ -96,6 +100,24 @@ int cmd_restore(struct cli *cl, ss_client *c)
         close(in);
         return SS_EXIT_USAGE;
     }
+    /* A backup is a compacted copy: its pages end where its meta page
+     * says. One cut short (an interrupted copy) would make the broker
+     * fault on the first read past its end. */
+    struct stat fst;
+    MDB_env *env = NULL;
+    MDB_envinfo info;
+    MDB_stat mst;
+    bool whole = fstat(in, &fst) == 0 && mdb_env_create(&env) == 0 &&
+                 mdb_env_open(env, file, MDB_RDONLY | MDB_NOSUBDIR | MDB_NOLOCK, 0600) == 0 &&
+                 mdb_env_info(env, &info) == 0 && mdb_env_stat(env, &mst) == 0 &&
+                 (uint64_t)fst.st_size >= ((uint64_t)info.me_last_pgno + 1) * mst.ms_psize;
+    if (env)
+        mdb_env_close(env);
+    if (!whole) {
+        out_error("restore: %s is not a whole statestore backup (cut short?)", file);
+        close(in);
+        return SS_EXIT_USAGE;
+    }
     bool exists;
     if (!dir_is_empty(dir, &exists)) {
         out_error("restore: %s is not empty: restore into a new or empty data directory", dir);
@@ -130,8 +152,11 @@ int cmd_restore(struct cli *cl, ss_client *c)
         fsync(dfd);
         close(dfd);
     }
+    /* The plugin takes an absolute data_dir only. */
+    char abs[PATH_MAX];
     if (!cl->json)
-        printf("restored into %s: start the broker with plugin_opt_data_dir %s\n", dir, dir);
+        printf("restored into %s: start the broker with plugin_opt_data_dir %s\n", dir,
+               realpath(dir, abs) ? abs : dir);
     else
         printf("{\"restored\":true}\n");
     return SS_EXIT_OK;

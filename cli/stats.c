@@ -39,7 +39,7 @@ int cmd_ping(struct cli *cl, ss_client *c)
     double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
     /* Any answer of the store's own shows it is up, "not authorized"
      * included; a storage error or no answer does not. */
-    bool up = st == SS_OK || (st == SS_E_SERVER && r.status == SS_E_NOT_AUTHORIZED);
+    bool up = st == SS_OK || st == SS_E_NOT_AUTHORIZED;
     if (!up) {
         report_failure(cl, "ping", st, &r);
         ss_client_result_free(&r);

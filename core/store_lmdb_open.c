@@ -287,6 +287,28 @@ static int ss_lmdb__open_env(ss_store *s)
         (rc = mdb_env_set_mapsize(s->env, (size_t)o->map_size)) != 0 ||
         (rc = mdb_env_open(s->env, s->path, flags, 0600)) != 0)
         return ss_lmdb__mdb_err(rc);
+    /* Pages the meta page counts may lie past the end of the data file:
+     * legitimately (pages allocated and freed in one transaction are never
+     * written), or because the file was cut short. Reading such a page
+     * through the map faults (SIGBUS) and kills the broker; zero-filled,
+     * a free one is never read, and one in use is found corrupt
+     * (MDB_CORRUPTED) instead. */
+    MDB_envinfo info;
+    MDB_stat st;
+    struct stat fst;
+    char *data = ss_lmdb__path(s, "data.mdb");
+    if (data == NULL)
+        return SS_E_NOMEM;
+    if (mdb_env_info(s->env, &info) == 0 && mdb_env_stat(s->env, &st) == 0 && stat(data, &fst) == 0 &&
+        (uint64_t)fst.st_size < ((uint64_t)info.me_last_pgno + 1) * st.ms_psize &&
+        truncate(data, (off_t)(((uint64_t)info.me_last_pgno + 1) * st.ms_psize)) != 0) {
+        int err = errno;
+        ss_lmdb__cause(s, "extending the data file to its last page", err);
+        free(data);
+        errno = err;
+        return SS_E_IO;
+    }
+    free(data);
     if (mdb_env_get_maxkeysize(s->env) < (int)SS_EXPKEY_MAX)
         return SS_E_INVAL;
     if ((rc = mdb_txn_begin(s->env, NULL, 0, &s->txn)) != 0) {
@@ -297,6 +319,10 @@ static int ss_lmdb__open_env(ss_store *s)
         (rc = mdb_dbi_open(s->txn, "exp", MDB_CREATE, &s->db_exp)) != 0 ||
         (rc = mdb_dbi_open(s->txn, "meta", MDB_CREATE, &s->db_meta)) != 0) {
         ss_lmdb__drop_txn(s);
+        if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND) {
+            errno = 0;
+            return SS_E_CORRUPT;
+        }
         return ss_lmdb__mdb_err(rc);
     }
     rc = ss_lmdb__load_format(s);

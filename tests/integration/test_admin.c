@@ -429,4 +429,36 @@ TEST(admin_backup_refusals)
     ASSERT_EQ(r.status, 64);
     ASSERT_TRUE(strstr(r.err, "is not empty") != NULL);
     run_free(&r);
+
+    /* A backup cut short (half of "one": its meta pages, not its data) is
+     * refused by restore, which leaves no directory behind; and a broker
+     * on such a data file refuses to start instead of dying of SIGBUS. */
+    char one[500], cut[500], cutdir[500];
+    snprintf(one, sizeof one, "%s/one", bk);
+    snprintf(cut, sizeof cut, "%s/cut", test_tmpdir());
+    snprintf(cutdir, sizeof cutdir, "%s/cutdir", test_tmpdir());
+    FILE *fi = fopen(one, "rb"), *fo = fopen(cut, "wb");
+    ASSERT_TRUE(fi != NULL && fo != NULL);
+    static char half[1 << 16];
+    ASSERT_EQ(stat(one, &before), 0);
+    ASSERT_TRUE(before.st_size >= 16384 && (size_t)before.st_size / 2 <= sizeof half);
+    size_t n = (size_t)before.st_size / 2;
+    ASSERT_EQ(fread(half, 1, n, fi), n);
+    ASSERT_EQ(fwrite(half, 1, n, fo), n);
+    fclose(fi);
+    fclose(fo);
+    char *argv3[] = {(char *)cli_path(), "restore", cut, cutdir, NULL};
+    run_cmd(argv3, NULL, 0, &r);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_TRUE(strstr(r.err, "is not a whole statestore backup (cut short?)") != NULL);
+    run_free(&r);
+    ASSERT_TRUE(access(cutdir, F_OK) != 0);
+    ASSERT_EQ(mkdir(cutdir, 0700), 0);
+    char cutdata[600];
+    snprintf(cutdata, sizeof cutdata, "%s/data.mdb", cutdir);
+    ASSERT_EQ(rename(cut, cutdata), 0);
+    struct broker b5 = {0};
+    snprintf(b5.data, sizeof b5.data, "%s", cutdir);
+    ASSERT_TRUE(broker_start_fails(&b5) != 0);
+    ASSERT_TRUE(broker_log_has(&b5, "stored record is corrupt"));
 }

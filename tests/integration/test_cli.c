@@ -344,6 +344,22 @@ TEST(cli_ping_and_stats)
     ASSERT_EQ(r.status, 4);
     run_free(&r);
 
+    /* A store that answers "not authorized" is up (docs/OPERATIONS.md). */
+    char acl[600];
+    snprintf(acl, sizeof acl, "%s/ping.acl", test_tmpdir());
+    FILE *f = fopen(acl, "w");
+    ASSERT_TRUE(f != NULL);
+    fputs("any read public/*\n", f);
+    fclose(f);
+    struct broker denied = {0};
+    snprintf(denied.extra, sizeof denied.extra, "plugin_opt_acl_file %s\n", acl);
+    broker_start(&denied);
+    cli_run(&r, denied.port, NULL, 0, "ping", NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(strncmp(r.out, "answered in ", 12) == 0);
+    run_free(&r);
+    broker_stop(&denied);
+
     struct broker quiet = {0};
     snprintf(quiet.extra, sizeof quiet.extra, "sys_interval 0\n");
     broker_start(&quiet);

@@ -167,7 +167,7 @@ TEST(cli_watch_set_delete_expiry_and_restart)
             break;
     }
     s = slurp(out, NULL);
-    static const char head[] = "{\"key\":\"w1\",\"operation\":\"SET\",\"value\":\"j\","
+    static const char head[] = "{\"key\":\"w1\",\"key_base64\":\"dzE=\",\"operation\":\"SET\",\"value\":\"j\","
                                "\"value_base64\":\"ag==\",\"version\":\"";
     ASSERT_MEM(s, sizeof head - 1, head, sizeof head - 1);
     free(s);
