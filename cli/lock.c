@@ -5,10 +5,20 @@
  * The lease is renewed in the background while COMMAND runs and released
  * when it ends; the exit status is COMMAND's. COMMAND gets the fencing
  * token in STATESTORE_LOCK_TOKEN. If the lease is lost (a renewal refused,
- * or none answered within the lease time), COMMAND is terminated: mutual exclusion no longer holds. COMMAND is also
- * terminated if this process dies (PR_SET_PDEATHSIG), so the lease then
- * simply expires.
+ * or none answered within the lease time), COMMAND is terminated: mutual
+ * exclusion no longer holds. COMMAND is also terminated if this process
+ * dies (PR_SET_PDEATHSIG), so the lease then simply expires.
+ *
+ * COMMAND runs in a process group of its own, and what is signalled is
+ * the group: a shell script's own children (`sh -c 'a; b'`, pipelines,
+ * background jobs) hold the lock as much as COMMAND does, and must not
+ * outlive it. SIGTERM first, SIGKILL after SS_LOCK_GRACE_MS. When COMMAND
+ * ends by itself, whatever it left running in its group is stopped the
+ * same way before the lease is released. On a terminal the group is
+ * given the terminal while it runs, so that COMMAND can read it and
+ * Ctrl-C reaches it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -25,6 +35,80 @@
 #include "cli.h"
 
 #define SS_LOCK_TTL_DEFAULT 10000u
+/* From SIGTERM to SIGKILL, for a group that does not stop. */
+#define SS_LOCK_GRACE_MS 5000u
+
+static uint64_t lock_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Is a process of group pgid still running? Zombies do not count: those
+ * COMMAND left are reaped by whoever inherits them, which a container's
+ * first process may never do, and kill(-pgid, 0) counts them. */
+static bool group_alive(pid_t pgid)
+{
+    if (kill(-pgid, 0) != 0 && errno == ESRCH)
+        return false;
+    DIR *d = opendir("/proc");
+    if (d == NULL)
+        return true;
+    bool alive = false;
+    struct dirent *e;
+    while (!alive && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char path[300], line[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        size_t n = fread(line, 1, sizeof line - 1, f);
+        fclose(f);
+        line[n] = '\0';
+        /* "pid (comm) state ppid pgrp ...": comm may hold anything. */
+        const char *rp = strrchr(line, ')');
+        char state;
+        long ppid, pgrp;
+        if (rp && sscanf(rp + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3)
+            alive = pgrp == (long)pgid && state != 'Z' && state != 'X';
+    }
+    closedir(d);
+    return alive;
+}
+
+/* Stop what is left of group pgid (COMMAND reaped already): SIGTERM,
+ * then SIGKILL after the grace period. */
+static void stop_group(pid_t pgid)
+{
+    if (!group_alive(pgid))
+        return;
+    kill(-pgid, SIGTERM);
+    kill(-pgid, SIGCONT); /* a stopped job would never see SIGTERM */
+    uint64_t until = lock_now_ms() + SS_LOCK_GRACE_MS;
+    while (group_alive(pgid)) {
+        if (lock_now_ms() >= until) {
+            kill(-pgid, SIGKILL);
+            return;
+        }
+        struct timespec nap = {0, 20 * 1000000L};
+        nanosleep(&nap, NULL);
+    }
+}
+
+/* The terminal's foreground group goes to COMMAND's group and back. The
+ * call from what is then a background group would stop us (SIGTTOU). */
+static void give_terminal(pid_t pgid)
+{
+    sigset_t ttou, old;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &ttou, &old);
+    tcsetpgrp(STDIN_FILENO, pgid);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
 
 int cmd_lock(struct cli *cl, ss_client *c)
 {
@@ -62,9 +146,14 @@ int cmd_lock(struct cli *cl, ss_client *c)
         return SS_EXIT_CONDITION;
     }
     setenv("STATESTORE_LOCK_TOKEN", token, 1);
+    /* On the terminal's foreground: COMMAND's group takes it over. */
+    bool terminal = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
+        setpgid(0, 0);
+        if (terminal)
+            give_terminal(getpid());
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         sigset_t all;
         sigemptyset(&all);
@@ -79,7 +168,9 @@ int cmd_lock(struct cli *cl, ss_client *c)
         out_error("lock: cannot start %s", cl->rest[0]);
         rc = SS_EXIT_USAGE;
     } else {
+        setpgid(pid, pid); /* as the child does: whichever runs first */
         /* Wait for COMMAND; pass on SIGINT/SIGTERM; watch the lease. */
+        uint64_t lost_at = 0;
         sigset_t sigs;
         sigemptyset(&sigs);
         sigaddset(&sigs, SIGINT);
@@ -94,13 +185,22 @@ int cmd_lock(struct cli *cl, ss_client *c)
             struct timespec nap = {0, 50 * 1000000L};
             int sig = sigtimedwait(&sigs, NULL, &nap);
             if (sig > 0)
-                kill(pid, sig);
+                kill(-pid, sig);
             if (!lost && ss_lease_keeper_lost(keeper)) {
                 lost = true;
+                lost_at = lock_now_ms();
                 out_error("lock: the lease on %s was lost; stopping %s", name, cl->rest[0]);
-                kill(pid, SIGTERM);
+                kill(-pid, SIGTERM);
+                kill(-pid, SIGCONT);
             }
+            if (lost && lock_now_ms() - lost_at >= SS_LOCK_GRACE_MS)
+                kill(-pid, SIGKILL);
         }
+        if (terminal)
+            give_terminal(getpgrp());
+        /* What COMMAND left running in its group still acts under the
+         * lock: it goes before the lease does. */
+        stop_group(pid);
     }
     ss_lease_keeper_stop(keeper);
     if (!lost)

@@ -357,6 +357,91 @@ TEST(cli_lock_holds_through_a_wall_clock_step)
     broker_stop(&b);
 }
 
+/* Is pid a live process (not a zombie, which a container's first
+ * process may leave unreaped)? */
+static bool pid_running(pid_t pid)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return false;
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    line[n] = '\0';
+    const char *rp = strrchr(line, ')');
+    return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
+/* The pid a lock's COMMAND wrote to path (0 until it did). */
+static pid_t pid_from(const char *path)
+{
+    char *s = slurp(path, NULL);
+    pid_t pid = (pid_t)atoi(s);
+    free(s);
+    return pid;
+}
+
+/* lock signals COMMAND's whole process group: what a script started
+ * (here a background sleep) holds the lock too. It is stopped when the
+ * lease is lost, and when COMMAND ends before the lease is released;
+ * only COMMAND itself was signalled before, and the sleep ran on. */
+TEST(cli_lock_stops_what_command_started)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    char pidfile[600], script[2000], out[600], err[600], port[16];
+    snprintf(pidfile, sizeof pidfile, "%s/bg.pid", test_tmpdir());
+    snprintf(out, sizeof out, "%s/lock.out", test_tmpdir());
+    snprintf(err, sizeof err, "%s/lock.err", test_tmpdir());
+    snprintf(port, sizeof port, "%d", b.port);
+    /* COMMAND ends and leaves its sleep behind. */
+    snprintf(script, sizeof script, "sleep 30 & echo $! > %s.tmp && mv %s.tmp %s", pidfile, pidfile, pidfile);
+    struct run r;
+    cli_run(&r, b.port, NULL, 0, "lock", "L1", "--", "sh", "-c", script, NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    pid_t bg = pid_from(pidfile);
+    ASSERT_TRUE(bg > 0);
+    ASSERT_TRUE(!pid_running(bg));
+    unlink(pidfile);
+    /* The lease is lost (the broker frozen past the TTL) while COMMAND
+     * waits for its sleep. */
+    snprintf(script, sizeof script, "sleep 30 & echo $! > %s.tmp && mv %s.tmp %s; wait", pidfile, pidfile,
+             pidfile);
+    char *argv[] = {(char *)cli_path(), "-p", port, "lock", "L2", "--ttl", "1000", "--", "sh", "-c", script, NULL};
+    pid_t holder = spawn_cmd(argv, out, err);
+    for (int i = 0; i < 500 && (bg = pid_from(pidfile)) == 0; i++)
+        usleep(10000);
+    ASSERT_TRUE(bg > 0 && pid_running(bg));
+    kill(b.pid, SIGSTOP);
+    int status = 0;
+    pid_t done = 0;
+    for (int i = 0; i < 1000 && done == 0; i++) {
+        done = waitpid(holder, &status, WNOHANG);
+        if (done == 0)
+            usleep(10000);
+    }
+    kill(b.pid, SIGCONT);
+    if (done == 0) {
+        kill(holder, SIGKILL);
+        waitpid(holder, &status, 0);
+    }
+    ASSERT_EQ(done, holder);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2);
+    char *e = slurp(err, NULL);
+    bool said = strstr(e, "statestore: lock: the lease on L2 was lost; stopping sh\n") != NULL;
+    free(e);
+    ASSERT_TRUE(said);
+    for (int i = 0; i < 100 && pid_running(bg); i++)
+        usleep(10000);
+    bool sleeping = pid_running(bg);
+    if (sleeping)
+        kill(bg, SIGKILL);
+    ASSERT_TRUE(!sleeping);
+    broker_stop(&b);
+}
+
 /* Two contenders appending "in"/"out" to one file: never both inside. */
 TEST(cli_lock_two_contenders)
 {
