@@ -43,6 +43,9 @@ static bool ss_open__inside(const char *dir, const char *top)
     return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/');
 }
 
+/* A map smaller than this cannot hold an empty store's pages. */
+#define SS_OPEN_MAP_MIN (1u << 20)
+
 /* Why the store could not be opened, and what to do about it. */
 static void ss_open__lmdb_failed(const char *dir, int rc, int err, ss_backend_log_fn log, void *ctx)
 {
@@ -143,6 +146,11 @@ int ss_backends_check(struct ss_backends_config *c, const struct ss_backends_sha
     c->lmdb.max_keys = shared->max_keys;
     if (shared->max_bytes)
         c->lmdb.max_bytes = shared->max_bytes;
+    if (c->lmdb.map_size != 0 && c->lmdb.map_size < SS_OPEN_MAP_MIN) {
+        snprintf(why, why_len, "plugin_opt_map_size: must be 0 (computed) or at least %u bytes",
+                 SS_OPEN_MAP_MIN);
+        return SS_E_INVAL;
+    }
     return SS_OK;
 }
 
@@ -181,7 +189,17 @@ static int ss_open__lmdb(const struct ss_backends_config *c, ss_backend_log_fn l
     errno = 0;
     int rc = ss_backend_lmdb_open(&so, out);
     if (rc != SS_OK) {
-        ss_open__lmdb_failed(l->data_dir, rc, errno, log, ctx);
+        int err = errno;
+        /* The map could not be made (too large for the address space or
+         * the memory limits) or cannot hold the store: say which option. */
+        if (rc == SS_E_NOMEM || rc == SS_E_QUOTA) {
+            ss_open__say(log, ctx, SS_LOG_ERR, "cannot open the store in %s: the LMDB map of %llu bytes "
+                         "(plugin_opt_map_size; 0 or left out: 4 x max_store_bytes + 64 MiB) %s", l->data_dir,
+                         (unsigned long long)ss_store_map_size(l->map_size, l->max_bytes),
+                         rc == SS_E_NOMEM ? "could not be mapped" : "is too small for the store");
+            return rc;
+        }
+        ss_open__lmdb_failed(l->data_dir, rc, err, log, ctx);
         return rc;
     }
     (*out)->log = log;

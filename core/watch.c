@@ -30,9 +30,14 @@ struct ss_wentry {
     ss_table_node node;
     struct ss_wname *client, *key;
     struct ss_wentry *cnext, *cprev, *knext, *kprev;
+    /* Stopped (ss_watch_stop) but still told of changes made before the
+     * stop, until ss_watch_settle: on the stopping list while stop_seq. */
+    uint64_t stop_seq;
+    struct ss_wentry *snext, *sprev;
 };
 
 struct ss_watch {
+    struct ss_wentry *stopping;
     ss_table clients, keys, entries;
     size_t max_per_client, max_total, total;
     size_t max_bytes, bytes; /* of the keys, counted per registration */
@@ -115,6 +120,18 @@ static struct ss_wentry *ss_watch__entry_find(const ss_watch *w, const struct ss
     return NULL;
 }
 
+static void ss_watch__unstop(ss_watch *w, struct ss_wentry *e)
+{
+    if (e->sprev)
+        e->sprev->snext = e->snext;
+    else
+        w->stopping = e->snext;
+    if (e->snext)
+        e->snext->sprev = e->sprev;
+    e->snext = e->sprev = NULL;
+    e->stop_seq = 0;
+}
+
 int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key)
 {
     struct ss_wname *c = ss_watch__name_get(&w->clients, client);
@@ -125,7 +142,12 @@ int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key)
         ss_watch__name_release(&w->clients, c);
         return SS_E_NOMEM;
     }
-    if (ss_watch__entry_find(w, c, k))
+    struct ss_wentry *found = ss_watch__entry_find(w, c, k);
+    if (found && found->stop_seq) {
+        ss_watch__unstop(w, found); /* stopped, then asked for again */
+        return 1;
+    }
+    if (found)
         return 0;
     int rc = SS_OK;
     struct ss_wentry *e = NULL;
@@ -161,6 +183,8 @@ int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key)
 static void ss_watch__entry_unlink(ss_watch *w, struct ss_wentry *e)
 {
     struct ss_wname *c = e->client, *k = e->key;
+    if (e->stop_seq)
+        ss_watch__unstop(w, e);
     if (e->cprev)
         e->cprev->cnext = e->cnext;
     else
@@ -195,6 +219,38 @@ int ss_watch_remove(ss_watch *w, ss_bytes client, ss_bytes key)
     ss_watch__entry_unlink(w, e);
     ss_watch__name_release(&w->clients, c);
     return 1;
+}
+
+int ss_watch_stop(ss_watch *w, ss_bytes client, ss_bytes key, uint64_t seq)
+{
+    struct ss_wname *c = ss_watch__name_find(&w->clients, client, ss_table_hash(&w->clients, client.data, client.len));
+    struct ss_wname *k = ss_watch__name_find(&w->keys, key, ss_table_hash(&w->keys, key.data, key.len));
+    struct ss_wentry *e = c && k ? ss_watch__entry_find(w, c, k) : NULL;
+    if (e == NULL || e->stop_seq)
+        return 0;
+    e->stop_seq = seq ? seq : 1;
+    e->snext = w->stopping;
+    if (w->stopping)
+        w->stopping->sprev = e;
+    w->stopping = e;
+    return 1;
+}
+
+size_t ss_watch_settle(ss_watch *w, uint64_t before)
+{
+    size_t n = 0;
+    struct ss_wentry *e = w->stopping;
+    while (e) {
+        struct ss_wentry *next = e->snext;
+        if (e->stop_seq < before) {
+            struct ss_wname *c = e->client;
+            ss_watch__entry_unlink(w, e);
+            ss_watch__name_release(&w->clients, c);
+            n++;
+        }
+        e = next;
+    }
+    return n;
 }
 
 int ss_watch_set_user(ss_watch *w, ss_bytes client, const char *username)

@@ -416,6 +416,7 @@ static void ss_batch__run_queue(struct ss_batch *b)
 
 void ss_batch_client_gone(struct ss_batch *b, const char *client_id)
 {
+    b->p->metrics.notifications_dropped += ss_outbox_client_gone(&b->outbox, client_id);
     ss_qlist_mark_gone(&b->queue, client_id);
     ss_qlist_mark_gone(&b->ran, client_id);
     for (size_t i = 0; i < b->nflights; i++)
@@ -444,15 +445,27 @@ static void ss_batch__log_failure(struct ss_batch *b, uint64_t seq, const ss_com
  * and of those in flight stay, and so do those of any batch after the
  * oldest in flight (one with nothing to commit, or whose commit ended
  * first), so that a client's answers keep the order of its requests. */
-static void ss_batch__flush(struct ss_batch *b)
+/* The oldest batch whose changes are not all told yet: the open one, or
+ * one in flight. */
+static uint64_t ss_batch__oldest(const struct ss_batch *b)
 {
-    if (b->outbox.len == 0)
-        return;
     uint64_t from = b->seq;
     for (size_t i = 0; i < b->nflights; i++)
         if (b->flights[i].used && b->flights[i].seq < from)
             from = b->flights[i].seq;
-    ss_outbox_flush_from(&b->outbox, b->p, from);
+    return from;
+}
+
+static void ss_batch__flush(struct ss_batch *b)
+{
+    if (b->outbox.len == 0)
+        return;
+    ss_outbox_flush_from(&b->outbox, b->p, ss_batch__oldest(b));
+}
+
+uint64_t ss_batch_open_seq(const struct ss_batch *b)
+{
+    return b->seq;
 }
 
 /* A batch's commit ended as o says (its resend cache entries after mark
@@ -473,6 +486,9 @@ static void ss_batch__ended(struct ss_batch *b, uint64_t seq, uint64_t after, ui
     p->backend->ops->settled(p->backend->impl, o->rc);
     ss_backend_deliver(p->backend, ss_notify_change, p);
     ss_batch__flush(b);
+    /* A KEYNOTIFY ... STOP goes once every change made before it, in its
+     * batch or an earlier one, has been told (notify.c). */
+    ss_watch_settle(p->watch, ss_batch__oldest(b));
     /* Between batches: the store holds what is committed, nothing else. */
     ss_admin_serve(p);
     ss_backup_step(p);

@@ -86,5 +86,7 @@ void ss_batch_tick(struct ss_batch *b, uint64_t now_ms);
 /* A client disconnected: its queued requests still run, but a KEYNOTIFY
  * among them registers nothing (its registrations were just dropped). */
 void ss_batch_client_gone(struct ss_batch *b, const char *client_id);
+/* The number of the open batch, which requests run now belong to. */
+uint64_t ss_batch_open_seq(const struct ss_batch *b);
 
 #endif

@@ -126,8 +126,11 @@ int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)
     const struct ss_caller *who = caller;
     const char *id = who->id;
     ss_bytes client = {(const uint8_t *)id, strlen(id)};
+    /* Changes made before the STOP (earlier in its batch, or in batches
+     * still committing) are told when their commit ends, which may be
+     * after this: the registration stays until then. */
     if (stop)
-        return ss_watch_remove(p->watch, client, key);
+        return ss_watch_stop(p->watch, client, key, ss_batch_open_seq(p->batch));
     /* Received before its client disconnected, run after: as if it had
      * registered and the disconnect had dropped the registration. */
     if (who->gone)

@@ -119,6 +119,22 @@ void ss_outbox_fail(struct ss_outbox *ob, uint64_t commit, int err)
     ob->len = kept;
 }
 
+size_t ss_outbox_client_gone(struct ss_outbox *ob, const char *client_id)
+{
+    size_t kept = 0, dropped = 0;
+    for (size_t i = 0; i < ob->len; i++) {
+        struct ss_outmsg *m = &ob->msgs[i];
+        if (!m->answer && strcmp(m->clientid, client_id) == 0) {
+            ss_outbox__msg_free(m);
+            dropped++;
+        } else {
+            ob->msgs[kept++] = *m;
+        }
+    }
+    ob->len = kept;
+    return dropped;
+}
+
 void ss_outbox_drop(struct ss_outbox *ob, uint64_t commit)
 {
     size_t kept = 0;
@@ -146,16 +162,6 @@ void ss_outbox_flush_from(struct ss_outbox *ob, struct ss_plugin *p, uint64_t fr
         if ((m->commit != 0 && m->commit >= from) || (kept && !m->answer)) {
             ob->msgs[kept++] = *m;
             continue;
-        }
-        /* A client that disconnected since lost its registrations (keys
-         * and patterns), and nothing is queued for an absent client. */
-        if (!m->answer) {
-            ss_bytes id = {(const uint8_t *)m->clientid, strlen(m->clientid)};
-            if (ss_watch_client_count(p->watch, id) == 0 && ss_pwatch_client_count(p->pwatch, id) == 0) {
-                p->metrics.notifications_dropped++;
-                ss_outbox__msg_free(m);
-                continue;
-            }
         }
         int rc = mosquitto_broker_publish(m->clientid, m->topic, (int)m->payload_len, m->payload, 1,
                                           false, m->props);

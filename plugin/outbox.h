@@ -57,8 +57,12 @@ void ss_outbox_fail(struct ss_outbox *ob, uint64_t commit, int err);
 /* The batch number commit runs again (its commit found data changed by
  * someone else): forget its messages, which the run replaces. */
 void ss_outbox_drop(struct ss_outbox *ob, uint64_t commit);
-/* Publish everything and empty the outbox (notifications only to clients
- * that still have registrations in p's watch table). */
+/* Client client_id disconnected: its notifications waiting here are
+ * dropped (its registrations went with the connection, and nothing is
+ * queued for an absent client, whose session may outlive it). Returns how
+ * many. */
+size_t ss_outbox_client_gone(struct ss_outbox *ob, const char *client_id);
+/* Publish everything and empty the outbox. */
 void ss_outbox_flush(struct ss_outbox *ob, struct ss_plugin *p);
 /* The same, except the messages of batches numbered from on (the open
  * batch, and those whose commit, or an earlier batch's, has not ended),

@@ -286,3 +286,42 @@ TEST(plugin_expiry_notifies_promptly_off_the_beat)
     client_close(&w);
     broker_stop(&b);
 }
+
+/* A client registered for a key when a SET of it runs is told of it, even
+ * if its KEYNOTIFY ... STOP runs right after in the same batch (as it
+ * does when requests queue behind a commit: fsync always). PROTOCOL.md
+ * §6: every applied SET is told to each client registered for its key.
+ * The STOP holds for what comes after it. */
+TEST(plugin_stop_after_a_set_in_one_batch_still_notifies_the_set)
+{
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "plugin_opt_fsync always\n");
+    broker_start(&b);
+    struct client w;
+    char rw[64];
+    client_connect_rr(&w, b.port, "stopper", rw, sizeof rw);
+    for (int round = 0; round < 3; round++) {
+        ASSERT_REPLY(request(&w, rw, "kn", NULL, NULL, W("KEYNOTIFY", "lk")), "+OK\r\n");
+        /* The first SET's commit is in flight while the next two arrive. */
+        request_send(&w, rw, "o", NULL, NULL, W("SET", "other", "x"));
+        request_send(&w, rw, "s", NULL, NULL, W("SET", "lk", "v"));
+        request_send(&w, rw, "t", NULL, NULL, W("KEYNOTIFY", "lk", "STOP"));
+        int notified = 0, answers = 0;
+        for (struct msg *m; answers + notified < 4 && (m = client_wait(&w, 2000)) != NULL;) {
+            if (strncmp(m->topic, "clients/statestore/v1/", 22) == 0) {
+                PAYLOAD(m, "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\nv\r\n");
+                notified++;
+            } else {
+                answers++;
+            }
+        }
+        ASSERT_EQ(answers, 3);
+        ASSERT_EQ(notified, 1);
+        /* Stopped: the next SET is not told. */
+        ASSERT_REPLY(request(&w, rw, "s2", NULL, NULL, W("SET", "lk", "w")), "+OK\r\n");
+        ASSERT_REPLY(request(&w, rw, "g", NULL, NULL, W("GET", "other")), "$1\r\nx\r\n");
+        ASSERT_TRUE(client_wait(&w, 200) == NULL);
+    }
+    client_close(&w);
+    broker_stop(&b);
+}

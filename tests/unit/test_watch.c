@@ -55,6 +55,43 @@ TEST(watch_register_notify_drop)
     ss_watch_free(w);
 }
 
+/* A STOP leaves the registration to be walked until the changes before
+ * it are told (ss_watch_settle past its batch); a second STOP answers 0,
+ * a KEYNOTIFY meanwhile takes it back, a disconnect drops it at once. */
+TEST(watch_stop_holds_until_settled)
+{
+    ss_watch *w;
+    ASSERT_EQ(ss_watch_new(0, 0, &w), SS_OK);
+    ASSERT_EQ(ss_watch_add(w, B("c1"), B("k")), 1);
+    ASSERT_EQ(ss_watch_add(w, B("c2"), B("k")), 1);
+    ASSERT_EQ(ss_watch_stop(w, B("c1"), B("k"), 5), 1);
+    ASSERT_EQ(ss_watch_stop(w, B("c1"), B("k"), 5), 0); /* stopped already */
+    ASSERT_EQ(ss_watch_stop(w, B("c3"), B("k"), 5), 0);
+    char out[256] = "";
+    ss_watch_each(w, B("k"), collect, out);
+    ASSERT_MEM(out, strlen(out), "c2;c1;", 6);
+    ASSERT_EQ(ss_watch_settle(w, 5), 0); /* batch 5 not told yet */
+    ASSERT_EQ(ss_watch_count(w), 2);
+    ASSERT_EQ(ss_watch_settle(w, 6), 1);
+    out[0] = '\0';
+    ss_watch_each(w, B("k"), collect, out);
+    ASSERT_MEM(out, strlen(out), "c2;", 3);
+    ASSERT_EQ(ss_watch_client_count(w, B("c1")), 0);
+    /* Taken back before it went. */
+    ASSERT_EQ(ss_watch_stop(w, B("c2"), B("k"), 7), 1);
+    ASSERT_EQ(ss_watch_add(w, B("c2"), B("k")), 1);
+    ASSERT_EQ(ss_watch_settle(w, 100), 0);
+    ASSERT_EQ(ss_watch_count(w), 1);
+    /* Dropped with its client while stopping: nothing left to settle. */
+    ASSERT_EQ(ss_watch_add(w, B("c1"), B("a")), 1);
+    ASSERT_EQ(ss_watch_add(w, B("c1"), B("b")), 1);
+    ASSERT_EQ(ss_watch_stop(w, B("c1"), B("a"), 8), 1);
+    ASSERT_EQ(ss_watch_drop_client(w, B("c1")), 2);
+    ASSERT_EQ(ss_watch_settle(w, 100), 0);
+    ASSERT_EQ(ss_watch_count(w), 1);
+    ss_watch_free(w);
+}
+
 TEST(watch_many_and_total_limit)
 {
     ss_watch *w;
