@@ -251,7 +251,7 @@ TEST_BINS = $(OUT)/tests/unit/run $(OUT)/tests/lifecycle/run $(OUT)/tests/integr
 # first (the broker never starts), nor under a sanitizer build of the
 # command line: with SAN, the clock tests are left out.
 SAN_SKIP := $(if $(BROKER_PRELOAD),cluster_clock_ahead_reported_and_versions_grow nemesis_broker_clock_jumps \
-              cli_lock_holds_through_a_wall_clock_step)
+              cli_lock_holds_through_a_wall_clock_step cluster_versions_grow_after_tombstone_gone_clocks_apart)
 
 # What make test runs, built (and the Debian packages it needs installed)
 # without running it: CI builds each variant first, then runs them side

@@ -185,6 +185,7 @@ struct ss_etcd_held {
     ss_hlc version;
     int64_t rev;     /* the change's revision */
     bool chunked;    /* a SET whose value is read from its chunks */
+    bool latest;     /* its chunks read as they are now: history at rev compacted */
     struct ss_etcd_stub stub;
     uint64_t ticket;
 };

@@ -151,7 +151,10 @@ static void ss_etcd__ask_removed(struct ss_backend_etcd *e, struct ss_etcd_held 
 /* Read the chunks of a held SET's value, as they were at its revision. */
 static void ss_etcd__ask_blob(struct ss_backend_etcd *e, struct ss_etcd_held *h)
 {
-    struct ss_etcd_op *op = ss_etcd__blob_read(e, SS_OP_BLOB_HELD, &h->stub, h->rev);
+    /* At the SET's revision; once that is compacted, as they are now: a
+     * blob id is never used twice and its chunks never change, so while
+     * they are there they hold the value that SET stored. */
+    struct ss_etcd_op *op = ss_etcd__blob_read(e, SS_OP_BLOB_HELD, &h->stub, h->latest ? 0 : h->rev);
     if (op == NULL)
         return; /* asked again later */
     op->ticket = h->ticket;
@@ -167,6 +170,18 @@ static struct ss_etcd_held *ss_etcd__held_for(struct ss_backend_etcd *e, uint64_
     return NULL;
 }
 
+/* A large value's SET whose chunks etcd no longer has, at its revision
+ * (compacted) nor now (replaced since): lost to observers here, as a
+ * compacted watch's changes are, and said the same way. */
+static void ss_etcd__held_blob_lost(struct ss_backend_etcd *e, struct ss_etcd_held *h)
+{
+    ss_etcd__log(e, SS_LOG_ERR, "etcd compacted its history before the value of a change this broker was "
+                 "told of could be read: revision %lld is lost to observers on this broker (keep more "
+                 "history: see CLUSTER.md)", (long long)h->rev);
+    e->stats.watch_lost_revisions++;
+    h->ready = h->dropped = true;
+}
+
 void ss_etcd__held_blob_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
     struct ss_etcd_held *h = ss_etcd__held_for(e, op->ticket);
@@ -174,15 +189,22 @@ void ss_etcd__held_blob_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         return;
     h->asked = false;
     if (op->call.rc != SS_OK) {
-        if (ss_etcd__refused(&op->call)) { /* compacted since: the value is gone */
-            h->ready = h->dropped = true;
-            e->stats.watch_undecodable++;
+        if (ss_etcd__refused(&op->call) && !h->latest) {
+            /* Compacted since: the chunks as they are now, if still there. */
+            h->latest = true;
+            ss_etcd__ask_blob(e, h);
+        } else if (ss_etcd__refused(&op->call)) {
+            ss_etcd__held_blob_lost(e, h);
         } else {
             e->held_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
         }
         return;
     }
     if (ss_etcd__blob_value(&op->call.reply, &h->stub, &h->value) != SS_OK) {
+        if (h->latest) {
+            ss_etcd__held_blob_lost(e, h); /* replaced or deleted since, and its history compacted */
+            return;
+        }
         h->dropped = true;
         e->stats.watch_undecodable++;
     }
@@ -357,9 +379,12 @@ static void ss_etcd__watch_message(struct ss_backend_etcd *e, ss_bytes msg)
             /* The history after the last revision seen is gone: the
              * changes in between can no longer be known. */
             int64_t lost = w.compact_revision - 1 - e->watch_rev;
-            ss_etcd__log(e, SS_LOG_ERR, "etcd compacted its history past the changes this broker "
-                         "had not seen yet: revisions %lld to %lld are lost to observers on this "
-                         "broker (keep more history: see CLUSTER.md)",
+            /* Revisions, not changes: those of the plugin's own keys
+             * outside k/ (claims, markers) leave the watch's position
+             * behind, and count here although no record changed. */
+            ss_etcd__log(e, SS_LOG_ERR, "etcd compacted its history past revisions this broker had not "
+                         "seen yet: changes of records in revisions %lld to %lld (if any) are lost to "
+                         "observers on this broker (keep more history: see CLUSTER.md)",
                          (long long)e->watch_rev + 1, (long long)w.compact_revision - 1);
             if (lost > 0)
                 e->stats.watch_lost_revisions += (uint64_t)lost;

@@ -133,3 +133,13 @@ char *get_value(struct client *c, const char *r, const char *key)
     v[len] = '\0';
     return v;
 }
+
+ss_hlc answer_version(const struct msg *m)
+{
+    ss_hlc h;
+    ASSERT_TRUE(m != NULL);
+    const char *ts = msg_user(m, "__ts");
+    ASSERT_TRUE(ts != NULL);
+    ASSERT_EQ(ss_hlc_parse((const uint8_t *)ts, strlen(ts), &h), 0);
+    return h;
+}

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../../core/hlc.h"
 #include "etcd_cluster.h"
 #include "harness.h"
 
@@ -19,6 +20,9 @@ void cluster_broker(struct broker *b, const struct etcd_cluster *c, const char *
  * (r: its response topic, 64 bytes). */
 void cluster_with_a_client(struct etcd_cluster *c, struct broker *b, const char *name, const char *more,
                            struct client *cl, char *r);
+/* The version an answer carries (its __ts), parsed; fails the test when
+ * m is NULL or has none. */
+ss_hlc answer_version(const struct msg *m);
 /* m's payload is exactly lit. */
 bool payload_is(const struct msg *m, const char *lit);
 /* Send a on client ca and b on client cb at once; wait for both, their

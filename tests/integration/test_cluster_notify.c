@@ -211,17 +211,6 @@ TEST(cluster_pattern_watch_across_brokers)
     etcd_cluster_stop(&c);
 }
 
-/* The version an answer carries, parsed. */
-static ss_hlc answer_version(const struct msg *m)
-{
-    ss_hlc h;
-    ASSERT_TRUE(m != NULL);
-    const char *ts = msg_user(m, "__ts");
-    ASSERT_TRUE(ts != NULL);
-    ASSERT_EQ(ss_hlc_parse((const uint8_t *)ts, strlen(ts), &h), 0);
-    return h;
-}
-
 /* A key's next version exceeds the one its deletion removed, whichever
  * broker writes it: a lock released through one broker and taken through
  * another gets a greater fencing token, even when the first one came from

@@ -270,10 +270,11 @@ TEST(etcd_watch_resumes_and_reports_compacted_history)
      * saw (b's, or a later revision of a key outside its range, such as
      * the node id's claim) to the one before the compaction: c's is in
      * it, and the count is its length. */
-    const char *said = strstr(logs.text, "revisions ");
+    const char *said = strstr(logs.text, "changes of records in revisions ");
     ASSERT_TRUE(said != NULL);
     long long first = 0, last = 0;
-    ASSERT_EQ(sscanf(said, "revisions %lld to %lld are lost to observers on this broker", &first, &last), 2);
+    ASSERT_EQ(sscanf(said, "changes of records in revisions %lld to %lld (if any) are lost to observers on this "
+                           "broker", &first, &last), 2);
     ASSERT_TRUE(first > seen && first <= lost);
     ASSERT_EQ(last, kept - 1);
     ASSERT_EQ(figure_u64(b, "etcd/watch_lost_revisions"), (uint64_t)(last - first + 1));
