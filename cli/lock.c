@@ -20,6 +20,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -100,13 +101,13 @@ static void stop_group(pid_t pgid)
 
 /* The terminal's foreground group goes to COMMAND's group and back. The
  * call from what is then a background group would stop us (SIGTTOU). */
-static void give_terminal(pid_t pgid)
+static void give_terminal(int tty, pid_t pgid)
 {
     sigset_t ttou, old;
     sigemptyset(&ttou);
     sigaddset(&ttou, SIGTTOU);
     sigprocmask(SIG_BLOCK, &ttou, &old);
-    tcsetpgrp(STDIN_FILENO, pgid);
+    tcsetpgrp(tty, pgid);
     sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
@@ -146,14 +147,17 @@ int cmd_lock(struct cli *cl, ss_client *c)
         return SS_EXIT_CONDITION;
     }
     setenv("STATESTORE_LOCK_TOKEN", token, 1);
-    /* On the terminal's foreground: COMMAND's group takes it over. */
-    bool terminal = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+    /* On the terminal's foreground: COMMAND's group takes it over. The
+     * controlling terminal, whatever stdin is: COMMAND may open /dev/tty
+     * (a password prompt), which a background group may not read. */
+    int tty = open("/dev/tty", O_RDWR | O_CLOEXEC);
+    bool terminal = tty >= 0 && tcgetpgrp(tty) == getpgrp();
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
         setpgid(0, 0);
         if (terminal)
-            give_terminal(getpid());
+            give_terminal(tty, getpid());
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         sigset_t all;
         sigemptyset(&all);
@@ -177,15 +181,30 @@ int cmd_lock(struct cli *cl, ss_client *c)
         sigaddset(&sigs, SIGTERM);
         for (;;) {
             int status;
-            pid_t w = waitpid(pid, &status, WNOHANG);
+            pid_t w = waitpid(pid, &status, WNOHANG | WUNTRACED);
+            if (w == pid && WIFSTOPPED(status)) {
+                /* Ctrl-Z (or SIGTTIN/SIGTTOU) stopped COMMAND's group:
+                 * stop too, so that the shell sees the job stopped and
+                 * gets the terminal back; on SIGCONT (fg, bg), COMMAND
+                 * goes on, on the terminal again if we are on it. */
+                if (terminal)
+                    give_terminal(tty, getpgrp());
+                kill(getpid(), SIGSTOP);
+                if (terminal && tcgetpgrp(tty) == getpgrp())
+                    give_terminal(tty, pid);
+                kill(-pid, SIGCONT);
+                continue;
+            }
             if (w == pid) {
                 rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
                 break;
             }
             struct timespec nap = {0, 50 * 1000000L};
             int sig = sigtimedwait(&sigs, NULL, &nap);
-            if (sig > 0)
+            if (sig > 0) {
                 kill(-pid, sig);
+                kill(-pid, SIGCONT); /* a stopped group would never see it */
+            }
             if (!lost && ss_lease_keeper_lost(keeper)) {
                 lost = true;
                 lost_at = lock_now_ms();
@@ -196,12 +215,14 @@ int cmd_lock(struct cli *cl, ss_client *c)
             if (lost && lock_now_ms() - lost_at >= SS_LOCK_GRACE_MS)
                 kill(-pid, SIGKILL);
         }
-        if (terminal)
-            give_terminal(getpgrp());
+        if (terminal && tcgetpgrp(tty) == pid) /* not when bg took it from us */
+            give_terminal(tty, getpgrp());
         /* What COMMAND left running in its group still acts under the
          * lock: it goes before the lease does. */
         stop_group(pid);
     }
+    if (tty >= 0)
+        close(tty);
     ss_lease_keeper_stop(keeper);
     if (!lost)
         ss_lease_release(c, name, holder, NULL);

@@ -56,11 +56,35 @@ const char *ss_client_id(const ss_client *c)
     return c->id;
 }
 
+void ss_client__app_call_begin(ss_client *c)
+{
+    c->app_calls++;
+    c->app_thread = pthread_self();
+}
+
+void ss_client__app_call_end(ss_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    if (--c->app_calls == 0)
+        pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* After a callback was replaced (under c->mu): a call of the old one
+ * under way on another thread ends before the setter returns, so that
+ * what it uses may be freed then; not when this is that very call. */
+static void ss_client__app_calls_wait(ss_client *c)
+{
+    while (c->app_calls > 0 && !pthread_equal(c->app_thread, pthread_self()))
+        pthread_cond_wait(&c->cv, &c->mu);
+}
+
 void ss_client_set_notify_cb(ss_client *c, ss_notify_cb cb, void *ud)
 {
     pthread_mutex_lock(&c->mu);
     c->notify_cb = cb;
     c->notify_ud = ud;
+    ss_client__app_calls_wait(c);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -69,6 +93,7 @@ void ss_client_set_connection_cb(ss_client *c, ss_connection_cb cb, void *ud)
     pthread_mutex_lock(&c->mu);
     c->conn_cb = cb;
     c->conn_ud = ud;
+    ss_client__app_calls_wait(c);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -77,6 +102,7 @@ void ss_client_set_rewatch_cb(ss_client *c, ss_rewatch_cb cb, void *ud)
     pthread_mutex_lock(&c->mu);
     c->rewatch_cb = cb;
     c->rewatch_ud = ud;
+    ss_client__app_calls_wait(c);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -120,9 +146,13 @@ static void ss_client__report(ss_client *c, bool connected, bool gap)
     pthread_mutex_lock(&c->mu);
     ss_connection_cb cb = c->conn_cb;
     void *ud = c->conn_ud;
-    pthread_mutex_unlock(&c->mu);
     if (cb)
+        ss_client__app_call_begin(c);
+    pthread_mutex_unlock(&c->mu);
+    if (cb) {
         cb(ud, connected, gap);
+        ss_client__app_call_end(c);
+    }
 }
 
 void ss_client_handle_connect(ss_client *c)
@@ -154,9 +184,13 @@ static void ss_client__tell_rewatch(ss_client *c, const struct ss_watched *w, co
     pthread_mutex_lock(&c->mu);
     ss_rewatch_cb cb = c->closing ? NULL : c->rewatch_cb; /* closing: nothing to tell */
     void *ud = c->rewatch_ud;
-    pthread_mutex_unlock(&c->mu);
     if (cb)
+        ss_client__app_call_begin(c);
+    pthread_mutex_unlock(&c->mu);
+    if (cb) {
         cb(ud, w->key, w->len, r);
+        ss_client__app_call_end(c);
+    }
 }
 
 static void ss_client__rewatched(void *ud, const ss_client_result *r)
@@ -190,6 +224,8 @@ static void ss_client__rewatch(ss_client *c, struct ss_watched *w)
             return;
         free(rw);
     }
+    if (ss_client__refused(rc)) /* too large for the broker now: final */
+        ss_client__track(c, w->key, w->len, true);
     ss_client_result r = {.status = rc};
     ss_client__tell_rewatch(c, w, &r);
     free(w);

@@ -170,6 +170,9 @@ void ss_client_close(ss_client *c);
  * (also for 0): 1000 and 10000 ms. Takes effect from the next delay. */
 void ss_client_set_reconnect_backoff(ss_client *c, unsigned first_ms, unsigned max_ms);
 
+/* Setting a callback (or NULL) waits for a call of the old one under way
+ * on another thread to end, so that what it uses may be freed once the
+ * setter returns. */
 void ss_client_set_notify_cb(ss_client *c, ss_notify_cb cb, void *ud);
 void ss_client_set_connection_cb(ss_client *c, ss_connection_cb cb, void *ud);
 void ss_client_set_rewatch_cb(ss_client *c, ss_rewatch_cb cb, void *ud);

@@ -103,9 +103,13 @@ static void ss_client__on_notification(ss_client *c, const char *hexkey, const v
         pthread_mutex_lock(&c->mu);
         ss_notify_cb cb = c->notify_cb;
         void *ud = c->notify_ud;
-        pthread_mutex_unlock(&c->mu);
         if (cb)
+            ss_client__app_call_begin(c);
+        pthread_mutex_unlock(&c->mu);
+        if (cb) {
             cb(ud, &n);
+            ss_client__app_call_end(c);
+        }
         pthread_mutex_lock(&c->mu);
         c->notifications++;
         pthread_cond_broadcast(&c->cv);

@@ -242,7 +242,9 @@ bool ss_client__track(ss_client *c, const void *key, size_t key_len, bool stop)
 
 bool ss_client__refused(int status)
 {
-    return status == SS_E_SERVER || status == SS_E_STATUS || ss_err_is_wire(status);
+    /* SS_E_REFUSED: the broker's PUBACK refused it (or it is larger than
+     * the broker takes): it never ran, and a resend is refused alike. */
+    return status == SS_E_SERVER || status == SS_E_STATUS || status == SS_E_REFUSED || ss_err_is_wire(status);
 }
 
 /* A KEYNOTIFY of a key not watched before: the key is remembered before

@@ -21,6 +21,7 @@ struct ss_wname { /* a client or a key */
     ss_table_node node;
     struct ss_wentry *first;
     size_t count;
+    size_t stopping; /* a client's: of count, stopped and not settled */
     char *user; /* a client's username (ss_watch_set_user), or NULL */
     size_t len;
     uint8_t bytes[];
@@ -41,6 +42,9 @@ struct ss_watch {
     ss_table clients, keys, entries;
     size_t max_per_client, max_total, total;
     size_t max_bytes, bytes; /* of the keys, counted per registration */
+    /* Of total and bytes, the stopped registrations not settled: they
+     * count toward no limit, since the client was told they are gone. */
+    size_t stopping_total, stopping_bytes;
 };
 
 int ss_watch_new(size_t max_per_client, size_t max_total, ss_watch **out)
@@ -130,6 +134,9 @@ static void ss_watch__unstop(ss_watch *w, struct ss_wentry *e)
         e->snext->sprev = e->sprev;
     e->snext = e->sprev = NULL;
     e->stop_seq = 0;
+    e->client->stopping--;
+    w->stopping_total--;
+    w->stopping_bytes -= e->key->len;
 }
 
 int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key)
@@ -143,20 +150,22 @@ int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key)
         return SS_E_NOMEM;
     }
     struct ss_wentry *found = ss_watch__entry_find(w, c, k);
-    if (found && found->stop_seq) {
-        ss_watch__unstop(w, found); /* stopped, then asked for again */
-        return 1;
-    }
-    if (found)
+    if (found && !found->stop_seq)
         return 0;
     int rc = SS_OK;
     struct ss_wentry *e = NULL;
-    if ((w->max_per_client && c->count >= w->max_per_client) ||
-        (w->max_total && w->total >= w->max_total) ||
-        (w->max_bytes && (key.len > w->max_bytes || w->bytes > w->max_bytes - key.len)))
+    size_t bytes = w->bytes - w->stopping_bytes;
+    if ((w->max_per_client && c->count - c->stopping >= w->max_per_client) ||
+        (w->max_total && w->total - w->stopping_total >= w->max_total) ||
+        (w->max_bytes && (key.len > w->max_bytes || bytes > w->max_bytes - key.len)))
         rc = SS_E_QUOTA;
-    else if ((e = calloc(1, sizeof *e)) == NULL)
+    else if (found) {
+        ss_watch__unstop(w, found); /* stopped, then asked for again */
+        return 1;
+    } else if ((e = calloc(1, sizeof *e)) == NULL)
         rc = SS_E_NOMEM;
+    if (rc != SS_OK && found)
+        return rc; /* the names are the stopped registration's */
     if (rc != SS_OK) {
         ss_watch__name_release(&w->keys, k);
         ss_watch__name_release(&w->clients, c);
@@ -229,6 +238,9 @@ int ss_watch_stop(ss_watch *w, ss_bytes client, ss_bytes key, uint64_t seq)
     if (e == NULL || e->stop_seq)
         return 0;
     e->stop_seq = seq ? seq : 1;
+    c->stopping++;
+    w->stopping_total++;
+    w->stopping_bytes += k->len;
     e->snext = w->stopping;
     if (w->stopping)
         w->stopping->sprev = e;

@@ -30,8 +30,8 @@ int ss_watch_remove(ss_watch *w, ss_bytes client, ss_bytes key);
 /* KEYNOTIFY ... STOP run in batch seq (> 0): 1 when it was registered, 0
  * when not (or stopped already). The registration goes at
  * ss_watch_settle, once the changes made before the stop have been told:
- * until then it is still walked by ss_watch_each, and counted. A
- * ss_watch_add meanwhile takes it back (1). */
+ * until then it is still walked by ss_watch_each, but counts toward no
+ * limit. A ss_watch_add meanwhile takes it back (1). */
 int ss_watch_stop(ss_watch *w, ss_bytes client, ss_bytes key, uint64_t seq);
 /* Remove the registrations stopped in batches before `before` (every
  * change made up to their stop has been told). Returns how many. */

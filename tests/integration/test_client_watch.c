@@ -59,6 +59,18 @@ static ss_client *connect_to(int port, const char *id)
     return c;
 }
 
+/* A client that reconnects soon (50 ms), its notifications, connection
+ * events and refused re-registrations written into l. */
+static ss_client *watcher(int port, const char *id, struct watch_log *l)
+{
+    ss_client *w = connect_to(port, id);
+    ss_client_set_reconnect_backoff(w, 50, 200);
+    ss_client_set_notify_cb(w, on_note, l);
+    ss_client_set_connection_cb(w, on_gap, l);
+    ss_client_set_rewatch_cb(w, on_rewatch, l);
+    return w;
+}
+
 /* Restart the broker on its port with extra (a limit, or none) and wait
  * until the watcher is back (its connection callback says so). */
 static void restart_with(struct broker *b, struct watch_log *l, const char *extra)
@@ -118,12 +130,8 @@ TEST(client_rewatch_after_reconnect_reports_refusals)
     struct broker b = {0};
     snprintf(b.extra, sizeof b.extra, "plugin_opt_max_registrations_per_client 2\n");
     broker_start(&b);
-    ss_client *w = connect_to(b.port, "watch-watcher");
-    ss_client_set_reconnect_backoff(w, 50, 200);
     struct watch_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    ss_client_set_notify_cb(w, on_note, &l);
-    ss_client_set_connection_cb(w, on_gap, &l);
-    ss_client_set_rewatch_cb(w, on_rewatch, &l);
+    ss_client *w = watcher(b.port, "watch-watcher", &l);
     ASSERT_EQ(ss_client_keynotify(w, "wa", 2, false, NULL), SS_OK);
     ASSERT_EQ(ss_client_keynotify(w, "wb", 2, false, NULL), SS_OK);
     ss_client_result r;
@@ -171,6 +179,37 @@ TEST(client_rewatch_after_reconnect_reports_refusals)
     bool same = strcmp(l.refused, refused) == 0;
     pthread_mutex_unlock(&l.mu);
     ASSERT_TRUE(same);
+    ss_client_close(w);
+    broker_stop(&b);
+}
+
+/* A KEYNOTIFY the broker itself refused in its PUBACK (here larger than
+ * its message_size_limit: SS_E_REFUSED) never ran: a reconnect does not
+ * send it again, and nothing is told of it then. */
+TEST(client_keynotify_refused_by_the_broker_not_registered_again)
+{
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "message_size_limit 1000\n");
+    broker_start(&b);
+    struct watch_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    ss_client *w = watcher(b.port, "watch-big", &l);
+    static char big[1500];
+    memset(big, 'k', sizeof big);
+    ss_client_result r;
+    ASSERT_EQ(ss_client_keynotify(w, big, sizeof big, false, &r), SS_E_REFUSED);
+    ss_client_result_free(&r);
+    ASSERT_EQ(ss_client_keynotify(w, "wa", 2, false, NULL), SS_OK);
+    restart_with(&b, &l, "message_size_limit 1000\n");
+    restart_with(&b, &l, "message_size_limit 1000\n");
+    /* wa is back (its SET is told); the refused key was never sent. */
+    const char *wa[] = {"wa"};
+    char notes[1024];
+    set_all(b.port, &l, wa, 1, "1", notes, sizeof notes);
+    ASSERT_TEXT(notes, "wa=1;");
+    pthread_mutex_lock(&l.mu);
+    bool none = l.refused[0] == '\0';
+    pthread_mutex_unlock(&l.mu);
+    ASSERT_TRUE(none);
     ss_client_close(w);
     broker_stop(&b);
 }

@@ -82,6 +82,23 @@ TEST(watch_stop_holds_until_settled)
     ASSERT_EQ(ss_watch_add(w, B("c2"), B("k")), 1);
     ASSERT_EQ(ss_watch_settle(w, 100), 0);
     ASSERT_EQ(ss_watch_count(w), 1);
+    /* A stopped registration counts toward no limit: its slot may be
+     * taken before it settles; taking it back then is over the limit. */
+    ss_watch *q;
+    ASSERT_EQ(ss_watch_new(2, 0, &q), SS_OK);
+    ASSERT_EQ(ss_watch_add(q, B("c"), B("k1")), 1);
+    ASSERT_EQ(ss_watch_add(q, B("c"), B("k2")), 1);
+    ASSERT_EQ(ss_watch_add(q, B("c"), B("k3")), SS_E_QUOTA);
+    ASSERT_EQ(ss_watch_stop(q, B("c"), B("k1"), 3), 1);
+    ASSERT_EQ(ss_watch_add(q, B("c"), B("k3")), 1);
+    ASSERT_EQ(ss_watch_add(q, B("c"), B("k1")), SS_E_QUOTA);
+    ASSERT_EQ(ss_watch_settle(q, 4), 1);
+    ASSERT_EQ(ss_watch_client_count(q, B("c")), 2);
+    ASSERT_EQ(ss_watch_stop(q, B("c"), B("k2"), 5), 1);
+    ASSERT_EQ(ss_watch_add(q, B("c"), B("k2")), 1); /* taken back within the limit */
+    ASSERT_EQ(ss_watch_settle(q, 6), 0);
+    ASSERT_EQ(ss_watch_client_count(q, B("c")), 2);
+    ss_watch_free(q);
     /* Dropped with its client while stopping: nothing left to settle. */
     ASSERT_EQ(ss_watch_add(w, B("c1"), B("a")), 1);
     ASSERT_EQ(ss_watch_add(w, B("c1"), B("b")), 1);
