@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -114,7 +115,24 @@ static void give_terminal(int tty, pid_t pgid)
 int cmd_lock(struct cli *cl, ss_client *c)
 {
     const char *name = cl->args[0];
+    /* The lease's NEX accepts an equal value: a holder shared by two
+     * invocations would let both hold the lock. A generated client id is
+     * unique; one given with --id may be given to every invocation (it
+     * names the principal of authorization rules), so the holder then
+     * gets a random suffix of its own. */
+    char unique[512];
     const char *holder = cl->holder ? cl->holder : ss_client_id(c);
+    if (cl->holder == NULL && cl->conn.client_id != NULL) {
+        uint8_t r[8];
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+            report_failure(cl, "lock", SS_E_RANDOM, NULL);
+            return exit_for(SS_E_RANDOM);
+        }
+        int k = snprintf(unique, sizeof unique, "%.400s.", ss_client_id(c));
+        for (int i = 0; i < 8; i++)
+            k += snprintf(unique + k, sizeof unique - (size_t)k, "%02x", r[i]);
+        holder = unique;
+    }
     uint64_t ttl = cl->ttl_ms ? cl->ttl_ms : SS_LOCK_TTL_DEFAULT;
     unsigned wait = cl->wait_ms && cl->wait_ms < UINT_MAX ? (unsigned)cl->wait_ms : UINT_MAX;
     char token[SS_LEASE_TOKEN_MAX];

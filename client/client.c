@@ -257,6 +257,14 @@ static void ss_client__on_subscribed(ss_client *c)
     for (size_t j = 0; j < i; j++)
         ss_client__rewatch(c, copy[j]);
     free(copy);
+    if (again) {
+        /* After the re-registrations went out: a helper that looks again
+         * now is registered for what happens after its look. */
+        pthread_mutex_lock(&c->mu);
+        c->gaps++;
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+    }
     ss_client__report(c, true, again);
 }
 
@@ -537,6 +545,11 @@ void ss_client_close(ss_client *c)
         struct ss_watched *w = c->watched;
         c->watched = w->next;
         free(w);
+    }
+    while (c->helper_watches) {
+        struct ss_helper_watch *h = c->helper_watches;
+        c->helper_watches = h->next;
+        free(h);
     }
     ss_table_free(&c->watched_index);
     if (c->own && c->m)

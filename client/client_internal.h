@@ -62,6 +62,14 @@ struct ss_watched {
     uint8_t key[];
 };
 
+/* A key some of the library's helpers watch (ss_client__helper_watch). */
+struct ss_helper_watch {
+    struct ss_helper_watch *next;
+    unsigned users;
+    size_t len;
+    uint8_t key[];
+};
+
 /* What a client's own handle is made with, kept for the new handle of
  * each reconnection (connect.c). Strings owned; NULL when not given. */
 struct ss_client_conf {
@@ -122,6 +130,14 @@ struct ss_client {
     pthread_t net_thread;
     bool net_thread_known;
     uint64_t notifications;
+    /* Reconnections that re-registered the notifications (notifications
+     * may have been missed meanwhile), and re-registrations of a key that
+     * a helper's STOP raced with: the library's own waiters (leases,
+     * leader election) look again at each. */
+    uint64_t gaps;
+    /* Keys the library's helpers watch, with how many of them do: the
+     * last one to finish ends the KEYNOTIFY (client.c). */
+    struct ss_helper_watch *helper_watches;
     int waiters; /* threads inside a blocking call: close waits for them */
     uint32_t max_packet; /* the broker's Maximum Packet Size (CONNACK); 0: none said */
     struct ss_early_refusals early; /* refusals before their call knew its packet id */
@@ -142,6 +158,16 @@ uint64_t ss_client__now_ms(void);
 uint64_t ss_client__wall_ms(void);
 int ss_client__cond_init(pthread_cond_t *cv);
 void ss_client__abstime(struct timespec *ts, unsigned ms);
+/* KEYNOTIFY on key for one of the library's helpers (a lease waiter, a
+ * leader participant), counted per key so that one helper ending its wait
+ * does not end another's notifications. */
+int ss_client__helper_watch(ss_client *c, const void *key, size_t key_len);
+void ss_client__helper_unwatch(ss_client *c, const void *key, size_t key_len);
+/* Notifications plus gaps, and a wait until that passes seen (or
+ * timeout_ms): what the helpers wait on, so that a reconnection (whose
+ * gap may have swallowed the DELETE they wait for) wakes them too. */
+uint64_t ss_client__wakes(ss_client *c);
+uint64_t ss_client__wait_wakes(ss_client *c, uint64_t seen, unsigned timeout_ms);
 /* Remember the calling thread as the one that delivers answers. */
 void ss_client__delivering(ss_client *c);
 /* True on a thread that runs this client's callbacks, where a blocking

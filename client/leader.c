@@ -39,6 +39,9 @@ struct ss_leader {
     pthread_cond_t cv;
     bool stop;
     bool lost;               /* the keeper said so */
+    /* An acquisition of ours may hold the role: its outcome is unknown (no
+     * answer) or it succeeded and its keeper could not start. */
+    bool maybe_ours;
     ss_lease_keeper *keeper; /* while leading */
     ss_leader_state state;
 };
@@ -76,6 +79,34 @@ static bool ss_leader__stopping(ss_leader *l)
     return stop;
 }
 
+/* Keep the role, which holds our holder id: start a keeper (its first
+ * renewal, NEX, succeeds only while the value is still ours) and lead with
+ * token, or with the keeper's own token when token is NULL. True when
+ * leading. */
+static bool ss_leader__keep(ss_leader *l, const char *token)
+{
+    ss_lease_keeper *k = NULL;
+    pthread_mutex_lock(&l->mu);
+    l->lost = false;
+    pthread_mutex_unlock(&l->mu);
+    if (ss_lease_keep_notify(l->c, l->role, l->holder, l->lease_ms, ss_leader__lost, l, &k) != SS_OK)
+        return false;
+    if (ss_lease_keeper_lost(k)) {
+        ss_lease_keeper_stop(k);
+        return false;
+    }
+    char kept[SS_LEASE_TOKEN_MAX];
+    if (token == NULL) {
+        ss_lease_keeper_token(k, kept);
+        token = kept;
+    }
+    pthread_mutex_lock(&l->mu);
+    l->keeper = k;
+    pthread_mutex_unlock(&l->mu);
+    ss_leader__learn(l, true, l->holder, token);
+    return true;
+}
+
 /* One try: acquire the role if nobody holds it, else learn who does. */
 static void ss_leader__try(ss_leader *l)
 {
@@ -87,30 +118,37 @@ static void ss_leader__try(ss_leader *l)
     char token[SS_LEASE_TOKEN_MAX];
     snprintf(token, sizeof token, "%s", r.version);
     ss_client_result_free(&r);
-    if (acquired) {
-        /* Renewed at once by the keeper (NEX: only while the value is
-         * still ours); a keeper that finds the role gone is lost. */
-        ss_lease_keeper *k = NULL;
-        pthread_mutex_lock(&l->mu);
-        l->lost = false;
-        pthread_mutex_unlock(&l->mu);
-        if (ss_lease_keep_notify(l->c, l->role, l->holder, l->lease_ms, ss_leader__lost, l, &k) == SS_OK) {
-            if (!ss_lease_keeper_lost(k)) {
-                pthread_mutex_lock(&l->mu);
-                l->keeper = k;
-                pthread_mutex_unlock(&l->mu);
-                ss_leader__learn(l, true, l->holder, token);
-                return;
-            }
-            ss_lease_keeper_stop(k);
-        }
+    /* Renewed at once by the keeper (NEX: only while the value is still
+     * ours); a keeper that finds the role gone is lost. */
+    if (acquired && ss_leader__keep(l, token)) {
+        l->maybe_ours = false;
+        return;
     }
+    if (acquired || rc == SS_E_TIMEOUT || rc == SS_E_CONNECTION)
+        l->maybe_ours = true;
     rc = ss_client_get(l->c, l->role, role_len, &r);
     if (rc == SS_OK) {
         char who[SS_LEADER_HOLDER_MAX] = "";
         if (r.found)
             snprintf(who, sizeof who, "%.*s", (int)r.value_len, (const char *)r.value);
+        bool ours = l->maybe_ours && r.found && r.value_len == strlen(l->holder) &&
+                    memcmp(r.value, l->holder, r.value_len) == 0;
+        ss_client_result_free(&r);
+        /* The role holds our own id after an acquisition of ours whose
+         * answer never came (timed out, connection lost), or whose keeper
+         * could not start: nobody else can take the role until it
+         * expires, so lead (the term's token is the keeper's first
+         * renewal, greater than every version of the role before it).
+         * Only then: a participant given the same holder id as another
+         * must not lead on the other's acquisition. */
+        if (ours && ss_leader__keep(l, NULL)) {
+            l->maybe_ours = false;
+            return;
+        }
+        if (!ours)
+            l->maybe_ours = false;
         ss_leader__learn(l, false, who, "");
+        return;
     }
     ss_client_result_free(&r);
 }
@@ -145,7 +183,7 @@ static void ss_leader__follow(ss_leader *l, uint64_t seen)
         if (now >= until)
             return;
         uint64_t nap = until - now < SS_LEADER_SLICE_MS ? until - now : SS_LEADER_SLICE_MS;
-        if (ss_client_wait_notification(l->c, seen, (unsigned)nap) > seen)
+        if (ss_client__wait_wakes(l->c, seen, (unsigned)nap) > seen)
             return;
     }
 }
@@ -161,7 +199,7 @@ static void *ss_leader__main(void *arg)
             ss_leader__lead(l);
             continue;
         }
-        uint64_t seen = ss_client_notification_count(l->c);
+        uint64_t seen = ss_client__wakes(l->c);
         ss_leader__try(l);
         pthread_mutex_lock(&l->mu);
         leading = l->keeper != NULL;
@@ -217,13 +255,13 @@ int ss_leader_campaign(ss_client *c, const ss_leader_options *o, ss_leader **out
         for (int i = 0; i < 8; i++)
             k += snprintf(l->holder + k, sizeof l->holder - (size_t)k, "%02x", r[i]);
     }
-    int rc = ss_client_keynotify(c, l->role, strlen(l->role), false, NULL);
+    int rc = ss_client__helper_watch(c, l->role, strlen(l->role));
     if (rc != SS_OK) {
         ss_leader__free(l);
         return rc;
     }
     if (pthread_create(&l->thread, NULL, ss_leader__main, l) != 0) {
-        ss_client_keynotify(c, l->role, strlen(l->role), true, NULL);
+        ss_client__helper_unwatch(c, l->role, strlen(l->role));
         ss_leader__free(l);
         return SS_E_NOMEM;
     }
@@ -264,7 +302,7 @@ int ss_leader_resign(ss_leader *l)
         l->keeper = NULL;
         rc = ss_lease_release(l->c, l->role, l->holder, NULL);
     }
-    ss_client_keynotify(l->c, l->role, strlen(l->role), true, NULL);
+    ss_client__helper_unwatch(l->c, l->role, strlen(l->role));
     ss_leader__free(l);
     return rc;
 }

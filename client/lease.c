@@ -36,12 +36,12 @@ int ss_lease_acquire_wait(ss_client *c, const char *name, const char *holder, ui
     int rc = ss_lease_acquire(c, name, holder, ttl_ms, &acquired, token);
     if (rc != SS_OK || acquired)
         return rc;
-    rc = ss_client_keynotify(c, name, strlen(name), false, NULL);
+    rc = ss_client__helper_watch(c, name, strlen(name));
     if (rc != SS_OK)
         return rc;
     uint64_t deadline = ss_client__now_ms() + wait_ms;
     for (;;) {
-        uint64_t seen = ss_client_notification_count(c);
+        uint64_t seen = ss_client__wakes(c);
         rc = ss_lease_acquire(c, name, holder, ttl_ms, &acquired, token);
         if (rc != SS_OK || acquired)
             break;
@@ -50,12 +50,13 @@ int ss_lease_acquire_wait(ss_client *c, const char *name, const char *holder, ui
             rc = SS_E_TIMEOUT;
             break;
         }
-        /* Woken by any notification (the lock's DELETE, usually); also
-         * retry at least every ttl in case one was missed. */
+        /* Woken by any notification (the lock's DELETE, usually) or a
+         * reconnection (which may have swallowed it); also retry at least
+         * every ttl in case one was missed. */
         uint64_t nap = deadline - now < ttl_ms ? deadline - now : ttl_ms;
-        ss_client_wait_notification(c, seen, (unsigned)nap);
+        ss_client__wait_wakes(c, seen, (unsigned)nap);
     }
-    ss_client_keynotify(c, name, strlen(name), true, NULL);
+    ss_client__helper_unwatch(c, name, strlen(name));
     return rc;
 }
 

@@ -391,3 +391,77 @@ int ss_client_keynotify_async(ss_client *c, const void *key, size_t key_len, boo
     ss_client_request q = {.op = stop ? SS_REQ_KEYNOTIFY_STOP : SS_REQ_KEYNOTIFY, .key = key, .key_len = key_len};
     return ss_client_call_async(c, &q, cb, ud);
 }
+
+/* The helpers' count of key, found (and made, with add) under c->mu. */
+static struct ss_helper_watch *ss_client__helper_find(ss_client *c, const void *key, size_t len, bool add)
+{
+    for (struct ss_helper_watch *h = c->helper_watches; h; h = h->next)
+        if (h->len == len && memcmp(h->key, key, len) == 0)
+            return h;
+    if (!add)
+        return NULL;
+    struct ss_helper_watch *h = malloc(sizeof *h + len);
+    if (h) {
+        h->users = 0;
+        h->len = len;
+        memcpy(h->key, key, len);
+        h->next = c->helper_watches;
+        c->helper_watches = h;
+    }
+    return h;
+}
+
+static void ss_client__helper_drop(ss_client *c, struct ss_helper_watch *h)
+{
+    struct ss_helper_watch **pp = &c->helper_watches;
+    while (*pp != h)
+        pp = &(*pp)->next;
+    *pp = h->next;
+    free(h);
+}
+
+int ss_client__helper_watch(ss_client *c, const void *key, size_t key_len)
+{
+    /* Counted before the KEYNOTIFY goes out: a STOP of another helper
+     * decided after this sees us and registers the key again. */
+    pthread_mutex_lock(&c->mu);
+    struct ss_helper_watch *h = ss_client__helper_find(c, key, key_len, true);
+    if (h)
+        h->users++;
+    pthread_mutex_unlock(&c->mu);
+    if (h == NULL)
+        return SS_E_NOMEM;
+    int rc = ss_client_keynotify(c, key, key_len, false, NULL);
+    if (rc != SS_OK) {
+        pthread_mutex_lock(&c->mu);
+        if (--h->users == 0)
+            ss_client__helper_drop(c, h);
+        pthread_mutex_unlock(&c->mu);
+    }
+    return rc;
+}
+
+void ss_client__helper_unwatch(ss_client *c, const void *key, size_t key_len)
+{
+    pthread_mutex_lock(&c->mu);
+    struct ss_helper_watch *h = ss_client__helper_find(c, key, key_len, false);
+    bool last = h == NULL || --h->users == 0;
+    if (h && last)
+        ss_client__helper_drop(c, h);
+    pthread_mutex_unlock(&c->mu);
+    if (!last)
+        return; /* another helper still waits on it */
+    ss_client_keynotify(c, key, key_len, true, NULL);
+    /* A helper that started watching meanwhile may have had its
+     * registration ended by this STOP: register again, and wake it so
+     * that it looks again rather than wait for what it may have missed. */
+    pthread_mutex_lock(&c->mu);
+    bool again = ss_client__helper_find(c, key, key_len, false) != NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (again && ss_client_keynotify(c, key, key_len, false, NULL) == SS_OK) {
+        pthread_mutex_lock(&c->mu);
+        c->gaps++;
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+    }
+}
