@@ -3,6 +3,7 @@
  * with two waiters on one client, and with a release made while the
  * waiter's connection was down (its notification missed). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,7 +28,7 @@ struct lr_waiter {
     ss_client *c;
     const char *holder;
     int rc;
-    uint64_t at; /* when it returned */
+    _Atomic uint64_t at; /* when it returned (read while it runs) */
     pthread_t t;
 };
 

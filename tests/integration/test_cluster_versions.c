@@ -67,7 +67,7 @@ TEST(cluster_versions_grow_after_tombstone_gone_clocks_apart)
     const char *names[3] = {"a", "b(-0.8)", "d(+0.8)"};
     int fails = 0, rounds = 0;
     enum { MAXR = 200 };
-    static struct { char key[32]; int w, dl, cr, how, wait; ss_hlc first; } r[MAXR];
+    static struct { char key[64]; int w, dl, cr, how, wait; ss_hlc first; } r[MAXR];
     int nr = 0;
     for (int w = 0; w < 3; w++)
         for (int dl = 0; dl < 3; dl++)
