@@ -129,6 +129,11 @@ int client_publish(struct client *c, const char *topic, const void *payload, int
 /* Run the network loop for up to ms; returns the first message received
  * (also in c->last), or NULL on time out or disconnect. */
 struct msg *client_wait(struct client *c, int ms);
+/* Run c's network loop for up to ms without taking a message: what a
+ * publish left unsent (a large one does not fit the socket at once) goes
+ * on, and what arrives waits for client_wait. For tests that wait on
+ * something else (etcd, a proxy) after request_send. */
+void client_pump(struct client *c, int ms);
 /* Run the loop for ms and return the number of messages received. */
 int client_drain(struct client *c, int ms);
 /* Run the loop until want messages came or ms passed, then 100 ms more;

@@ -228,6 +228,12 @@ int client_publish(struct client *c, const char *topic, const void *payload, int
     return mosquitto_publish_v5(c->m, NULL, topic, len, payload, qos, retain, props);
 }
 
+void client_pump(struct client *c, int ms)
+{
+    if (!c->disconnected)
+        mosquitto_loop(c->m, ms, 1);
+}
+
 struct msg *client_wait(struct client *c, int ms)
 {
     uint64_t end = now_ms() + (uint64_t)ms;

@@ -325,8 +325,9 @@ static int deliver_again_and_check(struct delay_proxy *px, const struct etcd_clu
 }
 
 /* Wait (10 s at most) until the tap has kept a chunk's put (a message
- * of 512 KiB or more) from its from-th message on. */
-static void await_tapped_chunk(struct delay_proxy *px, size_t from)
+ * of 512 KiB or more) from its from-th message on, the writer's client
+ * sending what its SET of MiBs left unsent meanwhile. */
+static void await_tapped_chunk(struct delay_proxy *px, size_t from, struct client *writer)
 {
     for (int k = 0; k < 10000; k++) {
         uint8_t *msg;
@@ -336,7 +337,7 @@ static void await_tapped_chunk(struct delay_proxy *px, size_t from)
             if (len >= TAP_CHUNK)
                 return;
         }
-        usleep(1000);
+        client_pump(writer, 1);
     }
     ASSERT_TRUE(!"no chunk's put in 10 s");
 }
@@ -391,7 +392,7 @@ TEST(cluster_chunks_put_late_leave_nothing_behind)
      * again with chunks of a new blob. */
     delay_proxy_tap(px, TAP_CHUNK, TAP_GUARDS);
     request_send(&ca, ra, "3", NULL, NULL, W("SET", "k", v[2]));
-    await_tapped_chunk(px, seen);
+    await_tapped_chunk(px, seen, &ca);
     delay_proxy_hold(px, true);
     ASSERT_REPLY(request(&cb, rb, "4", NULL, NULL, W("SET", "k", v[3])), "+OK\r\n");
     delay_proxy_hold(px, false);
@@ -404,7 +405,7 @@ TEST(cluster_chunks_put_late_leave_nothing_behind)
     seen += (size_t)after_conflict;
     delay_proxy_tap(px, TAP_CHUNK, TAP_GUARDS);
     request_send(&ca, ra, "5", NULL, NULL, W("SET", "k", v[4]));
-    await_tapped_chunk(px, seen);
+    await_tapped_chunk(px, seen, &ca);
     delay_proxy_hold(px, true);
     ASSERT_REPLY(client_wait(&ca, 20000), UNAVAILABLE);
     delay_proxy_hold(px, false);
@@ -464,7 +465,8 @@ TEST(cluster_chunks_guard_counts_among_a_txns_compares)
     for (int i = 1; i < 8; i++)
         request_send(&ca, ra, keys[i], NULL, NULL, W("SET", keys[i], "after"));
     request_send(&ca, ra, "big", NULL, NULL, W("SET", "big", v));
-    usleep(300 * 1000); /* all of them in the open batch */
+    for (uint64_t until = now_ms() + 300; now_ms() < until;)
+        client_pump(&ca, 10); /* all of them in the open batch (2 MiB sent whole) */
     delay_proxy_hold(px, false);
     for (int i = 0; i < 10; i++) {
         struct msg *m = client_wait(&ca, 20000);
@@ -518,9 +520,10 @@ TEST(cluster_chunks_kept_when_the_outcome_stays_unknown)
      * sanitizers), comes before them. */
     delay_proxy_mute_after(px, "lost/c/", "lost/k/big", "lost/n/a");
     request_send(&ca, ra, "1", NULL, NULL, W("SET", "big", v));
-    /* Its chunks, then its commit (slow under the sanitizers): 30 s. */
+    /* Its chunks, then its commit (slow under the sanitizers): 30 s, the
+     * client sending the rest of its 4 MiB meanwhile. */
     for (int i = 0; i < 600 && etcd_cluster_count_keys(&c, "lost/k/big") != 1; i++)
-        usleep(50 * 1000);
+        client_pump(&ca, 50);
     ASSERT_EQ(etcd_cluster_count_keys(&c, "lost/k/big"), 1);
     /* Nothing of A reaches etcd either: its claim lapses (3 s), and the
      * other broker can take the node id. */
