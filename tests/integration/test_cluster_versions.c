@@ -457,8 +457,9 @@ TEST(cluster_member_down_deletions_and_expiry)
             const char *t = strrchr(m->topic, '/');
             bool del = memmem(m->payload, (size_t)m->len, "DELETE", 6) != NULL;
             /* key "eN": hex 65 3N */
-            if (t && strlen(t) == 5 && t[1] == '6' && t[2] == '5' && t[3] == '3' && del)
-                (i ? nb : na)[t[4] - '0']++;
+            int d = t && strlen(t) == 5 && t[1] == '6' && t[2] == '5' && t[3] == '3' ? t[4] - '0' : -1;
+            if (del && d >= 0 && d < 6)
+                (i ? nb : na)[d]++;
             else if (del)
                 other++;
         }
