@@ -4,7 +4,7 @@
  * Batches are numbered; the open one is b->seq. An answer or notification
  * that depends on the open batch's commit records that number in the
  * outbox (0: it depends on nothing), so that a failed commit turns exactly
- * those into errors.
+ * those into errors. The answers it queues are built in batch_answer.c.
  */
 #include "batch.h"
 
@@ -16,6 +16,7 @@
 #include "../core/errors.h"
 #include "admin.h"
 #include "backup.h"
+#include "batch_internal.h"
 #include "notify.h"
 #include "outbox.h"
 #include "plugin.h"
@@ -31,129 +32,14 @@
 /* Queued requests whose keys are read ahead (see ss_batch__prefetch). */
 #define SS_PREFETCH_AHEAD 256u
 
-/* Commits in flight at once at most, whatever a backend says. */
-#define SS_BATCH_FLIGHTS_MAX 4u
 /* Clients whose SCAN page is being read, that the queue runs past at once;
  * one more holds the queue as any waiting request does. */
 #define SS_BATCH_LISTINGS_MAX 16u
-
-/* A batch whose commit is in flight (backend.h: commit_start). */
-struct ss_flight {
-    bool used;
-    unsigned id;         /* the backend's name for its commit */
-    uint64_t seq;        /* the batch's number */
-    struct ss_qlist ran; /* its requests, to run again on a conflict */
-    uint64_t dedup_after, dedup_upto; /* its resend cache entries: (after, upto] */
-};
-
-struct ss_batch {
-    struct ss_plugin *p;
-    struct ss_outbox outbox;
-    struct ss_qlist queue;
-    uint64_t queue_bytes; /* payloads and properties held */
-    size_t prefetched;    /* queued requests whose keys were read ahead */
-    /* Copies of the requests run in the open batch, to run again if its
-     * commit finds that someone else changed their keys (backend.h:
-     * may_conflict). */
-    struct ss_qlist ran;
-    struct ss_flight flights[SS_BATCH_FLIGHTS_MAX];
-    size_t nflights; /* the backend's max_flights */
-    uint64_t seq;        /* number of the open batch */
-    uint64_t dedup_mark; /* resend cache entries after it belong to the open batch */
-    ss_buf scratch;      /* the engine's answer */
-};
-
-void ss_request_props_free(struct ss_request_props *r)
-{
-    free(r->response_topic);
-    free(r->corr);
-    free(r->ts);
-    free(r->ft);
-    free(r->prot_ver);
-    memset(r, 0, sizeof *r);
-}
 
 static ss_bytes ss_batch__str(const char *s)
 {
     ss_bytes b = {(const uint8_t *)(s ? s : ""), s ? strlen(s) : 0};
     return b;
-}
-
-/* ---- answers ----------------------------------------------------------- */
-
-/* Queue an answer to client_id's request (for the session ss_answer_to
- * says), waiting for commit (0: none; final: it waits but holds whatever
- * becomes of the commit, outbox.h): the request's response topic and
- * correlation data are handed over to it, not copied. */
-static void ss_batch__push(struct ss_batch *b, const char *client_id, struct ss_request_props *r,
-                           uint8_t *payload, size_t len, mosquitto_property *props, uint64_t commit, bool final)
-{
-    const char *session = ss_answer_to(b->p, client_id);
-    char *to = NULL;
-    if (session && (to = strdup(session)) == NULL) {
-        free(payload);
-        mosquitto_property_free_all(&props);
-        ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: an answer was dropped");
-        return;
-    }
-    char *topic = r->response_topic;
-    uint8_t *corr = r->corr;
-    uint16_t corr_len = r->corr_len;
-    r->response_topic = NULL;
-    r->corr = NULL;
-    r->corr_len = 0;
-    if (ss_outbox_push(&b->outbox, to, true, topic, payload, len, props, corr, corr_len, commit, final) !=
-        MOSQ_ERR_SUCCESS)
-        ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: an answer was dropped");
-}
-
-static void ss_batch__answer(struct ss_batch *b, const char *client_id, struct ss_request_props *r,
-                             const ss_bytes *payload, const char *version, uint64_t commit, bool final)
-{
-    mosquitto_property *props = ss_response_props(r->corr, r->corr_len, "200", version);
-    uint8_t *copy = malloc(payload->len);
-    if (props == NULL || copy == NULL) {
-        mosquitto_property_free_all(&props);
-        free(copy);
-        ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: an answer was dropped");
-        return;
-    }
-    memcpy(copy, payload->data, payload->len);
-    ss_batch__push(b, client_id, r, copy, payload->len, props, commit, final);
-}
-
-void ss_batch_refuse(struct ss_batch *b, const char *client_id, struct ss_request_props *r, const char *stat,
-                     const char *const *extra)
-{
-    mosquitto_property *props = ss_response_props(r->corr, r->corr_len, stat, NULL);
-    for (size_t i = 0; props && extra[i]; i += 2) {
-        if (mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, extra[i], extra[i + 1]) !=
-            MOSQ_ERR_SUCCESS)
-            mosquitto_property_free_all(&props);
-    }
-    /* The payload is never empty: it repeats the status message. */
-    const char *text = "error";
-    for (size_t i = 0; extra[i]; i += 2)
-        if (strcmp(extra[i], "__stMsg") == 0)
-            text = extra[i + 1];
-    uint8_t *payload = (uint8_t *)strdup(text);
-    if (props == NULL || payload == NULL) {
-        mosquitto_property_free_all(&props);
-        free(payload);
-        return;
-    }
-    ss_batch__push(b, client_id, r, payload, strlen(text), props, 0, false);
-}
-
-void ss_batch_notify(struct ss_batch *b, char *client_id, char *topic, uint8_t *payload, size_t len,
-                     mosquitto_property *props)
-{
-    /* From the change feed: committed already, it waits for nothing. */
-    if (ss_outbox_push(&b->outbox, client_id, false, topic, payload, len, props, NULL, 0, 0, false) !=
-        MOSQ_ERR_SUCCESS) {
-        b->p->metrics.notifications_dropped++;
-        ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: a notification was dropped");
-    }
 }
 
 /* ---- running a request ------------------------------------------------- */
