@@ -389,18 +389,13 @@ static void ss_client__cb_message(struct mosquitto *m, void *ud, const struct mo
     pthread_mutex_lock(&c->mu);
     ss_message_cb cb = c->message_cb;
     void *cb_ud = c->message_ud;
-    if (cb) {
-        c->message_calls++;
-        c->message_thread = pthread_self();
-    }
+    if (cb)
+        ss_client__app_call_begin(c);
     pthread_mutex_unlock(&c->mu);
     if (cb == NULL)
         return;
     cb(cb_ud, msg->topic, msg->payload, msg->payloadlen, msg->retain);
-    pthread_mutex_lock(&c->mu);
-    if (--c->message_calls == 0)
-        pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    ss_client__app_call_end(c);
 }
 
 void ss_client_set_message_cb(ss_client *c, ss_message_cb cb, void *ud)
@@ -408,11 +403,7 @@ void ss_client_set_message_cb(ss_client *c, ss_message_cb cb, void *ud)
     pthread_mutex_lock(&c->mu);
     c->message_cb = cb;
     c->message_ud = ud;
-    /* A call under way on the network thread ends before this returns (so
-     * that what the old callback uses may be freed), unless this is that
-     * very call. */
-    while (c->message_calls > 0 && !pthread_equal(c->message_thread, pthread_self()))
-        pthread_cond_wait(&c->cv, &c->mu);
+    ss_client__app_calls_wait(c);
     pthread_mutex_unlock(&c->mu);
 }
 

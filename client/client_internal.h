@@ -105,10 +105,8 @@ struct ss_client {
     void *rewatch_ud;
     ss_message_cb message_cb;
     void *message_ud;
-    int message_calls;        /* message callbacks under way */
-    int app_calls;            /* notify, connection and rewatch callbacks under way */
-    pthread_t app_thread;     /* where the last of them runs */
-    pthread_t message_thread; /* the thread running them */
+    int app_calls;            /* the application's callbacks under way (notify, */
+    pthread_t app_thread;     /* connection, rewatch, message); where the last runs */
     int app_sub_mid;     /* the application's SUBSCRIBE waiting for its answer */
     int app_sub_result;  /* its granted QoS, or -1 while waiting */
     bool ready;          /* mu and cv initialised */
@@ -218,8 +216,9 @@ bool ss_client__track(ss_client *c, const void *key, size_t key_len, bool stop);
 /* True when status is an answer of the server (the request was refused),
  * not a local failure whose outcome is unknown. */
 bool ss_client__refused(int status);
-/* Around a call of the application's notify, connection or rewatch
- * callback: counted, so that setting one waits for a call under way. */
+/* Around a call of the application's notify, connection, rewatch or
+ * message callback (the first under c->mu): counted, so that setting one
+ * waits for a call under way. */
 void ss_client__app_call_begin(ss_client *c);
 void ss_client__app_call_end(ss_client *c);
 /* Borrowed slices of bytes and of a C string. */
