@@ -206,8 +206,11 @@ int ss_dedup_find(ss_dedup *d, ss_bytes client, ss_bytes corr, uint64_t id, uint
             memcmp(e->bytes, client.data, client.len) != 0 ||
             memcmp(e->bytes + client.len, corr.data, corr.len) != 0)
             continue;
+        /* Past its window, it may have been run again and remembered
+         * again: a newer entry of the same request may follow (a
+         * resize reverses the order of a chain). */
         if (now_ms >= e->at_ms && now_ms - e->at_ms >= d->lim.window_ms)
-            return 0;
+            continue;
         const uint8_t *p = e->bytes + e->client_len + e->corr_len;
         out->payload.data = p;
         out->payload.len = e->payload_len;

@@ -402,11 +402,19 @@ static void ss_etcd__resolve_submit(struct ss_backend_etcd *e, struct ss_etcd_fl
     ss_etcd__submit(e, op);
 }
 
+/* What flight f's fence puts in its marker: its lost commit's id, and
+ * " fence". */
+#define SS_ETCD_FENCE_MAX (sizeof((struct ss_etcd_flight *)0)->txn_id + 8)
+static void ss_etcd__fence_text(const struct ss_etcd_flight *f, char out[SS_ETCD_FENCE_MAX])
+{
+    snprintf(out, SS_ETCD_FENCE_MAX, "%s fence", f->txn_id);
+}
+
 void ss_etcd__send_fence(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
 {
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_FENCE, SS_ETCD_TXN_METHOD);
-    char fence[sizeof f->txn_id + 8];
-    snprintf(fence, sizeof fence, "%s fence", f->txn_id);
+    char fence[SS_ETCD_FENCE_MAX];
+    ss_etcd__fence_text(f, fence);
     ss_bytes id = {(const uint8_t *)fence, strlen(fence)};
     /* The marker replaced if it still holds what it held before the lost
      * commit, and the claim is the one that commit compared. */
@@ -550,13 +558,22 @@ void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         f->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
         return;
     }
-    if (r.succeeded) {
+    /* A fence of this flight's that etcd applied while its answer was
+     * lost (a timeout), found by the fence sent again: as good as this
+     * one succeeding. Without this, the marker's own fence was taken for
+     * another broker with this node id, and the requests answered
+     * "unavailable" though they did not happen. */
+    char fence[SS_ETCD_FENCE_MAX];
+    ss_etcd__fence_text(f, fence);
+    bool fenced = !r.succeeded && kv.found && kv.value.len == strlen(fence) &&
+                  memcmp(kv.value.data, fence, kv.value.len) == 0;
+    if (r.succeeded || fenced) {
         /* The marker moved on from where the commit expected it: that
          * commit can no longer succeed, and did not. */
-        f->marker_rev = r.revision;
+        f->marker_rev = r.succeeded ? r.revision : kv.mod_revision;
         ss_etcd_reply_free(&r);
-        ss_etcd__log(e, SS_LOG_NOTICE, "the commit of unknown outcome did not happen: its "
-                     "requests run again");
+        ss_etcd__log(e, SS_LOG_NOTICE, "the commit of unknown outcome did not happen%s: its "
+                     "requests run again", fenced ? " (an earlier fence of it took effect)" : "");
         f->writes = false;
         ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
         return;

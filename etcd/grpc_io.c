@@ -28,6 +28,7 @@
 
 #include "../core/bigendian.h"
 #include "../core/errors.h"
+#include "kv.h"
 
 #define SS_GRPC_TIMEOUT_MS_DEFAULT 5000u
 /* A reply larger than this is refused (our records are far smaller). */
@@ -357,6 +358,12 @@ static int ss_grpc__start(ss_grpc *g, ss_grpc_call *c)
     ss_buf_clear(&c->inbox); /* the owner takes a stream's messages under mu */
     memcpy(token, g->token, strlen(g->token) + 1);
     pthread_mutex_unlock(&g->mu);
+    /* A login goes without the token: etcd checks a token sent with
+     * Authenticate too, and refuses the login once that token stopped
+     * working (a JWT past its ttl, a simple token a restarted member
+     * forgot), which kept the broker out for good. */
+    if (strcmp(c->method, SS_ETCD_AUTHENTICATE_METHOD) == 0)
+        token[0] = '\0';
 #define SS_NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
     nghttp2_nv hdrs[] = {SS_NV(":method", "POST"),         SS_NV(":scheme", e->tls ? "https" : "http"),
                          SS_NV(":path", c->method),        SS_NV(":authority", e->authority),

@@ -83,8 +83,13 @@ static int ss_options__one(struct ss_plugin_options *o, const char *name, const 
     if (strcmp(name, "log_level") == 0)
         return ss_options__log_level(o, value);
     int rc = ss_option_set(ss_opt_table, SS_OPT_COUNT, o, name, value, why, sizeof why);
-    if (rc == SS_OK && strcmp(name, "node_id") == 0 && (strchr(value, ':') || strlen(value) > SS_HLC_NODE_MAX)) {
-        snprintf(why, sizeof why, "must be 1 to 255 bytes without ':'");
+    /* The node id goes out in every __ts user property: it must be a
+     * UTF-8 string MQTT allows (no control characters), or the broker
+     * sends answers a client must refuse (it closes its connection). */
+    if (rc == SS_OK && strcmp(name, "node_id") == 0 &&
+        (strchr(value, ':') || strlen(value) > SS_HLC_NODE_MAX ||
+         mosquitto_validate_utf8(value, (int)strlen(value)) != MOSQ_ERR_SUCCESS)) {
+        snprintf(why, sizeof why, "must be 1 to 255 bytes of UTF-8 without ':' or control characters");
         rc = SS_E_INVAL;
     }
     if (rc == SS_E_NOTFOUND)

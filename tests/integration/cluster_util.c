@@ -143,3 +143,23 @@ ss_hlc answer_version(const struct msg *m)
     ASSERT_EQ(ss_hlc_parse((const uint8_t *)ts, strlen(ts), &h), 0);
     return h;
 }
+
+void proxied_brokers_up(struct proxied_brokers *t, const char *b_more)
+{
+    etcd_cluster_start(&t->ec, 1);
+    int via = free_port();
+    t->px = delay_proxy_start("127.0.0.1", via, "127.0.0.1", t->ec.client_port[0]);
+    char slow[64], more[1024];
+    snprintf(slow, sizeof slow, "http://127.0.0.1:%d", via);
+    snprintf(more, sizeof more, "plugin_opt_node_id b\n%s", b_more);
+    broker_on_etcd(&t->a, "a", t->ec.endpoints, "plugin_opt_node_id a\n");
+    broker_on_etcd(&t->b, "b", slow, more);
+}
+
+void proxied_brokers_down(struct proxied_brokers *t)
+{
+    broker_stop(&t->a);
+    broker_stop(&t->b);
+    delay_proxy_stop(t->px);
+    etcd_cluster_stop(&t->ec);
+}

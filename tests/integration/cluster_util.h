@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "../../core/hlc.h"
+#include "delay_proxy.h"
 #include "etcd_cluster.h"
 #include "harness.h"
 
@@ -29,6 +30,17 @@ bool payload_is(const struct msg *m, const char *lit);
  * payloads into out_a and out_b (n bytes each). */
 void race(struct client *ca, const char *ra, const char *fta, const char *const *a, struct client *cb,
           const char *rb, const char *ftb, const char *const *b, char *out_a, char *out_b, size_t n);
+
+/* A one-member cluster, broker a (node id a) on it and broker b (node id
+ * b, more: its other configuration) through a proxy that can delay or
+ * drop what passes (px). */
+struct proxied_brokers {
+    struct etcd_cluster ec;
+    struct delay_proxy *px;
+    struct broker a, b;
+};
+void proxied_brokers_up(struct proxied_brokers *t, const char *b_more);
+void proxied_brokers_down(struct proxied_brokers *t);
 
 /* A value of n bytes that changes along its length (no NUL), malloc'ed. */
 char *patterned(size_t n, unsigned seed);

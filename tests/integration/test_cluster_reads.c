@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "../test.h"
-#include "delay_proxy.h"
+#include "cluster_util.h"
 #include "etcd_cluster.h"
 #include "harness.h"
 
@@ -26,38 +26,32 @@
  * latest value. */
 TEST(cluster_reads_confirmed_by_markers_see_another_brokers_write)
 {
-    struct etcd_cluster ec;
-    etcd_cluster_start(&ec, 1);
-    int via = free_port();
-    struct delay_proxy *px = delay_proxy_start("127.0.0.1", via, "127.0.0.1", ec.client_port[0]);
-    char slow[64];
-    snprintf(slow, sizeof slow, "http://127.0.0.1:%d", via);
-    struct broker a, b;
-    broker_on_etcd(&a, "a", ec.endpoints, "plugin_opt_node_id a\n");
-    broker_on_etcd(&b, "b", slow, "sys_interval 1\nplugin_opt_node_id b\nplugin_opt_etcd_solo_ms 100\n");
+    struct proxied_brokers t;
+    proxied_brokers_up(&t, "sys_interval 1\nplugin_opt_etcd_solo_ms 100\n");
+    struct delay_proxy *px = t.px;
     struct client ca, cw, cr;
     char ra[64], rw[64], rr[64];
-    client_connect_rr(&ca, a.port, "writer-a", ra, sizeof ra);
-    client_connect_rr(&cw, b.port, "writer-b", rw, sizeof rw);
-    client_connect_rr(&cr, b.port, "reader-b", rr, sizeof rr);
+    client_connect_rr(&ca, t.a.port, "writer-a", ra, sizeof ra);
+    client_connect_rr(&cw, t.b.port, "writer-b", rw, sizeof rw);
+    client_connect_rr(&cr, t.b.port, "reader-b", rr, sizeof rr);
     ASSERT_REPLY(request(&ca, ra, "0", NULL, NULL, W("SET", "k", "v0")), "+OK\r\n");
     ASSERT_REPLY(request(&cr, rr, "0", NULL, NULL, W("GET", "k")), "$2\r\nv0\r\n"); /* cached on B */
     delay_proxy_set(px, 300, 0);
 
     enum { ROUNDS = 3 };
-    long long solo0 = broker_figure(b.port, "etcd/txns_solo");
-    long long conflicts0 = broker_figure(b.port, "etcd/conflicts");
+    long long solo0 = broker_figure(t.b.port, "etcd/txns_solo");
+    long long conflicts0 = broker_figure(t.b.port, "etcd/conflicts");
     char v[16], corr[16], want[32];
     for (int i = 1; i <= ROUNDS; i++) {
         usleep(900 * 1000); /* past solo_ms since B last heard of A */
         snprintf(v, sizeof v, "v%d", i);
         snprintf(corr, sizeof corr, "%d", i);
-        ASSERT_EQ(kill(b.pid, SIGSTOP), 0);
+        ASSERT_EQ(kill(t.b.pid, SIGSTOP), 0);
         ASSERT_REPLY(request(&ca, ra, corr, NULL, NULL, W("SET", "k", v)), "+OK\r\n");
         request_send(&cw, rw, corr, NULL, NULL, W("SET", "other", v));
         request_send(&cr, rr, corr, NULL, NULL, W("GET", "k"));
         usleep(50 * 1000);
-        ASSERT_EQ(kill(b.pid, SIGCONT), 0);
+        ASSERT_EQ(kill(t.b.pid, SIGCONT), 0);
         ASSERT_REPLY(client_wait(&cw, 10000), "+OK\r\n");
         snprintf(want, sizeof want, "$2\r\n%s\r\n", v);
         struct msg *m = client_wait(&cr, 10000);
@@ -84,8 +78,8 @@ TEST(cluster_reads_confirmed_by_markers_see_another_brokers_write)
         ASSERT_MEM(m->payload, (size_t)m->len, want, strlen(want));
     }
     usleep(1300 * 1000); /* the next publication of the figures */
-    long long solo = broker_figure(b.port, "etcd/txns_solo") - solo0;
-    long long conflicts = broker_figure(b.port, "etcd/conflicts") - conflicts0;
+    long long solo = broker_figure(t.b.port, "etcd/txns_solo") - solo0;
+    long long conflicts = broker_figure(t.b.port, "etcd/conflicts") - conflicts0;
     printf("  %d GETs through B right after A's SET of their key, B's watch 300 ms behind: each answered "
            "A's value; %lld of B's Txns confirmed their reads by the markers, %lld conflicts\n",
            2 * ROUNDS, solo, conflicts);
@@ -96,10 +90,7 @@ TEST(cluster_reads_confirmed_by_markers_see_another_brokers_write)
     client_close(&ca);
     client_close(&cw);
     client_close(&cr);
-    broker_stop(&a);
-    broker_stop(&b);
-    delay_proxy_stop(px);
-    etcd_cluster_stop(&ec);
+    proxied_brokers_down(&t);
 }
 
 /* etcd's limit on one Txn (--max-txn-ops) at its edge for Txns that

@@ -461,6 +461,8 @@ TEST(plugin_bad_options_stop_the_broker)
      * failure at open said only "the quota has been exceeded"). */
     broker_refuses("map-small", "plugin_opt_map_size 1\n",
                    "plugin_opt_map_size: must be 0 (computed) or at least 1048576 bytes");
+    /* The node id is sent in every __ts user property: it must be UTF-8. */
+    broker_refuses("node-utf8", "plugin_opt_node_id Caf\xe9\n", "plugin_opt_node_id: invalid value");
     /* (A map too large to be made is said as such too; not checked here:
      * under valgrind the mapping fails otherwise.) */
     /* Good options are logged at startup. */

@@ -71,6 +71,27 @@ TEST(dedup_finds_within_the_window_only)
     ss_dedup_free(d);
 }
 
+/* A request resent past its window runs again and is remembered again,
+ * while its first entry waits for the next expiry. Either entry may come
+ * first in its chain (a resize reverses the chains): the live one is
+ * found whatever the order, as more entries make the table grow. */
+TEST(dedup_finds_a_request_remembered_again_past_its_window)
+{
+    ss_dedup_limits lim = {.window_ms = 100, .max_entries = 1000, .max_bytes = 1 << 20};
+    ss_dedup *d;
+    ASSERT_EQ(ss_dedup_new(&lim, &d), SS_OK);
+    put(d, "c1", "x", 1000, ":1\r\n", "1:0:n");
+    ASSERT_TRUE(!found(d, "c1", "x", 1100, "", ""));
+    put(d, "c1", "x", 1100, ":0\r\n", "");
+    for (int i = 0; i < 200; i++) {
+        char corr[16];
+        snprintf(corr, sizeof corr, "o%d", i);
+        put(d, "c2", corr, 1100, "+OK\r\n", "");
+        ASSERT_TRUE(found(d, "c1", "x", 1100, ":0\r\n", ""));
+    }
+    ss_dedup_free(d);
+}
+
 TEST(dedup_keeps_within_its_limits_oldest_out_first)
 {
     ss_dedup_limits lim = {.window_ms = 1000, .max_entries = 100, .max_bytes = 1 << 20};
