@@ -38,6 +38,7 @@ CONSOLE_PORT ?= 8080
 # outside build/, which dpkg-buildpackage's clean removes).
 CONSOLE_BUILD ?= build/console
 DATA    ?= $(CURDIR)/data
+override DATA := $(abspath $(DATA))
 FUZZ_SECONDS ?= 60
 
 ifeq ($(SAN),1)
@@ -74,7 +75,7 @@ MOSQ_LIBS  = $(shell pkg-config --libs libmosquitto 2>/dev/null)
 # header) link libev; the library does not.
 # libedit (BSD licensed): the tool's interactive prompt.
 EDIT_LIBS  = $(shell pkg-config --libs libedit 2>/dev/null)
-DEBS      := pkg-config liblmdb-dev mosquitto mosquitto-dev libmosquitto-dev mosquitto-clients openssl \
+DEBS      := g++ pkg-config liblmdb-dev mosquitto mosquitto-dev libmosquitto-dev mosquitto-clients openssl \
              libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libev-dev libedit-dev
 
 # etcd's API messages, generated from Debian's .proto files
@@ -181,10 +182,15 @@ build/include/.stamp: $(wildcard client/*.h core/*.h)
 	@touch $@
 # The other examples beside it: a poll(2) loop, and leader election (whose
 # copies the tests run as separate processes).
-EXAMPLES := $(EXAMPLE) $(OUT)/examples/poll_example $(OUT)/examples/leader_example
+EXAMPLES := $(EXAMPLE) $(OUT)/examples/poll_example $(OUT)/examples/leader_example $(OUT)/examples/cxx_check
 $(OUT)/examples/%: examples/%.c $(LIBCLIENT) build/include/.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Ibuild/include -o $@ $< $(LIBCLIENT) $(MOSQ_LIBS) -lpthread
+# The headers from C++ (extern "C"): built, linked and run with the tests.
+$(OUT)/examples/cxx_check: examples/cxx_check.cpp $(LIBCLIENT) build/include/.stamp
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -Wall -Wextra -Werror $(SANFLAGS) -Ibuild/include -o $@ $< $(LIBCLIENT) $(MOSQ_LIBS) -lpthread
+	$@ >/dev/null
 
 # One runner source, two test lists: tests/unit/list.h, tests/integration/list.h.
 $(OUT)/tests/unit/main.o: tests/main.c

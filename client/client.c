@@ -416,10 +416,28 @@ int ss_client_subscribe(ss_client *c, const char *filter, int qos)
     /* Held across the SUBSCRIBE: its answer, on the network thread, waits
      * until the packet id is known here. */
     pthread_mutex_lock(&c->mu);
+    if (c->closing) {
+        pthread_mutex_unlock(&c->mu);
+        return SS_E_CONNECTION;
+    }
+    /* Counted from here: a close waits for this thread to leave, even
+     * while it waits for another's SUBSCRIBE. One SUBSCRIBE at a time:
+     * its answer has one place (app_sub_mid, app_sub_result). */
+    c->waiters++;
+    while (c->app_sub_busy && !c->closing)
+        pthread_cond_wait(&c->cv, &c->mu);
+    int rc = MOSQ_ERR_NO_CONN;
     int mid = 0;
-    c->app_sub_result = -1;
-    int rc = mosquitto_subscribe_v5(c->m, &mid, filter, qos, 0, NULL);
+    if (!c->closing) {
+        c->app_sub_busy = true;
+        c->app_sub_result = -1;
+        rc = mosquitto_subscribe_v5(c->m, &mid, filter, qos, 0, NULL);
+        if (rc != MOSQ_ERR_SUCCESS)
+            c->app_sub_busy = false;
+    }
     if (rc != MOSQ_ERR_SUCCESS) {
+        c->waiters--;
+        pthread_cond_broadcast(&c->cv);
         pthread_mutex_unlock(&c->mu);
         return rc == MOSQ_ERR_INVAL || rc == MOSQ_ERR_MALFORMED_UTF8 ? SS_E_INVAL : SS_E_CONNECTION;
     }
@@ -432,6 +450,9 @@ int ss_client_subscribe(ss_client *c, const char *filter, int qos)
     int granted = c->app_sub_result;
     bool lost = !c->connected || c->closing;
     c->app_sub_mid = 0;
+    c->app_sub_busy = false;
+    c->waiters--;
+    pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     if (granted == -1)
         return lost ? SS_E_CONNECTION : SS_E_TIMEOUT;
@@ -486,8 +507,8 @@ int ss_client__new(struct mosquitto *m, bool own, const char *id, unsigned timeo
 int ss_client_attach(struct mosquitto *mosq, const char *client_id, unsigned timeout_ms,
                      ss_client **out)
 {
-    if (mosq == NULL || client_id == NULL || client_id[0] == '\0')
-        return SS_E_INVAL;
+    if (mosq == NULL || client_id == NULL || client_id[0] == '\0' || strpbrk(client_id, "+#"))
+        return SS_E_INVAL; /* a wildcard cannot name a response topic */
     ss_client *c;
     int rc = ss_client__new(mosq, false, client_id, timeout_ms, &c);
     if (rc == SS_OK && (rc = ss_client__threads_start(c)) != SS_OK)

@@ -30,7 +30,9 @@
  * SS_E_SERVER and the text is kept in the result), or a local failure
  * (SS_E_TIMEOUT, SS_E_CONNECTION, SS_E_PROTOCOL, SS_E_STATUS,
  * SS_E_IN_CALLBACK, SS_E_FT_MALFORMED, SS_E_RANDOM, SS_E_NOMEM,
- * SS_E_INVAL). ss_strerror gives the message.
+ * SS_E_INVAL), or SS_E_REFUSED: the broker refused the request, or it
+ * was larger than the broker or MQTT takes, so it was not run.
+ * ss_strerror gives the message.
  *
  * Ownership: byte arguments are borrowed for the call (copied when needed).
  * Results passed to callbacks are valid during the callback only; results
@@ -43,6 +45,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 struct mosquitto;
 
@@ -57,7 +63,7 @@ typedef void (*ss_log_cb)(void *ud, int level, const char *line);
 typedef struct ss_client_options {
     const char *host;      /* default "localhost" */
     int port;              /* default 1883 (8883 with TLS) */
-    const char *client_id; /* default: "statestore-" + random hex */
+    const char *client_id; /* default: "statestore-" + random hex; no + or # (SS_E_INVAL) */
     const char *username;  /* optional */
     const char *password;  /* optional */
     const char *cafile;    /* TLS: any of cafile/capath turns TLS on */
@@ -160,7 +166,9 @@ void ss_client_handle_disconnect(ss_client *c);
 /* Stop (the network thread, if ours), disconnect (if ours), fail pending
  * calls with SS_E_CONNECTION, free everything. NULL is a no-op. A thread
  * blocked in a call on c returns SS_E_CONNECTION, and close waits for it
- * to have left; no call may start once close has begun. */
+ * to have left; no call may start once close has begun. Not from a
+ * callback of c (close waits for the callbacks' thread): from another
+ * thread. */
 void ss_client_close(ss_client *c);
 
 /* Reconnection (clients of ss_client_connect): when the connection is
@@ -376,5 +384,9 @@ int ss_client_process(ss_client *c, bool readable, bool writable);
 /* True once the client may send requests (connected, response topic
  * subscribed). */
 bool ss_client_is_ready(ss_client *c);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -109,6 +109,7 @@ struct ss_client {
     pthread_t app_thread;     /* connection, rewatch, message); where the last runs */
     int app_sub_mid;     /* the application's SUBSCRIBE waiting for its answer */
     int app_sub_result;  /* its granted QoS, or -1 while waiting */
+    bool app_sub_busy;   /* a thread is in ss_client_subscribe: one at a time */
     bool ready;          /* mu and cv initialised */
     pthread_t net;       /* the network thread of a client that owns m */
     bool net_running;

@@ -65,6 +65,12 @@ static int ss_client__defaults(const ss_client_options *o, ss_client_options *d,
             k += snprintf(idbuf + k, 48 - (size_t)k, "%02x", r[i]);
         d->client_id = idbuf;
     }
+    /* The id is a level of the response topic the client subscribes to:
+     * a wildcard there makes the SUBSCRIBE invalid, and nothing would
+     * answer it. */
+    if (strpbrk(d->client_id, "+#"))
+        return ss_client__explain(why, why_len, SS_E_INVAL,
+                                  "a client id with '+' or '#' cannot name a response topic");
     bool tls = d->cafile || d->capath || d->tls;
     if (d->host == NULL)
         d->host = "localhost";

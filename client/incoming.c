@@ -156,10 +156,15 @@ static uint64_t ss_client__wait_past(ss_client *c, bool gaps, uint64_t seen, uns
     struct timespec until;
     ss_client__abstime(&until, timeout_ms);
     pthread_mutex_lock(&c->mu);
+    bool entered = !c->closing; /* counted: a close waits for us to leave */
+    if (entered)
+        c->waiters++;
     while (ss_client__events(c, gaps) <= seen && !c->closing)
         if (pthread_cond_timedwait(&c->cv, &c->mu, &until) != 0)
             break;
     uint64_t n = ss_client__events(c, gaps);
+    if (entered && --c->waiters == 0)
+        pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     return n;
 }

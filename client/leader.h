@@ -30,6 +30,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include "client.h"
 #include "lease.h"
 
@@ -74,5 +78,9 @@ const char *ss_leader_holder(const ss_leader *l);
  * free. Returns the release's status (0 when nothing was held). NULL is a
  * no-op. */
 int ss_leader_resign(ss_leader *l);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -15,6 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include "client.h"
 
 #define SS_LEASE_TOKEN_MAX 300
@@ -82,5 +86,9 @@ typedef int (*ss_edit_fn)(void *ud, const uint8_t *value, size_t len, bool found
                           uint8_t **new_value, size_t *new_len, bool *delete_key);
 int ss_lease_edit(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
                   unsigned wait_ms, const void *key, size_t key_len, ss_edit_fn fn, void *ud);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -185,8 +185,9 @@ int ss_client__send(ss_client *c, enum ss_answer_kind kind, size_t argc, const s
             return SS_OK;
         free(p);
         /* Larger than the Maximum Packet Size the broker gave in its
-         * CONNACK: libmosquitto does not send it. */
-        if (rc == MOSQ_ERR_OVERSIZE_PACKET)
+         * CONNACK, or than any MQTT packet (256 MiB): libmosquitto does
+         * not send it. Refused, not an unknown outcome: it never left. */
+        if (rc == MOSQ_ERR_OVERSIZE_PACKET || rc == MOSQ_ERR_PAYLOAD_SIZE)
             return SS_E_REFUSED;
         return rc == MOSQ_ERR_NOMEM ? SS_E_NOMEM : SS_E_CONNECTION;
     }

@@ -25,6 +25,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* X(name, value, wire, text): wire is 1 when text is a protocol error text. */
 #define SS_ERRORS(X)                                                                \
     X(TS_FUTURE, -1, 1,                                                             \
@@ -96,5 +100,9 @@ bool ss_err_is_wire(int code);
 /* The code of an error answer's text (the bytes after "-ERR "), or
  * SS_E_SERVER for a text not in the list. */
 int ss_err_from_wire(const char *text, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

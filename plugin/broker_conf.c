@@ -150,6 +150,8 @@ static void ss_broker_conf__read(struct ss_broker_conf *bc, const char *path, ui
             uint64_t n;
             if (digits && ss_parse_u64((const uint8_t *)v, digits, 65535, &n) == SS_OK)
                 bc->sys_interval = n;
+        } else if ((v = ss_broker_conf__setting(line, "per_listener_settings")) != NULL) {
+            bc->per_listener_settings = strcmp(v, "true") == 0; /* the last one wins */
         } else if (ss_broker_conf__setting(line, "mount_point") != NULL) {
             bc->mount_points++;
         } else if (ss_broker_conf__setting(line, "acl_file") != NULL) {

@@ -12,6 +12,9 @@ struct ss_broker_conf {
     uint64_t sys_interval;       /* seconds between $SYS updates; 10 when unset, 0: none */
     bool has_acl_file;
     int mount_points; /* mount_point lines: listeners whose clients' topics get a prefix */
+    /* per_listener_settings true: Mosquitto 2.0 then never delivers the
+     * tick event to the plugin, in which every batch commits. */
+    bool per_listener_settings;
     int other_plugins; /* plugin / auth_plugin lines naming another library */
     /* Files or include_dir directories that could not be read (the broker
      * reads its configuration as root, the plugin after it dropped its

@@ -128,6 +128,15 @@ static int ss_plugin__open(struct ss_plugin *p)
         return rc;
     struct ss_broker_conf bc;
     ss_read_broker_conf(&bc);
+    /* Mosquitto 2.0 never delivers the tick event to a plugin loaded per
+     * listener: no batch would ever commit, and every request would go
+     * unanswered (docs/CONFIGURATION.md). */
+    if (bc.per_listener_settings) {
+        mosquitto_log_printf(MOSQ_LOG_ERR, "statestore: the broker's configuration has per_listener_settings true, "
+                             "under which Mosquitto 2.0 never gives the plugin the tick its commits run in: "
+                             "remove it (docs/CONFIGURATION.md)");
+        return SS_E_INVAL;
+    }
     uint64_t limit = bc.message_size_limit;
     p->sys_interval_s = bc.sys_interval;
     p->opt.max_value_bytes = limit > SS_NOTIFY_OVERHEAD ? limit - SS_NOTIFY_OVERHEAD : 1;

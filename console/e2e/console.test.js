@@ -5,7 +5,7 @@
 // read ro/*, and not see secret/*; the tool connects as admin.
 import { describe, before, after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
@@ -61,6 +61,7 @@ describe('the console on LMDB', () => {
         const dir = H.tempDir('import');
         writeFileSync(join(dir, 'keys.jsonl'), records('app/k', BROWSE_KEYS, 4));
         b = await H.startBroker({ acl: ACL, importFile: join(dir, 'keys.jsonl') });
+        rmSync(dir, { recursive: true, force: true }); // imported: the broker has its own copy
         browser = await H.launchBrowser();
         page = await H.openConsole(browser, b);
     });
@@ -239,6 +240,34 @@ describe('the console on LMDB', () => {
         assert.equal(await page.inputValue('#edit-value'), '0001FF800D0A41');
         assert.equal(await page.isChecked('#edit-hex'), true);
         await page.screenshot({ path: join(H.SHOTS, 'binary.png') });
+    });
+
+    test('the edit form holds the bytes of the value shown: CR LF, and after a DEL', async () => {
+        // A textarea turns CR LF into LF: as text, VDEL of the value shown
+        // would be refused and a SET of it would change it.
+        writeFileSync(join(b.dir, 'crlf'), 'line1\r\nline2\r\n');
+        assert.equal((await admin(b, ['set', 'app/crlf', '-f', join(b.dir, 'crlf')])).code, 0);
+        await scan(page, 'app/crlf');
+        await openKey(page, 'app/crlf');
+        await page.selectOption('#edit-cond', '');
+        await page.fill('#edit-px', '');
+        await page.fill('#edit-ft', '');
+        await page.evaluate(() => (document.querySelector('#edit-result').textContent = ''));
+        await page.click('#do-set');
+        await page.waitForFunction(() => /^OK: version /.test(document.querySelector('#edit-result').textContent));
+        assert.equal((await admin(b, ['get', 'app/crlf'])).stdout.toString(), 'line1\r\nline2\r\n');
+        await page.evaluate(() => (document.querySelector('#edit-result').textContent = ''));
+        await page.click('#do-vdel');
+        await page.click('#confirm-ok');
+        await page.waitForFunction(() => document.querySelector('#edit-result').textContent !== '');
+        assert.equal(await page.textContent('#edit-result'), 'deleted');
+        // Deleted, the key is absent; the form still holds its value (as
+        // hex, said so): SET puts back the same bytes.
+        await page.waitForFunction(() => document.querySelector('#value').textContent === '(absent)');
+        await page.evaluate(() => (document.querySelector('#edit-result').textContent = ''));
+        await page.click('#do-set');
+        await page.waitForFunction(() => /^OK: version /.test(document.querySelector('#edit-result').textContent));
+        assert.equal((await admin(b, ['get', 'app/crlf'])).stdout.toString(), 'line1\r\nline2\r\n');
     });
 
     test('a change made with the CLI appears in the live view within 1 s', async () => {
@@ -486,6 +515,7 @@ describe('a store of 100,000 keys', () => {
         const dir = H.tempDir('import');
         writeFileSync(join(dir, 'keys.jsonl'), records('big/', N, 6));
         b = await H.startBroker({ importFile: join(dir, 'keys.jsonl') });
+        rmSync(dir, { recursive: true, force: true });
         browser = await H.launchBrowser();
     });
 

@@ -63,8 +63,19 @@ export class StoreClient extends EventTarget {
         if (again) this.status('reconnecting', `reconnecting to ${url}…`);
         else this.status('connecting', `connecting to ${url}`);
         let lost = false;
+        let refused = null;
         const gone = () => {
             if (lost || this.mqtt !== c) return;
+            if (refused) {
+                // The broker refused these credentials: trying them again
+                // every 2 s changes nothing, and would hide why.
+                lost = true;
+                this.fail('the connection was lost: the outcome is unknown');
+                c.end(true);
+                this.mqtt = null;
+                this.status('error', `${refused}; not retried: check the user and password, then Connect`);
+                return;
+            }
             lost = true;
             this.fail('the connection was lost: the outcome is unknown');
             c.end(true);
@@ -89,7 +100,12 @@ export class StoreClient extends EventTarget {
         });
         c.on('close', gone);
         c.on('offline', gone);
-        c.on('error', (err) => this.status('error', err.message));
+        c.on('error', (err) => {
+            // CONNACK refusals: bad user name or password (4, 0x86), not
+            // authorized (5, 0x87), banned (0x8A), bad authentication method (0x8C).
+            if ([4, 5, 0x86, 0x87, 0x8a, 0x8c].includes(err.code)) refused = err.message;
+            this.status('error', err.message);
+        });
         c.on('message', (topic, payload, packet) => this.onMessage(topic, payload, packet));
     }
 

@@ -74,6 +74,10 @@ function endpointTile(f, n) {
     return { url: at('url'), state, healthy: at('healthy') === '1' };
 }
 
+const EVERY = 'Figures arrive every sys_interval seconds of the broker (Mosquitto’s default: 10).';
+// After this long without a figure, the note says why there may be none.
+const SILENCE_MS = 30000;
+
 export class DashView {
     constructor(ctx) {
         this.client = ctx.client;
@@ -82,15 +86,30 @@ export class DashView {
         this.timer = 0;
         this.visible = false;
         this.charts = CHARTS.map((c) => ({ spec: c, chart: new LineChart($('charts'), c.title) }));
+        this.silence = 0;
         this.client.addEventListener('sys', (e) => {
             this.latest[e.detail.name] = e.detail.value;
             clearTimeout(this.timer);
             this.timer = setTimeout(() => this.sample(), SETTLE_MS);
+            if (this.silence) {
+                clearTimeout(this.silence);
+                this.silence = 0;
+                $('sys-note').textContent = EVERY;
+            }
         });
         this.client.addEventListener('sysaccess', (e) => {
             $('sys-note').textContent = e.detail.allowed
-                ? 'Figures arrive every sys_interval seconds of the broker (Mosquitto’s default: 10).'
+                ? EVERY
                 : 'The broker refused this user $SYS/broker/statestore/#: no figures (docs/OPERATIONS.md).';
+            // Mosquitto grants a subscription its ACL does not let the user
+            // read, and then delivers nothing: said after a while of silence.
+            clearTimeout(this.silence);
+            this.silence = e.detail.allowed
+                ? setTimeout(() => {
+                      this.silence = 0;
+                      $('sys-note').textContent = `${EVERY} None has arrived in ${SILENCE_MS / 1000} s: the broker's sys_interval may be longer, or its ACL may not let this user read $SYS/broker/statestore/# (Mosquitto accepts the subscription either way).`;
+                  }, SILENCE_MS)
+                : 0;
         });
     }
 

@@ -201,7 +201,8 @@ export class KeysView {
             // long as the label in the field is left as it was shown.
             $('edit-key').value = keyLabel(key);
             this.formKey = { bytes: key, shown: $('edit-key').value };
-            $('edit-hex').checked = false;
+            // "value is hex" changes only with the value it describes
+            // (below): an absent key leaves both, after a DEL as well.
         }
         try {
             const [get, inspect] = await Promise.all([
@@ -228,8 +229,12 @@ export class KeysView {
                 const mode = looksBinary(cur.value) ? 'hex' : prettyJson(cur.value) !== null ? 'json' : 'text';
                 this.show(mode);
                 if (!refresh) {
-                    $('edit-value').value = mode === 'hex' ? P.hex(cur.value) : P.textOf(cur.value);
-                    $('edit-hex').checked = mode === 'hex';
+                    // A textarea turns CR LF and CR into LF: a value holding a
+                    // CR goes into the form as hex, or VDEL and SET of the
+                    // form would not be its bytes.
+                    const asHex = mode === 'hex' || cur.value.includes(0x0d);
+                    $('edit-value').value = asHex ? P.hex(cur.value) : P.textOf(cur.value);
+                    $('edit-hex').checked = asHex;
                 }
             } else {
                 $('value').textContent = r.type === 'null' ? '(absent)' : '';

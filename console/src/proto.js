@@ -239,6 +239,7 @@ export function parseNotifyTopic(topic) {
 const U64_MAX = 18446744073709551615n;
 const U32_MAX = 4294967295n;
 const MAX_NODE_BYTES = 255;
+const MAX_AHEAD_MS = 60000;
 
 /** { wall: bigint, counter: number, node: string } or null. */
 export function parseHlc(text) {
@@ -287,8 +288,12 @@ export class HlcClock {
         else this.last = { wall: this.last.wall, counter: this.last.counter + 1, node: this.node };
         return formatHlc(this.last);
     }
-    merge(text) {
+    // A stamp more than MAX_AHEAD_MS ahead of nowMs is not taken in, as
+    // core/hlc's client does not: it would put every later request's
+    // __ts as far ahead, and the broker refuses those (PROTOCOL.md §4).
+    merge(text, nowMs = Date.now()) {
         const h = parseHlc(text);
+        if (h && h.wall > BigInt(Math.floor(nowMs)) + BigInt(MAX_AHEAD_MS)) return;
         if (h && (h.wall > this.last.wall || (h.wall === this.last.wall && h.counter > this.last.counter)))
             this.last = { wall: h.wall, counter: h.counter, node: this.node };
     }
@@ -299,8 +304,11 @@ export class HlcClock {
  * "key HEXKEY SIZE VERSION TTL_MS|- FT|-" -> { key, size, version, ttlMs, ft }.
  */
 export function parseKeyLine(line) {
+    // The fencing token is the last field and is a client's text: its node
+    // id may hold spaces ("1700000000000:1:my holder").
     const f = line.split(' ');
-    if (f.length !== 6 || f[0] !== 'key') return null;
+    if (f.length < 6 || f[0] !== 'key') return null;
+    f[5] = f.slice(5).join(' ');
     const key = unhex(f[1]);
     if (key === null || !/^[0-9]+$/.test(f[2]) || (f[4] !== '-' && !/^[0-9]+$/.test(f[4]))) return null;
     return {
@@ -318,7 +326,7 @@ export function parseKeyLine(line) {
 // and paragraph separators, the byte order mark, interlinear annotation
 // marks and tags. Shown as they are, two different keys could look alike,
 // or a key like another ("x\u202Etxt.exe" as "xexe.txt").
-const UNSEEN = /[\u0000-\u001f\u007f-\u009f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]|\udb40[\udc00-\udc7f]/;
+const UNSEEN = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]|\udb40[\udc00-\udc7f]/;
 
 /** Bytes as a readable preview (values): text when UTF-8 with nothing unseen, else hex. */
 export function preview(bytes, max) {

@@ -254,6 +254,12 @@ test("the console's clock is newer than all it gave and merged", () => {
     assert.equal(c.next(1001), '5000:8:console-1');
     c.merge('not a stamp');
     assert.equal(c.next(6000), '6000:0:console-1');
+    // A stamp more than 60 s ahead is not taken in (core/hlc's client does
+    // not either): every later __ts would be refused as too far ahead.
+    c.merge('70000:0:StateStore', 6000);
+    assert.equal(c.next(6001), '6001:0:console-1');
+    c.merge('66000:0:StateStore', 6001);
+    assert.equal(c.next(6002), '66000:1:console-1');
 });
 
 test('administrative key lines', () => {
@@ -271,6 +277,8 @@ test('administrative key lines', () => {
         ttlMs: null,
         ft: null,
     });
+    // A fencing token's node id may hold a space: it is the last field.
+    assert.equal(P.parseKeyLine('key 6c6b 1 1796552817515:0:StateStore - 1700000000000:1:a b').ft, '1700000000000:1:a b');
     assert.equal(P.parseKeyLine('absent'), null);
     assert.equal(P.parseKeyLine('key ZZ 2 1:0:N - -'), null);
     assert.equal(P.parseKeyLine('key 00 x 1:0:N - -'), null);
@@ -291,6 +299,11 @@ test('key labels: no two keys alike, nothing unseen', () => {
     assert.equal(P.label(text('x\u202Etxt.exe'), 4096), 'x\\xE2\\x80\\xAEtxt.exe');
     assert.equal(P.label(text('a\u200Bb'), 4096), 'a\\xE2\\x80\\x8Bb');
     assert.equal(P.label(text('é'), 4096), 'é');
+    // As cli/output.c hides them: the Arabic letter mark, the Mongolian
+    // vowel separator, the deprecated format characters U+206A..U+206F.
+    assert.equal(P.label(text('a\u061Cy'), 4096), 'a\\xD8\\x9Cy');
+    assert.equal(P.label(text('a\u180Ey'), 4096), 'a\\xE1\\xA0\\x8Ey');
+    assert.equal(P.label(text('a\u206Ay'), 4096), 'a\\xE2\\x81\\xAAy');
     assert.equal(P.label(text('abcdef'), 3), 'abc…');
 });
 

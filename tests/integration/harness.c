@@ -141,9 +141,9 @@ static void write_conf(struct broker *b)
     if (getuid() == 0)
         snprintf(user, sizeof user, "user %s\n", b->user[0] ? b->user : "root");
     fprintf(f,
-            "%slistener %d 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n"
+            "%s%slistener %d 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n"
             "log_type all\n%s%s\n%s%s\n%s%s",
-            user, b->port, b->no_plugin ? "#" : "plugin ", plugin,
+            b->head, user, b->port, b->no_plugin ? "#" : "plugin ", plugin,
             b->no_plugin ? "#" : "plugin_opt_data_dir ", b->data, etcd, b->extra);
     fclose(f);
 }

@@ -23,6 +23,7 @@ struct broker {
     char log[512];
     char data[512];
     char extra[2048]; /* extra config lines */
+    char head[256];   /* config lines before all others (global settings) */
     bool no_plugin;   /* a plain mosquitto */
     char name[32];    /* several brokers in one test: NAME.conf, NAME.log */
     char preload[512]; /* a library to preload into the broker, after any sanitizer's */

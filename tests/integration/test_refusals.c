@@ -226,3 +226,15 @@ TEST(plugin_mount_point_listener_is_not_served_and_said_so)
     client_close(&d);
     broker_stop(&b);
 }
+
+/* per_listener_settings true: Mosquitto 2.0 never delivers the tick event
+ * to the plugin, so no batch would ever commit and every request would go
+ * unanswered while the broker looked healthy. The plugin refuses to start,
+ * naming the setting. */
+TEST(plugin_per_listener_settings_refused_at_start)
+{
+    struct broker b = {0};
+    snprintf(b.head, sizeof b.head, "per_listener_settings true\n");
+    ASSERT_TRUE(broker_start_fails(&b) != 0);
+    ASSERT_TRUE(broker_log_has(&b, "per_listener_settings true"));
+}

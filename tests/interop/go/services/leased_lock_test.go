@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
+// The scenarios it follows: Copyright (c) Microsoft Corporation, MIT
+// License (github.com/Azure/iot-operations-sdks); see debian/copyright.
 // The Go SDK's leased lock integration scenarios (see state_store_test.go
 // for where they come from).
 package services

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause
+// The scenarios it follows: Copyright (c) Microsoft Corporation, MIT
+// License (github.com/Azure/iot-operations-sdks); see debian/copyright.
 // The Go SDK's state store integration scenarios, run against this broker.
 //
 // The SDK's own integration tests live in the module
