@@ -17,6 +17,7 @@
 #include "backend_etcd_session.h"
 #include "backend_etcd_tombstone.h"
 #include "backend_etcd_upload.h"
+#include "backend_etcd_watch.h"
 
 /* ---- commits ----------------------------------------------------------- */
 
@@ -441,6 +442,11 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         int64_t rev = r.revision;
         bool ok = r.succeeded;
         ss_etcd_reply_free(&r);
+        /* Below a revision seen before: etcd's data went back, and what
+         * this broker knew is forgotten before the outcome is taken. A
+         * Txn that failed is run again on what is read now; one that
+         * succeeded stands (its writes are in etcd). */
+        ss_etcd__revision_answered(e, rev);
         if (!ok && f->writes && !f->nospace) /* the marker as the failure branch read it */
             f->marker_rev = kv.found ? kv.mod_revision : 0;
         /* A failed compare may be the claim's (lapsed while this broker

@@ -159,6 +159,7 @@ void ss_etcd__figures(void *impl, uint64_t now_ms, ss_figure_fn fn, void *ctx)
     ss_figure_u64(fn, ctx, "etcd/watch_restarts", st.watch_restarts);
     ss_figure_u64(fn, ctx, "etcd/watch_lost_revisions", st.watch_lost_revisions);
     ss_figure_u64(fn, ctx, "etcd/watch_undecodable", st.watch_undecodable);
+    ss_figure_u64(fn, ctx, "etcd/revisions_went_back", st.revisions_went_back);
     ss_figure_u64(fn, ctx, "etcd/deadlines", st.deadlines);
     ss_figure_u64(fn, ctx, "etcd/deadline_reads", st.deadline_reads);
     ss_figure_u64(fn, ctx, "etcd/deadline_ranges", st.deadline_ranges);

@@ -76,6 +76,7 @@ typedef struct ss_backend_etcd_stats {
      * stream, revisions lost to compaction, changes that could not be
      * read (no previous value) */
     uint64_t watch_revision, watch_events, watch_restarts, watch_lost_revisions, watch_undecodable;
+    uint64_t revisions_went_back; /* times etcd answered below a revision seen before */
     uint64_t chunks_written; /* of values too large for one request */
     uint64_t deadlines;       /* keys whose deadline this broker knows */
     uint64_t deadline_reads;  /* reads of every record's deadline done */
@@ -408,6 +409,8 @@ struct ss_backend_etcd {
     /* the watch on the records: the change feed */
     struct ss_etcd_op *watch; /* its stream, while one runs */
     int64_t watch_rev;        /* every change up to this revision was seen (0: none yet) */
+    int64_t high_rev;         /* the highest revision a Txn's answer gave: no later answer
+                                 may be lower, unless etcd's data went back (a restore) */
     int64_t watch_from;       /* the first watch's start: later commits come through it */
     bool watch_created, watch_logged;
     uint64_t watch_retry_ms;  /* monotonic */

@@ -351,6 +351,50 @@ void ss_etcd__removed_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     ss_etcd_reply_free(&r);
 }
 
+/* etcd's revisions start again below what this broker saw. Every
+ * revision it holds (the cache's, the watch's, the markers' intervals)
+ * names other changes now: the cache is emptied, the watch starts again
+ * from rev, reads are compared key by key and the sentinel put again
+ * before the markers confirm any, and the deadlines are read again.
+ * Changes made between the restored state and rev are not told. */
+static void ss_etcd__revisions_went_back(struct ss_backend_etcd *e, int64_t rev)
+{
+    ss_etcd__log(e, SS_LOG_ERR, "etcd answered at revision %lld, below revision %lld that this broker saw: "
+                 "its data went back (a snapshot restored, or a member's data replaced); everything this "
+                 "broker knew is read again, and changes made since the data went back may not have been "
+                 "told to observers on this broker (restart brokers after restoring etcd: CLUSTER.md)",
+                 (long long)rev, (long long)(e->high_rev > e->watch_rev ? e->high_rev : e->watch_rev));
+    e->stats.revisions_went_back++;
+    for (struct ss_etcd_entry *x = e->first, *next; x; x = next) {
+        next = x->next;
+        if (x->touched || x->flight || x->state == SS_ENTRY_FETCHING || x->state == SS_ENTRY_RETRY) {
+            x->seen_rev = 0; /* compared, never confirmed by the markers */
+            x->stale_rev = INT64_MAX;
+        } else {
+            ss_etcd__entry_free(e, x);
+        }
+    }
+    e->high_rev = rev;
+    e->watch_rev = e->watch_gap_rev = e->watch_caught_rev = rev;
+    e->marked_rev = 0;
+    e->foreign_ms = ss_etcd__mono_ms();
+    ss_etcd__deadlines_reread(e);
+    if (e->watch)
+        ss_grpc_cancel(e->grpc, &e->watch->call); /* started again from rev */
+}
+
+void ss_etcd__revision_answered(struct ss_backend_etcd *e, int64_t rev)
+{
+    if (rev <= 0)
+        return;
+    /* A Txn is linearizable: its revision is at least that of every
+     * change committed before it, those the watch told included. */
+    if (rev < e->high_rev || rev < e->watch_rev)
+        ss_etcd__revisions_went_back(e, rev);
+    else
+        e->high_rev = rev;
+}
+
 /* One message of the watch's stream. */
 static void ss_etcd__watch_message(struct ss_backend_etcd *e, ss_bytes msg)
 {

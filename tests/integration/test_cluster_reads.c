@@ -15,6 +15,49 @@
 #include "etcd_cluster.h"
 #include "harness.h"
 
+/* The clients of a test of reads on B: a writer on A, a writer and a
+ * reader on B. */
+struct readers {
+    struct client ca, cw, cr;
+    char ra[64], rw[64], rr[64];
+};
+
+/* Round i: B frozen (SIGSTOP) while A's SET of k to v<i> is answered and
+ * while B is sent a SET of another key and a GET of k; thawed, B runs
+ * both in one batch. The GET must answer v<i>. */
+static void frozen_read_round(struct proxied_brokers *t, struct readers *r, int i)
+{
+    char v[16], corr[16], want[32];
+    usleep(900 * 1000); /* past solo_ms since B last heard of A */
+    snprintf(v, sizeof v, "v%d", i);
+    snprintf(corr, sizeof corr, "%d", i);
+    ASSERT_EQ(kill(t->b.pid, SIGSTOP), 0);
+    ASSERT_REPLY(request(&r->ca, r->ra, corr, NULL, NULL, W("SET", "k", v)), "+OK\r\n");
+    request_send(&r->cw, r->rw, corr, NULL, NULL, W("SET", "other", v));
+    request_send(&r->cr, r->rr, corr, NULL, NULL, W("GET", "k"));
+    usleep(50 * 1000);
+    ASSERT_EQ(kill(t->b.pid, SIGCONT), 0);
+    ASSERT_REPLY(client_wait(&r->cw, 10000), "+OK\r\n");
+    snprintf(want, sizeof want, "$2\r\n%s\r\n", v);
+    struct msg *m = client_wait(&r->cr, 10000);
+    ASSERT_TRUE(m != NULL);
+    ASSERT_MEM(m->payload, (size_t)m->len, want, strlen(want));
+}
+
+static void readers_connect(struct proxied_brokers *t, struct readers *r)
+{
+    client_connect_rr(&r->ca, t->a.port, "writer-a", r->ra, sizeof r->ra);
+    client_connect_rr(&r->cw, t->b.port, "writer-b", r->rw, sizeof r->rw);
+    client_connect_rr(&r->cr, t->b.port, "reader-b", r->rr, sizeof r->rr);
+}
+
+static void readers_close(struct readers *r)
+{
+    client_close(&r->ca);
+    client_close(&r->cw);
+    client_close(&r->cr);
+}
+
 /* Broker B reaches etcd through a link that holds everything 300 ms each
  * way, so its watch tells of A's writes 300 ms late. B is frozen
  * (SIGSTOP) while A's SET of k is answered and while a client sends B a
@@ -29,51 +72,36 @@ TEST(cluster_reads_confirmed_by_markers_see_another_brokers_write)
     struct proxied_brokers t;
     proxied_brokers_up(&t, "sys_interval 1\nplugin_opt_etcd_solo_ms 100\n");
     struct delay_proxy *px = t.px;
-    struct client ca, cw, cr;
-    char ra[64], rw[64], rr[64];
-    client_connect_rr(&ca, t.a.port, "writer-a", ra, sizeof ra);
-    client_connect_rr(&cw, t.b.port, "writer-b", rw, sizeof rw);
-    client_connect_rr(&cr, t.b.port, "reader-b", rr, sizeof rr);
-    ASSERT_REPLY(request(&ca, ra, "0", NULL, NULL, W("SET", "k", "v0")), "+OK\r\n");
-    ASSERT_REPLY(request(&cr, rr, "0", NULL, NULL, W("GET", "k")), "$2\r\nv0\r\n"); /* cached on B */
+    struct readers rd;
+    readers_connect(&t, &rd);
+    struct client *ca = &rd.ca, *cw = &rd.cw, *cr = &rd.cr;
+    const char *ra = rd.ra, *rw = rd.rw, *rr = rd.rr;
+    ASSERT_REPLY(request(ca, ra, "0", NULL, NULL, W("SET", "k", "v0")), "+OK\r\n");
+    ASSERT_REPLY(request(cr, rr, "0", NULL, NULL, W("GET", "k")), "$2\r\nv0\r\n"); /* cached on B */
     delay_proxy_set(px, 300, 0);
 
     enum { ROUNDS = 3 };
     long long solo0 = broker_figure(t.b.port, "etcd/txns_solo");
     long long conflicts0 = broker_figure(t.b.port, "etcd/conflicts");
-    char v[16], corr[16], want[32];
-    for (int i = 1; i <= ROUNDS; i++) {
-        usleep(900 * 1000); /* past solo_ms since B last heard of A */
-        snprintf(v, sizeof v, "v%d", i);
-        snprintf(corr, sizeof corr, "%d", i);
-        ASSERT_EQ(kill(t.b.pid, SIGSTOP), 0);
-        ASSERT_REPLY(request(&ca, ra, corr, NULL, NULL, W("SET", "k", v)), "+OK\r\n");
-        request_send(&cw, rw, corr, NULL, NULL, W("SET", "other", v));
-        request_send(&cr, rr, corr, NULL, NULL, W("GET", "k"));
-        usleep(50 * 1000);
-        ASSERT_EQ(kill(t.b.pid, SIGCONT), 0);
-        ASSERT_REPLY(client_wait(&cw, 10000), "+OK\r\n");
-        snprintf(want, sizeof want, "$2\r\n%s\r\n", v);
-        struct msg *m = client_wait(&cr, 10000);
-        ASSERT_TRUE(m != NULL);
-        ASSERT_MEM(m->payload, (size_t)m->len, want, strlen(want));
-    }
+    for (int i = 1; i <= ROUNDS; i++)
+        frozen_read_round(&t, &rd, i);
     /* Then the watch tells B of A's SET while the GET waits in B's open
      * batch, behind a Txn of B's in flight: by the time that batch goes,
      * the markers show nothing new, and k must be compared by itself. */
+    char v[16], corr[16], want[32];
     for (int i = ROUNDS + 1; i <= 2 * ROUNDS; i++) {
         usleep(900 * 1000);
         snprintf(v, sizeof v, "v%d", i);
         snprintf(corr, sizeof corr, "%d", i);
-        request_send(&cw, rw, corr, NULL, NULL, W("SET", "first", v)); /* in flight 600 ms */
+        request_send(cw, rw, corr, NULL, NULL, W("SET", "first", v)); /* in flight 600 ms */
         usleep(20 * 1000);
-        ASSERT_REPLY(request(&ca, ra, corr, NULL, NULL, W("SET", "k", v)), "+OK\r\n");
-        request_send(&cr, rr, corr, NULL, NULL, W("GET", "k"));
-        request_send(&cw, rw, corr, NULL, NULL, W("SET", "other", v));
-        ASSERT_REPLY(client_wait(&cw, 10000), "+OK\r\n");
-        ASSERT_REPLY(client_wait(&cw, 10000), "+OK\r\n");
+        ASSERT_REPLY(request(ca, ra, corr, NULL, NULL, W("SET", "k", v)), "+OK\r\n");
+        request_send(cr, rr, corr, NULL, NULL, W("GET", "k"));
+        request_send(cw, rw, corr, NULL, NULL, W("SET", "other", v));
+        ASSERT_REPLY(client_wait(cw, 10000), "+OK\r\n");
+        ASSERT_REPLY(client_wait(cw, 10000), "+OK\r\n");
         snprintf(want, sizeof want, "$2\r\n%s\r\n", v);
-        struct msg *m = client_wait(&cr, 10000);
+        struct msg *m = client_wait(cr, 10000);
         ASSERT_TRUE(m != NULL);
         ASSERT_MEM(m->payload, (size_t)m->len, want, strlen(want));
     }
@@ -87,9 +115,7 @@ TEST(cluster_reads_confirmed_by_markers_see_another_brokers_write)
      * one failed at least (A's marker had moved). */
     ASSERT_TRUE(solo >= 1);
     ASSERT_TRUE(conflicts >= 1);
-    client_close(&ca);
-    client_close(&cw);
-    client_close(&cr);
+    readers_close(&rd);
     proxied_brokers_down(&t);
 }
 
@@ -139,4 +165,59 @@ TEST(cluster_reads_confirmed_by_markers_at_the_edge_of_the_txn_limit)
     client_close(&cr);
     broker_stop(&b);
     etcd_cluster_stop(&ec);
+}
+
+/* etcd's data goes back while the brokers run: its one member is killed,
+ * its data directory wiped and the member started again, so that its
+ * revisions start again below what the brokers saw (as after a snapshot
+ * restored). A broker's first Txn answered below a revision it saw makes
+ * it forget what it knew: B's reads are no longer confirmed by markers
+ * compared against revisions of the old history (it answered A's values
+ * from before, three times in three), and its watch starts again from
+ * the new revision (an observer on B was told nothing of A's SETs). */
+TEST(cluster_etcd_data_gone_back_forgotten)
+{
+    struct proxied_brokers t;
+    proxied_brokers_up(&t, "sys_interval 1\nplugin_opt_etcd_solo_ms 100\n");
+    struct readers rd;
+    readers_connect(&t, &rd);
+    struct client *ca = &rd.ca, *cw = &rd.cw, *cr = &rd.cr, ob;
+    const char *ra = rd.ra, *rw = rd.rw, *rr = rd.rr;
+    char rob[64];
+    client_connect_rr(&ob, t.b.port, "observer-b", rob, sizeof rob);
+    for (int i = 0; i < 300; i++) /* revisions the new history will not reach soon */
+        ASSERT_REPLY(request(ca, ra, "p", NULL, NULL, W("SET", "pump", "x")), "+OK\r\n");
+    ASSERT_REPLY(request(cr, rr, "0", NULL, NULL, W("GET", "k")), "$-1\r\n");
+    etcd_member_kill9(&t.ec, 0);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/etcd-0'", test_tmpdir());
+    ASSERT_EQ(system(cmd), 0);
+    etcd_member_restart(&t.ec, 0);
+    /* Both brokers write again, by themselves. */
+    uint64_t t0 = now_ms();
+    for (;;) {
+        struct msg *m = request(ca, ra, "w", NULL, NULL, W("SET", "z", "1"));
+        bool a_ok = m && payload_is(m, "+OK\r\n");
+        m = request(cw, rw, "w", NULL, NULL, W("SET", "y", "1"));
+        if (a_ok && m && payload_is(m, "+OK\r\n"))
+            break;
+        ASSERT_TRUE(now_ms() - t0 < 30000);
+        usleep(200 * 1000);
+    }
+    ASSERT_TRUE(broker_log_has(&t.b, "its data went back"));
+    /* B's watch tells of A's changes again. */
+    ASSERT_REPLY(request(&ob, rob, "n", NULL, NULL, W("KEYNOTIFY", "watched")), "+OK\r\n");
+    ASSERT_REPLY(request(ca, ra, "0", NULL, NULL, W("SET", "k", "v0")), "+OK\r\n");
+    ASSERT_REPLY(request(cr, rr, "0", NULL, NULL, W("GET", "k")), "$2\r\nv0\r\n"); /* cached on B */
+    ASSERT_REPLY(request(ca, ra, "0", NULL, NULL, W("SET", "watched", "1")), "+OK\r\n");
+    ASSERT_REPLY(client_wait(&ob, 5000), "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\n1\r\n");
+    /* A read on B that starts after A's SET was answered sees it, with B
+     * frozen so that the GET joins a batch of B's that writes (as in
+     * cluster_reads_confirmed_by_markers_see_another_brokers_write). */
+    delay_proxy_set(t.px, 300, 0);
+    for (int i = 1; i <= 3; i++)
+        frozen_read_round(&t, &rd, i);
+    readers_close(&rd);
+    client_close(&ob);
+    proxied_brokers_down(&t);
 }
