@@ -102,6 +102,9 @@ void out_note_terminal(const char *note);
 void out_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void out_verror(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 int exit_for(int status);                                /* status code -> exit code */
+/* Flush standard output; a write that failed (EPIPE, ENOSPC) is said
+ * and turns an exit code of 0 (or 1) into 4. */
+int out_flush_check(int rc);
 void report_failure(const struct cli *cl, const char *what, int status, const ss_client_result *r);
 
 /* commands.c */

@@ -208,6 +208,7 @@ struct watch_state {
     const struct cli *cl;
     pthread_mutex_t mu;
     bool reconnected;
+    bool out_failed; /* standard output cannot be written (a closed pipe) */
     int refused; /* SS_OK, or the status of a refused re-registration */
 };
 
@@ -240,7 +241,8 @@ static void on_notify(void *ud, const ss_notification *n)
         }
         putchar('\n');
     }
-    fflush(stdout);
+    if (fflush(stdout) != 0 || ferror(stdout))
+        ws->out_failed = true;
     pthread_mutex_unlock(&ws->mu);
 }
 
@@ -306,9 +308,12 @@ static int watch_until_stopped(struct cli *cl, ss_client *c, struct watch_state 
         bool again = ws->reconnected;
         ws->reconnected = false;
         int refused = ws->refused;
+        bool out_failed = ws->out_failed;
         pthread_mutex_unlock(&ws->mu);
         if (refused != SS_OK)
             return exit_for(refused);
+        if (out_failed)
+            return SS_EXIT_CONNECTION; /* main says why */
         int rc;
         if (again && cl->npatterns && (rc = watch_patterns(cl, c, false)) != SS_EXIT_OK) {
             /* Lost again meanwhile: at the next tick. Refused (a limit

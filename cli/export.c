@@ -171,7 +171,10 @@ int cmd_export(struct cli *cl, ss_client *c)
         if (cursor == NULL)
             break;
     }
-    fflush(stdout);
+    /* A closed pipe or a full disk: no count of records not written
+     * (main says why, and exits 4). */
+    if (fflush(stdout) != 0 || ferror(stdout))
+        return SS_EXIT_CONNECTION;
     fprintf(stderr, "%ld records exported\n", count);
     return SS_EXIT_OK;
 }

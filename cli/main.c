@@ -310,7 +310,7 @@ int main(int argc, char **argv)
     if (cl.command == NULL || strcmp(cl.command, "watch") == 0 || strcmp(cl.command, "lock") == 0)
         block_stop_signals();
     if (cl.command && cli_offline(&cl)) {
-        rc = cli_run(&cl, NULL);
+        rc = out_flush_check(cli_run(&cl, NULL));
         cli_free(&cl);
         return rc;
     }
@@ -325,7 +325,7 @@ int main(int argc, char **argv)
         return SS_EXIT_CONNECTION;
     }
     rc = cl.command ? cli_run(&cl, c) : cli_repl(&cl, c);
-    fflush(stdout);
+    rc = out_flush_check(rc);
     ss_client_close(c);
     cli_free(&cl);
     return rc;

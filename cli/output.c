@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* output.c - printing results: plain text, JSON, escapes, errors. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -140,6 +141,19 @@ void out_error(const char *fmt, ...)
     va_start(ap, fmt);
     out_verror(fmt, ap);
     va_end(ap);
+}
+
+int out_flush_check(int rc)
+{
+    int err = fflush(stdout) == 0 ? 0 : errno;
+    if (err == 0 && !ferror(stdout))
+        return rc;
+    /* SIGPIPE is ignored (libmosquitto ignores it): a closed pipe or a
+     * full disk shows only here, and must not pass for success. A write
+     * that failed earlier (another thread's) left no errno of its own. */
+    out_error("cannot write standard output: %s",
+              err ? strerror(err) : "a write failed (a closed pipe or a full disk?)");
+    return rc == SS_EXIT_OK || rc == SS_EXIT_NOT_FOUND ? SS_EXIT_CONNECTION : rc;
 }
 
 int exit_for(int status)

@@ -84,14 +84,16 @@ static int run_line(const struct cli *base, ss_client *c, char **words, int n)
     cl.conn = base->conn;
     cl.json = base->json;
     cl.repl = true;
-    char **argv = calloc(3 * (size_t)n + 3, sizeof *argv);
+    /* argv[0], the n words and a NULL (lock's COMMAND ends at it, as
+     * execvp needs), then the arguments and the patterns (n + 1 each). */
+    char **argv = calloc(3 * (size_t)n + 4, sizeof *argv);
     if (argv == NULL) {
         out_error("out of memory");
         return SS_EXIT_USAGE;
     }
     argv[0] = "statestore";
     memcpy(argv + 1, words, (size_t)n * sizeof *words);
-    cl.args = argv + n + 1;
+    cl.args = argv + n + 2;
     cl.patterns = cl.args + n + 1;
     int rc = cli_parse(&cl, n + 1, argv, true);
     if (rc == -2) {
@@ -150,7 +152,19 @@ static int from_stream(const struct cli *base, ss_client *c)
     char *line = NULL;
     size_t cap = 0;
     int status = SS_EXIT_OK;
-    while (getline(&line, &cap, stdin) >= 0 && one_line(base, c, line, &status)) {
+    /* SIGINT/SIGTERM are blocked (main.c) for what a line runs (watch,
+     * lock take them); while waiting for a line they end the program, as
+     * at the terminal's prompt, or `kill` could never stop it. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    for (;;) {
+        pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
+        ssize_t got = getline(&line, &cap, stdin);
+        pthread_sigmask(SIG_BLOCK, &stop, NULL);
+        if (got < 0 || !one_line(base, c, line, &status))
+            break;
     }
     free(line);
     return status;

@@ -255,7 +255,7 @@ int cmd_stats(struct cli *cl, ss_client *c)
         sigaddset(&stop, SIGINT);
         sigaddset(&stop, SIGTERM);
         const struct timespec none = {0, 0};
-        while (cl->watch && sigtimedwait(&stop, NULL, &none) < 0) {
+        while (cl->watch && !ferror(stdout) && sigtimedwait(&stop, NULL, &none) < 0) {
             if (!stats_settle(&s, seen, mono_ms() + 200))
                 continue;
             pthread_mutex_lock(&s.mu);

@@ -6,19 +6,16 @@
 #include <stdio.h>
 
 #include "errors.h"
+#include "pattern.h"
 
-/* Length of the UTF-8 sequence at p (1..4), or 0 if it is not valid. */
+/* Length of the UTF-8 sequence at p (1..4), or 0 if it is not valid:
+ * checked as strictly as ss_utf8_decode (no overlong forms, no
+ * surrogates, nothing above U+10FFFF, no lead byte 0xF5..0xFF), so that
+ * the JSON written is always valid UTF-8. */
 static size_t ss_json__utf8_len(const uint8_t *p, size_t n)
 {
-    if (p[0] < 0x80)
-        return 1;
-    size_t len = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
-    if (len == 0 || len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    return len;
+    uint32_t cp;
+    return ss_utf8_decode(p, n, &cp);
 }
 
 int ss_json_string(ss_buf *b, const uint8_t *p, size_t n)

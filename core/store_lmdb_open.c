@@ -123,9 +123,23 @@ int ss_lmdb__reload(ss_store *s, uint64_t limit)
     }
     uint8_t j[8];
     if ((rc = ss_lmdb__load_counter(s, "journal", 8, j)) == SS_OK) {
-        s->ckpt_seq = ss_get_be(j, 8);
-        rc = ss_journal_replay(s->jfd, limit, s->hash_key, s->ckpt_seq, ss_lmdb__replay_op, s, &s->jend,
-                               &s->jseq);
+        /* The journal's end and last number change only when the replay
+         * reached what the caller asked for: a replay that failed (a read
+         * error, no memory, a full map) or stopped short of frames that
+         * were committed must not make the next frames overwrite them. */
+        uint64_t ckpt_seq = ss_get_be(j, 8), end = 0, last = 0;
+        rc = ss_journal_replay(s->jfd, limit, s->hash_key, ckpt_seq, ss_lmdb__replay_op, s, &end, &last);
+        if (rc == SS_OK && limit != UINT64_MAX && end != limit) {
+            snprintf(s->cause, sizeof s->cause,
+                     "replaying the journal: it ends at byte %llu, before the %llu bytes committed",
+                     (unsigned long long)end, (unsigned long long)limit);
+            rc = SS_E_IO;
+        }
+        if (rc == SS_OK) {
+            s->ckpt_seq = ckpt_seq;
+            s->jend = end;
+            s->jseq = last;
+        }
     }
     if (rc == SS_OK)
         rc = ss_lmdb__load_counts(s);

@@ -269,3 +269,46 @@ TEST(cli_commands_from_standard_input)
     run_free(&r);
     broker_stop(&b);
 }
+
+/* lock at the prompt: COMMAND gets its own words and nothing more (the
+ * lock's NAME and options used to follow them, unterminated argv). */
+TEST(cli_lock_at_the_prompt_runs_command_as_given)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    char port[16];
+    snprintf(port, sizeof port, "%d", b.port);
+    char *argv[] = {(char *)cli_path(), "-p", port, NULL};
+    static const char in[] = "lock L9 -- echo hi\n"
+                             "lock L9 --ttl 5000 -- printf [%s]\n";
+    struct run r;
+    run_cmd(argv, in, sizeof in - 1, &r);
+    ASSERT_EQ(r.status, 0);
+    OUT_IS(r, "hi\n[]");
+    run_free(&r);
+    broker_stop(&b);
+}
+
+/* Output that cannot be written (a full disk, a closed pipe: SIGPIPE is
+ * ignored) is a failure, never an exit 0 with "N records exported". */
+TEST(cli_output_write_failure_is_not_success)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct run r;
+    cli_run(&r, b.port, NULL, 0, "set", "k", "v", NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    static const char *const cmds[] = {"export", "get k", "scan '*'", "keys"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char line[512];
+        snprintf(line, sizeof line, "exec '%s' -p %d %s > /dev/full", cli_path(), b.port, cmds[i]);
+        char *argv[] = {"/bin/sh", "-c", line, NULL};
+        run_cmd(argv, "", 0, &r);
+        ASSERT_EQ(r.status, 4);
+        ERR_HAS(r, "cannot write standard output");
+        ASSERT_TRUE(strstr(r.err, "records exported") == NULL);
+        run_free(&r);
+    }
+    broker_stop(&b);
+}

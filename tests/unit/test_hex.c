@@ -5,6 +5,7 @@
 
 #include "../../core/errors.h"
 #include "../../core/hex.h"
+#include "../../core/json.h"
 #include "../test.h"
 
 #define LOGGABLE(in, inlen, cap, want)                                                  \
@@ -70,4 +71,22 @@ TEST(hex_loggable_escapes_and_cuts)
     ss_hex_loggable((const uint8_t *)big, sizeof big, out, sizeof out);
     ASSERT_EQ(strlen(out), 79);
     ASSERT_MEM(out + 76, 3, "...", 3);
+}
+
+/* JSON strings (core/json.h): valid UTF-8 as it is, anything else as
+ * U+00XX, so that the text written is always valid UTF-8 (RFC 8259):
+ * lead bytes 0xF5..0xFF, overlong forms, surrogates and code points
+ * above U+10FFFF are not UTF-8. */
+TEST(json_string_is_always_valid_utf8)
+{
+    ss_buf b = SS_BUF_INIT;
+    ASSERT_EQ(ss_json_string(&b, (const uint8_t *)"a\"\\\x01\xc3\xa9\xf0\x9f\x98\x80", 10), SS_OK);
+    ASSERT_BUF(b, "\"a\\\"\\\\\\u0001\xc3\xa9\xf0\x9f\x98\x80\"");
+    ss_buf_clear(&b);
+    /* 0xF8 lead, a surrogate (ED A0 80), overlong E0 80 80, F4 90 80 80 */
+    ASSERT_EQ(ss_json_string(&b, (const uint8_t *)"\xf8\x80\x80\xed\xa0\x80\xe0\x80\x80\xf4\x90\x80\x80", 13),
+              SS_OK);
+    ASSERT_BUF(b, "\"\\u00f8\\u0080\\u0080\\u00ed\\u00a0\\u0080\\u00e0\\u0080\\u0080"
+                  "\\u00f4\\u0090\\u0080\\u0080\"");
+    ss_buf_free(&b);
 }

@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../core/errors.h"
@@ -190,5 +191,80 @@ TEST(store_disk_quota_refuses_growth_as_a_full_disk)
     ASSERT_EQ(ss_store_del(s, B("k0")), SS_OK);
     ASSERT_EQ(ss_store_commit(s, 100), SS_OK);
     ASSERT_EQ(ss_store_key_count(s), ok);
+    ss_store_close(s);
+}
+
+/* A rollback rebuilds the transaction by replaying the journal up to its
+ * end. When that replay fails (here a read error: every pread fails from
+ * the failed batch on; a full map or no memory do the same), the
+ * journal's end must stay where the committed frames end. It once moved
+ * back to where the replay stopped: the next batch was then replayed from
+ * the data file alone, and its frame written over the committed ones, so
+ * that batches already answered OK were lost for good. In a child that
+ * then ends without closing (a crash); the store is opened again here. */
+TEST(store_failed_replay_keeps_committed_frames)
+{
+    pid_t pid = fork();
+    ASSERT_TRUE(pid >= 0);
+    if (pid == 0) {
+        ss_store_options o = ss_store_options_default();
+        o.sync = SS_SYNC_PERIODIC;
+        o.fail_write_at = 4;
+        o.path = test_tmpdir();
+        ss_store *s = NULL;
+        if (ss_store_open(&o, &s) != SS_OK)
+            _exit(2);
+        const char *keys[] = {"a", "b", "c", "d", "e"};
+        for (int i = 0; i < 5; i++) {
+            if (i == 3) {
+                /* From the fourth batch (whose journal write fails) on,
+                 * every pread fails: the rollback's replay with it. */
+                struct sock_filter f[] = {
+                    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_pread64, 0, 1),
+                    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EIO & SECCOMP_RET_DATA)),
+                    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+                };
+                struct sock_fprog prog = {.len = (unsigned short)(sizeof f / sizeof f[0]), .filter = f};
+                if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+                    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+                    _exit(3);
+            }
+            if (ss_store_begin(s) != SS_OK)
+                continue; /* not served: fine, nothing acknowledged */
+            ss_record r;
+            memset(&r, 0, sizeof r);
+            r.value.data = (const uint8_t *)keys[i];
+            r.value.len = 1;
+            r.version.wall = (uint64_t)i + 1;
+            r.version.node_len = 1;
+            r.version.node[0] = 'n';
+            ss_bytes k = {(const uint8_t *)keys[i], 1};
+            if (ss_store_put(s, k, &r) != SS_OK) {
+                ss_store_abort(s);
+                continue;
+            }
+            int rc = ss_store_commit(s, 1000 + (uint64_t)i);
+            if ((i < 3 && rc != SS_OK) || (i == 3 && rc == SS_OK))
+                _exit(10 + i); /* a, b, c commit; d's write fails; e may */
+        }
+        _exit(0); /* a crash: no close */
+    }
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0);
+    ss_store_options o = ss_store_options_default();
+    o.path = test_tmpdir();
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    const char *committed[] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++) {
+        ss_record got;
+        ss_bytes k = {(const uint8_t *)committed[i], 1};
+        ASSERT_EQ(ss_store_get(s, k, &got), SS_OK);
+    }
+    ss_store_abort(s);
     ss_store_close(s);
 }
