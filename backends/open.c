@@ -47,14 +47,18 @@ static bool ss_open__inside(const char *dir, const char *top)
 #define SS_OPEN_MAP_MIN (1u << 20)
 
 /* Why the store could not be opened, and what to do about it. */
-static void ss_open__lmdb_failed(const char *dir, int rc, int err, ss_backend_log_fn log, void *ctx)
+static void ss_open__lmdb_failed(const char *dir, int rc, int err, const char *cause, ss_backend_log_fn log,
+                                 void *ctx)
 {
     if (rc == SS_E_BUSY) {
         ss_open__say(log, ctx, SS_LOG_ERR, "cannot open the store in %s: another process has it open", dir);
         return;
     }
-    ss_open__say(log, ctx, SS_LOG_ERR, "cannot open the store in %s: %s%s%s", dir, ss_strerror(rc),
-                 err ? ": " : "", err ? strerror(err) : "");
+    if (cause[0]) /* the store's own account */
+        ss_open__say(log, ctx, SS_LOG_ERR, "cannot open the store in %s: %s: %s", dir, ss_strerror(rc), cause);
+    else
+        ss_open__say(log, ctx, SS_LOG_ERR, "cannot open the store in %s: %s%s%s", dir, ss_strerror(rc),
+                     err ? ": " : "", err ? strerror(err) : "");
     struct stat st;
     if ((err == EACCES || err == EPERM) && stat(dir, &st) != 0)
         /* It could not be made: its parent is not ours to write in. */
@@ -186,6 +190,9 @@ static int ss_open__lmdb(const struct ss_backends_config *c, ss_backend_log_fn l
                      "inside it", c->backup_dir);
         return SS_E_INVAL;
     }
+    char cause[300] = "";
+    so.open_cause = cause;
+    so.open_cause_len = sizeof cause;
     errno = 0;
     int rc = ss_backend_lmdb_open(&so, out);
     if (rc != SS_OK) {
@@ -199,7 +206,7 @@ static int ss_open__lmdb(const struct ss_backends_config *c, ss_backend_log_fn l
                          rc == SS_E_NOMEM ? "could not be mapped" : "is too small for the store");
             return rc;
         }
-        ss_open__lmdb_failed(l->data_dir, rc, err, log, ctx);
+        ss_open__lmdb_failed(l->data_dir, rc, err, cause, log, ctx);
         return rc;
     }
     (*out)->log = log;

@@ -11,6 +11,7 @@
 
 #include "../client/client.h"
 #include "../core/backend.h"
+#include "../core/table.h"
 
 /* Exit codes (documented in --help and the man page). */
 enum {
@@ -154,6 +155,16 @@ void import_etcd_close(struct import_etcd *e);
 /* export.c: export online; import offline (c is NULL) */
 int cmd_export(struct cli *cl, ss_client *c);
 int cmd_import(struct cli *cl, ss_client *c);
+
+/* keyset.c: the keys an import has taken (each once). */
+struct keyset {
+    ss_table table;
+    struct keyset_entry *newest;
+};
+int keyset_init(struct keyset *k);
+/* 0 when key is new (it is kept), 1 when it was there, SS_E_NOMEM. */
+int keyset_add(struct keyset *k, ss_bytes key);
+void keyset_free(struct keyset *k);
 
 /* stats.c */
 int cmd_ping(struct cli *cl, ss_client *c);

@@ -411,6 +411,11 @@ int cmd_import(struct cli *cl, ss_client *c)
     long lineno = 0, imported = 0, expired = 0;
     int rc = SS_OK;
     ss_buf key = SS_BUF_INIT, value = SS_BUF_INIT;
+    struct keyset seen;
+    if (keyset_init(&seen) != SS_OK) {
+        out_error("import: %s", ss_strerror(SS_E_NOMEM));
+        exit_code = SS_EXIT_CONNECTION;
+    }
     while (exit_code == SS_EXIT_OK && (got = getline(&line, &cap, in)) > 0) {
         lineno++;
         if (line[got - 1] == '\n')
@@ -436,6 +441,16 @@ int cmd_import(struct cli *cl, ss_client *c)
             (ss_hlc_too_far_ahead(&rec.version, now) || (l.has_ft && ss_hlc_too_far_ahead(&rec.ft, now))))
             why = "a version or fencing token more than 60 s ahead of this machine's clock (is its clock or "
                   "the exporting broker's wrong?)";
+        /* An export holds each key once: a key again is a file put
+         * together by hand, and which line should win cannot be told. */
+        int dup = why == NULL ? keyset_add(&seen, (ss_bytes){key.data, key.len}) : 0;
+        if (dup == SS_E_NOMEM) {
+            out_error("import: %s line %ld: %s", file, lineno, ss_strerror(SS_E_NOMEM));
+            exit_code = SS_EXIT_CONNECTION;
+            break;
+        }
+        if (dup == 1)
+            why = "this key was given on an earlier line already";
         if (why) {
             out_error("import: %s line %ld: %s", file, lineno, why);
             exit_code = SS_EXIT_USAGE;
@@ -476,6 +491,7 @@ int cmd_import(struct cli *cl, ss_client *c)
     free(line);
     ss_buf_free(&key);
     ss_buf_free(&value);
+    keyset_free(&seen);
     if (in != stdin)
         fclose(in);
     if (exit_code == SS_EXIT_OK)

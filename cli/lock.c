@@ -112,6 +112,15 @@ static void give_terminal(int tty, pid_t pgid)
     sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
+/* Is a SIGINT or SIGTERM waiting (blocked, so pending)? */
+static bool stop_pending(void *ud)
+{
+    (void)ud;
+    sigset_t pending;
+    return sigpending(&pending) == 0 && (sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1);
+}
+
+
 int cmd_lock(struct cli *cl, ss_client *c)
 {
     const char *name = cl->args[0];
@@ -136,7 +145,19 @@ int cmd_lock(struct cli *cl, ss_client *c)
     uint64_t ttl = cl->ttl_ms ? cl->ttl_ms : SS_LOCK_TTL_DEFAULT;
     unsigned wait = cl->wait_ms && cl->wait_ms < UINT_MAX ? (unsigned)cl->wait_ms : UINT_MAX;
     char token[SS_LEASE_TOKEN_MAX];
-    int st = ss_lease_acquire_wait(c, name, holder, ttl, wait, token);
+    /* SIGINT and SIGTERM are blocked (main.c): while the lock is awaited
+     * they end the wait, COMMAND not run. */
+    int st = ss_lease_acquire_wait_cancel(c, name, holder, ttl, wait, token, stop_pending, NULL);
+    if (st == SS_E_CANCELLED) {
+        sigset_t stop;
+        sigemptyset(&stop);
+        sigaddset(&stop, SIGINT);
+        sigaddset(&stop, SIGTERM);
+        struct timespec none = {0, 0};
+        int sig = sigtimedwait(&stop, NULL, &none);
+        out_error("lock: stopped while waiting for %s", name);
+        return 128 + (sig > 0 ? sig : SIGTERM);
+    }
     if (st == SS_E_TIMEOUT && cl->wait_ms) {
         out_error("lock: %s is held by someone else (waited %llu ms)", name,
                   (unsigned long long)cl->wait_ms);

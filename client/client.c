@@ -319,6 +319,8 @@ static void ss_client__lost(ss_client *c, bool report, int reason)
 {
     pthread_mutex_lock(&c->mu);
     bool was = c->subscribed && report;
+    if (reason != 0)
+        c->lost_rc = reason; /* a first connection that ends before its answer says why */
     c->connected = false;
     c->subscribed = false;
     struct ss_pending *left = c->pending;

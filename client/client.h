@@ -150,7 +150,12 @@ int ss_client_connect_explain(const ss_client_options *o, ss_client **out, char 
  * ss_client_handle_message, calls ss_client_handle_connect once
  * connected (after attaching) and after every reconnect, and
  * ss_client_handle_disconnect when the connection is lost. Requests may be
- * made once ss_client_handle_connect has returned. */
+ * made once ss_client_handle_connect has returned. The library knows the
+ * thread that delivers messages from the first ss_client_handle_message:
+ * before that (in the application's own connect callback, say) a blocking
+ * call on that thread is not refused with SS_E_IN_CALLBACK but waits out
+ * its timeout, as nothing delivers its answer; make asynchronous calls
+ * there. */
 int ss_client_attach(struct mosquitto *mosq, const char *client_id, unsigned timeout_ms,
                      ss_client **out);
 /* For attached clients: returns true when the message was this client's

@@ -96,6 +96,8 @@ struct ss_client {
     bool connected, subscribed, ever_subscribed, closing;
     int sub_mid;
     int connack_rc;  /* the broker's refusal of the last CONNECT, 0 if none */
+    int lost_rc;     /* why the connection last ended (libmosquitto's error, or the
+                        broker's DISCONNECT reason), 0 if it has not */
     bool sub_refused; /* the broker refused the response topic's SUBSCRIBE */
     ss_notify_cb notify_cb;
     void *notify_ud;

@@ -247,13 +247,15 @@ static int ss_client__connect_once(const ss_client_options *d, ss_client **out, 
     /* Wait for the subscription of the response topic. */
     uint64_t end = ss_client__now_ms() + c->timeout_ms;
     pthread_mutex_lock(&c->mu);
-    while (!c->subscribed && c->connack_rc == 0 && !c->sub_refused && ss_client__now_ms() < end) {
+    while (!c->subscribed && c->connack_rc == 0 && !c->sub_refused && c->lost_rc == 0 &&
+           ss_client__now_ms() < end) {
         struct timespec ts;
         ss_client__abstime(&ts, 20);
         pthread_cond_timedwait(&c->cv, &c->mu, &ts);
     }
     bool ok = c->subscribed;
     int connack = c->connack_rc;
+    int lost = c->lost_rc;
     bool refused = c->sub_refused;
     pthread_mutex_unlock(&c->mu);
     if (!ok) {
@@ -262,6 +264,16 @@ static int ss_client__connect_once(const ss_client_options *d, ss_client **out, 
         if (connack != 0)
             return ss_client__explain(why, why_len, SS_E_CONNECTION, "the broker refused the connection: %s",
                                       mosquitto_reason_string(connack));
+        /* Ended before the broker answered: a TLS handshake that failed
+         * (a certificate not trusted, say) finishes on the network
+         * thread, and said nothing but a timeout. Trying again with the
+         * same files cannot help a TLS failure. */
+        if (lost != 0) {
+            *final = lost == MOSQ_ERR_TLS;
+            return ss_client__explain(why, why_len, SS_E_CONNECTION, "the connection ended before the broker "
+                                      "answered: %s", lost >= 0x80 ? mosquitto_reason_string(lost)
+                                                                   : mosquitto_strerror(lost));
+        }
         if (refused)
             return ss_client__explain(why, why_len, SS_E_CONNECTION,
                                       "the broker refused the subscription to the response topic");

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <time.h>
 
@@ -28,8 +29,12 @@ int ss_lease_acquire(ss_client *c, const char *name, const char *holder, uint64_
     return rc;
 }
 
-int ss_lease_acquire_wait(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
-                          unsigned wait_ms, char token[SS_LEASE_TOKEN_MAX])
+/* How often a cancellable wait asks whether it is cancelled. */
+#define SS_LEASE_CANCEL_POLL_MS 100u
+
+int ss_lease_acquire_wait_cancel(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
+                                 unsigned wait_ms, char token[SS_LEASE_TOKEN_MAX], bool (*cancelled)(void *ud),
+                                 void *ud)
 {
     /* Uncontended: no need to watch the lock key at all. */
     bool acquired = false;
@@ -40,24 +45,45 @@ int ss_lease_acquire_wait(ss_client *c, const char *name, const char *holder, ui
     if (rc != SS_OK)
         return rc;
     uint64_t deadline = ss_client__now_ms() + wait_ms;
+    uint64_t retry_at = 0, seen = 0;
     for (;;) {
-        uint64_t seen = ss_client__wakes(c);
-        rc = ss_lease_acquire(c, name, holder, ttl_ms, &acquired, token);
-        if (rc != SS_OK || acquired)
-            break;
         uint64_t now = ss_client__now_ms();
+        if (now >= retry_at) {
+            seen = ss_client__wakes(c);
+            rc = ss_lease_acquire(c, name, holder, ttl_ms, &acquired, token);
+            if (rc != SS_OK || acquired)
+                break;
+            /* Tried again on any notification (the lock's DELETE,
+             * usually) or reconnection (which may have swallowed one),
+             * and at least every ttl in case one was missed. */
+            now = ss_client__now_ms();
+            retry_at = now + ttl_ms;
+        }
         if (now >= deadline) {
             rc = SS_E_TIMEOUT;
             break;
         }
-        /* Woken by any notification (the lock's DELETE, usually) or a
-         * reconnection (which may have swallowed it); also retry at least
-         * every ttl in case one was missed. */
-        uint64_t nap = deadline - now < ttl_ms ? deadline - now : ttl_ms;
-        ss_client__wait_wakes(c, seen, (unsigned)nap);
+        if (cancelled && cancelled(ud)) {
+            rc = SS_E_CANCELLED;
+            break;
+        }
+        uint64_t until = deadline < retry_at ? deadline : retry_at;
+        uint64_t nap = until - now;
+        if (cancelled && nap > SS_LEASE_CANCEL_POLL_MS)
+            nap = SS_LEASE_CANCEL_POLL_MS;
+        if (nap > UINT_MAX)
+            nap = UINT_MAX;
+        if (ss_client__wait_wakes(c, seen, (unsigned)nap) != seen)
+            retry_at = 0;
     }
     ss_client__helper_unwatch(c, name, strlen(name));
     return rc;
+}
+
+int ss_lease_acquire_wait(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
+                          unsigned wait_ms, char token[SS_LEASE_TOKEN_MAX])
+{
+    return ss_lease_acquire_wait_cancel(c, name, holder, ttl_ms, wait_ms, token, NULL, NULL);
 }
 
 int ss_lease_release(ss_client *c, const char *name, const char *holder, bool *released)

@@ -37,6 +37,13 @@ int ss_lease_acquire(ss_client *c, const char *name, const char *holder, uint64_
 int ss_lease_acquire_wait(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
                           unsigned wait_ms, char token[SS_LEASE_TOKEN_MAX]);
 
+/* The same, and while it waits it asks cancelled(ud) at least every
+ * 100 ms: true ends the wait with SS_E_CANCELLED, the lease not taken
+ * (a program stopped by a signal while it waits for a lock, say). */
+int ss_lease_acquire_wait_cancel(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
+                                 unsigned wait_ms, char token[SS_LEASE_TOKEN_MAX], bool (*cancelled)(void *ud),
+                                 void *ud);
+
 /* Release if holder holds it: *released tells whether it did. */
 int ss_lease_release(ss_client *c, const char *name, const char *holder, bool *released);
 

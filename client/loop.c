@@ -127,6 +127,12 @@ static void *ss_client__net_main(void *arg)
             continue;
         if (closing)
             break;
+        /* Why, for a first connection that waits for its answer: a TLS
+         * handshake that fails here calls no disconnect callback. */
+        pthread_mutex_lock(&c->mu);
+        c->lost_rc = rc;
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
         /* The connection is gone (the disconnect callback has run) or a
          * reconnection failed: try again after the backoff. */
         if (!ss_client__backoff(c))

@@ -78,7 +78,8 @@ extern "C" {
       "wait for the answers that thread delivers)")                                 \
     X(FT_MALFORMED, -43, 0, "the fencing token is not a version (an HLC timestamp)") \
     X(RANDOM, -44, 0, "the system gave no random bytes")                          \
-    X(REFUSED, -45, 0, "the broker refused the request")
+    X(REFUSED, -45, 0, "the broker refused the request")                           \
+    X(CANCELLED, -46, 0, "the wait was cancelled")
 
 enum ss_status {
     SS_OK = 0,

@@ -65,6 +65,10 @@ typedef struct ss_store_options {
                                     full disk), and the fail_checkpoints - 1
                                     after it (0: 1); 0: none */
     uint64_t fail_checkpoints;
+    /* out, optional: when ss_store_open finds the store damaged
+     * (SS_E_CORRUPT), how, if it can tell ("" if not) */
+    char *open_cause;
+    size_t open_cause_len;
 } ss_store_options;
 
 #define SS_STORE_MAX_BYTES_DEFAULT ((uint64_t)1 << 30)

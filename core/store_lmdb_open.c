@@ -35,6 +35,19 @@ static int ss_lmdb__load_format(ss_store *s)
         MDB_stat st;
         if (mdb_stat(s->txn, s->db_keys, &st) != 0 || st.ms_entries != 0)
             return SS_E_CORRUPT;
+        /* A journal is written only once the store exists: one that holds
+         * frames beside a data file without a store means that file was
+         * lost or emptied. A new, empty store would hide that (and the
+         * frames, made under another hash key, would be dropped). */
+        struct stat jst;
+        if (fstat(s->jfd, &jst) == 0 && jst.st_size > 0) {
+            snprintf(s->cause, sizeof s->cause,
+                     "the data file holds no store, but the journal holds %lld bytes of one: the data file "
+                     "was lost or emptied (restore a backup; or move the journal away to start an empty store)",
+                     (long long)jst.st_size);
+            errno = 0;
+            return SS_E_CORRUPT;
+        }
         uint8_t fmt[4];
         ss_put_be(fmt, SS_FORMAT_VERSION, 4);
         if (getrandom(s->hash_key, sizeof s->hash_key, 0) != (ssize_t)sizeof s->hash_key)
@@ -345,6 +358,12 @@ static int ss_lmdb__open_env(ss_store *s)
         rc = mdb_txn_commit(s->txn);
         s->txn = NULL;
         rc = rc == 0 ? SS_OK : ss_lmdb__mdb_err(rc);
+    } else {
+        /* Nothing of it is kept: the close that follows must find no
+         * transaction to checkpoint (it would empty the journal). */
+        int err = errno;
+        ss_lmdb__drop_txn(s);
+        errno = err;
     }
     return rc;
 }
@@ -495,6 +514,9 @@ int ss_store_open(const ss_store_options *o, ss_store **out)
     int rc = ss_lmdb__setup(s);
     if (rc != SS_OK) {
         int err = errno; /* the reason, for the caller's message */
+        /* A store found damaged says how (other failures: errno). */
+        if (o->open_cause && o->open_cause_len && rc == SS_E_CORRUPT)
+            snprintf(o->open_cause, o->open_cause_len, "%s", s->cause);
         ss_store_close(s);
         errno = err;
         return rc;

@@ -176,6 +176,8 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_flight *f, s
 {
     const struct ss_etcd_batch *b = &f->b;
     ss_etcd_txn t = {0};
+    f->known_rev = e->high_rev > e->watch_rev ? e->high_rev : e->watch_rev;
+    f->known_backs = e->stats.revisions_went_back;
     /* Out of space, etcd takes no put at all: no counter, no marker. */
     f->nospace = e->nospace;
     /* Only a batch with a key it only read gains from the markers' three
@@ -446,7 +448,7 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
          * this broker knew is forgotten before the outcome is taken. A
          * Txn that failed is run again on what is read now; one that
          * succeeded stands (its writes are in etcd). */
-        ss_etcd__revision_answered(e, rev);
+        ss_etcd__revision_answered(e, f, rev);
         if (!ok && f->writes && !f->nospace) /* the marker as the failure branch read it */
             f->marker_rev = kv.found ? kv.mod_revision : 0;
         /* A failed compare may be the claim's (lapsed while this broker

@@ -231,6 +231,11 @@ struct ss_etcd_flight {
                      stays unknown (answered unavailable) */
     int rc;
     int64_t revision;
+    /* The highest revision this broker knew when the Txn was built, and
+     * how many times etcd's data had gone back by then: the Txn's own
+     * revision cannot be lower in the same history. */
+    int64_t known_rev;
+    uint64_t known_backs;
     char txn_id[300];
     uint64_t resolve_at_ms;
     bool settle_by_read; /* resolving: the commit can no longer happen later,
@@ -409,8 +414,7 @@ struct ss_backend_etcd {
     /* the watch on the records: the change feed */
     struct ss_etcd_op *watch; /* its stream, while one runs */
     int64_t watch_rev;        /* every change up to this revision was seen (0: none yet) */
-    int64_t high_rev;         /* the highest revision a Txn's answer gave: no later answer
-                                 may be lower, unless etcd's data went back (a restore) */
+    int64_t high_rev;         /* the highest revision a Txn's answer gave */
     int64_t watch_from;       /* the first watch's start: later commits come through it */
     bool watch_created, watch_logged;
     uint64_t watch_retry_ms;  /* monotonic */

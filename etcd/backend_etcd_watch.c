@@ -357,13 +357,13 @@ void ss_etcd__removed_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
  * from rev, reads are compared key by key and the sentinel put again
  * before the markers confirm any, and the deadlines are read again.
  * Changes made between the restored state and rev are not told. */
-static void ss_etcd__revisions_went_back(struct ss_backend_etcd *e, int64_t rev)
+static void ss_etcd__revisions_went_back(struct ss_backend_etcd *e, int64_t rev, int64_t known)
 {
-    ss_etcd__log(e, SS_LOG_ERR, "etcd answered at revision %lld, below revision %lld that this broker saw: "
+    ss_etcd__log(e, SS_LOG_ERR, "etcd answered at revision %lld, below revision %lld that this broker had seen: "
                  "its data went back (a snapshot restored, or a member's data replaced); everything this "
                  "broker knew is read again, and changes made since the data went back may not have been "
                  "told to observers on this broker (restart brokers after restoring etcd: CLUSTER.md)",
-                 (long long)rev, (long long)(e->high_rev > e->watch_rev ? e->high_rev : e->watch_rev));
+                 (long long)rev, (long long)known);
     e->stats.revisions_went_back++;
     for (struct ss_etcd_entry *x = e->first, *next; x; x = next) {
         next = x->next;
@@ -383,15 +383,17 @@ static void ss_etcd__revisions_went_back(struct ss_backend_etcd *e, int64_t rev)
         ss_grpc_cancel(e->grpc, &e->watch->call); /* started again from rev */
 }
 
-void ss_etcd__revision_answered(struct ss_backend_etcd *e, int64_t rev)
+void ss_etcd__revision_answered(struct ss_backend_etcd *e, const struct ss_etcd_flight *f, int64_t rev)
 {
     if (rev <= 0)
         return;
     /* A Txn is linearizable: its revision is at least that of every
-     * change committed before it, those the watch told included. */
-    if (rev < e->high_rev || rev < e->watch_rev)
-        ss_etcd__revisions_went_back(e, rev);
-    else
+     * change committed before it was sent, those the watch had told
+     * included. (Not those told since: answers come late, and another
+     * flight's may come first.) */
+    if (rev < f->known_rev && f->known_backs == e->stats.revisions_went_back)
+        ss_etcd__revisions_went_back(e, rev, f->known_rev);
+    else if (rev > e->high_rev)
         e->high_rev = rev;
 }
 

@@ -24,9 +24,10 @@ void ss_etcd__removed_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 /* The chunks of a held change's value came back. */
 void ss_etcd__held_blob_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__watch_free(struct ss_backend_etcd *e);
-/* A Txn answered at revision rev: if that is below what this broker saw
- * before, etcd's data went back (a snapshot restored, a lone member's
- * data replaced), and everything known by revision is forgotten. */
-void ss_etcd__revision_answered(struct ss_backend_etcd *e, int64_t rev);
+/* Flight f's Txn answered at revision rev: if that is below what this
+ * broker knew when it built the Txn, etcd's data went back (a snapshot
+ * restored, a lone member's data replaced), and everything known by
+ * revision is forgotten. */
+void ss_etcd__revision_answered(struct ss_backend_etcd *e, const struct ss_etcd_flight *f, int64_t rev);
 
 #endif

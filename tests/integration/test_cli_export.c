@@ -122,6 +122,19 @@ TEST(cli_export_import_round_trip)
     run_free(&r);
     ASSERT_TRUE(access(dir, F_OK) != 0); /* made, then removed */
 
+    /* A key given twice (a file put together by hand): which line should
+     * win cannot be told, so neither does; refused with the second line. */
+    f = fopen(file, "w");
+    fputs("{\"key_base64\":\"YQ==\",\"value_base64\":\"MQ==\",\"version\":\"2:0:n\"}\n"
+          "{\"key_base64\":\"Yg==\",\"value_base64\":\"MQ==\",\"version\":\"1:0:n\"}\n"
+          "{\"key_base64\":\"YQ==\",\"value_base64\":\"Mg==\",\"version\":\"1:0:n\"}\n", f);
+    fclose(f);
+    cli_run(&r, 0, NULL, 0, "import", file, dir, NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_TRUE(strstr(r.err, "export.jsonl line 3: this key was given on an earlier line already") != NULL);
+    run_free(&r);
+    ASSERT_TRUE(access(dir, F_OK) != 0);
+
     /* A version or token far ahead of the clock would put every version
      * issued afterwards as far ahead (fencing with them refused), or at
      * the end of time: refused with its line. 59 s ahead is taken. */

@@ -515,3 +515,45 @@ TEST(cli_lock_two_contenders)
     run_free(&r);
     broker_stop(&b);
 }
+
+/* Waiting for a lock another holds, `statestore lock` ends on SIGTERM or
+ * SIGINT within the library's 100 ms poll, COMMAND not run, with the
+ * signal's exit status (it used to wait on until the lock was free, and
+ * then start COMMAND only to stop it). */
+TEST(cli_lock_wait_ends_on_a_signal)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    struct run r;
+    cli_run(&r, b.port, NULL, 0, "set", "L", "someone-else", "--px", "60000", NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    char port[16], ran[600], out[600], err[600], cmd[700];
+    snprintf(port, sizeof port, "%d", b.port);
+    snprintf(ran, sizeof ran, "%s/ran", test_tmpdir());
+    snprintf(out, sizeof out, "%s/w.out", test_tmpdir());
+    snprintf(err, sizeof err, "%s/w.err", test_tmpdir());
+    snprintf(cmd, sizeof cmd, "touch '%s'", ran);
+    const int sigs[] = {SIGTERM, SIGINT};
+    for (int i = 0; i < 2; i++) {
+        char *argv[] = {(char *)cli_path(), "-p", port, "lock", "L", "--", "sh", "-c", cmd, NULL};
+        pid_t p = spawn_cmd(argv, out, err);
+        usleep(700 * 1000); /* waiting by now: connected, refused once, watching L */
+        uint64_t t0 = now_ms();
+        ASSERT_EQ(kill(p, sigs[i]), 0);
+        int status = 0;
+        pid_t done = 0;
+        while ((done = waitpid(p, &status, WNOHANG)) == 0 && now_ms() - t0 < 5000)
+            usleep(10 * 1000);
+        if (done == 0) {
+            kill(p, SIGKILL);
+            waitpid(p, &status, 0);
+        }
+        ASSERT_EQ(done, p);
+        ASSERT_TRUE(WIFEXITED(status));
+        ASSERT_EQ(WEXITSTATUS(status), 128 + sigs[i]);
+        ASSERT_TRUE(now_ms() - t0 < 2000);
+        ASSERT_TRUE(access(ran, F_OK) != 0);
+    }
+    broker_stop(&b);
+}

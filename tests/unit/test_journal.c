@@ -248,6 +248,28 @@ TEST(store_journal_replayed_after_crash)
     ss_store_close(s);
 }
 
+/* A data file found empty (lost, or truncated by hand) beside a journal
+ * holding frames: the open refuses, says why, and leaves the journal as
+ * it was. It used to start an empty store and set the frames aside as a
+ * torn tail, without a word of the store that was gone. */
+TEST(store_empty_data_file_beside_a_journal_refused)
+{
+    crash_after_batches(0, 10);
+    off_t journal = journal_size();
+    ASSERT_TRUE(journal > 0);
+    char data[600];
+    snprintf(data, sizeof data, "%s/data.mdb", test_tmpdir());
+    ASSERT_EQ(truncate(data, 0), 0);
+    ss_store_options o = journaled();
+    char cause[300] = "";
+    o.open_cause = cause;
+    o.open_cause_len = sizeof cause;
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_E_CORRUPT);
+    ASSERT_TRUE(strstr(cause, "the data file holds no store, but the journal holds") != NULL);
+    ASSERT_EQ(journal_size(), journal);
+}
+
 /* The charged bytes and the clock change with every batch but go into
  * the file only at a checkpoint (the batches log them in the journal):
  * after a checkpoint that emptied the journal, and a crash, they are there. */
