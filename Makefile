@@ -100,7 +100,7 @@ POWERLOSS := $(OUT)/tests/powerloss/powerloss.so
 CLIENT_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard client/*.c))
 # The client library: the client plus the core pieces it uses (no storage).
 LIBCLIENT := $(OUT)/libstatestore-client.a
-LIBCLIENT_CORE := $(addprefix $(OUT)/core/,buf.o codec.o command.o errors.o hex.o hlc.o json.o siphash.o table.o)
+LIBCLIENT_CORE := $(addprefix $(OUT)/core/,buf.o codec.o command.o errors.o hex.o hlc.o json.o pattern.o siphash.o table.o)
 # The same as a shared library: objects built with default visibility, and
 # a version script that exports only the public API (client.h, lease.h,
 # errors.h).
