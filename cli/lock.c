@@ -120,7 +120,6 @@ static bool stop_pending(void *ud)
     return sigpending(&pending) == 0 && (sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1);
 }
 
-
 int cmd_lock(struct cli *cl, ss_client *c)
 {
     const char *name = cl->args[0];
