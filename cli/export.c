@@ -281,6 +281,8 @@ static const char *parse_line(const char *p, struct import_line *l)
             break;
         return "',' or '}' is expected";
     }
+    if (*skip_ws(p + 1) != '\0')
+        return "text after the object's '}'";
     if (!have_key || !have_value || !have_version)
         return "key_base64, value_base64 and version are required";
     return NULL;
@@ -419,11 +421,11 @@ int cmd_import(struct cli *cl, ss_client *c)
     while (exit_code == SS_EXIT_OK && (got = getline(&line, &cap, in)) > 0) {
         lineno++;
         if (line[got - 1] == '\n')
-            line[got - 1] = '\0';
+            line[--got] = '\0';
         if (skip_ws(line)[0] == '\0')
             continue;
         struct import_line l;
-        const char *why = parse_line(line, &l);
+        const char *why = strlen(line) < (size_t)got ? "a NUL byte in the line" : parse_line(line, &l);
         ss_record rec;
         memset(&rec, 0, sizeof rec);
         if (why == NULL && (ss_json_base64_decode(&key, l.key_b64.data, l.key_b64.len) != SS_OK || key.len == 0))

@@ -5,10 +5,34 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "errors.h"
+
+struct ss_backend__delivery {
+    ss_backend *b;
+    ss_change_fn fn;
+    void *ctx;
+};
+
+static void ss_backend__deliver_one(void *ctx, const ss_change *c)
+{
+    struct ss_backend__delivery *d = ctx;
+    if (c->type != SS_CHANGE_TOLD)
+        d->fn(d->ctx, c);
+    else if (d->b->told)
+        d->b->told(d->b->told_ctx, c->seq);
+}
+
 void ss_backend_deliver(ss_backend *b, ss_change_fn fn, void *ctx)
 {
-    ss_feed_each(&b->feed, fn, ctx);
+    struct ss_backend__delivery d = {b, fn, ctx};
+    ss_feed_each(&b->feed, ss_backend__deliver_one, &d);
     ss_feed_clear(&b->feed);
+}
+
+bool ss_backend_mark_told(ss_backend *b, uint64_t seq)
+{
+    ss_change mark = {.type = SS_CHANGE_TOLD, .seq = seq};
+    return seq == 0 || ss_feed_append(&b->feed, &mark) == SS_OK;
 }
 
 bool ss_backend_wants(const ss_backend *b, ss_bytes key)

@@ -122,8 +122,14 @@ struct ss_backend_ops {
     /* Drop what was written since the last commit. */
     void (*abort)(void *impl);
     /* The owner's pipeline settled the last commit with rc: committed
-     * changes move to the feed, those of a failed commit are dropped. */
-    void (*settled)(void *impl, int rc);
+     * changes move to the feed, those of a failed commit are dropped.
+     * Every commit the owner numbered up to `upto` has now settled
+     * (growing; 0: none): once every change they made, and every change
+     * before them, is in the feed, a TOLD mark with upto follows them
+     * there (at once, or later for a backend that hears of its own changes
+     * from a stream: etcd's watch), so that what waits for a batch's
+     * changes to be told (KEYNOTIFY ... STOP) waits for exactly that. */
+    void (*settled)(void *impl, int rc, uint64_t upto);
     /* SCAN's page: walk the keys in the backend's order from the first
      * after the cursor `after` (empty: the first), calling fn for each,
      * until fn returns false or max_examined keys (deleted keys a backend
@@ -234,6 +240,8 @@ struct ss_backend_ops {
  * copying their values would be wasted.) */
 typedef bool (*ss_feed_wanted_fn)(void *ctx, ss_bytes key);
 typedef void (*ss_wake_fn)(void *ctx);
+/* The changes of the owner's commits up to seq were delivered. */
+typedef void (*ss_told_fn)(void *ctx, uint64_t seq);
 
 typedef struct ss_backend {
     const struct ss_backend_ops *ops;
@@ -241,6 +249,8 @@ typedef struct ss_backend {
     ss_feed feed;               /* committed changes not yet delivered */
     ss_feed_wanted_fn wanted;   /* NULL: every change */
     void *wanted_ctx;
+    ss_told_fn told;            /* the feed's TOLD marks; NULL: ignored */
+    void *told_ctx;
     ss_wake_fn wake;            /* results arrived (any thread); may be NULL */
     void *wake_ctx;
     ss_backend_log_fn log;      /* may be NULL */
@@ -255,9 +265,12 @@ void ss_backend_vlog(const ss_backend *b, int level, const char *fmt, va_list ap
 /* One figure through fn, as a number. */
 void ss_figure_u64(ss_figure_fn fn, void *ctx, const char *name, uint64_t value);
 
-/* Call fn for each committed change in the feed, oldest first, then
- * forget them. */
+/* Call fn for each committed change in the feed, oldest first (and the
+ * told hook for each TOLD mark among them), then forget them. */
 void ss_backend_deliver(ss_backend *b, ss_change_fn fn, void *ctx);
+/* For a backend: a TOLD mark of the owner's commits up to seq (0: none)
+ * goes into the feed. False if it could not (out of memory). */
+bool ss_backend_mark_told(ss_backend *b, uint64_t seq);
 /* True if a change of key should go into the feed. */
 bool ss_backend_wants(const ss_backend *b, ss_bytes key);
 

@@ -94,7 +94,7 @@ static void ss_backend_lmdb__append(void *ctx, const ss_change *c)
 
 /* Committed: the batch's changes join the feed (in one move when the feed
  * was delivered, as it usually is); failed: they never happened. */
-void ss_backend_lmdb__settled(void *impl, int rc)
+void ss_backend_lmdb__settled(void *impl, int rc, uint64_t upto)
 {
     struct ss_backend_lmdb *l = impl;
     if (rc == SS_OK && ss_feed_len(&l->pending)) {
@@ -107,6 +107,7 @@ void ss_backend_lmdb__settled(void *impl, int rc)
         }
     }
     ss_feed_clear(&l->pending);
+    (void)ss_backend_mark_told(&l->base, upto); /* lost with memory: a later mark covers it */
 }
 
 static int ss_backend_lmdb__commit(void *impl, uint64_t now_ms)
@@ -114,7 +115,7 @@ static int ss_backend_lmdb__commit(void *impl, uint64_t now_ms)
     struct ss_backend_lmdb *l = impl;
     int rc = ss_store_in_batch(l->store) ? ss_store_commit(l->store, now_ms)
                                          : ss_store_flush(l->store, now_ms);
-    ss_backend_lmdb__settled(l, rc);
+    ss_backend_lmdb__settled(l, rc, 0);
     return rc;
 }
 

@@ -54,7 +54,7 @@ struct ss_backend_lmdb {
 };
 
 /* The feed's side of a settled commit (backend_lmdb.c). */
-void ss_backend_lmdb__settled(void *impl, int rc);
+void ss_backend_lmdb__settled(void *impl, int rc, uint64_t upto);
 
 /* The lifecycle's operations (backend.h says what each does). */
 int ss_backend_lmdb__start(void *impl, char *why, size_t why_len);

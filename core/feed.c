@@ -16,6 +16,8 @@ struct ss_feed_entry {
     enum ss_change_type type;
     bool expired;
     ss_hlc version;
+    int64_t rev;
+    uint64_t seq;
     size_t key_off, key_len;
     size_t value_off, value_len;
 };
@@ -35,6 +37,8 @@ int ss_feed_append(ss_feed *f, const ss_change *c)
     e->type = c->type;
     e->expired = c->expired;
     e->version = c->version;
+    e->rev = c->rev;
+    e->seq = c->seq;
     e->key_off = f->bytes.len;
     e->key_len = c->key.len;
     int rc = ss_buf_append(&f->bytes, c->key.data, c->key.len);
@@ -58,7 +62,9 @@ void ss_feed_each(const ss_feed *f, ss_change_fn fn, void *ctx)
                        .key = {f->bytes.data + e->key_off, e->key_len},
                        .value = {f->bytes.data + e->value_off, e->value_len},
                        .version = e->version,
-                       .expired = e->expired};
+                       .expired = e->expired,
+                       .rev = e->rev,
+                       .seq = e->seq};
         fn(ctx, &c);
     }
 }

@@ -12,11 +12,14 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "buf.h"
 #include "hlc.h"
 
-enum ss_change_type { SS_CHANGE_SET = 1, SS_CHANGE_DELETE };
+/* SS_CHANGE_TOLD is no change but a mark in the feed: every change of
+ * the owner's commits up to `seq` (backend.h: settled) is ahead of it. */
+enum ss_change_type { SS_CHANGE_SET = 1, SS_CHANGE_DELETE, SS_CHANGE_TOLD };
 
 /* A change to one key. Pointers are borrowed for the duration of a call. */
 typedef struct ss_change {
@@ -25,6 +28,8 @@ typedef struct ss_change {
     ss_bytes value; /* SET: the new value */
     ss_hlc version; /* SET: the new version; DELETE: the removed value's */
     bool expired;   /* DELETE caused by expiry */
+    int64_t rev;    /* its place in the backend's order (etcd's revision; 0: none) */
+    uint64_t seq;   /* TOLD: the owner's commit */
 } ss_change;
 
 typedef void (*ss_change_fn)(void *ctx, const ss_change *c);

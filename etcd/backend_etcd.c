@@ -248,9 +248,9 @@ void ss_etcd__append(void *ctx, const ss_change *c)
     (void)ss_feed_append(ctx, c);
 }
 
-static void ss_etcd__settled(void *impl, int rc)
+static void ss_etcd__settled(void *impl, int rc, uint64_t upto)
 {
-    ss_etcd__watch_settled(impl, rc);
+    ss_etcd__watch_settled(impl, rc, upto);
 }
 
 /* For owners without a pipeline: commit and wait (bounded). */
@@ -273,7 +273,7 @@ static int ss_etcd__commit(void *impl, uint64_t now_ms)
                 return rc;
         }
         if (started && ss_backend_etcd_commit_done(&e->base, slot, &rc)) {
-            ss_etcd__settled(e, rc);
+            ss_etcd__settled(e, rc, 0);
             return rc == SS_E_CONFLICT ? SS_E_IO : rc;
         }
         struct timespec ts = {0, 2 * 1000 * 1000};

@@ -43,6 +43,7 @@ int ss_etcd__start(void *impl, char *why, size_t why_len)
     if (rc != SS_OK) {
         ss_etcd__log(e, SS_LOG_ERR, "etcd does not answer (%s): requests wait for it and are answered "
                      "\"the store is unavailable\" after %u ms; trying again", what, e->unavailable_ms);
+        e->unreachable_logged = true; /* its answer is said (session.c) */
         return SS_OK;
     }
     ss_etcd__log(e, SS_LOG_NOTICE, "%s", what);

@@ -33,6 +33,14 @@ void ss_etcd__ask_marker(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
     ss_etcd__submit(e, op);
 }
 
+void ss_etcd__answers(struct ss_backend_etcd *e)
+{
+    if (e->unreachable_logged)
+        ss_etcd__log(e, SS_LOG_NOTICE, "etcd answers again (%s)", ss_grpc_endpoint(e->grpc));
+    e->unreachable_logged = false;
+    e->stats.reachable = true;
+}
+
 void ss_etcd__marker_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
     struct ss_etcd_flight *f = op->flight;
@@ -43,10 +51,7 @@ void ss_etcd__marker_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         f->marker_rev = kv.found ? kv.mod_revision : 0;
         f->marker_known = true;
         ss_etcd_reply_free(&r);
-        if (e->unreachable_logged)
-            ss_etcd__log(e, SS_LOG_NOTICE, "etcd answers again (%s)", ss_grpc_endpoint(e->grpc));
-        e->unreachable_logged = false;
-        e->stats.reachable = true;
+        ss_etcd__answers(e);
         return;
     }
     if (!e->unreachable_logged)

@@ -15,6 +15,8 @@ int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why
 /* Read the commit marker of f's slot, once. */
 void ss_etcd__ask_marker(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
 void ss_etcd__marker_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
+/* etcd answered: said once if it was said not to. */
+void ss_etcd__answers(struct ss_backend_etcd *e);
 void ss_etcd__claim_step(struct ss_backend_etcd *e);
 void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 int ss_etcd__logged_in(struct ss_backend_etcd *e, const ss_grpc_call *c);

@@ -56,6 +56,8 @@
 /* Txns in flight at once at most, on disjoint keys (one while a quota is
  * set: every Txn that changes the store's size then compares q/usage). */
 #define SS_BACKEND_ETCD_FLIGHTS 2
+/* Commits whose changes the watch has yet to report, told apart. */
+#define SS_ETCD_TOLD_MAX 32
 /* The compares of a Txn beside its keys': the marker's, the claim's and
  * the counter's; a Txn that confirms its reads by the markers
  * (backend_etcd_commit.c: ss_etcd__build_solo) has the intervals between
@@ -424,6 +426,14 @@ struct ss_backend_etcd {
     size_t nheld, held_cap;
     uint64_t next_ticket;
     uint64_t held_retry_ms;   /* monotonic: when failed reads are sent again */
+    /* The owner's commits settled whose TOLD marks (backend.h: settled)
+     * wait for the watch to have reported every change up to rev, oldest
+     * first; when full, the last one takes the next in. */
+    struct ss_etcd_told {
+        uint64_t seq;
+        int64_t rev;
+    } told[SS_ETCD_TOLD_MAX];
+    size_t ntold;
 
     /* the key of SCAN's continuation tokens: 16 random bytes kept at
      * s/scan-token-key, made by the first broker that needs it */

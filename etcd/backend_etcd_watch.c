@@ -39,6 +39,7 @@
 #include "backend_etcd_blob.h"
 #include "backend_etcd_cache.h"
 #include "backend_etcd_calls.h"
+#include "backend_etcd_session.h"
 #include "backend_etcd_sweep.h"
 #include "backend_etcd_tombstone.h"
 #include "backend_etcd_watch.h"
@@ -283,6 +284,7 @@ static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event 
     if (!ss_etcd__tombstone_change(ev->kv.value, key, &c)) {
         c = (ss_change){.type = SS_CHANGE_SET, .key = key, .value = rec.value, .version = rec.version};
     }
+    c.rev = rev;
     struct ss_etcd_stub stub;
     if (c.type == SS_CHANGE_SET && ss_etcd__stub(ev->kv.value, &rec, &stub)) {
         /* Its value is in chunks: read them; later changes wait behind. */
@@ -377,6 +379,8 @@ static void ss_etcd__revisions_went_back(struct ss_backend_etcd *e, int64_t rev,
     e->high_rev = rev;
     e->watch_rev = e->watch_gap_rev = e->watch_caught_rev = rev;
     e->marked_rev = 0;
+    for (size_t i = 0; i < e->ntold; i++)
+        e->told[i].rev = 0; /* revisions of the old history: wait for none of them */
     e->foreign_ms = ss_etcd__mono_ms();
     ss_etcd__deadlines_reread(e);
     if (e->watch)
@@ -407,6 +411,7 @@ static void ss_etcd__watch_message(struct ss_backend_etcd *e, ss_bytes msg)
         return;
     }
     if (w.created && !w.canceled) {
+        ss_etcd__answers(e);
         e->watch_created = true;
         e->watch_caught_rev = w.revision;
         if (e->watch_rev == 0) {
@@ -487,19 +492,66 @@ void ss_etcd__watch_ended(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     }
 }
 
-void ss_etcd__watch_settled(struct ss_backend_etcd *e, int rc)
+/* A TOLD mark of the owner's commits up to seq waits for the watch to
+ * reach rev. */
+static void ss_etcd__told_push(struct ss_backend_etcd *e, uint64_t seq, int64_t rev)
+{
+    if (e->ntold == SS_ETCD_TOLD_MAX) {
+        /* The last one waits for both: its STOPs take effect a little
+         * later (told a change more), never earlier. */
+        struct ss_etcd_told *last = &e->told[e->ntold - 1];
+        last->seq = seq;
+        if (rev > last->rev)
+            last->rev = rev;
+        return;
+    }
+    e->told[e->ntold++] = (struct ss_etcd_told){seq, rev};
+}
+
+/* Every change up to revision upto is in the feed: the marks waiting for
+ * no more follow. */
+static void ss_etcd__told_upto(struct ss_backend_etcd *e, int64_t upto)
+{
+    size_t n = 0;
+    while (n < e->ntold && e->told[n].rev <= upto && ss_backend_mark_told(&e->base, e->told[n].seq))
+        n++;
+    if (n) {
+        memmove(e->told, e->told + n, (e->ntold - n) * sizeof *e->told);
+        e->ntold -= n;
+    }
+}
+
+/* A change the watch reported goes into the feed, after the marks of the
+ * commits that came before it. */
+static void ss_etcd__append_watched(void *ctx, const ss_change *c)
+{
+    struct ss_backend_etcd *e = ctx;
+    ss_etcd__told_upto(e, c->rev - 1);
+    (void)ss_feed_append(&e->base.feed, c);
+}
+
+void ss_etcd__watch_settled(struct ss_backend_etcd *e, int rc, uint64_t upto)
 {
     /* A commit's own changes, unless the watch reports them. */
     bool watched = e->watch_from != 0 && e->settled_revision > e->watch_from;
     if (rc == SS_OK && !watched)
         ss_feed_each(&e->settled, ss_etcd__append, &e->base.feed);
+    /* Its mark waits for what the watch has reported by now, and for its
+     * own changes when the watch reports them: a KEYNOTIFY ... STOP of the
+     * batch takes effect after them, at the batch's place in etcd's order. */
+    if (upto) {
+        int64_t rev = e->watch_rev;
+        if (rc == SS_OK && watched && ss_feed_len(&e->settled) && e->settled_revision > rev)
+            rev = e->settled_revision;
+        ss_etcd__told_push(e, upto, rev);
+    }
     ss_feed_clear(&e->settled);
     e->settled_revision = 0;
     /* What the watch reported, after this commit's answers: first what
      * came while nothing was held, then the held changes that are known
      * and whose keys are not in flight any more, up to the first that is
      * not. */
-    ss_feed_each(&e->watched, ss_etcd__append, &e->base.feed);
+    ss_feed_each(&e->watched, ss_etcd__append_watched, e);
     ss_feed_clear(&e->watched);
     for (size_t i = 0; i < e->nheld; i++)
         if (e->held[i].wait_flight)
@@ -509,10 +561,10 @@ void ss_etcd__watch_settled(struct ss_backend_etcd *e, int rc)
         struct ss_etcd_held *h = &e->held[n];
         if (!h->dropped) {
             ss_change c = {.type = h->type, .key = ss_etcd__bytes(&h->key), .version = h->version,
-                           .expired = h->expired};
+                           .expired = h->expired, .rev = h->rev};
             if (h->type == SS_CHANGE_SET)
                 c.value = ss_etcd__bytes(&h->value);
-            ss_etcd__append(&e->base.feed, &c);
+            ss_etcd__append_watched(e, &c);
         }
         ss_buf_free(&h->key);
         ss_buf_free(&h->value);
@@ -521,6 +573,7 @@ void ss_etcd__watch_settled(struct ss_backend_etcd *e, int rc)
         memmove(e->held, e->held + n, (e->nheld - n) * sizeof *e->held);
         e->nheld -= n;
     }
+    ss_etcd__told_upto(e, e->nheld ? e->held[0].rev - 1 : e->watch_rev);
 }
 
 void ss_etcd__watch_free(struct ss_backend_etcd *e)

@@ -16,7 +16,12 @@ int ss_backend_etcd_watch_start(ss_backend *b, unsigned wait_ms);
 void ss_etcd__watch_step(struct ss_backend_etcd *e);
 void ss_etcd__watch_read(struct ss_backend_etcd *e);
 void ss_etcd__watch_ended(struct ss_backend_etcd *e, struct ss_etcd_op *op);
-void ss_etcd__watch_settled(struct ss_backend_etcd *e, int rc);
+/* A commit settled with rc, and with it every commit of the owner up to
+ * upto (0: none): its own changes go into the feed (unless the watch
+ * reports them), then what the watch reported, with upto's TOLD mark once
+ * the watch has reported every change up to the commit's revision (and up
+ * to what it had reported then). */
+void ss_etcd__watch_settled(struct ss_backend_etcd *e, int rc, uint64_t upto);
 
 /* The read of a deleted record's last version came back. */
 void ss_etcd__removed_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);

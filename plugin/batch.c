@@ -368,13 +368,14 @@ static void ss_batch__ended(struct ss_batch *b, uint64_t seq, uint64_t after, ui
         ss_dedup_forget_range(p->dedup, after, upto);
     }
     /* The change feed: what was committed notifies its observers, after
-     * the answers (a writer hears of its write before its observers). */
-    p->backend->ops->settled(p->backend->impl, o->rc);
+     * the answers (a writer hears of its write before its observers). A
+     * KEYNOTIFY ... STOP goes once every change made before it, in its
+     * batch or an earlier one, has been told: at the feed's TOLD mark of
+     * the batches before the oldest still open or in flight (a batch with
+     * nothing to commit settles while an earlier one flies; notify.c). */
+    p->backend->ops->settled(p->backend->impl, o->rc, ss_batch__oldest(b) - 1);
     ss_backend_deliver(p->backend, ss_notify_change, p);
     ss_batch__flush(b);
-    /* A KEYNOTIFY ... STOP goes once every change made before it, in its
-     * batch or an earlier one, has been told (notify.c). */
-    ss_watch_settle(p->watch, ss_batch__oldest(b));
     /* Between batches: the store holds what is committed, nothing else. */
     ss_admin_serve(p);
     ss_backup_step(p);
@@ -577,7 +578,7 @@ void ss_batch_free(struct ss_batch *b)
          * docs/SEMANTICS.md). */
         ss_commit_outcome o;
         while (be->ops->commit_collect(be->impl, &o))
-            be->ops->settled(be->impl, o.rc);
+            be->ops->settled(be->impl, o.rc, 0);
         if (ss_engine_commit(p->engine, ss_wall_ms()) != SS_OK) {
             const char *cause = be->ops->cause(be->impl);
             ss_log(p, MOSQ_LOG_ERR, "the last batch could not be committed at shutdown: %s",

@@ -112,6 +112,12 @@ static void ss_notify__any(void *ctx, ss_bytes client, const char *username)
     *(bool *)ctx = true;
 }
 
+void ss_notify_told(void *ctx, uint64_t seq)
+{
+    struct ss_plugin *p = ctx;
+    ss_watch_settle(p->watch, seq + 1);
+}
+
 bool ss_notify_wanted(void *ctx, ss_bytes key)
 {
     struct ss_plugin *p = ctx;

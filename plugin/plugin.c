@@ -172,6 +172,8 @@ static int ss_plugin__open(struct ss_plugin *p)
     /* Only changes of keys someone observes are kept for the feed. */
     p->backend->wanted = ss_notify_wanted;
     p->backend->wanted_ctx = p;
+    p->backend->told = ss_notify_told;
+    p->backend->told_ctx = p;
     if ((rc = ss_engine_new(p->backend, &eo, &p->engine)) != SS_OK)
         return rc;
     if ((rc = ss_watch_new(p->opt.max_registrations_per_client, p->opt.max_registrations, &p->watch)) !=

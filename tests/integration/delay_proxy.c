@@ -55,6 +55,17 @@ struct tap {
     struct tap_stream s[TAP_STREAMS];
 };
 
+/* The reading of one connection's server-to-client bytes as HTTP/2
+ * frames, to hold those of the streams a client keeps open (a watch). */
+struct cut {
+    uint8_t head[9];
+    size_t head_len;
+    size_t left;        /* payload bytes of the current frame still to come */
+    bool held;          /* the current frame is held */
+    uint8_t *lag;       /* held bytes, in order */
+    size_t lag_len, lag_cap;
+};
+
 struct chunk {
     struct chunk *next;
     uint64_t due_ms;
@@ -74,6 +85,7 @@ struct pair {
     bool used;
     struct flow f[2]; /* client to server, server to client */
     struct tap tap;
+    struct cut cut;
 };
 
 struct tapped {
@@ -99,6 +111,7 @@ struct delay_proxy {
     char mute_after[64];      /* under mu: ...once one holding this went ("": at once) */
     bool mute_armed;          /* under mu: it went */
     bool muted;               /* under mu: what servers send is dropped */
+    bool lagging;             /* under mu: the servers' frames on open streams are held */
 };
 
 static void flow_free(struct flow *f)
@@ -118,6 +131,7 @@ static void pair_close(struct pair *p)
     flow_free(&p->f[1]);
     for (int i = 0; i < TAP_STREAMS; i++)
         free(p->tap.s[i].data);
+    free(p->cut.lag);
     p->used = false;
 }
 
@@ -267,6 +281,63 @@ static void tap_feed(struct delay_proxy *x, struct tap *t, const uint8_t *data, 
     }
 }
 
+/* ---- the cut: a watch's answers held ------------------------------------ */
+
+static void bytes_put(uint8_t **buf, size_t *len, size_t *cap, const uint8_t *p, size_t n)
+{
+    if (*len + n > *cap) {
+        size_t c = (*len + n) * 2;
+        uint8_t *d = realloc(*buf, c);
+        ASSERT_TRUE(d != NULL);
+        *buf = d;
+        *cap = c;
+    }
+    memcpy(*buf + *len, p, n);
+    *len += n;
+}
+
+/* Split data[0..len), the next bytes a server sent, into what goes on
+ * (appended to out[0..*out_len), room for len + 9 bytes) and the frames
+ * held in p->cut.lag: those of a stream the client has not ended (only
+ * etcd's watch stays open), while lagging or while held bytes wait. */
+static void cut_feed(struct pair *p, bool lagging, const uint8_t *data, size_t len, uint8_t *out, size_t *out_len)
+{
+    struct cut *c = &p->cut;
+    while (len > 0) {
+        if (c->left == 0 && c->head_len < 9) {
+            c->head[c->head_len++] = *data++;
+            len--;
+            if (c->head_len < 9)
+                continue;
+            c->left = (size_t)c->head[0] << 16 | (size_t)c->head[1] << 8 | c->head[2];
+            uint32_t id = ((uint32_t)c->head[5] << 24 | (uint32_t)c->head[6] << 16 | (uint32_t)c->head[7] << 8 |
+                           c->head[8]) & 0x7fffffffu;
+            c->held = (lagging || c->lag_len > 0) && id != 0 && tap_stream(&p->tap, id, false) != NULL;
+            if (c->held) {
+                bytes_put(&c->lag, &c->lag_len, &c->lag_cap, c->head, 9);
+            } else {
+                memcpy(out + *out_len, c->head, 9);
+                *out_len += 9;
+            }
+            if (c->left == 0)
+                c->head_len = 0;
+            continue;
+        }
+        size_t k = len < c->left ? len : c->left;
+        if (c->held) {
+            bytes_put(&c->lag, &c->lag_len, &c->lag_cap, data, k);
+        } else {
+            memcpy(out + *out_len, data, k);
+            *out_len += k;
+        }
+        c->left -= k;
+        data += k;
+        len -= k;
+        if (c->left == 0)
+            c->head_len = 0;
+    }
+}
+
 static void proxy_accept(struct delay_proxy *x)
 {
     int c = accept(x->listen_fd, NULL, NULL);
@@ -294,14 +365,17 @@ static void proxy_accept(struct delay_proxy *x)
     close(s);
 }
 
-/* Read what `from` has into a new chunk; false when the flow ended. The
- * client's bytes go through tap too (NULL for the server's). */
-static bool flow_read(struct delay_proxy *x, struct flow *f, struct tap *tap, uint64_t now)
+/* Read what direction k of pair p has into a new chunk; false when the
+ * flow ended. The client's bytes go through the tap too, the server's
+ * through the cut. */
+static bool flow_read(struct delay_proxy *x, struct pair *p, int k, uint64_t now)
 {
-    struct chunk *c = malloc(sizeof *c + PROXY_CHUNK);
+    struct flow *f = &p->f[k];
+    struct chunk *c = malloc(sizeof *c + PROXY_CHUNK + 9);
     if (c == NULL)
         return false;
-    ssize_t n = read(f->from, c->data, PROXY_CHUNK);
+    uint8_t in[PROXY_CHUNK];
+    ssize_t n = read(f->from, in, PROXY_CHUNK);
     if (n <= 0) {
         free(c);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -309,13 +383,19 @@ static bool flow_read(struct delay_proxy *x, struct flow *f, struct tap *tap, ui
         f->eof = true;
         return true;
     }
-    if (tap)
-        tap_feed(x, tap, c->data, (size_t)n);
     pthread_mutex_lock(&x->mu);
     int delay = x->delay_ms, jitter = x->jitter_ms;
-    bool drop = tap == NULL && x->muted;
+    bool drop = k == 1 && x->muted, lagging = x->lagging;
     pthread_mutex_unlock(&x->mu);
-    if (drop) { /* a server's bytes while muted: lost */
+    size_t len = 0;
+    if (k == 0) {
+        tap_feed(x, &p->tap, in, (size_t)n);
+        memcpy(c->data, in, (size_t)n);
+        len = (size_t)n;
+    } else {
+        cut_feed(p, lagging, in, (size_t)n, c->data, &len);
+    }
+    if (drop || len == 0) { /* a server's bytes while muted: lost; or all held */
         free(c);
         return true;
     }
@@ -326,7 +406,7 @@ static bool flow_read(struct delay_proxy *x, struct flow *f, struct tap *tap, ui
     f->last_due = due;
     c->next = NULL;
     c->due_ms = due;
-    c->len = (size_t)n;
+    c->len = len;
     c->sent = 0;
     if (f->tail)
         f->tail->next = c;
@@ -334,6 +414,23 @@ static bool flow_read(struct delay_proxy *x, struct flow *f, struct tap *tap, ui
         f->head = c;
     f->tail = c;
     return true;
+}
+
+/* The frames the cut held go on, after what was queued before them. */
+static void flow_release(struct pair *p, uint64_t now)
+{
+    struct flow *f = &p->f[1];
+    struct chunk *c = malloc(sizeof *c + p->cut.lag_len);
+    ASSERT_TRUE(c != NULL);
+    memcpy(c->data, p->cut.lag, p->cut.lag_len);
+    *c = (struct chunk){.due_ms = now > f->last_due ? now : f->last_due, .len = p->cut.lag_len};
+    f->last_due = c->due_ms;
+    if (f->tail)
+        f->tail->next = c;
+    else
+        f->head = c;
+    f->tail = c;
+    p->cut.lag_len = 0;
 }
 
 /* Write the chunks that are due, unless held; false when `to` failed. */
@@ -386,11 +483,14 @@ static void *proxy_run(void *arg)
         for (int j = 1; j < n; j++) {
             struct pair *p = &x->pairs[map[j] / 2];
             if (p->used && (pf[j].revents & (POLLIN | POLLHUP | POLLERR)))
-                flow_read(x, &p->f[map[j] % 2], map[j] % 2 == 0 ? &p->tap : NULL, now);
+                flow_read(x, p, map[j] % 2, now);
         }
         pthread_mutex_lock(&x->mu);
-        bool hold = x->hold;
+        bool hold = x->hold, lagging = x->lagging;
         pthread_mutex_unlock(&x->mu);
+        for (int i = 0; i < PROXY_PAIRS && !lagging; i++)
+            if (x->pairs[i].used && x->pairs[i].cut.lag_len)
+                flow_release(&x->pairs[i], now);
         for (int i = 0; i < PROXY_PAIRS; i++) {
             struct pair *p = &x->pairs[i];
             if (!p->used)
@@ -438,6 +538,13 @@ void delay_proxy_hold(struct delay_proxy *x, bool hold)
 {
     pthread_mutex_lock(&x->mu);
     x->hold = hold;
+    pthread_mutex_unlock(&x->mu);
+}
+
+void delay_proxy_lag(struct delay_proxy *x, bool lag)
+{
+    pthread_mutex_lock(&x->mu);
+    x->lagging = lag;
     pthread_mutex_unlock(&x->mu);
 }
 

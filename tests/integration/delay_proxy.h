@@ -22,6 +22,10 @@ void delay_proxy_set(struct delay_proxy *p, int delay_ms, int jitter_ms);
 /* Hold what clients send (nothing more reaches the server) until
  * released; then it goes, in order. */
 void delay_proxy_hold(struct delay_proxy *p, bool hold);
+/* Hold what the servers send on the streams a client keeps open (gRPC's
+ * streaming calls: etcd's watch), the other streams going on, until
+ * released; then it goes, in order. */
+void delay_proxy_lag(struct delay_proxy *p, bool lag);
 /* From now on, keep a copy of every gRPC message a client sends (its
  * HTTP/2 DATA, without the gRPC framing; 64 at most) of at least min_len
  * bytes (0: none by length) or holding the bytes of needle (NULL: none

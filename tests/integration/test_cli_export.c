@@ -122,6 +122,26 @@ TEST(cli_export_import_round_trip)
     run_free(&r);
     ASSERT_TRUE(access(dir, F_OK) != 0); /* made, then removed */
 
+    /* Text after the object (two records pasted on one line), or a NUL
+     * byte inside a line: refused, not read as the first half. */
+    for (int i = 0; i < 2; i++) {
+        f = fopen(file, "w");
+        fputs("{\"key_base64\":\"YQ==\",\"value_base64\":\"MQ==\",\"version\":\"1:0:n\"}\n", f);
+        if (i == 0) {
+            fputs("{\"key_base64\":\"Yg==\",\"value_base64\":\"MQ==\",\"version\":\"1:0:n\"} {\"key\"}\n", f);
+        } else {
+            static const char nul[] = "{\"key_base64\":\"Yg==\",\"value_base64\":\"MQ==\",\"version\":\"1:0:n\"}\0junk\n";
+            fwrite(nul, 1, sizeof nul - 1, f);
+        }
+        fclose(f);
+        cli_run(&r, 0, NULL, 0, "import", file, dir, NULL);
+        ASSERT_EQ(r.status, 64);
+        ASSERT_TRUE(strstr(r.err, i == 0 ? "export.jsonl line 2: text after the object's '}'"
+                                         : "export.jsonl line 2: a NUL byte in the line") != NULL);
+        run_free(&r);
+        ASSERT_TRUE(access(dir, F_OK) != 0);
+    }
+
     /* A key given twice (a file put together by hand): which line should
      * win cannot be told, so neither does; refused with the second line. */
     f = fopen(file, "w");

@@ -280,3 +280,38 @@ TEST(cluster_versions_grow_across_a_deletion_on_another_broker)
             "past each deletion (VDEL, DEL, expiry) through the other broker\n");
     three_clients_two_brokers_down(&ca, &cb, &ob, &a, &b, &c);
 }
+
+/* On etcd a broker hears of its own changes through its watch. A
+ * KEYNOTIFY ... STOP takes effect after the watch reported the changes
+ * before it, however late: here the watch's answers are held at a proxy
+ * while a SET, the STOP and another SET are answered; once they go on,
+ * the client is told of the first SET and not of the second. */
+TEST(cluster_stop_waits_for_the_watch_to_tell_earlier_changes)
+{
+    struct proxied_brokers t;
+    proxied_brokers_up(&t, "");
+    struct client w;
+    char rw[64];
+    client_connect_rr(&w, t.b.port, "stopper", rw, sizeof rw);
+    ASSERT_REPLY(request(&w, rw, "n", NULL, NULL, W("KEYNOTIFY", "lk")), "+OK\r\n");
+    char want[1][160];
+    struct msg *m = request(&w, rw, "0", NULL, NULL, W("SET", "lk", "v0"));
+    ASSERT_TRUE(payload_is(m, "+OK\r\n"));
+    snprintf(want[0], sizeof want[0], "SET lk v0 %s", msg_user(m, "__ts"));
+    expect_notifications(&w, want, 1);
+    delay_proxy_lag(t.px, true);
+    m = request(&w, rw, "1", NULL, NULL, W("SET", "lk", "v1"));
+    ASSERT_TRUE(payload_is(m, "+OK\r\n"));
+    snprintf(want[0], sizeof want[0], "SET lk v1 %s", msg_user(m, "__ts"));
+    ASSERT_REPLY(request(&w, rw, "s", NULL, NULL, W("KEYNOTIFY", "lk", "STOP")), "+OK\r\n");
+    ASSERT_REPLY(request(&w, rw, "2", NULL, NULL, W("SET", "lk", "v2")), "+OK\r\n");
+    /* The watch is what is late: nothing was told yet. */
+    ASSERT_EQ(client_drain(&w, 500), 0);
+    delay_proxy_lag(t.px, false);
+    expect_notifications(&w, want, 1);
+    /* Stopped for good: a later change is not told either. */
+    ASSERT_REPLY(request(&w, rw, "3", NULL, NULL, W("SET", "lk", "v3")), "+OK\r\n");
+    ASSERT_EQ(client_drain(&w, 400), 0);
+    client_close(&w);
+    proxied_brokers_down(&t);
+}

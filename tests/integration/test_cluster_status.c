@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "../test.h"
+#include "delay_proxy.h"
 #include "etcd_cluster.h"
 #include "harness.h"
 
@@ -202,5 +203,35 @@ TEST(cluster_status_shows_each_endpoint_and_the_leader)
     run_free(&r);
     broker_stop(&quiet);
     close(silent);
+    etcd_cluster_stop(&c);
+}
+
+/* The first endpoint accepts connections and never answers: the broker
+ * says etcd does not answer, goes on to the next endpoint, serves, and
+ * says that etcd answers (it used to stay silent on that). */
+TEST(cluster_first_endpoint_frozen_at_start_said_and_then_served)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 1);
+    int via = free_port();
+    struct delay_proxy *px = delay_proxy_start("127.0.0.1", via, "127.0.0.1", c.client_port[0]);
+    delay_proxy_hold(px, true);
+    char endpoints[200];
+    snprintf(endpoints, sizeof endpoints, "http://127.0.0.1:%d,http://127.0.0.1:%d", via, c.client_port[0]);
+    struct broker b;
+    broker_on_etcd(&b, "b", endpoints, "plugin_opt_etcd_timeout_ms 1000\n");
+    ASSERT_TRUE(broker_log_has(&b, "etcd does not answer ("));
+    struct client w;
+    char rw[64];
+    client_connect_rr(&w, b.port, "w", rw, sizeof rw);
+    ASSERT_REPLY(request(&w, rw, "1", NULL, NULL, W("SET", "k", "v")), "+OK\r\n");
+    char said[100];
+    snprintf(said, sizeof said, "etcd answers again (http://127.0.0.1:%d)", c.client_port[0]);
+    for (int i = 0; i < 50 && !broker_log_has(&b, said); i++)
+        usleep(100 * 1000);
+    ASSERT_TRUE(broker_log_has(&b, said));
+    client_close(&w);
+    broker_stop(&b);
+    delay_proxy_stop(px);
     etcd_cluster_stop(&c);
 }

@@ -179,7 +179,7 @@ static void feed_until(ss_backend *b, struct fed *f, int want)
 {
     for (int i = 0; i < 1500 && f->n < want; i++) {
         b->ops->poll(b->impl, wall_ms());
-        b->ops->settled(b->impl, SS_OK);
+        b->ops->settled(b->impl, SS_OK, 0);
         ss_backend_deliver(b, on_change, f);
         if (f->n < want)
             usleep(10000);
@@ -342,7 +342,7 @@ static int commit_now(ss_backend *b)
     ASSERT_TRUE(done);
     ASSERT_EQ(o.id, id);
     if (o.rc == SS_OK)
-        b->ops->settled(b->impl, SS_OK);
+        b->ops->settled(b->impl, SS_OK, 0);
     return o.rc;
 }
 

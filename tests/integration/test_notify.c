@@ -291,9 +291,8 @@ TEST(plugin_expiry_notifies_promptly_off_the_beat)
  * if its KEYNOTIFY ... STOP runs right after in the same batch (as it
  * does when requests queue behind a commit: fsync always). PROTOCOL.md
  * §6: every applied SET is told to each client registered for its key.
- * The STOP holds for what comes after it. LMDB only: on etcd the broker
- * hears of its own changes through its watch, which can lag behind the
- * STOP's settling under load (SEMANTICS.md says so). */
+ * The STOP holds for what comes after it. (On etcd, with the watch held
+ * back on purpose: cluster_stop_waits_for_the_watch_to_tell_earlier_changes.) */
 TEST(plugin_stop_after_a_set_in_one_batch_still_notifies_the_set)
 {
     struct broker b = {0};

@@ -186,6 +186,8 @@ void lc_open(struct lc *f, const struct ss_mem_options *o)
     f->be = p->backend;
     p->backend->wanted = ss_notify_wanted;
     p->backend->wanted_ctx = p;
+    p->backend->told = ss_notify_told;
+    p->backend->told_ctx = p;
     ss_engine_options eo = {.node_id = p->opt.node_id,
                             .max_key_len = (size_t)p->opt.max_key_length,
                             .max_value_len = (size_t)p->opt.max_value_bytes,

@@ -132,12 +132,13 @@ static void ss_mem__abort(void *impl)
     ss_mem__batch_clear(&m->open);
 }
 
-static void ss_mem__settled(void *impl, int rc)
+static void ss_mem__settled(void *impl, int rc, uint64_t upto)
 {
     struct ss_mem *m = impl;
     if (rc == SS_OK)
         ss_feed_each(&m->settling, ss_mem__append, &m->base.feed);
     ss_feed_clear(&m->settling);
+    (void)ss_backend_mark_told(&m->base, upto);
 }
 
 /* The record that follows key `after` (inclusive: key itself counts) in

@@ -100,10 +100,10 @@ static void rl_abort(void *impl)
     r->inner->ops->abort(r->inner->impl);
 }
 
-static void rl_settled(void *impl, int rc)
+static void rl_settled(void *impl, int rc, uint64_t upto)
 {
     struct remote_like *r = impl;
-    r->inner->ops->settled(r->inner->impl, rc);
+    r->inner->ops->settled(r->inner->impl, rc, upto);
 }
 
 static const struct ss_backend_ops rl_ops = {
