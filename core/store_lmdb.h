@@ -98,6 +98,7 @@ struct ss_store {
     bool dirty;      /* the open batch changed something */
     int failed; /* error that failed the open batch, 0 if none */
     int broken; /* a reload failed: tried again at the next begin */
+    unsigned reopened; /* times the data file was opened again (ss_lmdb__reload) */
     ss_buf frame;      /* the open batch's journal frame */
     uint64_t jend;     /* bytes of good frames in the journal file */
     uint64_t jseq;     /* number of the last frame written */

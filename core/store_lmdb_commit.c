@@ -176,11 +176,16 @@ int ss_store_begin(ss_store *s)
     if (s->txn == NULL) {
         /* After a checkpoint: the next transaction starts here. */
         int rc = mdb_txn_begin(s->env, NULL, 0, &s->txn);
-        if (rc != 0) {
+        if (rc == MDB_PANIC) {
+            /* A checkpoint outside a batch (at open) failed on a meta
+             * page: the reload opens the data file again. */
+            s->txn = NULL;
+            if ((s->broken = ss_lmdb__reload(s, s->jend)) != SS_OK)
+                return s->broken;
+        } else if (rc != 0) {
             s->txn = NULL;
             return ss_lmdb__mdb_err(rc);
-        }
-        if (mdb_cursor_open(s->txn, s->db_keys, &s->cur) != 0) {
+        } else if (mdb_cursor_open(s->txn, s->db_keys, &s->cur) != 0) {
             ss_lmdb__drop_txn(s);
             return SS_E_IO;
         }
@@ -381,6 +386,7 @@ static int ss_lmdb__checkpoint_fallback(ss_store *s)
     char cause[sizeof s->cause];
     memcpy(cause, s->cause, sizeof cause);
     uint64_t jend = s->jend, jseq = s->jseq;
+    unsigned reopened = s->reopened;
     /* A failure from here cuts the journal back to jend (commit_finish). */
     s->ckpt_fell_back = true;
     ss_jframe_seal(&s->frame, jseq + 1, s->hash_key);
@@ -397,7 +403,11 @@ static int ss_lmdb__checkpoint_fallback(ss_store *s)
         s->jseq = jseq;
         return rc;
     }
-    memcpy(s->cause, cause, sizeof cause); /* what the owner logs */
+    /* What the owner logs. */
+    if (s->reopened != reopened)
+        snprintf(s->cause, sizeof s->cause, "%.120s; LMDB stopped after it: the data file was opened again", cause);
+    else
+        memcpy(s->cause, cause, sizeof cause);
     return SS_OK;
 }
 

@@ -121,6 +121,38 @@ void ss_lmdb__drop_txn(ss_store *s)
     s->cur = NULL;
 }
 
+static int ss_lmdb__open_env(ss_store *s);
+
+/* LMDB stops an environment for good once the write of a meta page
+ * failed (MDB_PANIC): no transaction begins on it again. What the data
+ * file holds is still whole (the pages of the failed commit were written
+ * and synced before its meta page, and either meta page is consistent),
+ * and the journal holds every batch since the last checkpoint: open the
+ * file again, as a restart would. The new environment opens before the
+ * old one closes, so that a failure leaves the old one to try again with.
+ * Not while a backup reads the old one (it holds checkpoints). */
+static int ss_lmdb__reopen_env(ss_store *s)
+{
+    if (s->ckpt_held)
+        return MDB_PANIC;
+    MDB_env *old = s->env;
+    MDB_dbi keys = s->db_keys, exp = s->db_exp, meta = s->db_meta;
+    s->env = NULL;
+    int rc = ss_lmdb__open_env(s);
+    if (rc != SS_OK) {
+        if (s->env)
+            mdb_env_close(s->env);
+        s->env = old;
+        s->db_keys = keys;
+        s->db_exp = exp;
+        s->db_meta = meta;
+        return MDB_PANIC;
+    }
+    mdb_env_close(old);
+    s->reopened++;
+    return 0;
+}
+
 /* Open the long transaction on the last checkpoint and replay the
  * journal's frames after it, up to limit bytes: the state of the last
  * committed batch. */
@@ -130,6 +162,8 @@ int ss_lmdb__reload(ss_store *s, uint64_t limit)
     s->next_expiry = 0;
     s->failed = 0;
     int rc = mdb_txn_begin(s->env, NULL, 0, &s->txn);
+    if (rc == MDB_PANIC && ss_lmdb__reopen_env(s) == 0)
+        rc = mdb_txn_begin(s->env, NULL, 0, &s->txn);
     if (rc != 0) {
         s->txn = NULL;
         return ss_lmdb__mdb_err(rc);
