@@ -10,21 +10,18 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <stddef.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../core/errors.h"
 #include "../../core/store.h"
 #include "../private_fs.h"
 #include "../test.h"
+#include "store_crash.h"
 
 static ss_bytes B(const char *s)
 {
@@ -162,15 +159,7 @@ TEST(store_full_filesystem_refuses_growth_and_checkpoints)
  * the test's own process, which the runner forked for it). */
 static void fallocate_fails_with(int err)
 {
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_fallocate, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA)),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {.len = (unsigned short)(sizeof f / sizeof f[0]), .filter = f};
-    ASSERT_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-    ASSERT_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+    ASSERT_EQ(store_crash_fail_syscall(__NR_fallocate, -1, err), 0);
 }
 
 /* A disk quota is a full disk too: when the journal's reserve cannot be
@@ -194,6 +183,21 @@ TEST(store_disk_quota_refuses_growth_as_a_full_disk)
     ss_store_close(s);
 }
 
+/* The child: a, b, c committed; d's journal write fails (injected), and
+ * from then on every pread fails: the rollback's replay with it. */
+static int failed_replay_child(ss_store *s)
+{
+    const char *keys[] = {"a", "b", "c", "d", "e"};
+    for (int i = 0; i < 5; i++) {
+        if (i == 3 && store_crash_fail_syscall(__NR_pread64, -1, EIO) != 0)
+            return 3;
+        int rc = store_crash_put(s, keys[i], (uint64_t)i + 1);
+        if ((i < 3 && rc != SS_OK) || (i == 3 && rc == SS_OK))
+            return 10 + i; /* a, b, c commit; d's write fails; e may */
+    }
+    return 0;
+}
+
 /* A rollback rebuilds the transaction by replaying the journal up to its
  * end. When that replay fails (here a read error: every pread fails from
  * the failed batch on; a full map or no memory do the same), the
@@ -201,70 +205,13 @@ TEST(store_disk_quota_refuses_growth_as_a_full_disk)
  * back to where the replay stopped: the next batch was then replayed from
  * the data file alone, and its frame written over the committed ones, so
  * that batches already answered OK were lost for good. In a child that
- * then ends without closing (a crash); the store is opened again here. */
+ * then ends without closing (a crash); the store is opened again after. */
 TEST(store_failed_replay_keeps_committed_frames)
 {
-    pid_t pid = fork();
-    ASSERT_TRUE(pid >= 0);
-    if (pid == 0) {
-        ss_store_options o = ss_store_options_default();
-        o.sync = SS_SYNC_PERIODIC;
-        o.fail_write_at = 4;
-        o.path = test_tmpdir();
-        ss_store *s = NULL;
-        if (ss_store_open(&o, &s) != SS_OK)
-            _exit(2);
-        const char *keys[] = {"a", "b", "c", "d", "e"};
-        for (int i = 0; i < 5; i++) {
-            if (i == 3) {
-                /* From the fourth batch (whose journal write fails) on,
-                 * every pread fails: the rollback's replay with it. */
-                struct sock_filter f[] = {
-                    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-                    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_pread64, 0, 1),
-                    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EIO & SECCOMP_RET_DATA)),
-                    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-                };
-                struct sock_fprog prog = {.len = (unsigned short)(sizeof f / sizeof f[0]), .filter = f};
-                if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-                    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-                    _exit(3);
-            }
-            if (ss_store_begin(s) != SS_OK)
-                continue; /* not served: fine, nothing acknowledged */
-            ss_record r;
-            memset(&r, 0, sizeof r);
-            r.value.data = (const uint8_t *)keys[i];
-            r.value.len = 1;
-            r.version.wall = (uint64_t)i + 1;
-            r.version.node_len = 1;
-            r.version.node[0] = 'n';
-            ss_bytes k = {(const uint8_t *)keys[i], 1};
-            if (ss_store_put(s, k, &r) != SS_OK) {
-                ss_store_abort(s);
-                continue;
-            }
-            int rc = ss_store_commit(s, 1000 + (uint64_t)i);
-            if ((i < 3 && rc != SS_OK) || (i == 3 && rc == SS_OK))
-                _exit(10 + i); /* a, b, c commit; d's write fails; e may */
-        }
-        _exit(0); /* a crash: no close */
-    }
-    int status;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status));
-    ASSERT_EQ(WEXITSTATUS(status), 0);
     ss_store_options o = ss_store_options_default();
+    o.sync = SS_SYNC_PERIODIC;
+    o.fail_write_at = 4;
     o.path = test_tmpdir();
-    ss_store *s = NULL;
-    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
-    ASSERT_EQ(ss_store_begin(s), SS_OK);
     const char *committed[] = {"a", "b", "c"};
-    for (int i = 0; i < 3; i++) {
-        ss_record got;
-        ss_bytes k = {(const uint8_t *)committed[i], 1};
-        ASSERT_EQ(ss_store_get(s, k, &got), SS_OK);
-    }
-    ss_store_abort(s);
-    ss_store_close(s);
+    store_crash_then_check(&o, failed_replay_child, committed, 3);
 }
