@@ -33,8 +33,13 @@ for (const f of fs.readdirSync("src").sort())
 fs.writeFileSync(process.argv[1], JSON.stringify(packed));
 ' "$out.tmp/modules.json"
 cp node_modules/mqtt/dist/mqtt.esm.js "$out.tmp/mqtt.esm.js"
-# MQTT.js is MIT-licensed: its notice goes with its copy.
+# MQTT.js is MIT-licensed: its notice goes with its copy, and so do those
+# of the packages its browser build bundles (named in its closing
+# comment): ieee754 (BSD-3-Clause), safe-buffer and Babel's runtime (MIT).
 cp node_modules/mqtt/LICENSE.md "$out.tmp/mqtt.LICENSE.md"
+cp node_modules/ieee754/LICENSE "$out.tmp/ieee754.LICENSE"
+cp node_modules/safe-buffer/LICENSE "$out.tmp/safe-buffer.LICENSE"
+cp node_modules/@babel/runtime/LICENSE "$out.tmp/babel-runtime.LICENSE"
 rm -rf "$out"
 mv "$out.tmp" "$out"
 echo "console: built into $out ($(du -sk "$out" | cut -f1) KiB)"
