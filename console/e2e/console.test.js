@@ -565,4 +565,30 @@ describe('a store of 100,000 keys', () => {
         await page.screenshot({ path: join(H.SHOTS, 'keys-100000.png') });
         assert.deepEqual(page.errors, []);
     });
+
+    test('"Load all" ends when the connection drops under it, and goes on when pressed again', async () => {
+        const page = await H.openConsole(browser, b);
+        await page.waitForFunction(() => Number(document.querySelector('#count').dataset.count) > 0);
+        await page.click('#load-all');
+        await page.waitForFunction(() => Number(document.querySelector('#count').dataset.count) >= 3000, null, {
+            timeout: 60000,
+        });
+        await b.restart();
+        await page.waitForFunction(() => document.querySelector('#status').dataset.state === 'connected', null, {
+            timeout: 15000,
+        });
+        // It used to stay at "Stop", loading nothing.
+        await page.waitForFunction(() => document.querySelector('#load-all').textContent === 'Load all', null, {
+            timeout: 15000,
+        });
+        assert.equal(await page.getAttribute('#load-all', 'aria-pressed'), 'false');
+        const before = Number(await page.getAttribute('#count', 'data-count'));
+        assert.ok(before < N, `${before} keys listed before the restart`);
+        await page.click('#load-all');
+        await page.waitForFunction((n) => Number(document.querySelector('#count').dataset.count) >= n + 2000, before, {
+            timeout: 60000,
+        });
+        await page.click('#load-all'); // Stop
+        assert.deepEqual(page.errors, []);
+    });
 });

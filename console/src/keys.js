@@ -147,7 +147,12 @@ export class KeysView {
                 if (empty === 0 && this.keys.length * ROW_HEIGHT > this.list.el.clientHeight * 2) return;
             }
         } catch (err) {
-            if (listing === this.listing) this.countText(err.message, true);
+            if (listing === this.listing) {
+                this.countText(err.message, true);
+                // "Load all" ends with the page that failed (a lost
+                // connection): pressed again, it goes on from its token.
+                this.loadAll(false);
+            }
         } finally {
             if (listing === this.listing) {
                 this.loading = false;
