@@ -106,6 +106,8 @@ int exit_for(int status);                                /* status code -> exit 
 /* Flush standard output; a write that failed (EPIPE, ENOSPC) is said
  * and turns an exit code of 0 (or 1) into 4. */
 int out_flush_check(int rc);
+/* {"error":TEXT,"code":NAME} on standard output (--json). */
+void out_json_error(const char *text, int status);
 void report_failure(const struct cli *cl, const char *what, int status, const ss_client_result *r);
 
 /* commands.c */

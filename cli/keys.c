@@ -83,10 +83,13 @@ int cli_admin_call(struct cli *cl, ss_client *c, const char *what, size_t argc, 
         lens[i] = strlen(words[i]);
     int st = ss_client_admin(c, argc, (const void *const *)words, lens, r);
     if (st != SS_OK) {
-        if (st == SS_E_SERVER && r->error_text)
+        if (st == SS_E_SERVER && r->error_text) {
+            if (cl->json) /* as every command's errors are, with --json */
+                out_json_error(r->error_text, st);
             out_error("%s: %s", what, r->error_text);
-        else
+        } else {
             report_failure(cl, what, st, r);
+        }
         return exit_for(st);
     }
     return SS_EXIT_OK;

@@ -167,14 +167,18 @@ int exit_for(int status)
     return SS_EXIT_PROTOCOL;
 }
 
+void out_json_error(const char *text, int status)
+{
+    printf("{\"error\":");
+    out_json_string((const uint8_t *)text, strlen(text));
+    printf(",\"code\":\"%s\"}\n", ss_errname(status));
+}
+
 void report_failure(const struct cli *cl, const char *what, int status, const ss_client_result *r)
 {
     const char *text = r && r->error_text ? r->error_text : ss_strerror(status);
-    if (cl->json) {
-        printf("{\"error\":");
-        out_json_string((const uint8_t *)text, strlen(text));
-        printf(",\"code\":\"%s\"}\n", ss_errname(status));
-    }
+    if (cl->json)
+        out_json_error(text, status);
     if (status == SS_E_TIMEOUT)
         out_error("%s: no state store answered within %u ms: is the statestore plugin loaded in "
                   "the broker?", what, cl->conn.timeout_ms);

@@ -403,6 +403,16 @@ TEST(cli_keys_and_inspect)
     cli_run(&r, b.port, NULL, 0, "keys", "nothing*", NULL);
     ASSERT_EQ(r.status, 1);
     run_free(&r);
+    /* An administrative request the server refuses: with --json, the
+     * error is a JSON object too, as every command's is. */
+    cli_run(&r, b.port, NULL, 0, "--json", "backup", "b1", NULL);
+    ASSERT_EQ(r.status, 3);
+    /* (Its text is the backend's: LMDB's names backup_dir.) */
+    ASSERT_TRUE(strncmp(r.err, "statestore: backup: backups are ", 32) == 0);
+    char want[400];
+    snprintf(want, sizeof want, "{\"error\":\"%.*s\",\"code\":\"SERVER\"}\n", (int)strlen(r.err) - 21, r.err + 20);
+    ASSERT_MEM(r.out, r.out_len, want, strlen(want));
+    run_free(&r);
     /* More keys than a page: every one, once. */
     struct client c;
     char resp[256];
