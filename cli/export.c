@@ -422,10 +422,11 @@ int cmd_import(struct cli *cl, ss_client *c)
         lineno++;
         if (line[got - 1] == '\n')
             line[--got] = '\0';
-        if (skip_ws(line)[0] == '\0')
+        bool nul = strlen(line) < (size_t)got;
+        if (!nul && skip_ws(line)[0] == '\0')
             continue;
         struct import_line l;
-        const char *why = strlen(line) < (size_t)got ? "a NUL byte in the line" : parse_line(line, &l);
+        const char *why = nul ? "a NUL byte in the line" : parse_line(line, &l);
         ss_record rec;
         memset(&rec, 0, sizeof rec);
         if (why == NULL && (ss_json_base64_decode(&key, l.key_b64.data, l.key_b64.len) != SS_OK || key.len == 0))

@@ -102,6 +102,12 @@ static int ss_lmdb__load_counts(ss_store *s)
     return SS_OK;
 }
 
+/* One operation of a frame, again. Each writes a whole value or removes
+ * one, so a batch replayed over a file that holds it already comes out
+ * the same: a deletion of a key that is gone is no damage. That happens:
+ * a checkpoint whose meta page write reported a failure may have reached
+ * the disk all the same, and its batch is also in the journal's next
+ * frame, written when the checkpoint failed. */
 static int ss_lmdb__replay_op(void *ctx, const struct ss_jop *op)
 {
     ss_store *s = ctx;
@@ -110,7 +116,7 @@ static int ss_lmdb__replay_op(void *ctx, const struct ss_jop *op)
     MDB_val k = {op->key.len, (void *)op->key.data}, v = {op->value.len, (void *)op->value.data};
     int rc = op->kind == SS_JOP_PUT ? mdb_put(s->txn, ss_lmdb__dbi(s, op->db), &k, &v, 0)
                                     : mdb_del(s->txn, ss_lmdb__dbi(s, op->db), &k, NULL);
-    return rc == 0 ? SS_OK : rc == MDB_NOTFOUND ? SS_E_CORRUPT : ss_lmdb__mdb_err(rc);
+    return rc == 0 || (rc == MDB_NOTFOUND && op->kind != SS_JOP_PUT) ? SS_OK : ss_lmdb__mdb_err(rc);
 }
 
 void ss_lmdb__drop_txn(ss_store *s)

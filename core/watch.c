@@ -159,6 +159,14 @@ int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key)
         (w->max_total && w->total - w->stopping_total >= w->max_total) ||
         (w->max_bytes && (key.len > w->max_bytes || bytes > w->max_bytes - key.len)))
         rc = SS_E_QUOTA;
+    else if (!found && ((w->max_per_client && c->count >= 2 * w->max_per_client) ||
+                        (w->max_total && w->total >= 2 * w->max_total) ||
+                        (w->max_bytes && w->bytes > 2 * w->max_bytes - key.len)))
+        /* Stopped registrations wait until the changes before their STOP
+         * are told (on etcd, by the watch, which may lag or be down): they
+         * count too, up to as many again, so that registering and
+         * stopping in a loop cannot grow them without bound meanwhile. */
+        rc = SS_E_QUOTA;
     else if (found) {
         ss_watch__unstop(w, found); /* stopped, then asked for again */
         return 1;

@@ -492,17 +492,25 @@ void ss_etcd__watch_ended(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     }
 }
 
-/* A TOLD mark of the owner's commits up to seq waits for the watch to
+/* A TOLD mark of the owner's commits up to seq (0: none yet, but its
+ * revision still counts for the marks after it) waits for the watch to
  * reach rev. */
 static void ss_etcd__told_push(struct ss_backend_etcd *e, uint64_t seq, int64_t rev)
 {
-    if (e->ntold == SS_ETCD_TOLD_MAX) {
+    struct ss_etcd_told *last = e->ntold ? &e->told[e->ntold - 1] : NULL;
+    if (last && rev <= last->rev) {
+        /* It would follow the last one at once: one mark does for both
+         * (batches with nothing to commit add one each turn of the loop). */
+        if (seq > last->seq)
+            last->seq = seq;
+        return;
+    }
+    if (last && e->ntold == SS_ETCD_TOLD_MAX) {
         /* The last one waits for both: its STOPs take effect a little
          * later (told a change more), never earlier. */
-        struct ss_etcd_told *last = &e->told[e->ntold - 1];
-        last->seq = seq;
-        if (rev > last->rev)
-            last->rev = rev;
+        if (seq > last->seq)
+            last->seq = seq;
+        last->rev = rev;
         return;
     }
     e->told[e->ntold++] = (struct ss_etcd_told){seq, rev};
@@ -539,12 +547,10 @@ void ss_etcd__watch_settled(struct ss_backend_etcd *e, int rc, uint64_t upto)
     /* Its mark waits for what the watch has reported by now, and for its
      * own changes when the watch reports them: a KEYNOTIFY ... STOP of the
      * batch takes effect after them, at the batch's place in etcd's order. */
-    if (upto) {
-        int64_t rev = e->watch_rev;
-        if (rc == SS_OK && watched && ss_feed_len(&e->settled) && e->settled_revision > rev)
-            rev = e->settled_revision;
-        ss_etcd__told_push(e, upto, rev);
-    }
+    int64_t rev = e->watch_rev;
+    if (rc == SS_OK && watched && ss_feed_len(&e->settled) && e->settled_revision > rev)
+        rev = e->settled_revision;
+    ss_etcd__told_push(e, upto, rev);
     ss_feed_clear(&e->settled);
     e->settled_revision = 0;
     /* What the watch reported, after this commit's answers: first what

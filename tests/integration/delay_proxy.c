@@ -298,8 +298,11 @@ static void bytes_put(uint8_t **buf, size_t *len, size_t *cap, const uint8_t *p,
 
 /* Split data[0..len), the next bytes a server sent, into what goes on
  * (appended to out[0..*out_len), room for len + 9 bytes) and the frames
- * held in p->cut.lag: those of a stream the client has not ended (only
- * etcd's watch stays open), while lagging or while held bytes wait. */
+ * held in p->cut.lag: the DATA frames of a stream the client has not
+ * ended (only etcd's watch stays open), while lagging or while held bytes
+ * wait. Other frames go on: HEADERS must keep their order across streams
+ * (HPACK's table is the connection's), and a stream's trailers would
+ * overtake its held DATA, so a lag is for a stream that stays open. */
 static void cut_feed(struct pair *p, bool lagging, const uint8_t *data, size_t len, uint8_t *out, size_t *out_len)
 {
     struct cut *c = &p->cut;
@@ -312,7 +315,8 @@ static void cut_feed(struct pair *p, bool lagging, const uint8_t *data, size_t l
             c->left = (size_t)c->head[0] << 16 | (size_t)c->head[1] << 8 | c->head[2];
             uint32_t id = ((uint32_t)c->head[5] << 24 | (uint32_t)c->head[6] << 16 | (uint32_t)c->head[7] << 8 |
                            c->head[8]) & 0x7fffffffu;
-            c->held = (lagging || c->lag_len > 0) && id != 0 && tap_stream(&p->tap, id, false) != NULL;
+            c->held = (lagging || c->lag_len > 0) && c->head[3] == H2_DATA && id != 0 &&
+                      tap_stream(&p->tap, id, false) != NULL;
             if (c->held) {
                 bytes_put(&c->lag, &c->lag_len, &c->lag_cap, c->head, 9);
             } else {
@@ -488,9 +492,12 @@ static void *proxy_run(void *arg)
         pthread_mutex_lock(&x->mu);
         bool hold = x->hold, lagging = x->lagging;
         pthread_mutex_unlock(&x->mu);
-        for (int i = 0; i < PROXY_PAIRS && !lagging; i++)
-            if (x->pairs[i].used && x->pairs[i].cut.lag_len)
+        for (int i = 0; i < PROXY_PAIRS && !lagging; i++) {
+            struct cut *c = &x->pairs[i].cut;
+            /* Whole frames only: the rest of a held one is held too. */
+            if (x->pairs[i].used && c->lag_len && !(c->held && c->left > 0))
                 flow_release(&x->pairs[i], now);
+        }
         for (int i = 0; i < PROXY_PAIRS; i++) {
             struct pair *p = &x->pairs[i];
             if (!p->used)

@@ -124,14 +124,19 @@ TEST(cli_export_import_round_trip)
 
     /* Text after the object (two records pasted on one line), or a NUL
      * byte inside a line: refused, not read as the first half. */
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         f = fopen(file, "w");
         fputs("{\"key_base64\":\"YQ==\",\"value_base64\":\"MQ==\",\"version\":\"1:0:n\"}\n", f);
         if (i == 0) {
             fputs("{\"key_base64\":\"Yg==\",\"value_base64\":\"MQ==\",\"version\":\"1:0:n\"} {\"key\"}\n", f);
         } else {
+            /* A NUL after the object, or before it (not a blank line). */
             static const char nul[] = "{\"key_base64\":\"Yg==\",\"value_base64\":\"MQ==\",\"version\":\"1:0:n\"}\0junk\n";
-            fwrite(nul, 1, sizeof nul - 1, f);
+            static const char lead[] = " \0{\"key_base64\":\"Yg==\",\"value_base64\":\"MQ==\",\"version\":\"1:0:n\"}\n";
+            if (i == 1)
+                fwrite(nul, 1, sizeof nul - 1, f);
+            else
+                fwrite(lead, 1, sizeof lead - 1, f);
         }
         fclose(f);
         cli_run(&r, 0, NULL, 0, "import", file, dir, NULL);

@@ -98,6 +98,18 @@ TEST(watch_stop_holds_until_settled)
     ASSERT_EQ(ss_watch_add(q, B("c"), B("k2")), 1); /* taken back within the limit */
     ASSERT_EQ(ss_watch_settle(q, 6), 0);
     ASSERT_EQ(ss_watch_client_count(q, B("c")), 2);
+    /* Stopped ones not settled yet (a watch that lags) count up to as
+     * many again: registering and stopping in a loop meets a limit. */
+    ASSERT_EQ(ss_watch_stop(q, B("c"), B("k2"), 7), 1);
+    ASSERT_EQ(ss_watch_stop(q, B("c"), B("k3"), 7), 1);
+    ASSERT_EQ(ss_watch_add(q, B("c"), B("k4")), 1);
+    ASSERT_EQ(ss_watch_stop(q, B("c"), B("k4"), 7), 1);
+    ASSERT_EQ(ss_watch_add(q, B("c"), B("k5")), 1);
+    ASSERT_EQ(ss_watch_stop(q, B("c"), B("k5"), 7), 1);
+    ASSERT_EQ(ss_watch_add(q, B("c"), B("k6")), SS_E_QUOTA); /* 4 held: twice the limit */
+    ASSERT_EQ(ss_watch_add(q, B("c"), B("k2")), 1); /* taken back: no new one */
+    ASSERT_EQ(ss_watch_settle(q, 8), 3);
+    ASSERT_EQ(ss_watch_add(q, B("c"), B("k6")), 1);
     ss_watch_free(q);
     /* Dropped with its client while stopping: nothing left to settle. */
     ASSERT_EQ(ss_watch_add(w, B("c1"), B("a")), 1);
