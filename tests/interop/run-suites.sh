@@ -119,11 +119,12 @@ run_rust() {
     passed=$(grep -c -E '^test .* \.\.\. ok' "$out")
     # A test's log line may come between its name and its "ok", which the
     # lines above then miss: libtest's own summary counts them all.
-    summary=$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p' "$out" |
+    # (Not $summary: that is the file every suite's counts go to.)
+    counts=$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p' "$out" |
         awk '{ p += $1; f += $2 } END { if (NR) print p, f }')
-    if [ -n "$summary" ]; then
-        passed=${summary% *}
-        ran=$((passed + ${summary#* }))
+    if [ -n "$counts" ]; then
+        passed=${counts% *}
+        ran=$((passed + ${counts#* }))
     fi
     failed=$((ran - passed))
     # "test NAME ... ok <0.015s>": ok but quicker than min_ms.
