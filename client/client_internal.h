@@ -186,12 +186,13 @@ void ss_client__reap(ss_client *c);
 unsigned ss_client__backoff_step(ss_client *c);
 /* Event-loop clients: try the connection again after the next delay. */
 void ss_client__schedule_reconnect(ss_client *c);
+/* Connect again on a new handle (connect.c), the TCP connection begun
+ * (threaded: for a network thread of the client's own); 0, or a failure
+ * (the old handle stays, to try again after the backoff). */
+int ss_client__reconnect(ss_client *c, bool threaded);
+void ss_client__conf_free(struct ss_client_conf *f);
 /* A client on m (ours when own), not connected; set m's callbacks to
  * the client's. */
-/* Connect again on a new handle (connect.c); 0, or a failure (the old
- * handle stays, to try again after the backoff). */
-int ss_client__reconnect(ss_client *c, bool blocking);
-void ss_client__conf_free(struct ss_client_conf *f);
 int ss_client__new(struct mosquitto *m, bool own, const char *id, unsigned timeout_ms, ss_client **out);
 void ss_client__callbacks_set(ss_client *c, struct mosquitto *m);
 /* The text of the broker's refusal with an MQTT 5 reason code (PUBACK or

@@ -194,21 +194,22 @@ static int ss_client__prepare(const ss_client_options *d, ss_client **out, char 
  * a handle's unacknowledged PUBLISHes again after a reconnection, and a
  * request whose call failed (SS_E_CONNECTION, SS_E_TIMEOUT) would then run
  * after all, perhaps long after (docs/CLIENT.md). The old handle goes
- * once no thread is inside a publish on it. */
-int ss_client__reconnect(ss_client *c, bool blocking)
+ * once no thread is inside a publish on it. The TCP connection is only
+ * begun here, and completes in the loop that runs the handle: a blocking
+ * connect to a host that drops packets would hold the network thread,
+ * and a close waiting for it, for the system's connect timeout (about
+ * two minutes on Linux). threaded: other threads publish on the handle
+ * (a network thread of the client's own). */
+int ss_client__reconnect(ss_client *c, bool threaded)
 {
     struct mosquitto *m;
     int rc = ss_client__handle(c, &m, NULL, 0);
     if (rc != SS_OK)
         return rc;
     const struct ss_client_conf *f = &c->conf;
-    int mrc;
-    if (blocking) {
+    if (threaded)
         mosquitto_threaded_set(m, true);
-        mrc = mosquitto_connect_bind_v5(m, f->host, f->port, f->keepalive, NULL, NULL);
-    } else {
-        mrc = mosquitto_connect_bind_async(m, f->host, f->port, f->keepalive, NULL);
-    }
+    int mrc = mosquitto_connect_bind_async(m, f->host, f->port, f->keepalive, NULL);
     pthread_mutex_lock(&c->mu);
     bool swap = mrc == MOSQ_ERR_SUCCESS && !c->closing;
     struct mosquitto *old = swap ? c->m : m;

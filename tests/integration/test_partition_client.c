@@ -5,8 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 
+#include "../../client/client.h"
+#include "../../core/errors.h"
 #include "../test.h"
 #include "etcd_cluster.h"
 #include "harness.h"
@@ -127,5 +130,69 @@ TEST(partition_client_answers_lost_then_resent_on_reconnection)
     client_close(&c);
     broker_stop(&b);
     etcd_cluster_stop(&ec);
+    netns_down(&net);
+}
+
+/* How often the client was told its connection went down. */
+struct downs {
+    pthread_mutex_t mu;
+    int n;
+};
+
+static void count_down(void *ud, bool connected, bool gap)
+{
+    (void)gap;
+    struct downs *d = ud;
+    pthread_mutex_lock(&d->mu);
+    if (!connected)
+        d->n++;
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* A client whose broker's host went silent (everything from it dropped:
+ * its reconnection's connect never gets an answer) is closed promptly.
+ * Its network thread made that connect blocking, and the close waited
+ * for the system's connect timeout: about two minutes. */
+TEST(partition_client_closed_while_reconnecting_to_a_silent_host)
+{
+    if (!netns_available())
+        test_fail(__FILE__, __LINE__, "this test makes network namespaces: run it as root, with iproute2 and nftables");
+    struct netns_net net;
+    netns_up(&net, 3); /* no etcd: its host stays idle */
+    netns_enter(&net, BROKER);
+    struct broker b = {.no_plugin = true};
+    snprintf(b.extra, sizeof b.extra, "listener 1883 %s\n", net.addr[BROKER]);
+    broker_start(&b);
+    netns_enter(&net, CLIENT); /* the client's threads start here, and stay */
+    ss_client_options o = {.host = net.addr[BROKER], .port = 1883, .client_id = "far", .timeout_ms = 2000};
+    ss_client *c;
+    ASSERT_EQ(ss_client_connect(&o, &c), SS_OK);
+    ss_client_set_reconnect_backoff(c, 50, 200);
+    struct downs d = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    ss_client_set_connection_cb(c, count_down, &d);
+    netns_enter(&net, BROKER);
+    broker_stop(&b); /* the client sees its connection end */
+    char rules[256];
+    snprintf(rules, sizeof rules,
+             "table inet silent {\n  chain in { type filter hook input priority 0; ip saddr %s drop; }\n}\n",
+             net.addr[BROKER]);
+    netns_filter(&net, CLIENT, rules);
+    for (int i = 0; i < 300; i++) {
+        pthread_mutex_lock(&d.mu);
+        int n = d.n;
+        pthread_mutex_unlock(&d.mu);
+        if (n)
+            break;
+        usleep(10000);
+    }
+    pthread_mutex_lock(&d.mu);
+    ASSERT_TRUE(d.n >= 1);
+    pthread_mutex_unlock(&d.mu);
+    usleep(1500 * 1000); /* attempts every 200 ms at most: one waits for an answer now */
+    uint64_t t0 = now_ms();
+    ss_client_close(c);
+    uint64_t took = now_ms() - t0;
+    fprintf(stderr, "  closed %llu ms after it was asked to, during a reconnection\n", (unsigned long long)took);
+    ASSERT_TRUE(took < 5000);
     netns_down(&net);
 }
