@@ -498,19 +498,16 @@ void ss_etcd__watch_ended(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 static void ss_etcd__told_push(struct ss_backend_etcd *e, uint64_t seq, int64_t rev)
 {
     struct ss_etcd_told *last = e->ntold ? &e->told[e->ntold - 1] : NULL;
-    if (last && rev <= last->rev) {
-        /* It would follow the last one at once: one mark does for both
-         * (batches with nothing to commit add one each turn of the loop). */
+    if (last && (rev <= last->rev || e->ntold == SS_ETCD_TOLD_MAX)) {
+        /* One mark does for both: at no later revision it would follow
+         * the last one at once (batches with nothing to commit add one
+         * each turn of the loop); with the queue full, the last one waits
+         * for both, and its STOPs take effect a little later (told a
+         * change more), never earlier. */
         if (seq > last->seq)
             last->seq = seq;
-        return;
-    }
-    if (last && e->ntold == SS_ETCD_TOLD_MAX) {
-        /* The last one waits for both: its STOPs take effect a little
-         * later (told a change more), never earlier. */
-        if (seq > last->seq)
-            last->seq = seq;
-        last->rev = rev;
+        if (rev > last->rev)
+            last->rev = rev;
         return;
     }
     e->told[e->ntold++] = (struct ss_etcd_told){seq, rev};

@@ -112,18 +112,29 @@ static void ss_notify__any(void *ctx, ss_bytes client, const char *username)
     *(bool *)ctx = true;
 }
 
-void ss_notify_told(void *ctx, uint64_t seq)
+/* The feed's TOLD mark: every change made up to batch seq was told, so
+ * the KEYNOTIFY ... STOPs of those batches take effect. */
+static void ss_notify__told(void *ctx, uint64_t seq)
 {
     struct ss_plugin *p = ctx;
     ss_watch_settle(p->watch, seq + 1);
 }
 
-bool ss_notify_wanted(void *ctx, ss_bytes key)
+/* The feed's filter: does anyone observe key? */
+static bool ss_notify__wanted(void *ctx, ss_bytes key)
 {
     struct ss_plugin *p = ctx;
     bool any = false;
     ss_watch_each(p->watch, key, ss_notify__any, &any);
     return any || (p->pwatch && ss_pwatch_any(p->pwatch, key));
+}
+
+void ss_notify_attach(struct ss_plugin *p)
+{
+    p->backend->wanted = ss_notify__wanted;
+    p->backend->wanted_ctx = p;
+    p->backend->told = ss_notify__told;
+    p->backend->told_ctx = p;
 }
 
 int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)

@@ -13,11 +13,9 @@ struct ss_plugin;
 /* A committed change from the backend's feed (ctx: the plugin): the
  * notifications it causes go into the outbox. */
 void ss_notify_change(void *ctx, const ss_change *c);
-/* The feed's TOLD mark (ctx: the plugin): every change made up to batch
- * seq was told, so the KEYNOTIFY ... STOPs of those batches take effect. */
-void ss_notify_told(void *ctx, uint64_t seq);
-/* The feed's filter: does anyone observe key? */
-bool ss_notify_wanted(void *ctx, ss_bytes key);
+/* Hook p's registrations to its backend's change feed: only changes of
+ * keys someone observes are kept, and its TOLD marks settle STOPs. */
+void ss_notify_attach(struct ss_plugin *p);
 /* The engine's KEYNOTIFY callback (caller: struct ss_caller). */
 int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop);
 /* WATCH PATTERN [STOP] on the administrative topic (q: its words), from

@@ -169,11 +169,7 @@ static int ss_plugin__open(struct ss_plugin *p)
                             /* as a value: room left for the topic and properties */
                             .max_answer = (size_t)p->opt.max_value_bytes,
                             .scan_page_bytes = (size_t)p->opt.scan_page_bytes};
-    /* Only changes of keys someone observes are kept for the feed. */
-    p->backend->wanted = ss_notify_wanted;
-    p->backend->wanted_ctx = p;
-    p->backend->told = ss_notify_told;
-    p->backend->told_ctx = p;
+    ss_notify_attach(p);
     if ((rc = ss_engine_new(p->backend, &eo, &p->engine)) != SS_OK)
         return rc;
     if ((rc = ss_watch_new(p->opt.max_registrations_per_client, p->opt.max_registrations, &p->watch)) !=

@@ -184,10 +184,7 @@ void lc_open(struct lc *f, const struct ss_mem_options *o)
     p->opt.max_value_bytes = (uint64_t)1 << 20;
     ASSERT_EQ(ss_mem_new(o, &p->backend), SS_OK);
     f->be = p->backend;
-    p->backend->wanted = ss_notify_wanted;
-    p->backend->wanted_ctx = p;
-    p->backend->told = ss_notify_told;
-    p->backend->told_ctx = p;
+    ss_notify_attach(p);
     ss_engine_options eo = {.node_id = p->opt.node_id,
                             .max_key_len = (size_t)p->opt.max_key_length,
                             .max_value_len = (size_t)p->opt.max_value_bytes,
