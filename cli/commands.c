@@ -233,7 +233,9 @@ static void on_notify(void *ud, const ss_notification *n)
         out_json_string((const uint8_t *)n->version, strlen(n->version));
         printf("}\n");
     } else {
-        printf("%s %s ", n->version, n->deleted ? "DELETE" : "SET");
+        /* A field as the key's: a node id may hold a space. */
+        out_escaped((const uint8_t *)n->version, strlen(n->version));
+        printf(" %s ", n->deleted ? "DELETE" : "SET");
         out_escaped(n->key, n->key_len);
         if (!n->deleted) {
             putchar(' ');

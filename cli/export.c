@@ -71,9 +71,18 @@ static bool parse_head(const char *p, size_t n, struct rec_head *h)
     return true;
 }
 
-static void print_record(const struct rec_head *h, const ss_buf *key, const uint8_t *value)
+/* One record as a JSON line; false when its version or token does not
+ * unescape (docs/OPERATIONS.md). */
+static bool print_record(const struct rec_head *h, const ss_buf *key, const uint8_t *value)
 {
-    ss_buf line = SS_BUF_INIT;
+    bool ft = !(h->ft_len == 1 && h->ft[0] == '-'), exp = !(h->exp_len == 1 && h->exp[0] == '-');
+    ss_buf line = SS_BUF_INIT, version = SS_BUF_INIT, token = SS_BUF_INIT;
+    if (ss_hex_field_decode(&version, h->version, h->version_len) != SS_OK ||
+        (ft && ss_hex_field_decode(&token, h->ft, h->ft_len) != SS_OK)) {
+        ss_buf_free(&version);
+        ss_buf_free(&token);
+        return false;
+    }
     int rc = ss_buf_append_str(&line, "{\"key\":");
     if (rc == SS_OK)
         rc = ss_json_string(&line, key->data, key->len);
@@ -86,21 +95,13 @@ static void print_record(const struct rec_head *h, const ss_buf *key, const uint
     if (rc == SS_OK)
         rc = ss_json_base64(&line, value, (size_t)h->len);
     if (rc == SS_OK)
-        rc = ss_buf_append_str(&line, "\",\"version\":\"");
+        rc = ss_buf_append_str(&line, "\",\"version\":");
     if (rc == SS_OK)
-        rc = ss_buf_append(&line, h->version, h->version_len);
+        rc = ss_json_string(&line, version.data, version.len);
     if (rc == SS_OK)
-        rc = ss_buf_append_str(&line, "\",\"fencing_token\":");
-    bool ft = !(h->ft_len == 1 && h->ft[0] == '-'), exp = !(h->exp_len == 1 && h->exp[0] == '-');
-    if (rc == SS_OK && ft) {
-        rc = ss_buf_append_str(&line, "\"");
-        if (rc == SS_OK)
-            rc = ss_buf_append(&line, h->ft, h->ft_len);
-        if (rc == SS_OK)
-            rc = ss_buf_append_str(&line, "\"");
-    } else if (rc == SS_OK) {
-        rc = ss_buf_append_str(&line, "null");
-    }
+        rc = ss_buf_append_str(&line, ",\"fencing_token\":");
+    if (rc == SS_OK)
+        rc = ft ? ss_json_string(&line, token.data, token.len) : ss_buf_append_str(&line, "null");
     if (rc == SS_OK)
         rc = ss_buf_append_str(&line, ",\"expires_at_ms\":");
     if (rc == SS_OK)
@@ -110,6 +111,9 @@ static void print_record(const struct rec_head *h, const ss_buf *key, const uint
     if (rc == SS_OK)
         fwrite(line.data, 1, line.len, stdout);
     ss_buf_free(&line);
+    ss_buf_free(&version);
+    ss_buf_free(&token);
+    return true;
 }
 
 /* Print the records of one EXPORT answer; *cursor gets the next cursor
@@ -136,8 +140,9 @@ static bool print_page(const uint8_t *p, size_t n, char **cursor, long *count)
             break;
         size_t vstart = (size_t)(nl - p) + 1;
         ok = h.len <= n - vstart && vstart + h.len < n && p[vstart + h.len] == '\n';
+        if (ok)
+            ok = print_record(&h, &key, p + vstart);
         if (ok) {
-            print_record(&h, &key, p + vstart);
             (*count)++;
             i = vstart + (size_t)h.len + 1;
         }
@@ -412,7 +417,7 @@ int cmd_import(struct cli *cl, ss_client *c)
     ssize_t got;
     long lineno = 0, imported = 0, expired = 0;
     int rc = SS_OK;
-    ss_buf key = SS_BUF_INIT, value = SS_BUF_INIT;
+    ss_buf key = SS_BUF_INIT, value = SS_BUF_INIT, text = SS_BUF_INIT;
     struct keyset seen;
     if (keyset_init(&seen) != SS_OK) {
         out_error("import: %s", ss_strerror(SS_E_NOMEM));
@@ -429,13 +434,19 @@ int cmd_import(struct cli *cl, ss_client *c)
         const char *why = nul ? "a NUL byte in the line" : parse_line(line, &l);
         ss_record rec;
         memset(&rec, 0, sizeof rec);
-        if (why == NULL && (ss_json_base64_decode(&key, l.key_b64.data, l.key_b64.len) != SS_OK || key.len == 0))
+        /* The strings as JSON writes them: any character may be escaped
+         * (a node id's quote, base64's '/' as "\/"). */
+        if (why == NULL && (ss_json_unescape(&text, l.key_b64.data, l.key_b64.len) != SS_OK ||
+                            ss_json_base64_decode(&key, text.data, text.len) != SS_OK || key.len == 0))
             why = "key_base64 is not base64 of a non-empty key";
-        if (why == NULL && ss_json_base64_decode(&value, l.value_b64.data, l.value_b64.len) != SS_OK)
+        if (why == NULL && (ss_json_unescape(&text, l.value_b64.data, l.value_b64.len) != SS_OK ||
+                            ss_json_base64_decode(&value, text.data, text.len) != SS_OK))
             why = "value_base64 is not base64";
-        if (why == NULL && ss_hlc_parse(l.version.data, l.version.len, &rec.version) != SS_OK)
+        if (why == NULL && (ss_json_unescape(&text, l.version.data, l.version.len) != SS_OK ||
+                            ss_hlc_parse(text.data, text.len, &rec.version) != SS_OK))
             why = "version is not a timestamp (ms:counter:node)";
-        if (why == NULL && l.has_ft && ss_hlc_parse(l.ft.data, l.ft.len, &rec.ft) != SS_OK)
+        if (why == NULL && l.has_ft &&
+            (ss_json_unescape(&text, l.ft.data, l.ft.len) != SS_OK || ss_hlc_parse(text.data, text.len, &rec.ft) != SS_OK))
             why = "fencing_token is not a timestamp (ms:counter:node)";
         /* The store's clock starts above the newest version: one far ahead
          * would put every later version as far ahead, and every fencing
@@ -494,6 +505,7 @@ int cmd_import(struct cli *cl, ss_client *c)
     free(line);
     ss_buf_free(&key);
     ss_buf_free(&value);
+    ss_buf_free(&text);
     keyset_free(&seen);
     if (in != stdin)
         fclose(in);

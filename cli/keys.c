@@ -12,45 +12,56 @@
 /* Keys asked for per page. */
 #define SS_KEYS_PAGE "500"
 
-/* One "key HEX SIZE VERSION TTL FT" line (without "key "), printed. */
+/* One "key HEX SIZE VERSION TTL FT" line (without "key "), printed: the
+ * fields apart at single spaces, the version and the token unescaped
+ * (docs/OPERATIONS.md). */
 static bool print_key_line(const struct cli *cl, char *line)
 {
-    char *f[5];
-    int nf = 0;
-    for (char *save = NULL, *t = strtok_r(line, " ", &save); t && nf < 5; t = strtok_r(NULL, " ", &save))
-        f[nf++] = t;
-    if (nf != 5)
-        return false;
-    ss_buf kb = SS_BUF_INIT;
-    if (ss_hex_decode(&kb, f[0], strlen(f[0])) != SS_OK) {
-        ss_buf_free(&kb);
-        return false;
+    char *f[5], *p = line;
+    for (int i = 0; i < 4; i++) {
+        f[i] = p;
+        if ((p = strchr(p, ' ')) == NULL)
+            return false;
+        *p++ = '\0';
     }
-    const uint8_t *key = kb.data;
-    size_t klen = kb.len;
+    f[4] = p;
+    if (strchr(f[4], ' ') || !*f[1] || strspn(f[1], "0123456789") != strlen(f[1]) ||
+        (strcmp(f[3], "-") != 0 && (!*f[3] || strspn(f[3], "0123456789") != strlen(f[3]))))
+        return false;
     bool ttl = strcmp(f[3], "-") != 0, ft = strcmp(f[4], "-") != 0;
-    if (cl->json) {
+    ss_buf kb = SS_BUF_INIT, vb = SS_BUF_INIT, fb = SS_BUF_INIT;
+    bool ok = ss_hex_decode(&kb, f[0], strlen(f[0])) == SS_OK &&
+              ss_hex_field_decode(&vb, f[2], strlen(f[2])) == SS_OK &&
+              (!ft || ss_hex_field_decode(&fb, f[4], strlen(f[4])) == SS_OK);
+    if (ok && cl->json) {
         fputs("{\"key\":", stdout);
-        out_json_string(key, klen);
+        out_json_string(kb.data, kb.len);
         fputs(",\"key_base64\":\"", stdout);
-        out_base64(key, klen);
-        printf("\",\"size\":%s,\"version\":\"%s\",\"ttl_ms\":%s,\"fencing_token\":", f[1], f[2],
-               ttl ? f[3] : "null");
+        out_base64(kb.data, kb.len);
+        printf("\",\"size\":%s,\"version\":", f[1]);
+        out_json_string(vb.data, vb.len);
+        printf(",\"ttl_ms\":%s,\"fencing_token\":", ttl ? f[3] : "null");
         if (ft)
-            printf("\"%s\"}\n", f[4]);
+            out_json_string(fb.data, fb.len);
         else
-            puts("null}");
-    } else {
-        out_escaped(key, klen);
-        printf("  size=%s  version=%s", f[1], f[2]);
+            fputs("null", stdout);
+        puts("}");
+    } else if (ok) {
+        out_escaped(kb.data, kb.len);
+        printf("  size=%s  version=", f[1]);
+        out_escaped(vb.data, vb.len);
         if (ttl)
             printf("  ttl=%sms", f[3]);
-        if (ft)
-            printf("  fencing_token=%s", f[4]);
+        if (ft) {
+            fputs("  fencing_token=", stdout);
+            out_escaped(fb.data, fb.len);
+        }
         putchar('\n');
     }
     ss_buf_free(&kb);
-    return true;
+    ss_buf_free(&vb);
+    ss_buf_free(&fb);
+    return ok;
 }
 
 /* Print the key lines of an answer; *cursor gets the cursor line's value

@@ -86,3 +86,38 @@ void ss_hex_loggable(const uint8_t *p, size_t n, char *out, size_t cap)
     }
     out[o] = '\0';
 }
+
+int ss_hex_field_append(ss_buf *b, const uint8_t *p, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    int rc = SS_OK;
+    for (size_t i = 0; rc == SS_OK && i < n; i++) {
+        uint8_t c = p[i];
+        if (c > ' ' && c != '\\' && c != 0x7f) {
+            rc = ss_buf_append(b, &c, 1);
+            continue;
+        }
+        char esc[4] = {'\\', 'x', digits[c >> 4], digits[c & 15]};
+        rc = ss_buf_append(b, esc, sizeof esc);
+    }
+    return rc;
+}
+
+int ss_hex_field_decode(ss_buf *out, const char *text, size_t n)
+{
+    ss_buf_clear(out);
+    int rc = ss_buf_reserve(out, n + 1);
+    for (size_t i = 0; rc == SS_OK && i < n; i++) {
+        if (text[i] != '\\') {
+            out->data[out->len++] = (uint8_t)text[i];
+            continue;
+        }
+        if (n - i < 4 || text[i + 1] != 'x' || ss_hex_digit(text[i + 2]) < 0 || ss_hex_digit(text[i + 3]) < 0) {
+            ss_buf_clear(out);
+            return SS_E_SYNTAX;
+        }
+        out->data[out->len++] = (uint8_t)(ss_hex_digit(text[i + 2]) << 4 | ss_hex_digit(text[i + 3]));
+        i += 3;
+    }
+    return rc;
+}

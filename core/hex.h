@@ -25,5 +25,15 @@ int ss_hex_digit(char c);
  * is any bytes (a terminal's escapes, a newline that would forge a log
  * line): never shown as is. */
 void ss_hex_loggable(const uint8_t *p, size_t n, char *out, size_t cap);
+/* A field of a line of the administrative answers (a version, a fencing
+ * token: HLC text whose node id may hold any byte but ':'), appended to
+ * b so that it holds no space or line break: a space, a backslash, a
+ * control byte or DEL as a backslash, 'x' and two lower-case hex digits,
+ * any other byte as itself. 0 or SS_E_NOMEM. */
+int ss_hex_field_append(ss_buf *b, const uint8_t *p, size_t n);
+/* Such a field back into its bytes (out replaced, one byte to spare for
+ * a NUL). 0, SS_E_SYNTAX (a backslash not followed by 'x' and two hex
+ * digits), SS_E_NOMEM. */
+int ss_hex_field_decode(ss_buf *out, const char *text, size_t n);
 
 #endif

@@ -119,20 +119,28 @@ static void ss_admin__answer(struct ss_plugin *p, const struct ss_admin_req *r, 
  * import keeps it; a listing shows the time left. */
 static int ss_admin__entry(ss_buf *b, ss_bytes key, const ss_record *rec, uint64_t now_ms, bool with_value)
 {
-    char v[SS_HLC_TEXT_MAX + 1], ft[SS_HLC_TEXT_MAX + 1] = "-", when[24] = "-", size[24];
-    v[ss_hlc_format(&rec->version, v)] = '\0';
-    if (rec->has_ft)
-        ft[ss_hlc_format(&rec->ft, ft)] = '\0';
+    char v[SS_HLC_TEXT_MAX], ft[SS_HLC_TEXT_MAX], when[32] = " - ", size[32];
+    size_t vlen = ss_hlc_format(&rec->version, v), ftlen = rec->has_ft ? ss_hlc_format(&rec->ft, ft) : 0;
     if (rec->expiry_ms)
-        snprintf(when, sizeof when, "%llu",
+        snprintf(when, sizeof when, " %llu ",
                  (unsigned long long)(with_value ? rec->expiry_ms : rec->expiry_ms - now_ms));
-    snprintf(size, sizeof size, "%zu", rec->value.len);
+    snprintf(size, sizeof size, " %zu ", rec->value.len);
     int rc = ss_buf_append_str(b, with_value ? "rec " : "key ");
     if (rc == SS_OK)
         rc = ss_hex_append(b, key.data, key.len, false);
-    const char *parts[] = {" ", size, " ", v, " ", when, " ", ft, "\n"};
-    for (size_t i = 0; rc == SS_OK && i < sizeof parts / sizeof parts[0]; i++)
-        rc = ss_buf_append_str(b, parts[i]);
+    if (rc == SS_OK)
+        rc = ss_buf_append_str(b, size);
+    /* The version's and the token's node ids may hold spaces (a client
+     * chooses its token's; the configured node id is any UTF-8 without
+     * ':'): escaped, so that the fields stay apart. */
+    if (rc == SS_OK)
+        rc = ss_hex_field_append(b, (const uint8_t *)v, vlen);
+    if (rc == SS_OK)
+        rc = ss_buf_append_str(b, when);
+    if (rc == SS_OK)
+        rc = rec->has_ft ? ss_hex_field_append(b, (const uint8_t *)ft, ftlen) : ss_buf_append_str(b, "-");
+    if (rc == SS_OK)
+        rc = ss_buf_append_str(b, "\n");
     if (rc == SS_OK && with_value)
         rc = ss_buf_append(b, rec->value.data, rec->value.len);
     if (rc == SS_OK && with_value)

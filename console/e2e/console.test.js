@@ -161,16 +161,17 @@ describe('the console on LMDB', () => {
         await page.waitForFunction(() => document.querySelector('#edit-result').textContent === 'deleted');
         r = await admin(b, ['get', 'app/from-console']);
         assert.equal(r.code, 1, 'absent after the console deleted it');
-        // PX and a fencing token: INSPECT shows the deadline and the token.
+        // PX and a fencing token (its node id with a space and quotes):
+        // INSPECT shows the deadline and the token as they are.
         await page.fill('#edit-key', 'app/fenced');
         await page.fill('#edit-value', 'guarded');
         await page.fill('#edit-px', '60000');
-        await page.fill('#edit-ft', '1700000000000:1:holder');
+        await page.fill('#edit-ft', '1700000000000:1:the "holder"');
         await page.click('#do-set');
-        await page.waitForFunction(() => document.querySelector('#meta-ft').textContent === '1700000000000:1:holder');
+        await page.waitForFunction(() => document.querySelector('#meta-ft').textContent === '1700000000000:1:the "holder"');
         assert.match(await page.textContent('#meta-ttl'), /^(59|60)\.\d s$/);
         const j = JSON.parse((await admin(b, ['--json', 'inspect', 'app/fenced'])).stdout.toString());
-        assert.equal(j.fencing_token, '1700000000000:1:holder');
+        assert.equal(j.fencing_token, '1700000000000:1:the "holder"');
         assert.equal(j.version, await page.textContent('#meta-version'));
         // Without the token the protocol refuses; its text is shown as it is.
         await page.fill('#edit-ft', '');

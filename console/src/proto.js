@@ -300,24 +300,36 @@ export class HlcClock {
 }
 
 /**
+ * A version or fencing token of the administrative answers: a space, a
+ * backslash, a control byte or DEL came as \xHH (a node id may hold
+ * them); the text, or null when an escape is broken.
+ */
+export function unfield(text) {
+    if (!/^(?:[^\\]|\\x[0-9a-fA-F]{2})*$/.test(text)) return null;
+    const bytes = [];
+    const raw = bytesOf(text);
+    for (let i = 0; i < raw.length; i++) {
+        if (raw[i] === 0x5c) {
+            bytes.push(parseInt(String.fromCharCode(raw[i + 2], raw[i + 3]), 16));
+            i += 3;
+        } else bytes.push(raw[i]);
+    }
+    return textOf(Uint8Array.from(bytes));
+}
+
+/**
  * One line of the administrative KEYS/INSPECT answer:
  * "key HEXKEY SIZE VERSION TTL_MS|- FT|-" -> { key, size, version, ttlMs, ft }.
  */
 export function parseKeyLine(line) {
-    // The fencing token is the last field and is a client's text: its node
-    // id may hold spaces ("1700000000000:1:my holder").
     const f = line.split(' ');
-    if (f.length < 6 || f[0] !== 'key') return null;
-    f[5] = f.slice(5).join(' ');
+    if (f.length !== 6 || f[0] !== 'key') return null;
     const key = unhex(f[1]);
-    if (key === null || !/^[0-9]+$/.test(f[2]) || (f[4] !== '-' && !/^[0-9]+$/.test(f[4]))) return null;
-    return {
-        key,
-        size: Number(f[2]),
-        version: f[3],
-        ttlMs: f[4] === '-' ? null : Number(f[4]),
-        ft: f[5] === '-' ? null : f[5],
-    };
+    const version = unfield(f[3]);
+    const ft = f[5] === '-' ? null : unfield(f[5]);
+    if (key === null || version === null || (f[5] !== '-' && ft === null)) return null;
+    if (!/^[0-9]+$/.test(f[2]) || (f[4] !== '-' && !/^[0-9]+$/.test(f[4]))) return null;
+    return { key, size: Number(f[2]), version, ttlMs: f[4] === '-' ? null : Number(f[4]), ft };
 }
 
 // Characters a page shows as nothing, as a space, or that move the text

@@ -277,8 +277,14 @@ test('administrative key lines', () => {
         ttlMs: null,
         ft: null,
     });
-    // A fencing token's node id may hold a space: it is the last field.
-    assert.equal(P.parseKeyLine('key 6c6b 1 1796552817515:0:StateStore - 1700000000000:1:a b').ft, '1700000000000:1:a b');
+    // A version's or fencing token's node id may hold a space, a backslash
+    // or a quote: the first two come escaped, and come back as they were.
+    const odd = P.parseKeyLine('key 6c6b 1 1796552817515:0:node\\x20one - 1700000000000:1:a\\x20"b\\x5c\\x5cx20');
+    assert.equal(odd.version, '1796552817515:0:node one');
+    assert.equal(odd.ft, '1700000000000:1:a "b\\\\x20');
+    assert.equal(P.parseKeyLine('key 6c6b 1 1796552817515:0:StateStore - 1700000000000:1:a b'), null);
+    assert.equal(P.parseKeyLine('key 6c6b 1 1:0:a\\x2 - -'), null);
+    assert.equal(P.parseKeyLine('key 6c6b 1 1:0:a\\ - -'), null);
     assert.equal(P.parseKeyLine('absent'), null);
     assert.equal(P.parseKeyLine('key ZZ 2 1:0:N - -'), null);
     assert.equal(P.parseKeyLine('key 00 x 1:0:N - -'), null);

@@ -203,6 +203,80 @@ TEST(cli_export_import_round_trip)
     ASSERT_TRUE(access(dir, F_OK) != 0);
 }
 
+/* A version's node id (the broker's, configured) and a fencing token's (a
+ * client's) may hold spaces, quotes and backslashes: the administrative
+ * answer escapes them, so that its fields stay apart, and keys, inspect
+ * and export give them back as they are, in valid JSON; an import keeps
+ * them. */
+TEST(cli_node_ids_with_spaces_and_quotes_stay_whole)
+{
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "plugin_opt_node_id my \"node\"\n");
+    broker_start(&b);
+    struct run r;
+    cli_run(&r, b.port, NULL, 0, "set", "fk", "1", "--fencing-token", "1700000000000:1:a \"b\\", NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+
+    /* The answer on the wire: each escape exact, the fields apart. */
+    struct client c;
+    char resp[256];
+    client_connect_rr(&c, b.port, "adm", resp, sizeof resp);
+    struct msg *m = admin_call(&c, resp, "i", W("INSPECT", "fk"));
+    const char *tail = ":my\\x20\"node\" - 1700000000000:1:a\\x20\"b\\x5c\n";
+    ASSERT_TRUE((size_t)m->len > strlen(tail) && strncmp((const char *)m->payload, "key 666b 1 ", 11) == 0);
+    ASSERT_TRUE(memcmp(m->payload + m->len - strlen(tail), tail, strlen(tail)) == 0);
+    client_close(&c);
+
+    cli_run(&r, b.port, NULL, 0, "--json", "inspect", "fk", NULL);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(strncmp(r.out, "{\"key\":\"fk\",\"key_base64\":\"Zms=\",\"size\":1,\"version\":\"", 52) == 0);
+    const char *json_tail = ":my \\\"node\\\"\",\"ttl_ms\":null,\"fencing_token\":\"1700000000000:1:a \\\"b\\\\\"}\n";
+    ASSERT_TRUE(r.out_len > strlen(json_tail) && strcmp(r.out + r.out_len - strlen(json_tail), json_tail) == 0);
+    run_free(&r);
+    cli_run(&r, b.port, NULL, 0, "keys", NULL);
+    ASSERT_EQ(r.status, 0);
+    const char *text_tail = ":my\\x20\"node\"  fencing_token=1700000000000:1:a\\x20\"b\\\\\n";
+    ASSERT_TRUE(strncmp(r.out, "fk  size=1  version=", 20) == 0 && r.out_len > strlen(text_tail) &&
+                strcmp(r.out + r.out_len - strlen(text_tail), text_tail) == 0);
+    run_free(&r);
+
+    struct run exp1;
+    cli_run(&exp1, b.port, NULL, 0, "export", NULL);
+    ASSERT_EQ(exp1.status, 0);
+    ASSERT_TRUE(strstr(exp1.out, ":my \\\"node\\\"\",\"fencing_token\":\"1700000000000:1:a \\\"b\\\\\","
+                                 "\"expires_at_ms\":null}\n") != NULL);
+    broker_stop(&b);
+
+    char file[400], dir[400];
+    snprintf(file, sizeof file, "%s/odd.jsonl", test_tmpdir());
+    FILE *f = fopen(file, "w");
+    ASSERT_TRUE(f != NULL);
+    fwrite(exp1.out, 1, exp1.out_len, f);
+    /* A line as another JSON writer may escape it: "\/", "\u0020". */
+    const char *other = "{\"key_base64\":\"\\/\\/8=\",\"value_base64\":\"MQ==\",\"version\":\"1:0:n\\u0020x\"}\n";
+    fputs(other, f);
+    fclose(f);
+    snprintf(dir, sizeof dir, "%s/odd", test_tmpdir());
+    cli_run(&r, 0, NULL, 0, "import", file, dir, NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    struct broker b2 = {0};
+    snprintf(b2.data, sizeof b2.data, "%s", dir);
+    broker_start(&b2);
+    struct run exp2;
+    cli_run(&exp2, b2.port, NULL, 0, "export", NULL);
+    ASSERT_EQ(exp2.status, 0);
+    const char *other_out = "{\"key\":\"\\u00ff\\u00ff\",\"key_base64\":\"//8=\",\"value_base64\":\"MQ==\","
+                            "\"version\":\"1:0:n x\",\"fencing_token\":null,\"expires_at_ms\":null}\n";
+    ASSERT_TRUE(exp2.out_len == exp1.out_len + strlen(other_out));
+    ASSERT_MEM(exp2.out, exp1.out_len, exp1.out, exp1.out_len);
+    ASSERT_MEM(exp2.out + exp1.out_len, strlen(other_out), other_out, strlen(other_out));
+    broker_stop(&b2);
+    run_free(&exp1);
+    run_free(&exp2);
+}
+
 /* import --etcd puts an export into a store on an etcd cluster under a
  * prefix that holds nothing yet; a broker on that prefix exports the same
  * lines; a second import into it is refused, and so is --etcd with DIR. */

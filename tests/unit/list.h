@@ -3,6 +3,8 @@
 X(hex_both_ways)
 X(hex_loggable_escapes_and_cuts)
 X(json_string_is_always_valid_utf8)
+X(hex_field_escapes_and_back)
+X(json_unescape_reads_what_json_writes)
 X(option_numbers_at_their_bounds)
 X(option_strings_paths_booleans_and_words)
 X(option_names_known_and_unknown)

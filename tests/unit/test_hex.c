@@ -90,3 +90,49 @@ TEST(json_string_is_always_valid_utf8)
                   "\\u00f4\\u0090\\u0080\\u0080\"");
     ss_buf_free(&b);
 }
+
+/* A field of an administrative answer (a version, a token): no space or
+ * line break left, a backslash escaped too, and back to the same bytes;
+ * a broken escape refused. */
+TEST(hex_field_escapes_and_back)
+{
+    ss_buf b = SS_BUF_INIT, d = SS_BUF_INIT;
+    const char in[] = "1:0:my node\\\"x\"\n\x7f\x01\xc3\xa9~";
+    ASSERT_EQ(ss_hex_field_append(&b, (const uint8_t *)in, sizeof in - 1), SS_OK);
+    ASSERT_BUF(b, "1:0:my\\x20node\\x5c\"x\"\\x0a\\x7f\\x01\xc3\xa9~");
+    ASSERT_EQ(ss_hex_field_decode(&d, (const char *)b.data, b.len), SS_OK);
+    ASSERT_MEM(d.data, d.len, in, sizeof in - 1);
+    const char *bad[] = {"a\\", "a\\x", "a\\x2", "a\\x2g", "a\\y20", "\\X20"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ASSERT_EQ(ss_hex_field_decode(&d, bad[i], strlen(bad[i])), SS_E_SYNTAX);
+        ASSERT_EQ(d.len, 0);
+    }
+    ASSERT_EQ(ss_hex_field_decode(&d, "\\x5C\\x41", 8), SS_OK);
+    ASSERT_MEM(d.data, d.len, "\\A", 2);
+    ss_buf_free(&b);
+    ss_buf_free(&d);
+}
+
+/* A JSON string's escapes (what an import reads): every short escape,
+ * \uXXXX and surrogate pairs into UTF-8, and back from what
+ * ss_json_string writes; lone surrogates, unknown escapes, raw controls
+ * and a cut escape refused. */
+TEST(json_unescape_reads_what_json_writes)
+{
+    ss_buf b = SS_BUF_INIT, d = SS_BUF_INIT;
+    const char s[] = "\\\"\\\\\\/\\b\\f\\n\\r\\t\\u0041\\u00e9\\u20AC\\ud83d\\ude00/";
+    ASSERT_EQ(ss_json_unescape(&d, (const uint8_t *)s, sizeof s - 1), SS_OK);
+    ASSERT_MEM(d.data, d.len, "\"\\/\b\f\n\r\tA\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80/", 19);
+    const char in[] = "1:0:a \"b\\\x01\xc3\xa9";
+    ASSERT_EQ(ss_json_string(&b, (const uint8_t *)in, sizeof in - 1), SS_OK);
+    ASSERT_EQ(ss_json_unescape(&d, b.data + 1, b.len - 2), SS_OK);
+    ASSERT_MEM(d.data, d.len, in, sizeof in - 1);
+    const char *bad[] = {"\\", "\\x", "\\u12", "\\u12g4", "\\ud83d", "\\ud83dx", "\\ud83d\\u0041", "\\ude00", "a\nb",
+                         "\\U0041"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ASSERT_EQ(ss_json_unescape(&d, (const uint8_t *)bad[i], strlen(bad[i])), SS_E_SYNTAX);
+        ASSERT_EQ(d.len, 0);
+    }
+    ss_buf_free(&b);
+    ss_buf_free(&d);
+}
