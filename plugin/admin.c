@@ -93,17 +93,16 @@ void ss_admin_reply(struct ss_plugin *p, const char *client_id, const char *resp
     int rc = mosquitto_property_add_string(&props, MQTT_PROP_CONTENT_TYPE, "application/octet-stream");
     if (rc == MOSQ_ERR_SUCCESS && corr)
         rc = mosquitto_property_add_binary(&props, MQTT_PROP_CORRELATION_DATA, corr, corr_len);
-    uint8_t *payload = malloc(len ? len : 1);
-    if (rc != MOSQ_ERR_SUCCESS || payload == NULL) {
+    if (rc != MOSQ_ERR_SUCCESS) {
         mosquitto_property_free_all(&props);
-        free(payload);
         ss_log(p, MOSQ_LOG_WARNING, "out of memory: an administrative answer was dropped");
         return;
     }
-    memcpy(payload, text, len);
-    rc = mosquitto_broker_publish(ss_answer_to(p, client_id), response_topic, (int)len, payload, 1, false, props);
-    if (rc != MOSQ_ERR_SUCCESS)
+    rc = ss_publish(ss_answer_to(p, client_id), response_topic, text, len, 1, false, props);
+    if (rc != MOSQ_ERR_SUCCESS) {
+        mosquitto_property_free_all(&props);
         ss_log(p, MOSQ_LOG_WARNING, "could not publish to %s: %s", response_topic, mosquitto_strerror(rc));
+    }
 }
 
 /* Publish the answer (a->answer) to the request's response topic. */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "outbox.h"
 #include "plugin.h"
 
 static const char *const ss_verb_names[SS_METRICS_VERBS] = {"unparsed", "set", "get", "del", "vdel",
@@ -59,13 +60,8 @@ static void ss_metrics__put(struct ss_plugin *p, const char *name, const char *v
 {
     char topic[160];
     snprintf(topic, sizeof topic, SS_METRICS_PREFIX "%s", name);
-    size_t len = strlen(value);
-    char *payload = malloc(len ? len : 1);
-    if (payload == NULL)
-        return;
-    memcpy(payload, value, len);
     /* Retained, as $SYS is: a subscriber gets the figures at once. */
-    int rc = mosquitto_broker_publish(NULL, topic, (int)len, payload, 0, true, NULL);
+    int rc = ss_publish(NULL, topic, value, strlen(value), 0, true, NULL);
     if (rc != MOSQ_ERR_SUCCESS)
         ss_log(p, MOSQ_LOG_WARNING, "could not publish %s: %s", topic, mosquitto_strerror(rc));
 }

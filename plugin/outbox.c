@@ -5,6 +5,7 @@
  */
 #include "outbox.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,15 +164,13 @@ void ss_outbox_flush_from(struct ss_outbox *ob, struct ss_plugin *p, uint64_t fr
             ob->msgs[kept++] = *m;
             continue;
         }
-        int rc = mosquitto_broker_publish(m->clientid, m->topic, (int)m->payload_len, m->payload, 1,
-                                          false, m->props);
+        int rc = ss_publish(m->clientid, m->topic, m->payload, m->payload_len, 1, false, m->props);
         if (!m->answer && rc == MOSQ_ERR_SUCCESS)
             p->metrics.notifications_sent++;
         else if (!m->answer)
             p->metrics.notifications_dropped++;
         if (rc == MOSQ_ERR_SUCCESS) {
-            m->payload = NULL; /* now the broker's */
-            m->props = NULL;
+            m->props = NULL; /* now the broker's */
         } else {
             ss_log(p, MOSQ_LOG_WARNING, "could not publish to %s: %s", m->topic,
                    mosquitto_strerror(rc));
@@ -187,4 +186,26 @@ void ss_outbox_free(struct ss_outbox *ob)
         ss_outbox__msg_free(&ob->msgs[i]);
     free(ob->msgs);
     memset(ob, 0, sizeof *ob);
+}
+
+int ss_publish(const char *clientid, const char *topic, const void *payload, size_t len, int qos, bool retain,
+               mosquitto_property *props)
+{
+    /* The broker frees the payload with its own accounting free, which
+     * takes from its count of memory in use what it never added for our
+     * malloc: its count wraps below zero, and with memory_limit set every
+     * allocation after that fails (no client could connect). Its
+     * mosquitto_broker_publish_copy copies with the plain calloc, so the
+     * copy is made here, with the broker's allocator. */
+    if (len > INT_MAX)
+        return MOSQ_ERR_PAYLOAD_SIZE;
+    void *copy = mosquitto_malloc(len ? len : 1);
+    if (copy == NULL)
+        return MOSQ_ERR_NOMEM;
+    if (len)
+        memcpy(copy, payload, len);
+    int rc = mosquitto_broker_publish(clientid, topic, (int)len, copy, qos, retain, props);
+    if (rc != MOSQ_ERR_SUCCESS)
+        mosquitto_free(copy);
+    return rc;
 }

@@ -84,4 +84,10 @@ const char *ss_answer_to(const struct ss_plugin *p, const char *client_id);
 mosquitto_property *ss_response_props(const uint8_t *corr, uint16_t corr_len, const char *stat,
                                       const char *version);
 
+/* Publish a copy of payload (len bytes) made with the broker's allocator
+ * (mosquitto_broker_publish frees it with the broker's): the broker owns
+ * props on success. A MOSQ_ERR_ code; payload stays the caller's. */
+int ss_publish(const char *clientid, const char *topic, const void *payload, size_t len, int qos, bool retain,
+               mosquitto_property *props);
+
 #endif

@@ -31,6 +31,44 @@ static long rss_anon_kib(pid_t pid)
     return kib;
 }
 
+/* The broker frees what the plugin publishes with its own accounting
+ * free: payloads it did not allocate made its count of memory in use wrap
+ * below zero, and with memory_limit set every allocation failed after the
+ * first GET of a large value (no client could connect any more). */
+TEST(plugin_answers_keep_the_brokers_memory_limit_working)
+{
+    struct broker b = {0};
+    snprintf(b.head, sizeof b.head, "memory_limit 200000000\n");
+    broker_start(&b);
+    struct client c;
+    client_connect(&c, b.port, "tester", false);
+    client_subscribe(&c, RESP);
+    size_t n = 100000;
+    char *value = malloc(n + 1);
+    ASSERT_TRUE(value != NULL);
+    memset(value, 'v', n);
+    value[n] = '\0';
+    char want[40];
+    snprintf(want, sizeof want, "$%zu\r\n", n);
+    ASSERT_REPLY(request(&c, RESP, "s", NULL, NULL, W("SET", "big", value)), "+OK\r\n");
+    for (int i = 0; i < 20; i++) {
+        struct msg *m = request(&c, RESP, "g", NULL, NULL, W("GET", "big"));
+        ASSERT_TRUE((size_t)m->len == n + strlen(want) + 2 && memcmp(m->payload, want, strlen(want)) == 0);
+    }
+    free(value);
+    /* A new client connects and is served; the first one still is. */
+    struct client d;
+    client_connect(&d, b.port, "later", false);
+    client_subscribe(&d, "clients/later/services/statestore/v1/" GUID "/command/invoke/response");
+    ASSERT_REPLY(request(&d, "clients/later/services/statestore/v1/" GUID "/command/invoke/response", "l", NULL,
+                         NULL, W("SET", "small", "v")),
+                 "+OK\r\n");
+    ASSERT_REPLY(request(&c, RESP, "s2", NULL, NULL, W("GET", "small")), "$1\r\nv\r\n");
+    client_close(&d);
+    client_close(&c);
+    broker_stop(&b);
+}
+
 /* A GET of a huge value once kept a buffer of the value's size (rounded
  * up to a power of two) for the broker's life; on etcd, a DEL kept the
  * deleted record's buffer in the cache without counting it. Two rounds of

@@ -58,6 +58,17 @@ static void lc__record_props(struct lc_msg *m, const mosquitto_property *props)
     }
 }
 
+/* The broker's allocator, which the payloads it takes come from. */
+void *mosquitto_malloc(size_t size)
+{
+    return malloc(size);
+}
+
+void mosquitto_free(void *mem)
+{
+    free(mem);
+}
+
 /* Takes payload and properties when it succeeds, as the broker does. */
 int mosquitto_broker_publish(const char *clientid, const char *topic, int payloadlen, void *payload, int qos,
                              bool retain, mosquitto_property *properties)
@@ -72,7 +83,7 @@ int mosquitto_broker_publish(const char *clientid, const char *topic, int payloa
     ASSERT_TRUE(m->topic != NULL && (clientid == NULL || m->clientid != NULL));
     ASSERT_EQ(ss_buf_append(&m->payload, payload, (size_t)payloadlen), SS_OK);
     lc__record_props(m, properties);
-    free(payload);
+    mosquitto_free(payload);
     mosquitto_property_free_all(&properties);
     return MOSQ_ERR_SUCCESS;
 }
