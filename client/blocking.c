@@ -48,9 +48,16 @@ static int ss_client__wait(ss_client *c, struct ss_waiter *w, int rc)
 {
     if (rc != SS_OK) {
         w->out->status = rc;
-        /* Not sent: larger than the broker's Maximum Packet Size. */
-        if (rc == SS_E_REFUSED)
-            w->out->error_text = ss_client__refusal_text(c, ss_strerror(rc), MQTT_RC_PACKET_TOO_LARGE);
+        /* Not sent: larger than the broker's Maximum Packet Size, or,
+         * when it gave none, than any MQTT packet may be. */
+        if (rc == SS_E_REFUSED) {
+            pthread_mutex_lock(&c->mu);
+            bool limit = c->max_packet != 0;
+            pthread_mutex_unlock(&c->mu);
+            w->out->error_text = limit ? ss_client__refusal_text(c, ss_strerror(rc), MQTT_RC_PACKET_TOO_LARGE)
+                                       : strdup("the request is larger than an MQTT packet may be (256 MiB); "
+                                                "it was not sent");
+        }
     }
     pthread_mutex_lock(&c->mu);
     while (rc == SS_OK && !w->done)

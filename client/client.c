@@ -530,28 +530,10 @@ void ss_client__callbacks_set(ss_client *c, struct mosquitto *m)
     mosquitto_publish_v5_callback_set(m, ss_client__cb_publish);
 }
 
-void ss_client_close(ss_client *c)
+/* Free c and all it holds (its threads stopped, if it had any). */
+static void ss_client__free(ss_client *c)
 {
-    if (c == NULL)
-        return;
     if (c->ready) {
-        ss_client__threads_stop(c);
-        /* Anything still pending fails now, which wakes the threads
-         * blocked in a call; the lock and the client live until the last
-         * of them has left. */
-        pthread_mutex_lock(&c->mu);
-        struct ss_pending *left = c->pending;
-        c->pending = NULL;
-        pthread_mutex_unlock(&c->mu);
-        while (left) {
-            struct ss_pending *p = left;
-            left = p->next;
-            ss_client__fail_pending(p, SS_E_CONNECTION);
-        }
-        pthread_mutex_lock(&c->mu);
-        while (c->waiters > 0)
-            pthread_cond_wait(&c->cv, &c->mu);
-        pthread_mutex_unlock(&c->mu);
         pthread_mutex_destroy(&c->mu);
         pthread_cond_destroy(&c->cv);
     }
@@ -573,4 +555,64 @@ void ss_client_close(ss_client *c)
     free(c->resp_topic);
     free(c->notify_prefix);
     free(c);
+}
+
+void ss_client_close(ss_client *c)
+{
+    if (c == NULL)
+        return;
+    if (c->ready) {
+        ss_client__threads_stop(c);
+        /* Anything still pending fails now, which wakes the threads
+         * blocked in a call; the lock and the client live until the last
+         * of them has left. */
+        pthread_mutex_lock(&c->mu);
+        struct ss_pending *left = c->pending;
+        c->pending = NULL;
+        pthread_mutex_unlock(&c->mu);
+        while (left) {
+            struct ss_pending *p = left;
+            left = p->next;
+            ss_client__fail_pending(p, SS_E_CONNECTION);
+        }
+        pthread_mutex_lock(&c->mu);
+        while (c->waiters > 0)
+            pthread_cond_wait(&c->cv, &c->mu);
+        /* A keeper, participant or lease wait still on it: shut down, and
+         * freed by the last of them (their calls fail from now on). */
+        bool later = c->holds > 0;
+        c->orphaned = later;
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+        if (later)
+            return;
+    }
+    ss_client__free(c);
+}
+
+int ss_client__hold(ss_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    bool closing = c->closing;
+    if (!closing)
+        c->holds++;
+    pthread_mutex_unlock(&c->mu);
+    return closing ? SS_E_CONNECTION : SS_OK;
+}
+
+void ss_client__release(ss_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    bool last = --c->holds == 0 && c->orphaned;
+    pthread_mutex_unlock(&c->mu);
+    if (last)
+        ss_client__free(c);
+}
+
+bool ss_client__closed(ss_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    bool closing = c->closing;
+    pthread_mutex_unlock(&c->mu);
+    return closing;
 }

@@ -216,7 +216,9 @@ const char *ss_client_id(const ss_client *c);
 
 /* Notifications received so far, and a wait until more than `seen` have
  * arrived or timeout_ms passed; returns the count then. Used to wait for a
- * key's DELETE instead of polling. */
+ * key's DELETE instead of polling. On the thread that runs the client's
+ * callbacks (where no notification could arrive meanwhile) it returns the
+ * count at once. */
 uint64_t ss_client_notification_count(ss_client *c);
 uint64_t ss_client_wait_notification(ss_client *c, uint64_t seen, unsigned timeout_ms);
 
@@ -346,8 +348,8 @@ int ss_client_connect_retry(const ss_client_options *o, const ss_client_retry *r
  * ss_client_process, on the application's thread. Such a client is used
  * by one thread at a time (the loop's); it has no blocking calls: they,
  * ss_client_subscribe, the SCAN pager and the lease and leader functions
- * return SS_E_IN_CALLBACK (and ss_client_wait_notification only waits
- * out its timeout: count notifications in the notification callback).
+ * return SS_E_IN_CALLBACK (and ss_client_wait_notification returns at
+ * once: count notifications in the notification callback).
  *
  *     ss_client_connect_start(&opts, &c);
  *     for (;;) {

@@ -66,6 +66,7 @@ struct ss_watched {
 struct ss_helper_watch {
     struct ss_helper_watch *next;
     unsigned users;
+    uint64_t events; /* notifications on this key */
     size_t len;
     uint8_t key[];
 };
@@ -140,6 +141,11 @@ struct ss_client {
      * last one to finish ends the KEYNOTIFY (client.c). */
     struct ss_helper_watch *helper_watches;
     int waiters; /* threads inside a blocking call: close waits for them */
+    /* Lease keepers, leader participants and lease waits on this client
+     * (ss_client__hold): a close while some remain shuts the client down
+     * but leaves freeing it to the last of them (orphaned). */
+    unsigned holds;
+    bool orphaned;
     uint32_t max_packet; /* the broker's Maximum Packet Size (CONNACK); 0: none said */
     struct ss_early_refusals early; /* refusals before their call knew its packet id */
     ss_log_cb log_cb; /* libmosquitto's log lines, when asked for */
@@ -164,11 +170,24 @@ void ss_client__abstime(struct timespec *ts, unsigned ms);
  * does not end another's notifications. */
 int ss_client__helper_watch(ss_client *c, const void *key, size_t key_len);
 void ss_client__helper_unwatch(ss_client *c, const void *key, size_t key_len);
-/* Notifications plus gaps, and a wait until that passes seen (or
- * timeout_ms): what the helpers wait on, so that a reconnection (whose
- * gap may have swallowed the DELETE they wait for) wakes them too. */
-uint64_t ss_client__wakes(ss_client *c);
-uint64_t ss_client__wait_wakes(ss_client *c, uint64_t seen, unsigned timeout_ms);
+/* A notification on key arrived (c->mu held): its helpers' count grows. */
+void ss_client__helper_notified(ss_client *c, const void *key, size_t key_len);
+/* Notifications on key (which a helper watches) plus gaps, and a wait
+ * until that passes seen (or timeout_ms, or the client closes):
+ * what the helpers wait on, so that a reconnection (whose gap may have
+ * swallowed the DELETE they wait for) wakes them too, and notifications
+ * of other keys do not. */
+uint64_t ss_client__wakes(ss_client *c, const void *key, size_t key_len);
+uint64_t ss_client__wait_wakes(ss_client *c, const void *key, size_t key_len, uint64_t seen,
+                               unsigned timeout_ms);
+/* A helper (keeper, participant, lease wait) uses c beyond one call:
+ * held, a closed client stays in memory (shut down: every call fails with
+ * SS_E_CONNECTION) until released. Hold: 0, or SS_E_CONNECTION when c is
+ * closing. Release frees an orphaned client with its last hold. */
+int ss_client__hold(ss_client *c);
+void ss_client__release(ss_client *c);
+/* True once ss_client_close has begun. */
+bool ss_client__closed(ss_client *c);
 /* Remember the calling thread as the one that delivers answers. */
 void ss_client__delivering(ss_client *c);
 /* True on a thread that runs this client's callbacks, where a blocking

@@ -71,6 +71,12 @@ static int ss_client__defaults(const ss_client_options *o, ss_client_options *d,
     if (strpbrk(d->client_id, "+#"))
         return ss_client__explain(why, why_len, SS_E_INVAL,
                                   "a client id with '+' or '#' cannot name a response topic");
+    /* An MQTT string: UTF-8 without control characters, 65535 bytes at
+     * most (libmosquitto refuses others without saying why). */
+    size_t id_len = strlen(d->client_id);
+    if (id_len > 65535 || mosquitto_validate_utf8(d->client_id, (int)id_len) != MOSQ_ERR_SUCCESS)
+        return ss_client__explain(why, why_len, SS_E_INVAL,
+                                  "a client id must be UTF-8 without control characters, at most 65535 bytes");
     bool tls = d->cafile || d->capath || d->tls;
     if (d->host == NULL)
         d->host = "localhost";

@@ -112,6 +112,7 @@ static void ss_client__on_notification(ss_client *c, const char *hexkey, const v
         }
         pthread_mutex_lock(&c->mu);
         c->notifications++;
+        ss_client__helper_notified(c, kb.data, kb.len);
         pthread_cond_broadcast(&c->cv);
         pthread_mutex_unlock(&c->mu);
     }
@@ -137,54 +138,37 @@ bool ss_client_handle_message(ss_client *c, const char *topic, const void *paylo
     return true;
 }
 
-/* Notifications, and with gaps the reconnections too (under c->mu). */
-static uint64_t ss_client__events(const ss_client *c, bool gaps)
-{
-    return c->notifications + (gaps ? c->gaps : 0);
-}
-
-static uint64_t ss_client__count(ss_client *c, bool gaps)
+static uint64_t ss_client__count(ss_client *c)
 {
     pthread_mutex_lock(&c->mu);
-    uint64_t n = ss_client__events(c, gaps);
-    pthread_mutex_unlock(&c->mu);
-    return n;
-}
-
-static uint64_t ss_client__wait_past(ss_client *c, bool gaps, uint64_t seen, unsigned timeout_ms)
-{
-    struct timespec until;
-    ss_client__abstime(&until, timeout_ms);
-    pthread_mutex_lock(&c->mu);
-    bool entered = !c->closing; /* counted: a close waits for us to leave */
-    if (entered)
-        c->waiters++;
-    while (ss_client__events(c, gaps) <= seen && !c->closing)
-        if (pthread_cond_timedwait(&c->cv, &c->mu, &until) != 0)
-            break;
-    uint64_t n = ss_client__events(c, gaps);
-    if (entered && --c->waiters == 0)
-        pthread_cond_broadcast(&c->cv);
+    uint64_t n = c->notifications;
     pthread_mutex_unlock(&c->mu);
     return n;
 }
 
 uint64_t ss_client_notification_count(ss_client *c)
 {
-    return ss_client__count(c, false);
-}
-
-uint64_t ss_client__wakes(ss_client *c)
-{
-    return ss_client__count(c, true);
-}
-
-uint64_t ss_client__wait_wakes(ss_client *c, uint64_t seen, unsigned timeout_ms)
-{
-    return ss_client__wait_past(c, true, seen, timeout_ms);
+    return ss_client__count(c);
 }
 
 uint64_t ss_client_wait_notification(ss_client *c, uint64_t seen, unsigned timeout_ms)
 {
-    return ss_client__wait_past(c, false, seen, timeout_ms);
+    /* On the thread that delivers notifications none can come while it
+     * waits: the count as it is. */
+    if (ss_client__in_callback_thread(c))
+        return ss_client__count(c);
+    struct timespec until;
+    ss_client__abstime(&until, timeout_ms);
+    pthread_mutex_lock(&c->mu);
+    bool entered = !c->closing; /* counted: a close waits for us to leave */
+    if (entered)
+        c->waiters++;
+    while (c->notifications <= seen && !c->closing)
+        if (pthread_cond_timedwait(&c->cv, &c->mu, &until) != 0)
+            break;
+    uint64_t n = c->notifications;
+    if (entered && --c->waiters == 0)
+        pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return n;
 }

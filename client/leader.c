@@ -164,6 +164,12 @@ static void ss_leader__lead(ss_leader *l)
     ss_lease_keeper *k = lost ? l->keeper : NULL;
     if (lost)
         l->keeper = NULL;
+    /* A renewal of ours that was in flight may still be applied (the
+     * server stalled, say): the role would then hold our id until it
+     * expires, and nobody else could lead meanwhile. Finding it so, lead
+     * again (ss_leader__try). */
+    if (lost)
+        l->maybe_ours = true;
     pthread_mutex_unlock(&l->mu);
     if (k) {
         ss_lease_keeper_stop(k);
@@ -178,20 +184,41 @@ static void ss_leader__follow(ss_leader *l, uint64_t seen)
 {
     uint64_t pace = l->lease_ms / 3 ? l->lease_ms / 3 : 1;
     uint64_t until = ss_client__now_ms() + pace;
-    while (!ss_leader__stopping(l)) {
+    size_t role_len = strlen(l->role);
+    while (!ss_leader__stopping(l) && !ss_client__closed(l->c)) {
         uint64_t now = ss_client__now_ms();
         if (now >= until)
             return;
         uint64_t nap = until - now < SS_LEADER_SLICE_MS ? until - now : SS_LEADER_SLICE_MS;
-        if (ss_client__wait_wakes(l->c, seen, (unsigned)nap) > seen)
+        if (ss_client__wait_wakes(l->c, l->role, role_len, seen, (unsigned)nap) > seen)
             return;
     }
+}
+
+/* The client was closed under the participant: it leads no more, and
+ * waits for its resignation. */
+static void ss_leader__orphaned(ss_leader *l)
+{
+    pthread_mutex_lock(&l->mu);
+    ss_lease_keeper *k = l->keeper;
+    l->keeper = NULL;
+    pthread_mutex_unlock(&l->mu);
+    ss_lease_keeper_stop(k);
+    ss_leader__learn(l, false, "", "");
+    pthread_mutex_lock(&l->mu);
+    while (!l->stop)
+        pthread_cond_wait(&l->cv, &l->mu);
+    pthread_mutex_unlock(&l->mu);
 }
 
 static void *ss_leader__main(void *arg)
 {
     ss_leader *l = arg;
     while (!ss_leader__stopping(l)) {
+        if (ss_client__closed(l->c)) {
+            ss_leader__orphaned(l);
+            break;
+        }
         pthread_mutex_lock(&l->mu);
         bool leading = l->keeper != NULL;
         pthread_mutex_unlock(&l->mu);
@@ -199,7 +226,7 @@ static void *ss_leader__main(void *arg)
             ss_leader__lead(l);
             continue;
         }
-        uint64_t seen = ss_client__wakes(l->c);
+        uint64_t seen = ss_client__wakes(l->c, l->role, strlen(l->role));
         ss_leader__try(l);
         pthread_mutex_lock(&l->mu);
         leading = l->keeper != NULL;
@@ -210,12 +237,15 @@ static void *ss_leader__main(void *arg)
     return NULL;
 }
 
+/* Free l and let go of its client. */
 static void ss_leader__free(ss_leader *l)
 {
+    ss_client *c = l->c;
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->cv);
     free(l->role);
     free(l);
+    ss_client__release(c);
 }
 
 int ss_leader_campaign(ss_client *c, const ss_leader_options *o, ss_leader **out)
@@ -224,9 +254,16 @@ int ss_leader_campaign(ss_client *c, const ss_leader_options *o, ss_leader **out
         return SS_E_INVAL;
     if (o->holder && (o->holder[0] == '\0' || strlen(o->holder) >= SS_LEADER_HOLDER_MAX))
         return SS_E_INVAL;
+    /* Held until the resignation: a close before it leaves freeing the
+     * client to it, instead of freeing it under the participant. */
+    int rc = ss_client__hold(c);
+    if (rc != SS_OK)
+        return rc;
     ss_leader *l = calloc(1, sizeof *l);
-    if (l == NULL)
+    if (l == NULL) {
+        ss_client__release(c);
         return SS_E_NOMEM;
+    }
     l->c = c;
     l->lease_ms = o->lease_ms ? o->lease_ms : SS_LEADER_LEASE_DEFAULT_MS;
     l->cb = o->cb;
@@ -255,7 +292,7 @@ int ss_leader_campaign(ss_client *c, const ss_leader_options *o, ss_leader **out
         for (int i = 0; i < 8; i++)
             k += snprintf(l->holder + k, sizeof l->holder - (size_t)k, "%02x", r[i]);
     }
-    int rc = ss_client__helper_watch(c, l->role, strlen(l->role));
+    rc = ss_client__helper_watch(c, l->role, strlen(l->role));
     if (rc != SS_OK) {
         ss_leader__free(l);
         return rc;
@@ -291,6 +328,11 @@ int ss_leader_resign(ss_leader *l)
 {
     if (l == NULL)
         return SS_OK;
+    /* On the client's callback thread the release (a blocking VDEL) and
+     * the participant's own calls could not be answered: refused before
+     * anything changes. */
+    if (ss_client__in_callback_thread(l->c))
+        return SS_E_IN_CALLBACK;
     pthread_mutex_lock(&l->mu);
     l->stop = true;
     pthread_cond_broadcast(&l->cv);

@@ -76,7 +76,9 @@ const char *ss_leader_holder(const ss_leader *l);
 /* Stop campaigning: stop renewing, release the role if held (VDEL role
  * holder: the followers learn it from their KEYNOTIFY), end the KEYNOTIFY,
  * free. Returns the release's status (0 when nothing was held). NULL is a
- * no-op. */
+ * no-op. On a thread that runs the client's callbacks it could not be
+ * answered: SS_E_IN_CALLBACK, and nothing changes (resign from another
+ * thread). */
 int ss_leader_resign(ss_leader *l);
 
 #ifdef __cplusplus

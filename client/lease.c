@@ -41,20 +41,27 @@ int ss_lease_acquire_wait_cancel(ss_client *c, const char *name, const char *hol
     int rc = ss_lease_acquire(c, name, holder, ttl_ms, &acquired, token);
     if (rc != SS_OK || acquired)
         return rc;
-    rc = ss_client__helper_watch(c, name, strlen(name));
-    if (rc != SS_OK)
+    /* Held while it waits: a close from another thread ends the wait
+     * (SS_E_CONNECTION) rather than free the client under it. */
+    if ((rc = ss_client__hold(c)) != SS_OK)
         return rc;
+    size_t name_len = strlen(name);
+    rc = ss_client__helper_watch(c, name, name_len);
+    if (rc != SS_OK) {
+        ss_client__release(c);
+        return rc;
+    }
     uint64_t deadline = ss_client__now_ms() + wait_ms;
     uint64_t retry_at = 0, seen = 0;
     for (;;) {
         uint64_t now = ss_client__now_ms();
         if (now >= retry_at) {
-            seen = ss_client__wakes(c);
+            seen = ss_client__wakes(c, name, name_len);
             rc = ss_lease_acquire(c, name, holder, ttl_ms, &acquired, token);
             if (rc != SS_OK || acquired)
                 break;
-            /* Tried again on any notification (the lock's DELETE,
-             * usually) or reconnection (which may have swallowed one),
+            /* Tried again on a notification of the lock (its DELETE,
+             * usually) or a reconnection (which may have swallowed one),
              * and at least every ttl in case one was missed. */
             now = ss_client__now_ms();
             retry_at = now + ttl_ms;
@@ -73,10 +80,15 @@ int ss_lease_acquire_wait_cancel(ss_client *c, const char *name, const char *hol
             nap = SS_LEASE_CANCEL_POLL_MS;
         if (nap > UINT_MAX)
             nap = UINT_MAX;
-        if (ss_client__wait_wakes(c, seen, (unsigned)nap) != seen)
+        if (ss_client__wait_wakes(c, name, name_len, seen, (unsigned)nap) != seen)
             retry_at = 0;
+        if (ss_client__closed(c)) {
+            rc = SS_E_CONNECTION;
+            break;
+        }
     }
-    ss_client__helper_unwatch(c, name, strlen(name));
+    ss_client__helper_unwatch(c, name, name_len);
+    ss_client__release(c);
     return rc;
 }
 
@@ -121,11 +133,8 @@ struct ss_lease_keeper {
     pthread_cond_t cv;
     int refs;
     bool stop, lost;
-    bool in_flight;     /* a renewal awaits its answer */
-    bool answered;      /* ... and has it: rc, applied, version below */
-    int answer_rc;
-    bool answer_applied;
-    char answer_version[SS_LEASE_TOKEN_MAX];
+    bool in_flight;      /* a renewal awaits its answer */
+    uint64_t sent_at;    /* ms; when it was sent */
     uint64_t held_until; /* ms; the lease is ours until then */
     uint64_t next_renewal;
     ss_lease_lost_cb lost_cb;
@@ -154,19 +163,6 @@ static void ss_lease__keeper_unref(ss_lease_keeper *k)
     free(k);
 }
 
-static void ss_lease__renewed(void *ud, const ss_client_result *r)
-{
-    ss_lease_keeper *k = ud;
-    pthread_mutex_lock(&k->mu);
-    k->answered = true;
-    k->answer_rc = r->status;
-    k->answer_applied = r->applied;
-    snprintf(k->answer_version, sizeof k->answer_version, "%s", r->version);
-    pthread_cond_broadcast(&k->cv);
-    pthread_mutex_unlock(&k->mu);
-    ss_lease__keeper_unref(k);
-}
-
 /* The retry pace after a renewal that did not reach the server. */
 static uint64_t ss_lease__retry_ms(uint64_t ttl_ms)
 {
@@ -174,50 +170,59 @@ static uint64_t ss_lease__retry_ms(uint64_t ttl_ms)
     return r < 50 ? 50 : r > 1000 ? 1000 : r;
 }
 
-/* Take a renewal's answer (k->mu held). */
-static void ss_lease__take_answer(ss_lease_keeper *k, uint64_t sent_at)
+/* A renewal's answer, taken where it arrives (under k->mu): an answer
+ * that comes after held_until has passed is too late to keep the lease,
+ * which ss_lease_keeper_lost has said was lost by then, for good. */
+static void ss_lease__renewed(void *ud, const ss_client_result *r)
 {
+    ss_lease_keeper *k = ud;
+    pthread_mutex_lock(&k->mu);
     k->in_flight = false;
-    k->answered = false;
-    if (k->answer_rc == SS_OK && k->answer_applied) {
-        memcpy(k->token, k->answer_version, sizeof k->token);
-        k->held_until = sent_at + k->ttl_ms;
-        uint64_t pace = k->ttl_ms / 3 ? k->ttl_ms / 3 : 1;
-        k->next_renewal = sent_at + pace;
-    } else if (ss_lease__refused(k->answer_rc, k->answer_applied)) {
+    uint64_t now = ss_client__now_ms();
+    if (k->lost || now >= k->held_until) {
+        k->lost = true;
+    } else if (r->status == SS_OK && r->applied) {
+        snprintf(k->token, sizeof k->token, "%s", r->version);
+        k->held_until = k->sent_at + k->ttl_ms;
+        k->next_renewal = k->sent_at + (k->ttl_ms / 3 ? k->ttl_ms / 3 : 1);
+    } else if (ss_lease__refused(r->status, r->applied)) {
         k->lost = true;
     } else {
-        k->next_renewal = ss_client__now_ms() + ss_lease__retry_ms(k->ttl_ms);
+        k->next_renewal = now + ss_lease__retry_ms(k->ttl_ms);
     }
+    pthread_cond_broadcast(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    ss_lease__keeper_unref(k);
 }
 
 static void *ss_lease__keeper_main(void *arg)
 {
     ss_lease_keeper *k = arg;
-    uint64_t sent_at = 0;
     pthread_mutex_lock(&k->mu);
     while (!k->stop && !k->lost) {
-        if (k->answered)
-            ss_lease__take_answer(k, sent_at);
         uint64_t now = ss_client__now_ms();
-        if (!k->lost && now >= k->held_until)
+        if (now >= k->held_until) {
             k->lost = true;
-        if (k->lost)
             break;
+        }
         if (!k->in_flight && now >= k->next_renewal) {
             k->in_flight = true;
             k->refs++;
-            sent_at = now;
+            k->sent_at = now;
             pthread_mutex_unlock(&k->mu);
             ss_set_options o = {.condition = SS_SET_NEX, .px_ms = k->ttl_ms};
             int rc = ss_client_set_async(k->c, k->name, strlen(k->name), k->holder,
                                          strlen(k->holder), &o, ss_lease__renewed, k);
+            /* A closed client renews nothing again: lost now, not when
+             * the lease runs out. */
+            bool closed = rc != SS_OK && ss_client__closed(k->c);
             pthread_mutex_lock(&k->mu);
             if (rc != SS_OK) {
                 /* Never started, never calls back. */
                 k->refs--;
                 k->in_flight = false;
                 k->next_renewal = now + ss_lease__retry_ms(k->ttl_ms);
+                k->lost = k->lost || closed;
             }
             continue;
         }
@@ -225,8 +230,7 @@ static void *ss_lease__keeper_main(void *arg)
         if (!k->in_flight && k->next_renewal < wake)
             wake = k->next_renewal;
         struct timespec ts = {.tv_sec = (time_t)(wake / 1000), .tv_nsec = (long)(wake % 1000) * 1000000L};
-        if (!k->answered && !k->stop)
-            pthread_cond_timedwait(&k->cv, &k->mu, &ts);
+        pthread_cond_timedwait(&k->cv, &k->mu, &ts);
     }
     bool report = k->lost && !k->stop;
     ss_lease_lost_cb cb = k->lost_cb;
@@ -242,6 +246,12 @@ int ss_lease_keep_notify(ss_client *c, const char *name, const char *holder, uin
 {
     if (c == NULL || name == NULL || holder == NULL || ttl_ms == 0 || out == NULL)
         return SS_E_INVAL;
+    /* Held until ss_lease_keeper_stop: a close before it shuts the
+     * client down (the keeper finds it lost) and leaves freeing it to the
+     * stop, instead of freeing it under the keeper's thread. */
+    int rc = ss_client__hold(c);
+    if (rc != SS_OK)
+        return rc;
     /* Renew once before returning, so that the keeper starts with a
      * token (and a time the lease is known to be held until). */
     uint64_t sent_at = ss_client__now_ms();
@@ -249,17 +259,21 @@ int ss_lease_keep_notify(ss_client *c, const char *name, const char *holder, uin
     char token[SS_LEASE_TOKEN_MAX] = "";
     ss_client_result r;
     ss_set_options o = {.condition = SS_SET_NEX, .px_ms = ttl_ms};
-    int rc = ss_client_set(c, name, strlen(name), holder, strlen(holder), &o, &r);
+    rc = ss_client_set(c, name, strlen(name), holder, strlen(holder), &o, &r);
     bool refused = ss_lease__refused(rc, r.applied);
     held = rc == SS_OK && r.applied;
     if (held)
         snprintf(token, sizeof token, "%s", r.version);
     ss_client_result_free(&r);
-    if (!held && !refused)
+    if (!held && !refused) {
+        ss_client__release(c);
         return rc;
+    }
     ss_lease_keeper *k = calloc(1, sizeof *k);
-    if (k == NULL)
+    if (k == NULL) {
+        ss_client__release(c);
         return SS_E_NOMEM;
+    }
     k->c = c;
     k->name = strdup(name);
     k->holder = strdup(holder);
@@ -277,11 +291,13 @@ int ss_lease_keep_notify(ss_client *c, const char *name, const char *holder, uin
         free(k->name);
         free(k->holder);
         free(k);
+        ss_client__release(c);
         return SS_E_NOMEM;
     }
     if (k->name == NULL || k->holder == NULL ||
         pthread_create(&k->thread, NULL, ss_lease__keeper_main, k) != 0) {
         ss_lease__keeper_unref(k);
+        ss_client__release(c);
         return SS_E_NOMEM;
     }
     *out = k;
@@ -319,16 +335,25 @@ void ss_lease_keeper_stop(ss_lease_keeper *k)
     pthread_cond_broadcast(&k->cv);
     pthread_mutex_unlock(&k->mu);
     pthread_join(k->thread, NULL);
+    ss_client *c = k->c;
     ss_lease__keeper_unref(k);
+    /* A renewal still in flight holds k, not c: a closed client failed
+     * every pending call before its close returned. */
+    ss_client__release(c);
 }
 
 int ss_lease_edit(ss_client *c, const char *name, const char *holder, uint64_t ttl_ms,
                   unsigned wait_ms, const void *key, size_t key_len, ss_edit_fn fn, void *ud)
 {
     char token[SS_LEASE_TOKEN_MAX];
-    int rc = ss_lease_acquire_wait(c, name, holder, ttl_ms, wait_ms, token);
+    int rc = ss_client__hold(c); /* several calls: a close ends them, never frees c under them */
     if (rc != SS_OK)
         return rc;
+    rc = ss_lease_acquire_wait(c, name, holder, ttl_ms, wait_ms, token);
+    if (rc != SS_OK) {
+        ss_client__release(c);
+        return rc;
+    }
     ss_client_result cur;
     rc = ss_client_get(c, key, key_len, &cur);
     if (rc == SS_OK) {
@@ -346,5 +371,6 @@ int ss_lease_edit(ss_client *c, const char *name, const char *holder, uint64_t t
     }
     ss_client_result_free(&cur);
     int rrc = ss_lease_release(c, name, holder, NULL);
+    ss_client__release(c);
     return rc != SS_OK ? rc : rrc;
 }

@@ -80,7 +80,13 @@ int ss_lease_keep_notify(ss_client *c, const char *name, const char *holder, uin
 bool ss_lease_keeper_lost(ss_lease_keeper *k);
 /* The latest fencing token ("" when the lease was never held). */
 void ss_lease_keeper_token(ss_lease_keeper *k, char token[SS_LEASE_TOKEN_MAX]);
-/* Stop renewing and free the keeper (the lease is not released). */
+/* Stop renewing and free the keeper (the lease is not released).
+ *
+ * The client may be closed before its keepers are stopped (and before its
+ * leader participants resign): the keeper then finds the lease lost at
+ * its next renewal (lost_cb runs), and the client's memory lives on until
+ * the last of them is stopped. A lease wait under way on another thread
+ * returns SS_E_CONNECTION. */
 void ss_lease_keeper_stop(ss_lease_keeper *k);
 
 /* Edit key under the lock: acquire (waiting up to wait_ms), read key, let

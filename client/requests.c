@@ -305,6 +305,8 @@ int ss_client_call_async(ss_client *c, const ss_client_request *q, ss_result_cb 
         argv[argc++] = ss_client__w("SET");
         argv[argc++] = ss_client__b(q->key, q->key_len);
         argv[argc++] = ss_client__b(q->value, q->value_len);
+        if (q->condition != SS_SET_ALWAYS && q->condition != SS_SET_NX && q->condition != SS_SET_NEX)
+            return SS_E_INVAL; /* not a plain SET that would overwrite */
         if (q->condition == SS_SET_NX)
             argv[argc++] = ss_client__w("NX");
         else if (q->condition == SS_SET_NEX)
@@ -465,4 +467,42 @@ void ss_client__helper_unwatch(ss_client *c, const void *key, size_t key_len)
         pthread_cond_broadcast(&c->cv);
         pthread_mutex_unlock(&c->mu);
     }
+}
+
+void ss_client__helper_notified(ss_client *c, const void *key, size_t key_len)
+{
+    struct ss_helper_watch *h = ss_client__helper_find(c, key, key_len, false);
+    if (h)
+        h->events++;
+}
+
+/* Under c->mu. */
+static uint64_t ss_client__key_wakes(ss_client *c, const void *key, size_t key_len)
+{
+    struct ss_helper_watch *h = ss_client__helper_find(c, key, key_len, false);
+    return (h ? h->events : 0) + c->gaps;
+}
+
+uint64_t ss_client__wakes(ss_client *c, const void *key, size_t key_len)
+{
+    pthread_mutex_lock(&c->mu);
+    uint64_t n = ss_client__key_wakes(c, key, key_len);
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+uint64_t ss_client__wait_wakes(ss_client *c, const void *key, size_t key_len, uint64_t seen,
+                               unsigned timeout_ms)
+{
+    /* The helper holds c (ss_client__hold): a close does not free it
+     * under us. A close ends the wait (the helper asks ss_client__closed). */
+    struct timespec until;
+    ss_client__abstime(&until, timeout_ms);
+    pthread_mutex_lock(&c->mu);
+    while (ss_client__key_wakes(c, key, key_len) <= seen && !c->closing)
+        if (pthread_cond_timedwait(&c->cv, &c->mu, &until) != 0)
+            break;
+    uint64_t n = ss_client__key_wakes(c, key, key_len);
+    pthread_mutex_unlock(&c->mu);
+    return n;
 }

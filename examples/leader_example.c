@@ -9,6 +9,7 @@
  * It prints a line when what it knows changes ("leading TOKEN",
  * "following HOLDER", "no leader") and resigns on SIGINT or SIGTERM.
  */
+#define _POSIX_C_SOURCE 200809L /* sigset_t, pthread_sigmask under -std=c11 too */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
