@@ -514,6 +514,7 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
                  "through the commit marker before anything is answered", ss_etcd__why(c));
     f->state = SS_COMMIT_RESOLVING;
     f->marker_rev_before = f->marker_rev;
+    f->fence_refused_said = false;
     ss_etcd__send_fence(e, f);
 }
 
@@ -556,16 +557,48 @@ void ss_etcd__settle_read_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
 }
 
+static void ss_etcd__fence_answered(struct ss_backend_etcd *e, struct ss_etcd_flight *f, ss_etcd_reply *r_in,
+                                    const ss_etcd_kv *kv_in);
+
 void ss_etcd__fence_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
     struct ss_etcd_flight *f = op->flight;
     ss_grpc_call *c = &op->call;
     ss_etcd_reply r;
     ss_etcd_kv kv;
-    if (c->rc != SS_OK || ss_etcd_txn_unpack(&c->reply, &r, &kv) != SS_OK) {
-        f->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+    if (c->rc == SS_OK && ss_etcd_txn_unpack(&c->reply, &r, &kv) == SS_OK) {
+        ss_etcd__fence_answered(e, f, &r, &kv);
         return;
     }
+    if (ss_etcd__out_of_space(e, c)) {
+        /* The fence is a put, refused once etcd's NOSPACE alarm is on;
+         * so, from then on, is every write it applies, in the order of its
+         * log. The lost commit was applied before the alarm, or never will
+         * be: a (linearizable) read of the marker settles it. */
+        ss_etcd__log(e, SS_LOG_NOTICE, "a fence was refused, etcd being out of space: the commit of "
+                     "unknown outcome is settled by reading its marker");
+        f->settle_by_read = true;
+        ss_etcd__send_settle_read(e, f);
+        return;
+    }
+    /* Tried again until etcd takes it (the outcome stays unknown until
+     * then); a refusal is said once per commit, so that an operator
+     * learns why its requests wait. */
+    if (ss_etcd__refused(c) && !f->fence_refused_said) {
+        f->fence_refused_said = true;
+        ss_etcd__log(e, SS_LOG_ERR, "etcd refused the fence that settles a commit of unknown outcome "
+                     "(%s): tried again every %u ms; its requests wait", ss_etcd__why(c), SS_ETCD_RETRY_MS);
+    }
+    f->resolve_at_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
+}
+
+/* The fence's answer (r, with the marker as its failure branch read it in
+ * kv): the commit happened, did not, or stays unknown. */
+static void ss_etcd__fence_answered(struct ss_backend_etcd *e, struct ss_etcd_flight *f, ss_etcd_reply *r_in,
+                                    const ss_etcd_kv *kv_in)
+{
+    ss_etcd_reply r = *r_in;
+    ss_etcd_kv kv = *kv_in;
     /* A fence of this flight's that etcd applied while its answer was
      * lost (a timeout), found by the fence sent again: as good as this
      * one succeeding. Without this, the marker's own fence was taken for

@@ -226,8 +226,10 @@ static void ss_etcd__usage_counted(struct ss_backend_etcd *e, const ss_grpc_call
         if (i == 0)
             first = key;
         last = key;
-        size_t klen = key.len - e->prefix_len - 2;
-        if (ss_record_decode(kv.value.data, kv.value.len, &rec, &tail) == SS_OK && !ss_etcd__tombstone(kv.value)) {
+        /* Under the prefix and "k/", as asked (an answer that is not is
+         * counted as nothing rather than wrap around). */
+        size_t klen = key.len >= e->prefix_len + 2 ? key.len - e->prefix_len - 2 : 0;
+        if (key.len >= e->prefix_len + 2 && ss_record_decode(kv.value.data, kv.value.len, &rec, &tail) == SS_OK && !ss_etcd__tombstone(kv.value)) {
             e->usage_count_keys++;
             e->usage_count_bytes += klen + ss_etcd__value_len(kv.value, &rec) + SS_ETCD_KEY_CHARGE;
         }

@@ -242,6 +242,7 @@ struct ss_etcd_flight {
     uint64_t resolve_at_ms;
     bool settle_by_read; /* resolving: the commit can no longer happen later,
                             so a read of the marker settles it */
+    bool fence_refused_said; /* resolving: etcd's refusal of the fence was logged */
     size_t upload_at;        /* the touched entry being written */
     uint64_t upload_started_ms, upload_retry_ms; /* monotonic */
     int64_t upload_lease;    /* the lease of its guards (0: not granted yet) */
@@ -415,6 +416,11 @@ struct ss_backend_etcd {
 
     /* the watch on the records: the change feed */
     struct ss_etcd_op *watch; /* its stream, while one runs */
+    /* It sent a message that cannot be read, and is cancelled: the
+     * messages after it are not taken (their revisions would pass over
+     * the unread one's changes); the next watch starts after the last
+     * revision taken. */
+    bool watch_broken;
     int64_t watch_rev;        /* every change up to this revision was seen (0: none yet) */
     int64_t high_rev;         /* the highest revision a Txn's answer gave */
     int64_t watch_from;       /* the first watch's start: later commits come through it */

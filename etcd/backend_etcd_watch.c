@@ -407,6 +407,7 @@ static void ss_etcd__watch_message(struct ss_backend_etcd *e, ss_bytes msg)
     ss_etcd_watch w;
     if (ss_etcd_watch_unpack(msg, &w) != SS_OK) {
         ss_etcd__log(e, SS_LOG_ERR, "etcd sent a watch message that cannot be read: watching again");
+        e->watch_broken = true;
         ss_grpc_cancel(e->grpc, &e->watch->call);
         return;
     }
@@ -473,7 +474,7 @@ void ss_etcd__watch_read(struct ss_backend_etcd *e)
         return; /* out of memory: the messages wait for the next poll */
     size_t pos = 0;
     ss_bytes msg;
-    while (e->watch && ss_grpc_next_message(&e->watch_frames, &pos, &msg))
+    while (e->watch && !e->watch_broken && ss_grpc_next_message(&e->watch_frames, &pos, &msg))
         ss_etcd__watch_message(e, msg);
 }
 
@@ -482,6 +483,7 @@ void ss_etcd__watch_ended(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     /* Its last messages first. */
     ss_etcd__watch_read(e);
     e->watch = NULL;
+    e->watch_broken = false;
     if (e->watch_retry_ms <= ss_etcd__mono_ms())
         e->watch_retry_ms = ss_etcd__mono_ms() + SS_ETCD_RETRY_MS;
     e->stats.watch_restarts++;

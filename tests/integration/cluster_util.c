@@ -146,7 +146,15 @@ ss_hlc answer_version(const struct msg *m)
 
 void proxied_brokers_up(struct proxied_brokers *t, const char *b_more)
 {
-    etcd_cluster_start(&t->ec, 1);
+    proxied_brokers_up_with(t, NULL, b_more);
+}
+
+void proxied_brokers_up_with(struct proxied_brokers *t, const char *etcd_opts, const char *b_more)
+{
+    if (etcd_opts)
+        etcd_cluster_start_with(&t->ec, 1, etcd_opts);
+    else
+        etcd_cluster_start(&t->ec, 1);
     int via = free_port();
     t->px = delay_proxy_start("127.0.0.1", via, "127.0.0.1", t->ec.client_port[0]);
     char slow[64], more[1024];

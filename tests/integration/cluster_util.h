@@ -40,6 +40,8 @@ struct proxied_brokers {
     struct broker a, b;
 };
 void proxied_brokers_up(struct proxied_brokers *t, const char *b_more);
+/* The same, etcd's member started with etcd_opts (one argument). */
+void proxied_brokers_up_with(struct proxied_brokers *t, const char *etcd_opts, const char *b_more);
 void proxied_brokers_down(struct proxied_brokers *t);
 
 /* A value of n bytes that changes along its length (no NUL), malloc'ed. */

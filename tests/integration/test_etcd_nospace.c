@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "../test.h"
+#include "cluster_util.h"
+#include "delay_proxy.h"
 #include "etcd_cluster.h"
 #include "harness.h"
 
@@ -192,4 +194,53 @@ TEST(cluster_out_of_space_reads_deletions_and_expiry_go_on)
     client_close(&o);
     broker_stop(&b);
     etcd_cluster_stop(&c);
+}
+
+/* A commit whose answer is lost while etcd is out of space: the fence
+ * that would settle it is a put, which etcd refuses then. Broker B (via a
+ * proxy, its calls timing out after 1 s) sends a SET once A has filled
+ * etcd; everything etcd sends B is dropped for 2.5 s from that commit on.
+ * The fence sent after is refused "space exceeded": B settles the commit
+ * by reading its marker (etcd applies no write after its alarm, in the
+ * order of its log), and answers the SET "quota exceeded". The fence was
+ * sent again every 100 ms for good, and the SET never answered. */
+TEST(cluster_fence_refused_out_of_space_is_settled_by_a_read)
+{
+    struct proxied_brokers t;
+    proxied_brokers_up_with(&t, "--quota-backend-bytes=16777216",
+                            "plugin_opt_etcd_timeout_ms 1000\nplugin_opt_etcd_unavailable_ms 60000\n");
+    struct client ca, cb;
+    char ra[64], rb[64];
+    client_connect_rr(&ca, t.a.port, "ca", ra, sizeof ra);
+    client_connect_rr(&cb, t.b.port, "cb", rb, sizeof rb);
+    ASSERT_REPLY(request(&cb, rb, "0", NULL, NULL, W("SET", "k", "v0")), "+OK\r\n");
+    static char big[512 * 1024];
+    memset(big, 'f', sizeof big - 1);
+    bool full = false;
+    for (int i = 0; i < 80 && !full; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "fill/%d", i);
+        struct msg *m = request(&ca, ra, "f", NULL, NULL, W("SET", key, big));
+        ASSERT_TRUE(m != NULL);
+        full = m->len == (int)strlen(QUOTA) && memcmp(m->payload, QUOTA, m->len) == 0;
+        if (!full)
+            PAYLOAD(m, "+OK\r\n");
+    }
+    ASSERT_TRUE(full);
+    delay_proxy_mute_after(t.px, NULL, "needle-q", "");
+    uint64_t sent = now_ms();
+    request_send(&cb, rb, "1", NULL, NULL, W("SET", "k", "needle-q"));
+    usleep(2500 * 1000);
+    delay_proxy_mute_after(t.px, NULL, NULL, NULL);
+    struct msg *m = client_wait(&cb, 10000);
+    ASSERT_TRUE(m != NULL);
+    PAYLOAD(m, QUOTA);
+    printf("  answered %llu ms after the SET was sent\n", (unsigned long long)(now_ms() - sent));
+    ASSERT_TRUE(broker_log_has(&t.b, "a fence was refused, etcd being out of space"));
+    /* Reads and deletions go on through B. */
+    ASSERT_REPLY(request(&cb, rb, "2", NULL, NULL, W("GET", "k")), "$2\r\nv0\r\n");
+    ASSERT_REPLY(request(&cb, rb, "3", NULL, NULL, W("DEL", "k")), ":1\r\n");
+    client_close(&ca);
+    client_close(&cb);
+    proxied_brokers_down(&t);
 }
