@@ -30,11 +30,7 @@ function looksBinary(bytes) {
 }
 
 function prettyJson(bytes) {
-    try {
-        return JSON.stringify(JSON.parse(P.textOf(bytes)), null, 2);
-    } catch {
-        return null;
-    }
+    return P.indentJson(P.textOf(bytes));
 }
 
 /** A key as a person reads it, no two alike (proto.js: label). */

@@ -16,8 +16,12 @@ export const MAX_ARGS = 16;
 const MAX_DIGITS = 15;
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder('utf-8', { fatal: false });
-const strictDecoder = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a byte order mark is kept as the character it is. By
+// default a decoder drops one at the start of what it decodes, and the
+// labels decode a character at a time: every U+FEFF of a key or value
+// vanished (two keys looked alike, a value shown and edited without it).
+const decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
+const strictDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 export class ProtoError extends Error {
     constructor(code, message) {
@@ -376,4 +380,59 @@ function utf8Length(b, i) {
     const n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
     if (n === 0 || i + n > b.length) return 0;
     return isUtf8(b.subarray(i, i + n)) ? n : 0;
+}
+
+/**
+ * JSON text indented by two spaces, or null when it is not JSON (or nests
+ * deeper than maxDepth). The value's own text is kept: its numbers and
+ * strings as written, duplicate keys all there (a JSON.parse and
+ * JSON.stringify round trip shows 12345678901234567891 as
+ * 12345678901234567000, 1.10 as 1.1, and one of two "a" keys).
+ */
+export function indentJson(text, maxDepth = 64) {
+    try {
+        JSON.parse(text);
+    } catch {
+        return null;
+    }
+    const space = (ch) => ch === ' ' || ch === '\t' || ch === '\n' || ch === '\r';
+    let out = '';
+    let depth = 0;
+    const pad = () => '\n' + '  '.repeat(depth);
+    for (let i = 0; i < text.length; ) {
+        const ch = text[i];
+        if (ch === '"') {
+            let j = i + 1;
+            while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+            out += text.slice(i, j + 1);
+            i = j + 1;
+        } else if (space(ch)) {
+            i++;
+        } else if (ch === '{' || ch === '[') {
+            let j = i + 1;
+            while (j < text.length && space(text[j])) j++;
+            if (text[j] === (ch === '{' ? '}' : ']')) {
+                out += ch + text[j];
+                i = j + 1;
+                continue;
+            }
+            if (++depth > maxDepth) return null;
+            out += ch + pad();
+            i++;
+        } else if (ch === '}' || ch === ']') {
+            depth--;
+            out += pad() + ch;
+            i++;
+        } else if (ch === ',') {
+            out += ',' + pad();
+            i++;
+        } else if (ch === ':') {
+            out += ': ';
+            i++;
+        } else {
+            out += ch;
+            i++;
+        }
+    }
+    return out;
 }

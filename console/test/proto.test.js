@@ -320,3 +320,19 @@ test('previews: text when it reads as text, else hex', () => {
     assert.equal(P.preview(Uint8Array.from([0xc3, 0x28]), 10), '0xC328');
     assert.equal(P.preview(text('a\u202Eb'), 10), '0x61E280AE62'); /* unseen: hex */
 });
+
+test('JSON indented as written: numbers, strings and duplicate keys kept', () => {
+    const text = '{"id": 12345678901234567891, "price": 1.10, "a": 1, "a": 2, "s": "x,{:}\\"", "e": [], "o": {}, "l": [1,[2]]}';
+    assert.equal(
+        P.indentJson(text),
+        '{\n  "id": 12345678901234567891,\n  "price": 1.10,\n  "a": 1,\n  "a": 2,\n  "s": "x,{:}\\"",\n  "e": [],\n  "o": {},\n  "l": [\n    1,\n    [\n      2\n    ]\n  ]\n}',
+    );
+    // What JSON.stringify would print for plain values.
+    const plain = { a: [1, { b: 'c' }], d: null, t: true };
+    assert.equal(P.indentJson(JSON.stringify(plain)), JSON.stringify(plain, null, 2));
+    assert.equal(P.indentJson(' 5 '), '5');
+    assert.equal(P.indentJson('{"a":'), null);
+    assert.equal(P.indentJson('[[[1]]]', 2), null);
+    assert.equal(P.label(P.bytesOf('a\ufeffb'), 100), 'a\\xEF\\xBB\\xBFb');
+    assert.equal(P.textOf(P.bytesOf('\ufeffhello')), '\ufeffhello');
+});
