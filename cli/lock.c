@@ -146,7 +146,12 @@ int cmd_lock(struct cli *cl, ss_client *c)
     char token[SS_LEASE_TOKEN_MAX];
     /* SIGINT and SIGTERM are blocked (main.c): while the lock is awaited
      * they end the wait, COMMAND not run. */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     int st = ss_lease_acquire_wait_cancel(c, name, holder, ttl, wait, token, stop_pending, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    uint64_t waited_ms = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000 + (uint64_t)(t1.tv_nsec / 1000000) -
+                         (uint64_t)(t0.tv_nsec / 1000000);
     if (st == SS_E_CANCELLED) {
         sigset_t stop;
         sigemptyset(&stop);
@@ -157,7 +162,9 @@ int cmd_lock(struct cli *cl, ss_client *c)
         out_error("lock: stopped while waiting for %s", name);
         return 128 + (sig > 0 ? sig : SIGTERM);
     }
-    if (st == SS_E_TIMEOUT && cl->wait_ms) {
+    /* A timeout before the wait was over is a request's (nothing
+     * answered): a failure to reach the store, not a lock held. */
+    if (st == SS_E_TIMEOUT && cl->wait_ms && waited_ms >= cl->wait_ms) {
         out_error("lock: %s is held by someone else (waited %llu ms)", name,
                   (unsigned long long)cl->wait_ms);
         if (cl->json) {

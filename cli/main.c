@@ -318,6 +318,8 @@ int main(int argc, char **argv)
     char why[256];
     int st = ss_client_connect_explain(&cl.conn, &c, why, sizeof why);
     if (st != SS_OK) {
+        if (cl.json && cl.command) /* a failure is the JSON error object, as a command's is */
+            out_json_error(why, st);
         out_error("cannot connect to %s:%d: %s", cl.conn.host ? cl.conn.host : "localhost",
                   cl.conn.port ? cl.conn.port : cl.conn.cafile || cl.conn.capath || cl.conn.tls ? 8883 : 1883,
                   why);

@@ -129,7 +129,11 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
         return true;
     }
     ss_metrics_request(&p->metrics, x.command, rc, b->scratch.data, b->scratch.len);
-    if (rc == SS_E_QUOTA && in->len > p->opt.max_value_bytes)
+    /* Each limit's refusal names its own limit (the engine's checks, in
+     * their order); a KEYNOTIFY refused for its registration limits was
+     * logged where it was counted (notify.c), and the backend's cause
+     * (a key count, bytes stored, the disk) is a write's only. */
+    if (rc == SS_E_QUOTA && x.cmd.type == SS_CMD_SET && x.cmd.value.len > p->opt.max_value_bytes)
         ss_log(p, MOSQ_LOG_WARNING,
                "request from %s refused: a value may have at most %llu bytes so that its "
                "notifications fit the broker's message_size_limit",
@@ -138,9 +142,11 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
         ss_log(p, MOSQ_LOG_NOTICE, "request from %s refused: a key of %zu bytes is longer than "
                "max_key_length (%llu)", client_id, x.cmd.key.len,
                (unsigned long long)p->opt.max_key_length);
-    else if (rc == SS_E_QUOTA)
+    else if (rc == SS_E_QUOTA && x.cmd.type == SS_CMD_SET)
         ss_log(p, MOSQ_LOG_NOTICE, "request from %s refused: %s", client_id,
                ss_batch__cause(p->backend, rc));
+    else if (rc == SS_E_QUOTA && x.cmd.type != SS_CMD_KEYNOTIFY)
+        ss_log(p, MOSQ_LOG_NOTICE, "request from %s refused: %s", client_id, ss_strerror(rc));
     else if (rc != SS_OK)
         ss_log(p, MOSQ_LOG_INFO, "request from %s refused: %s", client_id, ss_strerror(rc));
     char version[SS_HLC_TEXT_MAX + 1] = "";

@@ -185,6 +185,17 @@ TEST(cli_misses_and_figures_age_are_said)
     ASSERT_TRUE(age < 60000);
     run_free(&r);
     broker_stop(&b);
+    /* No broker there: with --json the failure is the JSON error object
+     * on stdout too, as a command's own failures are. */
+    char none[16];
+    snprintf(none, sizeof none, "%d", free_port());
+    cli_tool(&r, "-p", none, "--json", "get", "k", NULL);
+    ASSERT_EQ(r.status, 4);
+    ASSERT_TRUE(strncmp(r.out, "{\"error\":\"", 10) == 0);
+    const char *tail = "\",\"code\":\"CONNECTION\"}\n";
+    ASSERT_TRUE(r.out_len > strlen(tail) && strcmp(r.out + r.out_len - strlen(tail), tail) == 0);
+    ASSERT_TRUE(strstr(r.err, "cannot connect to localhost:") != NULL);
+    run_free(&r);
 }
 
 /* A request the broker refuses (its PUBACK's reason code) fails at once

@@ -514,6 +514,17 @@ TEST(cli_lock_two_contenders)
     ASSERT_TRUE(now_ms() - t0 < 2000);
     run_free(&r);
     broker_stop(&b);
+    /* No state store answers (a broker without the plugin): the wait ends
+     * with the first request's timeout, a failure to reach the store
+     * (exit 4), not a lock said to be held for a wait that did not run. */
+    struct broker plain = {.no_plugin = true};
+    broker_start(&plain);
+    cli_run(&r, plain.port, NULL, 0, "--timeout", "1000", "lock", "L", "--wait", "5000", "--", "true", NULL);
+    ASSERT_EQ(r.status, 4);
+    ASSERT_TRUE(strstr(r.err, "lock: no state store answered within 1000 ms") != NULL);
+    ASSERT_TRUE(strstr(r.err, "held by someone else") == NULL);
+    run_free(&r);
+    broker_stop(&plain);
 }
 
 /* Waiting for a lock another holds, `statestore lock` ends on SIGTERM or

@@ -468,7 +468,8 @@ TEST(plugin_bad_options_stop_the_broker)
     /* Good options are logged at startup. */
     struct broker e = {0};
     snprintf(e.extra, sizeof e.extra,
-             "plugin_opt_fsync always\nplugin_opt_max_keys 2\nplugin_opt_node_id Edge1\n");
+             "plugin_opt_fsync always\nplugin_opt_max_keys 2\nplugin_opt_node_id Edge1\n"
+             "plugin_opt_max_registrations_per_client 1\n");
     broker_start(&e);
     ASSERT_TRUE(broker_log_has(&e, "fsync=always"));
     ASSERT_TRUE(broker_log_has(&e, "node_id=Edge1"));
@@ -480,8 +481,16 @@ TEST(plugin_bad_options_stop_the_broker)
     request(&cl, r, "2", NULL, NULL, W("SET", "b", "1"));
     m = request(&cl, r, "3", NULL, NULL, W("SET", "c", "1"));
     PAYLOAD(m, "-ERR the quota has been exceeded\r\n");
+    /* Each refusal names its own limit: a KEYNOTIFY over its limit after
+     * it is not said to be refused for max_keys. */
+    m = request(&cl, r, "4", NULL, NULL, W("KEYNOTIFY", "a"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&cl, r, "5", NULL, NULL, W("KEYNOTIFY", "b"));
+    PAYLOAD(m, "-ERR the quota has been exceeded\r\n");
     client_close(&cl);
     ASSERT_TRUE(broker_log_has(&e, "request from q refused: max_keys (2 keys) reached"));
+    ASSERT_TRUE(broker_log_has(&e, "client q reached its KEYNOTIFY limit"));
+    ASSERT_EQ(broker_log_count(&e, "refused: max_keys"), 1);
     broker_stop(&e);
 }
 
