@@ -453,11 +453,19 @@ static void ss_etcd__watch_message(struct ss_backend_etcd *e, ss_bytes msg)
         }
         ss_grpc_cancel(e->grpc, &e->watch->call);
     }
+    int64_t last = 0;
     for (size_t i = 0; i < w.n_events; i++) {
         ss_etcd_event ev;
         ss_etcd_watch_event(&w, i, &ev);
         ss_etcd__watch_event(e, &ev);
+        last = ev.kv.mod_revision;
     }
+    /* A piece of a message that etcd split: more of the last revision's
+     * changes follow, so the watch has not reported all of it yet (a mark
+     * waiting for it stays; a restart takes it again from its start,
+     * telling a change of it twice rather than none). */
+    if (w.fragment && last > 0 && e->watch_rev >= last)
+        e->watch_rev = last - 1;
     /* A progress report: every change up to its revision was sent. */
     if (!w.created && !w.canceled && w.n_events == 0 && w.revision > e->watch_rev)
         e->watch_rev = w.revision;

@@ -519,6 +519,12 @@ int ss_etcd_watch_pack(ss_buf *out, ss_bytes key, ss_bytes end, int64_t start_re
     c.range_end = ss_etcd__bin(end);
     c.start_revision = start_revision;
     c.progress_notify = true;
+    /* A backlog of revisions is sent in pieces no larger than etcd's
+     * --max-request-bytes, rather than in one message of up to ~1000
+     * revisions: with large values that passed the client's largest
+     * message, and the watch, reset, was sent the same message again for
+     * good. */
+    c.fragment = true;
     Etcdserverpb__WatchRequest r = ETCDSERVERPB__WATCH_REQUEST__INIT;
     r.request_union_case = ETCDSERVERPB__WATCH_REQUEST__REQUEST_UNION_CREATE_REQUEST;
     r.create_request = &c;
@@ -538,6 +544,7 @@ int ss_etcd_watch_unpack(ss_bytes msg, ss_etcd_watch *w)
     w->compact_revision = m->compact_revision;
     w->cancel_reason = m->cancel_reason ? m->cancel_reason : "";
     w->n_events = m->n_events;
+    w->fragment = m->fragment;
     for (size_t i = 0; i < m->n_events; i++) {
         if (m->events[i]->kv == NULL) {
             ss_etcd_watch_free(w);

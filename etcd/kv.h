@@ -155,6 +155,7 @@ typedef struct ss_etcd_watch {
     int64_t compact_revision; /* canceled: history before it is gone */
     const char *cancel_reason;
     size_t n_events;
+    bool fragment;            /* more events of the last revision follow */
 } ss_etcd_watch;
 /* One change: the key, its new state (kv; for a deletion, found with
  * the deletion's mod_revision and no value). Borrows w. */

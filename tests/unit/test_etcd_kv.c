@@ -60,3 +60,37 @@ TEST(etcd_txn_reply_read_only_as_the_range_it_asked_for)
     ASSERT_EQ(unpack(two, sizeof two, &r, &kv), SS_E_PROTOCOL);
     ASSERT_TRUE(!kv.found);
 }
+
+/* The watch asks etcd to split a large message into pieces (fragment:
+ * the create request's field 8), and a piece says more of its last
+ * revision follows (the response's field 7). */
+TEST(etcd_watch_asks_for_and_reads_fragments)
+{
+    ss_buf req = SS_BUF_INIT;
+    ss_bytes key = {(const uint8_t *)"p/", 2}, end = {(const uint8_t *)"p0", 2};
+    ASSERT_EQ(ss_etcd_watch_pack(&req, key, end, 5), SS_OK);
+    bool fragment = false;
+    for (size_t i = 0; i + 1 < req.len; i++)
+        fragment = fragment || (req.data[i] == 0x40 && req.data[i + 1] == 0x01);
+    ASSERT_TRUE(fragment);
+    ss_buf_free(&req);
+    /* header { revision: 9 }, fragment: true, events { kv { key: "k",
+     * mod_revision: 9 } } */
+    static const uint8_t piece[] = {0x0a, 0x02, 0x18, 0x09, 0x38, 0x01, 0x5a, 0x07,
+                                    0x12, 0x05, 0x0a, 0x01, 'k',  0x18, 0x09};
+    ss_etcd_watch w;
+    ASSERT_EQ(ss_etcd_watch_unpack((ss_bytes){piece, sizeof piece}, &w), SS_OK);
+    ASSERT_TRUE(w.fragment);
+    ASSERT_EQ(w.revision, 9);
+    ASSERT_EQ(w.n_events, 1);
+    ss_etcd_event ev;
+    ss_etcd_watch_event(&w, 0, &ev);
+    ASSERT_TRUE(!ev.deleted);
+    ASSERT_MEM(ev.key.data, ev.key.len, "k", 1);
+    ASSERT_EQ(ev.kv.mod_revision, 9);
+    ss_etcd_watch_free(&w);
+    /* The last piece, or a message etcd did not split: no fragment. */
+    ASSERT_EQ(ss_etcd_watch_unpack((ss_bytes){piece, 4}, &w), SS_OK);
+    ASSERT_TRUE(!w.fragment);
+    ss_etcd_watch_free(&w);
+}
