@@ -305,7 +305,8 @@ static int watch_patterns(struct cli *cl, ss_client *c, bool stop)
 static int watch_until_stopped(struct cli *cl, ss_client *c, struct watch_state *ws, sigset_t *stop)
 {
     const struct timespec tick = {0, 200 * 1000 * 1000};
-    while (sigtimedwait(stop, NULL, &tick) < 0) {
+    int sig;
+    while ((sig = sigtimedwait(stop, NULL, &tick)) < 0) {
         pthread_mutex_lock(&ws->mu);
         bool again = ws->reconnected;
         ws->reconnected = false;
@@ -328,6 +329,11 @@ static int watch_until_stopped(struct cli *cl, ss_client *c, struct watch_state 
             pthread_mutex_unlock(&ws->mu);
         }
     }
+    /* SIGTERM ends the program, not only the watch: raised again, it
+     * stays pending (blocked) and ends it where it is let through, before
+     * the next line of commands from a pipe or at the prompt. */
+    if (sig == SIGTERM)
+        raise(SIGTERM);
     return SS_EXIT_OK;
 }
 

@@ -160,6 +160,8 @@ int cmd_lock(struct cli *cl, ss_client *c)
         struct timespec none = {0, 0};
         int sig = sigtimedwait(&stop, NULL, &none);
         out_error("lock: stopped while waiting for %s", name);
+        if (sig == SIGTERM) /* as for a watch: the program ends too (commands.c) */
+            raise(SIGTERM);
         return 128 + (sig > 0 ? sig : SIGTERM);
     }
     /* A timeout before the wait was over is a request's (nothing

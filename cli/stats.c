@@ -255,7 +255,8 @@ int cmd_stats(struct cli *cl, ss_client *c)
         sigaddset(&stop, SIGINT);
         sigaddset(&stop, SIGTERM);
         const struct timespec none = {0, 0};
-        while (cl->watch && !ferror(stdout) && sigtimedwait(&stop, NULL, &none) < 0) {
+        int sig = -1;
+        while (cl->watch && !ferror(stdout) && (sig = sigtimedwait(&stop, NULL, &none)) < 0) {
             if (!stats_settle(&s, seen, mono_ms() + 200))
                 continue;
             pthread_mutex_lock(&s.mu);
@@ -265,6 +266,8 @@ int cmd_stats(struct cli *cl, ss_client *c)
             seen = s.updates;
             pthread_mutex_unlock(&s.mu);
         }
+        if (sig == SIGTERM) /* the program ends too, as for a watch (commands.c) */
+            raise(SIGTERM);
     }
     stats_free(c, &s);
     return rc;

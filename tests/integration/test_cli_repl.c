@@ -270,6 +270,43 @@ TEST(cli_commands_from_standard_input)
     broker_stop(&b);
 }
 
+/* SIGTERM while a line from a pipe runs (a watch) ends the program, not
+ * only that line: the lines after it did run, a write among them. */
+TEST(cli_sigterm_ends_commands_from_a_pipe)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    char port[16], in_path[600];
+    snprintf(port, sizeof port, "%d", b.port);
+    snprintf(in_path, sizeof in_path, "%s/in.txt", test_tmpdir());
+    FILE *f = fopen(in_path, "w");
+    ASSERT_TRUE(f != NULL);
+    fputs("watch city\nset city Lyon\n", f);
+    fclose(f);
+    fflush(NULL);
+    pid_t pid = fork();
+    ASSERT_TRUE(pid >= 0);
+    if (pid == 0) {
+        int fd = open(in_path, O_RDONLY);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(fd, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(cli_path(), cli_path(), "-p", port, (char *)NULL);
+        _exit(127);
+    }
+    usleep(800 * 1000); /* the watch runs */
+    kill(pid, SIGTERM);
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+    struct run r;
+    cli_run(&r, b.port, NULL, 0, "get", "city", NULL);
+    ASSERT_EQ(r.status, 1); /* the SET after the watch never ran */
+    run_free(&r);
+    broker_stop(&b);
+}
+
 /* lock at the prompt: COMMAND gets its own words and nothing more (the
  * lock's NAME and options used to follow them, unterminated argv). */
 TEST(cli_lock_at_the_prompt_runs_command_as_given)
