@@ -343,8 +343,10 @@ static const char *ss_admin__inspect_page(struct ss_plugin *p, ss_bytes key, uin
 static const char *ss_admin__inspect(struct ss_plugin *p, const struct ss_admin_req *r, const ss_request *q,
                                      uint64_t now_ms)
 {
-    if (q->argc != 2 || q->argv[1].len == 0)
+    if (q->argc != 2)
         return "usage: INSPECT KEY";
+    if (q->argv[1].len == 0) /* as GET of it answers */
+        return ss_strerror(SS_E_KEY_EMPTY);
     ss_bytes key = q->argv[1];
     /* Asked once, before its page is read: a refusal on a later pass (the
      * rules reloaded meanwhile) would leave the page under way for the

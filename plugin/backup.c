@@ -80,7 +80,7 @@ const char *ss_backup_start(struct ss_plugin *p, const uint8_t *name, size_t len
     if (p->opt.backup_dir == NULL)
         return "backups are off: set plugin_opt_backup_dir";
     if (!ss_backup__name_ok(name, len))
-        return "a backup name is a plain file name (letters, digits, '.', '_', '-')";
+        return "a backup name is a plain file name: 1 to 200 letters, digits, '.', '_' and '-', not starting with '.'";
     if (b->running)
         return "busy: a backup is under way";
     /* Never over an earlier backup. */

@@ -121,6 +121,10 @@ TEST(admin_keys_pages_patterns_and_inspect)
     ASSERT_TRUE(m->len > 24 && memcmp(m->payload + m->len - 24, " - 1700000000000:0:lock\n", 24) == 0);
     m = admin_call(&c, resp, "a", W("INSPECT", "nope"));
     PAYLOAD(m, "absent\n");
+    m = admin_call(&c, resp, "e", W("INSPECT", ""));
+    PAYLOAD(m, "error the key length is zero\n");
+    m = admin_call(&c, resp, "e2", W("INSPECT"));
+    PAYLOAD(m, "error usage: INSPECT KEY\n");
 
     /* Bounded work: a pattern that matches nothing examines ten keys per
      * key asked for, then answers with a cursor to go on from. */
@@ -376,9 +380,11 @@ TEST(admin_backup_refusals)
     broker_start(&b2);
     client_connect_rr(&c, b2.port, "admin", rc, sizeof rc);
     m = admin_call(&c, rc, "2", W("BACKUP", "../escape"));
-    PAYLOAD(m, "error a backup name is a plain file name (letters, digits, '.', '_', '-')\n");
+    PAYLOAD(m, "error a backup name is a plain file name: 1 to 200 letters, digits, '.', '_' and '-', "
+               "not starting with '.'\n");
     m = admin_call(&c, rc, "3", W("BACKUP", ".hidden"));
-    PAYLOAD(m, "error a backup name is a plain file name (letters, digits, '.', '_', '-')\n");
+    PAYLOAD(m, "error a backup name is a plain file name: 1 to 200 letters, digits, '.', '_' and '-', "
+               "not starting with '.'\n");
     m = admin_call(&c, rc, "4", W("BACKUP"));
     PAYLOAD(m, "error usage: BACKUP NAME\n");
     m = admin_call(&c, rc, "5", W("BACKUP", "one"));
