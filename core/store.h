@@ -105,7 +105,10 @@ bool ss_store_batch_dirty(const ss_store *s);
 /* Commit the batch; now_ms drives the periodic sync and checkpoints (a
  * checkpoint, when due, runs inside this call). On failure nothing of the
  * batch remains: SS_E_QUOTA (the map or the disk filled up), SS_E_IO;
- * ss_store_cause says which. A failed checkpoint is tried again after
+ * ss_store_cause says which. SS_E_UNAVAILABLE: nothing of the batch
+ * remains in this store, but its journal frame, written whole, failed its
+ * fsync and could not be cut off durably: a restart after a crash may
+ * replay it (the outcome is unknown, and must be answered so). A failed checkpoint is tried again after
  * checkpoint_interval_ms, then after twice as long each time, up to 60 s;
  * meanwhile batches go into the journal. A batch that carried a failed
  * checkpoint goes into the journal too (ss_store_checkpoint_failing then

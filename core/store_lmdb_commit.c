@@ -365,8 +365,10 @@ static int ss_lmdb__frame_write(ss_store *s)
                                                                    : errno;
         if (err != 0) {
             /* The frame is cut off again and its batch fails: nothing
-             * that was acknowledged depends on this fsync. */
+             * that was acknowledged depends on this fsync. It may be on
+             * the disk all the same (ss_store_commit_finish). */
             ss_lmdb__cause(s, "fsync of the journal", err);
+            s->jframe_unsure = true;
             return SS_E_IO;
         }
     }
@@ -452,14 +454,25 @@ int ss_store_commit_finish(ss_store *s, int rc, uint64_t now_ms)
     if (rc != SS_OK) {
         /* Cut what the failed write may have left. Should that fail too,
          * the next frame overwrites it from jend, and a replay stops at
-         * any remains after it (they fail their check). Only when it
-         * wrote: a truncation may also free the space allocated ahead
-         * (ext4 does, at the same size), which must then be taken again. */
-        if (journaled && s->jtail && ftruncate(s->jfd, (off_t)s->jend) != 0) {
+         * the remains of a torn write after it (they fail their check);
+         * a whole frame is another matter (below). Only when it wrote: a
+         * truncation may also free the space allocated ahead (ext4 does,
+         * at the same size), which must then be taken again. */
+        bool cut = journaled && s->jtail && ftruncate(s->jfd, (off_t)s->jend) == 0;
+        /* A whole frame whose fsync failed may have reached the disk
+         * anyway, and a replay after a crash would take it: its batch
+         * failed only once the cut is on the disk. Otherwise its outcome
+         * is unknown, and answered so ("unavailable": it may have taken
+         * effect), never as a failure that a restart could contradict. */
+        if (journaled && s->jtail && s->jframe_unsure && !(cut && fdatasync(s->jfd) == 0)) {
+            ss_lmdb__cause(s, "cutting the journal after its failed fsync (the batch may have been written)",
+                           errno);
+            rc = SS_E_UNAVAILABLE;
         }
         if (journaled && s->jtail)
             s->jreserved = 0;
         s->jtail = false;
+        s->jframe_unsure = false;
         s->dirty = true;
         ss_lmdb__rollback(s);
         return rc;

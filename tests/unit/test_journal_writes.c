@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
 /* test_journal_writes.c - journal writes that fail, injected or cut short,
  * fail their batch alone, and the bound on what one batch may journal. */
+#include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "../../core/errors.h"
 #include "../../core/store.h"
 #include "../test.h"
 #include "journal_batches.h"
 #include "journaled.h"
+#include "store_crash.h"
 
 /* An injected failure of the Nth journal write fails that batch only, and
  * leaves the store as the last good commit left it. */
@@ -112,5 +117,53 @@ TEST(store_short_journal_write_fails_its_batch)
     ss_store_close(s);
     ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
     assert_keys(s, 0, 1, 3);
+    ss_store_close(s);
+}
+
+/* With fsync always, a batch whose journal frame was written whole but
+ * failed its fsync: the frame may be on the disk all the same. Cut off
+ * durably, the batch failed (SS_E_IO), and a crash leaves it out. When the
+ * cut cannot be made (here ftruncate and fdatasync fail), the batch's
+ * outcome is unknown and said so (SS_E_UNAVAILABLE): a crash does bring it
+ * back from the journal. It was answered as failed, and came back. */
+static int unsure_child(ss_store *s)
+{
+    if (store_crash_put(s, "a", 1) != SS_OK)
+        return 2;
+    if (store_crash_fail_syscall(SYS_fdatasync, -1, EIO) != 0 || store_crash_fail_syscall(SYS_ftruncate, -1, EIO) != 0)
+        return 3;
+    if (store_crash_put(s, "b", 2) != SS_E_UNAVAILABLE)
+        return 4;
+    return strstr(ss_store_cause(s), "cutting the journal after its failed fsync") ? 0 : 5;
+}
+
+static int failed_child(ss_store *s)
+{
+    if (store_crash_put(s, "a", 1) != SS_OK)
+        return 2;
+    return store_crash_put(s, "b", 2) == SS_E_IO ? 0 : 3; /* its fsync fails (injected) */
+}
+
+TEST(store_frame_whose_fsync_failed_is_failed_only_once_cut_off)
+{
+    ss_store_options o = journaled();
+    o.sync = SS_SYNC_ALWAYS;
+    const char *both[] = {"a", "b"};
+    store_crash_then_check(&o, unsure_child, both, 2);
+
+    /* Again in a new directory: the frame cut off, the batch failed. */
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/cut", test_tmpdir());
+    o.path = dir; /* made by the store */
+    o.fail_sync_at = 2;
+    const char *one[] = {"a"};
+    store_crash_then_check(&o, failed_child, one, 1);
+    o.fail_sync_at = 0;
+    ss_store *s = NULL;
+    ASSERT_EQ(ss_store_open(&o, &s), SS_OK);
+    ss_record got;
+    ASSERT_EQ(ss_store_begin(s), SS_OK);
+    ASSERT_EQ(ss_store_get(s, B("b"), &got), SS_E_NOTFOUND);
+    ss_store_abort(s);
     ss_store_close(s);
 }
