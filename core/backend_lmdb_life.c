@@ -69,7 +69,7 @@ void ss_backend_lmdb__life_stop(struct ss_backend_lmdb *l)
     if (!l->worker_ready)
         return;
     /* A job under way completes; a commit's answers can no longer go out.
-     * (Closing the store syncs in any case.) */
+     * (Closing the store checkpoints, or else syncs the journal.) */
     bool commit = ss_lmdb__committing(l);
     bool busy = l->worker.busy;
     ss_worker_stop(&l->worker);

@@ -444,6 +444,12 @@ static int ss_lmdb__compact(ss_store *s)
     }
     ss_lmdb__sync_dir(s); /* the rename, durable (a crash before keeps either file, whole) */
     rc = ss_lmdb__open_env(s);
+    /* The copy is the data file now: without it open, nothing can go on
+     * (the store would run on a closed environment). */
+    if (rc != SS_OK && rc != SS_E_CORRUPT) {
+        ss_lmdb__cause(s, "compaction: opening the compacted data file", rc == SS_E_NOMEM ? ENOMEM : EIO);
+        rc = SS_E_CORRUPT;
+    }
     if (rc == SS_OK)
         snprintf(s->cause, sizeof s->cause, "data file compacted from %lld to %lld bytes",
                  (long long)before.st_size, (long long)after.st_size);
@@ -572,9 +578,13 @@ void ss_store_close(ss_store *s)
     if (s->batch && !s->committing)
         ss_store_abort(s);
     /* What the journal holds goes into the file, so that the next open
-     * has nothing to replay; if that fails, the next open replays. */
-    if (!s->committing)
-        ss_lmdb__checkpoint_now(s);
+     * has nothing to replay; if that fails (or cannot run: no
+     * transaction), the next open replays it, so it is synced here. */
+    if (!s->committing) {
+        bool no_txn = s->txn == NULL;
+        if ((ss_lmdb__checkpoint_now(s) != SS_OK || no_txn) && s->jfd >= 0)
+            (void)fdatasync(s->jfd);
+    }
     ss_lmdb__drop_txn(s);
     if (s->env)
         mdb_env_close(s->env);
