@@ -23,6 +23,11 @@ static bool ss_command__word_is(ss_bytes w, const char *upper)
 
 int ss_parse_u64(const uint8_t *p, size_t n, uint64_t max, uint64_t *out)
 {
+    /* Leading zeros, however many, count for nothing (SEMANTICS.md). */
+    while (n > 1 && p[0] == '0') {
+        p++;
+        n--;
+    }
     if (n == 0 || n > 19)
         return SS_E_SYNTAX;
     uint64_t v = 0;

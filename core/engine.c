@@ -242,7 +242,8 @@ static const ss_engine_handler ss_engine__handlers[SS_ENGINE_HANDLERS] = {
 };
 
 /* Parse an optional HLC property and apply the skew check. */
-static int ss_engine__stamp(ss_bytes prop, uint64_t now_ms, int future_err, ss_hlc *out, const ss_hlc **p)
+static int ss_engine__stamp(ss_bytes prop, uint64_t now_ms, int future_err, bool issues, ss_hlc *out,
+                            const ss_hlc **p)
 {
     *p = NULL;
     if (prop.data == NULL)
@@ -253,8 +254,9 @@ static int ss_engine__stamp(ss_bytes prop, uint64_t now_ms, int future_err, ss_h
         return future_err;
     /* A __ts exactly SS_HLC_MAX_SKEW_MS ahead whose counter is exhausted
      * has no successor within the skew: the version a SET issues past it
-     * would be one millisecond further ahead than a version may be. */
-    if (future_err == SS_E_TS_FUTURE && out->wall > now_ms && out->wall - now_ms == SS_HLC_MAX_SKEW_MS &&
+     * would be one millisecond further ahead than a version may be. A
+     * request that issues no version takes it as any other. */
+    if (issues && future_err == SS_E_TS_FUTURE && out->wall > now_ms && out->wall - now_ms == SS_HLC_MAX_SKEW_MS &&
         out->counter >= SS_HLC_COUNTER_MAX)
         return future_err;
     *p = out;
@@ -306,11 +308,11 @@ static int ss_engine__run(ss_engine *e, ss_exec *x)
 
     ss_hlc ts_buf, ft_buf;
     const ss_hlc *ts, *ft = NULL;
-    if ((rc = ss_engine__stamp(x->ts, x->now_ms, SS_E_TS_FUTURE, &ts_buf, &ts)) != SS_OK)
+    if ((rc = ss_engine__stamp(x->ts, x->now_ms, SS_E_TS_FUTURE, c.type == SS_CMD_SET, &ts_buf, &ts)) != SS_OK)
         return rc;
     if (traits->needs_ts && ts == NULL)
         return SS_E_TS_MISSING;
-    if (traits->fenced && (rc = ss_engine__stamp(x->ft, x->now_ms, SS_E_FT_FUTURE, &ft_buf, &ft)) != SS_OK)
+    if (traits->fenced && (rc = ss_engine__stamp(x->ft, x->now_ms, SS_E_FT_FUTURE, false, &ft_buf, &ft)) != SS_OK)
         return rc;
 
     ss_engine_handler run = c.type < SS_ENGINE_HANDLERS ? ss_engine__handlers[c.type] : NULL;

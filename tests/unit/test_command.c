@@ -59,6 +59,10 @@ TEST(command_set_options_any_order)
     ASSERT_EQ(c.cond, SS_COND_NEX);
     ASSERT_EQ(PARSE(&c, "SET", "k", "v", "PX", "0009007199254740992"), SS_OK);
     ASSERT_EQ(c.px, SS_PX_MAX);
+    /* Leading zeros, however many (past 19 characters too). */
+    ASSERT_EQ(PARSE(&c, "SET", "k", "v", "PX", "000000000000000000000000000007"), SS_OK);
+    ASSERT_EQ(c.px, 7);
+    ASSERT_EQ(PARSE(&c, "SET", "k", "v", "PX", "00000000000000000000000000000"), SS_E_SYNTAX); /* 0 */
     /* An option-like value or key is data, not an option. */
     ASSERT_EQ(PARSE(&c, "SET", "NX", "PX"), SS_OK);
     ASSERT_STR(c.key.data, c.key.len, "NX");
