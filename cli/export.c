@@ -445,6 +445,10 @@ int cmd_import(struct cli *cl, ss_client *c)
         if (why == NULL && (ss_json_unescape(&text, l.version.data, l.version.len) != SS_OK ||
                             ss_hlc_parse(text.data, text.len, &rec.version) != SS_OK))
             why = "version is not a timestamp (ms:counter:node)";
+        /* Versions go out in every __ts of the key's answers: as the
+         * server issues them (PROTOCOL.md §4), or the SDKs may refuse them. */
+        if (why == NULL && (rec.version.counter > SS_HLC_COUNTER_MAX || rec.version.node_len == 0))
+            why = "version has a counter above 2147483647 or an empty node id (the server issues none such)";
         if (why == NULL && l.has_ft &&
             (ss_json_unescape(&text, l.ft.data, l.ft.len) != SS_OK || ss_hlc_parse(text.data, text.len, &rec.ft) != SS_OK))
             why = "fencing_token is not a timestamp (ms:counter:node)";

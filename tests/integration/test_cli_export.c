@@ -275,6 +275,21 @@ TEST(cli_node_ids_with_spaces_and_quotes_stay_whole)
     broker_stop(&b2);
     run_free(&exp1);
     run_free(&exp2);
+
+    /* A version no server issues (a counter past 2^31 - 1, an empty node
+     * id) is refused with its line: it would go out in answers' __ts. */
+    const char *bad[] = {"1:3000000000:n", "1:0:"};
+    for (int i = 0; i < 2; i++) {
+        f = fopen(file, "w");
+        ASSERT_TRUE(f != NULL);
+        fprintf(f, "{\"key_base64\":\"YQ==\",\"value_base64\":\"MQ==\",\"version\":\"%s\"}\n", bad[i]);
+        fclose(f);
+        snprintf(dir, sizeof dir, "%s/bad-version-%d", test_tmpdir(), i);
+        cli_run(&r, 0, NULL, 0, "import", file, dir, NULL);
+        ASSERT_EQ(r.status, 64);
+        ASSERT_TRUE(strstr(r.err, "odd.jsonl line 1: version has a counter above 2147483647 or an empty node id") != NULL);
+        run_free(&r);
+    }
 }
 
 /* import --etcd puts an export into a store on an etcd cluster under a
