@@ -69,8 +69,14 @@ export class KeysView {
         });
         for (const r of document.querySelectorAll('input[name="mode"]'))
             r.addEventListener('change', () => this.show(r.value));
-        $('copy-key').addEventListener('click', () => this.current && ctx.copy(keyLabel(this.current.key)));
-        $('copy-value').addEventListener('click', () => this.current && this.current.value && ctx.copy($('value').textContent));
+        // The bytes themselves when they are text (a label's \\ and \\xHH, a
+        // view's indenting or hex dump, would name another key or value);
+        // else the label, and the value in plain hex as the form takes it.
+        $('copy-key').addEventListener('click', () => this.current && ctx.copy(P.isUtf8(this.current.key) ? P.textOf(this.current.key) : keyLabel(this.current.key)));
+        $('copy-value').addEventListener('click', () => {
+            const v = this.current && this.current.value;
+            if (v) ctx.copy(P.isUtf8(v) ? P.textOf(v) : P.hex(v));
+        });
         for (const b of document.querySelectorAll('button.copy'))
             b.addEventListener('click', () => ctx.copy($(b.dataset.copy).textContent));
         $('refresh-key').addEventListener('click', () => this.current && this.open(this.current.key));
@@ -186,11 +192,35 @@ export class KeysView {
      * key shown changed; the edit form, which the user may be filling in,
      * stays as it is.
      */
+    /**
+     * The shown key changed: read it again, one read at a time (a key
+     * changed a thousand times a second made as many GETs and INSPECTs),
+     * and once more after the last change that came during one.
+     */
+    refreshDetail(key) {
+        if (this.refreshing) {
+            this.refreshAgain = true;
+            return;
+        }
+        this.refreshing = true;
+        this.open(key, true).finally(() => {
+            this.refreshing = false;
+            // Again for the key shown now (another may have been opened
+            // meanwhile, and changed since).
+            if (this.refreshAgain && this.detailKey) {
+                this.refreshAgain = false;
+                this.refreshDetail(this.detailKey);
+            }
+        });
+    }
+
     async open(key, refresh = false) {
         // What was shown of another key goes first: nothing stale stays
         // beside this key's name; and the answers of a key opened before
         // it, should they come last, are dropped.
         const opening = (this.opening = (this.opening || 0) + 1);
+        this.detailHex = P.hex(key);
+        this.detailKey = key;
         this.current = null;
         $('detail-key').textContent = keyLabel(key);
         for (const id of ['meta-size', 'meta-version', 'meta-ttl', 'meta-ft']) $(id).textContent = '–';
@@ -289,7 +319,7 @@ export class KeysView {
         if (!this.index.has(h)) return;
         this.changed.set(h, Date.now());
         this.list.schedule();
-        if (this.current && P.hex(this.current.key) === h) this.open(this.current.key, true);
+        if (this.detailHex === h) this.refreshDetail(n.key);
     }
 
     // The edit form's key and value as bytes (the value from hex when

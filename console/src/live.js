@@ -131,6 +131,9 @@ export class LiveView {
     // the top once a frame, and those whose events fell off the end go,
     // rather than the table being drawn again for each one.
     add(n) {
+        // Only a preview's bytes are kept: a thousand events of values of
+        // a megabyte would hold a gigabyte.
+        if (n.value && n.value.length > PREVIEW_BYTES + 1) n = { ...n, value: n.value.subarray(0, PREVIEW_BYTES + 1).slice() };
         n.seq = ++this.seq;
         this.events.push(n);
         if (this.events.length > MAX_ROWS) this.events.splice(0, this.events.length - MAX_ROWS);
