@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../core/command.h"
 #include "../core/errors.h"
 #include "../core/hex.h"
 #include "../core/json.h"
@@ -445,10 +446,6 @@ int cmd_import(struct cli *cl, ss_client *c)
         if (why == NULL && (ss_json_unescape(&text, l.version.data, l.version.len) != SS_OK ||
                             ss_hlc_parse(text.data, text.len, &rec.version) != SS_OK))
             why = "version is not a timestamp (ms:counter:node)";
-        /* Versions go out in every __ts of the key's answers: as the
-         * server issues them (PROTOCOL.md §4), or the SDKs may refuse them. */
-        if (why == NULL && (rec.version.counter > SS_HLC_COUNTER_MAX || rec.version.node_len == 0))
-            why = "version has a counter above 2147483647 or an empty node id (the server issues none such)";
         if (why == NULL && l.has_ft &&
             (ss_json_unescape(&text, l.ft.data, l.ft.len) != SS_OK || ss_hlc_parse(text.data, text.len, &rec.ft) != SS_OK))
             why = "fencing_token is not a timestamp (ms:counter:node)";
@@ -467,8 +464,16 @@ int cmd_import(struct cli *cl, ss_client *c)
             exit_code = SS_EXIT_CONNECTION;
             break;
         }
+        /* Versions go out in every __ts of the key's answers: as the
+         * server issues them (PROTOCOL.md §4), or the SDKs may refuse them. */
+        if (why == NULL && (rec.version.counter > SS_HLC_COUNTER_MAX || rec.version.node_len == 0))
+            why = "version has a counter above 2147483647 or an empty node id (the server issues none such)";
         if (dup == 1)
             why = "this key was given on an earlier line already";
+        /* No PX makes a deadline further away (and one near 2^64 would
+         * wrap where a broker adds to it). */
+        if (why == NULL && l.has_exp && l.exp > now && l.exp - now > SS_PX_MAX)
+            why = "expires_at_ms is further away than any PX can set (2^53 ms)";
         if (why) {
             out_error("import: %s line %ld: %s", file, lineno, why);
             exit_code = SS_EXIT_USAGE;

@@ -141,6 +141,12 @@ struct ss_backend_ops {
      * woken); or a failure (SS_E_IO, SS_E_UNAVAILABLE, SS_E_NOMEM). */
     int (*scan)(void *impl, ss_bytes after, size_t max_examined, ss_backend_scan_fn fn, void *ctx,
                 ss_buf *next);
+    /* The wall-clock time (ms) the records a scan call walks are as of,
+     * when they were read earlier than the call (etcd: the page's Range
+     * was sent then); 0, or NULL: now. A key is passed over as expired
+     * only if it was so then: one renewed since would otherwise be left
+     * out of a listing it was in all along. */
+    uint64_t (*scan_as_of)(void *impl);
     /* 16 bytes kept with the data, the same after a restart and for every
      * broker on the same data, that clients cannot learn: the key of
      * SCAN's continuation tokens. 0, or SS_E_UNAVAILABLE while the

@@ -83,6 +83,7 @@ struct ss_scan_walk {
     size_t n;      /* how many */
     ss_buf cursor; /* of the last key looked at (empty: none yet) */
     uint64_t work;
+    uint64_t now_ms; /* the time the walked records are as of (backend.h: scan_as_of) */
     bool stopped; /* the page ended before the walk did */
     int rc;
 };
@@ -106,7 +107,7 @@ static bool ss_scan__visit(void *ctx, ss_bytes key, ss_bytes cursor, const ss_re
 {
     struct ss_scan_walk *w = ctx;
     const ss_scan_request *q = w->q;
-    bool expired = rec->expiry_ms && rec->expiry_ms <= q->now_ms;
+    bool expired = rec->expiry_ms && rec->expiry_ms <= w->now_ms;
     /* Matching costs up to (tokens + 1) x (key length + 1) steps: a key
      * that would take the page past its budget starts the next page,
      * unless it is the page's first (a page always moves on). */
@@ -179,6 +180,8 @@ int ss_scan_page(ss_backend *be, const ss_scan_request *q, ss_buf *response)
     size_t page = q->page_bytes ? q->page_bytes : SS_SCAN_ANSWER_DEFAULT;
     w.limit_more = w.limit_one < page ? w.limit_one : page;
     if (rc == SS_OK) {
+        uint64_t as_of = be->ops->scan_as_of ? be->ops->scan_as_of(be->impl) : 0;
+        w.now_ms = as_of && as_of < q->now_ms ? as_of : q->now_ms;
         ss_bytes from = {after.data, after.len};
         rc = be->ops->scan(be->impl, from, SS_SCAN_EXAMINE, ss_scan__visit, &w, &next);
     }

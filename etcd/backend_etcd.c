@@ -296,6 +296,7 @@ static const struct ss_backend_ops ss_backend_etcd_ops = {
     .abort = ss_etcd__abort,
     .settled = ss_etcd__settled,
     .scan = ss_etcd__page,
+    .scan_as_of = ss_etcd__page_as_of,
     .token_key = ss_etcd__token_key, /* backend_etcd_scan.c */
     .max_flights = SS_BACKEND_ETCD_FLIGHTS,
     .may_conflict = true,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/random.h>
 
 #include "../core/errors.h"
@@ -395,9 +396,21 @@ static int ss_etcd__page_send(struct ss_backend_etcd *e)
         ss_etcd__op_free(op);
         return rc;
     }
+    /* The records it reads are as of a time after this one: a key whose
+     * deadline passed before it is gone for good; one due after it lived
+     * when the page was asked for (ss_etcd__page_as_of). */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    e->page_sent_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
     e->page = SS_PAGE_RUNNING;
     ss_etcd__submit(e, op);
     return SS_E_PENDING;
+}
+
+uint64_t ss_etcd__page_as_of(void *impl)
+{
+    const struct ss_backend_etcd *e = impl;
+    return e->page == SS_PAGE_DONE ? e->page_sent_ms : 0;
 }
 
 int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_scan_fn fn, void *ctx, ss_buf *next)

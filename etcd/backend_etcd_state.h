@@ -392,6 +392,7 @@ struct ss_backend_etcd {
     ss_buf page_after; /* the cursor it is read after */
     size_t page_limit;      /* the records asked for */
     size_t page_range;      /* the records its Range reads: fewer when records are large */
+    uint64_t page_sent_ms;  /* wall clock when its Range was sent */
     bool page_shrunk;       /* its Range failed once, and was read again with fewer */
     /* A record's bytes in a Range's reply, as pages found them lately:
      * the Ranges of pages read no more records than SS_ETCD_PAGE_BYTES

@@ -32,6 +32,8 @@
 void ss_etcd__deadline_learn(struct ss_backend_etcd *e, ss_bytes key, int64_t rev, uint64_t deadline, bool own)
 {
     uint64_t at = own || deadline == 0 ? deadline : deadline + e->sweep_interval_ms;
+    if (at < deadline) /* saturated, not wrapped to "due now" */
+        at = UINT64_MAX;
     if (ss_etcd_deadlines_learn(&e->deadlines, key, rev, deadline, at) != SS_OK) {
         /* Out of memory: the key is found by the next read of every
          * record, which comes soon. */

@@ -278,16 +278,21 @@ TEST(cli_node_ids_with_spaces_and_quotes_stay_whole)
 
     /* A version no server issues (a counter past 2^31 - 1, an empty node
      * id) is refused with its line: it would go out in answers' __ts. */
-    const char *bad[] = {"1:3000000000:n", "1:0:"};
-    for (int i = 0; i < 2; i++) {
+    const char *bad[] = {"1:3000000000:n\"", "1:0:\"", "1:0:n\",\"expires_at_ms\":18446744073709551500"};
+    const char *why[] = {"version has a counter above 2147483647 or an empty node id",
+                         "version has a counter above 2147483647 or an empty node id",
+                         "expires_at_ms is further away than any PX can set (2^53 ms)"};
+    for (int i = 0; i < 3; i++) {
         f = fopen(file, "w");
         ASSERT_TRUE(f != NULL);
-        fprintf(f, "{\"key_base64\":\"YQ==\",\"value_base64\":\"MQ==\",\"version\":\"%s\"}\n", bad[i]);
+        fprintf(f, "{\"key_base64\":\"YQ==\",\"value_base64\":\"MQ==\",\"version\":\"%s}\n", bad[i]);
         fclose(f);
         snprintf(dir, sizeof dir, "%s/bad-version-%d", test_tmpdir(), i);
         cli_run(&r, 0, NULL, 0, "import", file, dir, NULL);
         ASSERT_EQ(r.status, 64);
-        ASSERT_TRUE(strstr(r.err, "odd.jsonl line 1: version has a counter above 2147483647 or an empty node id") != NULL);
+        char want[200];
+        snprintf(want, sizeof want, "odd.jsonl line 1: %s", why[i]);
+        ASSERT_TRUE(strstr(r.err, want) != NULL);
         run_free(&r);
     }
 }
