@@ -26,6 +26,7 @@
 #include "backend_etcd_cache.h"
 #include "backend_etcd_calls.h"
 #include "backend_etcd_sweep.h"
+#include "backend_etcd_tombstone.h"
 
 /* ---- learning ---------------------------------------------------------- */
 
@@ -53,7 +54,8 @@ void ss_etcd__deadline_learn_raw(struct ss_backend_etcd *e, ss_bytes key, int64_
     ss_record rec;
     ss_bytes tail;
     if (ss_record_decode(raw.data, raw.len, &rec, &tail) == SS_OK)
-        ss_etcd__deadline_learn(e, key, rev, rec.expiry_ms, ss_etcd__own_version(e, &rec.version));
+        ss_etcd__deadline_learn(e, key, rev, rec.expiry_ms,
+                                !ss_etcd__tombstone(raw) && ss_etcd__own_version(e, &rec.version));
     else
         ss_etcd__deadline_learn(e, key, rev, 0, false); /* not a record: no deadline */
 }

@@ -260,8 +260,13 @@ static void ss_etcd__watch_event(struct ss_backend_etcd *e, const ss_etcd_event 
     bool decoded = !ev->deleted && ss_record_decode(ev->kv.value.data, ev->kv.value.len, &rec, &tail) == SS_OK;
     if (decoded) /* whether anyone is told or not */
         ss_etcd__clock_seen(e, &rec.version);
-    bool own = decoded && ss_etcd__own_version(e, &rec.version);
-    if (decoded && !own)
+    /* A tombstone holds the removed version, whose node wrote the key,
+     * not the deleter: who deleted it cannot be told here. The deleter
+     * learnt its deadline from its commit; to every other broker, and to
+     * whoever wrote the removed version, it is someone else's. */
+    bool tomb = decoded && ss_etcd__tombstone(ev->kv.value);
+    bool own = decoded && !tomb && ss_etcd__own_version(e, &rec.version);
+    if (decoded && !tomb && !own)
         e->foreign_ms = ss_etcd__mono_ms(); /* another broker writes (commit.c: solo) */
     /* Every broker knows every deadline (backend_etcd_sweep.c). */
     ss_etcd__deadline_learn(e, key, rev, decoded ? rec.expiry_ms : 0, own);
