@@ -22,6 +22,7 @@
 #include "../core/errors.h"
 #include "../core/hex.h"
 #include "../core/json.h"
+#include "../core/pattern.h"
 #include "../core/store.h"
 #include "cli.h"
 
@@ -203,6 +204,19 @@ static const char *skip_ws(const char *p)
 
 /* A JSON string at p ('"' first): its raw content (escapes left as they
  * are, which the fields import reads never have) and the end. */
+/* Text an MQTT string may carry: UTF-8 without control characters. */
+static bool mqtt_text(const ss_buf *t)
+{
+    for (size_t i = 0; i < t->len;) {
+        uint32_t cp;
+        size_t n = ss_utf8_decode(t->data + i, t->len - i, &cp);
+        if (n == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+            return false;
+        i += n;
+    }
+    return true;
+}
+
 static const char *json_string(const char *p, ss_bytes *out)
 {
     if (*p != '"')
@@ -443,12 +457,15 @@ int cmd_import(struct cli *cl, ss_client *c)
         if (why == NULL && (ss_json_unescape(&text, l.value_b64.data, l.value_b64.len) != SS_OK ||
                             ss_json_base64_decode(&value, text.data, text.len) != SS_OK))
             why = "value_base64 is not base64";
+        /* Both go out as MQTT strings (__ts; __ft from clients): UTF-8
+         * without control characters, or a client must refuse them. */
         if (why == NULL && (ss_json_unescape(&text, l.version.data, l.version.len) != SS_OK ||
-                            ss_hlc_parse(text.data, text.len, &rec.version) != SS_OK))
-            why = "version is not a timestamp (ms:counter:node)";
+                            ss_hlc_parse(text.data, text.len, &rec.version) != SS_OK || !mqtt_text(&text)))
+            why = "version is not a timestamp (ms:counter:node, UTF-8 without control characters)";
         if (why == NULL && l.has_ft &&
-            (ss_json_unescape(&text, l.ft.data, l.ft.len) != SS_OK || ss_hlc_parse(text.data, text.len, &rec.ft) != SS_OK))
-            why = "fencing_token is not a timestamp (ms:counter:node)";
+            (ss_json_unescape(&text, l.ft.data, l.ft.len) != SS_OK || ss_hlc_parse(text.data, text.len, &rec.ft) != SS_OK ||
+             !mqtt_text(&text)))
+            why = "fencing_token is not a timestamp (ms:counter:node, UTF-8 without control characters)";
         /* The store's clock starts above the newest version: one far ahead
          * would put every later version as far ahead, and every fencing
          * token made from them would be refused as too far in the future. */

@@ -146,12 +146,7 @@ int cmd_lock(struct cli *cl, ss_client *c)
     char token[SS_LEASE_TOKEN_MAX];
     /* SIGINT and SIGTERM are blocked (main.c): while the lock is awaited
      * they end the wait, COMMAND not run. */
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     int st = ss_lease_acquire_wait_cancel(c, name, holder, ttl, wait, token, stop_pending, NULL);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    uint64_t waited_ms = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000 + (uint64_t)(t1.tv_nsec / 1000000) -
-                         (uint64_t)(t0.tv_nsec / 1000000);
     if (st == SS_E_CANCELLED) {
         sigset_t stop;
         sigemptyset(&stop);
@@ -164,9 +159,18 @@ int cmd_lock(struct cli *cl, ss_client *c)
             raise(SIGTERM);
         return 128 + (sig > 0 ? sig : SIGTERM);
     }
-    /* A timeout before the wait was over is a request's (nothing
-     * answered): a failure to reach the store, not a lock held. */
-    if (st == SS_E_TIMEOUT && cl->wait_ms && waited_ms >= cl->wait_ms) {
+    /* A timeout is the wait's (the lock held all along) or a request's
+     * (no store answered): a store that answers a read now says which. */
+    bool held = false;
+    if (st == SS_E_TIMEOUT && cl->wait_ms) {
+        ss_client_result r;
+        int alive = ss_lease_holder(c, name, &r);
+        ss_client_result_free(&r);
+        held = alive == SS_OK;
+        if (!held)
+            st = alive;
+    }
+    if (held) {
         out_error("lock: %s is held by someone else (waited %llu ms)", name,
                   (unsigned long long)cl->wait_ms);
         if (cl->json) {

@@ -36,15 +36,19 @@ int ss_lease_acquire_wait_cancel(ss_client *c, const char *name, const char *hol
                                  unsigned wait_ms, char token[SS_LEASE_TOKEN_MAX], bool (*cancelled)(void *ud),
                                  void *ud)
 {
+    /* Held from the start: a close from another thread ends the wait
+     * (SS_E_CONNECTION) rather than free the client under it, between
+     * two of its calls too. */
+    int rc = ss_client__hold(c);
+    if (rc != SS_OK)
+        return rc;
     /* Uncontended: no need to watch the lock key at all. */
     bool acquired = false;
-    int rc = ss_lease_acquire(c, name, holder, ttl_ms, &acquired, token);
-    if (rc != SS_OK || acquired)
+    rc = ss_lease_acquire(c, name, holder, ttl_ms, &acquired, token);
+    if (rc != SS_OK || acquired) {
+        ss_client__release(c);
         return rc;
-    /* Held while it waits: a close from another thread ends the wait
-     * (SS_E_CONNECTION) rather than free the client under it. */
-    if ((rc = ss_client__hold(c)) != SS_OK)
-        return rc;
+    }
     size_t name_len = strlen(name);
     rc = ss_client__helper_watch(c, name, name_len);
     if (rc != SS_OK) {

@@ -406,6 +406,7 @@ static struct ss_helper_watch *ss_client__helper_find(ss_client *c, const void *
     struct ss_helper_watch *h = malloc(sizeof *h + len);
     if (h) {
         h->users = 0;
+        h->events = 0;
         h->len = len;
         memcpy(h->key, key, len);
         h->next = c->helper_watches;

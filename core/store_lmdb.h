@@ -95,8 +95,10 @@ struct ss_store {
     bool ckpt;       /* the prepared commit is a checkpoint */
     bool ckpt_fell_back; /* ...which failed: the batch went to the journal */
     bool jtail;          /* the commit under way wrote past jend */
-    bool jframe_unsure;  /* ... and its frame, written whole, failed its fsync:
-                            it may be on the disk and come back in a replay */
+    bool jframe_whole;   /* ... and its frame was written whole: should its
+                            batch fail after that (its fsync, a fallback's
+                            replay), it may be on the disk and come back in a
+                            replay unless its cut is synced */
     bool dirty;      /* the open batch changed something */
     int failed; /* error that failed the open batch, 0 if none */
     int broken; /* a reload failed: tried again at the next begin */

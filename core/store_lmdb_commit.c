@@ -359,6 +359,7 @@ static int ss_lmdb__frame_write(ss_store *s)
         n -= (size_t)w;
         off += (uint64_t)w;
     }
+    s->jframe_whole = true;
     if (s->opt.sync == SS_SYNC_ALWAYS) {
         int err = ss_lmdb__inject(&s->syncs_tried, s->opt.fail_sync_at) ? EIO
                   : fdatasync(s->jfd) == 0                         ? 0
@@ -368,7 +369,6 @@ static int ss_lmdb__frame_write(ss_store *s)
              * that was acknowledged depends on this fsync. It may be on
              * the disk all the same (ss_store_commit_finish). */
             ss_lmdb__cause(s, "fsync of the journal", err);
-            s->jframe_unsure = true;
             return SS_E_IO;
         }
     }
@@ -459,25 +459,27 @@ int ss_store_commit_finish(ss_store *s, int rc, uint64_t now_ms)
          * truncation may also free the space allocated ahead (ext4 does,
          * at the same size), which must then be taken again. */
         bool cut = journaled && s->jtail && ftruncate(s->jfd, (off_t)s->jend) == 0;
-        /* A whole frame whose fsync failed may have reached the disk
-         * anyway, and a replay after a crash would take it: its batch
-         * failed only once the cut is on the disk. Otherwise its outcome
-         * is unknown, and answered so ("unavailable": it may have taken
-         * effect), never as a failure that a restart could contradict. */
-        if (journaled && s->jtail && s->jframe_unsure && !(cut && fdatasync(s->jfd) == 0)) {
-            ss_lmdb__cause(s, "cutting the journal after its failed fsync (the batch may have been written)",
+        /* A whole frame (its fsync failed, or a fallback's replay did)
+         * may be on the disk, and a replay after a crash would take it:
+         * its batch failed only once the cut is on the disk. Otherwise its
+         * outcome is unknown, and answered so ("unavailable": it may have
+         * taken effect), never as a failure that a restart could
+         * contradict. */
+        if (journaled && s->jtail && s->jframe_whole && !(cut && fdatasync(s->jfd) == 0)) {
+            ss_lmdb__cause(s, "cutting the journal after a failed commit (its batch may have been written)",
                            errno);
             rc = SS_E_UNAVAILABLE;
         }
         if (journaled && s->jtail)
             s->jreserved = 0;
         s->jtail = false;
-        s->jframe_unsure = false;
+        s->jframe_whole = false;
         s->dirty = true;
         ss_lmdb__rollback(s);
         return rc;
     }
     s->jtail = false;
+    s->jframe_whole = false;
     s->batch = false;
     s->committed_bytes = s->bytes;
     s->committed_wall = s->clock_wall;

@@ -134,7 +134,7 @@ static int unsure_child(ss_store *s)
         return 3;
     if (store_crash_put(s, "b", 2) != SS_E_UNAVAILABLE)
         return 4;
-    return strstr(ss_store_cause(s), "cutting the journal after its failed fsync") ? 0 : 5;
+    return strstr(ss_store_cause(s), "cutting the journal after a failed commit") ? 0 : 5;
 }
 
 static int failed_child(ss_store *s)
