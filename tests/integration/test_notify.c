@@ -282,7 +282,11 @@ TEST(plugin_expiry_notifies_promptly_off_the_beat)
     fprintf(stderr, "  off the beat: DELETE at most %llu ms after the deadline (median of %d), %llu at worst\n",
             (unsigned long long)late[ROUNDS / 2], (int)ROUNDS, (unsigned long long)late[ROUNDS - 1]);
     ASSERT_TRUE(late[ROUNDS / 2] <= 40);
-    ASSERT_TRUE(late[ROUNDS - 1] <= 250);
+    /* The worst round only bounds a stall: on etcd each DELETE is a Txn
+     * through Raft, whose fsyncs share the disk with whatever else the
+     * machine writes (CI saw one round at 647 ms while the sanitizer
+     * builds ran beside it; the median was 1 ms). */
+    ASSERT_TRUE(late[ROUNDS - 1] <= 1000);
     client_close(&w);
     broker_stop(&b);
 }
