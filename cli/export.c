@@ -18,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <mosquitto.h>
+
 #include "../core/command.h"
 #include "../core/errors.h"
 #include "../core/hex.h"
@@ -202,21 +204,16 @@ static const char *skip_ws(const char *p)
     return p;
 }
 
-/* A JSON string at p ('"' first): its raw content (escapes left as they
- * are, which the fields import reads never have) and the end. */
-/* Text an MQTT string may carry: UTF-8 without control characters. */
+/* Text an MQTT string may carry, as the broker's own library checks it
+ * (UTF-8 without control characters or non-characters): a version or a
+ * token goes out as a user property, which a client would refuse. */
 static bool mqtt_text(const ss_buf *t)
 {
-    for (size_t i = 0; i < t->len;) {
-        uint32_t cp;
-        size_t n = ss_utf8_decode(t->data + i, t->len - i, &cp);
-        if (n == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
-            return false;
-        i += n;
-    }
-    return true;
+    return t->len <= 65535 && mosquitto_validate_utf8((const char *)t->data, (int)t->len) == MOSQ_ERR_SUCCESS;
 }
 
+/* A JSON string at p ('"' first): its raw content (escapes left as they
+ * are, which the fields import reads never have) and the end. */
 static const char *json_string(const char *p, ss_bytes *out)
 {
     if (*p != '"')
@@ -458,14 +455,15 @@ int cmd_import(struct cli *cl, ss_client *c)
                             ss_json_base64_decode(&value, text.data, text.len) != SS_OK))
             why = "value_base64 is not base64";
         /* Both go out as MQTT strings (__ts; __ft from clients): UTF-8
-         * without control characters, or a client must refuse them. */
+         * without control characters or non-characters, or a client must
+         * refuse them. */
         if (why == NULL && (ss_json_unescape(&text, l.version.data, l.version.len) != SS_OK ||
                             ss_hlc_parse(text.data, text.len, &rec.version) != SS_OK || !mqtt_text(&text)))
-            why = "version is not a timestamp (ms:counter:node, UTF-8 without control characters)";
+            why = "version is not a timestamp (ms:counter:node, UTF-8 an MQTT string may hold)";
         if (why == NULL && l.has_ft &&
             (ss_json_unescape(&text, l.ft.data, l.ft.len) != SS_OK || ss_hlc_parse(text.data, text.len, &rec.ft) != SS_OK ||
              !mqtt_text(&text)))
-            why = "fencing_token is not a timestamp (ms:counter:node, UTF-8 without control characters)";
+            why = "fencing_token is not a timestamp (ms:counter:node, UTF-8 an MQTT string may hold)";
         /* The store's clock starts above the newest version: one far ahead
          * would put every later version as far ahead, and every fencing
          * token made from them would be refused as too far in the future. */

@@ -277,15 +277,18 @@ TEST(cli_node_ids_with_spaces_and_quotes_stay_whole)
     run_free(&exp2);
 
     /* A version no server issues (a counter past 2^31 - 1, an empty node
-     * id) is refused with its line: it would go out in answers' __ts. */
+     * id; a control character or a non-character, U+FFFF last, that an
+     * MQTT client refuses in a string) is refused with its line: it would
+     * go out in answers' __ts. */
     const char *bad[] = {"1:3000000000:n\"", "1:0:\"", "1:0:n\",\"expires_at_ms\":18446744073709551500",
-                         "1:0:a\\u0001\"", "1:0:n\",\"fencing_token\":\"1:0:\xff\""};
+                         "1:0:a\\u0001\"", "1:0:n\",\"fencing_token\":\"1:0:\xff\"", "1:0:n\xef\xbf\xbf\""};
     const char *why[] = {"version has a counter above 2147483647 or an empty node id",
                          "version has a counter above 2147483647 or an empty node id",
                          "expires_at_ms is further away than any PX can set (2^53 ms)",
-                         "version is not a timestamp (ms:counter:node, UTF-8 without control characters)",
-                         "fencing_token is not a timestamp (ms:counter:node, UTF-8 without control characters)"};
-    for (int i = 0; i < 5; i++) {
+                         "version is not a timestamp (ms:counter:node, UTF-8 an MQTT string may hold)",
+                         "fencing_token is not a timestamp (ms:counter:node, UTF-8 an MQTT string may hold)",
+                         "version is not a timestamp (ms:counter:node, UTF-8 an MQTT string may hold)"};
+    for (int i = 0; i < 6; i++) {
         f = fopen(file, "w");
         ASSERT_TRUE(f != NULL);
         fprintf(f, "{\"key_base64\":\"YQ==\",\"value_base64\":\"MQ==\",\"version\":\"%s}\n", bad[i]);
