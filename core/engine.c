@@ -127,7 +127,20 @@ static int ss_engine__set(ss_engine *e, ss_exec *x, const ss_command *c, const s
     /* Past the version it replaces, or the last one a deletion removed
      * (another broker's clock may be behind it). */
     bool removed = !exists && (old.version.wall != 0 || old.version.counter != 0);
-    rec.version = ss_clock_issue(&e->clock, x->now_ms, ts, exists || removed ? &old.version : NULL);
+    /* A version may be at most SS_HLC_MAX_SKEW_MS ahead of real time. A
+     * source exactly that far ahead with its counter exhausted (the
+     * request's __ts, the version replaced, or the clock's last issue) has
+     * no successor within it this millisecond: refused, the clock as it
+     * was, as a __ts beyond the skew is. A source already beyond it (the
+     * system clock went back) is counted on from (SEMANTICS.md). */
+    const ss_hlc *prev = exists || removed ? &old.version : NULL;
+    uint64_t edge = x->now_ms <= UINT64_MAX - SS_HLC_MAX_SKEW_MS ? x->now_ms + SS_HLC_MAX_SKEW_MS : UINT64_MAX;
+    bool beyond = e->clock.wall > edge || (prev && prev->wall > edge);
+    ss_clock next = e->clock;
+    rec.version = ss_clock_issue(&next, x->now_ms, ts, prev);
+    if (!beyond && rec.version.wall > edge)
+        return SS_E_TS_FUTURE;
+    e->clock = next;
     if (ft) {
         rec.has_ft = true;
         rec.ft = *ft; /* equal or newer than any stored token (checked above) */
@@ -242,7 +255,7 @@ static const ss_engine_handler ss_engine__handlers[SS_ENGINE_HANDLERS] = {
 };
 
 /* Parse an optional HLC property and apply the skew check. */
-static int ss_engine__stamp(ss_bytes prop, uint64_t now_ms, int future_err, bool issues, ss_hlc *out,
+static int ss_engine__stamp(ss_bytes prop, uint64_t now_ms, int future_err, ss_hlc *out,
                             const ss_hlc **p)
 {
     *p = NULL;
@@ -251,13 +264,6 @@ static int ss_engine__stamp(ss_bytes prop, uint64_t now_ms, int future_err, bool
     if (ss_hlc_parse(prop.data, prop.len, out) != SS_OK)
         return SS_E_TS_MALFORMED;
     if (ss_hlc_too_far_ahead(out, now_ms))
-        return future_err;
-    /* A __ts exactly SS_HLC_MAX_SKEW_MS ahead whose counter is exhausted
-     * has no successor within the skew: the version a SET issues past it
-     * would be one millisecond further ahead than a version may be. A
-     * request that issues no version takes it as any other. */
-    if (issues && future_err == SS_E_TS_FUTURE && out->wall > now_ms && out->wall - now_ms == SS_HLC_MAX_SKEW_MS &&
-        out->counter >= SS_HLC_COUNTER_MAX)
         return future_err;
     *p = out;
     return SS_OK;
@@ -308,11 +314,11 @@ static int ss_engine__run(ss_engine *e, ss_exec *x)
 
     ss_hlc ts_buf, ft_buf;
     const ss_hlc *ts, *ft = NULL;
-    if ((rc = ss_engine__stamp(x->ts, x->now_ms, SS_E_TS_FUTURE, c.type == SS_CMD_SET, &ts_buf, &ts)) != SS_OK)
+    if ((rc = ss_engine__stamp(x->ts, x->now_ms, SS_E_TS_FUTURE, &ts_buf, &ts)) != SS_OK)
         return rc;
     if (traits->needs_ts && ts == NULL)
         return SS_E_TS_MISSING;
-    if (traits->fenced && (rc = ss_engine__stamp(x->ft, x->now_ms, SS_E_FT_FUTURE, false, &ft_buf, &ft)) != SS_OK)
+    if (traits->fenced && (rc = ss_engine__stamp(x->ft, x->now_ms, SS_E_FT_FUTURE, &ft_buf, &ft)) != SS_OK)
         return rc;
 
     ss_engine_handler run = c.type < SS_ENGINE_HANDLERS ? ss_engine__handlers[c.type] : NULL;
