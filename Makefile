@@ -19,6 +19,9 @@
 
 CC      ?= cc
 SAN     ?= 0
+# Debian installs the broker as /usr/sbin/mosquitto, which is not on an
+# ordinary user's PATH: the recipes and the tests they start look there too.
+export PATH := $(PATH):/usr/local/sbin:/usr/sbin:/sbin
 # The one place the version is written: the newest entry of debian/changelog.
 # The packages, the client library's file name and soname, statestore.pc
 # and `statestore --version` all take it from there.
@@ -134,7 +137,12 @@ $(LIBCORE): $(CORE_OBJ)
 build/etcd/root/.complete:
 	@scripts/etcd-tools.sh
 
-$(GEN)/.stamp: scripts/etcd-proto.sh build/etcd/root/.complete
+# The .proto files: Debian's golang-etcd-server-dev when installed (a
+# package build, whose Build-Depends has it, downloads nothing), else
+# unpacked into build/etcd by scripts/etcd-tools.sh.
+ETCD_PROTO_SYS := /usr/share/gocode/src/go.etcd.io/etcd/etcdserver/etcdserverpb/rpc.proto
+ETCD_PROTO_DEP := $(if $(wildcard $(ETCD_PROTO_SYS)),,build/etcd/root/.complete)
+$(GEN)/.stamp: scripts/etcd-proto.sh $(ETCD_PROTO_DEP)
 	@rm -rf $(GEN)/etcd
 	@scripts/etcd-proto.sh $(GEN)
 	@touch $@
@@ -266,6 +274,7 @@ SAN_SKIP := $(if $(BROKER_PRELOAD),cluster_clock_ahead_reported_and_versions_gro
 # by side.
 test-build: deps
 	@scripts/deps.sh iproute2 nftables faketime
+	@scripts/etcd-tools.sh
 	@scripts/console-deps.sh
 	@$(MAKE) --no-print-directory $(TEST_BINS) console
 test: test-build
@@ -432,13 +441,13 @@ RUN_CONF := build/run/mosquitto.conf
 CLUSTER_DIR ?= $(CURDIR)/build/run-cluster
 run-cluster: deps
 	@scripts/etcd-tools.sh
-	@scripts/console-deps.sh
+	@scripts/console-deps.sh build
 	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore console SAN=0
 	@scripts/run-cluster.sh $(CLUSTER_DIR) $(CURDIR)/build/plain/statestore.so \
 	    $(CURDIR)/build/plain/statestore $(CURDIR)/build/etcd/root/usr/bin $(PORT) \
 	    $(CURDIR)/build/console $(CONSOLE_PORT)
 run: deps
-	@scripts/console-deps.sh
+	@scripts/console-deps.sh build
 	@$(MAKE) --no-print-directory build/plain/statestore.so build/plain/statestore console SAN=0
 	@if bash -c 'exec 3<>/dev/tcp/127.0.0.1/$(PORT)' 2>/dev/null; then \
 	    echo "statestore: port $(PORT) is already in use (a mosquitto service installed by Debian?)."; \
@@ -466,7 +475,7 @@ run: deps
 # paths are the installed ones, and the web console (built by `make
 # console`: install-files does not fetch npm packages).
 install: deps
-	@scripts/console-deps.sh
+	@scripts/console-deps.sh build
 	@$(MAKE) --no-print-directory console
 	@$(MAKE) --no-print-directory install-files SAN=0
 

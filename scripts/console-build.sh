@@ -33,13 +33,28 @@ for (const f of fs.readdirSync("src").sort())
 fs.writeFileSync(process.argv[1], JSON.stringify(packed));
 ' "$out.tmp/modules.json"
 cp node_modules/mqtt/dist/mqtt.esm.js "$out.tmp/mqtt.esm.js"
-# MQTT.js is MIT-licensed: its notice goes with its copy, and so do those
-# of the packages its browser build bundles (named in its closing
-# comment): ieee754 (BSD-3-Clause), safe-buffer and Babel's runtime (MIT).
-cp node_modules/mqtt/LICENSE.md "$out.tmp/mqtt.LICENSE.md"
-cp node_modules/ieee754/LICENSE "$out.tmp/ieee754.LICENSE"
-cp node_modules/safe-buffer/LICENSE "$out.tmp/safe-buffer.LICENSE"
-cp node_modules/@babel/runtime/LICENSE "$out.tmp/babel-runtime.LICENSE"
+# MQTT.js's browser build bundles code of the npm packages it depends on
+# and, for Node's built-in modules, @jspm/core's browser versions of them
+# (Apache-2.0, with the notices of the code they come from in its
+# LICENSE). Every one of those licences asks for its notice to go with
+# the copy: NOTICES.txt holds the licence file of each package the
+# lockfile installs for the page (its run-time tree, not the test tools),
+# @jspm/core among them (a dependency for that alone).
+node -e '
+const fs = require("fs");
+const lock = JSON.parse(fs.readFileSync("package-lock.json", "utf8"));
+let out = "The web console bundles MQTT.js (mqtt.esm.js), which bundles code of\n" +
+    "the npm packages below. Their licences and copyright notices follow.\n";
+for (const [dir, p] of Object.entries(lock.packages).sort()) {
+    if (dir === "" || p.dev) continue;
+    const files = fs.readdirSync(dir).filter((f) => /^licen[cs]e/i.test(f)).sort();
+    if (files.length === 0) throw new Error(dir + " has no licence file");
+    const name = dir.replace(/^.*node_modules\//, "");
+    out += "\n" + "=".repeat(72) + "\n" + name + " " + p.version + " (" + p.license + ")\n\n";
+    out += fs.readFileSync(dir + "/" + files[0], "utf8").trimEnd() + "\n";
+}
+fs.writeFileSync(process.argv[1], out);
+' "$out.tmp/NOTICES.txt"
 rm -rf "$out"
 mv "$out.tmp" "$out"
 echo "console: built into $out ($(du -sk "$out" | cut -f1) KiB)"

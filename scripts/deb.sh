@@ -26,7 +26,7 @@ git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t 
 # network: `make install-files` takes it from console/dist (debian/rules).
 # Built in the copy, so that the working tree's console/node_modules (with
 # the test tools) stays as it is; the copy's node_modules goes after.
-scripts/console-deps.sh
+scripts/console-deps.sh build
 "$out/src/scripts/console-build.sh" "$out/src/console/dist" --prod
 rm -rf "$out/src/console/node_modules"
 version=$(dpkg-parsechangelog -l debian/changelog -S Version)

@@ -62,9 +62,9 @@ check "the shared library's file is named by the version" \
 check "the web console is installed" test -s /usr/share/statestore/console/index.html -a \
     -s /usr/share/statestore/console/mqtt.esm.js -a -s /usr/share/statestore/console/modules.json
 check "the notices of MQTT.js and of what it bundles go with it" sh -c \
-    'for f in mqtt.LICENSE.md ieee754.LICENSE safe-buffer.LICENSE babel-runtime.LICENSE; do
-         test -s /usr/share/statestore/console/$f || exit 1; done;
-     grep -q "Copyright 2008 Fair Oaks Labs" /usr/share/statestore/console/ieee754.LICENSE'
+    'n=/usr/share/statestore/console/NOTICES.txt
+     grep -q "^mqtt 5" $n && grep -q "^@jspm/core 2" $n && grep -q "^lru-cache .* (ISC)" $n &&
+     grep -q "Copyright 2008 Fair Oaks Labs" $n && grep -q "Copyright 2018-2021 Guy Bedford" $n'
 check "the drop-in documents the console's listener, off" \
     sh -c "grep -q '^#   http_dir /usr/share/statestore/console$' $CONF && ! grep -q '^http_dir' $CONF"
 check "Debian's stock mosquitto.conf is untouched" \
