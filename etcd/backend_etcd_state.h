@@ -244,7 +244,7 @@ struct ss_etcd_flight {
                             so a read of the marker settles it */
     bool fence_refused_said; /* resolving: etcd's refusal of the fence was logged */
     size_t upload_at;        /* the touched entry being written */
-    uint64_t upload_started_ms, upload_retry_ms; /* monotonic */
+    uint64_t upload_progress_ms, upload_retry_ms; /* monotonic: its start or last chunk taken; a retry */
     int64_t upload_lease;    /* the lease of its guards (0: not granted yet) */
     /* the slot's commit marker */
     bool marker_known, marker_asked;

@@ -118,7 +118,7 @@ void ss_etcd__upload_start(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
     f->state = SS_COMMIT_UPLOADING;
     f->upload_at = 0;
     f->upload_lease = 0;
-    f->upload_started_ms = ss_etcd__mono_ms();
+    f->upload_progress_ms = ss_etcd__mono_ms();
     ss_etcd__upload_next(e, f);
 }
 
@@ -170,6 +170,11 @@ void ss_etcd__upload_next(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
             rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), x->rev);
         if (rc == SS_OK && (rc = ss_etcd__guard_key(e, x->next_blob)) == SS_OK)
             rc = ss_etcd_txn_put_leased(&t, ss_etcd__bytes(&e->scratch), empty, f->upload_lease);
+        /* Failed, the marker as it is: a marker moved behind this
+         * broker's back (a takeover of its node id) would otherwise fail
+         * every guard again, as the commit's failure branch reads it. */
+        if (rc == SS_OK && (rc = ss_etcd__marker_key(e, f->slot)) == SS_OK)
+            rc = ss_etcd_txn_on_failure_get(&t, ss_etcd__bytes(&e->scratch));
     } else {
         size_t cb = ss_etcd__chunk_bytes(e);
         size_t off = x->uploaded * cb;
@@ -225,7 +230,7 @@ static void ss_etcd__upload_failed(struct ss_backend_etcd *e, struct ss_etcd_fli
     }
     /* A put of a key nobody else writes, a lease asked for: sent again,
      * they do no harm. */
-    if (ss_etcd__mono_ms() - f->upload_started_ms >= e->unavailable_ms) {
+    if (ss_etcd__mono_ms() - f->upload_progress_ms >= e->unavailable_ms) {
         ss_etcd__log(e, SS_LOG_WARNING, "etcd did not take the chunks of a large value for %u ms "
                      "(%s): its batch is answered \"the store is unavailable\"",
                      e->unavailable_ms, ss_etcd__why(c));
@@ -256,16 +261,20 @@ void ss_etcd__upload_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     if (f->state != SS_COMMIT_UPLOADING)
         return;
     ss_etcd_reply r;
-    if (c->rc == SS_OK && ss_etcd_txn_unpack(&c->reply, &r, NULL) == SS_OK) {
+    ss_etcd_kv kv;
+    if (c->rc == SS_OK && ss_etcd_txn_unpack(&c->reply, &r, &kv) == SS_OK) {
         bool held = r.succeeded;
         ss_etcd_reply_free(&r);
         struct ss_etcd_entry *x = f->b.touched[f->upload_at];
         if (!held) {
             /* The guard's Txn: the record changed (another broker wrote
-             * it), and the commit would fail on it. A chunk's: the guard
-             * is gone, its lease ended. */
+             * it), and the commit would fail on it, or the marker moved
+             * (read by its failure branch). A chunk's: the guard is gone,
+             * its lease ended. */
             if (x->guarded)
                 ss_etcd__upload_lease_ended(e);
+            else
+                f->marker_rev = kv.found ? kv.mod_revision : 0;
             ss_etcd__commit_failed(e, f, SS_E_CONFLICT);
             return;
         }
@@ -275,6 +284,10 @@ void ss_etcd__upload_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
             x->uploaded++;
             e->stats.chunks_written++;
         }
+        /* etcd takes the chunks: a failure after this one is given
+         * etcd_unavailable_ms from now, not from the upload's start (a
+         * value that takes longer to send would fail on one blip). */
+        f->upload_progress_ms = ss_etcd__mono_ms();
         ss_etcd__upload_next(e, f);
         return;
     }
