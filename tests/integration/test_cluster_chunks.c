@@ -486,6 +486,17 @@ TEST(cluster_chunks_guard_counts_among_a_txns_compares)
     etcd_cluster_stop(&c);
 }
 
+/* GET key through c answers the n bytes of v, whole. */
+static void get_is_whole(struct client *c, const char *r, const char *key, const char *v, size_t n)
+{
+    struct msg *m = request(c, r, "get", NULL, NULL, W("GET", key));
+    ASSERT_TRUE(m != NULL);
+    char head[32];
+    int hl = snprintf(head, sizeof head, "$%zu\r\n", n);
+    ASSERT_EQ(m->len, hl + (int)n + 2);
+    ASSERT_TRUE(memcmp(m->payload, head, (size_t)hl) == 0 && memcmp(m->payload + hl, v, n) == 0);
+}
+
 /* A large value's commit whose outcome stays unknown keeps its chunks.
  * Broker A's commit of a value in chunks reaches etcd and applies, and
  * its answer is lost (a proxy drops all A hears from then on, then holds
@@ -542,12 +553,7 @@ TEST(cluster_chunks_kept_when_the_outcome_stays_unknown)
      * theirs) to be done, were there one: they stay. */
     usleep(1500 * 1000);
     ASSERT_EQ(etcd_cluster_count_keys(&c, "lost/c/"), 3);
-    struct msg *m = request(&c2, r2, "3", NULL, NULL, W("GET", "big"));
-    ASSERT_TRUE(m != NULL);
-    char head[32];
-    int hl = snprintf(head, sizeof head, "$%zu\r\n", n);
-    ASSERT_EQ(m->len, hl + (int)n + 2);
-    ASSERT_TRUE(memcmp(m->payload, head, (size_t)hl) == 0 && memcmp(m->payload + hl, v, n) == 0);
+    get_is_whole(&c2, r2, "big", v, n);
     free(v);
     client_close(&ca);
     client_close(&c2);
@@ -592,12 +598,7 @@ TEST(cluster_large_value_after_a_takeover_of_the_node_id)
     char *v = patterned(n, 3);
     request_send(&ca, ra, "2", NULL, NULL, W("SET", "big", v));
     ASSERT_REPLY(client_wait(&ca, 20000), "+OK\r\n");
-    struct msg *m = request(&ca, ra, "3", NULL, NULL, W("GET", "big"));
-    ASSERT_TRUE(m != NULL);
-    char head[32];
-    int hl = snprintf(head, sizeof head, "$%zu\r\n", n);
-    ASSERT_EQ(m->len, hl + (int)n + 2);
-    ASSERT_TRUE(memcmp(m->payload, head, (size_t)hl) == 0 && memcmp(m->payload + hl, v, n) == 0);
+    get_is_whole(&ca, ra, "big", v, n);
     free(v);
     client_close(&ca);
     broker_stop(&a);
