@@ -24,7 +24,8 @@ uint64_t lin_now_us(void)
  * linearization order), checked against real time. Operations of unknown
  * outcome take no part, except that they may have happened: a read may
  * have seen what such a write wrote (the same value, begun before the
- * read ended), and a key may be absent after such a deletion.
+ * read ended), a deletion may have deleted it (alike), and a key may be
+ * absent after such a deletion.
  *
  * Per key, each state (a write that created it) carries the earliest
  * start and end of a deletion of it, and suffix minima over the states
@@ -44,6 +45,8 @@ struct state {
 struct key_view {
     struct state *st;
     int nw;
+    const struct lin_op **dels; /* the deletions answered 1, by version, then by end */
+    int ndels;
     const struct lin_op **unknown_writes;
     int nuw;
     uint64_t unknown_del_invoked; /* earliest deletion of unknown outcome */
@@ -73,8 +76,9 @@ static void dump_history(const struct lin_op *ops, int n)
         if (o->has_version)
             v[ss_hlc_format(&o->version, v)] = '\0';
         fprintf(f, "%d kind %d key %d value %s [%llu, %llu] ok %d count %lld version %s got %s unknown %d "
-                "client %d\n", i, o->kind, o->key, o->value, (unsigned long long)o->invoked,
-                (unsigned long long)o->done, o->ok, (long long)o->count, v, o->got, o->unknown, o->client);
+                "client %d stray %d\n", i, o->kind, o->key, o->value, (unsigned long long)o->invoked,
+                (unsigned long long)o->done, o->ok, (long long)o->count, v, o->got, o->unknown, o->client,
+                o->stray);
     }
     fclose(f);
     fprintf(stderr, "  the history: %s\n", path);
@@ -84,6 +88,17 @@ static int by_version(const void *a, const void *b)
 {
     const struct state *x = a, *y = b;
     return ss_hlc_compare(&x->w->version, &y->w->version);
+}
+
+/* Deletions by the version they deleted, then by their end: the first of
+ * a version is the one that ended first. */
+static int by_version_then_done(const void *a, const void *b)
+{
+    const struct lin_op *x = *(const struct lin_op *const *)a, *y = *(const struct lin_op *const *)b;
+    int c = ss_hlc_compare(&x->version, &y->version);
+    if (c != 0)
+        return c;
+    return x->done < y->done ? -1 : x->done > y->done;
 }
 
 /* The state written with version v, or -1. */
@@ -142,7 +157,8 @@ static void key_view_build(struct key_view *kv, const struct lin_op *ops, int n,
     memset(kv, 0, sizeof *kv);
     kv->st = calloc((size_t)n + 1, sizeof *kv->st);
     kv->unknown_writes = calloc((size_t)n + 1, sizeof *kv->unknown_writes);
-    ASSERT_TRUE(kv->st != NULL && kv->unknown_writes != NULL);
+    kv->dels = calloc((size_t)n + 1, sizeof *kv->dels);
+    ASSERT_TRUE(kv->st != NULL && kv->unknown_writes != NULL && kv->dels != NULL);
     kv->unknown_del_invoked = UINT64_MAX;
     for (int i = 0; i < n; i++) {
         const struct lin_op *o = &ops[i];
@@ -155,8 +171,11 @@ static void key_view_build(struct key_view *kv, const struct lin_op *ops, int n,
         else if (is_write(o) && o->ok)
             kv->st[kv->nw++] = (struct state){
                 .w = o, .del_invoked = UINT64_MAX, .del_done = UINT64_MAX, .gap_del_invoked = UINT64_MAX};
+        else if (is_delete(o) && o->count == 1 && o->has_version)
+            kv->dels[kv->ndels++] = o;
     }
     qsort(kv->st, (size_t)kv->nw, sizeof *kv->st, by_version);
+    qsort(kv->dels, (size_t)kv->ndels, sizeof *kv->dels, by_version_then_done);
     for (int i = 0; i < n; i++) {
         const struct lin_op *o = &ops[i];
         if (o->key != k || o->unknown || !is_delete(o) || o->count != 1)
@@ -187,6 +206,7 @@ static void key_view_free(struct key_view *kv)
 {
     free(kv->st);
     free(kv->unknown_writes);
+    free(kv->dels);
 }
 
 /* The earliest end of a write of a version after state s. */
@@ -209,20 +229,76 @@ static bool unknown_write_may_explain(const struct key_view *kv, uint64_t by, co
     return false;
 }
 
-/* A VDEL that deleted (1) removed a state holding exactly its value; one
- * answered -1 met, at some point while it ran, a state holding another
- * value. Returns the violations. */
+/* The deletion answered 1 of version v that ended first (v has one: the
+ * deletion asking). */
+static const struct lin_op *first_deletion(const struct key_view *kv, const ss_hlc *v)
+{
+    int lo = 0, hi = kv->ndels;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (ss_hlc_compare(&kv->dels[mid]->version, v) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return kv->dels[lo];
+}
+
+/* A DEL or VDEL that deleted (1) removed the state with its version, at
+ * some point while it ran. So that state was written: by a write with
+ * that version, or by one of unknown outcome begun before the deletion
+ * ended (which so took effect; the same value for a VDEL). It was not
+ * deleted already by another deletion that ended before this one began
+ * (a version is written once, so its state can go once), whatever wrote
+ * it. And for a state of a known write: it held the VDEL's value, its
+ * write began before the deletion ended, and no write of a later version
+ * ended before the deletion began (that one replaced it for good, in the
+ * server's order of versions). A state of a write of unknown outcome is
+ * checked no further, as a read of one is (check_read): when and where
+ * in the order of versions such a write took effect is not known. */
+static int check_deleted(const struct key_view *kv, const struct lin_op *o)
+{
+    if (!o->has_version) {
+        report("deleted, and no version of what it deleted", o);
+        return 1;
+    }
+    int violations = 0;
+    const struct lin_op *first = first_deletion(kv, &o->version);
+    if (first != o && first->done < o->invoked) {
+        report("deleted a state that another deletion had deleted before it began", o);
+        report("  that deletion", first);
+        violations++;
+    }
+    int s = find_state(kv, &o->version);
+    if (s < 0) {
+        if (unknown_write_may_explain(kv, o->done, o->kind == LIN_VDEL ? o->value : NULL, false))
+            return violations;
+        report("deleted a version nobody wrote", o);
+        return violations + 1;
+    }
+    const struct state *st = &kv->st[s];
+    if (o->kind == LIN_VDEL && strcmp(st->w->value, o->value) != 0) {
+        report("VDEL deleted a state holding another value", o);
+        report("  the write of that state", st->w);
+        violations++;
+    }
+    if (st->w->invoked > o->done) {
+        report("deleted a state from the future", o);
+        report("  the write of that state", st->w);
+        violations++;
+    }
+    if (overwritten_at(kv, s) < o->invoked) {
+        report("deleted a state that a newer write had replaced before it began", o);
+        report("  the write of that state", st->w);
+        violations++;
+    }
+    return violations;
+}
+
+/* A VDEL answered -1 met, at some point while it ran, a state holding
+ * another value. Returns the violations. */
 static int check_vdel(const struct key_view *kv, const struct lin_op *o)
 {
-    if (o->count == 1) {
-        int s = find_state(kv, &o->version);
-        if (s >= 0 && strcmp(kv->st[s].w->value, o->value) != 0) {
-            report("VDEL deleted a state holding another value", o);
-            report("  the write of that state", kv->st[s].w);
-            return 1;
-        }
-        return 0;
-    }
     for (int j = 0; j < kv->nw; j++) {
         const struct state *s = &kv->st[j];
         if (strcmp(s->w->value, o->value) == 0 || s->w->invoked > o->done)
@@ -289,6 +365,16 @@ static int check_absent(const struct key_view *kv, const struct lin_op *o)
 void lin_check(struct lin_op *ops, int n, int keys)
 {
     int violations = 0;
+    /* Each request has one answer, and it comes while the request is in
+     * flight: any other is a duplicate or someone else's. */
+    for (int i = 0; i < n; i++) {
+        if (ops[i].stray) {
+            fprintf(stderr, "  violation: an answer with no request of its own in flight: client %d at %llu, "
+                    "correlation data %s, payload %s\n", ops[i].client, (unsigned long long)ops[i].done,
+                    ops[i].value, ops[i].got);
+            violations++;
+        }
+    }
     for (int k = 0; k < keys; k++) {
         struct key_view kv;
         key_view_build(&kv, ops, n, k);
@@ -307,7 +393,9 @@ void lin_check(struct lin_op *ops, int n, int keys)
             const struct lin_op *o = &ops[i];
             if (o->key != k || o->unknown)
                 continue;
-            if (o->kind == LIN_VDEL && o->count != 0)
+            if (is_delete(o) && o->count == 1)
+                violations += check_deleted(&kv, o);
+            else if (o->kind == LIN_VDEL && o->count != 0)
                 violations += check_vdel(&kv, o);
             bool is_read = o->kind == LIN_GET || (o->kind == LIN_SETNX && !o->ok);
             bool reads_absent = (o->kind == LIN_GET && !o->ok) || (is_delete(o) && o->count == 0);
@@ -341,6 +429,7 @@ void lin_load_init(struct lin_load *l, int nclients, int keys, const char *prefi
     l->limit = limit;
     l->may_refuse = may_refuse;
     l->seed = 7;
+    l->mark = -1;
     for (int i = 0; i < nclients; i++)
         l->current[i] = -1;
 }
@@ -372,16 +461,23 @@ void lin_load_drop(struct lin_load *l, int i)
     l->off[i] = true;
 }
 
-static void issue(struct lin_load *l, int i)
+/* A new operation at the end of the history; its index is l->n - 1. */
+static struct lin_op *new_op(struct lin_load *l)
 {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 4096;
         l->ops = realloc(l->ops, (size_t)l->cap * sizeof *l->ops);
         ASSERT_TRUE(l->ops != NULL);
     }
-    struct lin_op *o = &l->ops[l->n];
+    struct lin_op *o = &l->ops[l->n++];
     memset(o, 0, sizeof *o);
-    l->current[i] = l->n++;
+    return o;
+}
+
+static void issue(struct lin_load *l, int i)
+{
+    struct lin_op *o = new_op(l);
+    l->current[i] = l->n - 1;
     o->client = i;
     o->kind = (enum lin_kind)(rand_r(&l->seed) % 5);
     o->key = (int)(rand_r(&l->seed) % (unsigned)l->keys);
@@ -401,13 +497,46 @@ static void issue(struct lin_load *l, int i)
     request_send(&l->c[i], l->resp[i], corr, NULL, NULL, w);
 }
 
+/* Is m the answer to client i's request in flight (its correlation data)? */
+static bool answers_current(const struct lin_load *l, int i, const struct msg *m)
+{
+    if (l->current[i] < 0)
+        return false;
+    char corr[16];
+    int cn = snprintf(corr, sizeof corr, "op%d", l->current[i]);
+    return m->corr_len == cn && memcmp(m->corr, corr, (size_t)cn) == 0;
+}
+
+/* At most n - 1 bytes of src, its bytes that are not printable as dots
+ * (the history is written a line per operation). */
+static void printable(char *dst, size_t n, const void *src, size_t len)
+{
+    const unsigned char *b = src;
+    size_t j = 0;
+    for (; j + 1 < n && j < len; j++)
+        dst[j] = b[j] >= 0x20 && b[j] < 0x7f ? (char)b[j] : '.';
+    dst[j] = '\0';
+}
+
+/* Records m, an answer that came to client i with no request of its own
+ * in flight (a second answer to one, or to a request of someone else):
+ * the server must not send it, and lin_check fails the history for it.
+ * It belongs to no key. */
+static void stray(struct lin_load *l, int i, const struct msg *m)
+{
+    struct lin_op *o = new_op(l);
+    o->client = i;
+    o->key = -1;
+    o->stray = true;
+    o->invoked = o->done = lin_now_us();
+    printable(o->value, sizeof o->value, m->corr, m->corr ? (size_t)m->corr_len : 0);
+    printable(o->got, sizeof o->got, m->payload, (size_t)m->len);
+}
+
 /* Records the answer m to client i's request in flight. */
 static void take(struct lin_load *l, int i, const struct msg *m)
 {
     struct lin_op *o = &l->ops[l->current[i]];
-    char corr[16];
-    int cn = snprintf(corr, sizeof corr, "op%d", l->current[i]);
-    ASSERT_MEM(m->corr, (size_t)m->corr_len, corr, (size_t)cn);
     o->done = lin_now_us();
     l->current[i] = -1;
     const char *v = msg_user(m, "__ts");
@@ -468,8 +597,10 @@ void lin_load_step(struct lin_load *l)
         if (l->current[i] < 0 && l->n < l->limit)
             issue(l, i);
         struct msg *m = client_wait(&l->c[i], 0);
-        if (m != NULL && l->current[i] >= 0)
+        if (m != NULL && answers_current(l, i, m))
             take(l, i, m);
+        else if (m != NULL)
+            stray(l, i, m);
     }
 }
 
@@ -488,6 +619,9 @@ int lin_load_finish(struct lin_load *l, int ms)
     for (int i = 0; i < l->nclients; i++)
         never_answered(l, i);
     lin_check(l->ops, l->n, l->keys);
+    l->answered = 0;
+    for (int i = l->mark; l->mark >= 0 && i < l->n; i++)
+        l->answered += !l->ops[i].unknown && !l->ops[i].stray;
     for (int i = 0; i < l->nclients; i++)
         if (!l->off[i])
             client_close(&l->c[i]);

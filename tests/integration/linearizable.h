@@ -32,6 +32,11 @@ struct lin_op {
     char got[16];     /* GET value */
     bool unknown;     /* refused or never answered: it may or may not have happened */
     int client;
+    /* An answer that came with no request of its client in flight (a
+     * duplicate, or one to another request): no operation but a
+     * violation. key is -1; value holds its correlation data, got its
+     * payload (as text). */
+    bool stray;
 };
 
 /* Microseconds on the monotonic clock: histories need finer stamps than
@@ -57,8 +62,11 @@ struct lin_load {
     int current[LIN_CLIENTS_MAX]; /* the op in flight, -1: none */
     bool off[LIN_CLIENTS_MAX];    /* dropped (its broker died) until connected again */
     struct lin_op *ops;
-    int n, cap, limit;   /* limit: operations issued at most */
+    int n, cap, limit;   /* n: operations in the history, stray answers too; limit: n at which no
+                            more are issued */
     int vcount, unknown;
+    int mark;     /* an index of the history (-1: none), set by the test, e.g. at a fault */
+    int answered; /* by lin_load_finish: operations from mark on that were answered */
 };
 
 /* A load of nclients on keys prefix0.. (at most limit operations); its

@@ -168,19 +168,19 @@ static void observer_check(struct observer *o, const struct writer *w, int wi)
     }
 }
 
-
-
-
-
-
-
-/* Take k's answer if it came, then send its next request. */
-static void locker_step(struct locker *k, struct lock_log *log)
+/* Take k's answer if it came: false while it has not. */
+static bool locker_take(struct locker *k, struct lock_log *log)
 {
     if (k->busy) {
         struct msg *m = client_wait(&k->c, 0);
-        if (m == NULL)
-            return;
+        if (m == NULL) {
+            /* Every request is answered, an error at worst, well within
+             * 20 s: the faults last at most 5 s, an etcd request 2 s. */
+            if (now_ms() - k->sent_ms >= 20000)
+                fprintf(stderr, "  %s's request %s has had no answer for 20 s\n", k->id, k->corr);
+            ASSERT_TRUE(now_ms() - k->sent_ms < 20000);
+            return false;
+        }
         ASSERT_MEM(m->corr, (size_t)m->corr_len, k->corr, strlen(k->corr));
         k->busy = false;
         if (answer_is(m, "-ERR the store is unavailable\r\n")) {
@@ -214,6 +214,14 @@ static void locker_step(struct locker *k, struct lock_log *log)
             k->state = LK_ACQUIRE;
         }
     }
+    return true;
+}
+
+/* Take k's answer if it came, then send its next request. */
+static void locker_step(struct locker *k, struct lock_log *log)
+{
+    if (!locker_take(k, log))
+        return;
     snprintf(k->corr, sizeof k->corr, "%c%u", "lwr"[k->state], ++k->seq);
     char val[32];
     snprintf(val, sizeof val, "%s-%u", k->id, k->seq);
@@ -224,6 +232,7 @@ static void locker_step(struct locker *k, struct lock_log *log)
     else
         request_send(&k->c, k->resp, k->corr, NULL, NULL, W("VDEL", "lock", k->id));
     k->busy = true;
+    k->sent_ms = now_ms();
 }
 
 static int fenced_by_version(const void *a, const void *b)
@@ -546,6 +555,12 @@ void nemesis_check(struct nemesis_fixture *f)
     writer_check(&f->wa, &f->cb, f->rb);
     writer_check(&f->wb, &f->ca, f->ra);
     writer_check(&f->wa, &f->ca, f->ra);
+    writer_check(&f->wb, &f->cb, f->rb);
+    /* The lockers' last requests are answered too (locker_step fails one
+     * that has waited 20 s). */
+    for (int i = 0; i < 2; i++)
+        while (!f->dead[i] && !locker_take(&f->lk[i], &f->locks))
+            usleep(10000);
     lock_log_check(&f->locks);
     /* The observers, after a last 1.5 s for what is on its way: every
      * acknowledged write, exactly once each (observer_take fails on a

@@ -69,6 +69,7 @@ struct locker {
     char id[16], resp[64], token[80], corr[16];
     int state;
     bool busy;
+    uint64_t sent_ms; /* of the request in flight (busy) */
     unsigned seq;
 };
 
