@@ -124,9 +124,17 @@ static int ss_acl__parse_line(const char *line, size_t len, struct ss_acl_rule *
     }
     while (pos < len && (line[pos] == ' ' || line[pos] == '\t'))
         pos++;
+    /* Trailing blanks go, but not one escaped with a backslash: `foo\ `
+     * names the key "foo " (an odd count of backslashes before it). */
     size_t end = len;
-    while (end > pos && (line[end - 1] == ' ' || line[end - 1] == '\t' || line[end - 1] == '\r'))
+    while (end > pos && (line[end - 1] == ' ' || line[end - 1] == '\t' || line[end - 1] == '\r')) {
+        size_t bs = 0;
+        while (end - 1 - bs > pos && line[end - 2 - bs] == '\\')
+            bs++;
+        if (bs % 2 == 1)
+            break;
         end--;
+    }
     if (end == pos) {
         *why = "missing key pattern";
         return SS_E_SYNTAX;

@@ -58,9 +58,12 @@ void ss_feed_each(const ss_feed *f, ss_change_fn fn, void *ctx)
 {
     for (size_t i = 0; i < f->len; i++) {
         const struct ss_feed_entry *e = &f->items[i];
+        /* A feed of marks alone has no bytes yet: no pointer arithmetic
+         * on NULL (undefined, even by 0). */
+        const uint8_t *base = f->bytes.data;
         ss_change c = {.type = e->type,
-                       .key = {f->bytes.data + e->key_off, e->key_len},
-                       .value = {f->bytes.data + e->value_off, e->value_len},
+                       .key = {base ? base + e->key_off : NULL, e->key_len},
+                       .value = {base ? base + e->value_off : NULL, e->value_len},
                        .version = e->version,
                        .expired = e->expired,
                        .rev = e->rev,

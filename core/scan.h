@@ -12,10 +12,11 @@
  * (SS_E_QUOTA), as the client could never be sent it.
  *
  * The token (format 1): one byte 0x01, an 8-byte tag, then the cursor,
- * encrypted. tag = SipHash-2-4 under one half of the backend's token key
- * of (0x01, the pattern's length as 4 bytes big endian, the pattern, the
- * cursor); the cursor is XORed with the stream of SipHash-2-4 under the
- * other half of (the tag, a 4-byte block count). A token is bound to its
+ * encrypted. tag = SipHash-2-4 under the backend's 16-byte token key of
+ * ('T', 0x01, the pattern's length as 4 bytes big endian, the pattern,
+ * the cursor); the cursor is XORed with the stream of SipHash-2-4 under
+ * the same key of ('K', the tag, a 4-byte block count): the first byte
+ * keeps the two uses apart. A token is bound to its
  * pattern and to the data it was made on (their token key); anything else
  * is "invalid continuation token", and a client cannot read the cursor.
  */

@@ -474,7 +474,7 @@ int ss_admin_on_message(struct ss_plugin *p, struct mosquitto_evt_message *ed)
     r.client_id = ss_admin__dup(client_id ? client_id : "", &failed);
     r.username = ss_admin__dup(mosquitto_client_username(ed->client), &failed);
     r.payload = malloc(ed->payloadlen ? (size_t)ed->payloadlen : 1);
-    if (r.payload)
+    if (r.payload && ed->payloadlen) /* an empty payload is NULL */
         memcpy(r.payload, ed->payload, (size_t)ed->payloadlen);
     r.len = (size_t)ed->payloadlen;
     if (a->len == a->cap && a->cap < SS_ADMIN_QUEUE_MAX) {

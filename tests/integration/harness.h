@@ -184,7 +184,8 @@ void set_keys_pipelined(struct client *c, const char *resp, const char *prefix, 
 void await_answers(struct client *c, int n, const char *want);
 /* statestore's administrative requests (docs/OPERATIONS.md): publish
  * words to ADMIN_TOPIC with response topic resp and correlation data corr;
- * admin_call waits for the answer (20 s) and checks its correlation data. */
+ * admin_call waits for the answer (20 s) and checks its correlation data.
+ * words NULL: an empty payload. */
 #define ADMIN_TOPIC "statestore/admin/v1/invoke"
 void admin_send(struct client *c, const char *resp, const char *corr, const char *const *words);
 struct msg *admin_call(struct client *c, const char *resp, const char *corr, const char *const *words);

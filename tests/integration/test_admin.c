@@ -65,6 +65,9 @@ TEST(admin_keys_pages_patterns_and_inspect)
     struct client c;
     char resp[256];
     client_connect_rr(&c, b.port, "admin", resp, sizeof resp);
+    /* An empty request (Mosquitto hands the plugin a NULL payload). */
+    struct msg *empty = admin_call(&c, resp, "empty", NULL);
+    PAYLOAD(empty, "error syntax error: a RESP3 array of bulk strings is expected\n");
     char key[16], val[16];
     for (int i = 0; i < 1200; i++) {
         snprintf(key, sizeof key, "k%04d", i);

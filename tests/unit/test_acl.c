@@ -157,6 +157,17 @@ TEST(acl_pattern_keeps_every_byte_but_the_blanks_around_it)
     ASSERT_TRUE(!ss_acl_allows(a, "c", NULL, SS_ACCESS_WRITE, K("v\x1f")));
     ASSERT_TRUE(!ss_acl_allows(a, "c", NULL, SS_ACCESS_WRITE, K("\x0bv")));
     ss_acl_free(a);
+    /* A blank escaped with a backslash is the pattern's last byte; after
+     * an escaped backslash it is a trailing blank again. */
+    static const char escaped[] = "any read foo\\  \n"
+                                  "any write bar\\\\ \t\n";
+    ASSERT_EQ(ss_acl_parse(escaped, sizeof escaped - 1, &a, err, sizeof err), SS_OK);
+    ASSERT_TRUE(ss_acl_allows(a, "c", NULL, SS_ACCESS_READ, K("foo ")));
+    ASSERT_TRUE(!ss_acl_allows(a, "c", NULL, SS_ACCESS_READ, K("foo\\")));
+    ASSERT_TRUE(!ss_acl_allows(a, "c", NULL, SS_ACCESS_READ, K("foo")));
+    ASSERT_TRUE(ss_acl_allows(a, "c", NULL, SS_ACCESS_WRITE, K("bar\\")));
+    ASSERT_TRUE(!ss_acl_allows(a, "c", NULL, SS_ACCESS_WRITE, K("bar\\ ")));
+    ss_acl_free(a);
 }
 
 /* What needs every key at once (BACKUP) is allowed only by a rule whose
