@@ -66,7 +66,9 @@ else
     failed=$((failed + 1))
 fi
 echo "== install"
-if scripts/check-install.sh "$(pwd)/build/install-check"; then
+# A scratch directory of this variant's own: CI runs the variants' make
+# test side by side, and the check starts by emptying its directory.
+if scripts/check-install.sh "$(pwd)/$out/install-check"; then
     passed=$((passed + 1))
 else
     failed=$((failed + 1))

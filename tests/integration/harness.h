@@ -39,10 +39,15 @@ bool harness_on_etcd(void);
  * otherwise. Reuses b->port if set. */
 void broker_start(struct broker *b);
 /* Start and expect the broker to exit by itself (bad config): returns its
- * exit status; the log is in b->log. */
+ * exit status (0 if it came up instead); the log is in b->log. Fails the
+ * test when the log has a sanitizer's report other than Mosquitto's own
+ * leaks (a memory error, undefined behaviour, a data race, a leak with a
+ * frame in the plugin). */
 int broker_start_fails(struct broker *b);
-void broker_stop(struct broker *b);  /* SIGTERM, wait */
-void broker_kill9(struct broker *b); /* SIGKILL, wait */
+void broker_stop(struct broker *b); /* SIGTERM, wait */
+/* SIGKILL, wait; fails the test (and prints the log) if the broker had
+ * already ended by itself. */
+void broker_kill9(struct broker *b);
 /* True if the log contains text. */
 bool broker_log_has(const struct broker *b, const char *text);
 /* How many lines of the broker's log hold text. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -139,6 +140,111 @@ TEST(readme_tour_runs_verbatim)
     broker_stop(&b);
 }
 
+/* The session of the `make run` or `make run-cluster` a test started:
+ * setsid puts it out of the test's process group, which is all the runner
+ * stops when the test ends (tests/main.c). So the test stops it itself,
+ * however it ends: at exit (a failed assertion exits; after a clean stop
+ * nothing is left, and the kill finds no one) and at the runner's time
+ * limit (SIGALRM, whose default action ends the test without running
+ * atexit's handlers). One is enough: each test runs in a process of its
+ * own. sig_atomic_t: the SIGALRM handler reads it. */
+static volatile sig_atomic_t readme_session;
+
+static void stop_readme_session(void)
+{
+    if (readme_session > 0)
+        kill(-(pid_t)readme_session, SIGKILL);
+}
+
+static void readme_timed_out(int sig)
+{
+    stop_readme_session();
+    /* Then ended by the signal as before, which the runner reports as a
+     * time-out. */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Run `setsid make ...` (argv), its output into out and err, in a session
+ * that is stopped however the test ends. Returns make's pid, which is
+ * also its session's and process group's. */
+static pid_t start_make_session(char *const argv[], const char *out, const char *err)
+{
+    atexit(stop_readme_session);
+    signal(SIGALRM, readme_timed_out);
+    /* As a user types it, not as a part of this make's run. */
+    unsetenv("MAKEFLAGS");
+    unsetenv("MFLAGS");
+    unsetenv("MAKELEVEL");
+    pid_t pid = spawn_cmd(argv, out, err);
+    ASSERT_TRUE(pid > 0);
+    readme_session = pid;
+    /* setsid(1) makes the session before it runs make; until then it is
+     * in the test's process group, which the runner stops. Waited for, so
+     * that no failure of the test falls in between (1 s at most: if it
+     * exits instead, wait_for_make sees that). */
+    for (int i = 0; i < 1000 && getsid(pid) != pid; i++)
+        usleep(1000);
+    return pid;
+}
+
+/* When a wait of the test gives up: with a tenth of the runner's time
+ * limit (an alarm, tests/main.c) still left, so that the test can say what
+ * it saw before the limit ends it (12 s of the usual 120 s); in 100 s when
+ * there is no limit. */
+static uint64_t deadline_before_time_limit(void)
+{
+    struct itimerval left;
+    uint64_t ms = 100000;
+    if (getitimer(ITIMER_REAL, &left) == 0 && (left.it_value.tv_sec > 0 || left.it_value.tv_usec > 0)) {
+        ms = (uint64_t)left.it_value.tv_sec * 1000u + (uint64_t)left.it_value.tv_usec / 1000u;
+        ms -= ms / 10;
+    }
+    return now_ms() + ms;
+}
+
+/* The file at path on stderr, under a heading, each line indented as the
+ * harness shows a broker's log. */
+static void print_indented(const char *heading, const char *path)
+{
+    char *text = slurp(path, NULL);
+    fprintf(stderr, "  %s:\n", heading);
+    for (char *line = text; *line;) {
+        size_t n = strcspn(line, "\n");
+        fprintf(stderr, "  | %.*s\n", (int)n, line);
+        line += n + (line[n] == '\n');
+    }
+    free(text);
+}
+
+/* Wait until make (pid, started by start_make_session) has printed text
+ * into out and, unless port is 0, port answers. Fails the test, showing
+ * what make printed, as soon as make has exited (a port in use, a failed
+ * build) or when the time runs out. */
+static void wait_for_make(pid_t pid, const char *out, const char *err, const char *text, int port)
+{
+    uint64_t deadline = deadline_before_time_limit();
+    for (;;) {
+        char *printed = slurp(out, NULL);
+        bool up = strstr(printed, text) != NULL && (port == 0 || port_open(port));
+        free(printed);
+        if (up)
+            return;
+        int status;
+        const char *why = NULL;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            why = "make exited before what it started was up";
+        else if (now_ms() > deadline)
+            why = "what make started was not up in time";
+        if (why != NULL) {
+            print_indented("make printed", out);
+            print_indented("and on stderr", err);
+            test_fail(__FILE__, __LINE__, why);
+        }
+        usleep(100000);
+    }
+}
+
 /* make run builds the CLI too, and its hint is an alias that works as
  * pasted (with -p for a port other than 1883). */
 TEST(readme_make_run_builds_the_cli_and_prints_the_alias)
@@ -152,24 +258,11 @@ TEST(readme_make_run_builds_the_cli_and_prints_the_alias)
     snprintf(portarg, sizeof portarg, "PORT=%d", p);
     snprintf(consolearg, sizeof consolearg, "CONSOLE_PORT=%d", cp);
     snprintf(dataarg, sizeof dataarg, "DATA=%s", data);
-    /* As a user types it, not as a part of this make's run. */
-    unsetenv("MAKEFLAGS");
-    unsetenv("MFLAGS");
-    unsetenv("MAKELEVEL");
     /* In a session of its own, so that make and the broker it runs stop
      * together. */
     char *argv[] = {"setsid", "make", "--no-print-directory", "run", portarg, consolearg, dataarg, NULL};
-    pid_t pid = spawn_cmd(argv, out, err);
-    bool up = false;
-    for (int i = 0; i < 1200 && !up; i++) {
-        size_t n;
-        char *cmd_out = slurp(out, &n);
-        up = strstr(cmd_out, "mosquitto on 127.0.0.1:") != NULL && port_open(p);
-        free(cmd_out);
-        if (!up)
-            usleep(100000);
-    }
-    ASSERT_TRUE(up);
+    pid_t pid = start_make_session(argv, out, err);
+    wait_for_make(pid, out, err, "mosquitto on 127.0.0.1:", p);
     size_t n;
     char *text = slurp(out, &n);
     char alias[900];
@@ -217,16 +310,6 @@ static int free_etcd_base(void)
     }
 }
 
-/* The session of `make run-cluster`, stopped however the test ends
- * (setsid puts it out of the test's process group). */
-static pid_t run_cluster_session;
-
-static void stop_run_cluster(void)
-{
-    if (run_cluster_session > 0)
-        kill(-run_cluster_session, SIGKILL);
-}
-
 /* `make run-cluster` starts 3 etcd members and 2 brokers; the README's
  * block (its ports replaced by the free ones used here) shows a watch on
  * one broker seeing a SET made through the other; Ctrl-C stops it all. */
@@ -242,25 +325,9 @@ TEST(readme_run_cluster_block_runs)
     snprintf(consolearg, sizeof consolearg, "CONSOLE_PORT=%d", cp);
     snprintf(basearg, sizeof basearg, "ETCD_PORT_BASE=%d", base);
     snprintf(dirarg, sizeof dirarg, "CLUSTER_DIR=%s/cluster", test_tmpdir());
-    unsetenv("MAKEFLAGS");
-    unsetenv("MFLAGS");
-    unsetenv("MAKELEVEL");
     char *argv[] = {"setsid", "make", "--no-print-directory", "run-cluster", portarg, consolearg, basearg, dirarg, NULL};
-    pid_t pid = spawn_cmd(argv, out, err);
-    run_cluster_session = pid;
-    atexit(stop_run_cluster);
-    bool up = false;
-    for (int i = 0; i < 900 && !up; i++) {
-        size_t n;
-        char *text = slurp(out, &n);
-        up = strstr(text, "Ctrl-C stops everything") != NULL;
-        if (!up && i == 899)
-            fprintf(stderr, "  make run-cluster printed:\n%s\n", text);
-        free(text);
-        if (!up)
-            usleep(100000);
-    }
-    ASSERT_TRUE(up);
+    pid_t pid = start_make_session(argv, out, err);
+    wait_for_make(pid, out, err, "Ctrl-C stops everything", 0);
     /* The block, with the free ports for 1883 and 1884. */
     char script[4000], from_a[16], from_b[16], to_a[16], to_b[16];
     snprintf(from_a, sizeof from_a, "-p 1883");
@@ -302,7 +369,8 @@ TEST(readme_run_cluster_block_runs)
     ASSERT_EQ(kill(-pid, SIGINT), 0);
     int status;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    run_cluster_session = 0;
+    /* What it left running, if the checks below find any, is stopped at
+     * the test's exit (readme_session stays set). */
     for (int i = 0; i < 100 && (port_open(p) || port_open(p + 1) || port_open(base + 1)); i++)
         usleep(100000);
     ASSERT_TRUE(!port_open(p) && !port_open(p + 1) && !port_open(base + 1) && !port_open(base + 2) &&
