@@ -222,7 +222,7 @@ static int ss_engine__keynotify(ss_engine *e, ss_exec *x, const ss_command *c, c
 static bool ss_engine__may_read(void *ctx, void *caller, ss_bytes key)
 {
     const ss_engine *e = ctx;
-    return e->opt.on_authorize(e->opt.authorize_ctx, caller, SS_ACCESS_READ, key);
+    return e->opt.on_authorize(e->opt.authorize_ctx, caller, SS_ACCESS_READ, key, true);
 }
 
 static int ss_engine__scan(ss_engine *e, ss_exec *x, const ss_command *c, const ss_hlc *ts,
@@ -305,10 +305,14 @@ static int ss_engine__run(ss_engine *e, ss_exec *x)
         return x->parse_rc;
     const ss_command c = x->cmd;
     const ss_command_traits *traits = ss_command_traits_of(c.type);
-    /* SCAN asks for each key it would list (ss_engine__scan). */
-    if (e->opt.on_authorize && c.type != SS_CMD_SCAN) {
+    /* SCAN asks for each key it would list (ss_engine__scan). A
+     * KEYNOTIFY ... STOP reveals nothing and only ends the caller's own
+     * registration: allowed, so that one made before an ACL reload took
+     * the key away can still be ended (and stops counting to its limits). */
+    bool stop = c.type == SS_CMD_KEYNOTIFY && c.stop;
+    if (e->opt.on_authorize && c.type != SS_CMD_SCAN && !stop) {
         enum ss_access need = traits->writes ? SS_ACCESS_WRITE : SS_ACCESS_READ;
-        if (!e->opt.on_authorize(e->opt.authorize_ctx, x->caller, need, c.key))
+        if (!e->opt.on_authorize(e->opt.authorize_ctx, x->caller, need, c.key, false))
             return SS_E_NOT_AUTHORIZED;
     }
 

@@ -36,8 +36,10 @@ typedef int (*ss_keynotify_fn)(void *ctx, void *caller, ss_bytes key, bool stop)
 
 /* Authorization: may caller read (GET, KEYNOTIFY) or write (SET, DEL,
  * VDEL) key? Asked before anything else about the key is looked at, so a
- * denial ("not authorized") reveals nothing about it. */
-typedef bool (*ss_authorize_fn)(void *ctx, void *caller, enum ss_access access, ss_bytes key);
+ * denial ("not authorized") reveals nothing about it. quietly: no request
+ * is refused by the answer (a SCAN passes over a key its client may not
+ * read), so it is not one to log. */
+typedef bool (*ss_authorize_fn)(void *ctx, void *caller, enum ss_access access, ss_bytes key, bool quietly);
 
 typedef struct ss_engine_options {
     const char *node_id;        /* version node id; NULL: "StateStore" */

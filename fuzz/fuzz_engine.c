@@ -52,10 +52,11 @@ static int fz_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)
     return 1;
 }
 
-static bool fz_authorize(void *ctx, void *caller, enum ss_access access, ss_bytes key)
+static bool fz_authorize(void *ctx, void *caller, enum ss_access access, ss_bytes key, bool quietly)
 {
     (void)ctx;
     (void)caller;
+    (void)quietly;
     return !(access == SS_ACCESS_WRITE && key.len > 0 && key.data[0] == 'x');
 }
 

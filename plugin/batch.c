@@ -32,10 +32,6 @@
 /* Queued requests whose keys are read ahead (see ss_batch__prefetch). */
 #define SS_PREFETCH_AHEAD 256u
 
-/* Clients whose SCAN page is being read, that the queue runs past at once;
- * one more holds the queue as any waiting request does. */
-#define SS_BATCH_LISTINGS_MAX 16u
-
 static ss_bytes ss_batch__str(const char *s)
 {
     ss_bytes b = {(const uint8_t *)(s ? s : ""), s ? strlen(s) : 0};
@@ -153,6 +149,13 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
     if (x.has_version)
         version[ss_hlc_format(&x.version, version)] = '\0';
     ss_bytes answer = {b->scratch.data, b->scratch.len};
+    /* A KEYNOTIFY whose client went before it ran registered nothing (the
+     * disconnect dropped its registrations): no +OK to its session, which
+     * a persistent one would be told on its return. Its client, asking
+     * again, registers. */
+    bool registers = x.cmd.type == SS_CMD_KEYNOTIFY && !x.cmd.stop && rc == SS_OK;
+    if (registers && gone)
+        return true;
     /* Which answers are remembered is the command table's choice
      * (core/command.c). Remembered before answering, as the answer takes
      * over the correlation data. */
@@ -162,6 +165,8 @@ static bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *
     /* An answer that does not depend on the commit still waits for it, so
      * that a client's answers keep the order of its requests. */
     ss_batch__answer(b, client_id, r, &answer, x.has_version ? version : NULL, b->seq, !*held);
+    if (registers)
+        ss_outbox_registers(&b->outbox);
     /* The answer was copied. A GET of a huge value grew the buffer to the
      * value's size (rounded up): give that memory back, so that one big
      * read does not keep the broker large for good. */
@@ -253,10 +258,34 @@ static bool ss_batch__is_scan(const struct ss_queued *e)
     return ss_batch__command_of(e, &cmd) && cmd.type == SS_CMD_SCAN;
 }
 
-static bool ss_batch__client_in(const char *const *ids, size_t n, const char *id)
+/* Room for n listing clients (one per queued request at most): n, or
+ * what there is when it cannot grow (then one more listing holds the
+ * queue as any waiting request does). */
+static size_t ss_batch__lister_room(struct ss_batch *b, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(ids[i], id) == 0)
+    if (n > b->lister_cap) {
+        size_t cap = b->lister_cap ? b->lister_cap : 16;
+        while (cap < n)
+            cap *= 2;
+        struct ss_batch_lister *room = realloc(b->lister_room, cap * sizeof *room);
+        if (room == NULL)
+            return b->lister_cap;
+        b->lister_room = room;
+        b->lister_cap = cap;
+    }
+    return n;
+}
+
+static uint64_t ss_batch__lister_hash(const struct ss_batch *b, const char *id)
+{
+    return ss_table_hash(&b->listers, (const uint8_t *)id, strlen(id));
+}
+
+static bool ss_batch__listing(const struct ss_batch *b, const char *id)
+{
+    uint64_t h = ss_batch__lister_hash(b, id);
+    for (ss_table_node *n = ss_table_find(&b->listers, h); n; n = ss_table_next(n, h))
+        if (strcmp(((struct ss_batch_lister *)(void *)n)->client_id, id) == 0)
             return true;
     return false;
 }
@@ -271,12 +300,12 @@ static bool ss_batch__client_in(const char *const *ids, size_t n, const char *id
  * (PROTOCOL.md section 9.4), so they need not wait for its pages. */
 static void ss_batch__run_queue(struct ss_batch *b)
 {
-    const char *listing[SS_BATCH_LISTINGS_MAX]; /* clients whose SCAN waits */
     size_t nlisting = 0, n = b->queue.len, kept = 0, front = 0, stop = 0;
+    size_t room = ss_batch__lister_room(b, n);
     bool stopped = false, gaps = false;
     for (size_t i = 0; i < n; i++) {
         struct ss_queued *e = &b->queue.items[i];
-        if (!stopped && !ss_batch__client_in(listing, nlisting, e->client_id)) {
+        if (!stopped && (nlisting == 0 || !ss_batch__listing(b, e->client_id))) {
             struct ss_request_from in = {e->payload, e->len, e->client_id, e->username};
             if (ss_batch__run(b, &in, e->gone, &e->r)) {
                 b->queue_bytes -= ss_queued_size(e);
@@ -285,8 +314,10 @@ static void ss_batch__run_queue(struct ss_batch *b)
                 gaps |= kept != 0;
                 continue;
             }
-            if (nlisting < SS_BATCH_LISTINGS_MAX && ss_batch__is_scan(e)) {
-                listing[nlisting++] = e->client_id;
+            if (nlisting < room && ss_batch__is_scan(e)) {
+                struct ss_batch_lister *l = &b->lister_room[nlisting++];
+                l->client_id = e->client_id;
+                ss_table_insert(&b->listers, &l->node, ss_batch__lister_hash(b, e->client_id));
             } else {
                 stopped = true;
                 stop = kept;
@@ -296,6 +327,8 @@ static void ss_batch__run_queue(struct ss_batch *b)
             b->queue.items[kept] = *e;
         kept++;
     }
+    for (size_t i = 0; i < nlisting; i++)
+        ss_table_remove(&b->listers, &b->lister_room[i].node);
     b->queue.len = kept;
     if (kept == 0)
         b->queue_bytes = 0;
@@ -557,6 +590,11 @@ int ss_batch_new(struct ss_plugin *p, struct ss_batch **out)
         return SS_E_NOMEM;
     b->p = p;
     b->seq = 1;
+    int rc = ss_table_init(&b->listers);
+    if (rc != SS_OK) {
+        free(b);
+        return rc;
+    }
     b->dedup_mark = ss_dedup_mark(p->dedup);
     unsigned n = p->backend->ops->max_flights;
     b->nflights = n == 0 ? 1 : n > SS_BATCH_FLIGHTS_MAX ? SS_BATCH_FLIGHTS_MAX : n;
@@ -599,5 +637,7 @@ void ss_batch_free(struct ss_batch *b)
     }
     ss_outbox_free(&b->outbox);
     ss_buf_free(&b->scratch);
+    ss_table_free(&b->listers);
+    free(b->lister_room);
     free(b);
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "../core/buf.h"
+#include "../core/table.h"
 #include "batch.h"
 #include "outbox.h"
 #include "queue.h"
@@ -22,6 +23,13 @@ struct ss_flight {
     uint64_t seq;        /* the batch's number */
     struct ss_qlist ran; /* its requests, to run again on a conflict */
     uint64_t dedup_after, dedup_upto; /* its resend cache entries: (after, upto] */
+};
+
+/* A client whose SCAN waits for its page while the queue runs
+ * (ss_batch__run_queue). */
+struct ss_batch_lister {
+    ss_table_node node;
+    const char *client_id; /* borrowed from its queued SCAN */
 };
 
 struct ss_batch {
@@ -39,6 +47,12 @@ struct ss_batch {
     uint64_t seq;        /* number of the open batch */
     uint64_t dedup_mark; /* resend cache entries after it belong to the open batch */
     ss_buf scratch;      /* the engine's answer */
+    /* The listing clients during one run of the queue: as many as it
+     * holds requests, room made before the run (a node in the table must
+     * not move). Empty between runs. */
+    ss_table listers;
+    struct ss_batch_lister *lister_room;
+    size_t lister_cap;
 };
 
 /* Queue an answer to client_id's request (for the session ss_answer_to

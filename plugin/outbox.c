@@ -120,14 +120,20 @@ void ss_outbox_fail(struct ss_outbox *ob, uint64_t commit, int err)
     ob->len = kept;
 }
 
+void ss_outbox_registers(struct ss_outbox *ob)
+{
+    if (ob->len > 0 && ob->msgs[ob->len - 1].answer)
+        ob->msgs[ob->len - 1].registers = true;
+}
+
 size_t ss_outbox_client_gone(struct ss_outbox *ob, const char *client_id)
 {
     size_t kept = 0, dropped = 0;
     for (size_t i = 0; i < ob->len; i++) {
         struct ss_outmsg *m = &ob->msgs[i];
-        if (!m->answer && strcmp(m->clientid, client_id) == 0) {
+        if ((!m->answer || m->registers) && m->clientid && strcmp(m->clientid, client_id) == 0) {
+            dropped += !m->answer;
             ss_outbox__msg_free(m);
-            dropped++;
         } else {
             ob->msgs[kept++] = *m;
         }

@@ -23,6 +23,7 @@ struct ss_outmsg {
      * off): routed to the topic's subscribers like any publication. */
     char *clientid;
     bool answer; /* an answer (else a notification) */
+    bool registers; /* a registering KEYNOTIFY's +OK (ss_outbox_registers) */
     char *topic;
     uint8_t *payload;
     size_t payload_len;
@@ -47,6 +48,11 @@ struct ss_outbox {
  * ss_outmsg. 0 or MOSQ_ERR_NOMEM. */
 int ss_outbox_push(struct ss_outbox *ob, char *clientid, bool answer, char *topic, uint8_t *payload, size_t len,
                    mosquitto_property *props, uint8_t *corr, uint16_t corr_len, uint64_t commit, bool final);
+/* The answer just pushed tells its client that a KEYNOTIFY registered:
+ * should the client go before it is sent, it goes too (the registration
+ * went with the client, and a persistent session would be told +OK of a
+ * registration it does not have). */
+void ss_outbox_registers(struct ss_outbox *ob);
 /* Messages waiting for the commit of batch number commit. */
 size_t ss_outbox_count(const struct ss_outbox *ob, uint64_t commit);
 /* The commit of batch number commit failed with err: its answers become
@@ -59,8 +65,9 @@ void ss_outbox_fail(struct ss_outbox *ob, uint64_t commit, int err);
 void ss_outbox_drop(struct ss_outbox *ob, uint64_t commit);
 /* Client client_id disconnected: its notifications waiting here are
  * dropped (its registrations went with the connection, and nothing is
- * queued for an absent client, whose session may outlive it). Returns how
- * many. */
+ * queued for an absent client, whose session may outlive it), and its
+ * answers that told of a registration (ss_outbox_registers). Returns how
+ * many notifications. */
 size_t ss_outbox_client_gone(struct ss_outbox *ob, const char *client_id);
 /* Publish everything and empty the outbox. */
 void ss_outbox_flush(struct ss_outbox *ob, struct ss_plugin *p);

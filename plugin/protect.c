@@ -153,7 +153,7 @@ int ss_on_acl_check(int event, void *event_data, void *userdata)
     return ss_protect__other(p);
 }
 
-bool ss_authorize(void *ctx, void *caller, enum ss_access access, ss_bytes key)
+bool ss_authorize(void *ctx, void *caller, enum ss_access access, ss_bytes key, bool quietly)
 {
     struct ss_plugin *p = ctx;
     const struct ss_caller *who = caller;
@@ -161,6 +161,8 @@ bool ss_authorize(void *ctx, void *caller, enum ss_access access, ss_bytes key)
         return true;
     if (ss_acl_allows(p->acl, who->id, who->username, access, key))
         return true;
+    if (quietly) /* a SCAN passing over it: a warning per key flooded the log */
+        return false;
     ss_log(p, MOSQ_LOG_WARNING, "client %s (user %s) not authorized to %s a key of %zu bytes",
            who->id, who->username ? who->username : "-", access == SS_ACCESS_READ ? "read" : "write",
            key.len);

@@ -15,7 +15,7 @@ int ss_on_acl_check(int event, void *event_data, void *userdata);
 int ss_on_reload(int event, void *event_data, void *userdata);
 /* The engine's authorization callback (ctx: the plugin; caller: struct
  * ss_caller). */
-bool ss_authorize(void *ctx, void *caller, enum ss_access access, ss_bytes key);
+bool ss_authorize(void *ctx, void *caller, enum ss_access access, ss_bytes key, bool quietly);
 /* Load opt.acl_file into p->acl (replacing it only on success). */
 int ss_acl_reload(struct ss_plugin *p);
 /* Decide from bc (the broker's configuration, read at start and on each

@@ -265,6 +265,17 @@ static void connect_user(struct client *c, int port, const char *id, const char 
     client_subscribe(c, resp);
 }
 
+/* New rules in acl, loaded on SIGHUP: waits until the log says so for
+ * the times-th time ("N rules"). */
+static void reload_rules(struct broker *b, const char *acl, const char *rules, const char *said, int times)
+{
+    write_file(acl, rules);
+    kill(b->pid, SIGHUP);
+    for (int i = 0; i < 200 && broker_log_count(b, said) < times; i++)
+        usleep(10 * 1000);
+    ASSERT_EQ(broker_log_count(b, said), times);
+}
+
 /* A KEYNOTIFY registration is told of a change only while its client may
  * read the key: rules reloaded to deny it stop its notifications, rules
  * that allow it again resume them (by its username, kept with it). */
@@ -287,26 +298,29 @@ TEST(security_keynotify_follows_the_rules_reloaded)
     m = client_wait(&bob, 2000);
     ASSERT_TRUE(m != NULL);
     PAYLOAD(m, "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\n1\r\n");
-    write_file(acl, "user alice readwrite *\n");
-    kill(b.pid, SIGHUP);
-    for (int i = 0; i < 200 && !broker_log_has(&b, "1 rules"); i++)
-        usleep(10 * 1000);
-    ASSERT_TRUE(broker_log_has(&b, "1 rules"));
+    reload_rules(&b, acl, "user alice readwrite *\n", "1 rules", 1);
     m = request(&alice, ra, "3", NULL, NULL, W("SET", "watched/k", "2"));
     PAYLOAD(m, "+OK\r\n");
     m = request(&alice, ra, "4", NULL, NULL, W("DEL", "watched/k"));
     PAYLOAD(m, ":1\r\n");
     ASSERT_EQ(client_drain(&bob, 300), 0);
-    write_file(acl, "user alice readwrite *\nuser bob read watched/*\n");
-    kill(b.pid, SIGHUP);
-    for (int i = 0; i < 200 && broker_log_count(&b, "2 rules") < 2; i++)
-        usleep(10 * 1000);
-    ASSERT_EQ(broker_log_count(&b, "2 rules"), 2);
+    reload_rules(&b, acl, "user alice readwrite *\nuser bob read watched/*\n", "2 rules", 2);
     m = request(&alice, ra, "5", NULL, NULL, W("SET", "watched/k", "3"));
     PAYLOAD(m, "+OK\r\n");
     m = client_wait(&bob, 2000);
     ASSERT_TRUE(m != NULL);
     PAYLOAD(m, "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\n3\r\n");
+    /* Denied again, bob can still end his registration (STOP reveals
+     * nothing): allowed once more, he is told nothing. */
+    reload_rules(&b, acl, "user alice readwrite *\n", "1 rules", 2);
+    m = request(&bob, rb, "6", NULL, NULL, W("KEYNOTIFY", "watched/k", "STOP"));
+    PAYLOAD(m, "+OK\r\n");
+    m = request(&bob, rb, "7", NULL, NULL, W("KEYNOTIFY", "watched/k"));
+    PAYLOAD(m, "-ERR not authorized\r\n");
+    reload_rules(&b, acl, "user alice readwrite *\nuser bob read watched/*\n", "2 rules", 3);
+    m = request(&alice, ra, "8", NULL, NULL, W("SET", "watched/k", "4"));
+    PAYLOAD(m, "+OK\r\n");
+    ASSERT_EQ(client_drain(&bob, 300), 0);
     client_close(&alice);
     client_close(&bob);
     broker_stop(&b);
@@ -348,6 +362,12 @@ TEST(security_key_authorization_and_reload)
     m = request(&anon, rn, "9", NULL, NULL, W("SET", "own/alice-dev/state", "theirs"));
     PAYLOAD(m, "-ERR not authorized\r\n");
     ASSERT_TRUE(broker_log_has(&b, "client anon1 (user -) not authorized to read"));
+    /* A SCAN lists only the keys its client may read, and passes over
+     * the others without a warning each (a listing is no refusal). */
+    int warned = broker_log_count(&b, "not authorized");
+    m = request(&anon, rn, "s", NULL, NULL, W("SCAN", "*"));
+    PAYLOAD(m, "*1\r\n*2\r\n$15\r\nown/anon1/state\r\n$8\r\npublic/x\r\n");
+    ASSERT_EQ(broker_log_count(&b, "not authorized"), warned);
     /* New rules on SIGHUP, without a restart. */
     write_file(acl, "any readwrite *\n");
     kill(b.pid, SIGHUP);

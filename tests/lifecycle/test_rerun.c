@@ -3,6 +3,7 @@
  * in order, a conflicted commit runs its requests again first and on
  * fresh data, the resend cache forgets a batch that failed, and
  * notifications follow only what was committed. */
+#include <stdio.h>
 #include <string.h>
 
 #include "../../core/errors.h"
@@ -282,5 +283,37 @@ TEST(a_pending_scan_page_holds_only_its_own_client)
     ASSERT_EQ(lc_published(), 4);
     lc_expect_answer(2, "lister", "1", "*1\r\n*2\r\n$2\r\nk1\r\n$2\r\nk2\r\n");
     lc_expect_answer(3, "lister", "2", "$2\r\nv1\r\n");
+    lc_close(&f);
+}
+
+/* However many clients list at once: each SCAN waiting for its page holds
+ * only its own client (with 16 at most, the 17th held every client). */
+TEST(many_pending_scans_hold_only_their_own_clients)
+{
+    struct lc f;
+    lc_open(&f, &lc_shared);
+    ASSERT_EQ(ss_mem_set_behind(f.be, "k1", "v1"), SS_OK);
+    ss_mem_pend_scans(f.be);
+    enum { LISTERS = 40 };
+    for (int i = 0; i < LISTERS; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "lister%d", i);
+        lc_send(&f, id, "s", "SCAN k*");
+        lc_send(&f, id, "g", "GET k1");
+    }
+    lc_send(&f, "other", "o", "GET k1");
+    lc_tick(&f);
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 1);
+    lc_expect_answer(0, "other", "o", "$2\r\nv1\r\n");
+    ss_mem_release_reads(f.be);
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 1 + 2 * LISTERS);
+    for (int i = 0; i < LISTERS; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "lister%d", i);
+        lc_expect_answer(1 + 2 * i, id, "s", "*1\r\n*1\r\n$2\r\nk1\r\n");
+        lc_expect_answer(2 + 2 * i, id, "g", "$2\r\nv1\r\n");
+    }
     lc_close(&f);
 }

@@ -232,10 +232,11 @@ TEST(engine_failed_commit_undoes_batch)
     fx_free(&f);
 }
 
-static bool deny_some(void *ctx, void *caller, enum ss_access access, ss_bytes key)
+static bool deny_some(void *ctx, void *caller, enum ss_access access, ss_bytes key, bool quietly)
 {
     (void)ctx;
     (void)caller;
+    (void)quietly;
     bool secret = key.len >= 6 && memcmp(key.data, "secret", 6) == 0;
     bool hidden = key.len == 6 && memcmp(key.data, "hidden", 6) == 0;
     return !(secret && access == SS_ACCESS_WRITE) && !hidden;

@@ -26,10 +26,11 @@ struct sx {
 };
 
 /* Keys starting with "secret" are not for this caller. */
-static bool deny_secret(void *ctx, void *caller, enum ss_access access, ss_bytes key)
+static bool deny_secret(void *ctx, void *caller, enum ss_access access, ss_bytes key, bool quietly)
 {
     (void)ctx;
     (void)caller;
+    (void)quietly;
     return access != SS_ACCESS_READ || !(key.len >= 6 && memcmp(key.data, "secret", 6) == 0);
 }
 
