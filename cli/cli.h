@@ -44,6 +44,11 @@ struct cli {
     char **patterns; /* watch --pattern, each given (in the block of args) */
     int npatterns;
     const char *etcd_endpoints, *etcd_prefix; /* import into an etcd cluster */
+    /* -u, -P, --cafile, --cert and --key as statestore's own command line
+     * gave them: import --etcd takes these alone as etcd's login and TLS
+     * files. Those of the options file (or -L's user and password) are
+     * the broker's, an MQTT password that must not go to etcd. */
+    const char *etcd_user, *etcd_password, *etcd_cafile, *etcd_cert, *etcd_key;
     char *url_text;     /* owned: the host, user and password of -L */
     bool user_in_url, pass_in_url; /* conn.username, conn.password point into url_text */
     char *options_text; /* owned: the options file, which options point into */
@@ -59,6 +64,10 @@ struct cli {
  * the options (for lock, what follows is COMMAND). at_prompt: a line of
  * the interactive mode, where the connection's options have no place. */
 int cli_parse(struct cli *cl, int argc, char **argv, bool at_prompt);
+/* Does argv (argv[0] not looked at) give --json, before any "--"? Read
+ * ahead of the options, so that a usage error found before --json (in
+ * the options file, or an option ahead of it) is told as JSON too. */
+bool cli_json_given(int argc, char **argv);
 /* Read the options file ($XDG_CONFIG_HOME/statestore, else
  * ~/.config/statestore; none is fine) into *cl: one option a line, as on
  * the command line, blank lines and lines starting with # ignored. A bad
@@ -108,6 +117,14 @@ int exit_for(int status);                                /* status code -> exit 
 int out_flush_check(int rc);
 /* {"error":TEXT,"code":NAME} on standard output (--json). */
 void out_json_error(const char *text, int status);
+/* A failure that is not a request's answer: "statestore: TEXT" on
+ * standard error and, with --json, {"error":TEXT,"code":NAME} on standard
+ * output too, as report_failure does for a request, so that a script
+ * reading JSON sees every failure. status gives NAME: SS_E_INVAL for what
+ * exits 64 (a usage error, a file that cannot be read, a refused line),
+ * else the cause (SS_E_IO, SS_E_TIMEOUT, SS_E_PROTOCOL...). */
+void cli_fail(const struct cli *cl, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void cli_vfail(const struct cli *cl, int status, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 void report_failure(const struct cli *cl, const char *what, int status, const ss_client_result *r);
 
 /* commands.c */
@@ -145,7 +162,8 @@ bool cli_dir_is_empty(const char *path, bool *exists);
 void cli_dir_undo(const char *path, bool remove_dir);
 
 /* import_etcd.c: import into a store on an etcd cluster (--etcd). open
- * connects (TLS with --cafile/--cert/--key, etcd's login with -u/-P) and
+ * connects (TLS with --cafile/--cert/--key, etcd's login with -u/-P, as
+ * the command line gave them: cl->etcd_*) and
  * checks that the prefix holds nothing; put adds a record; finish
  * commits what is left. Each returns 0 or a failure with *why. */
 struct import_etcd;

@@ -42,7 +42,7 @@ uint8_t *read_value(struct cli *cl, int i, size_t *len, int *rc)
     if (cl->file) {
         FILE *f = fopen(cl->file, "rb");
         if (f == NULL) {
-            out_error("cannot open %s: %s", cl->file, strerror(errno));
+            cli_fail(cl, SS_E_INVAL, "cannot open %s: %s", cl->file, strerror(errno));
             return NULL;
         }
         errno = 0;
@@ -50,14 +50,14 @@ uint8_t *read_value(struct cli *cl, int i, size_t *len, int *rc)
         int err = errno;
         fclose(f);
         if (v == NULL)
-            out_error("cannot read %s: %s", cl->file, strerror(err ? err : EIO));
+            cli_fail(cl, SS_E_INVAL, "cannot read %s: %s", cl->file, strerror(err ? err : EIO));
         return v;
     }
     if (strcmp(cl->args[i], "-") == 0) {
         errno = 0;
         uint8_t *v = read_stream(stdin, len);
         if (v == NULL)
-            out_error("cannot read standard input: %s", strerror(errno ? errno : EIO));
+            cli_fail(cl, SS_E_INVAL, "cannot read standard input: %s", strerror(errno ? errno : EIO));
         return v;
     }
     *len = strlen(cl->args[i]);

@@ -174,7 +174,7 @@ int cmd_export(struct cli *cl, ss_client *c)
         ss_client_result_free(&r);
         if (!ok) {
             free(cursor);
-            out_error("export: an answer this tool cannot read");
+            cli_fail(cl, SS_E_PROTOCOL, "export: an answer this tool cannot read");
             return SS_EXIT_PROTOCOL;
         }
         if (cursor == NULL)
@@ -373,7 +373,8 @@ static int sink_open(struct cli *cl, struct import_sink *k)
         }
         int rc = import_etcd_open(cl, &k->e, k->why, sizeof k->why);
         if (rc != SS_OK) {
-            out_error("import: etcd at %s: %s", cl->etcd_endpoints, k->why);
+            cli_fail(cl, rc == SS_E_INVAL ? SS_E_INVAL : SS_E_CONNECTION, "import: etcd at %s: %s",
+                     cl->etcd_endpoints, k->why);
             return rc == SS_E_INVAL ? SS_EXIT_USAGE : SS_EXIT_CONNECTION;
         }
         return SS_EXIT_OK;
@@ -385,7 +386,7 @@ static int sink_open(struct cli *cl, struct import_sink *k)
     const char *dir = cl->args[1];
     bool existed;
     if (!cli_dir_is_empty(dir, &existed)) {
-        out_error("import: %s is not empty: import into a new or empty data directory", dir);
+        cli_fail(cl, SS_E_INVAL, "import: %s is not empty: import into a new or empty data directory", dir);
         return SS_EXIT_USAGE;
     }
     ss_store_options so = ss_store_options_default();
@@ -394,7 +395,7 @@ static int sink_open(struct cli *cl, struct import_sink *k)
     k->made_dir = !existed;
     int rc = ss_store_open(&so, &k->s);
     if (rc != SS_OK) {
-        out_error("import: cannot open a store in %s: %s", dir, ss_strerror(rc));
+        cli_fail(cl, rc, "import: cannot open a store in %s: %s", dir, ss_strerror(rc));
         cli_dir_undo(dir, k->made_dir);
         return SS_EXIT_CONNECTION;
     }
@@ -410,7 +411,7 @@ int cmd_import(struct cli *cl, ss_client *c)
      * behind, which every retry would then refuse as not empty. */
     FILE *in = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
     if (in == NULL) {
-        out_error("import: %s: %s", file, strerror(errno));
+        cli_fail(cl, SS_E_INVAL, "import: %s: %s", file, strerror(errno));
         return SS_EXIT_USAGE;
     }
     struct import_sink sink;
@@ -432,7 +433,7 @@ int cmd_import(struct cli *cl, ss_client *c)
     ss_buf key = SS_BUF_INIT, value = SS_BUF_INIT, text = SS_BUF_INIT;
     struct keyset seen;
     if (keyset_init(&seen) != SS_OK) {
-        out_error("import: %s", ss_strerror(SS_E_NOMEM));
+        cli_fail(cl, SS_E_NOMEM, "import: %s", ss_strerror(SS_E_NOMEM));
         exit_code = SS_EXIT_CONNECTION;
     }
     while (exit_code == SS_EXIT_OK && (got = getline(&line, &cap, in)) > 0) {
@@ -475,7 +476,7 @@ int cmd_import(struct cli *cl, ss_client *c)
          * together by hand, and which line should win cannot be told. */
         int dup = why == NULL ? keyset_add(&seen, (ss_bytes){key.data, key.len}) : 0;
         if (dup == SS_E_NOMEM) {
-            out_error("import: %s line %ld: %s", file, lineno, ss_strerror(SS_E_NOMEM));
+            cli_fail(cl, SS_E_NOMEM, "import: %s line %ld: %s", file, lineno, ss_strerror(SS_E_NOMEM));
             exit_code = SS_EXIT_CONNECTION;
             break;
         }
@@ -490,7 +491,7 @@ int cmd_import(struct cli *cl, ss_client *c)
         if (why == NULL && l.has_exp && l.exp > now && l.exp - now > SS_PX_MAX)
             why = "expires_at_ms is further away than any PX can set (2^53 ms)";
         if (why) {
-            out_error("import: %s line %ld: %s", file, lineno, why);
+            cli_fail(cl, SS_E_INVAL, "import: %s line %ld: %s", file, lineno, why);
             exit_code = SS_EXIT_USAGE;
             break;
         }
@@ -504,7 +505,7 @@ int cmd_import(struct cli *cl, ss_client *c)
         rec.expiry_ms = l.has_exp ? l.exp : 0;
         ss_bytes k = {key.data, key.len};
         if ((rc = sink_put(&sink, k, &rec)) != SS_OK) {
-            out_error("import: %s line %ld: %s (%s)", file, lineno, ss_strerror(rc), sink.why);
+            cli_fail(cl, rc, "import: %s line %ld: %s (%s)", file, lineno, ss_strerror(rc), sink.why);
             exit_code = rc == SS_E_INVAL || rc == SS_E_QUOTA ? SS_EXIT_USAGE : SS_EXIT_CONNECTION;
             break;
         }
@@ -515,11 +516,11 @@ int cmd_import(struct cli *cl, ss_client *c)
     }
     if (exit_code == SS_EXIT_OK && ferror(in)) {
         /* getline ends the same way at the end and on a read error. */
-        out_error("import: %s: %s", file, strerror(errno));
+        cli_fail(cl, SS_E_INVAL, "import: %s: %s", file, strerror(errno));
         exit_code = SS_EXIT_USAGE;
     }
     if (exit_code == SS_EXIT_OK && (rc = sink_finish(&sink, any, &newest)) != SS_OK) {
-        out_error("import: writing %s: %s (%s)", dest, ss_strerror(rc), sink.why);
+        cli_fail(cl, rc, "import: writing %s: %s (%s)", dest, ss_strerror(rc), sink.why);
         exit_code = rc == SS_E_INVAL ? SS_EXIT_USAGE : SS_EXIT_CONNECTION;
     }
     sink_close(&sink);

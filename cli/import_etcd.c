@@ -90,16 +90,18 @@ int import_etcd_open(const struct cli *cl, struct import_etcd **out, char *why, 
     e->prefix = cl->etcd_prefix ? cl->etcd_prefix : "statestore/";
     if (getrandom(&e->instance, sizeof e->instance, 0) != (ssize_t)sizeof e->instance)
         e->instance = (uint64_t)time(NULL);
-    ss_grpc_options o = {.endpoints = cl->etcd_endpoints, .ca_file = cl->conn.cafile,
-                         .cert_file = cl->conn.certfile, .key_file = cl->conn.keyfile};
+    /* The login and TLS files of the command line alone (cl->etcd_*):
+     * the options file's are the broker's. */
+    ss_grpc_options o = {.endpoints = cl->etcd_endpoints, .ca_file = cl->etcd_cafile,
+                         .cert_file = cl->etcd_cert, .key_file = cl->etcd_key};
     int rc = ss_grpc_new(&o, &e->g, why, n);
     ss_grpc_call c;
     memset(&c, 0, sizeof c);
     /* etcd's own user and password (-u, -P), when given. */
-    if (rc == SS_OK && cl->conn.username) {
+    if (rc == SS_OK && cl->etcd_user) {
         c.method = SS_ETCD_AUTHENTICATE_METHOD;
         char token[SS_GRPC_TOKEN_MAX];
-        rc = ss_etcd_authenticate_pack(&c.request, cl->conn.username, cl->conn.password ? cl->conn.password : "");
+        rc = ss_etcd_authenticate_pack(&c.request, cl->etcd_user, cl->etcd_password ? cl->etcd_password : "");
         if (rc == SS_OK && (rc = import_etcd__call(e, &c, why, n)) == SS_OK &&
             ((rc = ss_etcd_authenticate_unpack(&c.reply, token, sizeof token)) != SS_OK ||
              (rc = ss_grpc_set_token(e->g, token)) != SS_OK))

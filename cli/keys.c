@@ -125,7 +125,7 @@ int cmd_keys(struct cli *cl, ss_client *c)
         ss_client_result_free(&r);
         if (!ok) {
             free(cursor);
-            out_error("keys: an answer this tool cannot read");
+            cli_fail(cl, SS_E_PROTOCOL, "keys: an answer this tool cannot read");
             return SS_EXIT_PROTOCOL;
         }
         if (cursor == NULL)
@@ -150,7 +150,7 @@ int cmd_inspect(struct cli *cl, ss_client *c)
     bool ok = print_answer(cl, (char *)r.value, NULL, &printed);
     ss_client_result_free(&r);
     if (!ok) {
-        out_error("inspect: an answer this tool cannot read");
+        cli_fail(cl, SS_E_PROTOCOL, "inspect: an answer this tool cannot read");
         return SS_EXIT_PROTOCOL;
     }
     if (printed == 0 && cl->json)
@@ -170,7 +170,7 @@ int cmd_backup(struct cli *cl, ss_client *c)
         const char *text = (const char *)r.value;
         const char *bytes = strrchr(text, ' ');
         if (strncmp(text, "backup ", 7) != 0 || bytes == NULL) {
-            out_error("backup: an answer this tool cannot read");
+            cli_fail(cl, SS_E_PROTOCOL, "backup: an answer this tool cannot read");
             rc = SS_EXIT_PROTOCOL;
         } else if (cl->json) {
             printf("{\"backup\":\"%s\",\"bytes\":%.*s}\n", cl->args[0], (int)strcspn(bytes + 1, "\n"), bytes + 1);

@@ -154,7 +154,7 @@ int cmd_lock(struct cli *cl, ss_client *c)
         sigaddset(&stop, SIGTERM);
         struct timespec none = {0, 0};
         int sig = sigtimedwait(&stop, NULL, &none);
-        out_error("lock: stopped while waiting for %s", name);
+        cli_fail(cl, SS_E_CANCELLED, "lock: stopped while waiting for %s", name);
         if (sig == SIGTERM) /* as for a watch: the program ends too (commands.c) */
             raise(SIGTERM);
         return 128 + (sig > 0 ? sig : SIGTERM);
@@ -195,6 +195,11 @@ int cmd_lock(struct cli *cl, ss_client *c)
          * the lease ran out before: COMMAND never runs without it. */
         ss_lease_keeper_stop(keeper);
         out_error("lock: the lease on %s was lost before %s started", name, cl->rest[0]);
+        if (cl->json) { /* as for a lock held by someone else: COMMAND never ran under it */
+            printf("{\"lock\":");
+            out_json_string((const uint8_t *)name, strlen(name));
+            printf(",\"acquired\":false}\n");
+        }
         return SS_EXIT_CONDITION;
     }
     setenv("STATESTORE_LOCK_TOKEN", token, 1);
@@ -220,7 +225,7 @@ int cmd_lock(struct cli *cl, ss_client *c)
     int rc = SS_EXIT_OK;
     bool lost = false;
     if (pid < 0) {
-        out_error("lock: cannot start %s", cl->rest[0]);
+        cli_fail(cl, SS_E_INVAL, "lock: cannot start %s", cl->rest[0]);
         rc = SS_EXIT_USAGE;
     } else {
         setpgid(pid, pid); /* as the child does: whichever runs first */

@@ -146,7 +146,8 @@ static const struct {
      "tokens and deadlines; records past their deadline are left out. With --etcd, into a\n"
      "store on that etcd cluster (comma-separated http(s)://host:port) under PREFIX\n"
      "(default statestore/), which must hold no keys yet; --cafile, --cert and --key are\n"
-     "then etcd's TLS, -u and -P etcd's user and password.\n"},
+     "then etcd's TLS, -u and -P etcd's user and password, from this command line only\n"
+     "(the options file's, and -L's user and password, are the broker's: never sent to etcd).\n"},
     {"ping", cmd_ping, 0, 0, false,
      "Usage: statestore ping\n"
      "Sends one request (a GET of the key statestore-ping) and prints how long the answer\n"
@@ -163,7 +164,8 @@ static const struct {
      "Usage: statestore stats [--watch] [--json]\n"
      "Prints the store's figures, which the broker publishes under $SYS/broker/statestore/\n"
      "every sys_interval seconds (retained). --watch prints them again at each update\n"
-     "until interrupted. Exit 4 when none arrive within --timeout.\n"},
+     "until interrupted, subscribing again after a reconnect (said on standard error).\n"
+     "Exit 4 when none arrive within --timeout.\n"},
 };
 
 int cli_command_index(const char *name)
@@ -178,15 +180,17 @@ void usage_error(const struct cli *cl, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    /* With --json, the error object too: a usage error is a failure
+     * like any other (exit 64, code INVAL). */
     if (cl->where) {
         /* A line of the options file: where it is says it all. */
         char text[1024];
         vsnprintf(text, sizeof text, fmt, ap);
-        out_error("%s: %s", cl->where, text);
+        cli_fail(cl, SS_E_INVAL, "%s: %s", cl->where, text);
         va_end(ap);
         return;
     }
-    out_verror(fmt, ap);
+    cli_vfail(cl, SS_E_INVAL, fmt, ap);
     va_end(ap);
     int which = cli_command_index(cl->command);
     if (which >= 0) {
@@ -293,7 +297,9 @@ int main(int argc, char **argv)
     if (cl.args == NULL)
         return SS_EXIT_USAGE;
     cl.patterns = cl.args + argc;
-    /* The options file first: the command line overrides it. */
+    /* The options file first: the command line overrides it. Whether
+     * failures are told as JSON too is known before either is read. */
+    cl.json = cli_json_given(argc, argv);
     int rc = cli_options_file(&cl);
     if (rc < 0)
         rc = cli_parse(&cl, argc, argv, false);
@@ -318,7 +324,7 @@ int main(int argc, char **argv)
     char why[256];
     int st = ss_client_connect_explain(&cl.conn, &c, why, sizeof why);
     if (st != SS_OK) {
-        if (cl.json && cl.command) /* a failure is the JSON error object, as a command's is */
+        if (cl.json) /* a failure is the JSON error object, as a command's is */
             out_json_error(why, st);
         out_error("cannot connect to %s:%d: %s", cl.conn.host ? cl.conn.host : "localhost",
                   cl.conn.port ? cl.conn.port : cl.conn.cafile || cl.conn.capath || cl.conn.tls ? 8883 : 1883,

@@ -259,10 +259,38 @@ static int apply(struct cli *cl, const char *spelled, int id, const char *v, boo
     return -1;
 }
 
+bool cli_json_given(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const struct cli_option *o = NULL;
+        bool joined = false; /* the value in the same word: --port=1, -p1 */
+        if (strcmp(a, "--") == 0)
+            return false; /* arguments, or lock's COMMAND, follow */
+        if (a[0] == '-' && a[1] == '-') {
+            size_t n = strcspn(a + 2, "=");
+            o = find_long(a + 2, n);
+            joined = a[2 + n] == '=';
+        } else if (a[0] == '-' && a[1] != '\0') {
+            o = find_short(a[1]);
+            joined = a[2] != '\0';
+        }
+        if (o && o->id == OPT_JSON)
+            return true;
+        if (o && o->value && !joined)
+            i++; /* its value, whatever it looks like */
+    }
+    return false;
+}
+
 int cli_parse(struct cli *cl, int argc, char **argv, bool at_prompt)
 {
     bool help = false, only_args = false;
     int rc;
+    /* --json first, wherever it stands: a usage error found before it is
+     * the JSON error object too. */
+    if (cli_json_given(argc, argv))
+        cl->json = true;
     /* The options given, by their index in options[], and how (-f or
      * --file): judged once the command is known, wherever it stood. */
     uint64_t given = 0, by_letter = 0;
@@ -325,6 +353,18 @@ int cli_parse(struct cli *cl, int argc, char **argv, bool at_prompt)
         }
         if ((rc = apply(cl, spelled, o->id, value, &help)) >= 0)
             return rc;
+        /* What import --etcd may send to etcd: only what was given here
+         * (the prompt takes none of these). */
+        if (o->id == OPT_USER)
+            cl->etcd_user = value;
+        else if (o->id == OPT_PASS)
+            cl->etcd_password = value;
+        else if (o->id == OPT_CAFILE)
+            cl->etcd_cafile = value;
+        else if (o->id == OPT_CERT)
+            cl->etcd_cert = value;
+        else if (o->id == OPT_KEY)
+            cl->etcd_key = value;
         size_t j = (size_t)(o - options);
         if (!(given >> j & 1) && spelled[1] != '-')
             by_letter |= (uint64_t)1 << j;
@@ -443,7 +483,7 @@ int cli_options_file(struct cli *cl)
     if (f == NULL) {
         if (errno == ENOENT || errno == ENOTDIR)
             return -1;
-        out_error("cannot read the options file %s: %s", path, strerror(errno));
+        cli_fail(cl, SS_E_INVAL, "cannot read the options file %s: %s", path, strerror(errno));
         return SS_EXIT_USAGE;
     }
     /* The whole file stays in memory: the options point into it. */
@@ -455,7 +495,7 @@ int cli_options_file(struct cli *cl)
             if (t == NULL) {
                 free(text);
                 fclose(f);
-                out_error("out of memory reading %s", path);
+                cli_fail(cl, SS_E_NOMEM, "out of memory reading %s", path);
                 return SS_EXIT_USAGE;
             }
             text = t;
@@ -469,13 +509,13 @@ int cli_options_file(struct cli *cl)
     fclose(f);
     if (err) {
         free(text);
-        out_error("cannot read the options file %s: %s", path, strerror(err));
+        cli_fail(cl, SS_E_INVAL, "cannot read the options file %s: %s", path, strerror(err));
         return SS_EXIT_USAGE;
     }
     text[len] = '\0';
     cl->options_text = text;
     if (strlen(text) != len) {
-        out_error("%s: the options file holds a NUL byte", path);
+        cli_fail(cl, SS_E_INVAL, "%s: the options file holds a NUL byte", path);
         return SS_EXIT_USAGE;
     }
     unsigned number_of_line = 0;

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -172,6 +173,36 @@ void out_json_error(const char *text, int status)
     printf("{\"error\":");
     out_json_string((const uint8_t *)text, strlen(text));
     printf(",\"code\":\"%s\"}\n", ss_errname(status));
+}
+
+void cli_vfail(const struct cli *cl, int status, const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    /* The text once, for both outputs: its length first, as a path or a
+     * word of the user's may be long. */
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (text) {
+        vsnprintf(text, (size_t)n + 1, fmt, again);
+        if (cl->json)
+            out_json_error(text, status);
+        out_error("%s", text);
+        free(text);
+    } else {
+        if (cl->json)
+            out_json_error(ss_strerror(status), status);
+        out_verror(fmt, again);
+    }
+    va_end(again);
+}
+
+void cli_fail(const struct cli *cl, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cli_vfail(cl, status, fmt, ap);
+    va_end(ap);
 }
 
 void report_failure(const struct cli *cl, const char *what, int status, const ss_client_result *r)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/errors.h"
 #include "../core/hex.h"
 #include "cli.h"
 
@@ -22,8 +23,9 @@
 /* Split line into words, in place, as a shell would for plain words:
  * spaces separate; "..." may hold spaces and the escapes \" \\ \n \r \t
  * \xHH; '...' holds everything as it is but \' (a quote). words gets at
- * most cap pointers. Returns the count, or -1 after saying what is wrong. */
-static int split_words(char *line, char **words, int cap)
+ * most cap pointers. Returns the count, or -1 with what is wrong in why
+ * (n bytes). */
+static int split_words(char *line, char **words, int cap, char *why, size_t n_why)
 {
     int n = 0;
     char *in = line, *out = line;
@@ -32,7 +34,7 @@ static int split_words(char *line, char **words, int cap)
         if (*in == '\0')
             return n;
         if (n == cap) {
-            out_error("more than %d words on a line", cap);
+            snprintf(why, n_why, "more than %d words on a line", cap);
             return -1;
         }
         words[n++] = out;
@@ -44,7 +46,7 @@ static int split_words(char *line, char **words, int cap)
             }
             for (in++; *in != quote; in++) {
                 if (*in == '\0') {
-                    out_error("a quote (%c) is not closed", quote);
+                    snprintf(why, n_why, "a quote (%c) is not closed", quote);
                     return -1;
                 }
                 if (*in != '\\' || in[1] == '\0') {
@@ -54,7 +56,7 @@ static int split_words(char *line, char **words, int cap)
                 } else if (in[1] == 'x' && ss_hex_digit(in[2]) >= 0 && ss_hex_digit(in[3]) >= 0) {
                     char c = (char)(ss_hex_digit(in[2]) * 16 + ss_hex_digit(in[3]));
                     if (c == '\0') {
-                        out_error("a word cannot hold \\x00");
+                        snprintf(why, n_why, "a word cannot hold \\x00");
                         return -1;
                     }
                     *out++ = c;
@@ -88,7 +90,7 @@ static int run_line(const struct cli *base, ss_client *c, char **words, int n)
      * execvp needs), then the arguments and the patterns (n + 1 each). */
     char **argv = calloc(3 * (size_t)n + 4, sizeof *argv);
     if (argv == NULL) {
-        out_error("out of memory");
+        cli_fail(&cl, SS_E_NOMEM, "out of memory");
         return SS_EXIT_USAGE;
     }
     argv[0] = "statestore";
@@ -113,13 +115,28 @@ static int run_line(const struct cli *base, ss_client *c, char **words, int n)
     return rc;
 }
 
-/* A line of the interactive mode: quit, help, or a command. Returns
- * true to go on; *status gets the command's exit status. */
-static bool one_line(const struct cli *base, ss_client *c, char *line, int *status)
+/* A line of the interactive mode (len bytes): quit, help, or a command.
+ * Returns true to go on; *status gets the command's exit status. A line
+ * that cannot be split into words is refused as a usage error (exit
+ * status 64), and the lines after it go on, as after any failed command;
+ * lineno (from 1; 0 at the terminal's prompt) names it where its text
+ * cannot. */
+static bool one_line(const struct cli *base, ss_client *c, char *line, size_t len, unsigned long lineno,
+                     int *status)
 {
+    /* A NUL byte would end the line there, unseen: "set k v\0 --nx"
+     * would set k whatever it holds. No word can hold one (the words
+     * are C strings to the end), so the whole line is refused. */
+    if (strlen(line) < len) {
+        cli_fail(base, SS_E_INVAL, "line %lu: a NUL byte in the line", lineno);
+        *status = SS_EXIT_USAGE;
+        return true;
+    }
     char *words[256];
-    int n = split_words(line, words, (int)(sizeof words / sizeof words[0]));
+    char why[100];
+    int n = split_words(line, words, (int)(sizeof words / sizeof words[0]), why, sizeof why);
     if (n < 0) {
+        cli_fail(base, SS_E_INVAL, "%s", why);
         *status = SS_EXIT_USAGE;
         return true;
     }
@@ -151,6 +168,7 @@ static int from_stream(const struct cli *base, ss_client *c)
 {
     char *line = NULL;
     size_t cap = 0;
+    unsigned long lineno = 0;
     int status = SS_EXIT_OK;
     /* SIGINT/SIGTERM are blocked (main.c) for what a line runs (watch,
      * lock take them); while waiting for a line they end the program, as
@@ -163,7 +181,7 @@ static int from_stream(const struct cli *base, ss_client *c)
         pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
         ssize_t got = getline(&line, &cap, stdin);
         pthread_sigmask(SIG_BLOCK, &stop, NULL);
-        if (got < 0 || !one_line(base, c, line, &status))
+        if (got < 0 || !one_line(base, c, line, (size_t)got, ++lineno, &status))
             break;
     }
     free(line);
@@ -248,7 +266,7 @@ int cli_repl(struct cli *base, ss_client *c)
             if (keep)
                 history(hist, &ev, H_SAVE, path);
         }
-        bool more = one_line(base, c, line, &status);
+        bool more = one_line(base, c, line, strlen(line), 0, &status);
         free(line);
         if (!more)
             break;

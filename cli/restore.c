@@ -16,6 +16,7 @@
 
 #include <lmdb.h>
 
+#include "../core/errors.h"
 #include "cli.h"
 
 /* LMDB's meta page: a 16-byte page header, then the magic (host order). */
@@ -88,7 +89,7 @@ int cmd_restore(struct cli *cl, ss_client *c)
     const char *file = cl->args[0], *dir = cl->args[1];
     int in = open(file, O_RDONLY | O_CLOEXEC);
     if (in < 0) {
-        out_error("restore: %s: %s", file, strerror(errno));
+        cli_fail(cl, SS_E_INVAL, "restore: %s: %s", file, strerror(errno));
         return SS_EXIT_USAGE;
     }
     uint8_t head[20];
@@ -96,7 +97,7 @@ int cmd_restore(struct cli *cl, ss_client *c)
     if (pread(in, head, sizeof head, 0) == (ssize_t)sizeof head)
         memcpy(&magic, head + 16, 4);
     if (magic != SS_LMDB_MAGIC) {
-        out_error("restore: %s is not a statestore backup", file);
+        cli_fail(cl, SS_E_INVAL, "restore: %s is not a statestore backup", file);
         close(in);
         return SS_EXIT_USAGE;
     }
@@ -114,18 +115,18 @@ int cmd_restore(struct cli *cl, ss_client *c)
     if (env)
         mdb_env_close(env);
     if (!whole) {
-        out_error("restore: %s is not a whole statestore backup (cut short?)", file);
+        cli_fail(cl, SS_E_INVAL, "restore: %s is not a whole statestore backup (cut short?)", file);
         close(in);
         return SS_EXIT_USAGE;
     }
     bool exists;
     if (!dir_is_empty(dir, &exists)) {
-        out_error("restore: %s is not empty: restore into a new or empty data directory", dir);
+        cli_fail(cl, SS_E_INVAL, "restore: %s is not empty: restore into a new or empty data directory", dir);
         close(in);
         return SS_EXIT_USAGE;
     }
     if (!exists && mkdir(dir, 0700) != 0) {
-        out_error("restore: %s: %s", dir, strerror(errno));
+        cli_fail(cl, SS_E_INVAL, "restore: %s: %s", dir, strerror(errno));
         close(in);
         return SS_EXIT_USAGE;
     }
@@ -144,7 +145,7 @@ int cmd_restore(struct cli *cl, ss_client *c)
     }
     if (rc != 0) {
         unlink(tmp);
-        out_error("restore: writing %s: %s", path, strerror(err));
+        cli_fail(cl, SS_E_IO, "restore: writing %s: %s", path, strerror(err));
         return SS_EXIT_CONNECTION;
     }
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

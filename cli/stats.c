@@ -63,6 +63,10 @@ struct stats {
     int n;
     uint64_t updates;   /* messages received */
     uint64_t last_ms;   /* when the last one came */
+    /* stats --watch: the network thread saw a reconnect. The broker
+     * forgot the subscription (the session starts clean), and a blocking
+     * call may not run on that thread: main subscribes again. */
+    bool reconnected;
 };
 
 static void stats_set(struct stats *s, const char *name, const char *value)
@@ -204,6 +208,30 @@ static bool stats_settle(struct stats *s, uint64_t since, uint64_t deadline_ms)
     return got;
 }
 
+/* Connection events of stats --watch, said on standard error as watch
+ * says them (commands.c). */
+static void on_stats_connection(void *ud, bool connected, bool gap)
+{
+    (void)gap; /* the figures are retained: they come again, none missed */
+    struct stats *s = ud;
+    pthread_mutex_lock(&s->mu);
+    s->reconnected = s->reconnected || connected;
+    out_error(connected ? "reconnected" : "connection lost; reconnecting");
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Subscribe to s->prefix#: 0, or the status of a failure, said when
+ * `say` holds for it. */
+static int stats_subscribe(struct cli *cl, ss_client *c, struct stats *s, bool say)
+{
+    char filter[64];
+    snprintf(filter, sizeof filter, "%s#", s->prefix);
+    int st = ss_client_subscribe(c, filter, 0);
+    if (st != SS_OK && say)
+        cli_fail(cl, st, "cannot subscribe to %s: %s", filter, ss_strerror(st));
+    return st;
+}
+
 /* Subscribe to prefix# and wait for the retained figures to come (the
  * client's timeout). Returns the exit code; s is the caller's to free
  * (stats_free) and to stop (ss_client_set_message_cb NULL) either way. */
@@ -213,15 +241,14 @@ static int stats_collect(struct cli *cl, ss_client *c, struct stats *s, const ch
     pthread_mutex_init(&s->mu, NULL);
     s->prefix = prefix;
     ss_client_set_message_cb(c, on_figure, s);
-    char filter[64];
-    snprintf(filter, sizeof filter, "%s#", prefix);
-    int st = ss_client_subscribe(c, filter, 0);
-    if (st != SS_OK) {
-        out_error("cannot subscribe to %s: %s", filter, ss_strerror(st));
+    /* --watch: a reconnect noted from now on is subscribed again. */
+    if (cl->watch)
+        ss_client_set_connection_cb(c, on_stats_connection, s);
+    int st = stats_subscribe(cl, c, s, true);
+    if (st != SS_OK)
         return exit_for(st);
-    }
     if (!stats_settle(s, 0, mono_ms() + cl->conn.timeout_ms)) {
-        out_error("no figures under %s within %u ms: the broker publishes them "
+        cli_fail(cl, SS_E_TIMEOUT, "no figures under %s within %u ms: the broker publishes them "
                   "every sys_interval seconds (0 turns them off), and its ACLs must let this "
                   "client read $SYS", prefix, cl->conn.timeout_ms);
         return SS_EXIT_CONNECTION;
@@ -231,6 +258,7 @@ static int stats_collect(struct cli *cl, ss_client *c, struct stats *s, const ch
 
 static void stats_free(ss_client *c, struct stats *s)
 {
+    ss_client_set_connection_cb(c, NULL, NULL);
     ss_client_set_message_cb(c, NULL, NULL);
     for (int i = 0; i < s->n; i++) {
         free(s->name[i]);
@@ -257,6 +285,28 @@ int cmd_stats(struct cli *cl, ss_client *c)
         const struct timespec none = {0, 0};
         int sig = -1;
         while (cl->watch && !ferror(stdout) && (sig = sigtimedwait(&stop, NULL, &none)) < 0) {
+            pthread_mutex_lock(&s.mu);
+            bool again = s.reconnected;
+            s.reconnected = false;
+            pthread_mutex_unlock(&s.mu);
+            int st = again ? stats_subscribe(cl, c, &s, false) : SS_OK;
+            if (st == SS_E_CONNECTION || st == SS_E_TIMEOUT) {
+                /* Lost again meanwhile: again at the next turn, quietly
+                 * (the connection's events are said as they come). */
+                pthread_mutex_lock(&s.mu);
+                s.reconnected = true;
+                pthread_mutex_unlock(&s.mu);
+                usleep(200000);
+                continue;
+            }
+            if (st != SS_OK) {
+                /* Refused (the ACLs changed): a watch that no longer
+                 * watches must not go on as if it did. */
+                cli_fail(cl, st, "cannot subscribe to %s# again after the reconnect: %s", s.prefix,
+                         ss_strerror(st));
+                rc = exit_for(st);
+                break;
+            }
             if (!stats_settle(&s, seen, mono_ms() + 200))
                 continue;
             pthread_mutex_lock(&s.mu);

@@ -357,3 +357,55 @@ TEST(cli_import_into_an_etcd_cluster)
     broker_stop(&e);
     etcd_cluster_stop(&c);
 }
+
+/* import --etcd logs in to etcd with the -u and -P of its own command line
+ * only: the options file's user and password (here in -L's URL) are the
+ * broker's, and were sent to etcd too. An etcd without authentication
+ * refuses any login ("authentication is not enabled"), which stopped the
+ * import; with authentication on, the command line's user is the one
+ * that logs in, and without one no login is tried. */
+TEST(cli_import_etcd_takes_its_login_from_its_own_command_line)
+{
+    char file[600], conf[600];
+    snprintf(file, sizeof file, "%s/one.jsonl", test_tmpdir());
+    write_text(file, "{\"key\":\"k\",\"key_base64\":\"aw==\",\"value_base64\":\"dg==\","
+                     "\"version\":\"1700000000000:0:n\",\"fencing_token\":null,\"expires_at_ms\":null}\n");
+    /* The harness points XDG_CONFIG_HOME at the test's directory. */
+    snprintf(conf, sizeof conf, "%s/statestore", test_tmpdir());
+    write_text(conf, "-L mqtt://alice:secret@127.0.0.1:1883\n");
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 1);
+    struct run r;
+    cli_run(&r, 0, NULL, 0, "import", file, "--etcd", c.endpoints, "--etcd-prefix", "a/", NULL);
+    if (r.status != 0)
+        fprintf(stderr, "  import said: %s", r.err);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_TRUE(strstr(r.err, "1 records imported into ") != NULL);
+    run_free(&r);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "a/k/"), 1);
+
+    /* Authentication on: a user whose role may write under b/ only. */
+    char out[2000];
+    ASSERT_EQ(etcd_cluster_ctl(&c, out, sizeof out, "user", "add", "root", "--new-user-password=rootpw",
+                               "--interactive=false", NULL), 0);
+    ASSERT_EQ(etcd_cluster_ctl(&c, out, sizeof out, "role", "add", "importer", NULL), 0);
+    ASSERT_EQ(etcd_cluster_ctl(&c, out, sizeof out, "role", "grant-permission", "--prefix=true", "importer",
+                               "readwrite", "b/", NULL), 0);
+    ASSERT_EQ(etcd_cluster_ctl(&c, out, sizeof out, "user", "add", "importer", "--new-user-password=imppw",
+                               "--interactive=false", NULL), 0);
+    ASSERT_EQ(etcd_cluster_ctl(&c, out, sizeof out, "user", "grant-role", "importer", "importer", NULL), 0);
+    ASSERT_EQ(etcd_cluster_ctl(&c, out, sizeof out, "auth", "enable", NULL), 0);
+    cli_run(&r, 0, NULL, 0, "import", file, "--etcd", c.endpoints, "--etcd-prefix", "b/", "-u", "importer", "-P",
+            "imppw", NULL);
+    if (r.status != 0)
+        fprintf(stderr, "  import said: %s", r.err);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    /* No login of its own: etcd refuses the anonymous request (before,
+     * alice's login was refused instead). */
+    cli_run(&r, 0, NULL, 0, "import", file, "--etcd", c.endpoints, "--etcd-prefix", "c/", NULL);
+    ASSERT_EQ(r.status, 4);
+    ASSERT_TRUE(strstr(r.err, "etcdserver: user name is empty") != NULL);
+    run_free(&r);
+    etcd_cluster_stop(&c);
+}

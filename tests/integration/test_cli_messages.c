@@ -238,3 +238,103 @@ TEST(cli_request_refused_by_the_broker_said_at_once)
     ASSERT_TRUE(!broker_log_has(&m, "exceeded maximum packet size")); /* nothing too large was sent */
     broker_stop(&m);
 }
+
+/* With --json a failure is {"error":TEXT,"code":NAME} on stdout, TEXT
+ * the first line said on stderr after "statestore: " (JSON-escaped):
+ * asserts it for r and code. */
+static void json_failure_is(const struct run *r, const char *code)
+{
+    const char *text = r->err;
+    if (strncmp(text, "statestore: ", 12) != 0)
+        fprintf(stderr, "  stderr: \"%s\"\n", text);
+    ASSERT_TRUE(strncmp(text, "statestore: ", 12) == 0);
+    text += 12;
+    char want[2000];
+    size_t n = (size_t)snprintf(want, sizeof want, "{\"error\":\"");
+    for (; *text && *text != '\n' && n < sizeof want - 100; text++) {
+        if (*text == '"' || *text == '\\')
+            want[n++] = '\\';
+        want[n++] = *text;
+    }
+    n += (size_t)snprintf(want + n, sizeof want - n, "\",\"code\":\"%s\"}\n", code);
+    if (r->out_len != n || memcmp(r->out, want, n) != 0)
+        fprintf(stderr, "  stdout: \"%s\"\n  wanted: \"%s\"\n", r->out, want);
+    ASSERT_MEM(r->out, r->out_len, want, n);
+}
+
+/* --json: every failure is the JSON error object, not only a request's:
+ * stats and status that get no figures, restore and import of a file
+ * that is not there, a value file that cannot be read, usage errors
+ * (--json before or after them, or in the options file before them), and
+ * a line refused at the prompt. They used to leave stdout empty. */
+TEST(cli_json_failures_are_json_objects)
+{
+    struct broker quiet = {0};
+    snprintf(quiet.extra, sizeof quiet.extra, "sys_interval 0\n");
+    broker_start(&quiet);
+    char port[16], dir[600];
+    snprintf(port, sizeof port, "%d", quiet.port);
+    snprintf(dir, sizeof dir, "%s/target", test_tmpdir());
+    struct run r;
+    cli_tool(&r, "-p", port, "--timeout", "1000", "--json", "stats", NULL);
+    ASSERT_EQ(r.status, 4);
+    json_failure_is(&r, "TIMEOUT");
+    run_free(&r);
+    cli_tool(&r, "-p", port, "--timeout", "1000", "--json", "status", NULL);
+    ASSERT_EQ(r.status, 4);
+    json_failure_is(&r, "TIMEOUT");
+    run_free(&r);
+    cli_tool(&r, "--json", "restore", "/nonexistent", dir, NULL);
+    ASSERT_EQ(r.status, 64);
+    json_failure_is(&r, "INVAL");
+    ASSERT_TRUE(strstr(r.out, "restore: /nonexistent: No such file or directory") != NULL);
+    run_free(&r);
+    cli_tool(&r, "--json", "import", "/nonexist", dir, NULL);
+    ASSERT_EQ(r.status, 64);
+    json_failure_is(&r, "INVAL");
+    run_free(&r);
+    cli_tool(&r, "-p", port, "--json", "set", "k", "-f", "/nonexistent", NULL);
+    ASSERT_EQ(r.status, 64);
+    json_failure_is(&r, "INVAL");
+    run_free(&r);
+    /* Usage errors, whether --json comes before or after what is wrong. */
+    cli_tool(&r, "-p", port, "--json", "get", NULL);
+    ASSERT_EQ(r.status, 64);
+    OUT_IS(r, "{\"error\":\"get: wrong number of arguments\",\"code\":\"INVAL\"}\n");
+    run_free(&r);
+    cli_tool(&r, "-p", port, "frob", "--json", NULL);
+    ASSERT_EQ(r.status, 64);
+    OUT_IS(r, "{\"error\":\"unknown command \\\"frob\\\"\",\"code\":\"INVAL\"}\n");
+    run_free(&r);
+    cli_tool(&r, "-p", port, "get", "k", "--ttl", "5", "--json", NULL);
+    ASSERT_EQ(r.status, 64);
+    json_failure_is(&r, "INVAL");
+    run_free(&r);
+    cli_tool(&r, "-p", "x", "--json", "get", "k", NULL);
+    ASSERT_EQ(r.status, 64);
+    json_failure_is(&r, "INVAL");
+    run_free(&r);
+    /* After "--" it is a word: no JSON. */
+    cli_tool(&r, "-p", port, "get", "--", "k", "--json", NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_EQ(r.out_len, 0);
+    run_free(&r);
+    /* The options file (XDG_CONFIG_HOME is the test's directory). */
+    char conf[700];
+    snprintf(conf, sizeof conf, "%s/statestore", test_tmpdir());
+    write_text(conf, "--json\n--timeout 0\n");
+    cli_tool(&r, "-p", port, "get", "k", NULL);
+    ASSERT_EQ(r.status, 64);
+    json_failure_is(&r, "INVAL");
+    ASSERT_TRUE(strstr(r.out, "/statestore:2: --timeout needs an integer from 1 to 3600000") != NULL);
+    run_free(&r);
+    ASSERT_EQ(remove(conf), 0);
+    /* A line refused at the prompt, among commands from a pipe. */
+    static const char in[] = "get \"open\nfrob\n";
+    cli_run(&r, quiet.port, in, sizeof in - 1, "--json", NULL);
+    ASSERT_EQ(r.status, 64);
+    OUT_IS(r, "{\"error\":\"a quote (\\\") is not closed\",\"code\":\"INVAL\"}\n"
+              "{\"error\":\"unknown command \\\"frob\\\"\",\"code\":\"INVAL\"}\n");
+    run_free(&r);
+    broker_stop(&quiet);
+}

@@ -270,6 +270,45 @@ TEST(cli_commands_from_standard_input)
     broker_stop(&b);
 }
 
+/* A NUL byte in a line from a pipe used to end the line there, unseen:
+ * "set nk a\0b" set "a", "set k v\0 --nx" set k whatever it held. The
+ * line is refused instead, naming its number, as a usage error (64, the
+ * status of the last line as ever; the lines after it run), and with
+ * --json as the JSON error object. */
+TEST(cli_commands_from_standard_input_refuse_a_nul_byte)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    char port[16];
+    snprintf(port, sizeof port, "%d", b.port);
+    char *argv[] = {(char *)cli_path(), "-p", port, NULL};
+    static const char in[] = "set nk a\0b\n";
+    struct run r;
+    run_cmd(argv, in, sizeof in - 1, &r);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_EQ(r.out_len, 0);
+    ASSERT_STR(r.err, strlen(r.err), "statestore: line 1: a NUL byte in the line\n");
+    run_free(&r);
+    cli_run(&r, b.port, NULL, 0, "get", "nk", NULL);
+    ASSERT_EQ(r.status, 1); /* nothing was set */
+    run_free(&r);
+
+    static const char in2[] = "set k old\nset k v\0 --nx\nget k\n";
+    run_cmd(argv, in2, sizeof in2 - 1, &r);
+    ASSERT_EQ(r.status, 0); /* the last line's */
+    OUT_IS(r, "OK\n\"old\"\n");
+    ASSERT_STR(r.err, strlen(r.err), "statestore: line 2: a NUL byte in the line\n");
+    run_free(&r);
+
+    char *json[] = {(char *)cli_path(), "-p", port, "--json", NULL};
+    static const char in3[] = "get k\0\n";
+    run_cmd(json, in3, sizeof in3 - 1, &r);
+    ASSERT_EQ(r.status, 64);
+    OUT_IS(r, "{\"error\":\"line 1: a NUL byte in the line\",\"code\":\"INVAL\"}\n");
+    run_free(&r);
+    broker_stop(&b);
+}
+
 /* SIGTERM while a line from a pipe runs (a watch) ends the program, not
  * only that line: the lines after it did run, a write among them. */
 TEST(cli_sigterm_ends_commands_from_a_pipe)

@@ -115,3 +115,75 @@ TEST(cli_scan_lists_bare_keys)
     ss_client_close(c);
     broker_stop(&b);
 }
+
+/* Run `statestore LIST | sed 'SED' | statestore` in a shell (the tool
+ * with -p port each time) to completion. */
+static void delete_pipe(struct run *r, int port, const char *list, const char *sed)
+{
+    char line[2000];
+    snprintf(line, sizeof line, "'%s' -p %d %s | sed '%s' | '%s' -p %d", cli_path(), port, list, sed, cli_path(),
+             port);
+    char *argv[] = {"/bin/sh", "-c", line, NULL};
+    run_cmd(argv, NULL, 0, r);
+}
+
+/* docs/CLIENT.md's recipe: scan's lines, each made into `del -- "KEY"`
+ * (a quote as \x22), piped into the tool's prompt, delete exactly the
+ * keys listed: scan prints a backslash as \\ and what is not printable
+ * as \xHH, the escapes a "..." word of the prompt reads back. The recipe
+ * it replaced (xargs -d '\n' -n1 statestore del) deleted "sensor/a\\b"
+ * for "sensor/a\b", split nothing but read no escape. A key that is not
+ * UTF-8 scan never lists; keys lists it, escaped the same way (a space
+ * too: the key is the line's first field). */
+TEST(cli_scan_piped_into_the_prompt_deletes_exactly_its_keys)
+{
+    struct broker b = {0};
+    broker_start(&b);
+    ss_client_options o = {.host = "127.0.0.1", .port = b.port, .client_id = "filler", .timeout_ms = 5000};
+    ss_client *c = NULL;
+    ASSERT_EQ(ss_client_connect(&o, &c), SS_OK);
+    SET_LIT(c, "sensor/a\\b");
+    SET_LIT(c, "sensor/a\\\\b");
+    SET_LIT(c, "sensor/x\\x41");
+    SET_LIT(c, "sensor/t\tb");
+    SET_LIT(c, "sensor/n\nl");
+    SET_LIT(c, "sensor/s p");
+    SET_LIT(c, "sensor/q\"x");
+    SET_LIT(c, "sensor/q'y");
+    SET_LIT(c, "sensor/-h");
+    SET_LIT(c, "sensor/zw\xe2\x80\x8b");
+    SET_LIT(c, "sensor/ff\xff");
+    SET_LIT(c, "other/a\\b");
+    /* The recipe as the doc gives it (with -p here). */
+    char *doc = slurp("docs/CLIENT.md", NULL);
+    ASSERT_TRUE(strstr(doc, "statestore scan 'sensor/*' | sed 's/\"/\\\\x22/g; s/.*/del -- \"&\"/' | statestore") !=
+                NULL);
+    free(doc);
+    struct run r;
+    delete_pipe(&r, b.port, "scan 'sensor/*'", "s/\"/\\\\x22/g; s/.*/del -- \"&\"/");
+    if (r.status != 0)
+        fprintf(stderr, "  the pipe said: %s", r.err);
+    ASSERT_EQ(r.status, 0);
+    /* Each line deleted the key it named, which was there. */
+    OUT_IS(r, "(integer) 1\n(integer) 1\n(integer) 1\n(integer) 1\n(integer) 1\n"
+              "(integer) 1\n(integer) 1\n(integer) 1\n(integer) 1\n(integer) 1\n");
+    ASSERT_STR(r.err, strlen(r.err), "");
+    run_free(&r);
+    cli_words(&r, b.port, W("scan", "sensor/*"));
+    ASSERT_EQ(r.status, 1);
+    run_free(&r);
+    /* The key that is not UTF-8 is left: keys lists it. */
+    delete_pipe(&r, b.port, "keys 'sensor/*'", "s/ .*//; s/\"/\\\\x22/g; s/.*/del -- \"&\"/");
+    ASSERT_EQ(r.status, 0);
+    OUT_IS(r, "(integer) 1\n");
+    run_free(&r);
+    cli_words(&r, b.port, W("keys", "sensor/*"));
+    ASSERT_EQ(r.status, 1);
+    run_free(&r);
+    ss_client_result g;
+    ASSERT_EQ(ss_client_get(c, "other/a\\b", 9, &g), SS_OK);
+    ASSERT_TRUE(g.found);
+    ss_client_result_free(&g);
+    ss_client_close(c);
+    broker_stop(&b);
+}

@@ -177,6 +177,59 @@ TEST(cli_watch_set_delete_expiry_and_restart)
     broker_stop(&b);
 }
 
+/* How many times text occurs in the file at path. */
+static int count_in_file(const char *path, const char *text)
+{
+    char *s = slurp(path, NULL);
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, text)) != NULL; p += strlen(text))
+        n++;
+    free(s);
+    return n;
+}
+
+/* Wait (ms at most) until the file at path holds text at least n times. */
+static bool wait_count(const char *path, const char *text, int n, int ms)
+{
+    for (uint64_t end = now_ms() + (uint64_t)ms; now_ms() < end; usleep(20000))
+        if (count_in_file(path, text) >= n)
+            return true;
+    return count_in_file(path, text) >= n;
+}
+
+/* stats --watch after a broker restart: the subscription to the figures
+ * is not kept across a reconnect (the session starts clean), so it
+ * subscribes again, says so on stderr as watch does, and the figures of
+ * the new broker are printed (they used to stop for good). */
+TEST(cli_stats_watch_goes_on_after_a_broker_restart)
+{
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "sys_interval 1\n");
+    broker_start(&b);
+    char port[16], out[600], err[600];
+    snprintf(port, sizeof port, "%d", b.port);
+    snprintf(out, sizeof out, "%s/stats.out", test_tmpdir());
+    snprintf(err, sizeof err, "%s/stats.err", test_tmpdir());
+    char *argv[] = {(char *)cli_path(), "-p", port, "stats", "--watch", NULL};
+    pid_t w = spawn_cmd(argv, out, err);
+    /* Each printing of the figures holds one published_ms line: the
+     * retained ones, then at least one publication more. */
+    ASSERT_TRUE(wait_count(out, "\npublished_ms ", 2, 15000));
+    broker_stop(&b);
+    /* What came before the stop is printed by now (300 ms of quiet ends
+     * a batch of figures). */
+    usleep(1000 * 1000);
+    int before = count_in_file(out, "\npublished_ms ");
+    broker_start(&b); /* the same port and data */
+    ASSERT_TRUE(wait_count(out, "\npublished_ms ", before + 1, 20000));
+    ASSERT_TRUE(wait_count(err, "statestore: connection lost; reconnecting\n", 1, 5000));
+    ASSERT_TRUE(wait_count(err, "statestore: reconnected\n", 1, 5000));
+    kill(w, SIGTERM);
+    int status;
+    ASSERT_EQ(waitpid(w, &status, 0), w);
+    broker_stop(&b);
+}
+
 /* watch --pattern: every key a pattern matches, once per change (a KEY
  * that a pattern matches too is told once), again after a broker restart;
  * a refused pattern and --pattern elsewhere are errors. */
