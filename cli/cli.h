@@ -161,6 +161,26 @@ bool cli_dir_is_empty(const char *path, bool *exists);
  * before (remove_dir). */
 void cli_dir_undo(const char *path, bool remove_dir);
 
+/* import_dir.c: the data directory of import FILE DIR, built so that an
+ * import killed part-way leaves no store in DIR. begin checks DIR (absent,
+ * empty, or holding only what an import that did not finish left, which
+ * it removes), makes it if absent and takes its lock; the store is then
+ * opened in partial. commit, after that store is closed, moves its data
+ * file into DIR, durably (0, or a failure with *why). undo, after a
+ * failure, leaves DIR empty, or absent if begin made it. end releases the
+ * lock. begin says why it failed, and returns the exit code. */
+struct import_dir {
+    const char *dir; /* NULL until begin succeeded: nothing to undo */
+    char partial[4096], lock[4096], data[4096]; /* DIR/import.partial, DIR/statestore.lock, DIR/data.mdb */
+    int lock_fd;
+    bool made_dir; /* DIR did not exist */
+    bool placed;   /* the data file was renamed into DIR */
+};
+int import_dir_begin(const struct cli *cl, struct import_dir *d, const char *dir);
+int import_dir_commit(struct import_dir *d, char *why, size_t n);
+void import_dir_undo(struct import_dir *d);
+void import_dir_end(struct import_dir *d);
+
 /* import_etcd.c: import into a store on an etcd cluster (--etcd). open
  * connects (TLS with --cafile/--cert/--key, etcd's login with -u/-P, as
  * the command line gave them: cl->etcd_*) and
@@ -170,6 +190,9 @@ struct import_etcd;
 int import_etcd_open(const struct cli *cl, struct import_etcd **out, char *why, size_t n);
 int import_etcd_put(struct import_etcd *e, ss_bytes key, const ss_record *rec, char *why, size_t n);
 int import_etcd_finish(struct import_etcd *e, char *why, size_t n);
+/* After a failure: delete what the import wrote (the whole prefix, which
+ * held nothing when it began), and say how that went. */
+void import_etcd_undo(struct import_etcd *e);
 void import_etcd_close(struct import_etcd *e);
 
 /* export.c: export online; import offline (c is NULL) */

@@ -305,16 +305,16 @@ static const char *parse_line(const char *p, struct import_line *l)
     return NULL;
 }
 
-/* Where imported records go: a new LMDB data directory, or a store on an
- * etcd cluster. */
+/* Where imported records go: a new LMDB data directory (built in
+ * import.partial inside it, import_dir.c), or a store on an etcd
+ * cluster. */
 struct import_sink {
     ss_store *s;
     struct import_etcd *e;
     uint64_t now;
     long written;
     char why[256];
-    const char *dir; /* the data directory written (NULL: etcd) */
-    bool made_dir;   /* it did not exist before */
+    struct import_dir dir; /* dir.dir NULL: etcd, or not begun */
 };
 
 static int sink_put(struct import_sink *k, ss_bytes key, const ss_record *rec)
@@ -349,14 +349,32 @@ static int sink_finish(struct import_sink *k, bool any, const ss_hlc *newest)
     return rc;
 }
 
-static void sink_close(struct import_sink *k)
+/* Close the store; after a success (ok), put it into DIR. false when
+ * that failed (why says how). After a failure on etcd, what the import
+ * wrote goes first: the prefix held nothing when it began
+ * (import_etcd_undo says how that went). */
+static bool sink_close(struct import_sink *k, bool ok)
 {
+    if (!ok && k->e)
+        import_etcd_undo(k->e);
     if (k->s) {
         if (ss_store_in_batch(k->s))
             ss_store_abort(k->s);
-        ss_store_close(k->s);
+        ss_store_close(k->s); /* checkpoints the journal into the data file */
+        k->s = NULL;
     }
     import_etcd_close(k->e);
+    k->e = NULL;
+    return !ok || k->dir.dir == NULL || import_dir_commit(&k->dir, k->why, sizeof k->why) == SS_OK;
+}
+
+/* After sink_close: a failed import into DIR leaves it as it found it
+ * (empty or absent); then DIR's lock goes. */
+static void sink_release(struct import_sink *k, bool failed)
+{
+    if (failed)
+        import_dir_undo(&k->dir);
+    import_dir_end(&k->dir);
 }
 
 /* Open the destination: DIR, or the cluster of --etcd. */
@@ -384,19 +402,15 @@ static int sink_open(struct cli *cl, struct import_sink *k)
         return SS_EXIT_USAGE;
     }
     const char *dir = cl->args[1];
-    bool existed;
-    if (!cli_dir_is_empty(dir, &existed)) {
-        cli_fail(cl, SS_E_INVAL, "import: %s is not empty: import into a new or empty data directory", dir);
-        return SS_EXIT_USAGE;
-    }
+    int exit_code = import_dir_begin(cl, &k->dir, dir);
+    if (exit_code != SS_EXIT_OK)
+        return exit_code;
     ss_store_options so = ss_store_options_default();
-    so.path = dir;
-    k->dir = dir;
-    k->made_dir = !existed;
+    so.path = k->dir.partial;
     int rc = ss_store_open(&so, &k->s);
     if (rc != SS_OK) {
-        cli_fail(cl, rc, "import: cannot open a store in %s: %s", dir, ss_strerror(rc));
-        cli_dir_undo(dir, k->made_dir);
+        cli_fail(cl, rc, "import: cannot open a store in %s: %s", so.path, ss_strerror(rc));
+        k->s = NULL;
         return SS_EXIT_CONNECTION;
     }
     return SS_EXIT_OK;
@@ -417,7 +431,8 @@ int cmd_import(struct cli *cl, ss_client *c)
     struct import_sink sink;
     int exit_code = sink_open(cl, &sink);
     if (exit_code != SS_EXIT_OK) {
-        sink_close(&sink);
+        sink_close(&sink, false);
+        sink_release(&sink, true);
         if (in != stdin)
             fclose(in);
         return exit_code;
@@ -523,10 +538,11 @@ int cmd_import(struct cli *cl, ss_client *c)
         cli_fail(cl, rc, "import: writing %s: %s (%s)", dest, ss_strerror(rc), sink.why);
         exit_code = rc == SS_E_INVAL ? SS_EXIT_USAGE : SS_EXIT_CONNECTION;
     }
-    sink_close(&sink);
-    /* A failed import into DIR leaves it as it found it: empty, or absent. */
-    if (exit_code != SS_EXIT_OK && sink.dir)
-        cli_dir_undo(sink.dir, sink.made_dir);
+    if (!sink_close(&sink, exit_code == SS_EXIT_OK)) {
+        cli_fail(cl, SS_E_IO, "import: writing %s: %s", dest, sink.why);
+        exit_code = SS_EXIT_CONNECTION;
+    }
+    sink_release(&sink, exit_code != SS_EXIT_OK);
     free(line);
     ss_buf_free(&key);
     ss_buf_free(&value);

@@ -6,8 +6,14 @@
  *
  * Records go in Txns of up to SS_IMPORT_ETCD_KEYS keys, each put only if
  * the key is absent: an import never replaces a record, and one that
- * finds a key present stops and says so (what it wrote before stays:
- * the records of complete Txns). Brokers need nothing else: they read
+ * finds a key present stops and says so. An import that stops on a
+ * failure it catches (a bad line, etcd's refusal, no answer) deletes what
+ * it wrote (import_etcd_undo): the prefix held nothing when it began, so
+ * its whole range goes, and a retry finds it empty. Checking the whole
+ * input before the first Txn instead would not do: standard input cannot
+ * be read twice, and etcd's failures come only with the Txns. One that is
+ * killed leaves its complete Txns: docs/OPERATIONS.md says how to empty
+ * the prefix before a retry. Brokers need nothing else: they read
  * records as they need them, merge the versions they read into their
  * clocks, and count the store for its limits when they first need to.
  * A record too large for one request goes as the backend stores it: its
@@ -42,6 +48,8 @@ struct import_etcd {
     ss_buf name, rec;
     uint64_t instance, blobs; /* blob ids: this run's instance and a count */
     ss_buf pending_blobs;     /* ids (32 bytes each) of the chunked values of the Txn being built */
+    bool wrote;               /* a write was sent: the prefix may hold something of this import */
+    bool contended;           /* a Txn found a key present: someone else writes under the prefix */
 };
 
 static int import_etcd__name(struct import_etcd *e, char part, ss_bytes key)
@@ -53,6 +61,23 @@ static ss_bytes import_etcd__bytes(const ss_buf *b)
 {
     ss_bytes v = {b->data, b->len};
     return v;
+}
+
+/* Every key under the prefix: from e->name (the prefix) to end. */
+static int import_etcd__prefix_range(struct import_etcd *e, ss_buf *end)
+{
+    ss_bytes none = {NULL, 0};
+    int rc = import_etcd__name(e, 'k', none);
+    if (rc != SS_OK)
+        return rc;
+    e->name.len -= 2; /* the prefix alone */
+    ss_buf_clear(end);
+    rc = ss_buf_append(end, e->name.data, e->name.len);
+    if (rc == SS_OK && end->len == 0)
+        rc = ss_buf_append(end, "", 1); /* the whole keyspace: from "" to "\0" */
+    else if (rc == SS_OK)
+        end->data[end->len - 1]++;
+    return rc;
 }
 
 /* Send c and wait: 0, or the failure with its cause in why. */
@@ -109,16 +134,12 @@ int import_etcd_open(const struct cli *cl, struct import_etcd **out, char *why, 
         ss_grpc_call_clear(&c);
         memset(&c, 0, sizeof c);
     }
-    /* The prefix must hold no store yet: one key of it is enough to say. */
-    ss_bytes none = {NULL, 0};
-    if (rc == SS_OK && (rc = import_etcd__name(e, 'k', none)) == SS_OK) {
-        e->name.len -= 2; /* the prefix alone */
+    /* The prefix must hold no store yet: one key of it is enough to say.
+     * (import_etcd_undo relies on it: all the prefix holds afterwards is
+     * this import's.) */
+    if (rc == SS_OK) {
         ss_buf end = SS_BUF_INIT;
-        rc = ss_buf_append(&end, e->name.data, e->name.len);
-        if (rc == SS_OK && end.len == 0)
-            rc = ss_buf_append(&end, "", 1); /* the whole keyspace: from "" to "\0" */
-        else if (rc == SS_OK)
-            end.data[end.len - 1]++;
+        rc = import_etcd__prefix_range(e, &end);
         c.method = SS_ETCD_RANGE_METHOD;
         if (rc == SS_OK)
             rc = ss_etcd_range_keys_pack(&c.request, import_etcd__bytes(&e->name), import_etcd__bytes(&end), 1,
@@ -192,12 +213,14 @@ static int import_etcd__flush(struct import_etcd *e, char *why, size_t n)
     if (rc == SS_OK)
         rc = ss_etcd_txn_pack(&e->t, &c.request);
     ss_etcd_reply r;
+    e->wrote = e->wrote || rc == SS_OK; /* sent: it may commit even when no answer comes */
     if (rc == SS_OK && (rc = import_etcd__call(e, &c, why, n)) == SS_OK) {
         if ((rc = ss_etcd_txn_unpack(&c.reply, &r, NULL)) != SS_OK) {
             snprintf(why, n, "etcd's answer to a Txn could not be read");
         } else {
             if (!r.succeeded) {
                 snprintf(why, n, "a key of this import is in the store already (written meanwhile?)");
+                e->contended = true;
                 rc = SS_E_INVAL;
             }
             ss_etcd_reply_free(&r);
@@ -231,8 +254,10 @@ static int import_etcd__chunks(struct import_etcd *e, const ss_record *rec, char
         c.method = SS_ETCD_TXN_METHOD;
         if ((rc = ss_backend_etcd_chunk_key(&e->name, e->prefix, blob, (uint32_t)i)) == SS_OK &&
             (rc = ss_etcd_txn_put(&t, import_etcd__bytes(&e->name), chunk)) == SS_OK &&
-            (rc = ss_etcd_txn_pack(&t, &c.request)) == SS_OK)
+            (rc = ss_etcd_txn_pack(&t, &c.request)) == SS_OK) {
+            e->wrote = true;
             rc = import_etcd__call(e, &c, why, n);
+        }
         ss_etcd_txn_free(&t);
         ss_grpc_call_clear(&c);
     }
@@ -280,4 +305,44 @@ int import_etcd_put(struct import_etcd *e, ss_bytes key, const ss_record *rec, c
 int import_etcd_finish(struct import_etcd *e, char *why, size_t n)
 {
     return import_etcd__flush(e, why, n);
+}
+
+void import_etcd_undo(struct import_etcd *e)
+{
+    if (e == NULL || !e->wrote)
+        return;
+    /* Someone else writes under the prefix (a broker started on it too
+     * soon?): deleting the range would delete their writes too. */
+    if (e->contended) {
+        out_error("import: the prefix %s holds keys another wrote meanwhile: the records this import wrote "
+                  "stay; delete the prefix (etcdctl del --prefix %s) once nothing uses it, then import again",
+                  e->prefix, e->prefix);
+        return;
+    }
+    ss_etcd_txn t = {0};
+    ss_buf end = SS_BUF_INIT;
+    ss_grpc_call c;
+    memset(&c, 0, sizeof c);
+    c.method = SS_ETCD_TXN_METHOD;
+    char why[200] = "";
+    int rc = import_etcd__prefix_range(e, &end);
+    if (rc == SS_OK)
+        rc = ss_etcd_txn_delete_range(&t, import_etcd__bytes(&e->name), import_etcd__bytes(&end));
+    if (rc == SS_OK)
+        rc = ss_etcd_txn_pack(&t, &c.request);
+    if (rc == SS_OK)
+        rc = import_etcd__call(e, &c, why, sizeof why);
+    else
+        snprintf(why, sizeof why, "%s", ss_strerror(rc));
+    ss_grpc_call_clear(&c);
+    ss_etcd_txn_free(&t);
+    ss_buf_free(&end);
+    if (rc == SS_OK) {
+        /* The chunks of a Txn that did not commit went with the range. */
+        ss_buf_clear(&e->pending_blobs);
+        out_error("import: the records written under %s were deleted: the prefix holds nothing again", e->prefix);
+    } else {
+        out_error("import: the records written under %s could not be deleted (%s): delete them (etcdctl del "
+                  "--prefix %s) before importing again", e->prefix, why, e->prefix);
+    }
 }

@@ -2,11 +2,16 @@
 /* test_cli_export.c - statestore export and import: every record as a
  * JSON line and back, with versions, tokens and deadlines, into a new data
  * directory or into an etcd cluster. */
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../core/errors.h"
+#include "../../core/json.h"
 #include "../test.h"
 #include "etcd_cluster.h"
 #include "harness.h"
@@ -407,5 +412,146 @@ TEST(cli_import_etcd_takes_its_login_from_its_own_command_line)
     ASSERT_EQ(r.status, 4);
     ASSERT_TRUE(strstr(r.err, "etcdserver: user name is empty") != NULL);
     run_free(&r);
+    etcd_cluster_stop(&c);
+}
+
+/* Record line i of a file of records "key00000".. with the value "v". */
+static void record_line(char *line, size_t n, int i)
+{
+    char key[16];
+    snprintf(key, sizeof key, "key%05d", i);
+    ss_buf b64 = SS_BUF_INIT;
+    ASSERT_EQ(ss_json_base64(&b64, (const uint8_t *)key, strlen(key)), SS_OK);
+    snprintf(line, n, "{\"key_base64\":\"%.*s\",\"value_base64\":\"dg==\",\"version\":\"1700000000000:%d:n\"}\n",
+             (int)b64.len, (const char *)b64.data, i);
+    ss_buf_free(&b64);
+}
+
+static bool path_exists(const char *dir, const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+/* An import killed part-way (SIGTERM here; SIGKILL, the OOM killer or a
+ * closed terminal end it the same way, without its own clean-up) leaves
+ * in DIR no store that a broker would serve: the records reach DIR only
+ * once every one is in and synced. Meanwhile DIR is taken (a second
+ * import is refused, as a broker would be); afterwards the next import
+ * into DIR clears what the killed one left, and works. */
+TEST(cli_killed_import_leaves_no_store_to_serve)
+{
+    enum { TOTAL = 8000, BEFORE_KILL = 5000 };
+    char dir[400], file[400], line[200];
+    snprintf(dir, sizeof dir, "%s/killed", test_tmpdir());
+    snprintf(file, sizeof file, "%s/records.jsonl", test_tmpdir());
+    FILE *f = fopen(file, "w");
+    ASSERT_TRUE(f != NULL);
+    for (int i = 0; i < TOTAL; i++) {
+        record_line(line, sizeof line, i);
+        fputs(line, f);
+    }
+    fclose(f);
+
+    /* The import reads a pipe this test holds open: the first lines, then
+     * it waits for more, as it would on a slow source. */
+    signal(SIGPIPE, SIG_IGN);
+    int p[2];
+    ASSERT_EQ(pipe(p), 0);
+    char out[500], err[500];
+    snprintf(out, sizeof out, "%s/import.out", test_tmpdir());
+    snprintf(err, sizeof err, "%s/import.err", test_tmpdir());
+    fflush(NULL);
+    pid_t pid = fork();
+    ASSERT_TRUE(pid >= 0);
+    if (pid == 0) {
+        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(p[0], 0);
+        dup2(o, 1);
+        dup2(e, 2);
+        close(p[1]);
+        execl(cli_path(), cli_path(), "import", "-", dir, (char *)NULL);
+        _exit(127);
+    }
+    close(p[0]);
+    /* Lines of about 85 bytes: when these writes return, the pipe (64
+     * KiB) and the tool's buffer hold at most a thousand of them, so it
+     * has taken in several batches of 1000 (each committed and synced). */
+    for (int i = 0; i < BEFORE_KILL; i++) {
+        record_line(line, sizeof line, i);
+        size_t len = strlen(line);
+        ASSERT_EQ(write(p[1], line, len), (ssize_t)len);
+    }
+    struct run r;
+    cli_tool(&r, "import", file, dir, NULL); /* DIR is taken meanwhile */
+    ASSERT_EQ(r.status, 64);
+    ERR_HAS(r, "is in use");
+    run_free(&r);
+    ASSERT_EQ(kill(pid, SIGTERM), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+    close(p[1]);
+    /* No data file, no journal: a broker on DIR would find no store (it
+     * would start an empty one, as in the empty DIR it was given). */
+    ASSERT_TRUE(!path_exists(dir, "data.mdb"));
+    ASSERT_TRUE(!path_exists(dir, "journal"));
+    ASSERT_TRUE(path_exists(dir, "import.partial/data.mdb")); /* where it was building */
+
+    /* The retry clears what the killed run left and imports everything. */
+    cli_tool(&r, "import", file, dir, NULL);
+    ASSERT_EQ(r.status, 0);
+    ERR_HAS(r, "/import.partial, left by an import that did not finish");
+    ERR_HAS(r, "8000 records imported");
+    run_free(&r);
+    ASSERT_TRUE(!path_exists(dir, "import.partial"));
+    struct broker b = {0};
+    snprintf(b.data, sizeof b.data, "%s", dir);
+    broker_start(&b);
+    cli_run(&r, b.port, NULL, 0, "export", NULL);
+    ASSERT_EQ(r.status, 0);
+    ERR_HAS(r, "8000 records exported");
+    ASSERT_TRUE(strstr(r.out, "\"key_base64\":\"a2V5MDc5OTk=\",\"value_base64\":\"dg==\"") != NULL);
+    run_free(&r);
+    broker_stop(&b);
+}
+
+/* import --etcd that stops at a line after its first Txns deletes what it
+ * wrote under the prefix (which held nothing when it began): nothing is
+ * left that brokers on the prefix would serve, and a retry is not refused
+ * as a prefix that holds keys. */
+TEST(cli_failed_etcd_import_removes_what_it_wrote)
+{
+    char file[400], bad[400], line[200];
+    snprintf(file, sizeof file, "%s/records.jsonl", test_tmpdir());
+    snprintf(bad, sizeof bad, "%s/bad.jsonl", test_tmpdir());
+    FILE *f = fopen(file, "w"), *fb = fopen(bad, "w");
+    ASSERT_TRUE(f != NULL && fb != NULL);
+    /* 100 records: Txns of 40, so two committed before line 101. */
+    for (int i = 0; i < 100; i++) {
+        record_line(line, sizeof line, i);
+        fputs(line, f);
+        fputs(line, fb);
+    }
+    fputs("{\"key_base64\":\"YQ==\",\"value_base64\":\"MQ==\"}\n", fb);
+    fclose(f);
+    fclose(fb);
+
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 1);
+    struct run r;
+    cli_run(&r, 0, NULL, 0, "import", bad, "--etcd", c.endpoints, "--etcd-prefix", "imp/", NULL);
+    ASSERT_EQ(r.status, 64);
+    ERR_HAS(r, "bad.jsonl line 101: key_base64, value_base64 and version are required");
+    ERR_HAS(r, "the records written under imp/ were deleted");
+    run_free(&r);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "imp/"), 0);
+
+    cli_run(&r, 0, NULL, 0, "import", file, "--etcd", c.endpoints, "--etcd-prefix", "imp/", NULL);
+    ASSERT_EQ(r.status, 0);
+    ERR_HAS(r, "100 records imported");
+    run_free(&r);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "imp/k/"), 100);
     etcd_cluster_stop(&c);
 }
