@@ -392,6 +392,11 @@ int cli_parse(struct cli *cl, int argc, char **argv, bool at_prompt)
                     cl->conn.insecure ? "--insecure" : "--tls-version");
         return SS_EXIT_USAGE;
     }
+    if (!help && !at_prompt && (cl->conn.certfile == NULL) != (cl->conn.keyfile == NULL)) {
+        usage_error(cl, "%s: a client certificate needs its key, and a key its certificate (--cert and --key)",
+                    cl->conn.certfile ? "--cert without --key" : "--key without --cert");
+        return SS_EXIT_USAGE;
+    }
     return help ? -2 : -1;
 }
 

@@ -68,7 +68,9 @@ typedef struct ss_client_options {
     const char *password;  /* optional */
     const char *cafile;    /* TLS: any of cafile/capath turns TLS on */
     const char *capath;
-    const char *certfile; /* TLS client certificate and key */
+    const char *certfile; /* TLS client certificate and key, both or neither
+                             (SS_E_INVAL); without cafile/capath, checked
+                             against the system's authorities */
     const char *keyfile;
     int keepalive;       /* seconds, default 60 */
     unsigned timeout_ms; /* default for blocking calls, default 10000 */

@@ -158,8 +158,20 @@ static int ss_client__handle(ss_client *c, struct mosquitto **out, char *why, si
     int mrc = MOSQ_ERR_SUCCESS, rc = SS_OK;
     if (f->username && (mrc = mosquitto_username_pw_set(m, f->username, f->password)) != MOSQ_ERR_SUCCESS)
         rc = ss_client__explain_mosq(why, why_len, mrc, 0, f->host);
-    if (rc == SS_OK && (f->cafile || f->capath || f->certfile) &&
-        (mrc = mosquitto_tls_set(m, f->cafile, f->capath, f->certfile, f->keyfile, NULL)) != MOSQ_ERR_SUCCESS)
+    if (rc == SS_OK && (f->certfile == NULL) != (f->keyfile == NULL))
+        rc = ss_client__explain(why, why_len, SS_E_INVAL, "a client certificate needs its key, and a key its "
+                                "certificate");
+    /* libmosquitto takes a client certificate only beside a cafile or a
+     * capath: without either, the system's directory of authorities
+     * (OpenSSL's, SSL_CERT_DIR when set), which is what trusting the
+     * system's authorities means (ss_client__tls_extras). */
+    const char *capath = f->capath;
+    if (capath == NULL && f->cafile == NULL && f->certfile) {
+        const char *env = getenv("SSL_CERT_DIR");
+        capath = env && env[0] ? env : "/etc/ssl/certs";
+    }
+    if (rc == SS_OK && (f->cafile || capath || f->certfile) &&
+        (mrc = mosquitto_tls_set(m, f->cafile, capath, f->certfile, f->keyfile, NULL)) != MOSQ_ERR_SUCCESS)
         rc = ss_client__explain(why, why_len, SS_E_INVAL, "cannot use the TLS files (missing or unreadable): %s",
                                 mosquitto_strerror(mrc));
     if (rc == SS_OK && f->tls && (mrc = ss_client__tls_extras(m, f)) != MOSQ_ERR_SUCCESS)

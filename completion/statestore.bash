@@ -5,11 +5,20 @@
 _statestore()
 {
     local cur prev words cword
-    _init_completion 2>/dev/null || {
-        cur=${COMP_WORDS[COMP_CWORD]}
-        prev=${COMP_WORDS[COMP_CWORD-1]}
-        words=("${COMP_WORDS[@]}")
-        cword=$COMP_CWORD
+    # Words split at blanks only: bash also splits at ':' and '=', which
+    # cut -L mqtt://host:1883 and --port=1884 into pieces.
+    _init_completion -n =: 2>/dev/null || {
+        if [[ -n ${COMP_LINE-} ]]; then
+            local line=${COMP_LINE:0:COMP_POINT}
+            read -ra words <<< "$line"
+            [[ $line == *[[:space:]] ]] && words+=("")
+            cword=$((${#words[@]} - 1))
+        else
+            words=("${COMP_WORDS[@]}")
+            cword=$COMP_CWORD
+        fi
+        cur=${words[cword]}
+        prev=${words[cword-1]}
     }
     local commands="set get del vdel watch lock scan keys inspect backup restore export import ping stats status"
     local common="-h --host -p --port -i --id -u --username -P --password -L --url --cafile

@@ -188,6 +188,25 @@ TEST(cli_tls_flags)
     ASSERT_EQ(r.status, 0);
     OUT_IS(r, "yes");
     run_free(&r);
+    /* A client certificate with the system's authorities (no --cafile or
+     * --capath; here SSL_CERT_DIR names them, as OpenSSL reads it): libmosquitto
+     * takes a certificate only beside a CA path, and the tool said "cannot use
+     * the TLS files". */
+    char url[80];
+    snprintf(url, sizeof url, "mqtts://localhost:%d", b.port);
+    ASSERT_EQ(setenv("SSL_CERT_DIR", capath, 1), 0);
+    cli_run(&r, 0, NULL, 0, "-L", url, "--cert", cert, "--key", key, "get", "tls", NULL);
+    unsetenv("SSL_CERT_DIR");
+    if (r.status != 0)
+        fprintf(stderr, "  said: %s", r.err);
+    ASSERT_EQ(r.status, 0);
+    OUT_IS(r, "yes");
+    run_free(&r);
+    /* A certificate without its key is a usage error. */
+    cli_run(&r, 0, NULL, 0, "-L", url, "--cert", cert, "get", "tls", NULL);
+    ASSERT_EQ(r.status, 64);
+    ASSERT_TRUE(strstr(r.err, "--cert without --key") != NULL);
+    run_free(&r);
     /* Without a client certificate, or without TLS, no connection. */
     cli_run(&r, b.port, NULL, 0, "-h", "127.0.0.1", "--cafile", ca, "--timeout", "1000", "get", "tls", NULL);
     ASSERT_EQ(r.status, 4);
@@ -454,12 +473,21 @@ TEST(cli_bash_completion)
         "t statestore --cafile completion/statestore.ba\n"
         "t statestore --tls-version tlsv1.\n"
         "t statestore -L mqtt://127.0.0.1 --in\n"
-        "t statestore -d stat\n";
+        "t statestore -d stat\n"
+        /* As bash hands them: the line, its words split at ':' and '=' too. */
+        "l() { COMP_LINE=\"$1\"; COMP_POINT=${#1}; COMP_WORDS=(); COMP_CWORD=0; COMPREPLY=(); _statestore;"
+        " echo \"${COMPREPLY[*]}\"; }\n"
+        "l 'statestore -L mqtt://127.0.0.1:1883 --in'\n"
+        "l 'statestore -L mqtt://127.0.0.1:1883 stat'\n"
+        "l 'statestore --port=1884 set --n'\n"
+        "l 'statestore --port=1884 '\n";
     char *argv[] = {"bash", "-c", (char *)script, NULL};
     struct run r;
     run_cmd(argv, NULL, 0, &r);
     ASSERT_EQ(r.status, 0);
     OUT_IS(r, "set scan stats status\n--json\nkeys\n--nx --nex\n--watch\n--port --password --pattern\n\nget\n"
-           "completion/statestore.bash\ntlsv1.3 tlsv1.2 tlsv1.1\n--insecure\nstats status\n");
+           "completion/statestore.bash\ntlsv1.3 tlsv1.2 tlsv1.1\n--insecure\nstats status\n"
+           "--insecure\nstats status\n--nx --nex\nset get del vdel watch lock scan keys inspect backup restore export import "
+           "ping stats status\n");
     run_free(&r);
 }
