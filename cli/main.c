@@ -327,7 +327,7 @@ int main(int argc, char **argv)
         if (cl.json) /* a failure is the JSON error object, as a command's is */
             out_json_error(why, st);
         out_error("cannot connect to %s:%d: %s", cl.conn.host ? cl.conn.host : "localhost",
-                  cl.conn.port ? cl.conn.port : cl.conn.cafile || cl.conn.capath || cl.conn.tls ? 8883 : 1883,
+                  cl.conn.port ? cl.conn.port : cl.conn.cafile || cl.conn.capath || cl.conn.certfile || cl.conn.tls ? 8883 : 1883,
                   why);
         cli_free(&cl);
         return SS_EXIT_CONNECTION;

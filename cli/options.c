@@ -387,8 +387,8 @@ int cli_parse(struct cli *cl, int argc, char **argv, bool at_prompt)
     if (!help && !at_prompt && (rc = from_environment(cl)) >= 0)
         return rc;
     if (!help && !at_prompt && (cl->conn.insecure || cl->conn.tls_version) && !cl->conn.cafile &&
-        !cl->conn.capath && !cl->conn.tls) {
-        usage_error(cl, "%s applies to TLS: give --cafile, --capath or an mqtts:// URL",
+        !cl->conn.capath && !cl->conn.certfile && !cl->conn.tls) {
+        usage_error(cl, "%s applies to TLS: give --cafile, --capath, --cert or an mqtts:// URL",
                     cl->conn.insecure ? "--insecure" : "--tls-version");
         return SS_EXIT_USAGE;
     }

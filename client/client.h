@@ -66,7 +66,7 @@ typedef struct ss_client_options {
     const char *client_id; /* default: "statestore-" + random hex; no + or # (SS_E_INVAL) */
     const char *username;  /* optional */
     const char *password;  /* optional */
-    const char *cafile;    /* TLS: any of cafile/capath turns TLS on */
+    const char *cafile;    /* TLS: any of cafile/capath/certfile turns TLS on */
     const char *capath;
     const char *certfile; /* TLS client certificate and key, both or neither
                              (SS_E_INVAL); without cafile/capath, checked

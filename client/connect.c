@@ -77,7 +77,7 @@ static int ss_client__defaults(const ss_client_options *o, ss_client_options *d,
     if (id_len > 65535 || mosquitto_validate_utf8(d->client_id, (int)id_len) != MOSQ_ERR_SUCCESS)
         return ss_client__explain(why, why_len, SS_E_INVAL,
                                   "a client id must be UTF-8 without control characters, at most 65535 bytes");
-    bool tls = d->cafile || d->capath || d->tls;
+    bool tls = d->cafile || d->capath || d->certfile || d->tls; /* a client certificate is TLS's */
     if (d->host == NULL)
         d->host = "localhost";
     if (d->port == 0)
@@ -121,7 +121,7 @@ static int ss_client__conf_keep(struct ss_client_conf *f, const ss_client_option
               ss_client__keep(&f->keyfile, d->keyfile) && ss_client__keep(&f->tls_version, d->tls_version);
     f->port = d->port;
     f->keepalive = d->keepalive;
-    f->tls = d->cafile || d->capath || d->tls;
+    f->tls = d->cafile || d->capath || d->certfile || d->tls;
     f->insecure = d->insecure;
     if (!ok)
         ss_client__conf_free(f);

@@ -59,10 +59,24 @@ static int ss_lmdb__load_format(ss_store *s)
     }
     if (rc != SS_OK)
         return rc;
-    if (v.mv_size != 4 || ss_get_be(v.mv_data, 4) != SS_FORMAT_VERSION)
+    /* Said in so many words: a store of another format (a newer
+     * plugin's, say) is not a damaged one; errno holds nothing of it. */
+    if (v.mv_size != 4) {
+        snprintf(s->cause, sizeof s->cause, "its format mark has %zu bytes, not 4", v.mv_size);
+        errno = 0;
         return SS_E_CORRUPT;
-    if (ss_lmdb__meta_get(s, "hashkey", &v) != SS_OK || v.mv_size != 16)
+    }
+    if (ss_get_be(v.mv_data, 4) != SS_FORMAT_VERSION) {
+        snprintf(s->cause, sizeof s->cause, "the store is of format %llu, and this plugin reads format %u",
+                 (unsigned long long)ss_get_be(v.mv_data, 4), (unsigned)SS_FORMAT_VERSION);
+        errno = 0;
         return SS_E_CORRUPT;
+    }
+    if (ss_lmdb__meta_get(s, "hashkey", &v) != SS_OK || v.mv_size != 16) {
+        snprintf(s->cause, sizeof s->cause, "its hash key is missing or not 16 bytes");
+        errno = 0;
+        return SS_E_CORRUPT;
+    }
     memcpy(s->hash_key, v.mv_data, 16);
     return SS_OK;
 }

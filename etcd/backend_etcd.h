@@ -126,7 +126,7 @@ typedef struct ss_backend_etcd_options {
  *   etcd_timeout_ms         2000 (50 to 600000): one call
  *   etcd_unavailable_ms     5000 (1 to 3600000): a request waits this long
  *                           for the cluster
- *   etcd_max_txn_ops        128 (8 to 10^6): etcd's --max-txn-ops
+ *   etcd_max_txn_ops        128 (9 to 10^6): etcd's --max-txn-ops
  *   etcd_max_request_bytes  1.5 MiB (64 KiB to 2 GiB): etcd's
  *                           --max-request-bytes
  *   etcd_tombstone_ms       60000 (1 s to 7 days): see below

@@ -196,9 +196,16 @@ TEST(cli_tls_flags)
     snprintf(url, sizeof url, "mqtts://localhost:%d", b.port);
     ASSERT_EQ(setenv("SSL_CERT_DIR", capath, 1), 0);
     cli_run(&r, 0, NULL, 0, "-L", url, "--cert", cert, "--key", key, "get", "tls", NULL);
-    unsetenv("SSL_CERT_DIR");
     if (r.status != 0)
         fprintf(stderr, "  said: %s", r.err);
+    ASSERT_EQ(r.status, 0);
+    OUT_IS(r, "yes");
+    run_free(&r);
+    /* A certificate alone is TLS, so --insecure applies (it was refused
+     * as applying to TLS only). */
+    cli_run(&r, b.port, NULL, 0, "-h", "127.0.0.1", "--cert", cert, "--key", key, "--insecure", "get", "tls",
+            NULL);
+    unsetenv("SSL_CERT_DIR");
     ASSERT_EQ(r.status, 0);
     OUT_IS(r, "yes");
     run_free(&r);

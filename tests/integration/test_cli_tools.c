@@ -228,11 +228,11 @@ TEST(cli_url_tls_insecure_and_tls_version)
     waitpid(pid, NULL, 0);
 
     cli_tool(&r, "-p", "1", "--insecure", "get", "k", NULL);
-    USAGE_IS(r, "statestore: --insecure applies to TLS: give --cafile, --capath or an mqtts:// URL\n"
+    USAGE_IS(r, "statestore: --insecure applies to TLS: give --cafile, --capath, --cert or an mqtts:// URL\n"
                 "Usage: statestore get KEY\n");
     run_free(&r);
     cli_tool(&r, "-L", "mqtt://h", "--tls-version", "tlsv1.2", "ping", NULL);
-    USAGE_IS(r, "statestore: --tls-version applies to TLS: give --cafile, --capath or an mqtts:// URL\n"
+    USAGE_IS(r, "statestore: --tls-version applies to TLS: give --cafile, --capath, --cert or an mqtts:// URL\n"
                 "Usage: statestore ping\n");
     run_free(&r);
     cli_tool(&r, "--tls-version", "tlsv1", "ping", NULL);

@@ -5,7 +5,10 @@
  * options it cannot open with. */
 #include <pthread.h>
 #include <stdint.h>
+#include <errno.h>
 #include <string.h>
+
+#include <lmdb.h>
 
 #include "../../core/errors.h"
 #include "../../core/store.h"
@@ -209,3 +212,36 @@ TEST(store_directory_lock)
     ASSERT_EQ(ss_store_open(&o, &second), SS_OK);
     ss_store_close(second);
 }
+
+/* A store of a format this build does not read (a newer plugin's) is
+ * refused, untouched, with a cause that says so: it said "stored record
+ * is corrupt" and a stale errno's text ("No such file or directory"). */
+TEST(store_of_another_format_is_refused_saying_so)
+{
+    ss_store_options o = ss_store_options_default();
+    ss_store *s = open_store(&o);
+    ss_store_close(s);
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi meta;
+    ASSERT_EQ(mdb_env_create(&env), 0);
+    ASSERT_EQ(mdb_env_set_maxdbs(env, 3), 0);
+    ASSERT_EQ(mdb_env_open(env, test_tmpdir(), MDB_NOLOCK, 0600), 0);
+    ASSERT_EQ(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    ASSERT_EQ(mdb_dbi_open(txn, "meta", 0, &meta), 0);
+    uint8_t two[4] = {0, 0, 0, 2};
+    MDB_val k = {6, (void *)"format"}, v = {4, two};
+    ASSERT_EQ(mdb_put(txn, meta, &k, &v, 0), 0);
+    ASSERT_EQ(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+    char cause[256] = "";
+    o.open_cause = cause;
+    o.open_cause_len = sizeof cause;
+    s = NULL;
+    errno = ENOENT; /* what a failed look-up may leave behind */
+    ASSERT_EQ(ss_store_open(&o, &s), SS_E_CORRUPT);
+    ASSERT_TRUE(s == NULL);
+    ASSERT_STR(cause, strlen(cause), "the store is of format 2, and this plugin reads format 1");
+    ASSERT_EQ(errno, 0);
+}
+
