@@ -40,6 +40,20 @@ static ss_bytes ss_batch__str(const char *s)
 
 /* ---- running a request ------------------------------------------------- */
 
+/* Are the answers held at their bound? The outbox's messages (answers
+ * waiting for their commit: a GET's holds a copy of its value, up to the
+ * broker's message_size_limit, for a request of a few bytes) and the
+ * copies kept to run requests again on a conflict count against
+ * max_queued_bytes, apart from the queued requests: past it no request
+ * runs (each waits in the queue, in order) until a flush gives bytes
+ * back. With nothing held it is never full, so that an answer larger
+ * than the bound still runs, alone: the queue always moves. */
+static bool ss_batch__answers_full(const struct ss_batch *b)
+{
+    uint64_t held = b->outbox.bytes + b->copy_bytes;
+    return held > 0 && held >= b->p->opt.max_queued_bytes;
+}
+
 /* The batch whose fate an answer remembered at dedup mark seq shares: the
  * open one, one in flight, or none (0: committed before). */
 static uint64_t ss_batch__remembered_in(const struct ss_batch *b, uint64_t seq)
@@ -215,9 +229,10 @@ static bool ss_batch__run(struct ss_batch *b, const struct ss_request_from *in, 
         ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: a request from %s is not kept to run again "
                "on a conflict", in->client_id);
     bool done = ss_batch__execute(b, in, gone, r, &held);
-    if (done && kept && held)
+    if (done && kept && held) {
         b->ran.items[b->ran.len++] = copy;
-    else if (kept)
+        b->copy_bytes += ss_queued_size(&copy);
+    } else if (kept)
         ss_queued_free(&copy);
     return done;
 }
@@ -297,14 +312,21 @@ static bool ss_batch__listing(const struct ss_batch *b, const char *id)
  * records, which takes a while): it holds only the later requests of its
  * own client, whose answers keep their order, while the others run. A
  * listing promises nothing of other clients' writes during it
- * (PROTOCOL.md section 9.4), so they need not wait for its pages. */
-static void ss_batch__run_queue(struct ss_batch *b)
+ * (PROTOCOL.md section 9.4), so they need not wait for its pages.
+ * The answers held reaching their bound (ss_batch__answers_full) stop the
+ * run the same way: the rest runs once a flush freed them. True when
+ * that stopped it. */
+static bool ss_batch__run_queue(struct ss_batch *b)
 {
     size_t nlisting = 0, n = b->queue.len, kept = 0, front = 0, stop = 0;
     size_t room = ss_batch__lister_room(b, n);
-    bool stopped = false, gaps = false;
+    bool stopped = false, gaps = false, full = false;
     for (size_t i = 0; i < n; i++) {
         struct ss_queued *e = &b->queue.items[i];
+        if (!stopped && ss_batch__answers_full(b)) {
+            stopped = full = true;
+            stop = kept;
+        }
         if (!stopped && (nlisting == 0 || !ss_batch__listing(b, e->client_id))) {
             struct ss_request_from in = {e->payload, e->len, e->client_id, e->username};
             if (ss_batch__run(b, &in, e->gone, &e->r)) {
@@ -335,8 +357,11 @@ static void ss_batch__run_queue(struct ss_batch *b)
     /* What was read ahead: counted from the front, which moved; after a
      * gap, from the start again (a key being read is not read twice). */
     b->prefetched = gaps ? 0 : b->prefetched > front ? b->prefetched - front : 0;
-    if (stopped)
+    /* Held back by a read: the keys behind it are read meanwhile. Not by
+     * the bound on answers: reading ahead would only hold more memory. */
+    if (stopped && !full)
         ss_batch__prefetch(b, stop + 1);
+    return full;
 }
 
 void ss_batch_client_gone(struct ss_batch *b, const char *client_id)
@@ -420,6 +445,22 @@ static void ss_batch__ended(struct ss_batch *b, uint64_t seq, uint64_t after, ui
     ss_backup_step(p);
 }
 
+/* Free the copies in q, kept to run their requests again: their batch
+ * settled. */
+static void ss_batch__drop_copies(struct ss_batch *b, struct ss_qlist *q)
+{
+    for (size_t i = 0; i < q->len; i++)
+        b->copy_bytes -= ss_queued_size(&q->items[i]);
+    ss_qlist_clear(q);
+    /* None left: none counted, whatever happened in between. A count
+     * that stayed above the bound would hold the queue for good. */
+    bool any = b->ran.len != 0;
+    for (size_t i = 0; i < b->nflights; i++)
+        any |= b->flights[i].ran.len != 0;
+    if (!any)
+        b->copy_bytes = 0;
+}
+
 /* The open batch ended without a commit in flight (nothing to commit, or
  * its commit could not start): publish, and open the next. */
 static void ss_batch__settle_open(struct ss_batch *b, int rc)
@@ -428,7 +469,7 @@ static void ss_batch__settle_open(struct ss_batch *b, int rc)
     b->seq++; /* its answers are no longer held back */
     ss_commit_outcome o = {.rc = rc};
     ss_batch__ended(b, seq, b->dedup_mark, UINT64_MAX, &o);
-    ss_qlist_clear(&b->ran);
+    ss_batch__drop_copies(b, &b->ran);
     b->dedup_mark = ss_dedup_mark(b->p->dedup);
 }
 
@@ -437,7 +478,7 @@ static void ss_batch__settle_flight(struct ss_batch *b, struct ss_flight *f, con
 {
     f->used = false; /* its answers are no longer held back */
     ss_batch__ended(b, f->seq, f->dedup_after, f->dedup_upto, o);
-    ss_qlist_clear(&f->ran);
+    ss_batch__drop_copies(b, &f->ran);
 }
 
 /* The commit of flight f found keys changed by someone else and wrote
@@ -451,13 +492,16 @@ static void ss_batch__rerun(struct ss_batch *b, struct ss_flight *f)
     ss_outbox_drop(&b->outbox, f->seq);
     ss_dedup_forget_range(p->dedup, f->dedup_after, f->dedup_upto);
     struct ss_qlist *ran = &f->ran;
+    uint64_t bytes = 0;
     for (size_t i = 0; i < ran->len; i++)
-        b->queue_bytes += ss_queued_size(&ran->items[i]);
+        bytes += ss_queued_size(&ran->items[i]);
     size_t n = ran->len;
-    if (!ss_qlist_prepend(&b->queue, ran)) {
+    /* The copies become the queue's requests: counted there now. */
+    b->copy_bytes -= bytes;
+    if (ss_qlist_prepend(&b->queue, ran)) {
+        b->queue_bytes += bytes;
+    } else {
         ss_log(p, MOSQ_LOG_WARNING, "out of memory: %zu requests were not answered", n);
-        for (size_t i = 0; i < ran->len; i++)
-            b->queue_bytes -= ss_queued_size(&ran->items[i]);
         ss_qlist_clear(ran);
     }
     b->prefetched = 0;
@@ -531,7 +575,12 @@ void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, str
         if (be->ops->accepting(be->impl) && b->queue.len)
             ss_batch__run_queue(b);
     }
-    if (!be->ops->accepting(be->impl) || b->queue.len) {
+    /* Answers held at their bound: it waits in the queue too, where the
+     * queue's bound above applies to what follows. On etcd this is what
+     * stops an open batch that cannot fly yet (every flight taken) from
+     * taking requests without end: a GET of a key it holds runs at once,
+     * and its answer would wait there for as long as etcd is slow. */
+    if (!be->ops->accepting(be->impl) || b->queue.len || ss_batch__answers_full(b)) {
         ss_batch__enqueue(b, from, r); /* behind the ones waiting: in order */
         return;
     }
@@ -555,8 +604,7 @@ void ss_batch_tick(struct ss_batch *b, uint64_t now)
         ss_batch__flush(b); /* refusals wait for nothing */
         return; /* a commit still runs: its answers, and the queue, wait */
     }
-    if (b->queue.len)
-        ss_batch__run_queue(b);
+    bool held_back = b->queue.len && ss_batch__run_queue(b);
     int n = ss_engine_expire(p->engine, now, SS_SWEEP_PER_TICK);
     if (n < 0)
         ss_log(p, MOSQ_LOG_ERR, "expiry sweep failed: %s", ss_strerror(n));
@@ -578,6 +626,15 @@ void ss_batch_tick(struct ss_batch *b, uint64_t now)
          * out now, not when a flight ends. */
         ss_batch__flush(b);
     }
+    /* The queue waits for answers held to go, and they went in this tick,
+     * after it ran: nothing else may turn the broker's loop soon (a batch
+     * of reads commits nothing, so no commit ends to wake it), and an idle
+     * loop turns every 100 ms. The queue runs again at the next tick, not
+     * now: the broker copies what it was handed into the clients'
+     * sessions and sends it at the top of its loop, so one run a tick
+     * hands it at most about the bound's worth at a time. */
+    if (held_back && b->queue.len && !ss_batch__answers_full(b))
+        ss_waker_at(&p->waker, now + 1, now);
     ss_dedup_expire(p->dedup, now);
 }
 

@@ -62,8 +62,10 @@ int ss_batch_new(struct ss_plugin *p, struct ss_batch **out);
 void ss_batch_free(struct ss_batch *b);
 
 /* Run a request in the open batch, or queue it while a commit is under way
- * (a full queue, max_queued_bytes, waits for the commit here). Takes what r
- * holds. A request resent within the resend window gets its first answer. */
+ * or while the answers held for commits reach max_queued_bytes (a full
+ * queue, max_queued_bytes too, waits for the commit here, or is refused on
+ * a backend that never blocks). Takes what r holds. A request resent
+ * within the resend window gets its first answer. */
 void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, struct ss_request_props *r);
 
 /* Answer client_id's request with a status other than 200 (400, 505) and

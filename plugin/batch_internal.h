@@ -42,6 +42,10 @@ struct ss_batch {
      * commit finds that someone else changed their keys (backend.h:
      * may_conflict). */
     struct ss_qlist ran;
+    /* What the copies in ran and in the flights' ran hold, by
+     * ss_queued_size: they count with the outbox's bytes against
+     * max_queued_bytes (batch.c: ss_batch__answers_full). */
+    uint64_t copy_bytes;
     struct ss_flight flights[SS_BATCH_FLIGHTS_MAX];
     size_t nflights; /* the backend's max_flights */
     uint64_t seq;        /* number of the open batch */

@@ -29,7 +29,8 @@ struct ss_plugin_options {
     uint64_t dedup_window_ms;
     uint64_t dedup_max_entries;
     uint64_t dedup_max_bytes;
-    uint64_t max_queued_bytes; /* requests waiting for a commit under way */
+    uint64_t max_queued_bytes; /* requests waiting for a commit under way; and, apart,
+                                  answers waiting for their commit (batch.c) */
     uint64_t websockets_wake_ms; /* wswake.h; 0: off */
     uint64_t scan_page_bytes;    /* SCAN: a page of several keys at most */
     uint64_t max_value_bytes; /* derived from the broker's message_size_limit */

@@ -43,8 +43,23 @@ const char *ss_answer_to(const struct ss_plugin *p, const char *client_id)
     return p->opt.topic_protection ? client_id : NULL;
 }
 
-static void ss_outbox__msg_free(struct ss_outmsg *m)
+/* What a message holds beside its payload, topic, client id and
+ * correlation data: its structure here and its properties (four or five,
+ * each a node and one or two strings, with the allocator's overhead). An
+ * estimate: the bound it serves is on memory, and a message of an empty
+ * payload must weigh something, or answers without end would fit it. */
+#define SS_OUTBOX_MSG_OVERHEAD 512u
+
+static size_t ss_outbox__size(const struct ss_outmsg *m)
 {
+    return SS_OUTBOX_MSG_OVERHEAD + m->payload_len + m->corr_len + (m->topic ? strlen(m->topic) : 0) +
+           (m->clientid ? strlen(m->clientid) : 0);
+}
+
+/* Free m, which leaves ob (its bytes no longer counted). */
+static void ss_outbox__msg_free(struct ss_outbox *ob, struct ss_outmsg *m)
+{
+    ob->bytes -= m->size;
     free(m->clientid);
     free(m->topic);
     free(m->payload);
@@ -75,9 +90,11 @@ int ss_outbox_push(struct ss_outbox *ob, char *clientid, bool answer, char *topi
         }
     }
     if (topic == NULL || (clientid == NULL && !answer) || ob->len == ob->cap) {
-        ss_outbox__msg_free(&m);
+        ss_outbox__msg_free(ob, &m); /* never counted: size 0 */
         return MOSQ_ERR_NOMEM;
     }
+    m.size = ss_outbox__size(&m);
+    ob->bytes += m.size;
     ob->msgs[ob->len++] = m;
     return MOSQ_ERR_SUCCESS;
 }
@@ -105,6 +122,9 @@ void ss_outbox_fail(struct ss_outbox *ob, uint64_t commit, int err)
                 m->payload = b.data;
                 m->payload_len = b.len;
                 m->props = props;
+                ob->bytes -= m->size;
+                m->size = ss_outbox__size(m);
+                ob->bytes += m->size;
                 ob->msgs[kept++] = *m;
                 continue;
             }
@@ -112,7 +132,7 @@ void ss_outbox_fail(struct ss_outbox *ob, uint64_t commit, int err)
             mosquitto_property_free_all(&props);
         }
         if (failed) {
-            ss_outbox__msg_free(m);
+            ss_outbox__msg_free(ob, m);
             continue;
         }
         ob->msgs[kept++] = *m;
@@ -133,7 +153,7 @@ size_t ss_outbox_client_gone(struct ss_outbox *ob, const char *client_id)
         struct ss_outmsg *m = &ob->msgs[i];
         if ((!m->answer || m->registers) && m->clientid && strcmp(m->clientid, client_id) == 0) {
             dropped += !m->answer;
-            ss_outbox__msg_free(m);
+            ss_outbox__msg_free(ob, m);
         } else {
             ob->msgs[kept++] = *m;
         }
@@ -147,7 +167,7 @@ void ss_outbox_drop(struct ss_outbox *ob, uint64_t commit)
     size_t kept = 0;
     for (size_t i = 0; i < ob->len; i++) {
         if (commit != 0 && ob->msgs[i].commit == commit && !ob->msgs[i].final)
-            ss_outbox__msg_free(&ob->msgs[i]);
+            ss_outbox__msg_free(ob, &ob->msgs[i]);
         else
             ob->msgs[kept++] = ob->msgs[i];
     }
@@ -181,7 +201,7 @@ void ss_outbox_flush_from(struct ss_outbox *ob, struct ss_plugin *p, uint64_t fr
             ss_log(p, MOSQ_LOG_WARNING, "could not publish to %s: %s", m->topic,
                    mosquitto_strerror(rc));
         }
-        ss_outbox__msg_free(m);
+        ss_outbox__msg_free(ob, m);
     }
     ob->len = kept;
 }
@@ -189,7 +209,7 @@ void ss_outbox_flush_from(struct ss_outbox *ob, struct ss_plugin *p, uint64_t fr
 void ss_outbox_free(struct ss_outbox *ob)
 {
     for (size_t i = 0; i < ob->len; i++)
-        ss_outbox__msg_free(&ob->msgs[i]);
+        ss_outbox__msg_free(ob, &ob->msgs[i]);
     free(ob->msgs);
     memset(ob, 0, sizeof *ob);
 }

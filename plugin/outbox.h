@@ -35,11 +35,17 @@ struct ss_outmsg {
                         commit (KEYNOTIFY's): it waits, so that a client's
                         answers keep their order, but is never failed or
                         dropped with the batch */
+    size_t size;     /* what it holds, roughly (counted in bytes below) */
 };
 
 struct ss_outbox {
     struct ss_outmsg *msgs;
     size_t len, cap;
+    /* What the messages waiting here hold, roughly (payloads, topics,
+     * client ids, correlation data, and their properties and structure
+     * at a flat estimate): the batch bounds it (max_queued_bytes), as
+     * one GET of a large value holds a copy of it here until its commit. */
+    uint64_t bytes;
 };
 
 /* Queue a message; takes ownership of clientid, topic, payload, props and
