@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/command.h"
 #include "../core/errors.h"
 #include "backend_etcd_state.h"
 #include "backend_etcd_base.h"
@@ -217,8 +218,9 @@ static int ss_etcd__build(struct ss_backend_etcd *e, struct ss_etcd_flight *f, s
     if (rc == SS_OK && f->writes && (rc = ss_etcd__named(e, 'l', e->node_id)) == SS_OK)
         rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), e->claim_rev);
     if (rc == SS_OK && f->writes && !f->nospace) {
+        f->txn_seq = ++e->txn_seq;
         snprintf(f->txn_id, sizeof f->txn_id, "%s %016llx %llu", e->node_id,
-                 (unsigned long long)e->incarnation, (unsigned long long)++e->txn_seq);
+                 (unsigned long long)e->incarnation, (unsigned long long)f->txn_seq);
         ss_bytes id = {(const uint8_t *)f->txn_id, strlen(f->txn_id)};
         if ((rc = ss_etcd__marker_key(e, f->slot)) == SS_OK &&
             (rc = ss_etcd_txn_expect(&t, ss_etcd__bytes(&e->scratch), f->marker_rev)) == SS_OK &&
@@ -353,8 +355,10 @@ static void ss_etcd__commit_outcome(struct ss_backend_etcd *e, struct ss_etcd_fl
     f->state = SS_COMMIT_DONE;
     f->rc = rc;
     f->revision = revision;
-    if (rc == SS_OK && f->writes && !f->nospace)
+    if (rc == SS_OK && f->writes && !f->nospace) {
         f->marker_rev = revision;
+        f->committed_seq = f->txn_seq;
+    }
     /* Its put of the sentinel, if any. Should the sentinel have gone
      * since, a Txn that counts on it fails once on its compares (the
      * safety is theirs; marked_rev only spares conflicts). */
@@ -434,6 +438,34 @@ void ss_etcd__send_fence(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
     ss_etcd__resolve_submit(e, f, op, rc);
 }
 
+/* Is the marker that flight f's failed Txn read back (kv) older than this
+ * process's last commit on the slot? Its own text with a lower sequence
+ * number, or none where it wrote one: etcd's data went back (a marker is
+ * only ever replaced, by the next commit). Says so in why (n bytes), or
+ * leaves it empty. A marker of another process (a broker that took the
+ * node id over) says nothing of it. */
+static void ss_etcd__marker_behind(const struct ss_backend_etcd *e, const struct ss_etcd_flight *f,
+                                   const ss_etcd_kv *kv, char *why, size_t n)
+{
+    if (f->committed_seq == 0)
+        return;
+    if (!kv->found) {
+        snprintf(why, n, "this broker's commit marker of slot %u is gone (its commit %llu was in etcd)", f->slot,
+                 (unsigned long long)f->committed_seq);
+        return;
+    }
+    char mine[300];
+    int len = snprintf(mine, sizeof mine, "%s %016llx ", e->node_id, (unsigned long long)e->incarnation);
+    uint64_t seq;
+    if (len <= 0 || (size_t)len >= sizeof mine || kv->value.len <= (size_t)len ||
+        memcmp(kv->value.data, mine, (size_t)len) != 0 ||
+        ss_parse_u64(kv->value.data + len, kv->value.len - (size_t)len, UINT64_MAX, &seq) != SS_OK ||
+        seq >= f->committed_seq)
+        return;
+    snprintf(why, n, "etcd holds this broker's commit %llu as its last on slot %u, not %llu", (unsigned long long)seq,
+             f->slot, (unsigned long long)f->committed_seq);
+}
+
 void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
 {
     struct ss_etcd_flight *f = op->flight;
@@ -443,12 +475,22 @@ void ss_etcd__txn_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     if (c->rc == SS_OK && ss_etcd_txn_unpack(&c->reply, &r, &kv) == SS_OK) {
         int64_t rev = r.revision;
         bool ok = r.succeeded;
+        char behind[200] = "";
+        if (!ok && f->writes && !f->nospace)
+            ss_etcd__marker_behind(e, f, &kv, behind, sizeof behind); /* before kv's bytes go */
         ss_etcd_reply_free(&r);
         /* Below a revision seen before: etcd's data went back, and what
          * this broker knew is forgotten before the outcome is taken. A
          * Txn that failed is run again on what is read now; one that
          * succeeded stands (its writes are in etcd). */
+        uint64_t backs = e->stats.revisions_went_back;
         ss_etcd__revision_answered(e, f, rev);
+        /* The same shown by this broker's own marker, older than its last
+         * commit on the slot: once other brokers have written past the
+         * revisions it saw, no revision shows it, and its cache (reads
+         * confirmed by the markers too) would serve the old data. */
+        if (behind[0] && backs == e->stats.revisions_went_back)
+            ss_etcd__went_back(e, rev, behind);
         if (!ok && f->writes && !f->nospace) /* the marker as the failure branch read it */
             f->marker_rev = kv.found ? kv.mod_revision : 0;
         /* A failed compare may be the claim's (lapsed while this broker

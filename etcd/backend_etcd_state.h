@@ -239,6 +239,8 @@ struct ss_etcd_flight {
     int64_t known_rev;
     uint64_t known_backs;
     char txn_id[300];
+    uint64_t txn_seq;       /* the sequence number in txn_id */
+    uint64_t committed_seq; /* of this process's last commit on the slot (0: none) */
     uint64_t resolve_at_ms;
     bool settle_by_read; /* resolving: the commit can no longer happen later,
                             so a read of the marker settles it */

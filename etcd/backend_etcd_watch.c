@@ -364,13 +364,12 @@ void ss_etcd__removed_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
  * from rev, reads are compared key by key and the sentinel put again
  * before the markers confirm any, and the deadlines are read again.
  * Changes made between the restored state and rev are not told. */
-static void ss_etcd__revisions_went_back(struct ss_backend_etcd *e, int64_t rev, int64_t known)
+void ss_etcd__went_back(struct ss_backend_etcd *e, int64_t rev, const char *evidence)
 {
-    ss_etcd__log(e, SS_LOG_ERR, "etcd answered at revision %lld, below revision %lld that this broker had seen: "
-                 "its data went back (a snapshot restored, or a member's data replaced); everything this "
-                 "broker knew is read again, and changes made since the data went back may not have been "
-                 "told to observers on this broker (restart brokers after restoring etcd: CLUSTER.md)",
-                 (long long)rev, (long long)known);
+    ss_etcd__log(e, SS_LOG_ERR, "%s: its data went back (a snapshot restored, or a member's data replaced); "
+                 "everything this broker knew is read again, and changes made since the data went back may "
+                 "not have been told to observers on this broker (restart brokers after restoring etcd: "
+                 "CLUSTER.md)", evidence);
     e->stats.revisions_went_back++;
     for (struct ss_etcd_entry *x = e->first, *next; x; x = next) {
         next = x->next;
@@ -383,6 +382,10 @@ static void ss_etcd__revisions_went_back(struct ss_backend_etcd *e, int64_t rev,
     }
     e->high_rev = rev;
     e->watch_rev = e->watch_gap_rev = e->watch_caught_rev = rev;
+    /* The watch's start in the new history: a commit at or below the
+     * old start (a revision of the old history) was taken for one the
+     * watch does not tell, and told from the commit too (twice). */
+    e->watch_from = rev;
     e->marked_rev = 0;
     for (size_t i = 0; i < e->ntold; i++)
         e->told[i].rev = 0; /* revisions of the old history: wait for none of them */
@@ -400,10 +403,14 @@ void ss_etcd__revision_answered(struct ss_backend_etcd *e, const struct ss_etcd_
      * change committed before it was sent, those the watch had told
      * included. (Not those told since: answers come late, and another
      * flight's may come first.) */
-    if (rev < f->known_rev && f->known_backs == e->stats.revisions_went_back)
-        ss_etcd__revisions_went_back(e, rev, f->known_rev);
-    else if (rev > e->high_rev)
+    if (rev < f->known_rev && f->known_backs == e->stats.revisions_went_back) {
+        char evidence[160];
+        snprintf(evidence, sizeof evidence, "etcd answered at revision %lld, below revision %lld that this broker "
+                 "had seen", (long long)rev, (long long)f->known_rev);
+        ss_etcd__went_back(e, rev, evidence);
+    } else if (rev > e->high_rev) {
         e->high_rev = rev;
+    }
 }
 
 /* One message of the watch's stream. */

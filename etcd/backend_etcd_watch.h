@@ -34,5 +34,9 @@ void ss_etcd__watch_free(struct ss_backend_etcd *e);
  * restored, a lone member's data replaced), and everything known by
  * revision is forgotten. */
 void ss_etcd__revision_answered(struct ss_backend_etcd *e, const struct ss_etcd_flight *f, int64_t rev);
+/* etcd's data went back, as evidence (a clause for the log) shows; rev
+ * is a revision of the new history: everything known by revision is
+ * forgotten, and the watch starts again from rev. */
+void ss_etcd__went_back(struct ss_backend_etcd *e, int64_t rev, const char *evidence);
 
 #endif

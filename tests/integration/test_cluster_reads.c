@@ -167,6 +167,17 @@ TEST(cluster_reads_confirmed_by_markers_at_the_edge_of_the_txn_limit)
     etcd_cluster_stop(&ec);
 }
 
+/* etcd's one member killed, its data wiped, started again: its revisions
+ * start again below what the brokers saw (as after a snapshot restored). */
+static void etcd_data_wiped(struct etcd_cluster *ec)
+{
+    etcd_member_kill9(ec, 0);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/etcd-0'", test_tmpdir());
+    ASSERT_EQ(system(cmd), 0);
+    etcd_member_restart(ec, 0);
+}
+
 /* etcd's data goes back while the brokers run: its one member is killed,
  * its data directory wiped and the member started again, so that its
  * revisions start again below what the brokers saw (as after a snapshot
@@ -188,11 +199,7 @@ TEST(cluster_etcd_data_gone_back_forgotten)
     for (int i = 0; i < 300; i++) /* revisions the new history will not reach soon */
         ASSERT_REPLY(request(ca, ra, "p", NULL, NULL, W("SET", "pump", "x")), "+OK\r\n");
     ASSERT_REPLY(request(cr, rr, "0", NULL, NULL, W("GET", "k")), "$-1\r\n");
-    etcd_member_kill9(&t.ec, 0);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s/etcd-0'", test_tmpdir());
-    ASSERT_EQ(system(cmd), 0);
-    etcd_member_restart(&t.ec, 0);
+    etcd_data_wiped(&t.ec);
     /* Both brokers write again, by themselves. */
     uint64_t t0 = now_ms();
     for (;;) {
@@ -220,4 +227,97 @@ TEST(cluster_etcd_data_gone_back_forgotten)
     readers_close(&rd);
     client_close(&ob);
     proxied_brokers_down(&t);
+}
+
+/* SET key through c until it is answered +OK (30 s at most). */
+static void set_until_ok(struct client *c, const char *r, const char *key)
+{
+    uint64_t t0 = now_ms();
+    for (;;) {
+        struct msg *m = request(c, r, "w", NULL, NULL, W("SET", key, "1"));
+        if (m && payload_is(m, "+OK\r\n"))
+            return;
+        ASSERT_TRUE(now_ms() - t0 < 30000);
+        usleep(200 * 1000);
+    }
+}
+
+/* A broker started after many revisions sees etcd's data go back: its
+ * own commits, at revisions of the new history below where its watch had
+ * started, are told once, by the watch (they were taken for commits the
+ * watch would not tell, and told from the commit as well: twice). */
+TEST(cluster_etcd_data_gone_back_own_writes_told_once)
+{
+    struct etcd_cluster ec;
+    etcd_cluster_start(&ec, 1);
+    struct broker a, b;
+    broker_on_etcd(&a, "a", ec.endpoints, "plugin_opt_node_id a\n");
+    struct client ca, cb, ob;
+    char ra[64], rb[64], rob[64];
+    client_connect_rr(&ca, a.port, "ca", ra, sizeof ra);
+    for (int i = 0; i < 300; i++)
+        ASSERT_REPLY(request(&ca, ra, "p", NULL, NULL, W("SET", "pump", "x")), "+OK\r\n");
+    broker_on_etcd(&b, "b", ec.endpoints, "plugin_opt_node_id b\n");
+    client_connect_rr(&cb, b.port, "cb", rb, sizeof rb);
+    client_connect_rr(&ob, b.port, "ob", rob, sizeof rob);
+    ASSERT_REPLY(request(&cb, rb, "0", NULL, NULL, W("SET", "before", "1")), "+OK\r\n");
+    etcd_data_wiped(&ec);
+    set_until_ok(&cb, rb, "y");
+    ASSERT_TRUE(broker_log_has(&b, "its data went back"));
+    ASSERT_REPLY(request(&ob, rob, "n", NULL, NULL, W("KEYNOTIFY", "watched")), "+OK\r\n");
+    ASSERT_REPLY(request(&cb, rb, "1", NULL, NULL, W("SET", "watched", "1")), "+OK\r\n");
+    ASSERT_REPLY(client_wait(&ob, 5000), "*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\n1\r\n");
+    ASSERT_EQ(client_drain(&ob, 1500), 0);
+    client_close(&ca);
+    client_close(&cb);
+    client_close(&ob);
+    broker_stop(&a);
+    broker_stop(&b);
+    etcd_cluster_stop(&ec);
+}
+
+/* etcd's data goes back, and broker A writes past every revision broker B
+ * saw before B's next Txn: no revision tells B. Its failed Txn reads its
+ * own commit marker back, gone with the data: B forgets what it knew, and
+ * its read of A's key, confirmed by the markers otherwise, sees A's write
+ * (it answered the value from before the wipe, which A had overwritten
+ * and been told +OK for before the GET began). */
+TEST(cluster_etcd_data_gone_back_seen_by_the_marker)
+{
+    struct etcd_cluster ec;
+    etcd_cluster_start(&ec, 1);
+    struct broker a, b;
+    broker_on_etcd(&a, "a", ec.endpoints, "plugin_opt_node_id a\n");
+    broker_on_etcd(&b, "b", ec.endpoints, "plugin_opt_node_id b\nplugin_opt_etcd_solo_ms 100\n");
+    struct client ca, cw, cr;
+    char ra[64], rw[64], rr[64];
+    client_connect_rr(&ca, a.port, "ca", ra, sizeof ra);
+    client_connect_rr(&cw, b.port, "cw", rw, sizeof rw);
+    client_connect_rr(&cr, b.port, "cr", rr, sizeof rr);
+    ASSERT_REPLY(request(&ca, ra, "0", NULL, NULL, W("SET", "k2", "old2")), "+OK\r\n");
+    ASSERT_REPLY(request(&cw, rw, "0", NULL, NULL, W("SET", "w0", "x")), "+OK\r\n");
+    ASSERT_REPLY(request(&cr, rr, "0", NULL, NULL, W("GET", "k2")), "$4\r\nold2\r\n"); /* cached on B */
+    etcd_data_wiped(&ec);
+    set_until_ok(&ca, ra, "z");
+    ASSERT_REPLY(request(&ca, ra, "0", NULL, NULL, W("SET", "k2", "new2")), "+OK\r\n");
+    for (int i = 0; i < 150; i++)
+        ASSERT_REPLY(request(&ca, ra, "p", NULL, NULL, W("SET", "pump", "x")), "+OK\r\n");
+    usleep(2500 * 1000); /* B's claim lapses and is made again; past etcd_solo_ms */
+    set_until_ok(&cw, rw, "o1");
+    usleep(400 * 1000);
+    /* The GET joins a batch of B's that writes (B frozen meanwhile). */
+    ASSERT_EQ(kill(b.pid, SIGSTOP), 0);
+    request_send(&cw, rw, "2", NULL, NULL, W("SET", "o2", "x"));
+    request_send(&cr, rr, "2", NULL, NULL, W("GET", "k2"));
+    usleep(50 * 1000);
+    ASSERT_EQ(kill(b.pid, SIGCONT), 0);
+    ASSERT_REPLY(client_wait(&cw, 10000), "+OK\r\n");
+    ASSERT_REPLY(client_wait(&cr, 10000), "$4\r\nnew2\r\n");
+    ASSERT_TRUE(broker_log_has(&b, "its data went back"));
+    client_close(&ca);
+    client_close(&cw);
+    client_close(&cr);
+    broker_stop(&a);
+    broker_stop(&b);
+    etcd_cluster_stop(&ec);
 }

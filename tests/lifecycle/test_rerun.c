@@ -296,7 +296,7 @@ TEST(many_pending_scans_hold_only_their_own_clients)
     ss_mem_pend_scans(f.be);
     enum { LISTERS = 40 };
     for (int i = 0; i < LISTERS; i++) {
-        char id[16];
+        char id[32];
         snprintf(id, sizeof id, "lister%d", i);
         lc_send(&f, id, "s", "SCAN k*");
         lc_send(&f, id, "g", "GET k1");
@@ -310,7 +310,7 @@ TEST(many_pending_scans_hold_only_their_own_clients)
     lc_tick(&f);
     ASSERT_EQ(lc_published(), 1 + 2 * LISTERS);
     for (int i = 0; i < LISTERS; i++) {
-        char id[16];
+        char id[32];
         snprintf(id, sizeof id, "lister%d", i);
         lc_expect_answer(1 + 2 * i, id, "s", "*1\r\n*1\r\n$2\r\nk1\r\n");
         lc_expect_answer(2 + 2 * i, id, "g", "$2\r\nv1\r\n");
