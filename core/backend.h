@@ -137,10 +137,18 @@ struct ss_backend_ops {
      * the last key looked at, opaque bytes of at most SS_STORE_KEY_MAX + 64
      * (empty: the walk reached the end). What the open batch wrote is
      * seen. 0; SS_E_PENDING: the page is being read, nothing was called
-     * (run the request again, with the same cursor and bound, once
-     * woken); or a failure (SS_E_IO, SS_E_UNAVAILABLE, SS_E_NOMEM). */
-    int (*scan)(void *impl, ss_bytes after, size_t max_examined, ss_backend_scan_fn fn, void *ctx,
-                ss_buf *next);
+     * (run the request again, with the same cursor, prefix and bound,
+     * once woken); or a failure (SS_E_IO, SS_E_UNAVAILABLE, SS_E_NOMEM).
+     *
+     * prefix (empty: none) says that only keys starting with it are
+     * wanted: a walk whose cursor is before every such key starts at the
+     * first of them, and the walk reaches its end (next empty) once it
+     * has passed the last of them, so that listing the keys under
+     * sensor/ looks at those keys only, not at the whole store. The walk may
+     * still show fn a key without the prefix (the caller matches every
+     * key anyway), but it passes over none that has it. */
+    int (*scan)(void *impl, ss_bytes after, ss_bytes prefix, size_t max_examined, ss_backend_scan_fn fn,
+                void *ctx, ss_buf *next);
     /* The wall-clock time (ms) the records a scan call walks are as of,
      * when they were read earlier than the call (etcd: the page's Range
      * was sent then); 0, or NULL: now. A key is passed over as expired

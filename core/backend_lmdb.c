@@ -127,12 +127,12 @@ static void ss_backend_lmdb__abort(void *impl)
 }
 
 /* In the batch, so that the page sees its writes as GET does. */
-static int ss_backend_lmdb__scan(void *impl, ss_bytes after, size_t max_examined, ss_backend_scan_fn fn, void *ctx,
-                                 ss_buf *next)
+static int ss_backend_lmdb__scan(void *impl, ss_bytes after, ss_bytes prefix, size_t max_examined,
+                                 ss_backend_scan_fn fn, void *ctx, ss_buf *next)
 {
     struct ss_backend_lmdb *l = impl;
     int rc = ss_backend_lmdb__batch(l);
-    return rc != SS_OK ? rc : ss_store_scan(l->store, after, max_examined, fn, ctx, next);
+    return rc != SS_OK ? rc : ss_store_scan(l->store, after, prefix, max_examined, fn, ctx, next);
 }
 
 static int ss_backend_lmdb__token_key(void *impl, uint8_t out[16])

@@ -280,7 +280,8 @@ bool ss_backend_lmdb__page_done(void *impl, ss_backend_page_fn fn, void *ctx, ss
     ss_buf_clear(next);
     if (!l->page_inclusive) {
         struct ss_lmdb_visit v = {fn, ctx};
-        *rc = ss_store_scan(l->store, from, l->page_limit, ss_lmdb__visit, &v, next);
+        ss_bytes every = {NULL, 0}; /* an administrative page: no prefix */
+        *rc = ss_store_scan(l->store, from, every, l->page_limit, ss_lmdb__visit, &v, next);
         return true;
     }
     if ((*rc = ss_store_begin(l->store)) != SS_OK)

@@ -183,7 +183,11 @@ int ss_scan_page(ss_backend *be, const ss_scan_request *q, ss_buf *response)
         uint64_t as_of = be->ops->scan_as_of ? be->ops->scan_as_of(be->impl) : 0;
         w.now_ms = as_of && as_of < q->now_ms ? as_of : q->now_ms;
         ss_bytes from = {after.data, after.len};
-        rc = be->ops->scan(be->impl, from, SS_SCAN_EXAMINE, ss_scan__visit, &w, &next);
+        /* Every key the pattern matches starts with its literal prefix:
+         * the backend starts the walk there and ends it past them, so
+         * listing the keys under sensor/ in a large store looks at those
+         * keys only, in as few pages as they need. */
+        rc = be->ops->scan(be->impl, from, ss_pattern_prefix(w.pat), SS_SCAN_EXAMINE, ss_scan__visit, &w, &next);
     }
     if (rc == SS_OK)
         rc = w.rc;

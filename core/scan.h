@@ -4,6 +4,9 @@
  *
  * A page looks at up to SS_SCAN_EXAMINE keys after the token's cursor, in
  * the backend's order, and at most SS_SCAN_WORK pattern matching steps;
+ * a listing starts at the first key with the pattern's literal prefix
+ * and ends once past the last (backend.h: scan), so that the keys before
+ * and after those cost it nothing;
  * its answer holds about max_answer bytes at most. Expired keys, keys that
  * do not match and keys the caller may not read are passed over. When keys
  * may follow, the answer ends with a token naming where the page stopped.

@@ -216,10 +216,15 @@ uint64_t ss_store_due_count(ss_store *s, uint64_t now_ms, uint64_t cap);
  * the cursor that names it (to go on after it) and rec borrow the store's
  * memory during the call only; expiry is not
  * applied. *next gets the cursor to go on from (empty when the walk
- * reached the end): an opaque byte string. 0, SS_E_BUSY, or a failure. */
+ * reached the end): an opaque byte string. 0, SS_E_BUSY, or a failure.
+ * prefix (empty: none): only keys that start with it are wanted. The walk
+ * starts at the first of them when `after` is before it, and ends (next
+ * empty) once past the last; a prefix of more than
+ * SS_STORE_INLINE_KEY_MAX bytes is walked as its first that many, so
+ * keys that share only those (long keys, stored by them) are seen too. */
 typedef bool (*ss_store_scan_fn)(void *ctx, ss_bytes key, ss_bytes cursor, const ss_record *rec);
-int ss_store_scan(ss_store *s, ss_bytes after, size_t max_examined, ss_store_scan_fn fn, void *ctx,
-                  ss_buf *next);
+int ss_store_scan(ss_store *s, ss_bytes after, ss_bytes prefix, size_t max_examined, ss_store_scan_fn fn,
+                  void *ctx, ss_buf *next);
 /* Bytes in the journal (what the next checkpoint writes into the data
  * file), and when the last checkpoint since open succeeded (the now_ms of
  * its commit; 0: none). */

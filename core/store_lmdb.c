@@ -349,8 +349,22 @@ uint64_t ss_store_due_count(ss_store *s, uint64_t now_ms, uint64_t cap)
     return n;
 }
 
-int ss_store_scan(ss_store *s, ss_bytes after, size_t max_examined, ss_store_scan_fn fn, void *ctx,
-                  ss_buf *next)
+/* a < b in LMDB's order of keys (bytes, a prefix first). */
+static bool ss_lmdb__before(ss_bytes a, ss_bytes b)
+{
+    size_t n = a.len < b.len ? a.len : b.len;
+    int c = n ? memcmp(a.data, b.data, n) : 0;
+    return c < 0 || (c == 0 && a.len < b.len);
+}
+
+/* The LMDB key k starts with the n bytes at p. */
+static bool ss_lmdb__starts(const MDB_val *k, const uint8_t *p, size_t n)
+{
+    return k->mv_size >= n && (n == 0 || memcmp(k->mv_data, p, n) == 0);
+}
+
+int ss_store_scan(ss_store *s, ss_bytes after, ss_bytes prefix, size_t max_examined, ss_store_scan_fn fn,
+                  void *ctx, ss_buf *next)
 {
     ss_buf_clear(next);
     if (s->committing)
@@ -370,15 +384,37 @@ int ss_store_scan(ss_store *s, ss_bytes after, size_t max_examined, ss_store_sca
         rc = ss_lmdb__mdb_err(rc);
         goto out;
     }
-    MDB_val k = {after.len, (void *)after.data}, v;
-    int mrc = after.len ? mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) : mdb_cursor_get(c, &k, &v, MDB_FIRST);
+    /* Every key with the prefix (cut to SS_STORE_INLINE_KEY_MAX bytes)
+     * has an LMDB key with it too: an inline key is its own LMDB key, a
+     * long key's LMDB key is its first SS_STORE_INLINE_KEY_MAX bytes, a
+     * hash and a slot (store_lmdb.h). The LMDB keys with the cut prefix
+     * are one run of LMDB's byte order, from the cut prefix on, and the
+     * walk keeps to it. Long keys that share their first bytes come in
+     * their hash's order, but within the run; when a longer prefix was
+     * cut, the run also holds long keys that share only its first bytes,
+     * which the caller's match passes over. */
+    size_t plen = prefix.len < SS_STORE_INLINE_KEY_MAX ? prefix.len : SS_STORE_INLINE_KEY_MAX;
+    ss_bytes run = {prefix.data, plen};
+    /* A cursor before the run (none: the first page) starts at the run's
+     * first key, which may be the prefix itself. */
+    bool from_run = plen && (after.len == 0 || ss_lmdb__before(after, run));
+    ss_bytes from = from_run ? run : after;
+    MDB_val k = {from.len, (void *)from.data}, v;
+    int mrc = from.len ? mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) : mdb_cursor_get(c, &k, &v, MDB_FIRST);
     /* The cursor names the last key seen: start after it. */
-    if (mrc == 0 && after.len && k.mv_size == after.len && memcmp(k.mv_data, after.data, after.len) == 0)
+    if (mrc == 0 && !from_run && after.len && k.mv_size == after.len &&
+        memcmp(k.mv_data, after.data, after.len) == 0)
         mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
     ss_buf key = SS_BUF_INIT;
     size_t seen = 0;
     rc = SS_OK;
     while (mrc == 0 && seen < max_examined) {
+        /* Past the run: no key after it can match, and the listing ends
+         * here rather than after the rest of the store. */
+        if (!ss_lmdb__starts(&k, run.data, run.len)) {
+            mrc = MDB_NOTFOUND;
+            break;
+        }
         seen++;
         ss_record rec;
         ss_bytes tail;
@@ -386,9 +422,9 @@ int ss_store_scan(ss_store *s, ss_bytes after, size_t max_examined, ss_store_sca
             break;
         /* A long key: its first bytes are the location key's, the rest in
          * the record (store_lmdb.h). */
-        size_t prefix = tail.len ? SS_STORE_INLINE_KEY_MAX : k.mv_size;
+        size_t head = tail.len ? SS_STORE_INLINE_KEY_MAX : k.mv_size;
         ss_buf_clear(&key);
-        if (ss_buf_append(&key, k.mv_data, prefix) != SS_OK || ss_buf_append(&key, tail.data, tail.len) != SS_OK) {
+        if (ss_buf_append(&key, k.mv_data, head) != SS_OK || ss_buf_append(&key, tail.data, tail.len) != SS_OK) {
             rc = SS_E_NOMEM;
             break;
         }

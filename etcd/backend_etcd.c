@@ -496,6 +496,8 @@ void ss_backend_etcd_free(ss_backend *b)
     ss_buf_free(&e->scan_reply);
     ss_buf_free(&e->scan_value);
     ss_buf_free(&e->page_after);
+    ss_buf_free(&e->page_prefix);
+    ss_buf_free(&e->page_stop);
     ss_buf_free(&e->page_reply);
     ss_buf_free(&e->page_end);
     ss_buf_free(&e->scan_end);

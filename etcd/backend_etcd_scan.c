@@ -22,7 +22,7 @@
 #include "backend_etcd_tombstone.h"
 
 static int ss_etcd__range_to(struct ss_backend_etcd *e, struct ss_etcd_op *op, ss_bytes from, bool inclusive,
-                             const ss_bytes *to, size_t limit);
+                             const ss_bytes *to, const ss_bytes *below, size_t limit);
 
 /* The span of the next page when this one ends at record i (it started
  * after `key`, empty: from record 0): what held its records up to i, a
@@ -136,7 +136,8 @@ static int ss_etcd__scan_send(struct ss_backend_etcd *e)
         return SS_E_NOMEM;
     ss_bytes end = ss_etcd__bytes(&e->scan_end);
     bool one = e->scan_inclusive && e->scan_limit == 1;
-    int rc = ss_etcd__range_to(e, op, key, e->scan_inclusive, one ? &key : end.len ? &end : NULL, e->scan_limit);
+    int rc = ss_etcd__range_to(e, op, key, e->scan_inclusive, one ? &key : end.len ? &end : NULL, NULL,
+                               e->scan_limit);
     if (rc != SS_OK) {
         ss_etcd__op_free(op);
         return rc;
@@ -344,9 +345,10 @@ bool ss_backend_etcd_scan_done(ss_backend *b, bool (*fn)(void *ctx, ss_bytes key
 }
 
 /* The Range of up to limit records from `from` (or after it; empty: from
- * the first) to `to` (inclusive; NULL: to the last). */
+ * the first) to `to` (inclusive), else to just before `below`, else (both
+ * NULL) to the last. */
 static int ss_etcd__range_to(struct ss_backend_etcd *e, struct ss_etcd_op *op, ss_bytes from, bool inclusive,
-                             const ss_bytes *to, size_t limit)
+                             const ss_bytes *to, const ss_bytes *below, size_t limit)
 {
     uint8_t zero = 0;
     int rc = ss_etcd__key(e, &e->scratch, 'k', from);
@@ -355,6 +357,8 @@ static int ss_etcd__range_to(struct ss_backend_etcd *e, struct ss_etcd_op *op, s
     if (rc == SS_OK && to) {
         if ((rc = ss_etcd__key(e, &e->scratch2, 'k', *to)) == SS_OK)
             rc = ss_buf_append(&e->scratch2, &zero, 1); /* `to` included */
+    } else if (rc == SS_OK && below) {
+        rc = ss_etcd__key(e, &e->scratch2, 'k', *below); /* etcd's range_end is excluded */
     } else if (rc == SS_OK) {
         rc = ss_etcd__records_end(e, &e->scratch2);
     }
@@ -370,28 +374,64 @@ void ss_etcd__page_read(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     e->page_rc = ss_etcd__take_reply(op, &e->page_reply);
 }
 
-static bool ss_etcd__page_is(const struct ss_backend_etcd *e, ss_bytes after, size_t limit)
+static bool ss_etcd__same(const ss_buf *b, ss_bytes x)
 {
-    return e->page_limit == limit && e->page_after.len == after.len &&
-           (after.len == 0 || memcmp(e->page_after.data, after.data, after.len) == 0);
+    return b->len == x.len && (x.len == 0 || memcmp(b->data, x.data, x.len) == 0);
 }
 
-/* Read the page after page_after, over page_span: its Range ends at
- * page_end (empty: no bound). */
+static bool ss_etcd__page_is(const struct ss_backend_etcd *e, ss_bytes after, ss_bytes prefix, size_t limit)
+{
+    return e->page_limit == limit && ss_etcd__same(&e->page_after, after) && ss_etcd__same(&e->page_prefix, prefix);
+}
+
+/* Negative, 0 or positive as a is before, equal to or after b in etcd's
+ * order of keys (bytes, a prefix first). */
+static int ss_etcd__cmp(ss_bytes a, ss_bytes b)
+{
+    size_t n = a.len < b.len ? a.len : b.len;
+    int c = n ? memcmp(a.data, b.data, n) : 0;
+    return c ? c : a.len < b.len ? -1 : a.len > b.len;
+}
+
+/* Where the page's Range starts: after its cursor's key (empty: at the
+ * first key), or at the prefix itself (*at_prefix) when that key is
+ * before it, since no key before the prefix can match: a first page
+ * starts there, not at the store's first key. */
+static ss_bytes ss_etcd__page_from(const struct ss_backend_etcd *e, bool *at_prefix)
+{
+    ss_bytes after = ss_etcd__bytes(&e->page_after), prefix = ss_etcd__bytes(&e->page_prefix);
+    ss_bytes key = after.len ? ss_etcd__cursor_key(after) : after;
+    *at_prefix = prefix.len && ss_etcd__cmp(key, prefix) < 0;
+    return *at_prefix ? prefix : key;
+}
+
+/* Read the page after page_after (or from page_prefix), over page_span:
+ * its Range ends at page_end, or (empty: no bound of its own) before
+ * page_stop, the end of page_prefix's keys, or at the store's end. */
 static int ss_etcd__page_send(struct ss_backend_etcd *e)
 {
     struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_PAGE, SS_ETCD_RANGE_METHOD);
     if (op == NULL)
         return SS_E_NOMEM;
-    ss_bytes after = ss_etcd__bytes(&e->page_after);
-    ss_bytes key = after.len ? ss_etcd__cursor_key(after) : after;
-    bool nomem = false;
-    if (!ss_etcd_span_end(key, e->page_span, &e->page_end, &nomem) && nomem) {
+    bool at_prefix;
+    ss_bytes key = ss_etcd__page_from(e, &at_prefix);
+    bool nomem = false, stop = false;
+    if ((!ss_etcd_span_end(key, e->page_span, &e->page_end, &nomem) && nomem) ||
+        (!(stop = ss_etcd_prefix_end(ss_etcd__bytes(&e->page_prefix), &e->page_stop, &nomem)) && nomem)) {
         ss_etcd__op_free(op);
         return SS_E_NOMEM;
     }
-    ss_bytes end = ss_etcd__bytes(&e->page_end);
-    int rc = ss_etcd__range_to(e, op, key, false, end.len ? &end : NULL, e->page_range);
+    /* The Range ends at the span's bound or at the end of the prefix's
+     * keys, whichever comes first: etcd then counts none after them, and
+     * a page that reaches the prefix's end is the listing's last, as one
+     * that reaches the store's end is (page_end empty: no bound of its
+     * own to go on from). */
+    ss_bytes end = ss_etcd__bytes(&e->page_end), below = ss_etcd__bytes(&e->page_stop);
+    if (stop && end.len && ss_etcd__cmp(end, below) >= 0) {
+        ss_buf_clear(&e->page_end);
+        end.len = 0;
+    }
+    int rc = ss_etcd__range_to(e, op, key, at_prefix, end.len ? &end : NULL, stop ? &below : NULL, e->page_range);
     if (rc != SS_OK) {
         ss_etcd__op_free(op);
         return rc;
@@ -413,25 +453,41 @@ uint64_t ss_etcd__page_as_of(void *impl)
     return e->page == SS_PAGE_DONE ? e->page_sent_ms : 0;
 }
 
-int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_scan_fn fn, void *ctx, ss_buf *next)
+int ss_etcd__page(void *impl, ss_bytes after, ss_bytes prefix, size_t max_examined, ss_backend_scan_fn fn, void *ctx,
+                  ss_buf *next)
 {
     struct ss_backend_etcd *e = impl;
     ss_buf_clear(next);
-    /* A page read for another cursor (a request that went away, or one
-     * queued behind this one) is read again when its turn comes. */
-    if (e->page == SS_PAGE_DONE && !ss_etcd__page_is(e, after, max_examined))
+    /* A cursor past every key with the prefix (a token made before pages
+     * kept to the prefix's keys): nothing more can match, and there is
+     * nothing to read. */
+    ss_bytes at = after.len ? ss_etcd__cursor_key(after) : after;
+    if (prefix.len && ss_etcd__cmp(at, prefix) > 0 &&
+        !(at.len >= prefix.len && memcmp(at.data, prefix.data, prefix.len) == 0))
+        return SS_OK;
+    /* A page read for another cursor or pattern (a request that went
+     * away, or one queued behind this one) is read again when its turn
+     * comes. */
+    if (e->page == SS_PAGE_DONE && !ss_etcd__page_is(e, after, prefix, max_examined))
         e->page = SS_PAGE_IDLE;
     if (e->page == SS_PAGE_RUNNING)
         return SS_E_PENDING;
     if (e->page == SS_PAGE_IDLE) {
         ss_buf_clear(&e->page_after);
-        if (ss_buf_append(&e->page_after, after.data, after.len) != SS_OK)
+        ss_buf_clear(&e->page_prefix);
+        if (ss_buf_append(&e->page_after, after.data, after.len) != SS_OK ||
+            ss_buf_append(&e->page_prefix, prefix.data, prefix.len) != SS_OK)
             return SS_E_NOMEM;
         e->page_limit = max_examined;
         e->page_range = ss_etcd__records_for(e, max_examined);
         e->page_shrunk = false;
         e->page_tries = 0;
-        e->page_span = ss_etcd__cursor_span(after); /* the first page: to the end */
+        /* The first page, or one that starts at the prefix: to the end of
+         * the prefix's keys (the store's end without a prefix). */
+        bool at_prefix;
+        (void)ss_etcd__page_from(e, &at_prefix);
+        ss_etcd_span none = {0, 0};
+        e->page_span = at_prefix ? none : ss_etcd__cursor_span(after);
         return ss_etcd__page_send(e);
     }
     /* Read: walked once, then forgotten. */
@@ -455,7 +511,12 @@ int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_sc
     e->page_reads++;
     e->page_counted += r.count > 0 ? (uint64_t)r.count : 0;
     size_t plen = strlen(e->prefix) + 2;
-    ss_bytes key = after.len ? ss_etcd__cursor_key(after) : after;
+    /* What the page started after, for the span of the next (empty: its
+     * first record, as for a first page). */
+    bool at_prefix;
+    ss_bytes key = ss_etcd__page_from(e, &at_prefix);
+    if (at_prefix)
+        key.len = 0;
     bool bounded = e->page_end.len != 0;
     if (bounded && n < e->page_range / 4) {
         ss_etcd_reply_free(&r);

@@ -25,7 +25,8 @@ void ss_etcd__scan_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 void ss_etcd__scan_blob_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
 /* SCAN's page (the storage interface's scan) and its Range's answer. */
-int ss_etcd__page(void *impl, ss_bytes after, size_t max_examined, ss_backend_scan_fn fn, void *ctx, ss_buf *next);
+int ss_etcd__page(void *impl, ss_bytes after, ss_bytes prefix, size_t max_examined, ss_backend_scan_fn fn, void *ctx,
+                  ss_buf *next);
 /* The time the page read is as of (backend.h: scan_as_of). */
 uint64_t ss_etcd__page_as_of(void *impl);
 void ss_etcd__page_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);

@@ -102,3 +102,20 @@ bool ss_etcd_span_end(ss_bytes from, ss_etcd_span s, ss_buf *out, bool *nomem)
     }
     return true;
 }
+
+bool ss_etcd_prefix_end(ss_bytes prefix, ss_buf *out, bool *nomem)
+{
+    ss_buf_clear(out);
+    *nomem = false;
+    size_t n = prefix.len;
+    while (n > 0 && prefix.data[n - 1] == 0xff)
+        n--; /* "a\xff" and all that follows it are before "b" */
+    if (n == 0)
+        return false;
+    if (ss_buf_append(out, prefix.data, n) != SS_OK) {
+        *nomem = true;
+        return false;
+    }
+    out->data[n - 1]++;
+    return true;
+}

@@ -59,4 +59,12 @@ ss_etcd_span ss_etcd_span_after_bound(ss_etcd_span s, size_t n, size_t limit);
  * reported as false with *nomem set. */
 bool ss_etcd_span_end(ss_bytes from, ss_etcd_span s, ss_buf *out, bool *nomem);
 
+/* The least byte string after every key that starts with prefix, into
+ * *out (cleared first): prefix without its trailing 0xff bytes, its last
+ * byte then one more ("a/" -> "a0", "a\xff" -> "b"), the end of a Range
+ * of those keys. False when there is none: an empty prefix, or one of
+ * 0xff bytes alone, which every key after it starts with. SS_E_NOMEM is
+ * reported as false with *nomem set. */
+bool ss_etcd_prefix_end(ss_bytes prefix, ss_buf *out, bool *nomem);
+
 #endif

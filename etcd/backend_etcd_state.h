@@ -392,6 +392,8 @@ struct ss_backend_etcd {
     /* a page of keys for SCAN (the storage interface's scan) */
     enum { SS_PAGE_IDLE, SS_PAGE_RUNNING, SS_PAGE_DONE } page;
     ss_buf page_after; /* the cursor it is read after */
+    ss_buf page_prefix; /* the literal prefix of the keys it is for (empty: any) */
+    ss_buf page_stop;   /* the end of those keys, excluded (empty: none) */
     size_t page_limit;      /* the records asked for */
     size_t page_range;      /* the records its Range reads: fewer when records are large */
     uint64_t page_sent_ms;  /* wall clock when its Range was sent */

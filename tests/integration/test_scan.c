@@ -13,6 +13,7 @@
 #include "../../core/codec.h"
 #include "../../core/scan.h"
 #include "../../core/siphash.h"
+#include "../lines.h"
 #include "../test.h"
 #include "etcd_cluster.h"
 #include "harness.h"
@@ -618,4 +619,156 @@ TEST(cluster_scan_reads_bounded_pages)
     client_close(&c);
     broker_stop(&b);
     etcd_cluster_stop(&ec);
+}
+
+/* SET each of the n keys (any bytes but NUL, any length), pipelined. */
+static void set_strings(struct client *c, const char *resp, const char *const *keys, int n)
+{
+    for (int i = 0; i < n; i++) {
+        request_send(c, resp, "s", NULL, NULL, W("SET", keys[i], "v"));
+        if (i % 200 == 199 || i == n - 1)
+            await_answers(c, i % 200 + 1, "+OK\r\n");
+    }
+}
+
+/* A listing keeps to its pattern's literal prefix: it starts at the first
+ * key with it and ends past the last, so that p/'s 10 keys in a store of
+ * 8,000 (those just before p/ and after it included) are one page, the
+ * last, and not 8 pages of 1,000 keys looked at (the official Rust SDK
+ * gives up after 64 pages: a store of 64,000 keys was too many for any
+ * listing). On etcd its Range covers p/'s keys alone: etcd counts those
+ * 10, not the rest of the store. A listing of several pages goes on from
+ * within the prefix's keys and ends with their last; long keys with the
+ * prefix (on LMDB, stored by their first 480 bytes and a hash), a prefix
+ * longer than that, and a prefix ending in the greatest UTF-8 character
+ * are listed whole; a pattern without a literal prefix ([p]/ *) still
+ * walks the whole store. */
+TEST(scan_keeps_to_the_patterns_prefix)
+{
+    struct broker b;
+    memset(&b, 0, sizeof b);
+    snprintf(b.extra, sizeof b.extra, "sys_interval 1\n");
+    broker_start(&b);
+    struct client c;
+    char r[64];
+    client_connect_rr(&c, b.port, "scanner", r, sizeof r);
+    /* In byte order: a..., p.... (just before p/), p/ (10), p0... (just
+     * after it), xp/... (with p/, not at the start). */
+    set_many(&c, r, "a", 0, 2490);
+    set_many(&c, r, "p.", 0, 2500);
+    const char *match[] = {"p/",  "p/0", "p/00001", "p/a",          "p/a/b",
+                           "p/m", "p/z", "p/~",     "p/\xc3\xa9", "p/\xf4\x8f\xbf\xbf"};
+    enum { MATCH = sizeof match / sizeof match[0] };
+    set_strings(&c, r, match, MATCH);
+    set_many(&c, r, "p", 0, 1500);
+    set_many(&c, r, "xp/", 0, 1500);
+    ss_buf token = SS_BUF_INIT, keys = SS_BUF_INIT, want = SS_BUF_INIT;
+    for (int i = 0; i < MATCH; i++) {
+        ASSERT_EQ(ss_buf_append_str(&want, match[i]), 0);
+        ASSERT_EQ(ss_buf_append_str(&want, "\n"), 0);
+    }
+    ASSERT_EQ(scan_page(&c, r, "p/*", &token, &keys), (size_t)MATCH);
+    ASSERT_EQ(token.len, 0); /* one page, the last */
+    ASSERT_MEM(keys.data, keys.len, want.data, want.len);
+    if (harness_on_etcd()) {
+        uint64_t reads = 0, counted = 0;
+        scan_figures(b.port, 1, &reads, &counted);
+        printf("  p/*: %llu Range, %llu keys counted by etcd\n", (unsigned long long)reads,
+               (unsigned long long)counted);
+        ASSERT_EQ(reads, 1);
+        ASSERT_EQ(counted, MATCH);
+    }
+
+    /* Without a literal prefix: the same keys, over the whole store. */
+    ss_buf_clear(&keys);
+    int pages = 0;
+    scan_all(&c, r, "[p]/*", &keys, &pages);
+    ASSERT_MEM(keys.data, keys.len, want.data, want.len);
+    ASSERT_TRUE(pages >= 8);
+
+    /* 2,500 keys: three pages of up to 1,000, each after the last key of
+     * the one before (on etcd, a page bounded by its span may look at
+     * fewer, and the last one then finds nothing more). */
+    set_many(&c, r, "s/", 0, 2500);
+    ss_buf_clear(&keys);
+    ss_buf_clear(&want);
+    scan_all(&c, r, "s/*", &keys, &pages);
+    want_lines(&want, "s/", 0, 2500);
+    ASSERT_MEM(keys.data, keys.len, want.data, want.len);
+    printf("  s/*: 2,500 keys of 10,500 in %d pages\n", pages);
+    if (harness_on_etcd())
+        ASSERT_TRUE(pages >= 3 && pages <= 5);
+    else
+        ASSERT_EQ(pages, 3);
+
+    /* Long keys: L/ and 600 bytes (on LMDB they share their first 480
+     * bytes: in the hash's order), between long keys before and after
+     * L/; and a prefix of 600 bytes, which 8 of them have and 2 keys that
+     * share their first 480 bytes do not. */
+    enum { LONG = 5, LONGER = 3, DECOYS = 2 };
+    static char lk[LONG + LONGER + DECOYS + 2][640];
+    const char *lks[LONG + LONGER + DECOYS + 2];
+    int nk = 0;
+    for (int i = 0; i < LONG; i++, nk++) {
+        memset(lk[nk], 'x', 602);
+        memcpy(lk[nk], "L/", 2);
+        lk[nk][602] = (char)('1' + i);
+    }
+    for (int i = 0; i < LONGER; i++, nk++) {
+        memset(lk[nk], 'x', 600);
+        memcpy(lk[nk], "L/", 2);
+        snprintf(lk[nk] + 600, 16, "~%d", i);
+    }
+    for (int i = 0; i < DECOYS; i++, nk++) {
+        memset(lk[nk], 'x', 500);
+        memcpy(lk[nk], "L/", 2);
+        snprintf(lk[nk] + 500, 16, "Y%d", i);
+    }
+    memset(lk[nk], 'x', 600); /* before L/ and after it */
+    memcpy(lk[nk++], "L.", 2);
+    memset(lk[nk], 'x', 600);
+    memcpy(lk[nk++], "L0", 2);
+    for (int i = 0; i < nk; i++)
+        lks[i] = lk[i];
+    set_strings(&c, r, lks, nk);
+    ss_buf_clear(&keys);
+    ss_buf_clear(&want);
+    for (int i = 0; i < LONG + LONGER + DECOYS; i++) {
+        ASSERT_EQ(ss_buf_append_str(&want, lk[i]), 0);
+        ASSERT_EQ(ss_buf_append_str(&want, "\n"), 0);
+    }
+    test_sort_lines(&want);
+    ASSERT_EQ(scan_page(&c, r, "L/*", &token, &keys), (size_t)(LONG + LONGER + DECOYS));
+    ASSERT_EQ(token.len, 0);
+    test_sort_lines(&keys);
+    ASSERT_MEM(keys.data, keys.len, want.data, want.len);
+    char pattern[620];
+    snprintf(pattern, sizeof pattern, "%.600s*", lk[LONG]);
+    ss_buf_clear(&keys);
+    ss_buf_clear(&want);
+    for (int i = 0; i < LONG + LONGER; i++) {
+        ASSERT_EQ(ss_buf_append_str(&want, lk[i]), 0);
+        ASSERT_EQ(ss_buf_append_str(&want, "\n"), 0);
+    }
+    test_sort_lines(&want);
+    scan_all(&c, r, pattern, &keys, &pages);
+    test_sort_lines(&keys);
+    ASSERT_MEM(keys.data, keys.len, want.data, want.len);
+    ASSERT_TRUE(pages <= 3); /* matching keys of 600 bytes against 601 tokens is most of a page's work */
+
+    /* A prefix ending in U+10FFFF, the last UTF-8 character (a pattern is
+     * UTF-8: it never ends in 0xff): its keys end where U+10FFFF's last
+     * byte is one more; the keys after are not UTF-8, never listed. */
+    const char *top[] = {"\xf4\x8f\xbf\xbe" "9", "\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf" "1", "\xf4\x8f\xbf\xbf" "2",
+                   "\xf4\x8f\xbf\xc0", "\xf5" "x"};
+    set_strings(&c, r, top, 6);
+    ss_buf_clear(&keys);
+    ASSERT_EQ(scan_page(&c, r, "\xf4\x8f\xbf\xbf*", &token, &keys), 3);
+    ASSERT_EQ(token.len, 0);
+    ASSERT_STR(keys.data, keys.len, "\xf4\x8f\xbf\xbf\n\xf4\x8f\xbf\xbf" "1\n\xf4\x8f\xbf\xbf" "2\n");
+    ss_buf_free(&token);
+    ss_buf_free(&keys);
+    ss_buf_free(&want);
+    client_close(&c);
+    broker_stop(&b);
 }

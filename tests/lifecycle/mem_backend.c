@@ -165,17 +165,25 @@ static const struct ss_mem_rec *ss_mem__next(struct ss_mem *m, ss_bytes after, b
     return best;
 }
 
-static int ss_mem__scan(void *impl, ss_bytes after, size_t max_examined, ss_backend_scan_fn fn, void *ctx,
-                        ss_buf *next)
+static int ss_mem__scan(void *impl, ss_bytes after, ss_bytes prefix, size_t max_examined, ss_backend_scan_fn fn,
+                        void *ctx, ss_buf *next)
 {
     struct ss_mem *m = impl;
     if (m->pend_scans)
         return SS_E_PENDING;
+    /* A cursor before the prefix starts at the prefix itself (included);
+     * the walk ends at the first key without it (backend.h). */
+    bool from_prefix = prefix.len && ss_mem__cmp(after, prefix) < 0;
     ss_buf cursor = SS_BUF_INIT;
-    int rc = ss_buf_append(&cursor, after.data, after.len);
+    int rc = from_prefix ? ss_buf_append(&cursor, prefix.data, prefix.len)
+                         : ss_buf_append(&cursor, after.data, after.len);
     bool more = true;
     for (size_t n = 0; rc == SS_OK && more && n < max_examined; n++) {
-        const struct ss_mem_rec *r = ss_mem__next(m, ss_mem__bytes(&cursor), false, &m->open.writes);
+        bool inclusive = from_prefix && n == 0;
+        const struct ss_mem_rec *r = ss_mem__next(m, ss_mem__bytes(&cursor), inclusive, &m->open.writes);
+        if (r != NULL && prefix.len &&
+            (r->key.len < prefix.len || memcmp(r->key.data, prefix.data, prefix.len) != 0))
+            r = NULL; /* past the prefix's keys */
         if (r == NULL) {
             ss_buf_clear(&cursor); /* the end */
             break;

@@ -103,11 +103,19 @@ TEST(mem_backend_pages_scans_and_sweep)
     /* SCAN's walk counts b's trace, and sees the open batch. */
     lc_put(be, "bb", "5", 0, 0);
     ss_buf_clear(&seen);
-    ASSERT_EQ(be->ops->scan(be->impl, lc_b(""), 2, lc_scan_key, &seen, &next), SS_OK);
+    ASSERT_EQ(be->ops->scan(be->impl, lc_b(""), lc_b(""), 2, lc_scan_key, &seen, &next), SS_OK);
     ASSERT_BUF(seen, "a ");
     ASSERT_BUF(next, "b");
-    ASSERT_EQ(be->ops->scan(be->impl, lc_b("b"), 10, lc_scan_key, &seen, &next), SS_OK);
+    ASSERT_EQ(be->ops->scan(be->impl, lc_b("b"), lc_b(""), 10, lc_scan_key, &seen, &next), SS_OK);
     ASSERT_BUF(seen, "a bb c d ");
+    ASSERT_EQ(next.len, 0);
+    /* With a prefix: from it (b's trace counts), to the end of its keys. */
+    ss_buf_clear(&seen);
+    ASSERT_EQ(be->ops->scan(be->impl, lc_b("a"), lc_b("b"), 1, lc_scan_key, &seen, &next), SS_OK);
+    ASSERT_EQ(seen.len, 0);
+    ASSERT_BUF(next, "b");
+    ASSERT_EQ(be->ops->scan(be->impl, lc_b("b"), lc_b("b"), 10, lc_scan_key, &seen, &next), SS_OK);
+    ASSERT_BUF(seen, "bb ");
     ASSERT_EQ(next.len, 0);
     be->ops->abort(be->impl);
     /* The sweep: c is due at 50. */
