@@ -440,8 +440,16 @@ int ss_backend_etcd_new(const ss_backend_etcd_options *o, ss_backend **out, char
         free(e);
         return rc;
     }
+    /* A connection is made while calls wait for it, the claim's renewal
+     * among them: a member that takes a connection and then hangs (a TLS
+     * handshake with a frozen process, a frozen machine) is left within
+     * the renewal's own bound, so that the next endpoint is tried while
+     * the lease lasts (backend_etcd_session.c). */
+    unsigned connect_ms = e->lease_ttl_s * 1000u / 3u;
+    if (connect_ms > e->call_timeout_ms)
+        connect_ms = e->call_timeout_ms;
     ss_grpc_options go = {.endpoints = o->endpoints, .ca_file = o->ca_file, .cert_file = o->cert_file,
-                          .key_file = o->key_file, .connect_timeout_ms = e->call_timeout_ms,
+                          .key_file = o->key_file, .connect_timeout_ms = connect_ms,
                           .wake = ss_etcd__wake, .wake_ctx = e};
     if ((rc = ss_grpc_new(&go, &e->grpc, why, why_len)) != SS_OK ||
         (rc = ss_etcd__probes_new(e, o, why, why_len)) != SS_OK) {

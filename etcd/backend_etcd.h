@@ -123,7 +123,9 @@ typedef struct ss_backend_etcd_options {
  *                           client certificate and its key (together)
  *   etcd_username, etcd_password
  *                           etcd's authentication (a password needs a user)
- *   etcd_timeout_ms         2000 (50 to 600000): one call
+ *   etcd_timeout_ms         2000 (50 to 600000): one call (the claim's
+ *                           renewal and a connection: a third of the
+ *                           claim's lease at most, backend_etcd_session.c)
  *   etcd_unavailable_ms     5000 (1 to 3600000): a request waits this long
  *                           for the cluster
  *   etcd_max_txn_ops        128 (9 to 10^6): etcd's --max-txn-ops

@@ -107,6 +107,32 @@ static int ss_etcd__pack_lease(struct ss_backend_etcd *e, ss_buf *out)
     return ss_etcd_lease_id_pack(out, e->lease_id);
 }
 
+/* Below this much of the lease left, a renewal is not cut to what is
+ * left: see ss_etcd__claim_timeout_ms. */
+#define SS_ETCD_CLAIM_LEFT_MIN_MS 100u
+
+unsigned ss_etcd__claim_timeout_ms(const struct ss_backend_etcd *e, uint64_t now)
+{
+    /* A member that stopped answering (frozen, cut off) must be left in
+     * time to renew through another one before the lease ends. With
+     * etcd_timeout_ms (2 s by default) a renewal sent a third into a 3 s
+     * lease failed at its end, and the claim lapsed though a quorum was
+     * there all along. So: a third of the lease at most, which leaves a
+     * second try on the next endpoint (the channel moves on after a
+     * timeout) the last third; and never past the lease's end, after
+     * which waiting on that member is no use. */
+    unsigned limit = e->lease_ttl_s * 1000u / 3u;
+    if (limit > e->call_timeout_ms)
+        limit = e->call_timeout_ms;
+    /* Nearly over, or over: the lease may live all the same (a new
+     * leader extends every lease when it takes over), and only a member
+     * can say; a call cut to a few ms would only drop the connection
+     * (and every call on it) before anyone could answer. */
+    if (e->lease_end_ms >= now + SS_ETCD_CLAIM_LEFT_MIN_MS && e->lease_end_ms - now < limit)
+        limit = (unsigned)(e->lease_end_ms - now);
+    return limit;
+}
+
 int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why_len)
 {
     struct ss_backend_etcd *e = b->impl;
@@ -117,6 +143,7 @@ int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why
         c.method = SS_ETCD_LEASE_GRANT_METHOD;
         c.timeout_ms = e->call_timeout_ms;
         int64_t id = 0, ttl = 0;
+        uint64_t asked = ss_etcd__mono_ms();
         int rc = ss_etcd_lease_grant_pack(&c.request, e->lease_ttl_s);
         if (rc == SS_OK && (rc = ss_grpc_call_wait(e->grpc, &c)) == SS_OK)
             rc = ss_etcd_lease_grant_unpack(&c.reply, &id, &ttl);
@@ -141,6 +168,7 @@ int ss_backend_etcd_claim(ss_backend *b, unsigned wait_ms, char *why, size_t why
             e->lease_id = id;
             e->claim = SS_CLAIM_HELD;
             e->claim_rev = rev;
+            e->lease_end_ms = asked + (uint64_t)ttl * 1000u;
             e->keepalive_ms = ss_etcd__mono_ms() + (uint64_t)ttl * 1000u / 3u;
             /* The instance names what this process writes (chunks of
              * large values: CLUSTER.md). */
@@ -172,10 +200,19 @@ void ss_etcd__claim_step(struct ss_backend_etcd *e)
     uint64_t now = ss_etcd__mono_ms();
     if (e->claim == SS_CLAIM_NONE && e->flights[0].marker_known && now >= e->claim_retry_ms) {
         e->claim = SS_CLAIM_GRANTING;
+        e->lease_asked_ms = now;
         ss_etcd__send(e, SS_OP_GRANT, SS_ETCD_LEASE_GRANT_METHOD, ss_etcd__pack_grant);
     } else if (e->claim == SS_CLAIM_HELD && !e->keepalive_asked && now >= e->keepalive_ms) {
+        struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_KEEPALIVE, SS_ETCD_LEASE_KEEPALIVE_METHOD);
+        if (op == NULL || ss_etcd__pack_lease(e, &op->call.request) != SS_OK) {
+            if (op)
+                ss_etcd__op_free(op);
+            return; /* out of memory: at the next poll */
+        }
+        op->call.timeout_ms = ss_etcd__claim_timeout_ms(e, now);
         e->keepalive_asked = true;
-        ss_etcd__send(e, SS_OP_KEEPALIVE, SS_ETCD_LEASE_KEEPALIVE_METHOD, ss_etcd__pack_lease);
+        e->lease_asked_ms = now;
+        ss_etcd__submit(e, op);
     }
 }
 
@@ -187,6 +224,7 @@ void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     switch (op->kind) {
     case SS_OP_GRANT:
         if (c->rc == SS_OK && ss_etcd_lease_grant_unpack(&c->reply, &e->lease_id, &ttl) == SS_OK) {
+            e->lease_end_ms = e->lease_asked_ms + (uint64_t)ttl * 1000u;
             e->claim = SS_CLAIM_CLAIMING;
             ss_etcd__send(e, SS_OP_CLAIM, SS_ETCD_TXN_METHOD, ss_etcd__pack_claim);
         } else {
@@ -221,8 +259,15 @@ void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     case SS_OP_KEEPALIVE:
         e->keepalive_asked = false;
         if (c->rc != SS_OK || ss_etcd_lease_keepalive_unpack(&c->reply, &ttl) != SS_OK) {
-            e->keepalive_ms = now + SS_ETCD_RETRY_MS * 5; /* soon, within the lease */
+            /* Again at once, within the lease: after a timeout or a lost
+             * connection the channel went on to the next endpoint, which
+             * may well answer. Not more often than every
+             * SS_ETCD_RETRY_MS all the same: with every member refusing
+             * connections, each try fails at once. */
+            uint64_t again = e->lease_asked_ms + SS_ETCD_RETRY_MS;
+            e->keepalive_ms = again > now ? again : now;
         } else if (ttl > 0) {
+            e->lease_end_ms = e->lease_asked_ms + (uint64_t)ttl * 1000u;
             e->keepalive_ms = now + (uint64_t)ttl * 1000u / 3u;
         } else {
             ss_etcd__log(e, SS_LOG_WARNING, "the claim on node id %s lapsed (etcd was out of reach, "
@@ -271,13 +316,30 @@ void ss_etcd__auth_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
         ss_etcd__log(e, SS_LOG_ERR, "etcd did not accept user %s: %s; trying again every %u ms",
                      e->username, ss_etcd__why(&op->call), SS_ETCD_MARKER_RETRY_MS);
     e->auth_refused_logged = true;
-    e->auth_retry_ms = ss_etcd__mono_ms() + SS_ETCD_MARKER_RETRY_MS;
+    /* A refusal costs etcd a password hash each time: not too often. A
+     * member that did not answer (the channel went on to the next
+     * endpoint) did no such work; and while the claim is held, its
+     * renewals may wait for the token. */
+    bool unanswered = rc == SS_E_TIMEOUT || rc == SS_E_CONNECTION;
+    e->auth_retry_ms = ss_etcd__mono_ms() + (unanswered ? SS_ETCD_RETRY_MS : SS_ETCD_MARKER_RETRY_MS);
 }
 
 void ss_etcd__auth_step(struct ss_backend_etcd *e)
 {
-    if (e->username && e->auth_needed && !e->auth_asked && ss_etcd__mono_ms() >= e->auth_retry_ms) {
+    uint64_t now = ss_etcd__mono_ms();
+    if (e->username && e->auth_needed && !e->auth_asked && now >= e->auth_retry_ms) {
+        struct ss_etcd_op *op = ss_etcd__op_new(e, SS_OP_AUTH, SS_ETCD_AUTHENTICATE_METHOD);
+        if (op == NULL || ss_etcd__pack_auth(e, &op->call.request) != SS_OK) {
+            if (op)
+                ss_etcd__op_free(op);
+            return; /* out of memory: at the next poll */
+        }
+        /* The claim's renewals wait for the token once it expired: while
+         * the claim is held, a member that does not answer is left as
+         * soon as it would be for them. */
+        if (e->claim == SS_CLAIM_HELD)
+            op->call.timeout_ms = ss_etcd__claim_timeout_ms(e, now);
         e->auth_asked = true;
-        ss_etcd__send(e, SS_OP_AUTH, SS_ETCD_AUTHENTICATE_METHOD, ss_etcd__pack_auth);
+        ss_etcd__submit(e, op);
     }
 }

@@ -18,6 +18,10 @@ void ss_etcd__marker_read(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 /* etcd answered: said once if it was said not to. */
 void ss_etcd__answers(struct ss_backend_etcd *e);
 void ss_etcd__claim_step(struct ss_backend_etcd *e);
+/* How long a call the claim rests on (a renewal of its lease, a log-in
+ * while it is held) may wait for its answer at monotonic time now: a
+ * third of the lease at most, and not past the lease's end. */
+unsigned ss_etcd__claim_timeout_ms(const struct ss_backend_etcd *e, uint64_t now);
 void ss_etcd__claim_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 int ss_etcd__logged_in(struct ss_backend_etcd *e, const ss_grpc_call *c);
 void ss_etcd__auth_step(struct ss_backend_etcd *e);

@@ -323,6 +323,11 @@ struct ss_backend_etcd {
     int64_t lease_id;
     unsigned lease_ttl_s;
     uint64_t claim_retry_ms, keepalive_ms; /* monotonic */
+    /* monotonic: when the lease's grant or renewal under way was sent,
+     * and the end of the lease as last granted or renewed (etcd counts
+     * its TTL from when it handled the call, after it was sent: the lease
+     * lasts at least that long, a leader change only extends it) */
+    uint64_t lease_asked_ms, lease_end_ms;
     bool keepalive_asked, claim_refused_logged;
     bool claim_lapsed;      /* held, then lapsed: say so when it is held again */
     char claim_value[64];

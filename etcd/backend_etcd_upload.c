@@ -389,8 +389,36 @@ void ss_etcd__blob_dropped(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     ss_etcd__drop_later(e, op->blob, 0); /* the cluster did not answer: again, until it does */
 }
 
+/* At the stop, the chunks of the large values of flight f that anything
+ * was sent for (an upload lease taken): what they become is not seen
+ * through, so they are named, as the deletions left are. */
+static void ss_etcd__flight_chunks_left(struct ss_backend_etcd *e, const struct ss_etcd_flight *f)
+{
+    if (f->state == SS_COMMIT_IDLE || (f->state == SS_COMMIT_DONE && f->rc == SS_OK))
+        return; /* nothing under way, or stored: the chunks are the value */
+    /* Its Txn went out (under way, being settled, or settled as unknown):
+     * the value may be stored, and the Txn may even be applied later, for
+     * as long as its guard lives. Otherwise it was not stored (still
+     * uploading, or failed and not yet cleared away). */
+    bool perhaps = f->state == SS_COMMIT_TXN || f->state == SS_COMMIT_RESOLVING ||
+                   (f->state == SS_COMMIT_DONE && f->unknown);
+    for (size_t i = 0; i < f->b.ntouched; i++) {
+        const struct ss_etcd_entry *x = f->b.touched[i];
+        if (x->change != SS_CHANGE_PUT || x->next_blob[0] == '\0' || x->upload_lease == 0)
+            continue;
+        if (perhaps)
+            ss_etcd__log(e, SS_LOG_WARNING, "stopped while the commit of a value in chunks c/%s/ was under way: "
+                         "unless it was stored, they are left behind (see CLUSTER.md)", x->next_blob);
+        else
+            ss_etcd__log(e, SS_LOG_WARNING, "stopped before the chunks c/%s/ of a value that was not "
+                         "stored were deleted: they are left behind (see CLUSTER.md)", x->next_blob);
+    }
+}
+
 void ss_etcd__drops_left(struct ss_backend_etcd *e)
 {
+    for (unsigned i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++)
+        ss_etcd__flight_chunks_left(e, &e->flights[i]);
     for (const struct ss_etcd_op *op = e->ops; op; op = op->next)
         if ((op->kind == SS_OP_BLOB_REVOKE || op->kind == SS_OP_BLOB_DROP) && op->blob[0] != '\0')
             ss_etcd__log(e, SS_LOG_WARNING, "stopped before the chunks c/%s/ of a value that was not "

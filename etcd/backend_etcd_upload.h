@@ -28,7 +28,8 @@ void ss_etcd__blob_dropped(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
 /* Deletions that failed, again after a pause. */
 void ss_etcd__drop_step(struct ss_backend_etcd *e);
-/* At the stop: log the chunks whose deletion is still to come. */
+/* At the stop: log the chunks whose deletion is still to come, and
+ * those of flights under way (uploading, or their commit not settled). */
 void ss_etcd__drops_left(struct ss_backend_etcd *e);
 
 #endif

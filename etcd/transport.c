@@ -168,9 +168,11 @@ static bool ss_transport__tls_wait(int fd, int want, uint64_t deadline)
     return poll(&p, 1, (int)(deadline - now)) == 1;
 }
 
-/* The TLS handshake on t->fd for endpoint e. 0 or SS_E_CONNECTION with
- * *why (the certificate's problem when that is the cause). */
-static int ss_transport__tls_connect(ss_transport *t, const ss_transport_endpoint *e, char *why, size_t n)
+/* The TLS handshake on t->fd for endpoint e, by deadline (monotonic ms).
+ * 0 or SS_E_CONNECTION with *why (the certificate's problem when that is
+ * the cause). */
+static int ss_transport__tls_connect(ss_transport *t, const ss_transport_endpoint *e, uint64_t deadline,
+                                     char *why, size_t n)
 {
     SSL *ssl = SSL_new(t->tls);
     if (ssl == NULL || SSL_set_fd(ssl, t->fd) != 1) {
@@ -188,7 +190,6 @@ static int ss_transport__tls_connect(ss_transport *t, const ss_transport_endpoin
         SSL_set_tlsext_host_name(ssl, e->host);
         SSL_set1_host(ssl, e->host);
     }
-    uint64_t deadline = ss_transport_now_ms() + t->connect_timeout_ms;
     for (;;) {
         ERR_clear_error();
         int r = SSL_connect(ssl);
@@ -316,9 +317,9 @@ void ss_transport_close(ss_transport *t)
 
 /* ---- connecting --------------------------------------------------------- */
 
-/* Connect to endpoint i within the connect timeout. 0 or SS_E_CONNECTION
+/* Connect to endpoint i by deadline (monotonic ms). 0 or SS_E_CONNECTION
  * with *why. */
-static int ss_transport__dial(ss_transport *t, size_t i, char *why, size_t n)
+static int ss_transport__dial(ss_transport *t, size_t i, uint64_t deadline, char *why, size_t n)
 {
     const ss_transport_endpoint *e = &t->eps[i];
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
@@ -344,7 +345,8 @@ static int ss_transport__dial(ss_transport *t, size_t i, char *why, size_t n)
             continue;
         }
         struct pollfd p = {fd, POLLOUT, 0};
-        int r = poll(&p, 1, (int)t->connect_timeout_ms);
+        uint64_t now = ss_transport_now_ms();
+        int r = now < deadline ? poll(&p, 1, (int)(deadline - now)) : 0;
         socklen_t len = sizeof err;
         if (r == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) {
             freeaddrinfo(res);
@@ -362,8 +364,12 @@ static int ss_transport__dial(ss_transport *t, size_t i, char *why, size_t n)
 
 int ss_transport_connect(ss_transport *t, size_t i, char *why, size_t n)
 {
-    int rc = ss_transport__dial(t, i, why, n);
-    if (rc == SS_OK && t->eps[i].tls && (rc = ss_transport__tls_connect(t, &t->eps[i], why, n)) != SS_OK)
+    /* One deadline for the whole: each address tried and the handshake
+     * used to get the timeout each, and a member that took the
+     * connection and hung in TLS held the calls twice as long. */
+    uint64_t deadline = ss_transport_now_ms() + t->connect_timeout_ms;
+    int rc = ss_transport__dial(t, i, deadline, why, n);
+    if (rc == SS_OK && t->eps[i].tls && (rc = ss_transport__tls_connect(t, &t->eps[i], deadline, why, n)) != SS_OK)
         ss_transport_close(t);
     return rc;
 }

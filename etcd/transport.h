@@ -49,9 +49,9 @@ void ss_transport_free(ss_transport *t);
 size_t ss_transport_count(const ss_transport *t);
 const ss_transport_endpoint *ss_transport_at(const ss_transport *t, size_t i);
 
-/* Connect to endpoint i (no connection open): TCP within the connect
- * timeout, then for https:// the TLS handshake (the server's certificate
- * verified and matched to the host, ALPN "h2"). 0, or SS_E_CONNECTION
+/* Connect to endpoint i (no connection open): TCP, then for https://
+ * the TLS handshake (the server's certificate verified and matched to
+ * the host, ALPN "h2"), all within the connect timeout. 0, or SS_E_CONNECTION
  * with *why naming the endpoint and the cause (the certificate's problem
  * when that is it); nothing stays open then. */
 int ss_transport_connect(ss_transport *t, size_t i, char *why, size_t n);

@@ -689,7 +689,8 @@ void ss_batch_free(struct ss_batch *b)
         /* One that never blocks (etcd): nothing of the open batch was
          * acknowledged; dropping it is what a lost connection would do. A
          * commit under way ends in the store or not at all, unanswered
-         * either way. */
+         * either way (the backend logs the chunks of large values that
+         * such a commit may leave behind, at its destroy). */
         ss_engine_abort(p->engine);
     }
     ss_outbox_free(&b->outbox);

@@ -2,8 +2,9 @@
 /* test_etcd_claim.c - one live broker per node id, also when a broker
  * stalls past its claim's lease and another takes the node id over: the
  * stalled one must write nothing when it resumes (every write Txn
- * compares the claim it made), while it still answers reads. And a clean
- * stop while calls to etcd are under way. */
+ * compares the claim it made), while it still answers reads. The claim
+ * is kept through a member that stops answering while a quorum is
+ * there. And a clean stop while calls to etcd are under way. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,6 +76,126 @@ TEST(cluster_broker_that_lost_its_node_id_writes_nothing)
 static bool nonzero(const char *v)
 {
     return strcmp(v, "0") != 0;
+}
+
+static bool any(const char *v)
+{
+    return v[0] != '\0';
+}
+
+/* A broker writing one key after the other, a write in flight at a time. */
+struct frozen_writer {
+    struct broker b;
+    struct client c;
+    char resp[64];
+    int sent, acked, refused;
+    uint64_t sent_ms, worst_ms;
+};
+
+static void frozen_writer_send(struct frozen_writer *w)
+{
+    char key[32];
+    snprintf(key, sizeof key, "w%d", w->sent++);
+    request_send(&w->c, w->resp, key, NULL, NULL, W("SET", key, "v"));
+    w->sent_ms = now_ms();
+}
+
+/* Its answer, if one came, counted; the next write goes out. */
+static void frozen_writer_pump(struct frozen_writer *w)
+{
+    struct msg *m = client_wait(&w->c, 5);
+    if (m == NULL)
+        return;
+    bool ok = m->len == 5 && memcmp(m->payload, "+OK\r\n", 5) == 0;
+    if (!ok)
+        printf("  %s: write %d answered %.*s", w->b.name, w->sent - 1, m->len, (const char *)m->payload);
+    w->acked += ok;
+    w->refused += !ok;
+    uint64_t took = now_ms() - w->sent_ms;
+    if (took > w->worst_ms)
+        w->worst_ms = took;
+    frozen_writer_send(w);
+}
+
+/* The member a broker talks to stops answering (SIGSTOP) while a quorum
+ * is there: the claim on its node id must hold. Its renewal used to go
+ * out with etcd_timeout_ms as its timeout, a third into the 3 s lease:
+ * it failed 2 s later, the next try came 500 ms after that on the next
+ * endpoint, and by then the leader had let the lease go. The claim
+ * lapsed ("the claim on node id X lapsed (etcd was out of reach, ...)",
+ * untrue) within 3 s, and with etcd_timeout_ms of 3 s or more at every
+ * such failover. Three brokers pointed at a follower first: one idle (its
+ * renewal alone on the connection), and two that
+ * write throughout, one with the default etcd_timeout_ms and one with
+ * 5 s. No claim lapses, and every write is answered within a bound. */
+TEST(cluster_claim_kept_when_the_member_in_use_stops_answering)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 3);
+    int leader = etcd_cluster_leader(&c);
+    ASSERT_TRUE(leader >= 0);
+    int frozen = (leader + 1) % 3;
+    char url[3][128];
+    for (int i = 0; i < 3; i++)
+        etcd_member_url(&c, i, url[i], sizeof url[i]);
+    char endpoints[400];
+    snprintf(endpoints, sizeof endpoints, "%s,%s,%s", url[frozen], url[(frozen + 1) % 3], url[(frozen + 2) % 3]);
+    struct frozen_writer w[2];
+    memset(w, 0, sizeof w);
+    broker_on_etcd(&w[0].b, "default", endpoints, "sys_interval 1\nplugin_opt_node_id kept-default\n");
+    broker_on_etcd(&w[1].b, "slow", endpoints,
+                   "sys_interval 1\nplugin_opt_node_id kept-slow\nplugin_opt_etcd_timeout_ms 5000\n");
+    struct broker idle;
+    broker_on_etcd(&idle, "idle", endpoints, "sys_interval 1\nplugin_opt_node_id kept-idle\n");
+    char at[200];
+    ASSERT_TRUE(sys_figure_until(idle.port, "etcd/endpoint", any, at, sizeof at));
+    ASSERT_MEM(at, strlen(at), url[frozen], strlen(url[frozen]));
+    for (int i = 0; i < 2; i++) {
+        client_connect_rr(&w[i].c, w[i].b.port, i ? "ws" : "wd", w[i].resp, sizeof w[i].resp);
+        ASSERT_REPLY(request(&w[i].c, w[i].resp, "0", NULL, NULL, W("SET", "first", "v")), "+OK\r\n");
+        /* It talks to the follower, the first endpoint. */
+        ASSERT_TRUE(sys_figure_until(w[i].b.port, "etcd/endpoint", any, at, sizeof at));
+        ASSERT_MEM(at, strlen(at), url[frozen], strlen(url[frozen]));
+    }
+    /* Writing for a while first: past a renewal or two, at whatever
+     * phase of the lease the member stops. */
+    for (int i = 0; i < 2; i++)
+        frozen_writer_send(&w[i]);
+    for (uint64_t t0 = now_ms(); now_ms() - t0 < 1500;)
+        for (int i = 0; i < 2; i++)
+            frozen_writer_pump(&w[i]);
+    etcd_member_sigstop(&c, frozen);
+    int before[2] = {w[0].acked, w[1].acked};
+    for (uint64_t t0 = now_ms(); now_ms() - t0 < 8000;)
+        for (int i = 0; i < 2; i++)
+            frozen_writer_pump(&w[i]);
+    for (int i = 0; i < 2; i++) {
+        uint64_t waiting = now_ms() - w[i].sent_ms; /* the write still in flight */
+        if (waiting > w[i].worst_ms)
+            w[i].worst_ms = waiting;
+        printf("  %s: %d writes acknowledged in 8 s with member %d stopped (%d refused), the slowest "
+               "answered in %llu ms; the claim lapsed %d times\n", w[i].b.name, w[i].acked - before[i], frozen,
+               w[i].refused, (unsigned long long)w[i].worst_ms, broker_log_count(&w[i].b, "lapsed"));
+    }
+    printf("  idle: the claim lapsed %d times\n", broker_log_count(&idle, "lapsed"));
+    ASSERT_EQ(broker_log_count(&idle, "lapsed"), 0);
+    for (int i = 0; i < 2; i++) {
+        ASSERT_EQ(broker_log_count(&w[i].b, "lapsed"), 0);
+        ASSERT_EQ(w[i].refused, 0);
+        /* The write under way when the member stopped waits for the
+         * connection to be given up (the renewal's timeout, a second at
+         * most, due within a second), then for its outcome to be settled
+         * on another member. */
+        ASSERT_TRUE(w[i].worst_ms < 4000);
+        ASSERT_TRUE(w[i].acked - before[i] >= 50);
+    }
+    ASSERT_EQ(kill(c.pid[frozen], SIGCONT), 0);
+    for (int i = 0; i < 2; i++) {
+        client_close(&w[i].c);
+        broker_stop(&w[i].b);
+    }
+    broker_stop(&idle);
+    etcd_cluster_stop(&c);
 }
 
 /* A broker stopped while its calls to etcd are under way (etcd frozen: a
