@@ -75,9 +75,12 @@ describe('the console on LMDB', () => {
     // here the figures are printed, and a console that does not start
     // within 5 s fails.
     test('the page weighs under 500 KB, and starts', async () => {
+        // What the page loads: NOTICES.txt goes with the copy of MQTT.js for
+        // its licences, and no page asks for it.
         let bytes = 0;
-        for (const f of readdirSync(H.CONSOLE_DIR)) bytes += statSync(join(H.CONSOLE_DIR, f)).size;
-        console.log(`# console: ${bytes} bytes served (${readdirSync(H.CONSOLE_DIR).length} files)`);
+        const files = readdirSync(H.CONSOLE_DIR).filter((f) => f !== 'NOTICES.txt');
+        for (const f of files) bytes += statSync(join(H.CONSOLE_DIR, f)).size;
+        console.log(`# console: ${bytes} bytes served (${files.length} files)`);
         assert.ok(bytes < 500 * 1024, `${bytes} bytes`);
         const p = await browser.context.newPage();
         let fetched = 0;

@@ -194,6 +194,10 @@ TEST(cli_tls_flags)
      * the TLS files". */
     char url[80];
     snprintf(url, sizeof url, "mqtts://localhost:%d", b.port);
+    const char *had = getenv("SSL_CERT_DIR");
+    char was[600] = "";
+    if (had)
+        snprintf(was, sizeof was, "%s", had);
     ASSERT_EQ(setenv("SSL_CERT_DIR", capath, 1), 0);
     cli_run(&r, 0, NULL, 0, "-L", url, "--cert", cert, "--key", key, "get", "tls", NULL);
     if (r.status != 0)
@@ -205,7 +209,10 @@ TEST(cli_tls_flags)
      * as applying to TLS only). */
     cli_run(&r, b.port, NULL, 0, "-h", "127.0.0.1", "--cert", cert, "--key", key, "--insecure", "get", "tls",
             NULL);
-    unsetenv("SSL_CERT_DIR");
+    if (had)
+        setenv("SSL_CERT_DIR", was, 1);
+    else
+        unsetenv("SSL_CERT_DIR");
     ASSERT_EQ(r.status, 0);
     OUT_IS(r, "yes");
     run_free(&r);
