@@ -44,8 +44,4 @@ void ss_etcd__send_fence(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
 void ss_etcd__send_settle_read(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
 void ss_etcd__settle_read_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
-/* e->scratch = the commit marker of slot: n/<node id> for slot 0,
- * m/<slot>/<node id> for the others. */
-int ss_etcd__marker_key(struct ss_backend_etcd *e, unsigned slot);
-
 #endif

@@ -12,6 +12,7 @@
 #include "backend_etcd_base.h"
 #include "backend_etcd_calls.h"
 #include "backend_etcd_commit.h"
+#include "backend_etcd_txn.h"
 #include "backend_etcd_session.h"
 
 /* ---- the commit marker ------------------------------------------------- */

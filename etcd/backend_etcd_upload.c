@@ -46,6 +46,7 @@
 #include "backend_etcd_blob.h"
 #include "backend_etcd_calls.h"
 #include "backend_etcd_commit.h"
+#include "backend_etcd_txn.h"
 #include "backend_etcd_upload.h"
 
 /* The guards' lease: a minute, and a second per MiB of chunked records;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: EPL-2.0 OR BSD-3-Clause */
-/* batch_internal.h - what batch.c and batch_answer.c share: the batch
- * and its commits in flight. */
+/* batch_internal.h - what batch.c, batch_exec.c and batch_answer.c
+ * share: the batch and its commits in flight. */
 #ifndef SS_BATCH_INTERNAL_H
 #define SS_BATCH_INTERNAL_H
 
@@ -69,5 +69,13 @@ void ss_batch__push(struct ss_batch *b, const char *client_id, struct ss_request
  * __ts, NULL for none). */
 void ss_batch__answer(struct ss_batch *b, const char *client_id, struct ss_request_props *r,
                       const ss_bytes *payload, const char *version, uint64_t commit, bool final);
+
+/* Run one request. False when it must run again later (its read is under
+ * way, or the key changed after it was decided): nothing was answered.
+ * *held: its answer shares the open batch's fate (command.h); one that
+ * does not was answered for good and never runs again. gone: its client
+ * disconnected before it ran. */
+bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *in, bool gone,
+                       struct ss_request_props *r, bool *held);
 
 #endif
