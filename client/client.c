@@ -309,12 +309,12 @@ static void ss_client__cb_subscribe(struct mosquitto *m, void *ud, int mid, int 
         ss_client__on_subscribed(c);
 }
 
-/* The connection is gone: calls in flight fail at once with
- * SS_E_CONNECTION. Their answers cannot come: the session starts clean,
- * so neither the requests nor the response topic's subscription outlive
- * the connection. */
-/* The connection is gone: every call in flight fails at once (reason: the
- * broker's DISCONNECT reason code, 0 if it sent none). */
+/* The connection is gone: every call in flight fails at once with
+ * SS_E_CONNECTION (reason: the broker's DISCONNECT reason code, 0 if it
+ * sent none). Their answers cannot come: the session starts clean, so
+ * neither the requests nor the response topic's subscription outlive the
+ * connection. A request may have reached the store before, so the text
+ * says that a write's outcome is unknown (CLIENT.md). */
 static void ss_client__lost(ss_client *c, bool report, int reason)
 {
     pthread_mutex_lock(&c->mu);
@@ -332,7 +332,10 @@ static void ss_client__lost(ss_client *c, bool report, int reason)
         left = p->next;
         char *text = NULL;
         if (reason >= 0x80)
-            text = ss_client__refusal_text(c, "not connected: the broker disconnected this client", reason);
+            text = ss_client__refusal_text(c, "the broker disconnected this client before the answer "
+                                              "came; a write may have taken effect", reason);
+        else
+            text = strdup("the connection was lost before the answer came; a write may have taken effect");
         ss_client__fail_pending_text(p, SS_E_CONNECTION, text);
     }
     if (was)

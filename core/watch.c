@@ -45,6 +45,7 @@ struct ss_watch {
     /* Of total and bytes, the stopped registrations not settled: they
      * count toward no limit, since the client was told they are gone. */
     size_t stopping_total, stopping_bytes;
+    ss_watch_limit refused; /* the limit of the last refusal */
 };
 
 int ss_watch_new(size_t max_per_client, size_t max_total, ss_watch **out)
@@ -155,17 +156,22 @@ int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key)
     int rc = SS_OK;
     struct ss_wentry *e = NULL;
     size_t bytes = w->bytes - w->stopping_bytes;
+    /* Stopped registrations wait until the changes before their STOP are
+     * told (on etcd, by the watch, which may lag or be down): they count
+     * too, up to as many again (the !found tests), so that registering
+     * and stopping in a loop cannot grow them without bound meanwhile. */
     if ((w->max_per_client && c->count - c->stopping >= w->max_per_client) ||
-        (w->max_total && w->total - w->stopping_total >= w->max_total) ||
-        (w->max_bytes && (key.len > w->max_bytes || bytes > w->max_bytes - key.len)))
-        rc = SS_E_QUOTA;
-    else if (!found && ((w->max_per_client && c->count >= 2 * w->max_per_client) ||
-                        (w->max_total && w->total >= 2 * w->max_total) ||
-                        (w->max_bytes && w->bytes > 2 * w->max_bytes - key.len)))
-        /* Stopped registrations wait until the changes before their STOP
-         * are told (on etcd, by the watch, which may lag or be down): they
-         * count too, up to as many again, so that registering and
-         * stopping in a loop cannot grow them without bound meanwhile. */
+        (!found && w->max_per_client && c->count >= 2 * w->max_per_client))
+        w->refused = SS_WATCH_LIMIT_PER_CLIENT;
+    else if ((w->max_total && w->total - w->stopping_total >= w->max_total) ||
+             (!found && w->max_total && w->total >= 2 * w->max_total))
+        w->refused = SS_WATCH_LIMIT_TOTAL;
+    else if ((w->max_bytes && (key.len > w->max_bytes || bytes > w->max_bytes - key.len)) ||
+             (!found && w->max_bytes && w->bytes > 2 * w->max_bytes - key.len))
+        w->refused = SS_WATCH_LIMIT_BYTES;
+    else
+        w->refused = SS_WATCH_LIMIT_NONE;
+    if (w->refused != SS_WATCH_LIMIT_NONE)
         rc = SS_E_QUOTA;
     else if (found) {
         ss_watch__unstop(w, found); /* stopped, then asked for again */
@@ -195,6 +201,11 @@ int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key)
     w->total++;
     w->bytes += key.len;
     return 1;
+}
+
+ss_watch_limit ss_watch_refused(const ss_watch *w)
+{
+    return w->refused;
 }
 
 static void ss_watch__entry_unlink(ss_watch *w, struct ss_wentry *e)

@@ -25,6 +25,15 @@ void ss_watch_set_max_bytes(ss_watch *w, size_t max_bytes);
 /* Register client for key. 1 when added, 0 when it was already registered,
  * SS_E_QUOTA when a limit is reached, SS_E_NOMEM. */
 int ss_watch_add(ss_watch *w, ss_bytes client, ss_bytes key);
+/* The limits ss_watch_add refuses at. */
+typedef enum {
+    SS_WATCH_LIMIT_NONE,
+    SS_WATCH_LIMIT_PER_CLIENT, /* max_per_client of ss_watch_new */
+    SS_WATCH_LIMIT_TOTAL,      /* max_total of ss_watch_new */
+    SS_WATCH_LIMIT_BYTES,      /* ss_watch_set_max_bytes */
+} ss_watch_limit;
+/* Which limit the last ss_watch_add refused at (NONE if it did not). */
+ss_watch_limit ss_watch_refused(const ss_watch *w);
 /* Unregister. 1 when it was registered, 0 when not. */
 int ss_watch_remove(ss_watch *w, ss_bytes client, ss_bytes key);
 /* KEYNOTIFY ... STOP run in batch seq (> 0): 1 when it was registered, 0

@@ -137,6 +137,21 @@ void ss_notify_attach(struct ss_plugin *p)
     p->backend->told_ctx = p;
 }
 
+/* The option that sets a limit of the registrations, for the log. */
+static const char *ss_notify__limit_name(ss_watch_limit limit)
+{
+    switch (limit) {
+    case SS_WATCH_LIMIT_PER_CLIENT:
+        return "max_registrations_per_client";
+    case SS_WATCH_LIMIT_TOTAL:
+        return "max_registrations";
+    case SS_WATCH_LIMIT_BYTES:
+        return "max_registration_bytes";
+    default:
+        return "none";
+    }
+}
+
 int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)
 {
     struct ss_plugin *p = ctx;
@@ -158,7 +173,8 @@ int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)
         return rc;
     rc = ss_watch_add(p->watch, client, key);
     if (rc == SS_E_QUOTA)
-        ss_log(p, MOSQ_LOG_WARNING, "client %s reached its KEYNOTIFY limit", id);
+        ss_log(p, MOSQ_LOG_WARNING, "client %s reached a KEYNOTIFY limit: %s", id,
+               ss_notify__limit_name(ss_watch_refused(p->watch)));
     if (rc < 0)
         return rc;
     /* Its username, against which each notification is checked: the key

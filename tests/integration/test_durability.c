@@ -489,7 +489,7 @@ TEST(plugin_bad_options_stop_the_broker)
     PAYLOAD(m, "-ERR the quota has been exceeded\r\n");
     client_close(&cl);
     ASSERT_TRUE(broker_log_has(&e, "request from q refused: max_keys (2 keys) reached"));
-    ASSERT_TRUE(broker_log_has(&e, "client q reached its KEYNOTIFY limit"));
+    ASSERT_TRUE(broker_log_has(&e, "client q reached a KEYNOTIFY limit: max_registrations_per_client"));
     ASSERT_EQ(broker_log_count(&e, "refused: max_keys"), 1);
     broker_stop(&e);
 }

@@ -39,7 +39,9 @@ TEST(watch_register_notify_drop)
     ASSERT_EQ(ss_watch_count(w), 3);
     /* Per-client limit. */
     ASSERT_EQ(ss_watch_add(w, B("c1"), B("x")), 1);
+    ASSERT_EQ(ss_watch_refused(w), SS_WATCH_LIMIT_NONE);
     ASSERT_EQ(ss_watch_add(w, B("c1"), B("y")), SS_E_QUOTA);
+    ASSERT_EQ(ss_watch_refused(w), SS_WATCH_LIMIT_PER_CLIENT); /* named in the log */
     ASSERT_EQ(ss_watch_add(w, B("c1"), B("x")), 0); /* re-registering is fine at the limit */
     ASSERT_EQ(ss_watch_client_count(w, B("c1")), 3);
     ASSERT_EQ(ss_watch_remove(w, B("c1"), B("x")), 1);
@@ -107,6 +109,7 @@ TEST(watch_stop_holds_until_settled)
     ASSERT_EQ(ss_watch_add(q, B("c"), B("k5")), 1);
     ASSERT_EQ(ss_watch_stop(q, B("c"), B("k5"), 7), 1);
     ASSERT_EQ(ss_watch_add(q, B("c"), B("k6")), SS_E_QUOTA); /* 4 held: twice the limit */
+    ASSERT_EQ(ss_watch_refused(q), SS_WATCH_LIMIT_PER_CLIENT);
     ASSERT_EQ(ss_watch_add(q, B("c"), B("k2")), 1); /* taken back: no new one */
     ASSERT_EQ(ss_watch_settle(q, 8), 3);
     ASSERT_EQ(ss_watch_add(q, B("c"), B("k6")), 1);
@@ -132,6 +135,7 @@ TEST(watch_many_and_total_limit)
         ASSERT_EQ(ss_watch_add(w, B(c), B(k)), 1);
     }
     ASSERT_EQ(ss_watch_add(w, B("late"), B("key")), SS_E_QUOTA);
+    ASSERT_EQ(ss_watch_refused(w), SS_WATCH_LIMIT_TOTAL);
     ASSERT_EQ(ss_watch_client_count(w, B("late")), 0);
     for (int i = 0; i < 50; i += 2) {
         snprintf(c, sizeof c, "client%d", i);
@@ -154,6 +158,7 @@ TEST(watch_bytes_limit)
     ASSERT_EQ(ss_watch_add(w, B("a"), B("012345678901234567890")), SS_E_QUOTA);        /* 101 */
     ASSERT_EQ(ss_watch_add(w, B("a"), B("01234567890123456789")), 1);                 /* 100 */
     ASSERT_EQ(ss_watch_add(w, B("c"), B("x")), SS_E_QUOTA);
+    ASSERT_EQ(ss_watch_refused(w), SS_WATCH_LIMIT_BYTES);
     ASSERT_EQ(ss_watch_client_count(w, B("c")), 0);
     ASSERT_EQ(ss_watch_add(w, B("a"), B("01234567890123456789")), 0); /* registered already */
     ASSERT_EQ(ss_watch_remove(w, B("a"), B("01234567890123456789")), 1);
