@@ -124,10 +124,14 @@ static int ss_acl__parse_line(const char *line, size_t len, struct ss_acl_rule *
     }
     while (pos < len && (line[pos] == ' ' || line[pos] == '\t'))
         pos++;
-    /* Trailing blanks go, but not one escaped with a backslash: `foo\ `
-     * names the key "foo " (an odd count of backslashes before it). */
+    /* A CRLF file's '\r' ends the line, whatever precedes it: `foo\`
+     * names the key "foo\". Then trailing blanks go, but not one escaped
+     * with a backslash: `foo\ ` names the key "foo " (an odd count of
+     * backslashes before it). */
     size_t end = len;
-    while (end > pos && (line[end - 1] == ' ' || line[end - 1] == '\t' || line[end - 1] == '\r')) {
+    if (end > pos && line[end - 1] == '\r')
+        end--;
+    while (end > pos && (line[end - 1] == ' ' || line[end - 1] == '\t')) {
         size_t bs = 0;
         while (end - 1 - bs > pos && line[end - 2 - bs] == '\\')
             bs++;

@@ -131,27 +131,32 @@ static bool ss_batch__is_scan(const struct ss_queued *e)
     return ss_batch__command_of(e, &cmd) && cmd.type == SS_CMD_SCAN;
 }
 
-/* Room for n listing clients (one per queued request at most): n, or
- * what there is when it cannot grow (then one more listing holds the
- * queue as any waiting request does). */
-static size_t ss_batch__lister_room(struct ss_batch *b, size_t n)
-{
-    if (n > b->lister_cap) {
-        size_t cap = b->lister_cap ? b->lister_cap : 16;
-        while (cap < n)
-            cap *= 2;
-        struct ss_batch_lister *room = realloc(b->lister_room, cap * sizeof *room);
-        if (room == NULL)
-            return b->lister_cap;
-        b->lister_room = room;
-        b->lister_cap = cap;
-    }
-    return n;
-}
-
 static uint64_t ss_batch__lister_hash(const struct ss_batch *b, const char *id)
 {
     return ss_table_hash(&b->listers, (const uint8_t *)id, strlen(id));
+}
+
+/* Room for one more listing client after the nlisting in the table: made
+ * when a SCAN needs it (a run of the queue without one costs nothing).
+ * Growing moves the nodes, so they leave the table while they move. False
+ * when it cannot grow (then the listing holds the queue as any waiting
+ * request does). */
+static bool ss_batch__lister_room(struct ss_batch *b, size_t nlisting)
+{
+    if (nlisting < b->lister_cap)
+        return true;
+    size_t cap = b->lister_cap ? b->lister_cap * 2 : 16;
+    for (size_t i = 0; i < nlisting; i++)
+        ss_table_remove(&b->listers, &b->lister_room[i].node);
+    struct ss_batch_lister *room = realloc(b->lister_room, cap * sizeof *room);
+    if (room != NULL) {
+        b->lister_room = room;
+        b->lister_cap = cap;
+    }
+    for (size_t i = 0; i < nlisting; i++)
+        ss_table_insert(&b->listers, &b->lister_room[i].node,
+                        ss_batch__lister_hash(b, b->lister_room[i].client_id));
+    return room != NULL;
 }
 
 static bool ss_batch__listing(const struct ss_batch *b, const char *id)
@@ -177,7 +182,6 @@ static bool ss_batch__listing(const struct ss_batch *b, const char *id)
 static bool ss_batch__run_queue(struct ss_batch *b)
 {
     size_t nlisting = 0, n = b->queue.len, kept = 0, front = 0, stop = 0;
-    size_t room = ss_batch__lister_room(b, n);
     bool stopped = false, gaps = false, full = false;
     for (size_t i = 0; i < n; i++) {
         struct ss_queued *e = &b->queue.items[i];
@@ -187,14 +191,17 @@ static bool ss_batch__run_queue(struct ss_batch *b)
         }
         if (!stopped && (nlisting == 0 || !ss_batch__listing(b, e->client_id))) {
             struct ss_request_from in = {e->payload, e->len, e->client_id, e->username};
+            /* Weighed before it runs: its answer takes its response
+             * topic and correlation data. */
+            uint64_t size = ss_queued_size(e);
             if (ss_batch__run(b, &in, e->gone, &e->r)) {
-                b->queue_bytes -= ss_queued_size(e);
+                b->queue_bytes -= size;
                 ss_queued_free(e);
                 front += kept == 0;
                 gaps |= kept != 0;
                 continue;
             }
-            if (nlisting < room && ss_batch__is_scan(e)) {
+            if (ss_batch__is_scan(e) && ss_batch__lister_room(b, nlisting)) {
                 struct ss_batch_lister *l = &b->lister_room[nlisting++];
                 l->client_id = e->client_id;
                 ss_table_insert(&b->listers, &l->node, ss_batch__lister_hash(b, e->client_id));
@@ -411,27 +418,67 @@ static void ss_batch__collect(struct ss_batch *b)
     }
 }
 
+/* Start committing the open batch (a new batch opens). 0: its commit is
+ * under way; SS_E_BUSY: not now (every flight taken, or a read the
+ * commit needs is under way), the open batch stays open; anything else:
+ * it settled at once (nothing to commit, or a failure). */
+static int ss_batch__commit_open(struct ss_batch *b, uint64_t now)
+{
+    ss_backend *be = b->p->backend;
+    unsigned id = 0;
+    int rc = be->ops->commit_start(be->impl, now, b->outbox.len != 0, &id);
+    if (rc == SS_OK)
+        ss_batch__fly(b, id);
+    else if (rc == SS_E_NOTFOUND)
+        ss_batch__settle_open(b, SS_OK); /* nothing to write or check */
+    else if (rc != SS_E_BUSY)
+        ss_batch__settle_open(b, rc);
+    return rc;
+}
+
+/* The queue is full (max_queued_bytes): make room on a backend that may
+ * block, waiting here for the commit under way, which also stops the
+ * broker reading more (slow disk, flood of requests). When the answers
+ * held stop the queue even so (they belong to the open batch: on LMDB
+ * with fsync periodic a commit is done at once, and the open batch holds
+ * its answers until the next tick), the open batch is committed here and
+ * then, and its answers go before the queue runs into the next: the
+ * queue shrinks by what runs, or nothing would ever stop it growing until
+ * the tick. Until the queue is under its bound, or nothing more runs (a
+ * read under way). False on a backend that never blocks the broker's
+ * thread (etcd): the request is refused, the store is not keeping up. */
+static bool ss_batch__make_room(struct ss_batch *b)
+{
+    ss_backend *be = b->p->backend;
+    while (b->queue_bytes >= b->p->opt.max_queued_bytes) {
+        if (be->ops->commit_wait(be->impl) != SS_OK)
+            return false;
+        ss_batch__collect(b);
+        if (ss_batch__answers_full(b) && ss_batch__commit_open(b, ss_wall_ms()) == SS_OK &&
+            be->ops->commit_wait(be->impl) == SS_OK)
+            ss_batch__collect(b);
+        size_t before = b->queue.len;
+        if (before == 0 || !be->ops->accepting(be->impl))
+            break;
+        ss_batch__run_queue(b);
+        if (b->queue.len == before)
+            break; /* held by a read: what comes waits behind it */
+    }
+    return true;
+}
+
 void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, struct ss_request_props *r)
 {
     ss_backend *be = b->p->backend;
-    /* Past the queue's bound, a backend that may block waits for the
-     * commit under way here, which also stops the broker reading more
-     * (slow disk, flood of requests). One that never blocks the broker's
-     * thread (etcd) refuses: the store is not keeping up. */
-    if (b->queue_bytes >= b->p->opt.max_queued_bytes) {
-        if (be->ops->commit_wait(be->impl) != SS_OK) {
-            ss_buf err = SS_BUF_INIT;
-            if (ss_codec_put_error(&err, SS_E_UNAVAILABLE) == SS_OK) {
-                ss_bytes answer = {err.data, err.len};
-                ss_batch__answer(b, from->client_id, r, &answer, NULL, 0, false);
-            }
-            ss_buf_free(&err);
-            ss_request_props_free(r);
-            return;
+    if (!ss_batch__make_room(b)) {
+        ss_buf err = SS_BUF_INIT;
+        if (ss_codec_put_error(&err, SS_E_UNAVAILABLE) == SS_OK) {
+            ss_bytes answer = {err.data, err.len};
+            ss_batch__answer(b, from->client_id, r, &answer, NULL, 0, false);
         }
-        ss_batch__collect(b);
-        if (be->ops->accepting(be->impl) && b->queue.len)
-            ss_batch__run_queue(b);
+        ss_buf_free(&err);
+        ss_request_props_free(r);
+        return;
     }
     /* Answers held at their bound: it waits in the queue too, where the
      * queue's bound above applies to what follows. On etcd this is what
@@ -469,16 +516,10 @@ void ss_batch_tick(struct ss_batch *b, uint64_t now)
     /* An idle broker turns every 100 ms: be woken at the next deadline,
      * so that its DELETE is not up to a turn late. */
     ss_waker_at(&p->waker, be->ops->next_expiry(be->impl), now);
-    unsigned id = 0;
-    int rc = be->ops->commit_start(be->impl, now, b->outbox.len != 0, &id);
+    int rc = ss_batch__commit_open(b, now);
     if (rc == SS_OK) {
-        ss_batch__fly(b, id);
         ss_batch__collect(b); /* a commit that did not wait is done */
-    } else if (rc == SS_E_NOTFOUND) {
-        ss_batch__settle_open(b, SS_OK); /* nothing to write or check */
-    } else if (rc != SS_E_BUSY) {
-        ss_batch__settle_open(b, rc);
-    } else {
+    } else if (rc == SS_E_BUSY) {
         /* Every flight taken: nothing settles this tick, but what waits
          * for no commit (a refusal, a full queue's "unavailable") goes
          * out now, not when a flight ends. */

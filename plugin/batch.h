@@ -63,8 +63,9 @@ void ss_batch_free(struct ss_batch *b);
 
 /* Run a request in the open batch, or queue it while a commit is under way
  * or while the answers held for commits reach max_queued_bytes (a full
- * queue, max_queued_bytes too, waits for the commit here, or is refused on
- * a backend that never blocks). Takes what r holds. A request resent
+ * queue, max_queued_bytes too, waits for the commit here, committing the
+ * open batch here too when its answers hold the queue; or is refused on a
+ * backend that never blocks). Takes what r holds. A request resent
  * within the resend window gets its first answer. */
 void ss_batch_submit(struct ss_batch *b, const struct ss_request_from *from, struct ss_request_props *r);
 

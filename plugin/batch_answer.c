@@ -20,8 +20,8 @@ void ss_request_props_free(struct ss_request_props *r)
     memset(r, 0, sizeof *r);
 }
 
-void ss_batch__push(struct ss_batch *b, const char *client_id, struct ss_request_props *r,
-                           uint8_t *payload, size_t len, mosquitto_property *props, uint64_t commit, bool final)
+bool ss_batch__push(struct ss_batch *b, const char *client_id, struct ss_request_props *r, uint8_t *payload,
+                    size_t len, mosquitto_property *props, uint64_t commit, bool final)
 {
     const char *session = ss_answer_to(b->p, client_id);
     char *to = NULL;
@@ -29,7 +29,7 @@ void ss_batch__push(struct ss_batch *b, const char *client_id, struct ss_request
         free(payload);
         mosquitto_property_free_all(&props);
         ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: an answer was dropped");
-        return;
+        return false;
     }
     char *topic = r->response_topic;
     uint8_t *corr = r->corr;
@@ -38,12 +38,15 @@ void ss_batch__push(struct ss_batch *b, const char *client_id, struct ss_request
     r->corr = NULL;
     r->corr_len = 0;
     if (ss_outbox_push(&b->outbox, to, true, topic, payload, len, props, corr, corr_len, commit, final) !=
-        MOSQ_ERR_SUCCESS)
+        MOSQ_ERR_SUCCESS) {
         ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: an answer was dropped");
+        return false;
+    }
+    return true;
 }
 
-void ss_batch__answer(struct ss_batch *b, const char *client_id, struct ss_request_props *r,
-                             const ss_bytes *payload, const char *version, uint64_t commit, bool final)
+bool ss_batch__answer(struct ss_batch *b, const char *client_id, struct ss_request_props *r,
+                      const ss_bytes *payload, const char *version, uint64_t commit, bool final)
 {
     mosquitto_property *props = ss_response_props(r->corr, r->corr_len, "200", version);
     uint8_t *copy = malloc(payload->len);
@@ -51,10 +54,10 @@ void ss_batch__answer(struct ss_batch *b, const char *client_id, struct ss_reque
         mosquitto_property_free_all(&props);
         free(copy);
         ss_log(b->p, MOSQ_LOG_WARNING, "out of memory: an answer was dropped");
-        return;
+        return false;
     }
     memcpy(copy, payload->data, payload->len);
-    ss_batch__push(b, client_id, r, copy, payload->len, props, commit, final);
+    return ss_batch__push(b, client_id, r, copy, payload->len, props, commit, final);
 }
 
 void ss_batch_refuse(struct ss_batch *b, const char *client_id, struct ss_request_props *r, const char *stat,

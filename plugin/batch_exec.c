@@ -104,9 +104,10 @@ bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *in, boo
     }
     ss_metrics_request(&p->metrics, x.command, rc, b->scratch.data, b->scratch.len);
     /* Each limit's refusal names its own limit (the engine's checks, in
-     * their order); a KEYNOTIFY refused for its registration limits was
-     * logged where it was counted (notify.c), and the backend's cause
-     * (a key count, bytes stored, the disk) is a write's only. */
+     * their order); a KEYNOTIFY refused for its registration limits or
+     * for its notification topic's length was logged where it was
+     * refused (notify.c: ss_on_keynotify), and the backend's cause (a key
+     * count, bytes stored, the disk) is a write's only. */
     if (rc == SS_E_QUOTA && x.cmd.type == SS_CMD_SET && x.cmd.value.len > p->opt.max_value_bytes)
         ss_log(p, MOSQ_LOG_WARNING,
                "request from %s refused: a value may have at most %llu bytes so that its "
@@ -142,9 +143,10 @@ bool ss_batch__execute(struct ss_batch *b, const struct ss_request_from *in, boo
         ss_log(p, MOSQ_LOG_WARNING, "out of memory: a request will not be recognised if resent");
     /* An answer that does not depend on the commit still waits for it, so
      * that a client's answers keep the order of its requests. */
-    ss_batch__answer(b, client_id, r, &answer, x.has_version ? version : NULL, b->seq, !*held);
-    if (registers)
-        ss_outbox_registers(&b->outbox);
+    bool queued = ss_batch__answer(b, client_id, r, &answer, x.has_version ? version : NULL, b->seq, !*held);
+    if (queued && registers && ss_outbox_registers(&b->outbox, client_id) != MOSQ_ERR_SUCCESS)
+        ss_log(p, MOSQ_LOG_WARNING, "out of memory: the +OK of a KEYNOTIFY from %s is sent even if "
+               "its client goes first", client_id);
     /* The answer was copied. A GET of a huge value grew the buffer to the
      * value's size (rounded up): give that memory back, so that one big
      * read does not keep the broker large for good. */

@@ -51,9 +51,9 @@ struct ss_batch {
     uint64_t seq;        /* number of the open batch */
     uint64_t dedup_mark; /* resend cache entries after it belong to the open batch */
     ss_buf scratch;      /* the engine's answer */
-    /* The listing clients during one run of the queue: as many as it
-     * holds requests, room made before the run (a node in the table must
-     * not move). Empty between runs. */
+    /* The listing clients during one run of the queue, in lister_room
+     * (made as SCANs need it: batch.c, ss_batch__lister_room). Empty
+     * between runs. */
     ss_table listers;
     struct ss_batch_lister *lister_room;
     size_t lister_cap;
@@ -62,12 +62,13 @@ struct ss_batch {
 /* Queue an answer to client_id's request (for the session ss_answer_to
  * says), waiting for commit (0: none; final: it waits but holds whatever
  * becomes of the commit, outbox.h): the request's response topic and
- * correlation data are handed over to it, not copied. */
-void ss_batch__push(struct ss_batch *b, const char *client_id, struct ss_request_props *r, uint8_t *payload,
+ * correlation data are handed over to it, not copied. False when memory
+ * ran out (logged): nothing was queued. */
+bool ss_batch__push(struct ss_batch *b, const char *client_id, struct ss_request_props *r, uint8_t *payload,
                     size_t len, mosquitto_property *props, uint64_t commit, bool final);
 /* The same with a copy of payload, as a status 200 answer (version: its
  * __ts, NULL for none). */
-void ss_batch__answer(struct ss_batch *b, const char *client_id, struct ss_request_props *r,
+bool ss_batch__answer(struct ss_batch *b, const char *client_id, struct ss_request_props *r,
                       const ss_bytes *payload, const char *version, uint64_t commit, bool final);
 
 /* Run one request. False when it must run again later (its read is under

@@ -169,6 +169,10 @@ int ss_on_keynotify(void *ctx, void *caller, ss_bytes key, bool stop)
         return 1;
     /* A key whose notification topic would not fit cannot be observed. */
     int rc = ss_notify__topic(p, client, key);
+    if (rc == SS_E_QUOTA)
+        ss_log(p, MOSQ_LOG_NOTICE, "request from %s refused: a KEYNOTIFY's notification topic would be %zu "
+               "bytes (the client id and the key of %zu bytes, in hex), longer than MQTT allows (%u)",
+               id, p->topic.len - 1, key.len, SS_TOPIC_MAX);
     if (rc != SS_OK)
         return rc;
     rc = ss_watch_add(p->watch, client, key);

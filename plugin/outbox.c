@@ -53,7 +53,7 @@ const char *ss_answer_to(const struct ss_plugin *p, const char *client_id)
 static size_t ss_outbox__size(const struct ss_outmsg *m)
 {
     return SS_OUTBOX_MSG_OVERHEAD + m->payload_len + m->corr_len + (m->topic ? strlen(m->topic) : 0) +
-           (m->clientid ? strlen(m->clientid) : 0);
+           (m->clientid ? strlen(m->clientid) : 0) + (m->requester ? strlen(m->requester) : 0);
 }
 
 /* Free m, which leaves ob (its bytes no longer counted). */
@@ -61,6 +61,7 @@ static void ss_outbox__msg_free(struct ss_outbox *ob, struct ss_outmsg *m)
 {
     ob->bytes -= m->size;
     free(m->clientid);
+    free(m->requester);
     free(m->topic);
     free(m->payload);
     free(m->corr);
@@ -140,10 +141,20 @@ void ss_outbox_fail(struct ss_outbox *ob, uint64_t commit, int err)
     ob->len = kept;
 }
 
-void ss_outbox_registers(struct ss_outbox *ob)
+int ss_outbox_registers(struct ss_outbox *ob, const char *client_id)
 {
-    if (ob->len > 0 && ob->msgs[ob->len - 1].answer)
-        ob->msgs[ob->len - 1].registers = true;
+    if (ob->len == 0 || !ob->msgs[ob->len - 1].answer)
+        return MOSQ_ERR_SUCCESS; /* cannot happen: the caller pushed it */
+    struct ss_outmsg *m = &ob->msgs[ob->len - 1];
+    if (m->clientid == NULL && m->requester == NULL) {
+        if ((m->requester = strdup(client_id)) == NULL)
+            return MOSQ_ERR_NOMEM;
+        ob->bytes -= m->size;
+        m->size = ss_outbox__size(m);
+        ob->bytes += m->size;
+    }
+    m->registers = true;
+    return MOSQ_ERR_SUCCESS;
 }
 
 size_t ss_outbox_client_gone(struct ss_outbox *ob, const char *client_id)
@@ -151,7 +162,8 @@ size_t ss_outbox_client_gone(struct ss_outbox *ob, const char *client_id)
     size_t kept = 0, dropped = 0;
     for (size_t i = 0; i < ob->len; i++) {
         struct ss_outmsg *m = &ob->msgs[i];
-        if ((!m->answer || m->registers) && m->clientid && strcmp(m->clientid, client_id) == 0) {
+        const char *whose = m->clientid ? m->clientid : m->requester;
+        if ((!m->answer || m->registers) && whose && strcmp(whose, client_id) == 0) {
             dropped += !m->answer;
             ss_outbox__msg_free(ob, m);
         } else {

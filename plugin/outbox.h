@@ -24,6 +24,9 @@ struct ss_outmsg {
     char *clientid;
     bool answer; /* an answer (else a notification) */
     bool registers; /* a registering KEYNOTIFY's +OK (ss_outbox_registers) */
+    /* Such an answer's requester when clientid is NULL (topic protection
+     * off), so that it goes with its client all the same; else NULL. */
+    char *requester;
     char *topic;
     uint8_t *payload;
     size_t payload_len;
@@ -54,11 +57,14 @@ struct ss_outbox {
  * ss_outmsg. 0 or MOSQ_ERR_NOMEM. */
 int ss_outbox_push(struct ss_outbox *ob, char *clientid, bool answer, char *topic, uint8_t *payload, size_t len,
                    mosquitto_property *props, uint8_t *corr, uint16_t corr_len, uint64_t commit, bool final);
-/* The answer just pushed tells its client that a KEYNOTIFY registered:
- * should the client go before it is sent, it goes too (the registration
- * went with the client, and a persistent session would be told +OK of a
- * registration it does not have). */
-void ss_outbox_registers(struct ss_outbox *ob);
+/* The answer just pushed (the caller knows it was: ss_outbox_push
+ * succeeded) tells client_id that a KEYNOTIFY registered: should the
+ * client go before it is sent, it goes too (the registration went with
+ * the client, and a persistent session would be told +OK of a
+ * registration it does not have). client_id is borrowed (copied when the
+ * answer goes to no session in particular). 0, or MOSQ_ERR_NOMEM: not
+ * marked. */
+int ss_outbox_registers(struct ss_outbox *ob, const char *client_id);
 /* Messages waiting for the commit of batch number commit. */
 size_t ss_outbox_count(const struct ss_outbox *ob, uint64_t commit);
 /* The commit of batch number commit failed with err: its answers become

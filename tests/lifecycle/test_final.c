@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../core/codec.h"
 #include "../../core/errors.h"
+#include "../../plugin/batch.h"
 #include "../test.h"
 #include "fixture.h"
 
@@ -144,6 +146,34 @@ TEST(a_queued_keynotify_of_a_departed_client_registers_nothing)
     lc_close(&f);
 }
 
+/* With topic protection off an answer goes to its topic's subscribers,
+ * into no client's session in particular: a registering KEYNOTIFY's +OK
+ * still goes with its client when it disconnects before its commit ends
+ * (the registration went). Others' answers stay. */
+TEST(a_departed_client_loses_its_held_keynotify_answer_without_topic_protection)
+{
+    struct lc f;
+    lc_open(&f, &lc_single);
+    f.p->opt.topic_protection = false;
+    ss_mem_hold_commits(f.be, true);
+    lc_send(&f, "leaver", "o", "KEYNOTIFY watched");
+    lc_send(&f, "stayer", "s", "KEYNOTIFY watched");
+    lc_send(&f, "writer", "1", "SET other v");
+    lc_tick(&f);
+    lc_disconnect(&f, "leaver");
+    ASSERT_TRUE(ss_mem_release_commit(f.be, 1));
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 2);
+    const char *want[][2] = {{"resp/stayer", "+OK\r\n"}, {"resp/writer", "+OK\r\n"}};
+    for (size_t i = 0; i < 2; i++) {
+        const struct lc_msg *m = lc_msg(i);
+        ASSERT_TRUE(m->clientid == NULL); /* routed to the topic's subscribers */
+        ASSERT_MEM(m->topic, strlen(m->topic), want[i][0], strlen(want[i][0]));
+        ASSERT_MEM(m->payload.data, m->payload.len, want[i][1], strlen(want[i][1]));
+    }
+    lc_close(&f);
+}
+
 /* The sweep deletes what expired in a batch of its own; its observer is
  * told once that batch is committed, not when it failed. */
 TEST(an_expiry_is_notified_once_committed)
@@ -222,5 +252,56 @@ TEST(an_administrative_page_lists_what_is_committed)
                      lc_msg(1)->ts);
     ASSERT_BUF(lc_msg(2)->corr, "a2");
     ASSERT_MEM(lc_msg(2)->payload.data, lc_msg(2)->payload.len, want, (size_t)n);
+    lc_close(&f);
+}
+
+/* A registering KEYNOTIFY whose +OK could not be queued (here: it has no
+ * response topic, which the outbox refuses as it would a failed
+ * allocation) marks nothing: the answer queued before it, another
+ * client's, is not taken for its +OK and still goes when that client
+ * disconnects before the commit ends (a SET's answer is the broker's to
+ * deliver). */
+TEST(a_keynotify_answer_not_queued_marks_no_other_answer)
+{
+    struct lc f;
+    lc_open(&f, &lc_single);
+    ss_mem_hold_commits(f.be, true);
+    lc_send(&f, "writer", "1", "SET k v");
+    ss_buf payload = SS_BUF_INIT;
+    ss_bytes argv[2] = {{(const uint8_t *)"KEYNOTIFY", 9}, {(const uint8_t *)"k", 1}};
+    ASSERT_EQ(ss_codec_put_request(&payload, 2, argv), SS_OK);
+    struct ss_request_props r = {0};
+    struct ss_request_from from = {payload.data, payload.len, "watcher", NULL};
+    ss_batch_submit(f.p->batch, &from, &r);
+    ss_request_props_free(&r);
+    ss_buf_free(&payload);
+    ASSERT_TRUE(lc_logged("an answer was dropped"));
+    lc_tick(&f);
+    lc_disconnect(&f, "writer");
+    ASSERT_TRUE(ss_mem_release_commit(f.be, 1));
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 1);
+    lc_expect_answer(0, "writer", "1", "+OK\r\n");
+    lc_close(&f);
+}
+
+/* A KEYNOTIFY whose notification topic (the client id and the key, in
+ * hex) would be longer than MQTT allows is refused, and the log says why,
+ * as it does for every other refusal of a limit. */
+TEST(a_keynotify_whose_topic_would_not_fit_is_refused_and_logged)
+{
+    struct lc f;
+    lc_open(&f, &lc_single);
+    static char id[801], words[10 + 32000 + 1];
+    memset(id, 'c', sizeof id - 1);
+    memcpy(words, "KEYNOTIFY ", 10);
+    memset(words + 10, 'k', 32000);
+    lc_send(&f, id, "1", words);
+    lc_tick(&f);
+    ASSERT_EQ(lc_published(), 1);
+    const struct lc_msg *m = lc_msg(0);
+    ASSERT_BUF(m->payload, "-ERR the quota has been exceeded\r\n");
+    ASSERT_TRUE(lc_logged(" refused: a KEYNOTIFY's notification topic would be 65675 bytes (the client id "
+                          "and the key of 32000 bytes, in hex), longer than MQTT allows (65535)"));
     lc_close(&f);
 }

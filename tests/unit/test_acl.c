@@ -170,6 +170,26 @@ TEST(acl_pattern_keeps_every_byte_but_the_blanks_around_it)
     ss_acl_free(a);
 }
 
+/* A CRLF file's '\r' ends the line whatever comes before it: a pattern
+ * ending in a backslash does not escape it (`foo\` is the key "foo\",
+ * not "foo\r"), and an escaped blank before it stays. */
+TEST(acl_crlf_line_end_is_never_escaped)
+{
+    static const char rules[] = "any read foo\\\r\n"
+                                "any write bar\\ \r\n"
+                                "any readwrite baz \t\r\n";
+    ss_acl *a;
+    char err[128];
+    ASSERT_EQ(ss_acl_parse(rules, sizeof rules - 1, &a, err, sizeof err), SS_OK);
+    ASSERT_EQ(ss_acl_rule_count(a), 3);
+    ASSERT_TRUE(ss_acl_allows(a, "c", NULL, SS_ACCESS_READ, K("foo\\")));
+    ASSERT_TRUE(!ss_acl_allows(a, "c", NULL, SS_ACCESS_READ, K("foo\r")));
+    ASSERT_TRUE(ss_acl_allows(a, "c", NULL, SS_ACCESS_WRITE, K("bar ")));
+    ASSERT_TRUE(!ss_acl_allows(a, "c", NULL, SS_ACCESS_WRITE, K("bar \r")));
+    ASSERT_TRUE(ss_acl_allows(a, "c", NULL, SS_ACCESS_WRITE, K("baz")));
+    ss_acl_free(a);
+}
+
 /* What needs every key at once (BACKUP) is allowed only by a rule whose
  * pattern is stars alone, for the access asked, whose principals match:
  * "*?", "a*", or "%c*" allow many keys, not every key. */
