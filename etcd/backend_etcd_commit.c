@@ -231,16 +231,13 @@ void ss_etcd__send_fence(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
     ss_etcd__resolve_submit(e, f, op, rc);
 }
 
-/* Is the marker that flight f's failed Txn read back (kv) older than this
- * process's last commit on the slot? Its own text with a lower sequence
- * number, or none where it wrote one: etcd's data went back (a marker is
- * only ever replaced, by the next commit). Says so in why (n bytes), or
- * leaves it empty. A marker of another process (a broker that took the
- * node id over) says nothing of it. */
-static void ss_etcd__marker_behind(const struct ss_backend_etcd *e, const struct ss_etcd_flight *f,
-                                   const ss_etcd_kv *kv, char *why, size_t n)
+void ss_etcd__marker_behind(const struct ss_backend_etcd *e, const struct ss_etcd_flight *f, const ss_etcd_kv *kv,
+                           char *why, size_t n)
 {
-    if (f->committed_seq == 0)
+    /* A Txn built before etcd's data was last seen going back read the
+     * marker of the history that went (that step was taken already); and
+     * after it, committed_seq is 0 until the slot commits again. */
+    if (f->committed_seq == 0 || f->known_backs != e->stats.revisions_went_back)
         return;
     if (!kv->found) {
         snprintf(why, n, "this broker's commit marker of slot %u is gone (its commit %llu was in etcd)", f->slot,
@@ -456,6 +453,10 @@ static void ss_etcd__fence_answered(struct ss_backend_etcd *e, struct ss_etcd_fl
     }
     bool ours = ss_etcd__marker_holds(f, &kv);
     int64_t rev = kv.found ? kv.mod_revision : 0;
+    int64_t fence_rev = r.revision;
+    char behind[200] = "";
+    if (!ours)
+        ss_etcd__marker_behind(e, f, &kv, behind, sizeof behind);
     ss_etcd_reply_free(&r);
     if (ours) {
         ss_etcd__log(e, SS_LOG_NOTICE, "the commit of unknown outcome happened");
@@ -474,6 +475,23 @@ static void ss_etcd__fence_answered(struct ss_backend_etcd *e, struct ss_etcd_fl
         ss_etcd__commit_outcome(e, f, SS_E_CONFLICT, 0);
         return;
     }
+    f->unknown = true;
+    /* etcd's data went back since the lost commit was built (seen now,
+     * by the marker, or before): the marker is as restored. Neither it nor
+     * the claim, both made again in the new history, can tell whether the
+     * lost commit's compares may yet hold there: its outcome stays
+     * unknown. */
+    bool went_back = f->known_backs != e->stats.revisions_went_back;
+    if (behind[0]) {
+        ss_etcd__went_back(e, fence_rev, behind);
+        went_back = true;
+    }
+    if (went_back) {
+        ss_etcd__log(e, SS_LOG_WARNING, "the outcome of a commit sent before etcd's data went back stays "
+                     "unknown: its requests are answered 'unavailable' and may have taken effect");
+        ss_etcd__commit_outcome(e, f, SS_E_UNAVAILABLE, 0);
+        return;
+    }
     /* Another process wrote this broker's marker since: a broker that
      * took over the node id after this one's claim lapsed. What is there
      * says nothing of the lost commit, which may have happened before: its
@@ -481,7 +499,6 @@ static void ss_etcd__fence_answered(struct ss_backend_etcd *e, struct ss_etcd_fl
     ss_etcd__log(e, SS_LOG_ERR, "the commit marker of node id %s was changed by another process "
                  "(two brokers must not share a node id): the outcome of a commit stays unknown, "
                  "its requests are answered 'unavailable' and may have taken effect", e->node_id);
-    f->unknown = true;
     ss_etcd__commit_outcome(e, f, SS_E_UNAVAILABLE, 0);
 }
 

@@ -44,4 +44,16 @@ void ss_etcd__send_fence(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
 void ss_etcd__send_settle_read(struct ss_backend_etcd *e, struct ss_etcd_flight *f);
 void ss_etcd__settle_read_done(struct ss_backend_etcd *e, struct ss_etcd_op *op);
 
+/* Is the marker that a failed Txn of flight f read back (kv) older than
+ * this process's last commit on the slot? Its own text with a lower
+ * sequence number, or none where it wrote one: etcd's data went back (a
+ * marker is only ever replaced, by the next commit). Says so in why (n
+ * bytes; the caller's ss_etcd__went_back), or leaves it empty. Only for a
+ * Txn built since the last time etcd's data was seen going back (its
+ * known_backs): one restore is noticed once. A marker of another process
+ * (a broker that took the node id over) says nothing of it. Read before
+ * kv's bytes go. */
+void ss_etcd__marker_behind(const struct ss_backend_etcd *e, const struct ss_etcd_flight *f, const ss_etcd_kv *kv,
+                           char *why, size_t n);
+
 #endif

@@ -7,14 +7,17 @@
  * Files: backend_etcd.c (the storage interface's data operations, start
  * and stop), backend_etcd_cache.c (the cache), backend_etcd_calls.c (calls
  * and the poll), backend_etcd_life.c (the owner's lifecycle),
- * backend_etcd_options.c (the options), backend_etcd_commit.c (a batch's Txn, its outcome, the
- * fence that settles an unknown one), backend_etcd_sweep.c (the deadlines
- * this broker knows, deleting due keys), backend_etcd_session.c (the
- * commit marker, the claim on the node id, authentication),
+ * backend_etcd_options.c (the options), backend_etcd_txn.c (a batch as
+ * one Txn), backend_etcd_commit.c (a batch committed in a flight, its
+ * outcome, the fence that settles an unknown one), backend_etcd_sweep.c
+ * (the deadlines this broker knows, deleting due keys),
+ * backend_etcd_session.c (the commit marker, the claim on the node id,
+ * authentication),
  * backend_etcd_quota.c (max_keys and max_bytes over the whole store),
  * backend_etcd_scan.c (pages of records for administrative requests),
  * backend_etcd_watch.c (the change feed from etcd's Watch),
  * backend_etcd_blob.c (values too large for one request, in chunks),
+ * backend_etcd_upload.c (writing those chunks under a guard),
  * backend_etcd_tombstone.c (the version a deletion removed, and the
  * leases that remove its tombstone),
  * backend_etcd_probe.c (each endpoint's status, for the figures).
@@ -60,7 +63,7 @@
 #define SS_ETCD_TOLD_MAX 32
 /* The compares of a Txn beside its keys': the marker's, the claim's and
  * the counter's; a Txn that confirms its reads by the markers
- * (backend_etcd_commit.c: ss_etcd__build_solo) has the intervals between
+ * (backend_etcd_txn.c: ss_etcd__build_solo) has the intervals between
  * this broker's markers and the sentinel's two besides, but leaves one
  * key uncompared at least: the larger of 3 and 8 - 1. */
 #define SS_ETCD_OTHER_COMPARES (3 + (SS_BACKEND_ETCD_FLIGHTS + 1) + 2 - 1)
@@ -227,20 +230,23 @@ struct ss_etcd_flight {
     bool writes;
     bool nospace; /* built while etcd was out of space: deletions only, no
                      commit marker (etcd refuses every put then) */
-    bool solo;    /* its reads confirmed by the markers (backend_etcd_commit.c) */
+    bool solo;    /* its reads confirmed by the markers (backend_etcd_txn.c) */
     bool marks;   /* it puts the sentinel s/marked */
     bool unknown; /* its Txn went out and may have applied: its outcome
                      stays unknown (answered unavailable) */
     int rc;
     int64_t revision;
     /* The highest revision this broker knew when the Txn was built, and
-     * how many times etcd's data had gone back by then: the Txn's own
-     * revision cannot be lower in the same history. */
+     * how many times etcd's data had gone back by then (also when the
+     * guard of a large value's chunks was sent): the Txn's own revision
+     * cannot be lower in the same history, and the marker it reads back
+     * tells of a step back only if none was seen since. */
     int64_t known_rev;
     uint64_t known_backs;
     char txn_id[300];
     uint64_t txn_seq;       /* the sequence number in txn_id */
-    uint64_t committed_seq; /* of this process's last commit on the slot (0: none) */
+    uint64_t committed_seq; /* of this process's last commit on the slot (0: none, or none
+                               since etcd's data was seen going back) */
     uint64_t resolve_at_ms;
     bool settle_by_read; /* resolving: the commit can no longer happen later,
                             so a read of the marker settles it */
@@ -296,7 +302,7 @@ struct ss_backend_etcd {
     unsigned upload_ttl_scale; /* the guards' lease is this many times its length */
 
     uint64_t incarnation, txn_seq;
-    /* Reads confirmed at once (backend_etcd_commit.c): after solo_ms
+    /* Reads confirmed at once (backend_etcd_txn.c): after solo_ms
      * (0: never) without a sign of another broker writing (foreign_ms,
      * monotonic: a change of its through the watch, or a conflict), a
      * write Txn confirms the keys it only read by one compare, that no
@@ -308,13 +314,13 @@ struct ss_backend_etcd {
     /* The store's revision when the watch was last (re)started: until
      * the watch has reached it, reads are compared one by one (a broker
      * out of space deletes without a marker, and the watch alone tells of
-     * that; backend_etcd_commit.c). */
+     * that; backend_etcd_txn.c). */
     int64_t watch_caught_rev;
     /* The revision of this broker's commit that put the sentinel s/marked
      * (0: it may be gone). A broker out of space deletes it with whatever
      * it deletes without a marker, so a Txn that confirms its reads by the
      * markers also compares that it is there, and goes only once the
-     * watch has passed the sentinel's put (backend_etcd_commit.c). */
+     * watch has passed the sentinel's put (backend_etcd_txn.c). */
     int64_t marked_rev;
     bool unreachable_logged;
 

@@ -48,6 +48,7 @@
 #include "backend_etcd_commit.h"
 #include "backend_etcd_txn.h"
 #include "backend_etcd_upload.h"
+#include "backend_etcd_watch.h"
 
 /* The guards' lease: a minute, and a second per MiB of chunked records;
  * times upload_ttl_scale, which doubles each time one ended too soon. */
@@ -176,6 +177,7 @@ void ss_etcd__upload_next(struct ss_backend_etcd *e, struct ss_etcd_flight *f)
          * every guard again, as the commit's failure branch reads it. */
         if (rc == SS_OK && (rc = ss_etcd__marker_key(e, f->slot)) == SS_OK)
             rc = ss_etcd_txn_on_failure_get(&t, ss_etcd__bytes(&e->scratch));
+        f->known_backs = e->stats.revisions_went_back; /* for the marker read back */
     } else {
         size_t cb = ss_etcd__chunk_bytes(e);
         size_t off = x->uploaded * cb;
@@ -265,13 +267,23 @@ void ss_etcd__upload_done(struct ss_backend_etcd *e, struct ss_etcd_op *op)
     ss_etcd_kv kv;
     if (c->rc == SS_OK && ss_etcd_txn_unpack(&c->reply, &r, &kv) == SS_OK) {
         bool held = r.succeeded;
-        ss_etcd_reply_free(&r);
+        int64_t rev = r.revision;
         struct ss_etcd_entry *x = f->b.touched[f->upload_at];
+        /* The guard's Txn failed on this broker's own marker, older than
+         * its last commit on the slot: etcd's data went back. Taken as
+         * the commit's Txn would take it, or the guard would use that
+         * evidence up (the commit compares the marker as read here). */
+        char behind[200] = "";
+        if (!held && !x->guarded)
+            ss_etcd__marker_behind(e, f, &kv, behind, sizeof behind);
+        ss_etcd_reply_free(&r);
         if (!held) {
             /* The guard's Txn: the record changed (another broker wrote
              * it), and the commit would fail on it, or the marker moved
              * (read by its failure branch). A chunk's: the guard is gone,
              * its lease ended. */
+            if (behind[0])
+                ss_etcd__went_back(e, rev, behind);
             if (x->guarded)
                 ss_etcd__upload_lease_ended(e);
             else

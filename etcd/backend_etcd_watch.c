@@ -389,6 +389,13 @@ void ss_etcd__went_back(struct ss_backend_etcd *e, int64_t rev, const char *evid
     e->marked_rev = 0;
     for (size_t i = 0; i < e->ntold; i++)
         e->told[i].rev = 0; /* revisions of the old history: wait for none of them */
+    /* The markers as restored are older than this broker's last commits:
+     * read back again (by a Txn of either slot that fails, the next time
+     * or the one after), they would tell of this same step back again,
+     * each time emptying the cache and moving the watch on past changes
+     * it has not told yet. The next commit on a slot is the new mark. */
+    for (unsigned i = 0; i < SS_BACKEND_ETCD_FLIGHTS; i++)
+        e->flights[i].committed_seq = 0;
     e->foreign_ms = ss_etcd__mono_ms();
     ss_etcd__deadlines_reread(e);
     if (e->watch)
