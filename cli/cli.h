@@ -76,6 +76,10 @@ bool cli_json_given(int argc, char **argv);
 int cli_options_file(struct cli *cl);
 /* url.c: apply -L URL to cl->conn. 0, or -1 after a usage error. */
 int cli_url_apply(struct cli *cl, const char *spelled, const char *url);
+/* The port the connection to the broker uses: conn's, else the default
+ * the client library takes for it (8883 with TLS, 1883 without). For what
+ * is shown (the prompt, a failure to connect). */
+int cli_port(const ss_client_options *conn);
 
 /* main.c: the index of the command in the table, or -1. */
 int cli_command_index(const char *name);
@@ -190,8 +194,9 @@ struct import_etcd;
 int import_etcd_open(const struct cli *cl, struct import_etcd **out, char *why, size_t n);
 int import_etcd_put(struct import_etcd *e, ss_bytes key, const ss_record *rec, char *why, size_t n);
 int import_etcd_finish(struct import_etcd *e, char *why, size_t n);
-/* After a failure: delete what the import wrote (the whole prefix, which
- * held nothing when it began), and say how that went. */
+/* After a failure: delete the records the import wrote that still hold
+ * the revision it wrote them at (nothing another wrote under the prefix
+ * meanwhile), and say what the prefix holds then. */
 void import_etcd_undo(struct import_etcd *e);
 void import_etcd_close(struct import_etcd *e);
 

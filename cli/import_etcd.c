@@ -8,8 +8,12 @@
  * the key is absent: an import never replaces a record, and one that
  * finds a key present stops and says so. An import that stops on a
  * failure it catches (a bad line, etcd's refusal, no answer) deletes what
- * it wrote (import_etcd_undo): the prefix held nothing when it began, so
- * its whole range goes, and a retry finds it empty. Checking the whole
+ * it wrote and nothing else (import_etcd_undo): the prefix held nothing
+ * when it began, but a broker started on it meanwhile may have written
+ * its claim, its marker and its clients' records since. So the import
+ * keeps the keys of its Txns with the revision each committed at, and
+ * deletes each key only while it still holds that revision; a Txn that
+ * got no answer is judged by reading its keys back. Checking the whole
  * input before the first Txn instead would not do: standard input cannot
  * be read twice, and etcd's failures come only with the Txns. One that is
  * killed leaves its complete Txns: docs/OPERATIONS.md says how to empty
@@ -49,8 +53,51 @@ struct import_etcd {
     uint64_t instance, blobs; /* blob ids: this run's instance and a count */
     ss_buf pending_blobs;     /* ids (32 bytes each) of the chunked values of the Txn being built */
     bool wrote;               /* a write was sent: the prefix may hold something of this import */
-    bool contended;           /* a Txn found a key present: someone else writes under the prefix */
+    /* What undo deletes, as lists of entries (struct import_etcd_entry,
+     * then the key, then the value): batch, the records of the Txn being
+     * built (with their values); written, those of the Txns that
+     * committed (with their revisions, no values). */
+    ss_buf batch, written;
+    bool unsure;              /* batch went in a Txn that got no answer: it may have committed */
+    int64_t last_revision;    /* of the last Txn that committed: the marker's */
 };
+
+/* An entry of batch or written. */
+struct import_etcd_entry {
+    uint32_t key_len, value_len;
+    int64_t revision;  /* the Txn's that wrote it (0: not known) */
+    bool chunked;      /* its value is in the chunks of blob */
+    char blob[32];
+};
+
+static int import_etcd__entry_add(ss_buf *list, const struct import_etcd_entry *h, ss_bytes key, ss_bytes value)
+{
+    struct import_etcd_entry copy = *h;
+    copy.key_len = (uint32_t)key.len;
+    copy.value_len = (uint32_t)value.len;
+    int rc = ss_buf_append(list, &copy, sizeof copy);
+    if (rc == SS_OK)
+        rc = ss_buf_append(list, key.data, key.len);
+    if (rc == SS_OK && value.len)
+        rc = ss_buf_append(list, value.data, value.len);
+    return rc;
+}
+
+/* The entry at *off, which moves past it; false at the end. key and value
+ * borrow list. */
+static bool import_etcd__entry_next(const ss_buf *list, size_t *off, struct import_etcd_entry *h, ss_bytes *key,
+                                    ss_bytes *value)
+{
+    if (*off + sizeof *h > list->len)
+        return false;
+    memcpy(h, list->data + *off, sizeof *h);
+    key->data = list->data + *off + sizeof *h;
+    key->len = h->key_len;
+    value->data = key->data + h->key_len;
+    value->len = h->value_len;
+    *off += sizeof *h + h->key_len + h->value_len;
+    return true;
+}
 
 static int import_etcd__name(struct import_etcd *e, char part, ss_bytes key)
 {
@@ -92,6 +139,28 @@ static int import_etcd__call(struct import_etcd *e, ss_grpc_call *c, char *why, 
 
 static void import_etcd__drop_pending(struct import_etcd *e);
 
+/* Does the prefix hold any key? *found: 0, or 1 when it does. */
+static int import_etcd__prefix_holds(struct import_etcd *e, size_t *found, char *why, size_t n)
+{
+    ss_buf end = SS_BUF_INIT;
+    ss_grpc_call c;
+    memset(&c, 0, sizeof c);
+    c.method = SS_ETCD_RANGE_METHOD;
+    int rc = import_etcd__prefix_range(e, &end);
+    if (rc == SS_OK)
+        rc = ss_etcd_range_keys_pack(&c.request, import_etcd__bytes(&e->name), import_etcd__bytes(&end), 1, false);
+    ss_buf_free(&end);
+    ss_etcd_reply r;
+    *found = 0;
+    if (rc == SS_OK && (rc = import_etcd__call(e, &c, why, n)) == SS_OK &&
+        (rc = ss_etcd_range_unpack_all(&c.reply, &r, found)) == SS_OK)
+        ss_etcd_reply_free(&r);
+    else if (rc != SS_OK && why[0] == '\0')
+        snprintf(why, n, "%s", ss_strerror(rc));
+    ss_grpc_call_clear(&c);
+    return rc;
+}
+
 void import_etcd_close(struct import_etcd *e)
 {
     if (e == NULL)
@@ -104,6 +173,8 @@ void import_etcd_close(struct import_etcd *e)
     ss_buf_free(&e->name);
     ss_buf_free(&e->rec);
     ss_buf_free(&e->pending_blobs);
+    ss_buf_free(&e->batch);
+    ss_buf_free(&e->written);
     free(e);
 }
 
@@ -134,29 +205,12 @@ int import_etcd_open(const struct cli *cl, struct import_etcd **out, char *why, 
         ss_grpc_call_clear(&c);
         memset(&c, 0, sizeof c);
     }
-    /* The prefix must hold no store yet: one key of it is enough to say.
-     * (import_etcd_undo relies on it: all the prefix holds afterwards is
-     * this import's.) */
-    if (rc == SS_OK) {
-        ss_buf end = SS_BUF_INIT;
-        rc = import_etcd__prefix_range(e, &end);
-        c.method = SS_ETCD_RANGE_METHOD;
-        if (rc == SS_OK)
-            rc = ss_etcd_range_keys_pack(&c.request, import_etcd__bytes(&e->name), import_etcd__bytes(&end), 1,
-                                         false);
-        ss_buf_free(&end);
-        ss_etcd_reply r;
-        size_t found = 0;
-        if (rc == SS_OK && (rc = import_etcd__call(e, &c, why, n)) == SS_OK &&
-            (rc = ss_etcd_range_unpack_all(&c.reply, &r, &found)) == SS_OK) {
-            ss_etcd_reply_free(&r);
-            if (found > 0) {
-                snprintf(why, n, "the prefix %s already holds keys: import into a prefix no store uses "
-                         "(--etcd-prefix)", e->prefix);
-                rc = SS_E_INVAL;
-            }
-        }
-        ss_grpc_call_clear(&c);
+    /* The prefix must hold no store yet: one key of it is enough to say. */
+    size_t found = 0;
+    if (rc == SS_OK && (rc = import_etcd__prefix_holds(e, &found, why, n)) == SS_OK && found > 0) {
+        snprintf(why, n, "the prefix %s already holds keys: import into a prefix no store uses "
+                 "(--etcd-prefix)", e->prefix);
+        rc = SS_E_INVAL;
     }
     if (rc != SS_OK) {
         import_etcd_close(e);
@@ -213,19 +267,37 @@ static int import_etcd__flush(struct import_etcd *e, char *why, size_t n)
     if (rc == SS_OK)
         rc = ss_etcd_txn_pack(&e->t, &c.request);
     ss_etcd_reply r;
-    e->wrote = e->wrote || rc == SS_OK; /* sent: it may commit even when no answer comes */
+    bool sent = rc == SS_OK, answered = false;
+    e->wrote = e->wrote || sent; /* it may commit even when no answer comes */
     if (rc == SS_OK && (rc = import_etcd__call(e, &c, why, n)) == SS_OK) {
         if ((rc = ss_etcd_txn_unpack(&c.reply, &r, NULL)) != SS_OK) {
             snprintf(why, n, "etcd's answer to a Txn could not be read");
         } else {
+            answered = true;
             if (!r.succeeded) {
                 snprintf(why, n, "a key of this import is in the store already (written meanwhile?)");
-                e->contended = true;
                 rc = SS_E_INVAL;
+            } else {
+                /* Its puts hold the Txn's revision: what undo deletes. */
+                size_t off = 0;
+                struct import_etcd_entry h;
+                ss_bytes key, value, none = {NULL, 0};
+                while (rc == SS_OK && import_etcd__entry_next(&e->batch, &off, &h, &key, &value)) {
+                    h.revision = r.revision;
+                    rc = import_etcd__entry_add(&e->written, &h, key, none);
+                }
+                e->last_revision = r.revision;
+                if (rc != SS_OK)
+                    snprintf(why, n, "%s", ss_strerror(rc));
             }
             ss_etcd_reply_free(&r);
         }
     }
+    /* Sent without an answer: it may have committed (or still may); undo
+     * reads its keys back. Otherwise nothing of it is left to know. */
+    e->unsure = sent && !answered;
+    if (!e->unsure)
+        ss_buf_clear(&e->batch);
     ss_grpc_call_clear(&c);
     ss_etcd_txn_clear(&e->t);
     e->keys = e->bytes = 0;
@@ -292,9 +364,13 @@ int import_etcd_put(struct import_etcd *e, ss_bytes key, const ss_record *rec, c
     if (rc != SS_OK)
         return rc;
     ss_bytes value = {e->rec.data, e->rec.len};
+    struct import_etcd_entry h = {.chunked = chunked};
+    if (chunked) /* import_etcd__chunks added its blob id last */
+        memcpy(h.blob, e->pending_blobs.data + e->pending_blobs.len - sizeof h.blob, sizeof h.blob);
     if ((rc = import_etcd__name(e, 'k', key)) == SS_OK &&
-        (rc = ss_etcd_txn_expect(&e->t, import_etcd__bytes(&e->name), 0)) == SS_OK)
-        rc = ss_etcd_txn_put(&e->t, import_etcd__bytes(&e->name), value);
+        (rc = ss_etcd_txn_expect(&e->t, import_etcd__bytes(&e->name), 0)) == SS_OK &&
+        (rc = ss_etcd_txn_put(&e->t, import_etcd__bytes(&e->name), value)) == SS_OK)
+        rc = import_etcd__entry_add(&e->batch, &h, key, value);
     if (rc != SS_OK)
         return rc;
     e->keys++;
@@ -307,42 +383,186 @@ int import_etcd_finish(struct import_etcd *e, char *why, size_t n)
     return import_etcd__flush(e, why, n);
 }
 
+/* Send t (a Txn of deletions under compares) and say whether its
+ * compares held. */
+static int import_etcd__send(struct import_etcd *e, const ss_etcd_txn *t, bool *succeeded, char *why, size_t n)
+{
+    ss_grpc_call c;
+    memset(&c, 0, sizeof c);
+    c.method = SS_ETCD_TXN_METHOD;
+    ss_etcd_reply r;
+    int rc = ss_etcd_txn_pack(t, &c.request);
+    if (rc != SS_OK)
+        snprintf(why, n, "%s", ss_strerror(rc));
+    else if ((rc = import_etcd__call(e, &c, why, n)) == SS_OK &&
+             (rc = ss_etcd_txn_unpack(&c.reply, &r, NULL)) != SS_OK)
+        snprintf(why, n, "etcd's answer to a Txn could not be read");
+    if (rc == SS_OK) {
+        *succeeded = r.succeeded;
+        ss_etcd_reply_free(&r);
+    }
+    ss_grpc_call_clear(&c);
+    return rc;
+}
+
+/* The Txn that deletes the entries of written in [from, to): each record
+ * (and the chunks of its value) only while it holds the revision this
+ * import wrote it at. */
+static int import_etcd__delete_txn(struct import_etcd *e, size_t from, size_t to, ss_etcd_txn *t, ss_buf *end)
+{
+    struct import_etcd_entry h;
+    ss_bytes key, value;
+    int rc = SS_OK;
+    ss_etcd_txn_clear(t);
+    for (size_t off = from; rc == SS_OK && off < to && import_etcd__entry_next(&e->written, &off, &h, &key, &value);) {
+        if ((rc = import_etcd__name(e, 'k', key)) == SS_OK &&
+            (rc = ss_etcd_txn_expect(t, import_etcd__bytes(&e->name), h.revision)) == SS_OK)
+            rc = ss_etcd_txn_delete(t, import_etcd__bytes(&e->name));
+        if (rc == SS_OK && h.chunked) {
+            char blob[sizeof h.blob + 1];
+            memcpy(blob, h.blob, sizeof h.blob);
+            blob[sizeof h.blob] = '\0';
+            if ((rc = ss_backend_etcd_blob_range(&e->name, end, e->prefix, blob)) == SS_OK)
+                rc = ss_etcd_txn_delete_range(t, import_etcd__bytes(&e->name), import_etcd__bytes(end));
+        }
+    }
+    return rc;
+}
+
+/* Delete the records of written still as this import wrote them, in Txns
+ * of bounded size; a Txn whose compares fail (another changed one of its
+ * records) goes again a record at a time. *deleted and *kept count them. */
+static int import_etcd__delete_written(struct import_etcd *e, size_t *deleted, size_t *kept, char *why, size_t n)
+{
+    ss_etcd_txn t = {0};
+    ss_buf end = SS_BUF_INIT;
+    struct import_etcd_entry h;
+    ss_bytes key, value;
+    int rc = SS_OK;
+    size_t off = 0;
+    while (rc == SS_OK && off < e->written.len) {
+        /* The group: as many records as a Txn of the import held. */
+        size_t from = off, keys = 0, bytes = 0, next = off;
+        while (keys < SS_IMPORT_ETCD_KEYS && import_etcd__entry_next(&e->written, &next, &h, &key, &value)) {
+            size_t cost = ss_backend_etcd_key_overhead(key.len, strlen(e->prefix));
+            if (keys > 0 && bytes + cost > SS_IMPORT_ETCD_BYTES)
+                break;
+            keys++;
+            bytes += cost;
+            off = next;
+        }
+        bool succeeded = false;
+        if ((rc = import_etcd__delete_txn(e, from, off, &t, &end)) == SS_OK)
+            rc = import_etcd__send(e, &t, &succeeded, why, n);
+        if (rc == SS_OK && succeeded) {
+            *deleted += keys;
+            continue;
+        }
+        for (size_t one = from; rc == SS_OK && one < off;) {
+            size_t at = one;
+            import_etcd__entry_next(&e->written, &one, &h, &key, &value);
+            if ((rc = import_etcd__delete_txn(e, at, one, &t, &end)) == SS_OK &&
+                (rc = import_etcd__send(e, &t, &succeeded, why, n)) == SS_OK)
+                *(succeeded ? deleted : kept) += 1;
+        }
+    }
+    if (rc != SS_OK && why[0] == '\0')
+        snprintf(why, n, "%s", ss_strerror(rc));
+    ss_etcd_txn_free(&t);
+    ss_buf_free(&end);
+    return rc;
+}
+
+/* The Txn that got no answer: those of its records found as this import
+ * wrote them go into written (it committed). *pending: none was found,
+ * and it may still be applied. */
+static int import_etcd__resolve(struct import_etcd *e, bool *pending, char *why, size_t n)
+{
+    struct import_etcd_entry h;
+    ss_bytes key, value, none = {NULL, 0};
+    bool committed = false;
+    int rc = SS_OK;
+    for (size_t off = 0; rc == SS_OK && import_etcd__entry_next(&e->batch, &off, &h, &key, &value);) {
+        ss_grpc_call c;
+        memset(&c, 0, sizeof c);
+        c.method = SS_ETCD_RANGE_METHOD;
+        ss_etcd_reply r;
+        ss_etcd_kv kv;
+        if ((rc = import_etcd__name(e, 'k', key)) == SS_OK &&
+            (rc = ss_etcd_range_pack(&c.request, import_etcd__bytes(&e->name), false)) == SS_OK &&
+            (rc = import_etcd__call(e, &c, why, n)) == SS_OK &&
+            (rc = ss_etcd_range_unpack(&c.reply, &r, &kv)) == SS_OK) {
+            if (kv.found && kv.value.len == value.len && memcmp(kv.value.data, value.data, value.len) == 0) {
+                committed = true;
+                h.revision = kv.mod_revision;
+                if (h.revision > e->last_revision)
+                    e->last_revision = h.revision;
+                rc = import_etcd__entry_add(&e->written, &h, key, none);
+            }
+            ss_etcd_reply_free(&r);
+        }
+        ss_grpc_call_clear(&c);
+    }
+    if (rc != SS_OK && why[0] == '\0')
+        snprintf(why, n, "%s", ss_strerror(rc));
+    *pending = !committed;
+    return rc;
+}
+
+/* The commit marker of the import's Txns, while the last of them holds it. */
+static int import_etcd__delete_marker(struct import_etcd *e, char *why, size_t n)
+{
+    if (e->last_revision == 0)
+        return SS_OK;
+    static const char marker[] = ":import";
+    ss_bytes mk = {(const uint8_t *)marker, sizeof marker - 1};
+    ss_etcd_txn t = {0};
+    bool succeeded;
+    int rc = import_etcd__name(e, 'n', mk);
+    if (rc == SS_OK && (rc = ss_etcd_txn_expect(&t, import_etcd__bytes(&e->name), e->last_revision)) == SS_OK &&
+        (rc = ss_etcd_txn_delete(&t, import_etcd__bytes(&e->name))) == SS_OK)
+        rc = import_etcd__send(e, &t, &succeeded, why, n);
+    else if (rc != SS_OK)
+        snprintf(why, n, "%s", ss_strerror(rc));
+    ss_etcd_txn_free(&t);
+    return rc;
+}
+
 void import_etcd_undo(struct import_etcd *e)
 {
     if (e == NULL || !e->wrote)
         return;
-    /* Someone else writes under the prefix (a broker started on it too
-     * soon?): deleting the range would delete their writes too. */
-    if (e->contended) {
-        out_error("import: the prefix %s holds keys another wrote meanwhile: the records this import wrote "
-                  "stay; delete the prefix (etcdctl del --prefix %s) once nothing uses it, then import again",
-                  e->prefix, e->prefix);
-        return;
-    }
-    ss_etcd_txn t = {0};
-    ss_buf end = SS_BUF_INIT;
-    ss_grpc_call c;
-    memset(&c, 0, sizeof c);
-    c.method = SS_ETCD_TXN_METHOD;
+    /* The chunks of the Txn being built, which never went. */
+    if (e->pending_blobs.len)
+        import_etcd__drop_pending(e);
     char why[200] = "";
-    int rc = import_etcd__prefix_range(e, &end);
+    bool pending = false;
+    size_t deleted = 0, kept = 0, found = 0;
+    int rc = e->unsure ? import_etcd__resolve(e, &pending, why, sizeof why) : SS_OK;
     if (rc == SS_OK)
-        rc = ss_etcd_txn_delete_range(&t, import_etcd__bytes(&e->name), import_etcd__bytes(&end));
+        rc = import_etcd__delete_written(e, &deleted, &kept, why, sizeof why);
     if (rc == SS_OK)
-        rc = ss_etcd_txn_pack(&t, &c.request);
+        rc = import_etcd__delete_marker(e, why, sizeof why);
+    /* What the prefix holds now, read again rather than assumed. */
     if (rc == SS_OK)
-        rc = import_etcd__call(e, &c, why, sizeof why);
-    else
-        snprintf(why, sizeof why, "%s", ss_strerror(rc));
-    ss_grpc_call_clear(&c);
-    ss_etcd_txn_free(&t);
-    ss_buf_free(&end);
-    if (rc == SS_OK) {
-        /* The chunks of a Txn that did not commit went with the range. */
-        ss_buf_clear(&e->pending_blobs);
-        out_error("import: the records written under %s were deleted: the prefix holds nothing again", e->prefix);
+        rc = import_etcd__prefix_holds(e, &found, why, sizeof why);
+    const char *later = pending ? "; etcd did not answer its last Txn, which may still be applied: check the "
+                                  "prefix (etcdctl get --prefix --keys-only) before importing again"
+                                : "";
+    if (rc != SS_OK) {
+        out_error("import: the records written under %s could not all be deleted (%s; %zu were): delete "
+                  "them (etcdctl del --prefix %s, once nothing else uses the prefix) before importing again",
+                  e->prefix, why, deleted, e->prefix);
+    } else if (found == 0) {
+        out_error("import: the records written under %s were deleted: the prefix holds nothing%s%s", e->prefix,
+                  pending ? " now" : " again", later);
     } else {
-        out_error("import: the records written under %s could not be deleted (%s): delete them (etcdctl del "
-                  "--prefix %s) before importing again", e->prefix, why, e->prefix);
+        char changed[120] = "";
+        if (kept)
+            snprintf(changed, sizeof changed, " (%zu of them records of this import that another changed since)",
+                     kept);
+        out_error("import: %zu records written under %s were deleted; the prefix holds keys another wrote "
+                  "meanwhile (a broker started on it?), left as they are%s%s",
+                  deleted, e->prefix, changed, later);
     }
 }

@@ -270,7 +270,9 @@ int cli_run(struct cli *cl, ss_client *c)
 }
 
 /* watch, lock and the prompt take SIGINT/SIGTERM themselves: block them
- * before the client's threads start, so those threads inherit the mask. */
+ * before the client's threads start, so those threads inherit the mask.
+ * (The prompt lets them through again for a line that does not take
+ * them: repl.c.) */
 static void block_stop_signals(void)
 {
     sigset_t s;
@@ -326,9 +328,7 @@ int main(int argc, char **argv)
     if (st != SS_OK) {
         if (cl.json) /* a failure is the JSON error object, as a command's is */
             out_json_error(why, st);
-        out_error("cannot connect to %s:%d: %s", cl.conn.host ? cl.conn.host : "localhost",
-                  cl.conn.port ? cl.conn.port : cl.conn.cafile || cl.conn.capath || cl.conn.certfile || cl.conn.tls ? 8883 : 1883,
-                  why);
+        out_error("cannot connect to %s:%d: %s", cl.conn.host ? cl.conn.host : "localhost", cli_port(&cl.conn), why);
         cli_free(&cl);
         return SS_EXIT_CONNECTION;
     }

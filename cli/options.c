@@ -252,7 +252,16 @@ static int apply(struct cli *cl, const char *spelled, int id, const char *v, boo
     case OPT_HOLDER: cl->holder = v; break;
     case OPT_WATCH: cl->watch = true; break;
     case OPT_ETCD: cl->etcd_endpoints = v; break;
-    case OPT_ETCD_PREFIX: cl->etcd_prefix = v; break;
+    case OPT_ETCD_PREFIX:
+        /* An empty prefix would make the store the whole keyspace, and
+         * no broker takes one (etcd_prefix must not be empty). */
+        if (v[0] == '\0') {
+            usage_error(cl, "%s must not be empty (the store's keys go under it; the brokers' etcd_prefix)",
+                        spelled);
+            return SS_EXIT_USAGE;
+        }
+        cl->etcd_prefix = v;
+        break;
     case OPT_PATTERN: cl->patterns[cl->npatterns++] = (char *)v; break;
     default: break;
     }
@@ -395,6 +404,15 @@ int cli_parse(struct cli *cl, int argc, char **argv, bool at_prompt)
     if (!help && !at_prompt && (cl->conn.certfile == NULL) != (cl->conn.keyfile == NULL)) {
         usage_error(cl, "%s: a client certificate needs its key, and a key its certificate (--cert and --key)",
                     cl->conn.certfile ? "--cert without --key" : "--key without --cert");
+        return SS_EXIT_USAGE;
+    }
+    /* import --etcd sends etcd the certificate and key of this command
+     * line alone (cl->etcd_*): the pair checked above may take its key
+     * from the options file, the broker's. */
+    if (!help && !at_prompt && cl->etcd_endpoints && (cl->etcd_cert == NULL) != (cl->etcd_key == NULL)) {
+        usage_error(cl, "%s: etcd's client certificate needs its key, and a key its certificate, both on this "
+                        "command line (the options file's are the broker's)",
+                    cl->etcd_cert ? "--cert without --key" : "--key without --cert");
         return SS_EXIT_USAGE;
     }
     return help ? -2 : -1;

@@ -78,6 +78,15 @@ static int split_words(char *line, char **words, int cap, char *why, size_t n_wh
     }
 }
 
+/* Does the command take SIGINT and SIGTERM itself (sigtimedwait, with
+ * them blocked)? watch and stats --watch run until interrupted, and lock
+ * passes them to its COMMAND or ends its wait. */
+static bool takes_stop_signals(const struct cli *cl)
+{
+    return strcmp(cl->command, "watch") == 0 || strcmp(cl->command, "lock") == 0 ||
+           (strcmp(cl->command, "stats") == 0 && cl->watch);
+}
+
 /* Run one line: parse it as a command line, check it, run it on c. */
 static int run_line(const struct cli *base, ss_client *c, char **words, int n)
 {
@@ -105,7 +114,22 @@ static int run_line(const struct cli *base, ss_client *c, char **words, int n)
         usage_error(&cl, "no command on the line (help lists them)");
         rc = SS_EXIT_USAGE;
     } else if (rc < 0 && (rc = cli_check(&cl)) < 0) {
+        /* SIGINT and SIGTERM are blocked between lines (main.c). Any
+         * other command is stopped by them as on its own command line
+         * (an import, an export, a get with a long --timeout): let
+         * through to this thread alone (the client's threads keep them
+         * blocked), their default action ends the program, status 130 or
+         * 143 to the shell. */
+        bool own = takes_stop_signals(&cl);
+        sigset_t stop;
+        sigemptyset(&stop);
+        sigaddset(&stop, SIGINT);
+        sigaddset(&stop, SIGTERM);
+        if (!own)
+            pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
         rc = cli_run(&cl, cli_offline(&cl) ? NULL : c);
+        if (!own)
+            pthread_sigmask(SIG_BLOCK, &stop, NULL);
         /* What watch or stats set up ends with them. */
         ss_client_set_notify_cb(c, NULL, NULL);
         ss_client_set_connection_cb(c, NULL, NULL);
@@ -170,9 +194,9 @@ static int from_stream(const struct cli *base, ss_client *c)
     size_t cap = 0;
     unsigned long lineno = 0;
     int status = SS_EXIT_OK;
-    /* SIGINT/SIGTERM are blocked (main.c) for what a line runs (watch,
-     * lock take them); while waiting for a line they end the program, as
-     * at the terminal's prompt, or `kill` could never stop it. */
+    /* SIGINT/SIGTERM are blocked (main.c) but for the commands that do
+     * not take them (run_line); while waiting for a line they end the
+     * program, as at the terminal's prompt, or `kill` could never stop it. */
     sigset_t stop;
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT);
@@ -215,8 +239,7 @@ int cli_repl(struct cli *base, ss_client *c)
         return from_stream(base, c);
     char prompt[300];
     snprintf(prompt, sizeof prompt, "%s:%d> ", base->conn.host ? base->conn.host : "localhost",
-             base->conn.port ? base->conn.port
-                             : base->conn.cafile || base->conn.capath || base->conn.tls ? 8883 : 1883);
+             cli_port(&base->conn));
     EditLine *el = el_init("statestore", stdin, stdout, stderr);
     History *hist = history_init();
     if (el == NULL || hist == NULL) {

@@ -171,3 +171,12 @@ fail:
     free(buf);
     return -1;
 }
+
+int cli_port(const ss_client_options *conn)
+{
+    if (conn->port)
+        return conn->port;
+    /* As the client library picks it (client/connect.c): a client
+     * certificate turns TLS on as a CA does. */
+    return conn->cafile || conn->capath || conn->certfile || conn->tls ? 8883 : 1883;
+}

@@ -2,15 +2,61 @@
 # bash completion for statestore(1): commands, options, and the values
 # some options take. Installed as share/bash-completion/completions/statestore.
 
+# Bash replaces only the part of the word after its last ':' or '='
+# (COMP_WORDBREAKS), while cur below runs to the blank before it: each
+# reply loses what cur holds up to there, or a file a:b offered for a:
+# would come out as a:a:b. (bash-completion's __ltrim_colon_completions
+# does this for ':' alone, and only where bash-completion is installed.)
+_statestore_ltrim()
+{
+    local breaks="" pre
+    [[ $COMP_WORDBREAKS == *:* ]] && breaks+=":"
+    [[ $COMP_WORDBREAKS == *=* ]] && breaks+="="
+    [[ -n $breaks && $cur == *["$breaks"]* ]] || return 0
+    pre=${cur%"${cur##*["$breaks"]}"}
+    local i
+    for i in "${!COMPREPLY[@]}"; do
+        COMPREPLY[i]=${COMPREPLY[i]#"$pre"}
+    done
+}
+
+# Files (-f) or directories (-d) whose names start with cur: one reply a
+# name (spaces and all), which bash then quotes as a file name.
+_statestore_files()
+{
+    compopt -o filenames 2>/dev/null
+    local typed=$cur
+    # As typed, a name may hold escapes (my\ file) or start with a quote.
+    if [[ $typed == \'* ]]; then
+        typed=${typed#\'}
+    elif [[ $typed == \"* ]]; then
+        typed=${typed#\"}
+    elif [[ $typed == *\\* && $raw_words ]]; then
+        local plain="" i
+        for ((i = 0; i < ${#typed}; i++)); do
+            [[ ${typed:i:1} == \\ ]] && ((i++))
+            plain+=${typed:i:1}
+        done
+        typed=$plain
+    fi
+    mapfile -t COMPREPLY < <(compgen "$1" -- "$typed")
+    local had=$cur
+    cur=$typed
+    _statestore_ltrim
+    cur=$had
+}
+
 _statestore()
 {
-    local cur prev words cword
+    local cur prev words cword raw_words=1
     # Words split at blanks only: bash also splits at ':' and '=', which
     # cut -L mqtt://host:1883 and --port=1884 into pieces.
     _init_completion -n =: 2>/dev/null || {
         if [[ -n ${COMP_LINE-} ]]; then
             local line=${COMP_LINE:0:COMP_POINT}
-            read -ra words <<< "$line"
+            raw_words=""
+            # read takes "my\ file" as one word, "my file".
+            read -a words <<< "$line"
             [[ $line == *[[:space:]] ]] && words+=("")
             cword=$((${#words[@]} - 1))
         else
@@ -28,13 +74,13 @@ _statestore()
     # Options that take a value: complete files where that is what they take.
     case $prev in
         -f|--file|--cafile|--cert|--key)
-            COMPREPLY=($(compgen -f -- "$cur"))
+            _statestore_files -f
             return ;;
         --capath)
-            COMPREPLY=($(compgen -d -- "$cur"))
+            _statestore_files -d
             return ;;
         --tls-version)
-            COMPREPLY=($(compgen -W "tlsv1.3 tlsv1.2 tlsv1.1" -- "$cur"))
+            mapfile -t COMPREPLY < <(compgen -W "tlsv1.3 tlsv1.2 tlsv1.1" -- "$cur")
             return ;;
         -h|--host|-p|--port|-i|--id|-u|--username|-P|--password|-L|--url|--timeout|--px|--ttl|--wait|--holder|--fencing-token|--etcd|--etcd-prefix|--pattern)
             return ;;
@@ -53,9 +99,9 @@ _statestore()
 
     if [[ -z $command ]]; then
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "$common" -- "$cur"))
+            mapfile -t COMPREPLY < <(compgen -W "$common" -- "$cur")
         else
-            COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+            mapfile -t COMPREPLY < <(compgen -W "$commands" -- "$cur")
         fi
         return
     fi
@@ -68,17 +114,17 @@ _statestore()
         lock) extra="--ttl --wait --holder --" ;;
         stats) extra="--watch" ;;
         watch) extra="--pattern" ;;
-        restore) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        restore) _statestore_files -f; return ;;
         import)
             if [[ $cur == -* ]]; then
-                COMPREPLY=($(compgen -W "$common --etcd --etcd-prefix" -- "$cur"))
+                mapfile -t COMPREPLY < <(compgen -W "$common --etcd --etcd-prefix" -- "$cur")
             else
-                COMPREPLY=($(compgen -f -- "$cur"))
+                _statestore_files -f
             fi
             return ;;
     esac
     if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$common $extra" -- "$cur"))
+        mapfile -t COMPREPLY < <(compgen -W "$common $extra" -- "$cur")
     fi
 }
 complete -F _statestore statestore

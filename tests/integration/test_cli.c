@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../test.h"
+#include "cli_util.h"
 #include "harness.h"
 
 TEST(cli_commands_flags_and_exit_codes)
@@ -163,9 +164,7 @@ TEST(cli_tls_flags)
 {
     const char *d = test_tmpdir();
     tls_certs(d, "DNS:localhost,IP:127.0.0.1", true);
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "cd %s && mkdir capath && cp ca.crt capath/ && openssl rehash capath", d);
-    ASSERT_EQ(system(cmd), 0);
+    tls_capath(d);
     struct broker b = {0};
     snprintf(b.extra, sizeof b.extra,
              "# TLS for the listener above\ncafile %s/ca.crt\ncertfile %s/server.crt\n"
@@ -494,14 +493,27 @@ TEST(cli_bash_completion)
         "l 'statestore -L mqtt://127.0.0.1:1883 --in'\n"
         "l 'statestore -L mqtt://127.0.0.1:1883 stat'\n"
         "l 'statestore --port=1884 set --n'\n"
-        "l 'statestore --port=1884 '\n";
-    char *argv[] = {"bash", "-c", (char *)script, NULL};
+        "l 'statestore --port=1884 '\n"
+        /* File names: one reply each, spaces and all (they came split in
+         * words); bash replaces only what follows the word's last ':' or
+         * '=', so the replies start there (a:b came out as a:a:b). */
+        "cd \"$1\" && touch 'my file' a:b.txt x=y.txt && mkdir 'sub dir' || exit 1\n"
+        "f() { COMP_LINE=\"$1\"; COMP_POINT=${#1}; COMP_WORDS=(); COMP_CWORD=0; COMPREPLY=(); _statestore;"
+        " printf '[%s]' \"${COMPREPLY[@]}\"; echo; }\n"
+        "f 'statestore --cafile my'\n"
+        "f 'statestore --cert my\\ f'\n"
+        "f 'statestore -f a:'\n"
+        "f 'statestore import x='\n"
+        "f 'statestore restore a:b.txt s'\n"
+        "f 'statestore --capath s'\n";
+    char *argv[] = {"bash", "-c", (char *)script, "bash", (char *)test_tmpdir(), NULL};
     struct run r;
     run_cmd(argv, NULL, 0, &r);
     ASSERT_EQ(r.status, 0);
     OUT_IS(r, "set scan stats status\n--json\nkeys\n--nx --nex\n--watch\n--port --password --pattern\n\nget\n"
            "completion/statestore.bash\ntlsv1.3 tlsv1.2 tlsv1.1\n--insecure\nstats status\n"
            "--insecure\nstats status\n--nx --nex\nset get del vdel watch lock scan keys inspect backup restore export import "
-           "ping stats status\n");
+           "ping stats status\n"
+           "[my file]\n[my file]\n[b.txt]\n[y.txt]\n[sub dir]\n[sub dir]\n");
     run_free(&r);
 }

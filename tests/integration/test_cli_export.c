@@ -13,6 +13,7 @@
 #include "../../core/errors.h"
 #include "../../core/json.h"
 #include "../test.h"
+#include "cli_util.h"
 #include "etcd_cluster.h"
 #include "harness.h"
 
@@ -416,17 +417,6 @@ TEST(cli_import_etcd_takes_its_login_from_its_own_command_line)
 }
 
 /* Record line i of a file of records "key00000".. with the value "v". */
-static void record_line(char *line, size_t n, int i)
-{
-    char key[16];
-    snprintf(key, sizeof key, "key%05d", i);
-    ss_buf b64 = SS_BUF_INIT;
-    ASSERT_EQ(ss_json_base64(&b64, (const uint8_t *)key, strlen(key)), SS_OK);
-    snprintf(line, n, "{\"key_base64\":\"%.*s\",\"value_base64\":\"dg==\",\"version\":\"1700000000000:%d:n\"}\n",
-             (int)b64.len, (const char *)b64.data, i);
-    ss_buf_free(&b64);
-}
-
 static bool path_exists(const char *dir, const char *name)
 {
     char path[600];
@@ -449,7 +439,7 @@ TEST(cli_killed_import_leaves_no_store_to_serve)
     FILE *f = fopen(file, "w");
     ASSERT_TRUE(f != NULL);
     for (int i = 0; i < TOTAL; i++) {
-        record_line(line, sizeof line, i);
+        import_record_line(line, sizeof line, i);
         fputs(line, f);
     }
     fclose(f);
@@ -479,7 +469,7 @@ TEST(cli_killed_import_leaves_no_store_to_serve)
      * KiB) and the tool's buffer hold at most a thousand of them, so it
      * has taken in several batches of 1000 (each committed and synced). */
     for (int i = 0; i < BEFORE_KILL; i++) {
-        record_line(line, sizeof line, i);
+        import_record_line(line, sizeof line, i);
         size_t len = strlen(line);
         ASSERT_EQ(write(p[1], line, len), (ssize_t)len);
     }
@@ -530,7 +520,7 @@ TEST(cli_failed_etcd_import_removes_what_it_wrote)
     ASSERT_TRUE(f != NULL && fb != NULL);
     /* 100 records: Txns of 40, so two committed before line 101. */
     for (int i = 0; i < 100; i++) {
-        record_line(line, sizeof line, i);
+        import_record_line(line, sizeof line, i);
         fputs(line, f);
         fputs(line, fb);
     }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../test.h"
+#include "cli_util.h"
 #include "harness.h"
 
 /* A program on a pseudo-terminal, and all it wrote so far. */
@@ -218,6 +219,52 @@ TEST(cli_interactive_prompt_on_a_terminal)
     broker_stop(&b);
 }
 
+/* The prompt names the port the connection uses: with a client
+ * certificate alone (TLS, on 8883 unless -p says otherwise) it said 1883
+ * while connected to 8883. A listener on 8883 of an address of its own
+ * (the loopback's 127/8), so that the default port can be served. */
+TEST(cli_prompt_names_the_tls_port_of_a_client_certificate)
+{
+    const char *d = test_tmpdir();
+    /* An address of this run's own (runs of several builds go side by
+     * side, each binding port 8883). */
+    unsigned pid = (unsigned)getpid();
+    char host[32], san[40], prompt[64], echo[96];
+    snprintf(host, sizeof host, "127.83.%u.%u", (pid >> 8) % 250 + 1, pid % 250 + 1);
+    snprintf(san, sizeof san, "IP:%s", host);
+    snprintf(prompt, sizeof prompt, "%s:8883> ", host);
+    snprintf(echo, sizeof echo, "set p 1\r\nOK\r\n%s", prompt);
+    tls_certs(d, san, true);
+    tls_capath(d);
+    char capath[600], cert[600], key[600];
+    snprintf(capath, sizeof capath, "%s/capath", d);
+    snprintf(cert, sizeof cert, "%s/client.crt", d);
+    snprintf(key, sizeof key, "%s/client.key", d);
+    struct broker b = {0};
+    snprintf(b.extra, sizeof b.extra, "listener 8883 %s\ncafile %s/ca.crt\ncertfile %s/server.crt\n"
+             "keyfile %s/server.key\nrequire_certificate true\n", host, d, d, d);
+    broker_start(&b);
+    /* The system's authorities: SSL_CERT_DIR names them, as OpenSSL reads it. */
+    const char *had = getenv("SSL_CERT_DIR");
+    char was[600] = "";
+    if (had)
+        snprintf(was, sizeof was, "%s", had);
+    ASSERT_EQ(setenv("SSL_CERT_DIR", capath, 1), 0);
+    char *argv[] = {(char *)cli_path(), "-h", host, "--cert", cert, "--key", key, NULL};
+    struct term t;
+    term_start(&t, argv);
+    if (had)
+        setenv("SSL_CERT_DIR", was, 1);
+    else
+        unsetenv("SSL_CERT_DIR");
+    term_until(&t, prompt);
+    term_type(&t, "set p 1\r");
+    term_until(&t, echo);
+    term_type(&t, "quit\r");
+    ASSERT_EQ(term_end(&t), 0);
+    broker_stop(&b);
+}
+
 /* Without a terminal the commands come from standard input, one a line,
  * with no prompt: the same answers on stdout, errors on stderr, and the
  * status of the last command. */
@@ -344,6 +391,56 @@ TEST(cli_sigterm_ends_commands_from_a_pipe)
     ASSERT_EQ(r.status, 1); /* the SET after the watch never ran */
     run_free(&r);
     broker_stop(&b);
+}
+
+/* A line from a pipe that waits (a get that no store answers, with a
+ * long --timeout) is stopped by SIGTERM and by SIGINT (Ctrl-C) as the
+ * same command on its own command line is: the program ends by the
+ * signal at once. They were blocked while any line ran, so the get ran
+ * its minute out and the program ended only then. */
+TEST(cli_signal_stops_a_waiting_command_from_a_pipe)
+{
+    struct broker plain = {.no_plugin = true};
+    broker_start(&plain);
+    char port[16];
+    snprintf(port, sizeof port, "%d", plain.port);
+    const int sigs[] = {SIGTERM, SIGINT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        int in[2];
+        ASSERT_EQ(pipe(in), 0);
+        fflush(NULL);
+        pid_t pid = fork();
+        ASSERT_TRUE(pid >= 0);
+        if (pid == 0) {
+            int null = open("/dev/null", O_WRONLY);
+            dup2(in[0], 0);
+            dup2(null, 1);
+            dup2(null, 2);
+            close(in[1]);
+            execl(cli_path(), cli_path(), "-p", port, "--timeout", "60000", (char *)NULL);
+            _exit(127);
+        }
+        close(in[0]);
+        static const char line[] = "get k\n";
+        ASSERT_EQ(write(in[1], line, sizeof line - 1), (ssize_t)(sizeof line - 1));
+        usleep(800 * 1000); /* the get waits for its answer */
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, WNOHANG), 0);
+        uint64_t sent = now_ms();
+        kill(pid, sigs[i]);
+        pid_t got = 0;
+        while ((got = waitpid(pid, &status, WNOHANG)) == 0 && now_ms() - sent < 5000)
+            usleep(20 * 1000);
+        if (got == 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+        }
+        close(in[1]);
+        ASSERT_EQ(got, pid); /* ended within 5 s of the signal */
+        ASSERT_TRUE(WIFSIGNALED(status));
+        ASSERT_EQ(WTERMSIG(status), sigs[i]);
+    }
+    broker_stop(&plain);
 }
 
 /* lock at the prompt: COMMAND gets its own words and nothing more (the
