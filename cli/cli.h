@@ -156,27 +156,58 @@ int cmd_scan(struct cli *cl, ss_client *c);
 
 /* restore.c (offline: c is NULL) */
 int cmd_restore(struct cli *cl, ss_client *c);
-/* True when path is an empty directory or does not exist. */
-/* True when path is an empty directory or does not exist (*exists says
- * which; exists may be NULL). */
-bool cli_dir_is_empty(const char *path, bool *exists);
-/* Undo what an offline command created in a directory that was empty:
- * remove every file in it, and the directory itself when it did not exist
- * before (remove_dir). */
-void cli_dir_undo(const char *path, bool remove_dir);
+
+/* datadir.c: the data directory an offline command (restore, import)
+ * fills. */
+#define CLI_DIR_LOCK "statestore.lock"   /* the broker's lock (core/store_lmdb_open.c) */
+#define CLI_DIR_PARTIAL "import.partial" /* where import builds its store */
+/* What DIR holds, looked at without following a symbolic link in it. */
+struct cli_dir_scan {
+    bool exists;
+    bool lock;        /* statestore.lock */
+    bool partial;     /* import.partial, a directory */
+    bool partial_odd; /* import.partial that is not a directory (a symbolic link...) */
+    bool other;       /* anything else: a store, or someone's files */
+};
+/* 0 (an absent DIR: out->exists false), or -1 (errno) when DIR cannot be
+ * read (not a directory, no permission). */
+int cli_dir_scan(const char *dir, struct cli_dir_scan *out);
+/* DIR's lock, held as a broker holds it. */
+struct cli_dir_lock {
+    int fd;          /* -1: not held */
+    bool made;       /* the lock file did not exist before */
+    char path[4096]; /* DIR/statestore.lock */
+};
+/* Take the lock without waiting: 0, or -1 with errno (EWOULDBLOCK: a
+ * broker, an import or a restore holds it). */
+int cli_dir_lock_take(struct cli_dir_lock *l, const char *dir);
+/* Release a lock taken (else nothing); with remove_file, remove the lock
+ * file first, while still holding it. */
+void cli_dir_lock_release(struct cli_dir_lock *l, bool remove_file);
+/* Remove the directory path and the files in it, never following a
+ * symbolic link (path itself or its entries). 0 (also when absent), or -1
+ * (errno; ELOOP or ENOTDIR when path is not a real directory). */
+int cli_dir_remove(const char *path);
+/* rename that never replaces: -1 with EEXIST when to exists. */
+int cli_rename_noreplace(const char *from, const char *to);
+/* fsync a directory (the entries made, renamed or removed in it become
+ * durable) or a file. 0 or -1 (errno). */
+int cli_sync_dir(const char *path);
+int cli_sync_file(const char *path);
 
 /* import_dir.c: the data directory of import FILE DIR, built so that an
  * import killed part-way leaves no store in DIR. begin checks DIR (absent,
- * empty, or holding only what an import that did not finish left, which
- * it removes), makes it if absent and takes its lock; the store is then
- * opened in partial. commit, after that store is closed, moves its data
- * file into DIR, durably (0, or a failure with *why). undo, after a
- * failure, leaves DIR empty, or absent if begin made it. end releases the
- * lock. begin says why it failed, and returns the exit code. */
+ * empty, or holding only what an import that did not finish left), makes
+ * it if absent, takes its lock and checks DIR again, then removes what a
+ * killed import left; the store is then opened in partial. commit, after
+ * that store is closed, moves its data file into DIR, durably, never over
+ * a data file there (0, or a failure with *why). undo, after a failure,
+ * leaves DIR empty, or absent if begin made it. end releases the lock.
+ * begin says why it failed, and returns the exit code. */
 struct import_dir {
     const char *dir; /* NULL until begin succeeded: nothing to undo */
-    char partial[4096], lock[4096], data[4096]; /* DIR/import.partial, DIR/statestore.lock, DIR/data.mdb */
-    int lock_fd;
+    char partial[4096], data[4096]; /* DIR/import.partial, DIR/data.mdb */
+    struct cli_dir_lock lock;
     bool made_dir; /* DIR did not exist */
     bool placed;   /* the data file was renamed into DIR */
 };

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <mosquitto.h>
@@ -30,8 +31,15 @@
 
 /* Records asked for per page (the server also bounds a page's bytes). */
 #define SS_EXPORT_PAGE "1000"
-/* Records written per batch on import. */
+/* Records written per batch on import, and their key and value bytes at
+ * most (a single larger record goes alone): a batch is one journal frame,
+ * which the store holds in memory whole and bounds (store.h,
+ * batch_max_bytes). */
 #define SS_IMPORT_BATCH 1000
+#define SS_IMPORT_BATCH_BYTES ((uint64_t)64 << 20)
+/* The LMDB map of a store that import builds from an input whose size is
+ * unknown (a pipe): address space only, the file grows as it is used. */
+#define SS_IMPORT_MAP_UNKNOWN ((uint64_t)1 << 40)
 
 /* One record line's fields: "rec HEXKEY SIZE VERSION EXP FT". */
 struct rec_head {
@@ -312,22 +320,49 @@ struct import_sink {
     ss_store *s;
     struct import_etcd *e;
     uint64_t now;
-    long written;
+    long batch_records;    /* in the open batch */
+    uint64_t batch_bytes;  /* their keys and values */
     char why[256];
     struct import_dir dir; /* dir.dir NULL: etcd, or not begun */
 };
 
+/* Commit the open batch into DIR's store. */
+static int sink_commit(struct import_sink *k)
+{
+    k->batch_records = 0;
+    k->batch_bytes = 0;
+    int rc = ss_store_commit(k->s, k->now);
+    if (rc != SS_OK)
+        snprintf(k->why, sizeof k->why, "%s", ss_store_cause(k->s));
+    return rc;
+}
+
+/* One record. SS_E_INVAL (and on etcd SS_E_QUOTA) when the record itself
+ * cannot be stored; any other failure is the store's (into DIR: the disk,
+ * the map). */
 static int sink_put(struct import_sink *k, ss_bytes key, const ss_record *rec)
 {
     if (k->e)
         return import_etcd_put(k->e, key, rec, k->why, sizeof k->why);
     int rc = SS_OK;
-    if (!ss_store_in_batch(k->s) && (rc = ss_store_begin(k->s)) != SS_OK)
+    uint64_t size = (uint64_t)key.len + rec->value.len;
+    if (k->batch_records > 0 && k->batch_bytes + size > SS_IMPORT_BATCH_BYTES && (rc = sink_commit(k)) != SS_OK)
         return rc;
-    if ((rc = ss_store_put(k->s, key, rec)) != SS_OK)
+    if (!ss_store_in_batch(k->s) && (rc = ss_store_begin(k->s)) != SS_OK) {
         snprintf(k->why, sizeof k->why, "%s", ss_store_cause(k->s));
-    if (rc == SS_OK && ++k->written % SS_IMPORT_BATCH == 0 && (rc = ss_store_commit(k->s, k->now)) != SS_OK)
-        snprintf(k->why, sizeof k->why, "%s", ss_store_cause(k->s));
+        return rc;
+    }
+    if ((rc = ss_store_put(k->s, key, rec)) != SS_OK) {
+        if (rc == SS_E_INVAL)
+            snprintf(k->why, sizeof k->why, "a key of %zu bytes: the store takes keys of 1 to %zu bytes", key.len,
+                     SS_STORE_KEY_MAX);
+        else
+            snprintf(k->why, sizeof k->why, "%s", ss_store_cause(k->s));
+        return rc;
+    }
+    k->batch_bytes += size;
+    if (++k->batch_records == SS_IMPORT_BATCH)
+        rc = sink_commit(k);
     return rc;
 }
 
@@ -351,21 +386,31 @@ static int sink_finish(struct import_sink *k, bool any, const ss_hlc *newest)
 
 /* Close the store; after a success (ok), put it into DIR. false when
  * that failed (why says how). After a failure on etcd, what the import
- * wrote goes first: the prefix held nothing when it began
+ * wrote goes first, record by record while each is still as it wrote it
  * (import_etcd_undo says how that went). */
 static bool sink_close(struct import_sink *k, bool ok)
 {
     if (!ok && k->e)
         import_etcd_undo(k->e);
+    bool whole = true;
     if (k->s) {
         if (ss_store_in_batch(k->s))
             ss_store_abort(k->s);
-        ss_store_close(k->s); /* checkpoints the journal into the data file */
+        /* Every batch into the data file before the close, which would do
+         * it too but say nothing of a failure (typically a full disk):
+         * the user must hear why. */
+        if (ok && ss_store_checkpoint_now(k->s) != SS_OK) {
+            snprintf(k->why, sizeof k->why, "%s", ss_store_cause(k->s));
+            whole = false;
+        }
+        ss_store_close(k->s);
         k->s = NULL;
     }
     import_etcd_close(k->e);
     k->e = NULL;
-    return !ok || k->dir.dir == NULL || import_dir_commit(&k->dir, k->why, sizeof k->why) == SS_OK;
+    if (!ok)
+        return true;
+    return whole && (k->dir.dir == NULL || import_dir_commit(&k->dir, k->why, sizeof k->why) == SS_OK);
 }
 
 /* After sink_close: a failed import into DIR leaves it as it found it
@@ -377,8 +422,9 @@ static void sink_release(struct import_sink *k, bool failed)
     import_dir_end(&k->dir);
 }
 
-/* Open the destination: DIR, or the cluster of --etcd. */
-static int sink_open(struct cli *cl, struct import_sink *k)
+/* Open the destination: DIR, or the cluster of --etcd. in: the input,
+ * whose size tells the map DIR's store needs. */
+static int sink_open(struct cli *cl, struct import_sink *k, FILE *in)
 {
     memset(k, 0, sizeof *k);
     struct timespec ts;
@@ -405,8 +451,18 @@ static int sink_open(struct cli *cl, struct import_sink *k)
     int exit_code = import_dir_begin(cl, &k->dir, dir);
     if (exit_code != SS_EXIT_OK)
         return exit_code;
+    /* No store-size limit of the import's own: the records came from a
+     * store, and the broker that opens DIR applies its max_store_bytes
+     * (to the writes after). The map takes them with room to spare: as a
+     * broker sizes it for a max_store_bytes of the input's size, which
+     * is more than the records (base64, JSON); for a pipe, a large one. */
     ss_store_options so = ss_store_options_default();
     so.path = k->dir.partial;
+    so.max_bytes = UINT64_MAX;
+    struct stat st;
+    so.map_size = fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode)
+                      ? ss_store_map_size(0, st.st_size > 0 ? (uint64_t)st.st_size : 1)
+                      : SS_IMPORT_MAP_UNKNOWN;
     int rc = ss_store_open(&so, &k->s);
     if (rc != SS_OK) {
         cli_fail(cl, rc, "import: cannot open a store in %s: %s", so.path, ss_strerror(rc));
@@ -429,7 +485,7 @@ int cmd_import(struct cli *cl, ss_client *c)
         return SS_EXIT_USAGE;
     }
     struct import_sink sink;
-    int exit_code = sink_open(cl, &sink);
+    int exit_code = sink_open(cl, &sink, in);
     if (exit_code != SS_EXIT_OK) {
         sink_close(&sink, false);
         sink_release(&sink, true);
@@ -520,8 +576,14 @@ int cmd_import(struct cli *cl, ss_client *c)
         rec.expiry_ms = l.has_exp ? l.exp : 0;
         ss_bytes k = {key.data, key.len};
         if ((rc = sink_put(&sink, k, &rec)) != SS_OK) {
-            cli_fail(cl, rc, "import: %s line %ld: %s (%s)", file, lineno, ss_strerror(rc), sink.why);
-            exit_code = rc == SS_E_INVAL || rc == SS_E_QUOTA ? SS_EXIT_USAGE : SS_EXIT_CONNECTION;
+            /* The record's own fault, or the store's (a full disk): the
+             * latter is a store that could not be written. */
+            bool refused = rc == SS_E_INVAL || (sink.e && rc == SS_E_QUOTA);
+            if (refused || sink.e)
+                cli_fail(cl, rc, "import: %s line %ld: %s (%s)", file, lineno, ss_strerror(rc), sink.why);
+            else
+                cli_fail(cl, SS_E_IO, "import: writing %s, at %s line %ld: %s", dest, file, lineno, sink.why);
+            exit_code = refused ? SS_EXIT_USAGE : SS_EXIT_CONNECTION;
             break;
         }
         if (!any || ss_hlc_compare(&rec.version, &newest) > 0)
@@ -535,7 +597,10 @@ int cmd_import(struct cli *cl, ss_client *c)
         exit_code = SS_EXIT_USAGE;
     }
     if (exit_code == SS_EXIT_OK && (rc = sink_finish(&sink, any, &newest)) != SS_OK) {
-        cli_fail(cl, rc, "import: writing %s: %s (%s)", dest, ss_strerror(rc), sink.why);
+        if (sink.e)
+            cli_fail(cl, rc, "import: writing %s: %s (%s)", dest, ss_strerror(rc), sink.why);
+        else
+            cli_fail(cl, SS_E_IO, "import: writing %s: %s", dest, sink.why);
         exit_code = rc == SS_E_INVAL ? SS_EXIT_USAGE : SS_EXIT_CONNECTION;
     }
     if (!sink_close(&sink, exit_code == SS_EXIT_OK)) {

@@ -18,54 +18,29 @@
  * the journal is empty, and a broker makes both when it opens DIR.
  *
  * Meanwhile the import holds DIR's statestore.lock, the lock a broker
- * takes on its data directory: a broker started on DIR during the import
- * refuses to start (the directory is in use), and so does a second
- * import, instead of building on the same files.
+ * takes on its data directory (datadir.c): a broker started on DIR during
+ * the import refuses to start (the directory is in use), and so does a
+ * second import, instead of building on the same files. DIR is looked at
+ * again once the lock is held (an import that finished just before holds
+ * no lock, but has put its store there), and the final rename never
+ * replaces a data file.
  *
  * A killed import leaves DIR/import.partial and DIR/statestore.lock (and
- * DIR, if it made it). The next import into DIR removes them: a DIR
- * holding nothing else is taken as empty.
+ * DIR, if it made it). The next import into DIR removes import.partial
+ * once it holds the lock: a DIR holding nothing else is taken as empty.
+ * So does an import into a DIR that holds a store besides (a broker was
+ * started on DIR after the killed import), which it then refuses as not
+ * empty. import.partial is only ever an import's: one that is not a real
+ * directory (a symbolic link) is refused, never followed.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "../core/errors.h"
 #include "cli.h"
-
-#define SS_IMPORT_PARTIAL "import.partial"
-/* The broker's own lock file (core/store_lmdb_open.c). */
-#define SS_IMPORT_LOCK "statestore.lock"
-
-/* fsync what path names, opened with flags (O_DIRECTORY for a
- * directory: the entries made, renamed or removed in it become durable).
- * 0 or -1 (errno). */
-static int sync_path(const char *path, int flags)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    int err = errno;
-    close(fd);
-    errno = err;
-    return rc;
-}
-
-static int sync_dir(const char *path)
-{
-    return sync_path(path, O_DIRECTORY);
-}
-
-static int sync_file(const char *path)
-{
-    return sync_path(path, 0);
-}
 
 /* The directory that holds path (for DIR's own entry): "." for a bare
  * name, "/" for one at the root. */
@@ -84,54 +59,57 @@ static void parent_of(const char *path, char *out, size_t n)
         *slash = '\0';
 }
 
-/* What DIR holds: 0 when it may be imported into (absent, empty, or
- * holding only what an import that did not finish leaves), 1 when it holds
- * anything else, -1 when it cannot be read (errno). */
-static int dir_state(const char *path, bool *exists, bool *leftover)
+/* Look at DIR (st), and say why an import cannot go into it: 0 when it
+ * may (absent, empty, holding only what an import that did not finish
+ * left, or with store_ok a store beside import.partial, which begin
+ * removes before refusing), else the exit code. */
+static int check_dir(const struct cli *cl, const char *dir, const char *partial, bool store_ok,
+                     struct cli_dir_scan *st)
 {
-    *exists = *leftover = false;
-    DIR *d = opendir(path);
-    if (d == NULL)
-        return errno == ENOENT ? 0 : -1;
-    *exists = true;
-    int state = 0;
-    struct dirent *e;
-    while (state == 0 && (e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        if (strcmp(e->d_name, SS_IMPORT_PARTIAL) == 0 || strcmp(e->d_name, SS_IMPORT_LOCK) == 0)
-            *leftover = true;
-        else
-            state = 1;
+    if (cli_dir_scan(dir, st) != 0) {
+        cli_fail(cl, SS_E_INVAL, "import: %s: %s", dir, strerror(errno));
+        return SS_EXIT_USAGE;
     }
-    closedir(d);
-    return state;
+    if (st->partial_odd) {
+        cli_fail(cl, SS_E_INVAL, "import: %s is not a directory (a symbolic link?), so no import left it: "
+                 "remove it and import again", partial);
+        return SS_EXIT_USAGE;
+    }
+    if (st->other && !(store_ok && st->partial)) {
+        cli_fail(cl, SS_E_INVAL, "import: %s is not empty: import into a new or empty data directory", dir);
+        return SS_EXIT_USAGE;
+    }
+    return SS_EXIT_OK;
+}
+
+/* Refuse after the lock was taken: DIR as it was found. */
+static int refuse_locked(struct import_dir *d, const char *dir, int exit_code)
+{
+    cli_dir_lock_release(&d->lock, d->lock.made);
+    if (d->made_dir)
+        rmdir(dir);
+    return exit_code;
 }
 
 int import_dir_begin(const struct cli *cl, struct import_dir *d, const char *dir)
 {
     memset(d, 0, sizeof *d);
-    d->lock_fd = -1;
+    d->lock.fd = -1;
     int len = (int)strlen(dir); /* without trailing slashes, for the messages */
     while (len > 1 && dir[len - 1] == '/')
         len--;
-    if (snprintf(d->partial, sizeof d->partial, "%.*s/%s", len, dir, SS_IMPORT_PARTIAL) >= (int)sizeof d->partial ||
-        snprintf(d->lock, sizeof d->lock, "%.*s/%s", len, dir, SS_IMPORT_LOCK) >= (int)sizeof d->lock ||
+    if (snprintf(d->partial, sizeof d->partial, "%.*s/%s", len, dir, CLI_DIR_PARTIAL) >= (int)sizeof d->partial ||
         snprintf(d->data, sizeof d->data, "%.*s/data.mdb", len, dir) >= (int)sizeof d->data) {
         cli_fail(cl, SS_E_INVAL, "import: %s: %s", dir, strerror(ENAMETOOLONG));
         return SS_EXIT_USAGE;
     }
-    bool exists, leftover;
-    int state = dir_state(dir, &exists, &leftover);
-    if (state < 0) {
-        cli_fail(cl, SS_E_INVAL, "import: %s: %s", dir, strerror(errno));
-        return SS_EXIT_USAGE;
-    }
-    if (state > 0) {
-        cli_fail(cl, SS_E_INVAL, "import: %s is not empty: import into a new or empty data directory", dir);
-        return SS_EXIT_USAGE;
-    }
-    if (!exists) {
+    /* A first look before anything is made in DIR: a directory that
+     * holds someone's files gets no lock file. */
+    struct cli_dir_scan st;
+    int exit_code = check_dir(cl, dir, d->partial, true, &st);
+    if (exit_code != SS_EXIT_OK)
+        return exit_code;
+    if (!st.exists) {
         if (mkdir(dir, 0700) != 0) {
             cli_fail(cl, SS_E_IO, "import: cannot make %s: %s", dir, strerror(errno));
             return SS_EXIT_CONNECTION;
@@ -141,36 +119,39 @@ int import_dir_begin(const struct cli *cl, struct import_dir *d, const char *dir
     /* The broker's lock: held until the end, so that no broker opens
      * DIR, and no other import writes in it, meanwhile. flock is released
      * by the kernel when the process dies: a killed import holds nothing. */
-    d->lock_fd = open(d->lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (d->lock_fd < 0 || flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (cli_dir_lock_take(&d->lock, dir) != 0) {
         int err = errno;
         if (err == EWOULDBLOCK)
             cli_fail(cl, SS_E_INVAL, "import: %s is in use: a broker or another import holds it", dir);
         else
             cli_fail(cl, SS_E_IO, "import: cannot lock %s: %s", dir, strerror(err));
-        if (d->lock_fd >= 0)
-            close(d->lock_fd);
-        d->lock_fd = -1;
         if (d->made_dir && err != EWOULDBLOCK) { /* what it made; a holder's lock file stays */
-            unlink(d->lock);
+            if (d->lock.made)
+                unlink(d->lock.path);
             rmdir(dir);
         }
         return err == EWOULDBLOCK ? SS_EXIT_USAGE : SS_EXIT_CONNECTION;
     }
-    d->dir = dir; /* from here on, import_dir_undo has something to undo */
-    /* What a killed import left: it never reached DIR's data file. */
-    if (leftover && access(d->partial, F_OK) == 0) {
-        cli_dir_undo(d->partial, true);
-        if (access(d->partial, F_OK) == 0) {
-            cli_fail(cl, SS_E_IO, "import: cannot remove %s, left by an import that did not finish: remove it "
-                     "and import again", d->partial);
-            import_dir_undo(d);
-            import_dir_end(d);
-            d->dir = NULL;
-            return SS_EXIT_CONNECTION;
+    /* Again, now that nothing else can change DIR: between the first look
+     * and the lock, an import may have finished (its store in DIR, its
+     * lock released) or a broker started and stopped. */
+    if ((exit_code = check_dir(cl, dir, d->partial, true, &st)) != SS_EXIT_OK)
+        return refuse_locked(d, dir, exit_code);
+    /* What a killed import left: with the lock held, no import uses it,
+     * and no broker ever looks in it. */
+    if (st.partial) {
+        if (cli_dir_remove(d->partial) != 0 && errno != ENOENT) {
+            cli_fail(cl, SS_E_IO, "import: cannot remove %s, left by an import that did not finish: %s: remove "
+                     "it and import again", d->partial, strerror(errno));
+            return refuse_locked(d, dir, SS_EXIT_CONNECTION);
         }
         out_error("import: removed %s, left by an import that did not finish", d->partial);
     }
+    if (st.other) {
+        cli_fail(cl, SS_E_INVAL, "import: %s is not empty: import into a new or empty data directory", dir);
+        return refuse_locked(d, dir, SS_EXIT_USAGE);
+    }
+    d->dir = dir; /* from here on, import_dir_undo has something to undo */
     return SS_EXIT_OK;
 }
 
@@ -179,10 +160,10 @@ int import_dir_commit(struct import_dir *d, char *why, size_t n)
     char data[sizeof d->partial + 16], journal[sizeof d->partial + 16];
     snprintf(data, sizeof data, "%s/data.mdb", d->partial);
     snprintf(journal, sizeof journal, "%s/journal", d->partial);
-    /* The close checkpointed every batch into the data file and emptied
-     * the journal. If that checkpoint failed (it says nothing), the
-     * journal still holds batches the data file lacks: the data file
-     * alone would be a store short of records. */
+    /* Before the close every batch was checkpointed into the data file
+     * and the journal emptied (export.c, sink_close, which reports a
+     * failure with its cause). Should the journal hold batches all the
+     * same, the data file alone would be a store short of records. */
     struct stat st;
     if (stat(journal, &st) != 0) {
         snprintf(why, n, "%s: %s", journal, strerror(errno));
@@ -194,12 +175,20 @@ int import_dir_commit(struct import_dir *d, char *why, size_t n)
     }
     /* LMDB's commit synced it; again here, so that the rename below never
      * makes a file visible whose pages are not on the disk. */
-    if (sync_file(data) != 0) {
+    if (cli_sync_file(data) != 0) {
         snprintf(why, n, "syncing %s: %s", data, strerror(errno));
         return SS_E_IO;
     }
-    if (rename(data, d->data) != 0) {
-        snprintf(why, n, "renaming %s to %s: %s", data, d->data, strerror(errno));
+    /* Never over a data file: DIR was found without one, and the lock
+     * kept imports and brokers out since; one there now was put by
+     * something that ignores the lock, and is not this import's to
+     * replace. */
+    if (cli_rename_noreplace(data, d->data) != 0) {
+        if (errno == EEXIST)
+            snprintf(why, n, "%s appeared during the import (something wrote in %s without its lock): it "
+                     "is left as it is", d->data, d->dir);
+        else
+            snprintf(why, n, "renaming %s to %s: %s", data, d->data, strerror(errno));
         return SS_E_IO;
     }
     d->placed = true;
@@ -208,7 +197,7 @@ int import_dir_commit(struct import_dir *d, char *why, size_t n)
      * data file out again): a power loss could still undo it. */
     char parent[sizeof d->partial];
     parent_of(d->dir, parent, sizeof parent);
-    const char *unsynced = sync_dir(d->dir) != 0 ? d->dir : d->made_dir && sync_dir(parent) != 0 ? parent : NULL;
+    const char *unsynced = cli_sync_dir(d->dir) != 0 ? d->dir : d->made_dir && cli_sync_dir(parent) != 0 ? parent : NULL;
     if (unsynced) {
         snprintf(why, n, "syncing %s: %s", unsynced, strerror(errno));
         return SS_E_IO;
@@ -217,8 +206,8 @@ int import_dir_commit(struct import_dir *d, char *why, size_t n)
      * the store in DIR does not need it. (Killed here, the import leaves
      * it beside a whole store, which a broker serves: it never looks in
      * import.partial.) */
-    cli_dir_undo(d->partial, true);
-    (void)sync_dir(d->dir);
+    (void)cli_dir_remove(d->partial);
+    (void)cli_sync_dir(d->dir);
     return SS_OK;
 }
 
@@ -229,19 +218,18 @@ void import_dir_undo(struct import_dir *d)
     /* Still holding the lock: nothing else opens DIR meanwhile. What a
      * killed import had left goes too: DIR ends empty, or absent (rmdir
      * removes it only if nothing else came into it). */
-    cli_dir_undo(d->partial, true);
+    (void)cli_dir_remove(d->partial);
     if (d->placed) /* a commit that failed after its rename */
         unlink(d->data);
-    unlink(d->lock);
+    unlink(d->lock.path);
     if (d->made_dir)
         rmdir(d->dir);
     else
-        (void)sync_dir(d->dir);
+        (void)cli_sync_dir(d->dir);
 }
 
 void import_dir_end(struct import_dir *d)
 {
-    if (d->dir != NULL && d->lock_fd >= 0)
-        close(d->lock_fd);
-    d->lock_fd = -1;
+    if (d->dir != NULL)
+        cli_dir_lock_release(&d->lock, false);
 }

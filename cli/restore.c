@@ -3,8 +3,11 @@
  * data directory, offline: no broker is involved. The backup is a whole
  * LMDB data file; the store opens it as it is, with every version, fencing
  * token and expiry deadline (keys whose deadline passed meanwhile are
- * absent and swept at start). */
-#include <dirent.h>
+ * absent and swept at start). It is copied into DIR/data.mdb.partial and
+ * renamed to DIR/data.mdb, never over a file there, while the restore
+ * holds DIR's lock, as a broker and an import do (datadir.c): a broker
+ * started on DIR meanwhile refuses to start, and one that runs on DIR
+ * makes the restore refuse. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -21,20 +24,6 @@
 
 /* LMDB's meta page: a 16-byte page header, then the magic (host order). */
 #define SS_LMDB_MAGIC 0xBEEFC0DEu
-
-static bool dir_is_empty(const char *path, bool *exists)
-{
-    DIR *d = opendir(path);
-    *exists = d != NULL || errno != ENOENT;
-    if (d == NULL)
-        return errno == ENOENT;
-    struct dirent *e;
-    bool empty = true;
-    while (empty && (e = readdir(d)) != NULL)
-        empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
-    closedir(d);
-    return empty;
-}
 
 static int copy_fd(int in, int out)
 {
@@ -59,28 +48,28 @@ static int copy_fd(int in, int out)
     }
 }
 
-bool cli_dir_is_empty(const char *path, bool *exists)
+/* Say why a restore cannot go into DIR (st: what it holds), or 0. */
+static int restore_check(const struct cli *cl, const char *dir, struct cli_dir_scan *st)
 {
-    bool e;
-    return dir_is_empty(path, exists ? exists : &e);
+    if (cli_dir_scan(dir, st) != 0) {
+        cli_fail(cl, SS_E_INVAL, "restore: %s: %s", dir, strerror(errno));
+        return SS_EXIT_USAGE;
+    }
+    if (st->other || st->partial || st->partial_odd) {
+        cli_fail(cl, SS_E_INVAL, "restore: %s is not empty: restore into a new or empty data directory", dir);
+        return SS_EXIT_USAGE;
+    }
+    return SS_EXIT_OK;
 }
 
-void cli_dir_undo(const char *path, bool remove_dir)
+/* After a failure: the lock file goes if this restore made it, and DIR
+ * if it made it (made_dir, else NULL); returns exit_code. */
+static int restore_undo(struct cli_dir_lock *lock, const char *made_dir, int exit_code)
 {
-    DIR *d = opendir(path);
-    if (d == NULL)
-        return;
-    struct dirent *e;
-    char file[4096];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
-        unlink(file);
-    }
-    closedir(d);
-    if (remove_dir)
-        rmdir(path);
+    cli_dir_lock_release(lock, lock->made);
+    if (made_dir)
+        rmdir(made_dir);
+    return exit_code;
 }
 
 int cmd_restore(struct cli *cl, ss_client *c)
@@ -119,16 +108,36 @@ int cmd_restore(struct cli *cl, ss_client *c)
         close(in);
         return SS_EXIT_USAGE;
     }
-    bool exists;
-    if (!dir_is_empty(dir, &exists)) {
-        cli_fail(cl, SS_E_INVAL, "restore: %s is not empty: restore into a new or empty data directory", dir);
-        close(in);
-        return SS_EXIT_USAGE;
+    /* DIR must be empty (a lock file alone, which a broker or an earlier
+     * command leaves, counts as empty); looked at again once its lock is
+     * held, as import does (import_dir.c): a broker started on DIR
+     * meanwhile would otherwise have made a store there, serving and
+     * acknowledging writes, that the rename below would replace. */
+    struct cli_dir_scan st;
+    struct cli_dir_lock lock = {.fd = -1};
+    bool made_dir = false;
+    int exit_code = restore_check(cl, dir, &st);
+    if (exit_code == SS_EXIT_OK && !st.exists) {
+        if (mkdir(dir, 0700) != 0) {
+            cli_fail(cl, SS_E_INVAL, "restore: %s: %s", dir, strerror(errno));
+            exit_code = SS_EXIT_USAGE;
+        }
+        made_dir = exit_code == SS_EXIT_OK;
     }
-    if (!exists && mkdir(dir, 0700) != 0) {
-        cli_fail(cl, SS_E_INVAL, "restore: %s: %s", dir, strerror(errno));
+    if (exit_code == SS_EXIT_OK && cli_dir_lock_take(&lock, dir) != 0) {
+        if (errno == EWOULDBLOCK) {
+            cli_fail(cl, SS_E_INVAL, "restore: %s is in use: a broker, an import or a restore holds it", dir);
+            exit_code = SS_EXIT_USAGE;
+        } else {
+            cli_fail(cl, SS_E_IO, "restore: cannot lock %s: %s", dir, strerror(errno));
+            exit_code = SS_EXIT_CONNECTION;
+        }
+    }
+    if (exit_code == SS_EXIT_OK)
+        exit_code = restore_check(cl, dir, &st);
+    if (exit_code != SS_EXIT_OK) {
         close(in);
-        return SS_EXIT_USAGE;
+        return restore_undo(&lock, made_dir ? dir : NULL, exit_code);
     }
     char path[4096], tmp[4200];
     snprintf(path, sizeof path, "%s/data.mdb", dir);
@@ -139,20 +148,19 @@ int cmd_restore(struct cli *cl, ss_client *c)
     if (out >= 0)
         close(out);
     close(in);
-    if (rc == 0 && rename(tmp, path) != 0) {
+    if (rc == 0 && cli_rename_noreplace(tmp, path) != 0) {
         rc = -1;
         err = errno;
     }
     if (rc != 0) {
         unlink(tmp);
         cli_fail(cl, SS_E_IO, "restore: writing %s: %s", path, strerror(err));
-        return SS_EXIT_CONNECTION;
+        return restore_undo(&lock, made_dir ? dir : NULL, SS_EXIT_CONNECTION);
     }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
+    (void)cli_sync_dir(dir);
+    /* The restored store is in place: the lock file stays, as a broker
+     * leaves it, and the lock goes. */
+    cli_dir_lock_release(&lock, false);
     /* The plugin takes an absolute data_dir only. */
     char abs[PATH_MAX];
     if (!cl->json)

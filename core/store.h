@@ -154,6 +154,14 @@ void ss_store_checkpoint_soon(ss_store *s);
 void ss_store_hold_checkpoints(ss_store *s, bool hold);
 bool ss_store_file_current(const ss_store *s);
 int ss_store_copy_fd(ss_store *s, int fd);
+/* Outside a batch: write what the journal holds into the data file now,
+ * with LMDB's full sync, as ss_store_close does (whatever the interval,
+ * a failure's backoff or a hold), so that the owner learns whether the
+ * file holds every commit before it closes the store. 0 (also when there
+ * was nothing to write), or the failure (SS_E_QUOTA: the disk or the map
+ * is full; SS_E_IO), ss_store_cause saying why; after a failure, only
+ * ss_store_cause and ss_store_close. */
+int ss_store_checkpoint_now(ss_store *s);
 /* Drop the batch. A batch that wrote something is undone by rebuilding the
  * state of the last commit from the file and the journal: costs up to a
  * replay of journal_max_bytes. */

@@ -163,7 +163,18 @@ int ss_lmdb__checkpoint_now(ss_store *s)
         return rc;
     s->ckpt_seq = s->jseq;
     s->synced = s->commits;
-    return fdatasync(s->jfd) == 0 ? SS_OK : SS_E_IO;
+    if (fdatasync(s->jfd) != 0) {
+        ss_lmdb__cause(s, "syncing the journal after a checkpoint", errno);
+        return SS_E_IO;
+    }
+    return SS_OK;
+}
+
+int ss_store_checkpoint_now(ss_store *s)
+{
+    if (s->batch || s->committing)
+        return SS_E_BUSY;
+    return ss_lmdb__checkpoint_now(s);
 }
 
 int ss_store_begin(ss_store *s)

@@ -600,14 +600,14 @@ char *slurp(const char *path, size_t *len)
     return buf;
 }
 
-pid_t spawn_cmd(char *const argv[], const char *out_path, const char *err_path)
+pid_t spawn_cmd_from(char *const argv[], int in_fd, const char *out_path, const char *err_path)
 {
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
         int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int in = open("/dev/null", O_RDONLY);
+        int in = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY);
         dup2(in, 0);
         dup2(o, 1);
         dup2(e, 2);
@@ -615,6 +615,11 @@ pid_t spawn_cmd(char *const argv[], const char *out_path, const char *err_path)
         _exit(127);
     }
     return pid;
+}
+
+pid_t spawn_cmd(char *const argv[], const char *out_path, const char *err_path)
+{
+    return spawn_cmd_from(argv, -1, out_path, err_path);
 }
 
 void run_cmd(char *const argv[], const void *in, size_t inlen, struct run *r)

@@ -222,6 +222,10 @@ void run_free(struct run *r);
 /* Start argv in the background with stdout and stderr going to files;
  * returns its pid. */
 pid_t spawn_cmd(char *const argv[], const char *out_path, const char *err_path);
+/* The same with in_fd as its stdin (-1: /dev/null). Every other
+ * descriptor of the caller goes with it unless close-on-exec: a pipe's
+ * write end held there would keep it from ever reading the end. */
+pid_t spawn_cmd_from(char *const argv[], int in_fd, const char *out_path, const char *err_path);
 /* SS_TEST_QUICK=1: the long fault loops run fewer rounds (one of each
  * kind of fault). CI sets it for the sanitizer and valgrind runs, which
  * look for memory and thread errors; make test runs every round. */

@@ -452,18 +452,10 @@ TEST(cli_killed_import_leaves_no_store_to_serve)
     char out[500], err[500];
     snprintf(out, sizeof out, "%s/import.out", test_tmpdir());
     snprintf(err, sizeof err, "%s/import.err", test_tmpdir());
-    fflush(NULL);
-    pid_t pid = fork();
+    ASSERT_EQ(fcntl(p[1], F_SETFD, FD_CLOEXEC), 0); /* this end stays here only */
+    char *argv[] = {(char *)cli_path(), "import", "-", dir, NULL};
+    pid_t pid = spawn_cmd_from(argv, p[0], out, err);
     ASSERT_TRUE(pid >= 0);
-    if (pid == 0) {
-        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(p[0], 0);
-        dup2(o, 1);
-        dup2(e, 2);
-        close(p[1]);
-        execl(cli_path(), cli_path(), "import", "-", dir, (char *)NULL);
-        _exit(127);
-    }
     close(p[0]);
     /* Lines of about 85 bytes: when these writes return, the pipe (64
      * KiB) and the tool's buffer hold at most a thousand of them, so it
