@@ -164,16 +164,22 @@ static void add_sanitizer_option(const char *var, const char *opt)
  * listener (child side of spawn): suppressions of exactly that, written
  * beside its log; LeakSanitizer's through the environment (with full
  * stacks, which it cannot take in the broker otherwise), valgrind's as an
- * option into supp ("" when none). */
+ * option into supp ("" when none). A test that meets another leak of
+ * Mosquitto's own names its function (b->mosquitto_leak): LeakSanitizer
+ * is told of it the same way (those tests do not run under valgrind). */
 static void broker_leak_suppressions(const struct broker *b, char *supp, size_t n)
 {
     supp[0] = '\0';
-    if (strstr(b->extra, "protocol websockets") == NULL)
+    bool ws = strstr(b->extra, "protocol websockets") != NULL;
+    if (!ws && b->mosquitto_leak == NULL)
         return;
-    char lsan[560], vg[560];
+    char lsan[560], vg[560], rules[200];
     snprintf(lsan, sizeof lsan, "%s.lsan.supp", b->log);
     snprintf(vg, sizeof vg, "%s.valgrind.supp", b->log);
-    write_text(lsan, "leak:mosq_websockets_init\n");
+    snprintf(rules, sizeof rules, "%s%s%s%s", ws ? "leak:mosq_websockets_init\n" : "",
+             b->mosquitto_leak ? "leak:" : "", b->mosquitto_leak ? b->mosquitto_leak : "",
+             b->mosquitto_leak ? "\n" : "");
+    write_text(lsan, rules);
     write_text(vg, "{\n   mosquitto-2.0-websockets-listener\n   Memcheck:Leak\n   match-leak-kinds: definite\n"
                    "   fun:calloc\n   fun:mosquitto__calloc\n   fun:mosq_websockets_init\n}\n");
     char opt[600];

@@ -203,7 +203,11 @@ static bool wait_count(const char *path, const char *text, int n, int ms)
  * the new broker are printed (they used to stop for good). */
 TEST(cli_stats_watch_goes_on_after_a_broker_restart)
 {
-    struct broker b = {0};
+    /* Mosquitto 2.0.11 leaks a subscription's allocation (sub__add, 41
+     * bytes, frames of its own only) when it stops with this client
+     * subscribed to its $SYS figures, in about half the runs under
+     * AddressSanitizer: not counted. */
+    struct broker b = {.mosquitto_leak = "sub__add"};
     snprintf(b.extra, sizeof b.extra, "sys_interval 1\n");
     broker_start(&b);
     char port[16], out[600], err[600];
