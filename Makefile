@@ -95,7 +95,7 @@ UNIT_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/unit/*.c))
 INTEG_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/integration/*.c))
 LIFE_OBJ  := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/lifecycle/*.c))
 STRESS_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard tests/stress/*.c)) $(OUT)/tests/integration/harness.o \
-              $(OUT)/tests/integration/etcd_cluster.o
+              $(OUT)/tests/integration/etcd_cluster.o $(OUT)/tests/integration/held.o
 PLUGIN_OBJ := $(patsubst %.c,$(OUT)/%.o,$(wildcard plugin/*.c backends/*.c))
 LIBCORE   := $(OUT)/libstatestore-core.a
 PLUGIN    := $(OUT)/statestore.so

@@ -161,13 +161,16 @@ int cmd_restore(struct cli *cl, ss_client *c);
  * fills. */
 #define CLI_DIR_LOCK "statestore.lock"   /* the broker's lock (core/store_lmdb_open.c) */
 #define CLI_DIR_PARTIAL "import.partial" /* where import builds its store */
+#define CLI_DIR_RESTORE_PARTIAL "data.mdb.partial" /* where restore copies a backup */
 /* What DIR holds, looked at without following a symbolic link in it. */
 struct cli_dir_scan {
     bool exists;
     bool lock;        /* statestore.lock */
     bool partial;     /* import.partial, a directory */
     bool partial_odd; /* import.partial that is not a directory (a symbolic link...) */
-    bool other;       /* anything else: a store, or someone's files */
+    bool restore_partial; /* data.mdb.partial, a regular file (else counted in other) */
+    bool store;       /* a store's files: data.mdb, journal, journal.discarded */
+    bool other;       /* anything else: someone's files */
 };
 /* 0 (an absent DIR: out->exists false), or -1 (errno) when DIR cannot be
  * read (not a directory, no permission). */
@@ -184,6 +187,19 @@ int cli_dir_lock_take(struct cli_dir_lock *l, const char *dir);
 /* Release a lock taken (else nothing); with remove_file, remove the lock
  * file first, while still holding it. */
 void cli_dir_lock_release(struct cli_dir_lock *l, bool remove_file);
+/* Make DIR ready for an offline command cmd ("import", "restore") that
+ * puts a store into it: DIR must be absent, empty, or hold only what a
+ * killed import or restore left (beside a store's files, those are
+ * removed and DIR then refused; beside anything else, DIR is refused as
+ * it is). It is made if absent (*made_dir), its lock taken (*l) and DIR
+ * looked at again, and the leftovers removed (said on stderr). 0 with the
+ * lock held, or the exit code after saying why, with DIR as it was found
+ * but for those leftovers. */
+int cli_dir_begin(const struct cli *cl, const char *cmd, const char *dir, struct cli_dir_lock *l, bool *made_dir);
+/* After cli_dir_begin succeeded and the command failed before its store
+ * was in place: the lock file goes if it made it, and DIR if it made it
+ * (when nothing else is in it), and the lock is released. */
+void cli_dir_abandon(const char *dir, struct cli_dir_lock *l, bool made_dir);
 /* Remove the directory path and the files in it, never following a
  * symbolic link (path itself or its entries). 0 (also when absent), or -1
  * (errno; ELOOP or ENOTDIR when path is not a real directory). */
@@ -196,10 +212,10 @@ int cli_sync_dir(const char *path);
 int cli_sync_file(const char *path);
 
 /* import_dir.c: the data directory of import FILE DIR, built so that an
- * import killed part-way leaves no store in DIR. begin checks DIR (absent,
- * empty, or holding only what an import that did not finish left), makes
- * it if absent, takes its lock and checks DIR again, then removes what a
- * killed import left; the store is then opened in partial. commit, after
+ * import killed part-way leaves no store in DIR. begin readies DIR
+ * (cli_dir_begin: absent, empty, or holding only what a killed import or
+ * restore left; its lock held, those leftovers removed); the store is
+ * then opened in partial. commit, after
  * that store is closed, moves its data file into DIR, durably, never over
  * a data file there (0, or a failure with *why). undo, after a failure,
  * leaves DIR empty, or absent if begin made it. end releases the lock.

@@ -9,9 +9,16 @@
  * What DIR holds is looked at again once the lock is held: only then can
  * nothing else change it.
  *
+ * A command killed part-way leaves its work beside the lock file: an
+ * import the directory import.partial, a restore the file
+ * data.mdb.partial. Neither is ever part of a store (a broker opens
+ * data.mdb), so the next import or restore removes both once it holds the
+ * lock, and says so.
+ *
  * Nothing here follows a symbolic link inside DIR: an entry named
- * import.partial that is not a real directory is not an import's leftover,
- * and the files of whatever it names are never removed.
+ * import.partial that is not a real directory, or data.mdb.partial that
+ * is not a regular file, is not a leftover, and the files of whatever it
+ * names are never removed.
  */
 #define _GNU_SOURCE /* renameat2, RENAME_NOREPLACE */
 #include <dirent.h>
@@ -23,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/errors.h"
 #include "cli.h"
 
 /* Open the directory path to read its entries (flags: O_NOFOLLOW, or
@@ -61,6 +69,12 @@ int cli_dir_scan(const char *dir, struct cli_dir_scan *out)
             bool is_dir = fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
             out->partial = is_dir;
             out->partial_odd = !is_dir;
+        } else if (strcmp(e->d_name, CLI_DIR_RESTORE_PARTIAL) == 0 &&
+                   fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+            out->restore_partial = true; /* anything else by that name is someone's */
+        } else if (strcmp(e->d_name, "data.mdb") == 0 || strcmp(e->d_name, "journal") == 0 ||
+                   strcmp(e->d_name, "journal.discarded") == 0) {
+            out->store = true; /* a store's own files (core/store_lmdb_open.c) */
         } else {
             out->other = true;
         }
@@ -69,41 +83,52 @@ int cli_dir_scan(const char *dir, struct cli_dir_scan *out)
     return 0;
 }
 
-int cli_dir_lock_take(struct cli_dir_lock *l, const char *dir)
+/* DIR's length without trailing slashes, for the names made in it. */
+static int dir_len(const char *dir)
 {
-    l->made = false;
     int len = (int)strlen(dir);
     while (len > 1 && dir[len - 1] == '/')
         len--;
-    if (snprintf(l->path, sizeof l->path, "%.*s/%s", len, dir, CLI_DIR_LOCK) >= (int)sizeof l->path) {
+    return len;
+}
+
+int cli_dir_lock_take(struct cli_dir_lock *l, const char *dir)
+{
+    l->made = false;
+    l->fd = -1;
+    if (snprintf(l->path, sizeof l->path, "%.*s/%s", dir_len(dir), dir, CLI_DIR_LOCK) >= (int)sizeof l->path) {
         errno = ENAMETOOLONG;
         return -1;
     }
-    struct stat named, st;
-    l->made = lstat(l->path, &named) != 0 && errno == ENOENT;
-    /* O_NOFOLLOW: the lock is a file of DIR's own, never what a link names. */
-    l->fd = open(l->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (l->fd < 0)
-        return -1;
-    if (flock(l->fd, LOCK_EX | LOCK_NB) != 0) {
-        int err = errno;
-        close(l->fd);
-        l->fd = -1;
-        errno = err;
-        return -1;
+    /* The file locked must still be DIR's lock file: an import or a
+     * restore that fails removes a lock file it made, and one opened just
+     * before that and locked just after would be no lock at all (a broker
+     * would make and lock a new one). So it is looked up again once
+     * locked, and a replaced one opened again, as the broker does
+     * (core/store_lmdb_open.c); a file replaced every time leaves DIR
+     * taken as in use. */
+    for (int tries = 0; tries < 8; tries++) {
+        struct stat named, st;
+        l->made = lstat(l->path, &named) != 0 && errno == ENOENT;
+        /* O_NOFOLLOW: the lock is a file of DIR's own, never what a link names. */
+        int fd = open(l->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return -1;
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            int err = errno;
+            close(fd);
+            errno = err;
+            return -1;
+        }
+        if (fstat(fd, &st) == 0 && lstat(l->path, &named) == 0 && st.st_ino == named.st_ino &&
+            st.st_dev == named.st_dev) {
+            l->fd = fd;
+            return 0;
+        }
+        close(fd);
     }
-    /* The file locked must still be DIR's lock file: a command that ends
-     * removes a lock file it made, and one opened just before that and
-     * locked just after would be no lock at all (a broker would make and
-     * lock a new one). */
-    if (fstat(l->fd, &st) != 0 || lstat(l->path, &named) != 0 || st.st_ino != named.st_ino ||
-        st.st_dev != named.st_dev) {
-        close(l->fd);
-        l->fd = -1;
-        errno = EWOULDBLOCK;
-        return -1;
-    }
-    return 0;
+    errno = EWOULDBLOCK;
+    return -1;
 }
 
 void cli_dir_lock_release(struct cli_dir_lock *l, bool remove_file)
@@ -114,6 +139,118 @@ void cli_dir_lock_release(struct cli_dir_lock *l, bool remove_file)
         unlink(l->path);
     close(l->fd);
     l->fd = -1;
+}
+
+/* Say why cmd cannot go into DIR as st shows it: 0 when it may (absent,
+ * empty, or holding what a killed import or restore left, alone or beside
+ * a store's files: cli_dir_begin removes the leftovers, then refuses the
+ * store), else the exit code. A DIR holding anything else is refused as
+ * it is, leftovers and all: it is not a data directory (it may be the
+ * broker's backup directory, whose backups are written as NAME.partial),
+ * and nothing in it is this command's to remove. */
+static int dir_check(const struct cli *cl, const char *cmd, const char *dir, struct cli_dir_scan *st)
+{
+    if (cli_dir_scan(dir, st) != 0) {
+        cli_fail(cl, SS_E_INVAL, "%s: %s: %s", cmd, dir, strerror(errno));
+        return SS_EXIT_USAGE;
+    }
+    if (st->partial_odd) {
+        cli_fail(cl, SS_E_INVAL, "%s: %.*s/%s is not a directory (a symbolic link?), so no import left it: remove "
+                 "it and %s again", cmd, dir_len(dir), dir, CLI_DIR_PARTIAL, cmd);
+        return SS_EXIT_USAGE;
+    }
+    if (st->other || (st->store && !st->partial && !st->restore_partial)) {
+        cli_fail(cl, SS_E_INVAL, "%s: %s is not empty: %s into a new or empty data directory", cmd, dir, cmd);
+        return SS_EXIT_USAGE;
+    }
+    return SS_EXIT_OK;
+}
+
+/* Remove name in DIR, left by a killed import (a directory) or restore (a
+ * file). 0, or the exit code after saying why. */
+static int dir_remove_leftover(const struct cli *cl, const char *cmd, const char *dir, const char *name,
+                               const char *by)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%.*s/%s", dir_len(dir), dir, name);
+    int rc = strcmp(name, CLI_DIR_PARTIAL) == 0 ? cli_dir_remove(path) : unlink(path);
+    if (rc != 0 && errno != ENOENT) {
+        cli_fail(cl, SS_E_IO, "%s: cannot remove %s, left by %s that did not finish: %s: remove it and %s again",
+                 cmd, path, by, strerror(errno), cmd);
+        return SS_EXIT_CONNECTION;
+    }
+    out_error("%s: removed %s, left by %s that did not finish", cmd, path, by);
+    return SS_EXIT_OK;
+}
+
+/* After a refusal with the lock held: DIR as it was found. */
+static int dir_unmake(const char *dir, struct cli_dir_lock *l, bool made_dir, int exit_code)
+{
+    cli_dir_lock_release(l, l->made);
+    if (made_dir)
+        rmdir(dir);
+    return exit_code;
+}
+
+int cli_dir_begin(const struct cli *cl, const char *cmd, const char *dir, struct cli_dir_lock *l, bool *made_dir)
+{
+    l->fd = -1;
+    *made_dir = false;
+    /* A first look before anything is made in DIR: a directory that
+     * holds someone's files gets no lock file. */
+    struct cli_dir_scan st;
+    int exit_code = dir_check(cl, cmd, dir, &st);
+    if (exit_code != SS_EXIT_OK)
+        return exit_code;
+    /* Made when absent; one made meanwhile (by another import or restore
+     * started at the same moment) is looked at again once locked. */
+    if (!st.exists) {
+        int made = mkdir(dir, 0700);
+        if (made != 0 && errno != EEXIST) {
+            cli_fail(cl, SS_E_IO, "%s: cannot make %s: %s", cmd, dir, strerror(errno));
+            return SS_EXIT_CONNECTION;
+        }
+        *made_dir = made == 0;
+    }
+    /* The broker's lock: held until the command ends, so that no broker
+     * opens DIR, and no other import or restore writes in it, meanwhile.
+     * flock is released by the kernel when the process dies: a killed
+     * command holds nothing. */
+    if (cli_dir_lock_take(l, dir) != 0) {
+        int err = errno;
+        if (err == EWOULDBLOCK)
+            cli_fail(cl, SS_E_INVAL, "%s: %s is in use: a broker, an import or a restore holds it", cmd, dir);
+        else
+            cli_fail(cl, SS_E_IO, "%s: cannot lock %s: %s", cmd, dir, strerror(err));
+        if (*made_dir && err != EWOULDBLOCK) { /* what it made; a holder's lock file stays */
+            if (l->made)
+                unlink(l->path);
+            rmdir(dir);
+        }
+        return err == EWOULDBLOCK ? SS_EXIT_USAGE : SS_EXIT_CONNECTION;
+    }
+    /* Again, now that nothing else can change DIR: between the first look
+     * and the lock, an import or a restore may have finished (its store in
+     * DIR, its lock released) or a broker started and stopped. */
+    if ((exit_code = dir_check(cl, cmd, dir, &st)) != SS_EXIT_OK)
+        return dir_unmake(dir, l, *made_dir, exit_code);
+    /* What a killed import or restore left: with the lock held, no other
+     * uses it, and no broker ever looks at it. */
+    if (st.partial && (exit_code = dir_remove_leftover(cl, cmd, dir, CLI_DIR_PARTIAL, "an import")) != SS_EXIT_OK)
+        return dir_unmake(dir, l, *made_dir, exit_code);
+    if (st.restore_partial &&
+        (exit_code = dir_remove_leftover(cl, cmd, dir, CLI_DIR_RESTORE_PARTIAL, "a restore")) != SS_EXIT_OK)
+        return dir_unmake(dir, l, *made_dir, exit_code);
+    if (st.store) {
+        cli_fail(cl, SS_E_INVAL, "%s: %s is not empty: %s into a new or empty data directory", cmd, dir, cmd);
+        return dir_unmake(dir, l, *made_dir, SS_EXIT_USAGE);
+    }
+    return SS_EXIT_OK;
+}
+
+void cli_dir_abandon(const char *dir, struct cli_dir_lock *l, bool made_dir)
+{
+    (void)dir_unmake(dir, l, made_dir, 0);
 }
 
 int cli_dir_remove(const char *path)

@@ -26,12 +26,13 @@
  * replaces a data file.
  *
  * A killed import leaves DIR/import.partial and DIR/statestore.lock (and
- * DIR, if it made it). The next import into DIR removes import.partial
- * once it holds the lock: a DIR holding nothing else is taken as empty.
- * So does an import into a DIR that holds a store besides (a broker was
- * started on DIR after the killed import), which it then refuses as not
- * empty. import.partial is only ever an import's: one that is not a real
- * directory (a symbolic link) is refused, never followed.
+ * DIR, if it made it). The next import or restore into DIR removes
+ * import.partial once it holds the lock (datadir.c, cli_dir_begin): a DIR
+ * holding nothing else is taken as empty. So does one into a DIR that
+ * holds a store besides (a broker was started on DIR after the killed
+ * import), which it then refuses as not empty. import.partial is only
+ * ever an import's: one that is not a real directory (a symbolic link) is
+ * refused, never followed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -59,38 +60,6 @@ static void parent_of(const char *path, char *out, size_t n)
         *slash = '\0';
 }
 
-/* Look at DIR (st), and say why an import cannot go into it: 0 when it
- * may (absent, empty, holding only what an import that did not finish
- * left, or with store_ok a store beside import.partial, which begin
- * removes before refusing), else the exit code. */
-static int check_dir(const struct cli *cl, const char *dir, const char *partial, bool store_ok,
-                     struct cli_dir_scan *st)
-{
-    if (cli_dir_scan(dir, st) != 0) {
-        cli_fail(cl, SS_E_INVAL, "import: %s: %s", dir, strerror(errno));
-        return SS_EXIT_USAGE;
-    }
-    if (st->partial_odd) {
-        cli_fail(cl, SS_E_INVAL, "import: %s is not a directory (a symbolic link?), so no import left it: "
-                 "remove it and import again", partial);
-        return SS_EXIT_USAGE;
-    }
-    if (st->other && !(store_ok && st->partial)) {
-        cli_fail(cl, SS_E_INVAL, "import: %s is not empty: import into a new or empty data directory", dir);
-        return SS_EXIT_USAGE;
-    }
-    return SS_EXIT_OK;
-}
-
-/* Refuse after the lock was taken: DIR as it was found. */
-static int refuse_locked(struct import_dir *d, const char *dir, int exit_code)
-{
-    cli_dir_lock_release(&d->lock, d->lock.made);
-    if (d->made_dir)
-        rmdir(dir);
-    return exit_code;
-}
-
 int import_dir_begin(const struct cli *cl, struct import_dir *d, const char *dir)
 {
     memset(d, 0, sizeof *d);
@@ -103,54 +72,9 @@ int import_dir_begin(const struct cli *cl, struct import_dir *d, const char *dir
         cli_fail(cl, SS_E_INVAL, "import: %s: %s", dir, strerror(ENAMETOOLONG));
         return SS_EXIT_USAGE;
     }
-    /* A first look before anything is made in DIR: a directory that
-     * holds someone's files gets no lock file. */
-    struct cli_dir_scan st;
-    int exit_code = check_dir(cl, dir, d->partial, true, &st);
+    int exit_code = cli_dir_begin(cl, "import", dir, &d->lock, &d->made_dir);
     if (exit_code != SS_EXIT_OK)
         return exit_code;
-    if (!st.exists) {
-        if (mkdir(dir, 0700) != 0) {
-            cli_fail(cl, SS_E_IO, "import: cannot make %s: %s", dir, strerror(errno));
-            return SS_EXIT_CONNECTION;
-        }
-        d->made_dir = true;
-    }
-    /* The broker's lock: held until the end, so that no broker opens
-     * DIR, and no other import writes in it, meanwhile. flock is released
-     * by the kernel when the process dies: a killed import holds nothing. */
-    if (cli_dir_lock_take(&d->lock, dir) != 0) {
-        int err = errno;
-        if (err == EWOULDBLOCK)
-            cli_fail(cl, SS_E_INVAL, "import: %s is in use: a broker or another import holds it", dir);
-        else
-            cli_fail(cl, SS_E_IO, "import: cannot lock %s: %s", dir, strerror(err));
-        if (d->made_dir && err != EWOULDBLOCK) { /* what it made; a holder's lock file stays */
-            if (d->lock.made)
-                unlink(d->lock.path);
-            rmdir(dir);
-        }
-        return err == EWOULDBLOCK ? SS_EXIT_USAGE : SS_EXIT_CONNECTION;
-    }
-    /* Again, now that nothing else can change DIR: between the first look
-     * and the lock, an import may have finished (its store in DIR, its
-     * lock released) or a broker started and stopped. */
-    if ((exit_code = check_dir(cl, dir, d->partial, true, &st)) != SS_EXIT_OK)
-        return refuse_locked(d, dir, exit_code);
-    /* What a killed import left: with the lock held, no import uses it,
-     * and no broker ever looks in it. */
-    if (st.partial) {
-        if (cli_dir_remove(d->partial) != 0 && errno != ENOENT) {
-            cli_fail(cl, SS_E_IO, "import: cannot remove %s, left by an import that did not finish: %s: remove "
-                     "it and import again", d->partial, strerror(errno));
-            return refuse_locked(d, dir, SS_EXIT_CONNECTION);
-        }
-        out_error("import: removed %s, left by an import that did not finish", d->partial);
-    }
-    if (st.other) {
-        cli_fail(cl, SS_E_INVAL, "import: %s is not empty: import into a new or empty data directory", dir);
-        return refuse_locked(d, dir, SS_EXIT_USAGE);
-    }
     d->dir = dir; /* from here on, import_dir_undo has something to undo */
     return SS_EXIT_OK;
 }
@@ -221,7 +145,8 @@ void import_dir_undo(struct import_dir *d)
     (void)cli_dir_remove(d->partial);
     if (d->placed) /* a commit that failed after its rename */
         unlink(d->data);
-    unlink(d->lock.path);
+    if (d->lock.made) /* one found there stays, as found */
+        unlink(d->lock.path);
     if (d->made_dir)
         rmdir(d->dir);
     else

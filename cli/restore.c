@@ -7,7 +7,9 @@
  * renamed to DIR/data.mdb, never over a file there, while the restore
  * holds DIR's lock, as a broker and an import do (datadir.c): a broker
  * started on DIR meanwhile refuses to start, and one that runs on DIR
- * makes the restore refuse. */
+ * makes the restore refuse. A killed restore leaves data.mdb.partial,
+ * which the next restore or import into DIR removes once it holds the
+ * lock (datadir.c, cli_dir_begin). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -48,30 +50,6 @@ static int copy_fd(int in, int out)
     }
 }
 
-/* Say why a restore cannot go into DIR (st: what it holds), or 0. */
-static int restore_check(const struct cli *cl, const char *dir, struct cli_dir_scan *st)
-{
-    if (cli_dir_scan(dir, st) != 0) {
-        cli_fail(cl, SS_E_INVAL, "restore: %s: %s", dir, strerror(errno));
-        return SS_EXIT_USAGE;
-    }
-    if (st->other || st->partial || st->partial_odd) {
-        cli_fail(cl, SS_E_INVAL, "restore: %s is not empty: restore into a new or empty data directory", dir);
-        return SS_EXIT_USAGE;
-    }
-    return SS_EXIT_OK;
-}
-
-/* After a failure: the lock file goes if this restore made it, and DIR
- * if it made it (made_dir, else NULL); returns exit_code. */
-static int restore_undo(struct cli_dir_lock *lock, const char *made_dir, int exit_code)
-{
-    cli_dir_lock_release(lock, lock->made);
-    if (made_dir)
-        rmdir(made_dir);
-    return exit_code;
-}
-
 int cmd_restore(struct cli *cl, ss_client *c)
 {
     (void)c;
@@ -109,39 +87,21 @@ int cmd_restore(struct cli *cl, ss_client *c)
         return SS_EXIT_USAGE;
     }
     /* DIR must be empty (a lock file alone, which a broker or an earlier
-     * command leaves, counts as empty); looked at again once its lock is
-     * held, as import does (import_dir.c): a broker started on DIR
-     * meanwhile would otherwise have made a store there, serving and
-     * acknowledging writes, that the rename below would replace. */
-    struct cli_dir_scan st;
-    struct cli_dir_lock lock = {.fd = -1};
-    bool made_dir = false;
-    int exit_code = restore_check(cl, dir, &st);
-    if (exit_code == SS_EXIT_OK && !st.exists) {
-        if (mkdir(dir, 0700) != 0) {
-            cli_fail(cl, SS_E_INVAL, "restore: %s: %s", dir, strerror(errno));
-            exit_code = SS_EXIT_USAGE;
-        }
-        made_dir = exit_code == SS_EXIT_OK;
-    }
-    if (exit_code == SS_EXIT_OK && cli_dir_lock_take(&lock, dir) != 0) {
-        if (errno == EWOULDBLOCK) {
-            cli_fail(cl, SS_E_INVAL, "restore: %s is in use: a broker, an import or a restore holds it", dir);
-            exit_code = SS_EXIT_USAGE;
-        } else {
-            cli_fail(cl, SS_E_IO, "restore: cannot lock %s: %s", dir, strerror(errno));
-            exit_code = SS_EXIT_CONNECTION;
-        }
-    }
-    if (exit_code == SS_EXIT_OK)
-        exit_code = restore_check(cl, dir, &st);
+     * command leaves, counts as empty, and so does what a killed import
+     * or restore left); looked at again once its lock is held, as import
+     * does (datadir.c): a broker started on DIR meanwhile would otherwise
+     * have made a store there, serving and acknowledging writes, that the
+     * rename below would replace. */
+    struct cli_dir_lock lock;
+    bool made_dir;
+    int exit_code = cli_dir_begin(cl, "restore", dir, &lock, &made_dir);
     if (exit_code != SS_EXIT_OK) {
         close(in);
-        return restore_undo(&lock, made_dir ? dir : NULL, exit_code);
+        return exit_code;
     }
     char path[4096], tmp[4200];
     snprintf(path, sizeof path, "%s/data.mdb", dir);
-    snprintf(tmp, sizeof tmp, "%s.partial", path);
+    snprintf(tmp, sizeof tmp, "%s/%s", dir, CLI_DIR_RESTORE_PARTIAL);
     int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     int rc = out < 0 || copy_fd(in, out) != 0 || fsync(out) != 0 ? -1 : 0;
     int err = errno;
@@ -155,7 +115,8 @@ int cmd_restore(struct cli *cl, ss_client *c)
     if (rc != 0) {
         unlink(tmp);
         cli_fail(cl, SS_E_IO, "restore: writing %s: %s", path, strerror(err));
-        return restore_undo(&lock, made_dir ? dir : NULL, SS_EXIT_CONNECTION);
+        cli_dir_abandon(dir, &lock, made_dir);
+        return SS_EXIT_CONNECTION;
     }
     (void)cli_sync_dir(dir);
     /* The restored store is in place: the lock file stays, as a broker

@@ -327,16 +327,44 @@ static int ss_lmdb__open_in_dir(const ss_store *s, const char *file, bool *exist
 
 /* One process per data directory: a second broker on the same files
  * would keep its own counts and clock and corrupt both. flock is released
- * by the kernel when the process dies, so a crash leaves no stale lock. */
+ * by the kernel when the process dies, so a crash leaves no stale lock.
+ *
+ * The file locked must still be the one DIR's name leads to: an import or
+ * a restore that fails removes a lock file it made (cli/datadir.c), and
+ * one opened just before that and locked just after would be a lock
+ * nobody else sees (the next import would make and lock a new file, and
+ * write beside this broker). So it is looked up again once locked, and a
+ * replaced file opened again. A file replaced every time (only a process
+ * that ignores the lock could) leaves DIR taken as busy. */
 static int ss_lmdb__lock_dir(ss_store *s)
 {
-    bool existed;
-    s->lock_fd = ss_lmdb__open_in_dir(s, "statestore.lock", &existed);
-    if (s->lock_fd < 0)
-        return SS_E_IO;
-    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0)
-        return errno == EWOULDBLOCK ? SS_E_BUSY : SS_E_IO;
-    return SS_OK;
+    char *name = ss_lmdb__path(s, "statestore.lock");
+    if (name == NULL)
+        return SS_E_NOMEM;
+    int rc = SS_E_BUSY;
+    for (int tries = 0; tries < 8 && rc == SS_E_BUSY; tries++) {
+        bool existed;
+        int fd = ss_lmdb__open_in_dir(s, "statestore.lock", &existed);
+        if (fd < 0) {
+            rc = SS_E_IO;
+            break;
+        }
+        struct stat held, named;
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            rc = errno == EWOULDBLOCK ? SS_E_BUSY : SS_E_IO;
+            close(fd);
+            break;
+        }
+        if (fstat(fd, &held) == 0 && stat(name, &named) == 0 && held.st_ino == named.st_ino &&
+            held.st_dev == named.st_dev) {
+            s->lock_fd = fd;
+            rc = SS_OK;
+        } else {
+            close(fd); /* removed or replaced meanwhile: the lock is the file there now */
+        }
+    }
+    free(name);
+    return rc;
 }
 
 /* Open (or create) the journal; a new file's name is made durable too. */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -22,6 +23,7 @@
 #include "../../core/codec.h"
 #include "../test.h"
 #include "etcd_cluster.h"
+#include "held.h"
 
 uint64_t now_ms(void)
 {
@@ -217,6 +219,8 @@ static void spawn(struct broker *b, bool full_stacks)
         broker_leak_suppressions(b, supp, sizeof supp);
         if (full_stacks)
             add_sanitizer_option("ASAN_OPTIONS", "fast_unwind_on_malloc=0");
+        if (b->held_at_lock)
+            held_prepare();
         if (getenv("SS_BROKER_VALGRIND"))
             execlp("valgrind", "valgrind", "-q", "--leak-check=full", "--errors-for-leak-kinds=definite",
                    "--error-exitcode=99", supp[0] ? supp : "--leak-check=full", "mosquitto", "-c", b->conf,
@@ -247,6 +251,19 @@ static int start_and_wait(struct broker *b, bool full_stacks)
 {
     write_conf(b);
     spawn(b, full_stacks);
+    if (b->held_at_lock) {
+        static const long lock[] = {SYS_flock};
+        long fd = held_until(b->pid, lock, 1);
+        /* Held at the lock of its data directory, not some other flock. */
+        char link[64], target[1024];
+        snprintf(link, sizeof link, "/proc/%d/fd/%ld", (int)b->pid, fd);
+        ssize_t len = readlink(link, target, sizeof target - 1);
+        ASSERT_TRUE(len > 0);
+        target[len] = '\0';
+        ASSERT_TRUE(len >= 16 && strcmp(target + len - 16, "/statestore.lock") == 0);
+        b->held_at_lock(b->held_ctx);
+        held_release(b->pid);
+    }
     for (int i = 0; i < 3000; i++) {
         int status;
         if (waitpid(b->pid, &status, WNOHANG) == b->pid) {

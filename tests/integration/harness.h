@@ -33,6 +33,11 @@ struct broker {
     const char *mosquitto_leak;
     char user[32];     /* run as root: the user it drops to ("root", staying, when empty) */
     char plugin[512];  /* the plugin's path ($SS_PLUGIN when empty) */
+    /* Run while the broker is held (held.h) at its first flock, the lock
+     * of its data directory, with held_ctx (NULL: not held): what another
+     * process does in that window. */
+    void (*held_at_lock)(void *ctx);
+    void *held_ctx;
 };
 
 /* True when the brokers of the tests run on etcd (SS_BACKEND=etcd). */

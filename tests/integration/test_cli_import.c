@@ -5,7 +5,6 @@
  * disk that fills up. Races are made to happen, not hoped for: the tool
  * runs under ptrace and is held at the system call where the other party
  * must come in. */
-#define _GNU_SOURCE /* ptrace's syscall info */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -13,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -24,6 +22,7 @@
 #include "../private_fs.h"
 #include "../test.h"
 #include "harness.h"
+#include "held.h"
 
 /* Run argv (the tool) to completion into *r, under ptrace until it enters
  * one of the system calls nrs (n of them); at(ctx) runs while it is held
@@ -42,37 +41,14 @@ static void run_held_at(struct run *r, char *const argv[], const long *nrs, size
         dup2(i, 0);
         dup2(o, 1);
         dup2(e, 2);
-        ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+        held_prepare();
         execv(argv[0], argv);
         _exit(127);
     }
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid); /* stopped at its exec */
-    ASSERT_TRUE(WIFSTOPPED(status));
-    long opts = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
-    ASSERT_EQ(ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)opts), 0);
-    bool held = false;
-    int sig = 0;
-    while (!held) {
-        ASSERT_EQ(ptrace(PTRACE_SYSCALL, pid, NULL, (void *)(long)sig), 0);
-        sig = 0;
-        ASSERT_EQ(waitpid(pid, &status, 0), pid);
-        ASSERT_TRUE(WIFSTOPPED(status)); /* it ended without the call */
-        if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8)))
-            continue; /* a sanitizer's runtime runs it again */
-        if (WSTOPSIG(status) != (SIGTRAP | 0x80)) {
-            sig = WSTOPSIG(status); /* its own signal: delivered */
-            continue;
-        }
-        struct __ptrace_syscall_info info;
-        if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, (void *)sizeof info, &info) <= 0 ||
-            info.op != PTRACE_SYSCALL_INFO_ENTRY)
-            continue;
-        for (size_t i = 0; i < n; i++)
-            held = held || (long)info.entry.nr == nrs[i];
-    }
+    held_until(pid, nrs, n);
     at(ctx);
-    ASSERT_EQ(ptrace(PTRACE_DETACH, pid, NULL, NULL), 0);
+    held_release(pid);
+    int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     r->out = slurp(out, &r->out_len);
@@ -239,7 +215,7 @@ TEST(cli_import_removes_a_leftover_beside_a_store)
     broker_start(&b);
     cli_tool(&r, "import", file, dir, NULL);
     ASSERT_EQ(r.status, 64);
-    ERR_HAS(r, "/target is in use: a broker or another import holds it");
+    ERR_HAS(r, "/target is in use: a broker, an import or a restore holds it");
     run_free(&r);
     ASSERT_TRUE(exists(dir, "import.partial/data.mdb"));
     broker_stop(&b);
@@ -314,6 +290,138 @@ TEST(cli_restore_holds_the_lock_of_dir)
     run_free(&r);
     ASSERT_TRUE(!exists(empty, "data.mdb") && !exists(empty, "data.mdb.partial"));
     close(lfd);
+    broker_stop(&b);
+}
+
+/* A killed restore leaves data.mdb.partial beside the lock file; the next
+ * restore or import into DIR removes it once it holds the lock, and says
+ * so, as the leftover of a killed import (import.partial) is removed by
+ * either. A data.mdb.partial that is not a regular file is not a
+ * restore's: DIR is not empty, and what it names is left alone. */
+TEST(cli_restore_and_import_remove_what_a_killed_one_left)
+{
+    char src[400], file[400], backup[500], dir[400], other[400], elsewhere[400];
+    snprintf(src, sizeof src, "%s/source", test_tmpdir());
+    snprintf(backup, sizeof backup, "%s/data.mdb", src);
+    snprintf(dir, sizeof dir, "%s/restored", test_tmpdir());
+    snprintf(other, sizeof other, "%s/imported", test_tmpdir());
+    snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere", test_tmpdir());
+    one_record(file, sizeof file, "one.jsonl");
+    struct run r;
+    cli_tool(&r, "import", file, src, NULL); /* its data file is a backup */
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
+    /* What a restore killed during its copy leaves. */
+    ASSERT_EQ(mkdir(dir, 0700), 0);
+    put_file(dir, "statestore.lock", "");
+    put_file(dir, "data.mdb.partial", "half a backup");
+    cli_tool(&r, "restore", backup, dir, NULL);
+    ASSERT_EQ(r.status, 0);
+    ERR_HAS(r, "restore: removed ");
+    ERR_HAS(r, "/restored/data.mdb.partial, left by a restore that did not finish");
+    run_free(&r);
+    ASSERT_TRUE(!exists(dir, "data.mdb.partial") && exists(dir, "data.mdb") && exists(dir, "statestore.lock"));
+    struct broker b = {0};
+    snprintf(b.data, sizeof b.data, "%s", dir);
+    broker_start(&b);
+    cli_run(&r, b.port, NULL, 0, "get", "k", NULL);
+    ASSERT_EQ(r.status, 0);
+    OUT_IS(r, "v");
+    run_free(&r);
+    broker_stop(&b);
+    /* An import removes it too; a restore removes an import's. */
+    ASSERT_EQ(mkdir(other, 0700), 0);
+    put_file(other, "data.mdb.partial", "half a backup");
+    cli_tool(&r, "import", file, other, NULL);
+    ASSERT_EQ(r.status, 0);
+    ERR_HAS(r, "import: removed ");
+    ERR_HAS(r, "/imported/data.mdb.partial, left by a restore that did not finish");
+    run_free(&r);
+    ASSERT_TRUE(!exists(other, "data.mdb.partial") && exists(other, "data.mdb"));
+    char partial[500];
+    snprintf(partial, sizeof partial, "%s/again", test_tmpdir());
+    ASSERT_EQ(mkdir(partial, 0700), 0);
+    snprintf(partial, sizeof partial, "%s/again/import.partial", test_tmpdir());
+    ASSERT_EQ(mkdir(partial, 0700), 0);
+    put_file(partial, "data.mdb", "half a store");
+    snprintf(partial, sizeof partial, "%s/again", test_tmpdir());
+    cli_tool(&r, "restore", backup, partial, NULL);
+    ASSERT_EQ(r.status, 0);
+    ERR_HAS(r, "/again/import.partial, left by an import that did not finish");
+    run_free(&r);
+    ASSERT_TRUE(!exists(partial, "import.partial") && exists(partial, "data.mdb"));
+    /* A link by that name: not a restore's leftover. */
+    char empty[400], link[500], target[500];
+    snprintf(empty, sizeof empty, "%s/linked", test_tmpdir());
+    ASSERT_EQ(mkdir(empty, 0700), 0);
+    ASSERT_EQ(mkdir(elsewhere, 0700), 0);
+    put_file(elsewhere, "precious", "keep me");
+    snprintf(link, sizeof link, "%s/data.mdb.partial", empty);
+    snprintf(target, sizeof target, "%s/precious", elsewhere);
+    ASSERT_EQ(symlink(target, link), 0);
+    cli_tool(&r, "restore", backup, empty, NULL);
+    ASSERT_EQ(r.status, 64);
+    ERR_HAS(r, "/linked is not empty: restore into a new or empty data directory");
+    run_free(&r);
+    file_is(elsewhere, "precious", "keep me");
+    ASSERT_TRUE(exists(empty, "data.mdb.partial") && !exists(empty, "data.mdb") && !exists(empty, "statestore.lock"));
+    /* Beside someone's files (the broker's backup directory, where a
+     * backup named data.mdb is written as data.mdb.partial): not a data
+     * directory, refused as it is. */
+    char backups[400];
+    snprintf(backups, sizeof backups, "%s/backups", test_tmpdir());
+    ASSERT_EQ(mkdir(backups, 0700), 0);
+    put_file(backups, "nightly", "a backup");
+    put_file(backups, "data.mdb.partial", "a backup being written");
+    cli_tool(&r, "restore", backup, backups, NULL);
+    ASSERT_EQ(r.status, 64);
+    ERR_HAS(r, "/backups is not empty: restore into a new or empty data directory");
+    run_free(&r);
+    file_is(backups, "data.mdb.partial", "a backup being written");
+    ASSERT_TRUE(!exists(backups, "statestore.lock"));
+}
+
+/* DIR's lock file replaced while a broker opens it: an import that made
+ * it ends (removing the file, then releasing it) just after the broker
+ * opened it, and another import makes and locks a new one before the
+ * broker locks the old. The broker must take the lock DIR holds now, and
+ * so refuse to start, not lock the removed file and run beside the
+ * import. */
+struct lock_swap {
+    char dir[400];
+    int fd; /* the second import's lock */
+};
+
+static void an_import_ends_and_another_begins(void *ctx)
+{
+    struct lock_swap *w = ctx;
+    char lock[500];
+    snprintf(lock, sizeof lock, "%s/statestore.lock", w->dir);
+    ASSERT_EQ(unlink(lock), 0);
+    w->fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    ASSERT_TRUE(w->fd >= 0);
+    ASSERT_EQ(flock(w->fd, LOCK_EX | LOCK_NB), 0);
+}
+
+TEST(plugin_locks_the_lock_file_dir_holds)
+{
+    struct lock_swap w = {.fd = -1};
+    snprintf(w.dir, sizeof w.dir, "%s/data", test_tmpdir());
+    ASSERT_EQ(mkdir(w.dir, 0700), 0);
+    put_file(w.dir, "statestore.lock", ""); /* made by an import */
+    struct broker b = {0};
+    snprintf(b.data, sizeof b.data, "%s", w.dir);
+    b.held_at_lock = an_import_ends_and_another_begins;
+    b.held_ctx = &w;
+    ASSERT_TRUE(broker_start_fails(&b) != 0);
+    ASSERT_TRUE(broker_log_has(&b, "another process has it open"));
+    close(w.fd); /* the second import ends; its lock file stays */
+    b.held_at_lock = NULL;
+    broker_start(&b);
+    struct run r;
+    cli_run(&r, b.port, NULL, 0, "set", "k", "v", NULL);
+    ASSERT_EQ(r.status, 0);
+    run_free(&r);
     broker_stop(&b);
 }
 

@@ -11,6 +11,7 @@
 
 #include "../test.h"
 #include "cli_util.h"
+#include "delay_proxy.h"
 #include "etcd_cluster.h"
 #include "harness.h"
 
@@ -128,6 +129,38 @@ TEST(cli_failed_etcd_import_deletes_only_what_it_wrote)
                             "holds nothing again\n") != NULL);
     free(err);
     ASSERT_EQ(etcd_cluster_count_keys(&c, "imp3/"), 0);
+    etcd_cluster_stop(&c);
+}
+
+/* A Txn of the import that etcd applied but whose answer was lost (a
+ * proxy drops what etcd sends from then on): the import fails when the
+ * call times out (10 s), and its undo, on the next endpoint (etcd
+ * itself), reads that Txn's keys back, finds them as it wrote them, and
+ * deletes them with the rest (a Txn left unanswered was forgotten: its 40
+ * records stayed). */
+TEST(cli_failed_etcd_import_judges_a_txn_left_unanswered)
+{
+    struct etcd_cluster c;
+    etcd_cluster_start(&c, 1);
+    int via = free_port();
+    struct delay_proxy *px = delay_proxy_start("127.0.0.1", via, "127.0.0.1", c.client_port[0]);
+    char url[128], err_path[600];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d,http://127.0.0.1:%d", via, c.client_port[0]);
+    snprintf(err_path, sizeof err_path, "%s/import.err", test_tmpdir());
+    /* The second Txn (records 40 to 79) names key00040 and the marker. */
+    delay_proxy_mute_after(px, NULL, "lost/k/key00040", "lost/n/:import");
+    int in;
+    pid_t pid = import_from_pipe(url, "lost/", err_path, &in);
+    write_records(in, 0, 100);
+    close(in);
+    etcd_cluster_await_count(&c, "lost/k/", 80, 10000);
+    ASSERT_EQ(wait_exit(pid), 4);
+    ASSERT_EQ(etcd_cluster_count_keys(&c, "lost/"), 0);
+    char *err = slurp(err_path, NULL);
+    ASSERT_TRUE(strstr(err, "statestore: import: the records written under lost/ were deleted: the prefix holds "
+                            "nothing again\n") != NULL);
+    free(err);
+    delay_proxy_stop(px);
     etcd_cluster_stop(&c);
 }
 
