@@ -423,6 +423,23 @@ describe('the console on LMDB', () => {
         await page.setViewportSize({ width: 1280, height: 800 });
     });
 
+    test('refuses to run inside a frame of another page', async () => {
+        const p = await browser.context.newPage();
+        let sockets = 0;
+        p.on('websocket', () => sockets++);
+        await p.setContent(`<iframe src="${b.url}index.html" width="900" height="600"></iframe>`);
+        const frame = await (await p.waitForSelector('iframe')).contentFrame();
+        await frame.waitForSelector('body.framed');
+        assert.equal(
+            await frame.textContent('body'),
+            'The statestore console does not run inside a frame of another page: open it in a window of its own.',
+        );
+        assert.equal(await frame.$('#connect'), null, 'no form left to click');
+        await new Promise((r) => setTimeout(r, 500));
+        assert.equal(sockets, 0, 'no connection to the broker');
+        await p.close();
+    });
+
     test('the websockets port is reachable on loopback only', async () => {
         // Every socket listening on the port, from the kernel's tables.
         const listening = [];

@@ -12,6 +12,23 @@
 // so fewer files load faster.
 (function () {
     'use strict';
+    // A page of another site could show the console in a frame, hidden
+    // or disguised, and lead a user's clicks onto its buttons (a DEL, a
+    // SET) with the user's connection (clickjacking). The headers that
+    // forbid framing (X-Frame-Options, CSP's frame-ancestors, which a
+    // <meta> cannot carry) are not ours to send: Mosquitto's web server
+    // sends its own. So the console refuses to run in any frame: nothing
+    // loads, nothing connects, and the page says why.
+    if (window.top !== window.self) {
+        var refuse = function () {
+            document.body.textContent = 'The statestore console does not run inside a frame of another page: ' +
+                'open it in a window of its own.';
+            document.body.className = 'framed';
+        };
+        if (document.body) refuse();
+        else document.addEventListener('DOMContentLoaded', refuse);
+        return;
+    }
     // Dependencies before the modules that import them.
     var order = ['mqtt.esm.js', 'proto.js', 'client.js', 'chart.js', 'vlist.js', 'keys.js', 'live.js',
         'dash.js', 'locks.js', 'app.js'];
