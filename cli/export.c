@@ -38,8 +38,13 @@
 #define SS_IMPORT_BATCH 1000
 #define SS_IMPORT_BATCH_BYTES ((uint64_t)64 << 20)
 /* The LMDB map of a store that import builds from an input whose size is
- * unknown (a pipe): address space only, the file grows as it is used. */
+ * unknown (a pipe): address space only, the file grows as it is used.
+ * Where the address space cannot take a map (this one, or one sized for
+ * a file: a 32-bit system, a limit such as ulimit -v, a sanitizer's
+ * reserved ranges), it is halved until it fits, down to
+ * SS_IMPORT_MAP_LEAST; a store larger than the map fails as full. */
 #define SS_IMPORT_MAP_UNKNOWN ((uint64_t)1 << 40)
+#define SS_IMPORT_MAP_LEAST ((uint64_t)1 << 28)
 
 /* One record line's fields: "rec HEXKEY SIZE VERSION EXP FT". */
 struct rec_head {
@@ -464,6 +469,10 @@ static int sink_open(struct cli *cl, struct import_sink *k, FILE *in)
                       ? ss_store_map_size(0, st.st_size > 0 ? (uint64_t)st.st_size : 1)
                       : SS_IMPORT_MAP_UNKNOWN;
     int rc = ss_store_open(&so, &k->s);
+    while (rc == SS_E_NOMEM && so.map_size / 2 >= SS_IMPORT_MAP_LEAST) {
+        so.map_size /= 2; /* the map did not fit: a smaller one (a store too large for it fails as full) */
+        rc = ss_store_open(&so, &k->s);
+    }
     if (rc != SS_OK) {
         cli_fail(cl, rc, "import: cannot open a store in %s: %s", so.path, ss_strerror(rc));
         k->s = NULL;
