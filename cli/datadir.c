@@ -26,10 +26,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/dirlock.h"
 #include "../core/errors.h"
 #include "cli.h"
 
@@ -95,40 +95,13 @@ static int dir_len(const char *dir)
 int cli_dir_lock_take(struct cli_dir_lock *l, const char *dir)
 {
     l->made = false;
-    l->fd = -1;
     if (snprintf(l->path, sizeof l->path, "%.*s/%s", dir_len(dir), dir, CLI_DIR_LOCK) >= (int)sizeof l->path) {
+        l->fd = -1;
         errno = ENAMETOOLONG;
         return -1;
     }
-    /* The file locked must still be DIR's lock file: an import or a
-     * restore that fails removes a lock file it made, and one opened just
-     * before that and locked just after would be no lock at all (a broker
-     * would make and lock a new one). So it is looked up again once
-     * locked, and a replaced one opened again, as the broker does
-     * (core/store_lmdb_open.c); a file replaced every time leaves DIR
-     * taken as in use. */
-    for (int tries = 0; tries < 8; tries++) {
-        struct stat named, st;
-        l->made = lstat(l->path, &named) != 0 && errno == ENOENT;
-        /* O_NOFOLLOW: the lock is a file of DIR's own, never what a link names. */
-        int fd = open(l->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-            return -1;
-        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-            int err = errno;
-            close(fd);
-            errno = err;
-            return -1;
-        }
-        if (fstat(fd, &st) == 0 && lstat(l->path, &named) == 0 && st.st_ino == named.st_ino &&
-            st.st_dev == named.st_dev) {
-            l->fd = fd;
-            return 0;
-        }
-        close(fd);
-    }
-    errno = EWOULDBLOCK;
-    return -1;
+    l->fd = ss_dirlock_take(l->path, &l->made); /* the broker's own lock (core/dirlock.c) */
+    return l->fd < 0 ? -1 : 0;
 }
 
 void cli_dir_lock_release(struct cli_dir_lock *l, bool remove_file)

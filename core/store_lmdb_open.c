@@ -6,12 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "bigendian.h"
+#include "dirlock.h"
 #include "errors.h"
 #include "journal.h"
 #include "store_lmdb.h"
@@ -326,45 +326,18 @@ static int ss_lmdb__open_in_dir(const ss_store *s, const char *file, bool *exist
 }
 
 /* One process per data directory: a second broker on the same files
- * would keep its own counts and clock and corrupt both. flock is released
- * by the kernel when the process dies, so a crash leaves no stale lock.
- *
- * The file locked must still be the one DIR's name leads to: an import or
- * a restore that fails removes a lock file it made (cli/datadir.c), and
- * one opened just before that and locked just after would be a lock
- * nobody else sees (the next import would make and lock a new file, and
- * write beside this broker). So it is looked up again once locked, and a
- * replaced file opened again. A file replaced every time (only a process
- * that ignores the lock could) leaves DIR taken as busy. */
+ * would keep its own counts and clock and corrupt both (dirlock.c). */
 static int ss_lmdb__lock_dir(ss_store *s)
 {
     char *name = ss_lmdb__path(s, "statestore.lock");
     if (name == NULL)
         return SS_E_NOMEM;
-    int rc = SS_E_BUSY;
-    for (int tries = 0; tries < 8 && rc == SS_E_BUSY; tries++) {
-        bool existed;
-        int fd = ss_lmdb__open_in_dir(s, "statestore.lock", &existed);
-        if (fd < 0) {
-            rc = SS_E_IO;
-            break;
-        }
-        struct stat held, named;
-        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-            rc = errno == EWOULDBLOCK ? SS_E_BUSY : SS_E_IO;
-            close(fd);
-            break;
-        }
-        if (fstat(fd, &held) == 0 && stat(name, &named) == 0 && held.st_ino == named.st_ino &&
-            held.st_dev == named.st_dev) {
-            s->lock_fd = fd;
-            rc = SS_OK;
-        } else {
-            close(fd); /* removed or replaced meanwhile: the lock is the file there now */
-        }
-    }
+    s->lock_fd = ss_dirlock_take(name, NULL);
+    int err = errno;
     free(name);
-    return rc;
+    if (s->lock_fd < 0)
+        return err == EWOULDBLOCK ? SS_E_BUSY : SS_E_IO;
+    return SS_OK;
 }
 
 /* Open (or create) the journal; a new file's name is made durable too. */
