@@ -96,6 +96,24 @@ static void one_record(char *file, size_t n, const char *name)
     write_text(file, "{\"key_base64\":\"aw==\",\"value_base64\":\"dg==\",\"version\":\"1700000000000:0:n\"}\n");
 }
 
+/* test_tmpdir()/elsewhere (its path into out), holding "precious": files
+ * that are no command's, which a link in DIR names. */
+static void someone_elses(char *out, size_t n)
+{
+    snprintf(out, n, "%s/elsewhere", test_tmpdir());
+    ASSERT_EQ(mkdir(out, 0700), 0);
+    put_file(out, "precious", "keep me");
+}
+
+/* dir/name, a symbolic link to elsewhere/precious. */
+static void link_to_precious(const char *dir, const char *name, const char *elsewhere)
+{
+    char link[1200], target[600];
+    snprintf(link, sizeof link, "%s/%s", dir, name);
+    snprintf(target, sizeof target, "%s/precious", elsewhere);
+    ASSERT_EQ(symlink(target, link), 0);
+}
+
 /* What another import into DIR does, having finished just as this one
  * looked at DIR: its leftover gone, its store in place, its lock
  * released. */
@@ -163,12 +181,10 @@ TEST(cli_import_refuses_an_import_partial_that_is_a_link)
 {
     char dir[400], file[400], elsewhere[400], partial[500];
     snprintf(dir, sizeof dir, "%s/target", test_tmpdir());
-    snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere", test_tmpdir());
     snprintf(partial, sizeof partial, "%s/import.partial", dir);
     one_record(file, sizeof file, "one.jsonl");
     ASSERT_EQ(mkdir(dir, 0700), 0);
-    ASSERT_EQ(mkdir(elsewhere, 0700), 0);
-    put_file(elsewhere, "precious", "keep me");
+    someone_elses(elsewhere, sizeof elsewhere);
     ASSERT_EQ(symlink(elsewhere, partial), 0);
     struct run r;
     cli_tool(&r, "import", file, dir, NULL);
@@ -182,10 +198,7 @@ TEST(cli_import_refuses_an_import_partial_that_is_a_link)
     /* A link in a real leftover is removed itself, not what it names. */
     ASSERT_EQ(unlink(partial), 0);
     ASSERT_EQ(mkdir(partial, 0700), 0);
-    char link[600], target[600];
-    snprintf(link, sizeof link, "%s/data.mdb", partial);
-    snprintf(target, sizeof target, "%s/precious", elsewhere);
-    ASSERT_EQ(symlink(target, link), 0);
+    link_to_precious(partial, "data.mdb", elsewhere);
     cli_tool(&r, "import", file, dir, NULL);
     ASSERT_EQ(r.status, 0);
     ERR_HAS(r, "removed ");
@@ -306,7 +319,6 @@ TEST(cli_restore_and_import_remove_what_a_killed_one_left)
     snprintf(backup, sizeof backup, "%s/data.mdb", src);
     snprintf(dir, sizeof dir, "%s/restored", test_tmpdir());
     snprintf(other, sizeof other, "%s/imported", test_tmpdir());
-    snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere", test_tmpdir());
     one_record(file, sizeof file, "one.jsonl");
     struct run r;
     cli_tool(&r, "import", file, src, NULL); /* its data file is a backup */
@@ -352,14 +364,11 @@ TEST(cli_restore_and_import_remove_what_a_killed_one_left)
     run_free(&r);
     ASSERT_TRUE(!exists(partial, "import.partial") && exists(partial, "data.mdb"));
     /* A link by that name: not a restore's leftover. */
-    char empty[400], link[500], target[500];
+    char empty[400];
     snprintf(empty, sizeof empty, "%s/linked", test_tmpdir());
     ASSERT_EQ(mkdir(empty, 0700), 0);
-    ASSERT_EQ(mkdir(elsewhere, 0700), 0);
-    put_file(elsewhere, "precious", "keep me");
-    snprintf(link, sizeof link, "%s/data.mdb.partial", empty);
-    snprintf(target, sizeof target, "%s/precious", elsewhere);
-    ASSERT_EQ(symlink(target, link), 0);
+    someone_elses(elsewhere, sizeof elsewhere);
+    link_to_precious(empty, "data.mdb.partial", elsewhere);
     cli_tool(&r, "restore", backup, empty, NULL);
     ASSERT_EQ(r.status, 64);
     ERR_HAS(r, "/linked is not empty: restore into a new or empty data directory");
